@@ -1,0 +1,2 @@
+//! The `shale` command-line tool.
+fn main() {}

@@ -1,0 +1,30 @@
+//! shale's io layer: devices, queues and completions.
+//!
+//! This layer knows bytes, offsets, alignment, queues and completions, and nothing about keys.
+//! Every byte shale writes reaches a device through it, so every test above can swap in the
+//! simulated device.
+//!
+//! ```
+//! use shale_io::{AlignedBuf, Device, MemoryDevice, QueueExt, QueueOptions};
+//!
+//! let dev = MemoryDevice::new(1 << 20, 4096)?;
+//! let mut queue = dev.open_queue(&QueueOptions::default())?;
+//! queue.write_at(0, AlignedBuf::padded_copy(b"hello", 4096), true)?;
+//! assert_eq!(&queue.read_at(0, 4096)?[..5], b"hello");
+//! # Ok::<(), shale_io::Error>(())
+//! ```
+
+mod buf;
+mod device;
+mod error;
+mod inline;
+mod memory;
+
+pub use buf::{AlignedBuf, BUF_ALIGN, SECTOR_SIZE};
+pub use device::{
+    Completion, Device, DeviceInfo, DeviceRef, Op, PollMode, QUEUE_DEPTH_MAX, Queue, QueueExt,
+    QueueOptions, Request, check_request,
+};
+pub use error::{Error, OpKind, Result};
+pub use inline::{InlineQueue, SyncBackend};
+pub use memory::MemoryDevice;

@@ -1,1 +1,46 @@
-//! placeholder
+//! shale's space layer, after LDS: a volume of fixed slots and a self-describing version log
+//! on a raw device, with no file system underneath.
+//!
+//! It knows slots, extents, log objects and version records, and carries the engines'
+//! metadata as opaque bytes; it knows nothing about keys. See `docs/space.md` for the design.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use shale_io::MemoryDevice;
+//! use shale_space::{Edit, LayoutOptions, Volume, VolumeOptions};
+//!
+//! let device = Arc::new(MemoryDevice::new(16 << 20, 4096)?);
+//! let opts = VolumeOptions {
+//!     layout: LayoutOptions { slot_bytes: 1 << 20, version_log_bytes: 256 << 10, wal_bytes: 1 << 20 },
+//!     ..VolumeOptions::default()
+//! };
+//! let volume = Volume::open(device.clone(), &opts)?.volume;
+//! let extent = volume.allocate(2)?;            // an SST would be written here
+//! let edit = Edit { added: vec![extent], engine: b"L0 +sst".to_vec(), ..Edit::default() };
+//! volume.commit(&edit, &mut || b"full engine state".to_vec())?;
+//! drop(volume);
+//!
+//! let reopened = Volume::open(device, &opts)?;
+//! assert_eq!(reopened.volume.live_extents(), vec![extent]);
+//! assert_eq!(reopened.versions.deltas[0].engine, b"L0 +sst");
+//! # Ok::<(), shale_space::Error>(())
+//! ```
+
+mod allocator;
+mod codec;
+mod counters;
+mod error;
+pub mod header;
+mod layout;
+pub mod log_object;
+mod version_log;
+pub mod version_record;
+mod volume;
+
+pub use allocator::SlotUsage;
+pub use counters::{ClassSnapshot, IoClass, VolumeQueue};
+pub use error::{Error, Result};
+pub use layout::{AREA_ALIGN, HEADER_AREA_BYTES, Layout, LayoutOptions, VERSION_LOG_BYTES_MIN};
+pub use version_log::{LogState, Versions};
+pub use version_record::{BaseRecord, DeltaRecord, Extent};
+pub use volume::{CommitKind, Edit, Opened, Volume, VolumeOptions, hex};

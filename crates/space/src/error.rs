@@ -1,0 +1,87 @@
+//! The space layer's error type.
+
+use std::fmt;
+
+/// Errors of the space layer.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum Error {
+    /// The device failed a request.
+    Io(shale_io::Error),
+    /// Persisted bytes are damaged: a checksum or structure check failed where the data was
+    /// known to be complete (not a torn tail).
+    Corruption {
+        /// What is damaged ("format header", "version log object", ...).
+        what: String,
+        /// Byte offset on the device where the damage was found.
+        offset: u64,
+    },
+    /// The device holds something that is not a shale volume; nothing was written to it.
+    Foreign {
+        /// Why it was not taken for a volume.
+        why: String,
+    },
+    /// The volume was written by a newer shale whose format this one cannot read.
+    NewerFormat {
+        /// Format version found on the device.
+        found: u32,
+        /// Newest format version this build reads.
+        supported: u32,
+    },
+    /// Bad options or a request that cannot be valid.
+    InvalidArgument(String),
+    /// No room: no free extent of the requested size, or the version log area is too small.
+    NoSpace(String),
+    /// A write or flush of the version log failed earlier: the volume accepts no more commits
+    /// until it is reopened, because a failed sync cannot be trusted or retried (promise P5).
+    Stopped(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io(e) => write!(f, "{e}"),
+            Error::Corruption { what, offset } => {
+                write!(f, "corruption: {what} at byte offset {offset}")
+            }
+            Error::Foreign { why } => write!(f, "not a shale volume: {why}"),
+            Error::NewerFormat { found, supported } => write!(
+                f,
+                "volume format version {found} is newer than this build reads ({supported})"
+            ),
+            Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
+            Error::NoSpace(s) => write!(f, "no space: {s}"),
+            Error::Stopped(s) => write!(f, "volume stopped after a failed write ({s}); reopen it"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<shale_io::Error> for Error {
+    fn from(e: shale_io::Error) -> Error {
+        match e {
+            shale_io::Error::NoSpace { offset } => {
+                Error::NoSpace(format!("device full (write at byte offset {offset})"))
+            }
+            shale_io::Error::InvalidArgument(s) => Error::InvalidArgument(s),
+            other => Error::Io(other),
+        }
+    }
+}
+
+impl Error {
+    pub(crate) fn corruption(what: impl Into<String>, offset: u64) -> Error {
+        Error::Corruption { what: what.into(), offset }
+    }
+}
+
+/// The space layer's result alias.
+pub type Result<T> = std::result::Result<T, Error>;

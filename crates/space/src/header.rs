@@ -1,0 +1,176 @@
+//! The format header: what a volume is and how it is laid out.
+//!
+//! Written once, when the volume is created, in two copies (sector 0 of byte 0 and of byte
+//! 4096), and never rewritten, so no later crash can tear it. Everything else on the volume is
+//! found from it.
+//!
+//! ```text
+//! offset size field                    notes
+//! 0      8    magic                    b"SHALEVOL"
+//! 8      4    crc32c                   of bytes [12, 128), little-endian
+//! 12     4    format version           u32; its position never changes, so a newer format is
+//!                                      recognised before its checksum rules are known
+//! 16     4    sector bytes             u32, the device's logical block size at creation
+//! 20     4    flags                    u32, zero
+//! 24     16   volume id                random bytes, names the volume in logs and tools
+//! 40     8    version log offset       u64, mirror A; mirror B follows it
+//! 48     8    version log bytes        u64, size of each mirror
+//! 56     8    WAL offset               u64
+//! 64     8    WAL bytes                u64
+//! 72     8    slot offset              u64, slot 0
+//! 80     8    slot bytes               u64
+//! 88     8    created                  u64, seconds since the Unix epoch
+//! 96     32   reserved                 zero
+//! 128    ..   zero to the sector's end (not covered by the checksum)
+//! ```
+//! All integers are little-endian.
+
+use crate::codec::{PutLe, le_u32, le_u64};
+use crate::layout::Layout;
+
+/// First bytes of every header copy.
+pub const HEADER_MAGIC: &[u8; 8] = b"SHALEVOL";
+/// The newest format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Bytes of a header covered by its checksum, from the start of the copy.
+pub const HEADER_BYTES: usize = 128;
+
+/// The decoded header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Format version the volume was written with.
+    pub format_version: u32,
+    /// Random identity of the volume.
+    pub volume_id: [u8; 16],
+    /// Where the areas lie.
+    pub layout: Layout,
+    /// Creation time, seconds since the Unix epoch.
+    pub created_unix_secs: u64,
+}
+
+/// What one header copy turned out to be.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HeaderCopy {
+    /// A valid header.
+    Valid(Header),
+    /// All zero: nothing was ever written there.
+    Blank,
+    /// Not ours: no magic.
+    Foreign,
+    /// Our magic, a newer format version.
+    Newer(u32),
+    /// Our magic, but the checksum or the layout is wrong.
+    Damaged,
+}
+
+impl Header {
+    /// Encodes one copy into `HEADER_BYTES` bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let l = &self.layout;
+        let mut b = Vec::with_capacity(HEADER_BYTES);
+        b.extend_from_slice(HEADER_MAGIC);
+        b.put_u32(0); // checksum, filled in below
+        b.put_u32(self.format_version);
+        b.put_u32(l.sector_bytes);
+        b.put_u32(0);
+        b.extend_from_slice(&self.volume_id);
+        for v in [
+            l.version_log_offset,
+            l.version_log_bytes,
+            l.wal_offset,
+            l.wal_bytes,
+            l.slot_offset,
+            l.slot_bytes,
+            self.created_unix_secs,
+        ] {
+            b.put_u64(v);
+        }
+        b.resize(HEADER_BYTES, 0);
+        let crc = crc32c::crc32c(&b[12..HEADER_BYTES]);
+        b[8..12].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Classifies one copy (at least `HEADER_BYTES` long).
+    pub fn decode(b: &[u8]) -> HeaderCopy {
+        if b.len() < HEADER_BYTES {
+            return HeaderCopy::Damaged;
+        }
+        if &b[..8] != HEADER_MAGIC {
+            return if b.iter().all(|&x| x == 0) { HeaderCopy::Blank } else { HeaderCopy::Foreign };
+        }
+        let format_version = le_u32(b, 12);
+        if format_version > FORMAT_VERSION {
+            return HeaderCopy::Newer(format_version);
+        }
+        if le_u32(b, 8) != crc32c::crc32c(&b[12..HEADER_BYTES]) || format_version == 0 {
+            return HeaderCopy::Damaged;
+        }
+        let layout = Layout {
+            sector_bytes: le_u32(b, 16),
+            version_log_offset: le_u64(b, 40),
+            version_log_bytes: le_u64(b, 48),
+            wal_offset: le_u64(b, 56),
+            wal_bytes: le_u64(b, 64),
+            slot_offset: le_u64(b, 72),
+            slot_bytes: le_u64(b, 80),
+        };
+        if !layout.is_consistent() || le_u32(b, 20) != 0 {
+            return HeaderCopy::Damaged;
+        }
+        HeaderCopy::Valid(Header {
+            format_version,
+            volume_id: b[24..40].try_into().unwrap(),
+            layout,
+            created_unix_secs: le_u64(b, 88),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::LayoutOptions;
+
+    fn sample() -> Header {
+        Header {
+            format_version: FORMAT_VERSION,
+            volume_id: *b"0123456789abcdef",
+            layout: Layout::new(&LayoutOptions::default(), 4096),
+            created_unix_secs: 1_800_000_000,
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let h = sample();
+        assert_eq!(Header::decode(&h.encode()), HeaderCopy::Valid(h));
+    }
+
+    #[test]
+    fn every_flipped_byte_is_caught() {
+        let enc = sample().encode();
+        for i in 0..HEADER_BYTES {
+            let mut b = enc.clone();
+            b[i] ^= 0x10;
+            let got = Header::decode(&b);
+            assert!(
+                matches!(got, HeaderCopy::Damaged | HeaderCopy::Foreign | HeaderCopy::Newer(_)),
+                "flip at {i} gave {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn truncated_blank_foreign_and_newer() {
+        let enc = sample().encode();
+        assert_eq!(Header::decode(&enc[..100]), HeaderCopy::Damaged);
+        assert_eq!(Header::decode(&[0u8; 512]), HeaderCopy::Blank);
+        let mut ext4ish = vec![0u8; 512];
+        ext4ish[56] = 0x53;
+        assert_eq!(Header::decode(&ext4ish), HeaderCopy::Foreign);
+        let mut newer = enc.clone();
+        newer[12..16].copy_from_slice(&2u32.to_le_bytes());
+        assert_eq!(Header::decode(&newer), HeaderCopy::Newer(2));
+    }
+}

@@ -1,0 +1,494 @@
+//! A volume: one device's space as shale lays it out (LDS).
+//!
+//! Opening runs these stages, in order:
+//! 1. Read both header copies and classify the device: a volume, blank, foreign, newer or
+//!    damaged. Only a blank device is written to.
+//! 2. Create (blank only): write the first base and the anchors, then header A, then header B,
+//!    each durable before the next. The header goes last so that a crash during creation
+//!    leaves a device that still reads as blank (or as an interrupted creation, which is
+//!    redone), never a header that names a missing version log.
+//! 3. Recover: walk the version log (see `version_log`), then rebuild the slot map from the
+//!    live extents of the committed version.
+//!
+//! A commit runs these stages, in order, under the volume's lock:
+//! 1. Check the edit against the slot map (added extents pending, removed ones live).
+//! 2. Append it as a delta, or, when the chain would pass half the ring, as a new base holding
+//!    the complete state (a trim); either way durable in both mirrors before returning.
+//! 3. Only then move added extents to live and removed ones to free, so a freed slot is never
+//!    rewritten while a crash could still bring back a version that uses it.
+//!
+//! A failed version-log write stops the volume: later commits answer `Stopped` until it is
+//! reopened, because what reached the media after a failed write cannot be known (P5).
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use shale_io::{AlignedBuf, DeviceRef, QueueExt, QueueOptions};
+
+use crate::allocator::{Allocator, SlotUsage};
+use crate::counters::{ClassSnapshot, IoClass, IoCounters, VolumeQueue};
+use crate::error::{Error, Result};
+use crate::header::{FORMAT_VERSION, Header, HeaderCopy};
+use crate::layout::{AREA_ALIGN, HEADER_AREA_BYTES, Layout, LayoutOptions};
+use crate::version_log::{LogState, VersionLog, Versions};
+use crate::version_record::{BaseRecord, DeltaRecord, Extent};
+
+/// How to open a volume.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VolumeOptions {
+    /// Layout of a volume created on a blank device.
+    pub layout: LayoutOptions,
+    /// Whether a blank device may be made into a new volume.
+    pub create_if_blank: bool,
+    /// When a growable device runs out of slots, grow it by at least this many.
+    pub grow_slots_min: u32,
+}
+
+impl Default for VolumeOptions {
+    fn default() -> VolumeOptions {
+        VolumeOptions {
+            layout: LayoutOptions::default(),
+            create_if_blank: true,
+            grow_slots_min: 64,
+        }
+    }
+}
+
+/// One atomic change to the committed version.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Edit {
+    /// Extents no longer live after the commit (freed once it is durable).
+    pub removed: Vec<Extent>,
+    /// Extents allocated from this volume, written and durable, live after the commit.
+    pub added: Vec<Extent>,
+    /// The engine's description of the change, returned by recovery in commit order.
+    pub engine: Vec<u8>,
+}
+
+/// How a commit was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitKind {
+    /// As a delta on the current base.
+    Delta,
+    /// As a new base (the version log was trimmed).
+    Base,
+}
+
+/// What the open found: the committed versions for the engine to replay.
+#[derive(Debug)]
+pub struct Opened {
+    /// The volume.
+    pub volume: Volume,
+    /// The newest base and its deltas (the base's engine bytes are the engine's last full
+    /// state; after a trim the deltas list is empty).
+    pub versions: Versions,
+    /// Whether the volume was created by this open.
+    pub created: bool,
+}
+
+struct Inner {
+    log: VersionLog,
+    slots: Allocator,
+    stopped: Option<String>,
+}
+
+/// An open volume. Cheap to share behind an `Arc`; commits and allocations serialise on one
+/// lock, data I/O goes through queues from [`Volume::queue`] without it.
+pub struct Volume {
+    device: DeviceRef,
+    header: Header,
+    counters: Arc<IoCounters>,
+    grow_slots_min: u32,
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for Volume {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Volume")
+            .field("device", &self.device)
+            .field("header", &self.header)
+            .finish()
+    }
+}
+
+/// Queue depth of the volume's own version-log queue: two mirror writes in flight.
+const VERSION_LOG_QUEUE_DEPTH: u32 = 2;
+
+impl Volume {
+    /// Opens the volume on `device`, creating one if the device is blank and the options
+    /// allow it.
+    ///
+    /// # Errors
+    /// [`Error::Foreign`] for a device holding something else, [`Error::NewerFormat`] for a
+    /// volume of a newer shale, [`Error::Corruption`] for a damaged header or version log,
+    /// [`Error::InvalidArgument`] for bad options or a device too small for the layout,
+    /// [`Error::Io`] for device errors. Nothing is written to the device in any error case
+    /// except a failed creation of a blank device.
+    pub fn open(device: DeviceRef, opts: &VolumeOptions) -> Result<Opened> {
+        let info = device.info();
+        if info.capacity < HEADER_AREA_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "device of {} bytes is smaller than a volume header",
+                info.capacity
+            )));
+        }
+        let counters = Arc::new(IoCounters::default());
+        let mut q = Self::raw_queue(&device, IoClass::Header, 0..HEADER_AREA_BYTES, &counters)?;
+        let area = q.read_at(0, HEADER_AREA_BYTES as usize)?;
+        let half = AREA_ALIGN as usize;
+        let copies = [Header::decode(&area[..half]), Header::decode(&area[half..])];
+        let header = match copies {
+            [HeaderCopy::Valid(h), _] | [_, HeaderCopy::Valid(h)] => h,
+            [HeaderCopy::Newer(found), _] | [_, HeaderCopy::Newer(found)] => {
+                return Err(Error::NewerFormat { found, supported: FORMAT_VERSION });
+            }
+            // Both blank, or one torn by a crash during creation while the other was still
+            // blank: a finished volume always has two valid copies, so either way no volume
+            // was ever completed here.
+            [HeaderCopy::Blank | HeaderCopy::Damaged, HeaderCopy::Blank]
+            | [HeaderCopy::Blank, HeaderCopy::Damaged] => {
+                if !opts.create_if_blank {
+                    return Err(Error::Foreign {
+                        why: "the device is blank and creating a volume was not allowed".into(),
+                    });
+                }
+                return Self::create(device, opts, counters);
+            }
+            [HeaderCopy::Damaged, HeaderCopy::Damaged] => {
+                return Err(Error::corruption("format header, both copies", 0));
+            }
+            _ => {
+                return Err(Error::Foreign {
+                    why:
+                        "its first 8 KiB hold data that is not a shale header; nothing was written"
+                            .into(),
+                });
+            }
+        };
+        Self::recover(device, header, opts, counters)
+    }
+
+    fn raw_queue(
+        device: &DeviceRef,
+        class: IoClass,
+        area: std::ops::Range<u64>,
+        counters: &Arc<IoCounters>,
+    ) -> Result<VolumeQueue> {
+        let opts = QueueOptions { depth: VERSION_LOG_QUEUE_DEPTH, ..QueueOptions::default() };
+        let inner = device.open_queue(&opts)?;
+        Ok(VolumeQueue::new(inner, class, area, counters.clone()))
+    }
+
+    fn create(
+        device: DeviceRef,
+        opts: &VolumeOptions,
+        counters: Arc<IoCounters>,
+    ) -> Result<Opened> {
+        opts.layout.validate()?;
+        let info = device.info();
+        let layout = Layout::new(&opts.layout, info.block_size);
+        if layout.slot_count(info.capacity) == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "device of {} bytes has no room for a slot after the {}-byte header, version log \
+                 and WAL areas",
+                info.capacity, layout.slot_offset
+            )));
+        }
+        let header = Header {
+            format_version: FORMAT_VERSION,
+            volume_id: new_volume_id(),
+            layout,
+            created_unix_secs: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        };
+        let log_area = layout.version_log_offset..layout.wal_offset;
+        let log_queue = Self::raw_queue(&device, IoClass::VersionLog, log_area, &counters)?;
+        let log = VersionLog::create(layout, Box::new(log_queue), &BaseRecord::default())?;
+        let mut q = Self::raw_queue(&device, IoClass::Header, 0..HEADER_AREA_BYTES, &counters)?;
+        let bytes = header.encode();
+        for copy in 0..2u64 {
+            let buf = AlignedBuf::padded_copy(&bytes, layout.sector_bytes as usize);
+            q.write_at(copy * AREA_ALIGN, buf, true)?;
+        }
+        let slots = Allocator::rebuild(layout.slot_count(info.capacity), &[])
+            .map_err(|e| Error::corruption(e, layout.slot_offset))?;
+        log::info!(
+            "created volume {} on a {} device of {} bytes: {} slots of {} bytes",
+            hex(&header.volume_id),
+            info.backend,
+            info.capacity,
+            slots.usage().total,
+            layout.slot_bytes
+        );
+        let volume = Volume::assemble(device, header, counters, opts, log, slots);
+        Ok(Opened { volume, versions: Versions::default(), created: true })
+    }
+
+    fn recover(
+        device: DeviceRef,
+        header: Header,
+        opts: &VolumeOptions,
+        counters: Arc<IoCounters>,
+    ) -> Result<Opened> {
+        let layout = header.layout;
+        let info = device.info();
+        if info.block_size > layout.sector_bytes {
+            return Err(Error::InvalidArgument(format!(
+                "volume made with {}-byte sectors is on a device of {}-byte blocks",
+                layout.sector_bytes, info.block_size
+            )));
+        }
+        if info.capacity < layout.slot_offset {
+            return Err(Error::corruption(
+                format!("device of {} bytes is shorter than the volume's layout", info.capacity),
+                0,
+            ));
+        }
+        let started = std::time::Instant::now();
+        let log_area = layout.version_log_offset..layout.wal_offset;
+        let log_queue = Self::raw_queue(&device, IoClass::VersionLog, log_area, &counters)?;
+        let (log, versions) = VersionLog::recover(layout, Box::new(log_queue))?;
+        let live = replay_extents(&versions, layout.slot_offset)?;
+        let slots = Allocator::rebuild(layout.slot_count(info.capacity), &live).map_err(|e| {
+            Error::corruption(format!("committed version: {e}"), layout.slot_offset)
+        })?;
+        let s = log.state();
+        log::info!(
+            "opened volume {}: base SN {} + {} deltas, {} repaired copies, {} live slots, \
+             recovery {:?}",
+            hex(&header.volume_id),
+            s.base_sn,
+            s.deltas,
+            s.repaired,
+            slots.usage().live,
+            started.elapsed()
+        );
+        let volume = Volume::assemble(device, header, counters, opts, log, slots);
+        Ok(Opened { volume, versions, created: false })
+    }
+
+    fn assemble(
+        device: DeviceRef,
+        header: Header,
+        counters: Arc<IoCounters>,
+        opts: &VolumeOptions,
+        log: VersionLog,
+        slots: Allocator,
+    ) -> Volume {
+        Volume {
+            device,
+            header,
+            counters,
+            grow_slots_min: opts.grow_slots_min.max(1),
+            inner: Mutex::new(Inner { log, slots, stopped: None }),
+        }
+    }
+
+    /// The volume's header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Where the areas lie.
+    pub fn layout(&self) -> Layout {
+        self.header.layout
+    }
+
+    /// The device under the volume.
+    pub fn device(&self) -> &DeviceRef {
+        &self.device
+    }
+
+    /// Byte range of an extent on the device.
+    pub fn extent_range(&self, e: Extent) -> std::ops::Range<u64> {
+        let l = self.layout();
+        let start = l.slot_to_offset(e.first);
+        start..start + u64::from(e.count) * l.slot_bytes
+    }
+
+    /// Opens a queue for data I/O of one class (WAL pages or slots), confined to its area and
+    /// counted.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for the header and version-log classes, which only the
+    /// volume itself writes; otherwise the device's error.
+    pub fn queue(&self, class: IoClass, opts: &QueueOptions) -> Result<VolumeQueue> {
+        let l = self.layout();
+        let area = match class {
+            IoClass::Wal => l.wal_offset..l.wal_offset + l.wal_bytes,
+            IoClass::Slot => l.slot_offset..u64::MAX,
+            IoClass::Header | IoClass::VersionLog => {
+                return Err(Error::InvalidArgument(format!(
+                    "{} I/O belongs to the volume itself",
+                    class.name()
+                )));
+            }
+        };
+        let inner = self.device.open_queue(opts)?;
+        Ok(VolumeQueue::new(inner, class, area, self.counters.clone()))
+    }
+
+    /// Allocates `slots` contiguous slots for an SST about to be written. The extent stays
+    /// pending until a commit adds it or [`Volume::release`] gives it back; a crash forgets it.
+    ///
+    /// # Errors
+    /// [`Error::NoSpace`] when no free run is long enough after a full pass and the device
+    /// cannot grow; [`Error::InvalidArgument`] for zero slots.
+    pub fn allocate(&self, slots: u32) -> Result<Extent> {
+        if slots == 0 {
+            return Err(Error::InvalidArgument("allocation of zero slots".into()));
+        }
+        let mut inner = self.inner.lock();
+        if let Some(e) = inner.slots.allocate(slots) {
+            return Ok(e);
+        }
+        let info = self.device.info();
+        if !info.growable {
+            let u = inner.slots.usage();
+            return Err(Error::NoSpace(format!(
+                "no run of {slots} free slots ({} free in {} runs, longest {})",
+                u.free, u.free_runs, u.largest_free_run
+            )));
+        }
+        let l = self.layout();
+        let total = inner.slots.usage().total;
+        let grown = total.saturating_add(slots.max(self.grow_slots_min).max(total / 4));
+        self.device.grow(l.capacity_for(grown))?;
+        let now = l.slot_count(self.device.info().capacity);
+        log::info!("grew the volume from {total} to {now} slots");
+        inner.slots.grow(now);
+        inner.slots.allocate(slots).ok_or_else(|| {
+            Error::NoSpace(format!("no run of {slots} free slots after growing to {now}"))
+        })
+    }
+
+    /// Gives back an extent from [`Volume::allocate`] that will not be committed.
+    ///
+    /// # Panics
+    /// If the extent is not pending (a bug in the caller).
+    pub fn release(&self, e: Extent) {
+        self.inner.lock().slots.release(e);
+    }
+
+    /// Commits an edit durably, as a delta or, when the version log needs room, as a new base
+    /// whose engine bytes come from `engine_state` (the engine's complete state *after* this
+    /// edit). Removed extents are freed only once the commit is durable.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an edit that names extents wrongly (nothing written);
+    /// [`Error::Stopped`] after an earlier failed write; [`Error::Io`] / [`Error::NoSpace`]
+    /// when the write fails, after which the volume is stopped.
+    pub fn commit(
+        &self,
+        edit: &Edit,
+        engine_state: &mut dyn FnMut() -> Vec<u8>,
+    ) -> Result<CommitKind> {
+        let mut inner = self.inner.lock();
+        if let Some(why) = &inner.stopped {
+            return Err(Error::Stopped(why.clone()));
+        }
+        inner.slots.validate_edit(&edit.removed, &edit.added).map_err(Error::InvalidArgument)?;
+        let delta = DeltaRecord {
+            removed: edit.removed.clone(),
+            added: edit.added.clone(),
+            engine: edit.engine.clone(),
+        };
+        let delta_len = delta.encode().len();
+        let written = if inner.log.delta_fits(delta_len) {
+            inner.log.append_delta(&delta).map(|()| CommitKind::Delta)
+        } else {
+            let mut after = inner.slots.clone();
+            after.apply_edit(&edit.removed, &edit.added);
+            let base = BaseRecord { extents: after.live_extents(), engine: engine_state() };
+            // Refused before anything is written, so the volume stays usable.
+            inner.log.check_base_fits(base.encode().len())?;
+            inner.log.append_base(&base).map(|()| CommitKind::Base)
+        };
+        match written {
+            Ok(kind) => {
+                inner.slots.apply_edit(&edit.removed, &edit.added);
+                Ok(kind)
+            }
+            Err(e) => {
+                inner.stopped = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether an earlier failure stopped the volume, and why.
+    pub fn stopped(&self) -> Option<String> {
+        self.inner.lock().stopped.clone()
+    }
+
+    /// The version log's state.
+    pub fn log_state(&self) -> LogState {
+        self.inner.lock().log.state().clone()
+    }
+
+    /// Slot counts.
+    pub fn slot_usage(&self) -> SlotUsage {
+        self.inner.lock().slots.usage()
+    }
+
+    /// The extents of the committed version.
+    pub fn live_extents(&self) -> Vec<Extent> {
+        self.inner.lock().slots.live_extents()
+    }
+
+    /// I/O counters of one class.
+    pub fn io(&self, class: IoClass) -> ClassSnapshot {
+        self.counters.snapshot(class)
+    }
+
+    /// Checks the slot map's invariants: every slot free, live or pending exactly once.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] naming the first violation.
+    pub fn check_slots(&self) -> Result<()> {
+        let l = self.layout();
+        self.inner.lock().slots.check().map_err(|e| Error::corruption(e, l.slot_offset))
+    }
+}
+
+/// The live extents after replaying the deltas on the base.
+fn replay_extents(v: &Versions, slot_offset: u64) -> Result<Vec<Extent>> {
+    let mut live: std::collections::BTreeSet<Extent> = v.base.extents.iter().copied().collect();
+    for (i, d) in v.deltas.iter().enumerate() {
+        for e in &d.removed {
+            if !live.remove(e) {
+                return Err(Error::corruption(
+                    format!("delta {} removes extent {e:?}, which is not live", i + 1),
+                    slot_offset,
+                ));
+            }
+        }
+        for e in &d.added {
+            if !live.insert(*e) {
+                return Err(Error::corruption(
+                    format!("delta {} adds extent {e:?} twice", i + 1),
+                    slot_offset,
+                ));
+            }
+        }
+    }
+    Ok(live.into_iter().collect())
+}
+
+fn new_volume_id() -> [u8; 16] {
+    let mut id = [0u8; 16];
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let mixed = nanos ^ (u128::from(std::process::id()) << 64) ^ (&id as *const _ as u128);
+    // Not cryptographic: the id only has to tell volumes apart in logs and tools.
+    let a = crc32c::crc32c(&mixed.to_le_bytes());
+    id[..16].copy_from_slice(&(mixed ^ (u128::from(a) << 96)).to_le_bytes());
+    id
+}
+
+/// Lower-case hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

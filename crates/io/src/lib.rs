@@ -19,6 +19,7 @@ mod device;
 mod error;
 mod inline;
 mod memory;
+mod sim;
 
 pub use buf::{AlignedBuf, BUF_ALIGN, SECTOR_SIZE};
 pub use device::{
@@ -28,3 +29,4 @@ pub use device::{
 pub use error::{Error, OpKind, Result};
 pub use inline::{InlineQueue, SyncBackend};
 pub use memory::MemoryDevice;
+pub use sim::{Damage, Fault, FaultPlan, SimDevice, SimStats};

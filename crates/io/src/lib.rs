@@ -16,6 +16,7 @@
 
 mod buf;
 mod device;
+mod dispatch;
 mod error;
 mod inline;
 mod memory;
@@ -26,6 +27,7 @@ pub use device::{
     Completion, Device, DeviceInfo, DeviceRef, Op, PollMode, QUEUE_DEPTH_MAX, Queue, QueueExt,
     QueueOptions, Request, check_request,
 };
+pub use dispatch::{Dispatcher, Weights};
 pub use error::{Error, OpKind, Result};
 pub use inline::{InlineQueue, SyncBackend};
 pub use memory::MemoryDevice;

@@ -16,15 +16,19 @@
 
 mod buf;
 mod device;
+mod dispatch;
 mod error;
 mod inline;
 mod memory;
+mod sim;
 
 pub use buf::{AlignedBuf, BUF_ALIGN, SECTOR_SIZE};
 pub use device::{
     Completion, Device, DeviceInfo, DeviceRef, Op, PollMode, QUEUE_DEPTH_MAX, Queue, QueueExt,
     QueueOptions, Request, check_request,
 };
+pub use dispatch::{Dispatcher, Weights};
 pub use error::{Error, OpKind, Result};
 pub use inline::{InlineQueue, SyncBackend};
 pub use memory::MemoryDevice;
+pub use sim::{Damage, Fault, FaultPlan, SimDevice, SimStats};

@@ -57,6 +57,10 @@ pub struct LogState {
     pub wraps: u64,
     /// Objects read from mirror B because mirror A's copy was invalid.
     pub repaired: u64,
+    /// WOR objects written since the volume was opened.
+    pub wraps_since_open: u64,
+    /// Bases written (trims) since the volume was opened.
+    pub trims_since_open: u64,
 }
 
 /// The versions recovery hands to the volume: the newest base and the deltas after it.
@@ -180,6 +184,7 @@ impl VersionLog {
         s.deltas = 0;
         s.used_bytes = len;
         s.wraps = 0;
+        s.trims_since_open += 1;
         Ok(())
     }
 
@@ -192,6 +197,7 @@ impl VersionLog {
                 let waste = self.state.ring_bytes - self.state.head;
                 self.write_object(ObjectKind::WrapRight, sn, Vec::new())?;
                 self.state.used_bytes += waste - self.sector;
+                self.state.wraps_since_open += 1;
             }
             self.state.head = 0;
             self.state.wraps += 1;

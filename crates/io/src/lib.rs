@@ -17,8 +17,12 @@
 mod buf;
 mod device;
 mod error;
+mod file;
 mod inline;
 mod memory;
+mod pread;
+mod throttle;
+mod uring;
 
 pub use buf::{AlignedBuf, BUF_ALIGN, SECTOR_SIZE};
 pub use device::{
@@ -26,5 +30,7 @@ pub use device::{
     QueueOptions, Request, check_request,
 };
 pub use error::{Error, OpKind, Result};
+pub use file::{Backend, FILE_BLOCK_SIZE, FileDevice, FileOptions, open_device};
 pub use inline::{InlineQueue, SyncBackend};
 pub use memory::MemoryDevice;
+pub use throttle::{Profile, THROTTLE_BURST, ThrottledDevice};

@@ -18,9 +18,13 @@ mod buf;
 mod device;
 mod dispatch;
 mod error;
+mod file;
 mod inline;
 mod memory;
+mod pread;
 mod sim;
+mod throttle;
+mod uring;
 
 pub use buf::{AlignedBuf, BUF_ALIGN, SECTOR_SIZE};
 pub use device::{
@@ -29,6 +33,8 @@ pub use device::{
 };
 pub use dispatch::{Dispatcher, Weights};
 pub use error::{Error, OpKind, Result};
+pub use file::{Backend, FILE_BLOCK_SIZE, FileDevice, FileOptions, open_device};
 pub use inline::{InlineQueue, SyncBackend};
 pub use memory::MemoryDevice;
 pub use sim::{Damage, Fault, FaultPlan, SimDevice, SimStats};
+pub use throttle::{Profile, THROTTLE_BURST, ThrottledDevice};

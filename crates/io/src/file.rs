@@ -1,0 +1,455 @@
+//! Devices over a regular file or a block device, served by io_uring or by pread/pwrite.
+//!
+//! Opening a device goes through these stages, in order:
+//! 1. create the file if asked and absent (pre-allocated, so later writes cannot hit ENOSPC
+//!    halfway through a volume that believes it owns the space);
+//! 2. open it, with O_DIRECT when asked; under [`Backend::Auto`] a file system that refuses
+//!    O_DIRECT (EINVAL) falls back to buffered pread/pwrite;
+//! 3. find its size and block size (fstat for a file, ioctls for a block device);
+//! 4. pick the backend; under [`Backend::Auto`] a kernel without io_uring (ENOSYS, or EPERM
+//!    where a sandbox forbids it) falls back to pread/pwrite.
+//!
+//! Each fallback logs exactly one warning saying why, so a slow run can be explained.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::device::{Device, DeviceInfo, DeviceRef, Queue, QueueOptions};
+use crate::error::{Error, OpKind, Result};
+use crate::inline::InlineQueue;
+use crate::pread::PreadBackend;
+use crate::uring::UringQueue;
+
+/// Block size of a device over a regular file: the page size, which every file system that
+/// supports O_DIRECT accepts, and the unit space allocates in anyway.
+pub const FILE_BLOCK_SIZE: u32 = 4096;
+
+/// `BLKGETSIZE64` = `_IOR(0x12, 114, size_t)`; the libc crate does not export it.
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+
+/// Which backend serves a file device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// io_uring with O_DIRECT where the system allows it, else pread/pwrite (with a warning).
+    #[default]
+    Auto,
+    /// io_uring; fails if the kernel refuses it.
+    Uring,
+    /// pread/pwrite, one request at a time inside `submit`.
+    Pread,
+}
+
+impl Backend {
+    /// The name [`DeviceInfo::backend`] reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Auto => "auto",
+            Backend::Uring => "uring",
+            Backend::Pread => "pread",
+        }
+    }
+}
+
+/// Options for [`open_device`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileOptions {
+    /// Which backend to use.
+    pub backend: Backend,
+    /// Open with O_DIRECT, bypassing the page cache (the engine has its own cache).
+    pub direct: bool,
+    /// If no file exists at the path, create a regular file of this many bytes (a multiple of
+    /// [`FILE_BLOCK_SIZE`]), pre-allocated with fallocate. An existing file is used as it is.
+    pub create_size: Option<u64>,
+}
+
+impl Default for FileOptions {
+    fn default() -> FileOptions {
+        FileOptions { backend: Backend::Auto, direct: true, create_size: None }
+    }
+}
+
+/// How the file was opened: with the page cache or around it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Caching {
+    Direct,
+    Buffered,
+}
+
+/// An open file or block device, shared by the device and all its queues.
+pub(crate) struct OpenFile {
+    file: File,
+    capacity: AtomicU64,
+    block_size: u32,
+    growable: bool,
+    backend: Backend,
+}
+
+impl OpenFile {
+    pub(crate) fn fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+
+    pub(crate) fn info(&self) -> DeviceInfo {
+        DeviceInfo {
+            capacity: self.capacity.load(Ordering::Acquire),
+            block_size: self.block_size,
+            backend: self.backend.name(),
+            growable: self.growable,
+        }
+    }
+
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+}
+
+/// A device over a regular file or a block device.
+pub struct FileDevice {
+    file: Arc<OpenFile>,
+    /// Serialises [`Device::grow`] so two growers cannot both extend from the same old size.
+    grow_lock: Mutex<()>,
+}
+
+impl fmt::Debug for FileDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileDevice").field("info", &self.file.info()).finish()
+    }
+}
+
+/// Opens the file or block device at `path` as a device.
+///
+/// ```
+/// use shale_io::{open_device, Device, FileOptions, QueueExt, QueueOptions, AlignedBuf};
+///
+/// let dir = tempfile::tempdir()?;
+/// let opts = FileOptions { create_size: Some(1 << 20), ..FileOptions::default() };
+/// let dev = open_device(&dir.path().join("volume"), &opts)?;
+/// let mut queue = dev.open_queue(&QueueOptions::default())?;
+/// queue.write_at(0, AlignedBuf::padded_copy(b"hello", 4096), true)?;
+/// assert_eq!(&queue.read_at(0, 4096)?[..5], b"hello");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a path that is neither a regular file nor a block device, or
+/// a `create_size` that is not block-aligned; [`Error::Unsupported`] when an explicitly chosen
+/// backend or O_DIRECT is refused; [`Error::NoSpace`] if the file cannot be pre-allocated;
+/// [`Error::Io`] for other failures of the operating system.
+pub fn open_device(path: &Path, opts: &FileOptions) -> Result<DeviceRef> {
+    if let Some(size) = opts.create_size {
+        create_if_absent(path, size)?;
+    }
+    let (file, caching) = open_with_fallback(path, opts, open_file)?;
+    let backend = pick_backend(opts.backend, caching, UringQueue::probe)?;
+    let open = describe(file, backend)?;
+    Ok(Arc::new(FileDevice { file: Arc::new(open), grow_lock: Mutex::new(()) }))
+}
+
+fn os_error(source: io::Error) -> Error {
+    Error::from_os(OpKind::Write, 0, source)
+}
+
+/// Stage 1: creates a pre-allocated file of `size` bytes unless one exists.
+fn create_if_absent(path: &Path, size: u64) -> Result<()> {
+    if size == 0 || size % u64::from(FILE_BLOCK_SIZE) != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "create_size {size} is not a positive multiple of {FILE_BLOCK_SIZE}"
+        )));
+    }
+    let file = match OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(os_error(e)),
+    };
+    allocate(&file, 0, size)?;
+    file.sync_all().map_err(os_error)?;
+    // The new directory entry must be durable too, or a crash could lose the whole file.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        File::open(dir).and_then(|d| d.sync_all()).map_err(os_error)?;
+    }
+    Ok(())
+}
+
+/// Makes `[offset, offset + len)` of the file allocated, extending its size.
+fn allocate(file: &File, offset: u64, len: u64) -> Result<()> {
+    let (off, size) = match (i64::try_from(offset), i64::try_from(len)) {
+        (Ok(o), Ok(l)) => (o, l),
+        _ => return Err(Error::InvalidArgument(format!("range {offset}+{len} too large"))),
+    };
+    loop {
+        // SAFETY: fallocate only reads its integer arguments; the fd is open for the call.
+        let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, off, size) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            // Some file systems cannot pre-allocate; a sparse extension still gives the size.
+            Some(libc::EOPNOTSUPP) => {
+                return file
+                    .set_len(offset + len)
+                    .map_err(|e| Error::from_os(OpKind::Write, offset, e));
+            }
+            _ => return Err(Error::from_os(OpKind::Write, offset, err)),
+        }
+    }
+}
+
+fn open_file(path: &Path, caching: Caching) -> io::Result<File> {
+    let mut flags = libc::O_CLOEXEC;
+    if caching == Caching::Direct {
+        flags |= libc::O_DIRECT;
+    }
+    OpenOptions::new().read(true).write(true).custom_flags(flags).open(path)
+}
+
+/// Stage 2: opens the file, falling back from O_DIRECT to buffered I/O under `Auto`.
+/// `open` is a parameter so tests can play a file system that refuses O_DIRECT.
+pub(crate) fn open_with_fallback(
+    path: &Path,
+    opts: &FileOptions,
+    open: impl Fn(&Path, Caching) -> io::Result<File>,
+) -> Result<(File, Caching)> {
+    if !opts.direct {
+        return Ok((open(path, Caching::Buffered).map_err(os_error)?, Caching::Buffered));
+    }
+    match open(path, Caching::Direct) {
+        Ok(file) => Ok((file, Caching::Direct)),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) && opts.backend == Backend::Auto => {
+            log::warn!(
+                "{}: the file system refuses O_DIRECT ({e}); falling back to pread/pwrite \
+                 through the page cache",
+                path.display()
+            );
+            Ok((open(path, Caching::Buffered).map_err(os_error)?, Caching::Buffered))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Err(Error::Unsupported(format!(
+            "{}: O_DIRECT refused by the file system ({e})",
+            path.display()
+        ))),
+        Err(e) => Err(os_error(e)),
+    }
+}
+
+/// Stage 4: resolves `Auto` to a concrete backend. A buffered fallback already happened in
+/// stage 2 and logged its reason, so it goes straight to pread without a second warning.
+pub(crate) fn pick_backend(
+    requested: Backend,
+    caching: Caching,
+    probe: impl Fn() -> io::Result<()>,
+) -> Result<Backend> {
+    match requested {
+        Backend::Pread => Ok(Backend::Pread),
+        Backend::Uring => match probe() {
+            Ok(()) => Ok(Backend::Uring),
+            Err(e) => Err(Error::Unsupported(format!("io_uring setup failed: {e}"))),
+        },
+        Backend::Auto if caching == Caching::Buffered => Ok(Backend::Pread),
+        Backend::Auto => match probe() {
+            Ok(()) => Ok(Backend::Uring),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) => {
+                log::warn!("io_uring is not available ({e}); falling back to pread/pwrite");
+                Ok(Backend::Pread)
+            }
+            Err(e) => Err(Error::Unsupported(format!("io_uring setup failed: {e}"))),
+        },
+    }
+}
+
+/// Stage 3: size, block size and growability of what was opened.
+fn describe(file: File, backend: Backend) -> Result<OpenFile> {
+    let meta = file.metadata().map_err(os_error)?;
+    let ft = meta.file_type();
+    let (capacity, block_size, growable) = if ft.is_block_device() {
+        let (capacity, block_size) = block_device_geometry(&file)?;
+        (capacity, block_size, false)
+    } else if ft.is_file() {
+        // A tail shorter than a block cannot be addressed by an aligned request.
+        let capacity = meta.len() - meta.len() % u64::from(FILE_BLOCK_SIZE);
+        (capacity, FILE_BLOCK_SIZE, true)
+    } else {
+        return Err(Error::InvalidArgument(
+            "a device must be a regular file or a block device".to_string(),
+        ));
+    };
+    Ok(OpenFile { file, capacity: AtomicU64::new(capacity), block_size, growable, backend })
+}
+
+fn block_device_geometry(file: &File) -> Result<(u64, u32)> {
+    let mut capacity: u64 = 0;
+    // SAFETY: BLKGETSIZE64 writes one u64 through the pointer, which points at a live u64.
+    if unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64, &mut capacity as *mut u64) } != 0 {
+        return Err(os_error(io::Error::last_os_error()));
+    }
+    let mut block_size: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int through the pointer, which points at a live c_int.
+    if unsafe { libc::ioctl(file.as_raw_fd(), libc::BLKSSZGET, &mut block_size as *mut _) } != 0 {
+        return Err(os_error(io::Error::last_os_error()));
+    }
+    let block_size = u32::try_from(block_size)
+        .ok()
+        .filter(|b| b.is_power_of_two() && *b >= 512)
+        .ok_or_else(|| Error::InvalidArgument(format!("odd logical block size {block_size}")))?;
+    Ok((capacity - capacity % u64::from(block_size), block_size))
+}
+
+impl Device for FileDevice {
+    fn info(&self) -> DeviceInfo {
+        self.file.info()
+    }
+
+    fn open_queue(&self, opts: &QueueOptions) -> Result<Box<dyn Queue>> {
+        opts.validate()?;
+        match self.file.backend {
+            Backend::Uring => Ok(Box::new(UringQueue::new(self.file.clone(), opts)?)),
+            _ => {
+                let backend = Arc::new(PreadBackend::new(self.file.clone()));
+                Ok(Box::new(InlineQueue::new(backend, opts.depth as usize)))
+            }
+        }
+    }
+
+    fn grow(&self, capacity: u64) -> Result<()> {
+        if !self.file.growable {
+            return Err(Error::Unsupported("a block device cannot grow".to_string()));
+        }
+        if capacity % u64::from(self.file.block_size) != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "capacity {capacity} not a multiple of {}",
+                self.file.block_size
+            )));
+        }
+        let _guard = self.grow_lock.lock();
+        let current = self.file.capacity.load(Ordering::Acquire);
+        if capacity <= current {
+            return Ok(());
+        }
+        allocate(self.file.file(), current, capacity - current)?;
+        // The new size is file metadata: only a full fsync makes it survive a crash.
+        self.file.file().sync_all().map_err(|e| Error::from_os(OpKind::Flush, 0, e))?;
+        self.file.capacity.store(capacity, Ordering::Release);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refuse_direct(path: &Path, caching: Caching) -> io::Result<File> {
+        match caching {
+            Caching::Direct => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+            Caching::Buffered => open_file(path, caching),
+        }
+    }
+
+    /// Records warnings so tests can check the fallbacks explain themselves exactly once.
+    struct Capture;
+
+    static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    static CAPTURE: Capture = Capture;
+
+    impl log::Log for Capture {
+        fn enabled(&self, meta: &log::Metadata) -> bool {
+            meta.level() <= log::Level::Warn
+        }
+        fn log(&self, record: &log::Record) {
+            if self.enabled(record.metadata()) {
+                WARNINGS.lock().push(record.args().to_string());
+            }
+        }
+        fn flush(&self) {}
+    }
+
+    /// Warnings logged so far that contain `needle` (tests run in parallel in one process).
+    fn warnings_about(needle: &str) -> Vec<String> {
+        static INSTALL: std::sync::Once = std::sync::Once::new();
+        INSTALL.call_once(|| {
+            log::set_logger(&CAPTURE).expect("no other logger in unit tests");
+            log::set_max_level(log::LevelFilter::Warn);
+        });
+        WARNINGS.lock().iter().filter(|w| w.contains(needle)).cloned().collect()
+    }
+
+    #[test]
+    fn auto_falls_back_to_buffered_when_o_direct_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        create_if_absent(&path, 8192).unwrap();
+        let name = path.display().to_string();
+        assert!(warnings_about(&name).is_empty());
+        let (_, caching) =
+            open_with_fallback(&path, &FileOptions::default(), refuse_direct).unwrap();
+        assert_eq!(caching, Caching::Buffered);
+        let warnings = warnings_about(&name);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("O_DIRECT"), "{}", warnings[0]);
+        assert_eq!(
+            pick_backend(Backend::Auto, caching, || panic!("no probe when buffered")).unwrap(),
+            Backend::Pread
+        );
+    }
+
+    #[test]
+    fn explicit_backend_does_not_fall_back_from_o_direct() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        create_if_absent(&path, 8192).unwrap();
+        let opts = FileOptions { backend: Backend::Uring, ..FileOptions::default() };
+        let err = open_with_fallback(&path, &opts, refuse_direct).unwrap_err();
+        assert!(matches!(err, Error::Unsupported(_)), "{err}");
+    }
+
+    #[test]
+    fn auto_falls_back_to_pread_without_io_uring() {
+        let before = warnings_about("io_uring is not available").len();
+        for errno in [libc::ENOSYS, libc::EPERM] {
+            let probe = || Err(io::Error::from_raw_os_error(errno));
+            assert_eq!(
+                pick_backend(Backend::Auto, Caching::Direct, probe).unwrap(),
+                Backend::Pread
+            );
+            let err = pick_backend(Backend::Uring, Caching::Direct, probe).unwrap_err();
+            assert!(matches!(err, Error::Unsupported(_)), "{err}");
+        }
+        // One warning per fallback; the explicit choice fails instead of warning.
+        assert_eq!(warnings_about("io_uring is not available").len(), before + 2);
+    }
+
+    #[test]
+    fn create_size_must_be_block_aligned_and_existing_files_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        assert!(matches!(create_if_absent(&path, 1000), Err(Error::InvalidArgument(_))));
+        create_if_absent(&path, 3 * 4096).unwrap();
+        create_if_absent(&path, 4096).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 3 * 4096);
+    }
+
+    #[test]
+    fn capacity_ignores_a_partial_tail_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![0u8; 4096 + 100]).unwrap();
+        let dev = open_device(&path, &FileOptions::default()).unwrap();
+        assert_eq!(dev.info().capacity, 4096);
+    }
+
+    #[test]
+    fn a_directory_is_not_a_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = FileOptions { direct: false, ..FileOptions::default() };
+        let err = open_device(dir.path(), &opts).unwrap_err();
+        // Opening a directory read-write fails in the OS before the type check can.
+        assert!(matches!(err, Error::Io { .. } | Error::InvalidArgument(_)), "{err}");
+    }
+}

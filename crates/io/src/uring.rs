@@ -1,0 +1,299 @@
+//! The io_uring backend: one ring per queue, requests overlapping in the kernel.
+//!
+//! Life of a request:
+//! 1. `submit` checks it, parks it (and its buffer) in a free slot and pushes an SQE whose
+//!    user_data is the slot index; no system call.
+//! 2. `reap` hands all pushed SQEs to the kernel in one `io_uring_enter` and waits per the
+//!    queue's [`PollMode`].
+//! 3. Each CQE finds its slot by user_data. A short transfer or EINTR/EAGAIN pushes an SQE for
+//!    the rest and the request stays in flight; anything else completes it, and only then does
+//!    the buffer leave the slot, inside the [`Completion`].
+//!
+//! Invariant: a buffer whose SQE reached the kernel stays in its slot until that SQE's CQE has
+//! been seen. `Drop` keeps it by waiting for every CQE before the slots are freed.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Instant;
+
+use io_uring::{IoUring, cqueue, opcode, squeue, types};
+
+use crate::device::{Completion, Op, PollMode, Queue, QueueOptions, Request, check_request};
+use crate::error::{Error, OpKind, Result};
+use crate::file::OpenFile;
+
+/// Most bytes one SQE moves; longer requests finish through the short-transfer path.
+/// The kernel caps a single read or write near 2 GiB anyway.
+const SQE_BYTES_MAX: usize = 1 << 30;
+
+/// Resubmissions of one request after EINTR/EAGAIN before it is failed.
+const RETRIES_MAX: u32 = 64;
+
+/// A request the kernel may be working on.
+struct Inflight {
+    tag: u64,
+    op: Op,
+    /// Bytes already moved by earlier (short) transfers.
+    done: usize,
+    retries: u32,
+}
+
+/// A queue with its own io_uring.
+pub(crate) struct UringQueue {
+    ring: IoUring,
+    file: Arc<OpenFile>,
+    poll: PollMode,
+    /// Requests by slot; the slot index is the SQE's user_data.
+    slots: Vec<Option<Inflight>>,
+    free: Vec<u32>,
+    in_flight: usize,
+    /// SQEs pushed but not yet handed to the kernel.
+    unsubmitted: usize,
+    /// Reused between reaps so reaping does not allocate.
+    cqes: Vec<(u64, i32)>,
+}
+
+fn ring_error(source: io::Error) -> Error {
+    // The ring failing is not one request failing; the kind is the closest the error type has.
+    Error::Io { op: OpKind::Read, offset: 0, source }
+}
+
+impl UringQueue {
+    /// Checks that this process may set up an io_uring at all.
+    pub(crate) fn probe() -> io::Result<()> {
+        IoUring::new(1).map(drop)
+    }
+
+    pub(crate) fn new(file: Arc<OpenFile>, opts: &QueueOptions) -> Result<UringQueue> {
+        let depth = opts.depth as usize;
+        let ring = IoUring::new(opts.depth).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOSYS | libc::EPERM) => {
+                Error::Unsupported(format!("io_uring setup failed: {e}"))
+            }
+            _ => ring_error(e),
+        })?;
+        Ok(UringQueue {
+            ring,
+            file,
+            poll: opts.poll,
+            slots: (0..depth).map(|_| None).collect(),
+            free: (0..depth as u32).rev().collect(),
+            in_flight: 0,
+            unsubmitted: 0,
+            cqes: Vec::with_capacity(depth),
+        })
+    }
+
+    /// The SQE that moves the rest of the request in `slot`.
+    fn entry(&mut self, slot: u32) -> squeue::Entry {
+        let fd = types::Fd(self.file.fd());
+        let flight = self.slots[slot as usize].as_mut().expect("entry for an empty slot");
+        let done = flight.done;
+        let entry = match &mut flight.op {
+            Op::Read { offset, buf } => {
+                let len = (buf.len() - done).min(SQE_BYTES_MAX) as u32;
+                opcode::Read::new(fd, buf.as_mut_ptr().wrapping_add(done), len)
+                    .offset(*offset + done as u64)
+                    .build()
+            }
+            Op::Write { offset, buf, durable } => {
+                let len = (buf.len() - done).min(SQE_BYTES_MAX) as u32;
+                let flags = if *durable { libc::RWF_DSYNC } else { 0 };
+                opcode::Write::new(fd, buf.as_ptr().wrapping_add(done), len)
+                    .offset(*offset + done as u64)
+                    .rw_flags(flags)
+                    .build()
+            }
+            Op::Flush => opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build(),
+        };
+        entry.user_data(u64::from(slot))
+    }
+
+    /// Pushes the SQE for `slot`, handing earlier SQEs to the kernel first if the ring is full
+    /// (it cannot be while each request has at most one SQE outstanding, but a full ring must
+    /// never drop a request).
+    fn push(&mut self, slot: u32) -> Result<()> {
+        let entry = self.entry(slot);
+        loop {
+            // SAFETY: the SQE points into the buffer owned by `slots[slot]`, which is neither
+            // moved out nor dropped until its CQE is reaped (see the module invariant); the
+            // buffer's heap memory does not move when the slot vector's element does.
+            let pushed = unsafe { self.ring.submission().push(&entry) };
+            if pushed.is_ok() {
+                self.unsubmitted += 1;
+                return Ok(());
+            }
+            self.enter(0)?;
+        }
+    }
+
+    /// Hands unsubmitted SQEs to the kernel and waits for `want` CQEs.
+    fn enter(&mut self, want: usize) -> Result<()> {
+        loop {
+            match self.ring.submit_and_wait(want) {
+                Ok(_) => {
+                    self.unsubmitted = 0;
+                    return Ok(());
+                }
+                // Interrupted waits did nothing harmful; EBUSY means the CQ must drain first,
+                // which the caller's next harvest does.
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => return Ok(()),
+                Err(e) => return Err(ring_error(e)),
+            }
+        }
+    }
+
+    /// Takes every ready CQE and turns finished requests into completions.
+    fn harvest(&mut self, out: &mut Vec<Completion>) -> Result<usize> {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.extend(self.ring.completion().map(|c: cqueue::Entry| (c.user_data(), c.result())));
+        let mut completed = 0;
+        for &(user_data, res) in &cqes {
+            completed += usize::from(self.settle(user_data as u32, res, out)?);
+        }
+        cqes.clear();
+        self.cqes = cqes;
+        Ok(completed)
+    }
+
+    /// Applies one CQE to its request: completes it, or pushes an SQE for what is left.
+    /// Returns whether the request completed.
+    fn settle(&mut self, slot: u32, res: i32, out: &mut Vec<Completion>) -> Result<bool> {
+        let flight = self.slots[slot as usize].as_mut().expect("CQE for an empty slot");
+        let kind = flight.op.kind();
+        let offset = flight.op.offset() + flight.done as u64;
+        let outcome = if res < 0 {
+            let transient = matches!(-res, libc::EINTR | libc::EAGAIN);
+            if transient && flight.retries < RETRIES_MAX {
+                flight.retries += 1;
+                self.push(slot)?;
+                return Ok(false);
+            }
+            Err(Error::from_os(kind, offset, io::Error::from_raw_os_error(-res)))
+        } else if kind == OpKind::Flush {
+            Ok(())
+        } else {
+            flight.done += res as usize;
+            if flight.done == flight.op.len() {
+                Ok(())
+            } else if res == 0 {
+                // No progress without an error: the file shrank under us. Retrying would spin.
+                let what = match kind {
+                    OpKind::Read => io::ErrorKind::UnexpectedEof,
+                    _ => io::ErrorKind::WriteZero,
+                };
+                Err(Error::from_os(kind, offset, io::Error::new(what, "no bytes moved")))
+            } else {
+                self.push(slot)?;
+                return Ok(false);
+            }
+        };
+        let flight = self.slots[slot as usize].take().expect("slot checked above");
+        self.free.push(slot);
+        self.in_flight -= 1;
+        out.push(Completion { tag: flight.tag, kind, result: outcome, buf: flight.op.into_buf() });
+        Ok(true)
+    }
+
+    /// Waits for one CQE the way the poll mode says; `spin_until` is when Adaptive gives up
+    /// spinning.
+    fn wait(&mut self, want: usize, spin_until: Option<Instant>) -> Result<()> {
+        let spinning = match (self.poll, spin_until) {
+            (PollMode::Spin, _) => true,
+            (PollMode::Adaptive { .. }, Some(until)) => Instant::now() < until,
+            _ => false,
+        };
+        if !spinning {
+            return self.enter(want);
+        }
+        if self.unsubmitted > 0 {
+            self.enter(0)?;
+        }
+        std::hint::spin_loop();
+        Ok(())
+    }
+}
+
+impl Queue for UringQueue {
+    fn depth(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn submit(&mut self, req: Request) -> std::result::Result<(), (Error, Request)> {
+        if self.free.is_empty() {
+            return Err((Error::Busy, req));
+        }
+        if let Err(e) = check_request(&self.file.info(), &req.op) {
+            return Err((e, req));
+        }
+        let slot = self.free.pop().expect("checked above");
+        self.slots[slot as usize] =
+            Some(Inflight { tag: req.tag, op: req.op, done: 0, retries: 0 });
+        self.in_flight += 1;
+        if let Err(e) = self.push(slot) {
+            // The SQE never reached the ring, so the request can go back to the caller.
+            let flight = self.slots[slot as usize].take().expect("slot just filled");
+            self.free.push(slot);
+            self.in_flight -= 1;
+            return Err((e, Request { tag: flight.tag, op: flight.op }));
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<usize> {
+        assert!(min <= self.in_flight, "reap({min}) with {} in flight", self.in_flight);
+        let spin_until = match self.poll {
+            PollMode::Adaptive { spin } => Some(Instant::now() + spin),
+            _ => None,
+        };
+        if self.unsubmitted > 0 {
+            self.enter(0)?;
+        }
+        let mut got = 0;
+        loop {
+            got += self.harvest(out)?;
+            if got >= min {
+                break;
+            }
+            // Each request still to complete yields at least one more CQE, so waiting for as
+            // many CQEs as completions are missing never waits for one that will not come.
+            self.wait(min - got, spin_until)?;
+        }
+        // Resubmissions made while harvesting must reach the kernel before we return.
+        if self.unsubmitted > 0 {
+            self.enter(0)?;
+        }
+        Ok(got)
+    }
+}
+
+impl Drop for UringQueue {
+    fn drop(&mut self) {
+        // The kernel may still write into buffers of requests in flight: wait for every CQE
+        // before the slots (and their buffers) are freed.
+        while self.in_flight > 0 {
+            if let Err(e) = self.enter(1) {
+                log::error!(
+                    "io_uring queue dropped with {} requests in flight and a failed ring ({e}); \
+                     leaking their buffers rather than freeing memory the kernel may write",
+                    self.in_flight
+                );
+                for flight in self.slots.iter_mut().filter_map(Option::take) {
+                    std::mem::forget(flight);
+                }
+                return;
+            }
+            let ready: Vec<u64> = self.ring.completion().map(|c| c.user_data()).collect();
+            for user_data in ready {
+                if self.slots[user_data as usize].take().is_some() {
+                    self.in_flight -= 1;
+                }
+            }
+        }
+    }
+}

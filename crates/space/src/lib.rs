@@ -36,6 +36,7 @@ pub mod log_object;
 mod version_log;
 pub mod version_record;
 mod volume;
+mod volume_path;
 
 pub use allocator::SlotUsage;
 pub use counters::{ClassSnapshot, IoClass, VolumeQueue};
@@ -44,3 +45,4 @@ pub use layout::{AREA_ALIGN, HEADER_AREA_BYTES, Layout, LayoutOptions, VERSION_L
 pub use version_log::{LogState, Versions};
 pub use version_record::{BaseRecord, DeltaRecord, Extent};
 pub use volume::{CommitKind, Edit, Opened, Volume, VolumeOptions, hex};
+pub use volume_path::{VOLUME_FILE_NAME, volume_file};

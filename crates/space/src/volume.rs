@@ -43,6 +43,8 @@ pub struct VolumeOptions {
     pub create_if_blank: bool,
     /// When a growable device runs out of slots, grow it by at least this many.
     pub grow_slots_min: u32,
+    /// Slots a new volume file is pre-allocated with ([`Volume::open_path`] on a directory).
+    pub initial_slots: u32,
 }
 
 impl Default for VolumeOptions {
@@ -51,6 +53,24 @@ impl Default for VolumeOptions {
             layout: LayoutOptions::default(),
             create_if_blank: true,
             grow_slots_min: 64,
+            initial_slots: 64,
+        }
+    }
+}
+
+impl VolumeOptions {
+    /// A layout of a few MiB (64 KiB slots, 256 KiB version log mirrors, 1 MiB WAL area):
+    /// for examples and tests, not for data.
+    pub fn small_for_tests() -> VolumeOptions {
+        VolumeOptions {
+            layout: LayoutOptions {
+                slot_bytes: 64 << 10,
+                version_log_bytes: 256 << 10,
+                wal_bytes: 1 << 20,
+            },
+            grow_slots_min: 16,
+            initial_slots: 16,
+            ..VolumeOptions::default()
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The `shale` command-line tool: one subcommand per job, each in its own module.
 
+mod inspect;
 mod iobench;
 
 use std::process::ExitCode;
@@ -17,12 +18,15 @@ struct Cli {
 enum Command {
     /// Measure the io layer alone: one thread, one queue, Q requests in flight.
     Iobench(iobench::Args),
+    /// Show a volume's layout, version-log state and slot use (writes nothing).
+    Inspect(inspect::Args),
 }
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let result = match Cli::parse().command {
-        Command::Iobench(args) => iobench::run(&args),
+    let result: Result<(), Box<dyn std::error::Error>> = match Cli::parse().command {
+        Command::Iobench(args) => iobench::run(&args).map_err(Into::into),
+        Command::Inspect(args) => inspect::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -499,12 +499,17 @@ fn replay_extents(v: &Versions, slot_offset: u64) -> Result<Vec<Extent>> {
 }
 
 fn new_volume_id() -> [u8; 16] {
-    let mut id = [0u8; 16];
+    use std::hash::{BuildHasher, Hasher};
+    // Not cryptographic: the id only has to tell volumes apart in logs and tools. Each
+    // RandomState is seeded from the operating system's randomness.
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let mixed = nanos ^ (u128::from(std::process::id()) << 64) ^ (&id as *const _ as u128);
-    // Not cryptographic: the id only has to tell volumes apart in logs and tools.
-    let a = crc32c::crc32c(&mixed.to_le_bytes());
-    id[..16].copy_from_slice(&(mixed ^ (u128::from(a) << 96)).to_le_bytes());
+    let mut id = [0u8; 16];
+    for half in id.chunks_mut(8) {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(nanos);
+        h.write_u32(std::process::id());
+        half.copy_from_slice(&h.finish().to_le_bytes());
+    }
     id
 }
 

@@ -53,7 +53,15 @@ impl Volume {
             let layout = Layout::new(&opts.layout, shale_io::FILE_BLOCK_SIZE);
             file.create_size = Some(layout.capacity_for(opts.initial_slots.max(1)));
         }
-        let device = open_device(&volume_file(path), &file)?;
+        let target = volume_file(path);
+        if file.create_size.is_none() && !target.exists() {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds no volume ({} is missing)",
+                path.display(),
+                target.display()
+            )));
+        }
+        let device = open_device(&target, &file)?;
         Volume::open(device, opts)
     }
 }

@@ -9,7 +9,7 @@
 mod common;
 
 use common::*;
-use shale_io::{Device, MemoryDevice, QueueExt, QueueOptions};
+use shale_io::{MemoryDevice, QueueExt, QueueOptions};
 use shale_space::{Error, Volume};
 
 struct Fixture {

@@ -161,6 +161,23 @@ mod tests {
         }
     }
 
+    /// Found while writing the fuzz targets (fuzz/regressions/format_header/
+    /// version-log-size-overflows-layout-sum): a checksummed header whose version log size doubled overflows u64
+    /// made the layout check panic (debug) or wrap and accept the layout (release).
+    #[test]
+    fn area_sizes_that_overflow_u64_are_damaged() {
+        let mut h = sample();
+        h.layout.version_log_bytes = 1 << 63;
+        // 2 * 2^63 wraps to 0, so the wrapped sum would put the WAL right after the headers.
+        h.layout.wal_offset = h.layout.version_log_offset;
+        h.layout.slot_offset = h.layout.wal_offset + h.layout.wal_bytes;
+        assert_eq!(Header::decode(&h.encode()), HeaderCopy::Damaged);
+        let mut h = sample();
+        h.layout.wal_bytes = u64::MAX - 4095;
+        h.layout.slot_offset = h.layout.wal_offset.wrapping_add(h.layout.wal_bytes);
+        assert_eq!(Header::decode(&h.encode()), HeaderCopy::Damaged);
+    }
+
     #[test]
     fn truncated_blank_foreign_and_newer() {
         let enc = sample().encode();

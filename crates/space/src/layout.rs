@@ -130,9 +130,11 @@ impl Layout {
             && self.version_log_offset == HEADER_AREA_BYTES
             && self.version_log_bytes >= VERSION_LOG_BYTES_MIN
             && self.version_log_bytes % a == 0
-            && self.wal_offset == self.version_log_offset + 2 * self.version_log_bytes
+            // Checked sums: the sizes come from disk and may be anything.
+            && self.version_log_bytes.checked_mul(2).and_then(|b| b.checked_add(self.version_log_offset))
+                == Some(self.wal_offset)
             && self.wal_bytes % a == 0
-            && self.slot_offset == self.wal_offset + self.wal_bytes
+            && self.wal_offset.checked_add(self.wal_bytes) == Some(self.slot_offset)
             && self.slot_bytes > 0
             && self.slot_bytes % a == 0
     }

@@ -358,8 +358,8 @@ impl Scan<'_> {
             state.repaired += u64::from(from_b);
             match obj.kind {
                 ObjectKind::Base => {
-                    let expected = if started { sn + 1 } else { base_sn };
-                    if obj.sn != expected {
+                    let expected = if started { sn.checked_add(1) } else { Some(base_sn) };
+                    if Some(obj.sn) != expected {
                         return Err(self.bad_field("base version SN out of order", pos));
                     }
                     versions.base =
@@ -387,7 +387,7 @@ impl Scan<'_> {
                     state.used_bytes += ring_bytes - pos;
                     state.wraps += 1;
                     pos = 0;
-                    lsn += 1;
+                    lsn = self.next_lsn(lsn, pos)?;
                     continue;
                 }
                 ObjectKind::WrapLeft => unreachable!("successor() never returns a WOL"),
@@ -395,13 +395,18 @@ impl Scan<'_> {
             started = true;
             state.used_bytes += used;
             pos += used;
-            lsn += 1;
+            lsn = self.next_lsn(lsn, pos)?;
         }
         state.deltas = versions.deltas.len() as u64;
         state.head = pos;
         state.next_lsn = lsn;
         self.check_no_later_object(lsn)?;
         Ok((state, versions))
+    }
+
+    /// The lsn after `lsn`; an lsn at its maximum can only come from damage (or forgery).
+    fn next_lsn(&self, lsn: u64, pos: u64) -> Result<u64> {
+        lsn.checked_add(1).ok_or_else(|| self.bad_field("lsn at its maximum", pos))
     }
 
     fn bad_field(&self, what: &str, pos: u64) -> Error {
@@ -430,5 +435,33 @@ impl Scan<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::LayoutOptions;
+
+    /// Found while writing the fuzz targets (fuzz/regressions/version_log_scan/
+    /// anchor-lsn-at-u64-max): an anchor and a base with lsn u64::MAX (checksums valid) made the
+    /// walk's `lsn += 1` overflow and panic instead of reporting Corruption.
+    #[test]
+    fn lsn_at_u64_max_is_corruption_not_overflow() {
+        let opts = LayoutOptions { slot_bytes: 4096, version_log_bytes: 64 << 10, wal_bytes: 8192 };
+        let layout = Layout::new(&opts, 512);
+        let object =
+            |kind, payload: Vec<u8>| LogObject { kind, lsn: u64::MAX, sn: 1, payload }.encode(512);
+        let anchor = object(ObjectKind::WrapLeft, 0u64.to_le_bytes().to_vec());
+        let base = object(ObjectKind::Base, BaseRecord::default().encode());
+        let mirror = || {
+            let mut m = AlignedBuf::zeroed(layout.version_log_bytes as usize);
+            m[..512].copy_from_slice(&anchor);
+            m[512..1024].copy_from_slice(&base);
+            m
+        };
+        let mirrors = [mirror(), mirror()];
+        let scan = Scan { layout: &layout, mirrors: &mirrors };
+        assert!(matches!(scan.recover(), Err(Error::Corruption { .. })));
     }
 }

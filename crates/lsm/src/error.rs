@@ -1,0 +1,90 @@
+//! The lsm engine's error type.
+
+use std::fmt;
+
+/// Errors of the lsm engine.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum Error {
+    /// The device failed a request.
+    Io(shale_io::Error),
+    /// Persisted bytes are damaged: a checksum or structure check failed.
+    Corruption {
+        /// What is damaged ("SST data block", "WAL page", ...).
+        what: String,
+        /// Byte offset on the device (or inside the structure, where said).
+        offset: u64,
+    },
+    /// Bad options or input (oversized key or value, ...).
+    InvalidArgument(String),
+    /// No room on the volume.
+    NoSpace(String),
+    /// The request queue is full: resubmit later.
+    Busy,
+    /// An earlier failed write stopped the store: reopen it (P5).
+    Stopped(String),
+    /// An error of the space layer that is none of the above.
+    Space(shale_space::Error),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io(e) => write!(f, "{e}"),
+            Error::Corruption { what, offset } => {
+                write!(f, "corruption: {what} at byte offset {offset}")
+            }
+            Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
+            Error::NoSpace(s) => write!(f, "no space: {s}"),
+            Error::Busy => f.write_str("busy: the request queue is full, resubmit later"),
+            Error::Stopped(s) => write!(f, "store stopped after a failed write ({s}); reopen it"),
+            Error::Space(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io(e) => Some(e),
+            Error::Space(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<shale_io::Error> for Error {
+    fn from(e: shale_io::Error) -> Error {
+        match e {
+            shale_io::Error::NoSpace { offset } => {
+                Error::NoSpace(format!("device full (write at byte offset {offset})"))
+            }
+            shale_io::Error::InvalidArgument(s) => Error::InvalidArgument(s),
+            shale_io::Error::Busy => Error::Busy,
+            other => Error::Io(other),
+        }
+    }
+}
+
+impl From<shale_space::Error> for Error {
+    fn from(e: shale_space::Error) -> Error {
+        match e {
+            shale_space::Error::Io(e) => Error::from(e),
+            shale_space::Error::Corruption { what, offset } => Error::Corruption { what, offset },
+            shale_space::Error::InvalidArgument(s) => Error::InvalidArgument(s),
+            shale_space::Error::NoSpace(s) => Error::NoSpace(s),
+            shale_space::Error::Stopped(s) => Error::Stopped(s),
+            other => Error::Space(other),
+        }
+    }
+}
+
+impl Error {
+    /// A corruption error.
+    pub fn corruption(what: impl Into<String>, offset: u64) -> Error {
+        Error::Corruption { what: what.into(), offset }
+    }
+}
+
+/// The lsm engine's result alias.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,7 +1,9 @@
 //! shale's lsm engine: an LSM-tree key-value store on a shale volume.
 
+pub mod batch;
 pub mod error;
 pub mod iter;
 pub mod key;
+pub mod wal;
 
 pub use error::{Error, Result};

@@ -1,0 +1,85 @@
+//! The write-ahead log, in SpanDB's format, in the volume's WAL area.
+//!
+//! ```text
+//! WAL area: | meta copy A | meta copy B | group 0: pages 0..P | group 1 | ... | group G-1 |
+//! ```
+//! One log group per memtable: the active memtable's batches are appended to its group's
+//! pages; when the memtable is sealed its group is sealed too (the metadata records how many
+//! pages it holds) and it is recycled, without zeroing, once the memtable's flush has
+//! committed. Every page carries the LTN of the memtable that wrote it, so recovery stops at
+//! the first page of another (older) generation.
+//!
+//! Write path of one append, in order:
+//! 1. Pack the records into fragments on pages, continuing the last partial page unless it
+//!    holds synced data (a page with synced data is never rewritten: a torn rewrite would
+//!    destroy acknowledged writes).
+//! 2. Submit every page write at once (several in flight) and wait for all of them, so the
+//!    pages of one append become visible together and an append is acknowledged only after
+//!    its pages and all earlier pages completed: no holes.
+//! 3. For a sync append, make everything durable: durable writes if every earlier page is
+//!    already durable, else plain writes followed by a flush.
+
+pub mod meta;
+pub mod page;
+mod recovery;
+mod writer;
+
+pub use recovery::{RecoveredGroup, recover};
+pub use writer::{AppendError, WalWriter};
+
+use crate::error::{Error, Result};
+use page::PAGE_BYTES;
+
+/// Where the WAL's pages lie.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalLayout {
+    /// Byte offset of the WAL area on the device.
+    pub area_offset: u64,
+    /// Number of log groups.
+    pub groups: u32,
+    /// Pages in each group.
+    pub pages_per_group: u32,
+}
+
+/// Pages before the first group: the two metadata copies.
+const META_PAGES: u64 = 2;
+
+impl WalLayout {
+    /// Splits a WAL area into `groups` equal groups.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the area cannot hold that many groups of at least 2 pages.
+    pub fn new(area_offset: u64, area_bytes: u64, groups: u32) -> Result<WalLayout> {
+        let pages = area_bytes / PAGE_BYTES as u64;
+        let per_group = pages.saturating_sub(META_PAGES) / u64::from(groups.max(1));
+        if groups == 0 || groups > meta::GROUPS_MAX || per_group < 2 {
+            return Err(Error::InvalidArgument(format!(
+                "a WAL area of {area_bytes} bytes cannot hold {groups} log groups of 2 or more \
+                 4 KiB pages (at most {} groups)",
+                meta::GROUPS_MAX
+            )));
+        }
+        Ok(WalLayout {
+            area_offset,
+            groups,
+            pages_per_group: per_group.min(u64::from(u32::MAX)) as u32,
+        })
+    }
+
+    /// Byte offset of metadata copy `copy` (0 or 1).
+    pub fn meta_offset(&self, copy: u64) -> u64 {
+        self.area_offset + copy * PAGE_BYTES as u64
+    }
+
+    /// Byte offset of page `index` of group `group`.
+    pub fn page_offset(&self, group: u32, index: u32) -> u64 {
+        let page =
+            META_PAGES + u64::from(group) * u64::from(self.pages_per_group) + u64::from(index);
+        self.area_offset + page * PAGE_BYTES as u64
+    }
+
+    /// Bytes of one group.
+    pub fn group_bytes(&self) -> u64 {
+        u64::from(self.pages_per_group) * PAGE_BYTES as u64
+    }
+}

@@ -1,0 +1,190 @@
+//! Reading the WAL back after a crash or a clean close.
+//!
+//! 1. Take the metadata copy with the highest generation that is valid (a torn metadata write
+//!    leaves the other copy). Both pages all zero: a WAL no generation has used.
+//! 2. Replay every group that is not free and whose LTN is at least the oldest unflushed LTN
+//!    the engine names, in LTN order.
+//! 3. In each group read pages 0, 1, ... while they carry the group's LTN and their own index
+//!    ("colouring": a stale page of an older generation ends the log) and name the checksum of
+//!    the page before them (a page whose rewrite was lost is a stale version: the log ends after
+//!    it, since a later page follows its newer version).
+//! 4. Decide whether an invalid page is a torn tail or damage: in a sealed group every page
+//!    below the recorded end was durable, and in the active group every page below the largest
+//!    `synced_through` of any valid page after it was durable; an invalid page there is
+//!    Corruption (P4), anywhere else the end of the log.
+//! 5. Reassemble records from fragments; a record cut off by the end of an active group's log
+//!    was never acknowledged and is dropped.
+
+use shale_io::{Queue, QueueExt};
+
+use super::WalLayout;
+use super::meta::{GroupState, WalMeta};
+use super::page::{self, FragmentType, PAGE_BYTES};
+use crate::error::{Error, Result};
+
+/// The records of one log group, in append order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveredGroup {
+    /// Which group.
+    pub group: u32,
+    /// The generation (memtable) that wrote it.
+    pub ltn: u64,
+    /// Whether the group was sealed (its memtable was immutable, waiting for a flush).
+    pub sealed: bool,
+    /// Complete records.
+    pub records: Vec<Vec<u8>>,
+    /// Valid pages read.
+    pub pages: u32,
+}
+
+/// Reads the metadata and the live groups.
+///
+/// # Errors
+/// [`Error::Corruption`] for damaged metadata or damage inside the durable part of a group;
+/// the device's errors.
+pub fn recover(
+    layout: &WalLayout,
+    queue: &mut dyn Queue,
+    oldest_unflushed_ltn: u64,
+) -> Result<(WalMeta, Vec<RecoveredGroup>)> {
+    let meta = read_meta(layout, queue)?;
+    let mut live: Vec<(u32, u64, GroupState, u32)> = meta
+        .groups
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.state != GroupState::Free && g.ltn >= oldest_unflushed_ltn)
+        .map(|(i, g)| (i as u32, g.ltn, g.state, g.end))
+        .collect();
+    live.sort_by_key(|&(_, ltn, _, _)| ltn);
+    let mut groups = Vec::with_capacity(live.len());
+    for (group, ltn, state, end) in live {
+        let bytes = queue.read_at(layout.page_offset(group, 0), layout.group_bytes() as usize)?;
+        let sealed = state == GroupState::Sealed;
+        let durable_end = if sealed { Some(end) } else { None };
+        let read = read_group(layout, group, ltn, &bytes, durable_end)?;
+        groups.push(RecoveredGroup { group, ltn, sealed, records: read.0, pages: read.1 });
+    }
+    Ok((meta, groups))
+}
+
+fn read_meta(layout: &WalLayout, queue: &mut dyn Queue) -> Result<WalMeta> {
+    let both = queue.read_at(layout.meta_offset(0), 2 * PAGE_BYTES)?;
+    let copies = [&both[..PAGE_BYTES], &both[PAGE_BYTES..]];
+    let best = copies.iter().filter_map(|c| WalMeta::decode(c)).max_by_key(|m| m.generation);
+    match best {
+        Some(m)
+            if m.groups.len() as u32 == layout.groups
+                && m.pages_per_group == layout.pages_per_group =>
+        {
+            Ok(m)
+        }
+        Some(m) => Err(Error::corruption(
+            format!(
+                "WAL metadata describes {} groups of {} pages, the store expects {} of {}",
+                m.groups.len(),
+                m.pages_per_group,
+                layout.groups,
+                layout.pages_per_group
+            ),
+            layout.meta_offset(0),
+        )),
+        None if both.iter().all(|&b| b == 0) => {
+            Ok(WalMeta::empty(layout.groups, layout.pages_per_group))
+        }
+        None => Err(Error::corruption("WAL metadata page, both copies", layout.meta_offset(0))),
+    }
+}
+
+/// Reads one group's records; returns them and the number of valid pages.
+fn read_group(
+    layout: &WalLayout,
+    group: u32,
+    ltn: u64,
+    bytes: &[u8],
+    sealed_end: Option<u32>,
+) -> Result<(Vec<Vec<u8>>, u32)> {
+    let page_at = |i: u32| &bytes[i as usize * PAGE_BYTES..(i as usize + 1) * PAGE_BYTES];
+    let offset = |i: u32| layout.page_offset(group, i);
+    let mut records = Vec::new();
+    let mut partial: Option<Vec<u8>> = None;
+    let mut index = 0;
+    let mut prev_crc = 0;
+    while index < layout.pages_per_group {
+        let page = match page::decode(page_at(index), ltn, index) {
+            Ok(p) if p.prev_crc == prev_crc => p,
+            Ok(_) => {
+                // Page index-1 is an older version of itself than the one this page follows.
+                let stale = index - 1;
+                check_torn_tail(layout, group, ltn, bytes, stale, sealed_end, "stale version")?;
+                if sealed_end.is_none() {
+                    partial = None;
+                }
+                break;
+            }
+            Err(why) => {
+                check_torn_tail(layout, group, ltn, bytes, index, sealed_end, &format!("{why:?}"))?;
+                break;
+            }
+        };
+        prev_crc = page.crc;
+        for frag in page.fragments {
+            match (frag.kind, partial.as_mut()) {
+                (FragmentType::Full, None) => records.push(frag.data.to_vec()),
+                (FragmentType::First, None) => partial = Some(frag.data.to_vec()),
+                (FragmentType::Middle, Some(p)) => p.extend_from_slice(frag.data),
+                (FragmentType::Last, Some(p)) => {
+                    p.extend_from_slice(frag.data);
+                    records.push(partial.take().unwrap());
+                }
+                _ => {
+                    return Err(Error::corruption(
+                        format!(
+                            "WAL page {index} of group {group}: fragment {:?} out of order",
+                            frag.kind
+                        ),
+                        offset(index),
+                    ));
+                }
+            }
+        }
+        index += 1;
+    }
+    if partial.is_some() && sealed_end.is_some_and(|end| index >= end) {
+        return Err(Error::corruption(
+            format!("WAL group {group} (sealed) ends inside a record"),
+            offset(index.saturating_sub(1)),
+        ));
+    }
+    Ok((records, index))
+}
+
+/// Called when page `index` is invalid: Ok if that can be the end of the log, Corruption if
+/// the page was known durable.
+fn check_torn_tail(
+    layout: &WalLayout,
+    group: u32,
+    ltn: u64,
+    bytes: &[u8],
+    index: u32,
+    sealed_end: Option<u32>,
+    why: &str,
+) -> Result<()> {
+    let mut durable = sealed_end.unwrap_or(0);
+    for later in index + 1..layout.pages_per_group {
+        let page = &bytes[later as usize * PAGE_BYTES..(later as usize + 1) * PAGE_BYTES];
+        if let Some((page_ltn, page_index, synced)) = page::claimed(page) {
+            if page_ltn == ltn && page_index == later {
+                durable = durable.max(synced);
+            }
+        }
+    }
+    if index < durable {
+        return Err(Error::corruption(
+            format!(
+                "WAL page {index} of group {group} (LTN {ltn}) was durable but is invalid ({why})"
+            ),
+            layout.page_offset(group, index),
+        ));
+    }
+    Ok(())
+}

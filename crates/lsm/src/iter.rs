@@ -32,3 +32,54 @@ pub trait InternalIterator {
     /// The I/O error or corruption that made the iterator invalid.
     fn status(&self) -> Result<()>;
 }
+
+/// An iterator over a sorted vector of (internal key, value) entries: for tests and for small
+/// in-memory sources.
+pub struct VecIterator {
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    pos: Option<usize>,
+}
+
+impl VecIterator {
+    /// An iterator over `entries`, which it sorts by internal key.
+    pub fn new(mut entries: Vec<(Vec<u8>, Vec<u8>)>) -> VecIterator {
+        entries.sort_by(|a, b| crate::key::compare(&a.0, &b.0));
+        VecIterator { entries, pos: None }
+    }
+}
+
+impl InternalIterator for VecIterator {
+    fn valid(&self) -> bool {
+        self.pos.is_some()
+    }
+    fn seek_to_first(&mut self) {
+        self.pos = (!self.entries.is_empty()).then_some(0);
+    }
+    fn seek_to_last(&mut self) {
+        self.pos = self.entries.len().checked_sub(1);
+    }
+    fn seek(&mut self, target: &[u8]) {
+        let i = self.entries.partition_point(|e| crate::key::compare(&e.0, target).is_lt());
+        self.pos = (i < self.entries.len()).then_some(i);
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        let i = self.entries.partition_point(|e| crate::key::compare(&e.0, target).is_le());
+        self.pos = i.checked_sub(1);
+    }
+    fn next(&mut self) {
+        let i = self.pos.expect("next on an invalid iterator") + 1;
+        self.pos = (i < self.entries.len()).then_some(i);
+    }
+    fn prev(&mut self) {
+        self.pos = self.pos.expect("prev on an invalid iterator").checked_sub(1);
+    }
+    fn key(&self) -> &[u8] {
+        &self.entries[self.pos.expect("key on an invalid iterator")].0
+    }
+    fn value(&self) -> &[u8] {
+        &self.entries[self.pos.expect("value on an invalid iterator")].1
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}

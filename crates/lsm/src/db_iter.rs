@@ -1,0 +1,354 @@
+//! The user-facing iterator: turns a merged stream of internal entries into the user keys
+//! visible at a snapshot, newest version only, deletes hidden, within optional bounds.
+//!
+//! Positioning invariant: moving forward, the inner iterator sits on the newest visible entry
+//! of the current user key; moving in reverse, it sits on the last entry *before* every entry
+//! of the current user key. A change of direction re-seeks relative to the current user key.
+
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::key::{self, Kind, SEQ_MAX};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// Bounds and the snapshot of an iteration.
+#[derive(Clone, Debug, Default)]
+pub struct IterBounds {
+    /// Only keys at or after this.
+    pub lower: Option<Vec<u8>>,
+    /// Only keys before this.
+    pub upper: Option<Vec<u8>>,
+}
+
+impl IterBounds {
+    /// Bounds covering exactly the keys that start with `prefix`.
+    pub fn prefix(prefix: &[u8]) -> IterBounds {
+        IterBounds { lower: Some(prefix.to_vec()), upper: prefix_successor(prefix) }
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix`, if one exists.
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut s = prefix.to_vec();
+    while let Some(last) = s.pop() {
+        if last != 0xFF {
+            s.push(last + 1);
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// Iterates the user keys visible at a snapshot.
+pub struct DbIterator {
+    inner: Box<dyn InternalIterator>,
+    snapshot: u64,
+    bounds: IterBounds,
+    direction: Direction,
+    valid: bool,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl DbIterator {
+    /// Wraps a merged iterator over every source, reading at `snapshot`.
+    pub fn new(inner: Box<dyn InternalIterator>, snapshot: u64, bounds: IterBounds) -> DbIterator {
+        DbIterator {
+            inner,
+            snapshot,
+            bounds,
+            direction: Direction::Forward,
+            valid: false,
+            key: Vec::new(),
+            value: Vec::new(),
+        }
+    }
+
+    /// Whether the iterator is on a key.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key. Requires `valid()`.
+    pub fn key(&self) -> &[u8] {
+        assert!(self.valid, "key on an invalid iterator");
+        &self.key
+    }
+
+    /// The current value. Requires `valid()`.
+    pub fn value(&self) -> &[u8] {
+        assert!(self.valid, "value on an invalid iterator");
+        &self.value
+    }
+
+    /// The first error met.
+    ///
+    /// # Errors
+    /// The I/O error or corruption that ended the iteration early.
+    pub fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+
+    /// Moves to the first key.
+    pub fn seek_to_first(&mut self) {
+        match self.bounds.lower.clone() {
+            Some(lower) => self.seek(&lower),
+            None => {
+                self.inner.seek_to_first();
+                self.find_next(None);
+            }
+        }
+    }
+
+    /// Moves to the last key.
+    pub fn seek_to_last(&mut self) {
+        match self.bounds.upper.clone() {
+            Some(upper) => {
+                self.inner.seek_for_prev(&key::encode(&upper, SEQ_MAX, Kind::SEEK));
+                self.find_prev();
+            }
+            None => {
+                self.inner.seek_to_last();
+                self.find_prev();
+            }
+        }
+    }
+
+    /// Moves to the first key at or after `target` (and the lower bound).
+    pub fn seek(&mut self, target: &[u8]) {
+        let target = match &self.bounds.lower {
+            Some(lower) if lower.as_slice() > target => lower.clone(),
+            _ => target.to_vec(),
+        };
+        self.inner.seek(&key::encode(&target, self.snapshot, Kind::SEEK));
+        self.find_next(None);
+    }
+
+    /// Moves to the last key at or before `target` (and before the upper bound).
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        let past_upper = self.bounds.upper.as_ref().is_some_and(|u| target >= u.as_slice());
+        if past_upper {
+            self.seek_to_last();
+            return;
+        }
+        // Every entry of `target` sorts at or before (target, 0, Delete).
+        self.inner.seek_for_prev(&key::encode(target, 0, Kind::Delete));
+        self.find_prev();
+    }
+
+    /// Moves to the next key. Requires `valid()`.
+    pub fn next(&mut self) {
+        assert!(self.valid, "next on an invalid iterator");
+        if self.direction == Direction::Reverse {
+            self.inner.seek(&key::encode(&self.key, SEQ_MAX, Kind::SEEK));
+        }
+        let skip = std::mem::take(&mut self.key);
+        self.find_next(Some(skip));
+    }
+
+    /// Moves to the previous key. Requires `valid()`.
+    pub fn prev(&mut self) {
+        assert!(self.valid, "prev on an invalid iterator");
+        if self.direction == Direction::Forward {
+            self.inner.seek_for_prev(&key::encode(&self.key, SEQ_MAX, Kind::SEEK));
+            // seek_for_prev lands on the last entry at or before (key, MAX): entries of the
+            // current key sort after it, so this is already before all of them.
+        }
+        self.find_prev();
+    }
+
+    /// Forward: from the inner position, find the newest visible non-deleted entry of a user
+    /// key greater than `skip` (every version of `skip` and of deleted keys is passed over).
+    fn find_next(&mut self, mut skip: Option<Vec<u8>>) {
+        self.direction = Direction::Forward;
+        self.valid = false;
+        while self.inner.valid() {
+            let Some(p) = key::parse(self.inner.key()) else {
+                self.inner.next();
+                continue;
+            };
+            if let Some(upper) = &self.bounds.upper {
+                if p.user_key >= upper.as_slice() {
+                    return;
+                }
+            }
+            let hidden = p.seq > self.snapshot || skip.as_deref().is_some_and(|s| p.user_key <= s);
+            if !hidden {
+                match p.kind {
+                    Kind::Delete => skip = Some(p.user_key.to_vec()),
+                    Kind::Put => {
+                        self.key = p.user_key.to_vec();
+                        self.value = self.inner.value().to_vec();
+                        self.valid = true;
+                        return;
+                    }
+                }
+            }
+            self.inner.next();
+        }
+    }
+
+    /// Reverse: from the inner position, walk back over the versions of the previous user key
+    /// (oldest first, so the last visible one seen is the newest) and stop before the key
+    /// after it.
+    fn find_prev(&mut self) {
+        self.direction = Direction::Reverse;
+        self.valid = false;
+        let mut found: Option<(Vec<u8>, Vec<u8>)> = None;
+        let mut found_kind = Kind::Delete;
+        while self.inner.valid() {
+            let Some(p) = key::parse(self.inner.key()) else {
+                self.inner.prev();
+                continue;
+            };
+            if let Some(lower) = &self.bounds.lower {
+                if p.user_key < lower.as_slice() {
+                    break;
+                }
+            }
+            if p.seq <= self.snapshot {
+                let cur = found.as_ref().map(|(k, _)| k.as_slice());
+                if found_kind == Kind::Put && cur.is_some_and(|k| p.user_key < k) {
+                    break;
+                }
+                found_kind = p.kind;
+                found = Some((p.user_key.to_vec(), self.inner.value().to_vec()));
+            }
+            self.inner.prev();
+        }
+        if found_kind == Kind::Put {
+            if let Some((k, v)) = found {
+                self.key = k;
+                self.value = v;
+                self.valid = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iter::VecIterator;
+    use crate::key::encode;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeMap;
+
+    /// Random versions of 30 keys; the oracle is the state at each snapshot.
+    #[test]
+    fn matches_an_oracle_at_every_snapshot_with_bounds_and_switches() {
+        for seed in 0..40 {
+            let mut rng = SmallRng::seed_from_u64(seed);
+            let mut entries = Vec::new();
+            let mut history: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new()];
+            for seq in 1..=200u64 {
+                let k = format!("k{:02}", rng.gen_range(0..30)).into_bytes();
+                let mut state = history.last().unwrap().clone();
+                if rng.gen_bool(0.3) {
+                    entries.push((encode(&k, seq, Kind::Delete), vec![]));
+                    state.remove(&k);
+                } else {
+                    let v = seq.to_le_bytes().to_vec();
+                    entries.push((encode(&k, seq, Kind::Put), v.clone()));
+                    state.insert(k, v);
+                }
+                history.push(state);
+            }
+            for _ in 0..10 {
+                let snap = rng.gen_range(0..=200u64);
+                let lo =
+                    rng.gen_bool(0.5).then(|| format!("k{:02}", rng.gen_range(0..30)).into_bytes());
+                let hi =
+                    rng.gen_bool(0.5).then(|| format!("k{:02}", rng.gen_range(0..31)).into_bytes());
+                let want: Vec<(Vec<u8>, Vec<u8>)> = history[snap as usize]
+                    .iter()
+                    .filter(|(k, _)| {
+                        lo.as_ref().is_none_or(|l| *k >= l) && hi.as_ref().is_none_or(|h| *k < h)
+                    })
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let bounds = IterBounds { lower: lo.clone(), upper: hi.clone() };
+                let mut it =
+                    DbIterator::new(Box::new(VecIterator::new(entries.clone())), snap, bounds);
+                let mut got = Vec::new();
+                it.seek_to_first();
+                while it.valid() {
+                    got.push((it.key().to_vec(), it.value().to_vec()));
+                    it.next();
+                }
+                assert_eq!(got, want, "seed {seed} snapshot {snap} forward");
+                let mut back = Vec::new();
+                it.seek_to_last();
+                while it.valid() {
+                    back.push((it.key().to_vec(), it.value().to_vec()));
+                    it.prev();
+                }
+                back.reverse();
+                assert_eq!(back, want, "seed {seed} snapshot {snap} reverse");
+                if want.is_empty() {
+                    continue;
+                }
+                // A random walk with direction switches.
+                let mut pos = rng.gen_range(0..want.len());
+                it.seek(&want[pos].0);
+                for _ in 0..60 {
+                    assert!(it.valid());
+                    assert_eq!(it.key(), &want[pos].0[..], "seed {seed} walk");
+                    if rng.gen_bool(0.5) {
+                        it.next();
+                        pos += 1;
+                        if pos == want.len() {
+                            assert!(!it.valid());
+                            break;
+                        }
+                    } else {
+                        it.prev();
+                        if pos == 0 {
+                            assert!(!it.valid());
+                            break;
+                        }
+                        pos -= 1;
+                    }
+                }
+                // seek / seek_for_prev to arbitrary targets.
+                let t = format!("k{:02}", rng.gen_range(0..31)).into_bytes();
+                it.seek(&t);
+                let first = want.iter().find(|(k, _)| *k >= t).map(|(k, _)| k.clone());
+                assert_eq!(it.valid().then(|| it.key().to_vec()), first, "seed {seed} seek");
+                it.seek_for_prev(&t);
+                let last = want.iter().rev().find(|(k, _)| *k <= t).map(|(k, _)| k.clone());
+                assert_eq!(
+                    it.valid().then(|| it.key().to_vec()),
+                    last,
+                    "seed {seed} seek_for_prev"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn prefix_bounds() {
+        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_successor(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(prefix_successor(b"\xff\xff"), None);
+        let entries = ["a", "ab", "abc", "abd", "b"]
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (encode(k.as_bytes(), i as u64 + 1, Kind::Put), vec![]))
+            .collect();
+        let mut it =
+            DbIterator::new(Box::new(VecIterator::new(entries)), 10, IterBounds::prefix(b"ab"));
+        let mut got = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            got.push(String::from_utf8(it.key().to_vec()).unwrap());
+            it.next();
+        }
+        assert_eq!(got, ["ab", "abc", "abd"]);
+    }
+}

@@ -1,0 +1,227 @@
+//! The engine's bytes inside the space layer's version records: which SSTs each level holds.
+//!
+//! A delta version carries one [`VersionEdit`] (a flush, a compaction, a trivial move); a base
+//! version carries the complete state as one edit that adds every live SST. The space layer
+//! records the SSTs' extents itself; these bytes add what the engine needs to read them.
+//!
+//! ```text
+//! edit:
+//! offset size  field
+//! 0      1     format version (1)
+//! 1      8     last sequence (u64 LE): every sequence up to it is in an SST or the WAL
+//! 9      8     oldest unflushed LTN (u64 LE): WAL groups of older generations are flushed
+//! 17     8     next LTN (u64 LE)
+//! 25     4     removed count R (u32 LE)
+//! 29     9*R   removed SSTs: level (u8) | SST id (u64 LE)
+//! ..     4     added count A (u32 LE)
+//! ..     ..    added SSTs, each:
+//!                level (u8) | SST id (u64 LE) | first slot (u32 LE) | slot count (u32 LE)
+//!                | bytes (u64 LE) | entries (u64 LE) | smallest seq (u64 LE) | largest seq (u64 LE)
+//!                | smallest key length (u32 LE) | smallest internal key
+//!                | largest key length (u32 LE) | largest internal key
+//! ```
+//! All integers little-endian. The enclosing log object's CRC32C covers the bytes; a decode
+//! failure is reported as corruption.
+
+use shale_space::Extent;
+
+use crate::error::{Error, Result};
+
+/// Format version of an edit.
+const EDIT_VERSION: u8 = 1;
+/// Most levels an SST may be on.
+pub const LEVELS_MAX: usize = 8;
+
+/// What the engine knows of one SST.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SstMeta {
+    /// Unique id; also orders L0 SSTs (newer = larger), never the slot number (LDS).
+    pub id: u64,
+    /// Where it is stored.
+    pub extent: Extent,
+    /// Size of the SST image in bytes (a whole number of slots).
+    pub bytes: u64,
+    /// Entries it holds.
+    pub entries: u64,
+    /// Smallest sequence number in it.
+    pub smallest_seq: u64,
+    /// Largest sequence number in it.
+    pub largest_seq: u64,
+    /// Smallest internal key.
+    pub smallest: Vec<u8>,
+    /// Largest internal key.
+    pub largest: Vec<u8>,
+}
+
+/// One atomic change of the engine's state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// Highest sequence number made durable (in an SST or a WAL group still live).
+    pub last_seq: u64,
+    /// WAL groups of generations below this are flushed and may be recycled.
+    pub oldest_unflushed_ltn: u64,
+    /// The next memtable generation number.
+    pub next_ltn: u64,
+    /// (level, SST id) removed.
+    pub removed: Vec<(u8, u64)>,
+    /// (level, SST) added.
+    pub added: Vec<(u8, SstMeta)>,
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Some(a)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn bytes(&mut self) -> Option<Vec<u8>> {
+        let n = self.u32()? as usize;
+        Some(self.take(n)?.to_vec())
+    }
+}
+
+impl VersionEdit {
+    /// Encodes the edit.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![EDIT_VERSION];
+        for v in [self.last_seq, self.oldest_unflushed_ltn, self.next_ltn] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&(self.removed.len() as u32).to_le_bytes());
+        for (level, id) in &self.removed {
+            b.push(*level);
+            b.extend_from_slice(&id.to_le_bytes());
+        }
+        b.extend_from_slice(&(self.added.len() as u32).to_le_bytes());
+        for (level, m) in &self.added {
+            b.push(*level);
+            b.extend_from_slice(&m.id.to_le_bytes());
+            b.extend_from_slice(&m.extent.first.to_le_bytes());
+            b.extend_from_slice(&m.extent.count.to_le_bytes());
+            for v in [m.bytes, m.entries, m.smallest_seq, m.largest_seq] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            for k in [&m.smallest, &m.largest] {
+                b.extend_from_slice(&(k.len() as u32).to_le_bytes());
+                b.extend_from_slice(k);
+            }
+        }
+        b
+    }
+
+    /// Decodes an edit.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the bytes are not a valid edit.
+    pub fn decode(bytes: &[u8]) -> Result<VersionEdit> {
+        Self::decode_inner(bytes)
+            .ok_or_else(|| Error::corruption("version edit (engine bytes of a version record)", 0))
+    }
+
+    fn decode_inner(bytes: &[u8]) -> Option<VersionEdit> {
+        let mut r = Reader(bytes);
+        if r.u8()? != EDIT_VERSION {
+            return None;
+        }
+        let mut e = VersionEdit {
+            last_seq: r.u64()?,
+            oldest_unflushed_ltn: r.u64()?,
+            next_ltn: r.u64()?,
+            ..Default::default()
+        };
+        let removed = r.u32()? as usize;
+        if removed > r.0.len() / 9 {
+            return None;
+        }
+        for _ in 0..removed {
+            let level = r.u8()?;
+            (usize::from(level) < LEVELS_MAX).then_some(())?;
+            e.removed.push((level, r.u64()?));
+        }
+        let added = r.u32()? as usize;
+        if added > r.0.len() / 57 {
+            return None;
+        }
+        for _ in 0..added {
+            let level = r.u8()?;
+            (usize::from(level) < LEVELS_MAX).then_some(())?;
+            let id = r.u64()?;
+            let extent = Extent { first: r.u32()?, count: r.u32()? };
+            let m = SstMeta {
+                id,
+                extent,
+                bytes: r.u64()?,
+                entries: r.u64()?,
+                smallest_seq: r.u64()?,
+                largest_seq: r.u64()?,
+                smallest: r.bytes()?,
+                largest: r.bytes()?,
+            };
+            if extent.count == 0 || m.smallest.len() < 8 || m.largest.len() < 8 {
+                return None;
+            }
+            e.added.push((level, m));
+        }
+        r.0.is_empty().then_some(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{Kind, encode};
+
+    fn sample() -> VersionEdit {
+        VersionEdit {
+            last_seq: 900,
+            oldest_unflushed_ltn: 4,
+            next_ltn: 6,
+            removed: vec![(0, 3), (1, 7)],
+            added: vec![(
+                1,
+                SstMeta {
+                    id: 11,
+                    extent: Extent { first: 40, count: 2 },
+                    bytes: 2 << 20,
+                    entries: 1000,
+                    smallest_seq: 5,
+                    largest_seq: 899,
+                    smallest: encode(b"a", 5, Kind::Put),
+                    largest: encode(b"zz", 899, Kind::Delete),
+                },
+            )],
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        assert_eq!(VersionEdit::decode(&sample().encode()).unwrap(), sample());
+        let empty = VersionEdit::default();
+        assert_eq!(VersionEdit::decode(&empty.encode()).unwrap(), empty);
+    }
+
+    #[test]
+    fn truncations_and_trailing_bytes_are_corruption() {
+        let enc = sample().encode();
+        for cut in 0..enc.len() {
+            assert!(VersionEdit::decode(&enc[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = enc;
+        longer.push(1);
+        assert!(VersionEdit::decode(&longer).is_err());
+    }
+}

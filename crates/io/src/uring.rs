@@ -251,20 +251,17 @@ impl Queue for UringQueue {
             PollMode::Adaptive { spin } => Some(Instant::now() + spin),
             _ => None,
         };
-        if self.unsubmitted > 0 {
-            self.enter(0)?;
-        }
-        let mut got = 0;
-        loop {
-            got += self.harvest(out)?;
-            if got >= min {
-                break;
-            }
+        // Unsubmitted SQEs go to the kernel in the same system call that waits, when there is
+        // a wait: one io_uring_enter per reap, not two.
+        let mut got = self.harvest(out)?;
+        while got < min {
             // Each request still to complete yields at least one more CQE, so waiting for as
             // many CQEs as completions are missing never waits for one that will not come.
             self.wait(min - got, spin_until)?;
+            got += self.harvest(out)?;
         }
-        // Resubmissions made while harvesting must reach the kernel before we return.
+        // New requests, and resubmissions made while harvesting, must reach the kernel before
+        // we return: the caller may not reap again until they complete.
         if self.unsubmitted > 0 {
             self.enter(0)?;
         }

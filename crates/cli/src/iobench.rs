@@ -222,7 +222,8 @@ impl Offsets {
     }
 }
 
-/// The measured run: keeps the queue full until the time is up, then drains it.
+/// The measured run: keeps the queue full until the time is up, then drains it. Waits only
+/// when no completion is at hand.
 fn drive(queue: &mut dyn Queue, args: &Args, block_count: u64) -> Result<Report> {
     let block_size = usize::try_from(args.block_size)
         .map_err(|_| Error::InvalidArgument(format!("block size {} too large", args.block_size)))?;
@@ -249,11 +250,18 @@ fn drive(queue: &mut dyn Queue, args: &Args, block_count: u64) -> Result<Report>
                 let op = offsets.op(bufs.pop().expect("one buffer per free tag"));
                 submitted_at[tag] = now;
                 queue.submit(Request { tag: tag as u64, op }).map_err(|(e, _)| e)?;
+                // Hand each request to the device at once (reap(0) submits without waiting),
+                // as fio does by default (iodepth_batch_submit=1). Holding a batch until the
+                // next wait leaves the device idle in between: measured about 6% fewer 4 KiB
+                // random reads here.
+                queue.reap(0, &mut done)?;
             }
         } else if queue.in_flight() == 0 {
             break;
         }
-        queue.reap(1, &mut done)?;
+        if done.is_empty() {
+            queue.reap(1, &mut done)?;
+        }
         let reaped_at = Instant::now();
         for c in done.drain(..) {
             c.result?;

@@ -204,7 +204,7 @@ fn allocate(file: &File, offset: u64, len: u64) -> Result<()> {
     }
 }
 
-fn open_file(path: &Path, caching: Caching) -> io::Result<File> {
+pub(crate) fn open_file(path: &Path, caching: Caching) -> io::Result<File> {
     let mut flags = libc::O_CLOEXEC;
     if caching == Caching::Direct {
         flags |= libc::O_DIRECT;
@@ -266,7 +266,7 @@ pub(crate) fn pick_backend(
 }
 
 /// Stage 3: size, block size and growability of what was opened.
-fn describe(file: File, backend: Backend) -> Result<OpenFile> {
+pub(crate) fn describe(file: File, backend: Backend) -> Result<OpenFile> {
     let meta = file.metadata().map_err(os_error)?;
     let ft = meta.file_type();
     let (capacity, block_size, growable) = if ft.is_block_device() {

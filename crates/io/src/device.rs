@@ -177,9 +177,9 @@ pub trait Queue: Send {
     /// batch submissions into one system call).
     ///
     /// # Errors
-    /// [`Error::Busy`] when `depth` requests are in flight (the request is handed back inside
-    /// nothing: resubmit it after reaping); [`Error::InvalidArgument`] for a misaligned or
-    /// out-of-range request.
+    /// [`Error::Busy`] when `depth` requests are in flight; [`Error::InvalidArgument`] for a
+    /// misaligned or out-of-range request. Either way the request comes back in the `Err`
+    /// tuple, untouched, so it can be resubmitted after reaping.
     fn submit(&mut self, req: Request) -> std::result::Result<(), (Error, Request)>;
 
     /// Sends submitted requests to the device, waits (per the queue's [`PollMode`]) until at

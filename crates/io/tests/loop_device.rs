@@ -3,48 +3,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use shale_io::{Backend, Error, FileOptions, QueueExt, QueueOptions, open_device};
-
-/// Detaches the loop device even when an assertion fails.
-struct LoopDevice(PathBuf);
-
-impl LoopDevice {
-    fn attach(file: &Path) -> Result<LoopDevice, String> {
-        let out = Command::new("losetup")
-            .args(["--direct-io=on", "--find", "--show"])
-            .arg(file)
-            .output()
-            .map_err(|e| format!("cannot run losetup: {e}"))?;
-        if !out.status.success() {
-            return Err(format!("losetup failed: {}", String::from_utf8_lossy(&out.stderr)));
-        }
-        Ok(LoopDevice(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())))
-    }
-}
-
-impl Drop for LoopDevice {
-    fn drop(&mut self) {
-        let status = Command::new("losetup").arg("--detach").arg(&self.0).status();
-        if !matches!(status, Ok(s) if s.success()) {
-            eprintln!("could not detach {}: {status:?}", self.0.display());
-        }
-    }
-}
 
 #[test]
 fn block_device_round_trip_and_geometry() {
-    // SAFETY: geteuid has no preconditions and only reads process state.
-    if unsafe { libc::geteuid() } != 0 {
-        println!("skipped: attaching a loop device needs root");
-        return;
-    }
     let dir = common::scratch_dir();
     let backing = dir.path().join("backing");
     std::fs::File::create(&backing).unwrap().set_len(16 << 20).unwrap();
-    let lo = match LoopDevice::attach(&backing) {
+    let lo = match shale_testkit::LoopDevice::attach(&backing) {
         Ok(lo) => lo,
         Err(why) => {
             println!("skipped: {why}");
@@ -52,7 +18,8 @@ fn block_device_round_trip_and_geometry() {
         }
     };
     for backend in [Backend::Uring, Backend::Pread] {
-        let dev = open_device(&lo.0, &FileOptions { backend, ..FileOptions::default() }).unwrap();
+        let dev =
+            open_device(lo.path(), &FileOptions { backend, ..FileOptions::default() }).unwrap();
         let info = dev.info();
         assert_eq!(info.capacity, 16 << 20);
         assert!(matches!(info.block_size, 512 | 4096), "{info:?}");

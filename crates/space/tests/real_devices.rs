@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
 use shale_io::{Backend, DeviceRef, FileOptions, open_device};
@@ -77,48 +76,18 @@ fn scenario_on_a_file_through_pread() {
     std::fs::remove_file(&path).unwrap();
 }
 
-/// A loop device over a file, detached when dropped.
-struct LoopDevice {
-    dev: String,
-}
-
-impl LoopDevice {
-    fn attach(file: &Path) -> Result<LoopDevice, String> {
-        let out = Command::new("losetup")
-            .args(["--direct-io=on", "--find", "--show"])
-            .arg(file)
-            .output()
-            .map_err(|e| format!("losetup not runnable: {e}"))?;
-        if !out.status.success() {
-            return Err(format!("losetup failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
-        }
-        Ok(LoopDevice { dev: String::from_utf8_lossy(&out.stdout).trim().to_string() })
-    }
-}
-
-impl Drop for LoopDevice {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
-    }
-}
-
 #[test]
 fn scenario_on_a_loop_device_with_direct_io() {
-    // SAFETY: geteuid has no preconditions and only reads the process's credentials.
-    if unsafe { libc::geteuid() } != 0 {
-        println!("skipped: loop devices need root");
-        return;
-    }
     let backing = scratch("loop.img");
     std::fs::File::create(&backing).unwrap().set_len(8 << 20).unwrap();
-    let lo = match LoopDevice::attach(&backing) {
+    let lo = match shale_testkit::LoopDevice::attach(&backing) {
         Ok(lo) => lo,
         Err(why) => {
             println!("skipped: {why}");
             return;
         }
     };
-    let path = PathBuf::from(&lo.dev);
+    let path = lo.path().to_path_buf();
     let dev = open_device(&path, &FileOptions::default()).expect("open loop device");
     let info = dev.info();
     assert!(!info.growable, "a block device cannot grow");
@@ -127,7 +96,8 @@ fn scenario_on_a_loop_device_with_direct_io() {
     let n = rounds(&|| open_device(&path, &FileOptions::default()).expect("open loop device"));
     println!(
         "loop device {} ({}): {n} commits, reopened {ROUNDS} times, all checked",
-        lo.dev, info.backend
+        path.display(),
+        info.backend
     );
     drop(lo);
     std::fs::remove_file(&backing).unwrap();

@@ -102,7 +102,7 @@ pub fn scan_template() -> &'static [u8] {
             live.extend_from_slice(&added);
             let engine = vec![n as u8; 8 + 200 * (n as usize % 4)];
             let full = engine.clone();
-            let edit = Edit { removed, added, engine };
+            let edit = Edit { removed, added, engine, ..Edit::default() };
             volume.commit(&edit, &mut || full.clone()).expect("commit");
         }
         drop(volume);

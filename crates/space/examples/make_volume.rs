@@ -11,7 +11,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for n in 0..200u32 {
         let e = volume.allocate(1 + n % 3)?;
         let removed = if n % 4 == 3 { vec![live.remove(0)] } else { vec![] };
-        let edit = Edit { removed, added: vec![e], engine: n.to_le_bytes().to_vec() };
+        let edit =
+            Edit { removed, added: vec![e], engine: n.to_le_bytes().to_vec(), ..Edit::default() };
         volume.commit(&edit, &mut || n.to_le_bytes().to_vec())?;
         live.push(e);
     }

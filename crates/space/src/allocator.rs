@@ -203,6 +203,32 @@ impl Allocator {
         }
     }
 
+    /// Takes just-freed extents out of the free list again, as pending: the engine releases
+    /// them when its readers are done with them.
+    pub(crate) fn hold(&mut self, extents: &[Extent]) {
+        for &e in extents {
+            let (&first, &count) = self
+                .free
+                .0
+                .range(..=e.first)
+                .next_back()
+                .expect("a just-freed extent lies in a free run");
+            assert!(
+                u64::from(first) + u64::from(count) >= e.end(),
+                "held extent {e:?} is not free"
+            );
+            self.free.0.remove(&first);
+            if first < e.first {
+                self.free.0.insert(first, e.first - first);
+            }
+            let end = u64::from(first) + u64::from(count);
+            if end > e.end() {
+                self.free.0.insert(e.end() as u32, (end - e.end()) as u32);
+            }
+            self.pending.0.insert(e.first, e.count);
+        }
+    }
+
     /// Adds the slots of a grown device.
     pub(crate) fn grow(&mut self, total: u32) {
         assert!(total >= self.total, "shrinking the slot map");
@@ -318,6 +344,20 @@ mod tests {
         assert!(a.validate_edit(&[ext(5, 1)], &[]).is_err(), "not live");
         assert!(a.validate_edit(&[], &[p, p]).is_err(), "twice");
         assert!(a.validate_edit(&[ext(0, 1)], &[p]).is_ok());
+    }
+
+    #[test]
+    fn held_extents_are_neither_free_nor_live_until_released() {
+        let mut a = Allocator::rebuild(6, &[ext(0, 2), ext(2, 2)]).unwrap();
+        a.apply_edit(&[ext(0, 2)], &[]);
+        a.hold(&[ext(0, 2)]);
+        a.check().unwrap();
+        let u = a.usage();
+        assert_eq!((u.live, u.pending, u.free), (2, 2, 2));
+        assert_eq!(a.allocate(3), None, "held slots are not handed out");
+        a.release(ext(0, 2));
+        a.check().unwrap();
+        assert_eq!(a.usage().free, 4);
     }
 
     #[test]

@@ -84,6 +84,10 @@ pub struct Edit {
     pub added: Vec<Extent>,
     /// The engine's description of the change, returned by recovery in commit order.
     pub engine: Vec<u8>,
+    /// Keep the removed extents allocated after the commit (not live, not free) until the
+    /// engine gives each back with [`Volume::release`]: readers may still be using the SSTs
+    /// in them. A crash frees them, as they are not in the committed version.
+    pub hold_removed: bool,
 }
 
 /// How a commit was written.
@@ -385,7 +389,8 @@ impl Volume {
         })
     }
 
-    /// Gives back an extent from [`Volume::allocate`] that will not be committed.
+    /// Gives back an extent from [`Volume::allocate`] that will not be committed, or one held
+    /// after a commit removed it ([`Edit::hold_removed`]) once nothing reads it any more.
     ///
     /// # Panics
     /// If the extent is not pending (a bug in the caller).
@@ -430,6 +435,9 @@ impl Volume {
         match written {
             Ok(kind) => {
                 inner.slots.apply_edit(&edit.removed, &edit.added);
+                if edit.hold_removed {
+                    inner.slots.hold(&edit.removed);
+                }
                 Ok(kind)
             }
             Err(e) => {

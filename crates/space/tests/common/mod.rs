@@ -71,6 +71,7 @@ pub fn run_workload(
     let slot_bytes = volume.layout().slot_bytes;
     let mut state = start;
     let mut record = Record { states: vec![state.clone()], ..Record::default() };
+    let mut held: Vec<Extent> = Vec::new();
     for n in first_commit..first_commit + commits {
         if rng.gen_bool(0.15) {
             // An abandoned flush: allocated, partly written, never committed.
@@ -103,9 +104,23 @@ pub fn run_workload(
         let mut engine_state = n.to_le_bytes().to_vec();
         // Pad the engine bytes now and then so bases and deltas of several sectors occur.
         engine_state.resize(8 + rng.gen_range(0..1500), 0xAB);
-        let edit = Edit { removed: removed.clone(), added: added.clone(), engine: engine_state };
+        // Sometimes keep the removed extents allocated, as the engine does while readers use
+        // them, and give them back a commit later.
+        let hold_removed = rng.gen_bool(0.3);
+        let edit = Edit {
+            removed: removed.clone(),
+            added: added.clone(),
+            engine: engine_state,
+            hold_removed,
+        };
         let full = edit.engine.clone();
         volume.commit(&edit, &mut || full.clone()).expect("commit");
+        for e in held.drain(..) {
+            volume.release(e);
+        }
+        if hold_removed {
+            held = removed.clone();
+        }
         for e in &removed {
             state.live.remove(e);
         }

@@ -183,7 +183,12 @@ fn crc32c(bytes: &[u8]) -> u32 {
 pub fn version_log_scan(data: &[u8]) {
     let image = scan_image(data);
     let device = Arc::new(MemoryDevice::from_bytes(image, SCAN_SECTOR_BYTES).expect("device"));
-    let opts = VolumeOptions { layout: scan_layout(), create_if_blank: false, grow_slots_min: 1 };
+    let opts = VolumeOptions {
+        layout: scan_layout(),
+        create_if_blank: false,
+        grow_slots_min: 1,
+        ..VolumeOptions::default()
+    };
     if let Ok(opened) = Volume::open(device, &opts) {
         assert!(!opened.created, "a damaged volume was created anew");
         if let Err(e) = opened.volume.check_slots() {

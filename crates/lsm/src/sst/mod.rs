@@ -1,0 +1,52 @@
+//! SSTs: immutable sorted runs of internal keys, built in memory and written into an extent of
+//! slots (LDS's chunks), read back through the block cache.
+//!
+//! - `format`: the image layout, block trailers and handles, compression, properties.
+//! - `block`: data and index blocks (prefix-compressed entries, restart points).
+//! - `bloom`: the filter over user keys.
+//! - `footer`: the fixed footer at the very end of the image.
+
+pub mod block;
+pub mod bloom;
+pub mod footer;
+pub mod format;
+
+pub use bloom::bloom_hash;
+pub use format::{Compression, SstProperties};
+
+use crate::error::Error;
+
+/// A copy of an error an iterator keeps, for [`crate::iter::InternalIterator::status`], which
+/// may be asked any number of times while [`Error`] cannot be cloned (it carries
+/// `std::io::Error`). The copy keeps the variant, fields and message.
+pub(crate) fn duplicate_error(e: &Error) -> Error {
+    match e {
+        Error::Io(io) => Error::Io(duplicate_io_error(io)),
+        Error::Corruption { what, offset } => {
+            Error::Corruption { what: what.clone(), offset: *offset }
+        }
+        Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+        Error::NoSpace(s) => Error::NoSpace(s.clone()),
+        Error::Busy => Error::Busy,
+        Error::Stopped(s) => Error::Stopped(s.clone()),
+        // The space layer's leftover variants (foreign or newer volumes) never come out of
+        // block reads; keep the message if one ever does.
+        Error::Space(s) => Error::Io(shale_io::Error::Unsupported(s.to_string())),
+    }
+}
+
+fn duplicate_io_error(e: &shale_io::Error) -> shale_io::Error {
+    use shale_io::Error as E;
+    match e {
+        E::Io { op, offset, source } => E::Io {
+            op: *op,
+            offset: *offset,
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        E::NoSpace { offset } => E::NoSpace { offset: *offset },
+        E::Busy => E::Busy,
+        E::InvalidArgument(s) => E::InvalidArgument(s.clone()),
+        E::Unsupported(s) => E::Unsupported(s.clone()),
+        other => E::Unsupported(other.to_string()),
+    }
+}

@@ -5,14 +5,19 @@
 //! - `block`: data and index blocks (prefix-compressed entries, restart points).
 //! - `bloom`: the filter over user keys.
 //! - `footer`: the fixed footer at the very end of the image.
+//! - `builder` / `reader`: making and reading an image.
 
 pub mod block;
 pub mod bloom;
+pub mod builder;
 pub mod footer;
 pub mod format;
+pub mod reader;
 
 pub use bloom::bloom_hash;
+pub use builder::{SstBuilder, SstImage, SstOptions};
 pub use format::{Compression, SstProperties};
+pub use reader::{BlockSource, SstIter, SstReader};
 
 use crate::error::Error;
 
@@ -50,3 +55,6 @@ fn duplicate_io_error(e: &shale_io::Error) -> shale_io::Error {
         other => E::Unsupported(other.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,6 +6,7 @@
 //! - `bloom`: the filter over user keys.
 //! - `footer`: the fixed footer at the very end of the image.
 //! - `builder` / `reader`: making and reading an image.
+//! - `volume_io`: writing an image into an extent and reading it back.
 
 pub mod block;
 pub mod bloom;
@@ -13,11 +14,13 @@ pub mod builder;
 pub mod footer;
 pub mod format;
 pub mod reader;
+pub mod volume_io;
 
 pub use bloom::bloom_hash;
 pub use builder::{SstBuilder, SstImage, SstOptions};
 pub use format::{Compression, SstProperties};
 pub use reader::{BlockSource, SstIter, SstReader};
+pub use volume_io::{QueuePool, VolumeSource, write_sst};
 
 use crate::error::Error;
 

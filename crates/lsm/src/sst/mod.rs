@@ -7,6 +7,33 @@
 //! - `footer`: the fixed footer at the very end of the image.
 //! - `builder` / `reader`: making and reading an image.
 //! - `volume_io`: writing an image into an extent and reading it back.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use shale_lsm::cache::BlockCache;
+//! use shale_lsm::iter::InternalIterator;
+//! use shale_lsm::key::{self, Kind};
+//! use shale_lsm::sst::{SstBuilder, SstOptions, SstReader, bloom_hash};
+//!
+//! let mut builder = SstBuilder::new(&SstOptions::default());
+//! builder.add(&key::encode(b"apple", 7, Kind::Put), b"red");
+//! builder.add(&key::encode(b"pear", 3, Kind::Put), b"green");
+//! let image = builder.finish(4096); // whole 4 KiB slots, the footer in the last bytes
+//! assert_eq!(image.bytes.len(), 4096);
+//!
+//! // Any BlockSource will do; an extent on a volume is `VolumeSource`.
+//! let cache = Arc::new(BlockCache::new(8 << 20));
+//! let reader = SstReader::open(Arc::new(image.bytes.to_vec()), cache, 1)?;
+//! let lookup = key::encode(b"apple", 9, Kind::SEEK); // what a read at sequence 9 sees
+//! let (found, value) = reader.get(&lookup, bloom_hash(b"apple"))?.expect("present");
+//! assert_eq!((key::parse(&found).unwrap().seq, &value[..]), (7, &b"red"[..]));
+//! assert_eq!(reader.get(&key::encode(b"apple", 5, Kind::SEEK), bloom_hash(b"apple"))?, None);
+//!
+//! let mut it = reader.iter();
+//! it.seek_to_last();
+//! assert_eq!(key::user_key(it.key()), b"pear");
+//! # Ok::<(), shale_lsm::Error>(())
+//! ```
 
 pub mod block;
 pub mod bloom;

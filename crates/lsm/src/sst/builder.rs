@@ -1,0 +1,180 @@
+//! Builds an SST image in memory, ready to be written into an extent.
+//!
+//! Building runs these stages, in order:
+//! 1. `add`: entries arrive in ascending internal key order and go into the current data
+//!    block; each new user key's bloom hash is kept for the filter.
+//! 2. When the data block reaches `block_bytes` it is compressed (kept only if that saves an
+//!    eighth), written with its trailer, and its last key and handle go into the index block.
+//! 3. `finish`: the last data block, then the filter, index and properties blocks, then zero
+//!    padding and the footer, so that the image is whole slots and the footer ends it.
+
+use shale_io::{AlignedBuf, SECTOR_SIZE};
+
+use crate::key;
+use crate::sst::block::{BlockBuilder, RESTART_INTERVAL_DEFAULT};
+use crate::sst::bloom::{BITS_PER_KEY_DEFAULT, bloom_hash, build_filter};
+use crate::sst::footer::{FOOTER_BYTES, Footer};
+use crate::sst::format::{
+    BlockHandle, Compression, SST_FORMAT_VERSION, SstProperties, write_block,
+};
+
+/// Options of the SSTs a builder makes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SstOptions {
+    /// Uncompressed bytes a data block is cut at.
+    pub block_bytes: usize,
+    /// Entries between restart points in data blocks.
+    pub restart_interval: usize,
+    /// Bloom filter bits per user key; 0 builds no filter.
+    pub bloom_bits_per_key: u32,
+    /// How data blocks are compressed.
+    pub compression: Compression,
+}
+
+impl Default for SstOptions {
+    fn default() -> SstOptions {
+        SstOptions {
+            block_bytes: 4096,
+            restart_interval: RESTART_INTERVAL_DEFAULT,
+            bloom_bits_per_key: BITS_PER_KEY_DEFAULT,
+            compression: Compression::None,
+        }
+    }
+}
+
+/// Index blocks restart at every entry: they are searched far more often than scanned, and
+/// their keys share little.
+const INDEX_RESTART_INTERVAL: usize = 1;
+
+/// A finished SST, not yet on a device.
+#[derive(Debug)]
+pub struct SstImage {
+    /// The image: a whole number of slots, the footer in its last bytes.
+    pub bytes: AlignedBuf,
+    /// What it holds.
+    pub properties: SstProperties,
+}
+
+/// Builds one SST from entries in ascending internal key order.
+#[derive(Debug)]
+pub struct SstBuilder {
+    opts: SstOptions,
+    image: Vec<u8>,
+    data: BlockBuilder,
+    index: BlockBuilder,
+    hashes: Vec<u64>,
+    last_key: Vec<u8>,
+    props: SstProperties,
+}
+
+impl SstBuilder {
+    /// An empty builder.
+    ///
+    /// # Panics
+    /// If `block_bytes` or `restart_interval` is zero.
+    pub fn new(opts: &SstOptions) -> SstBuilder {
+        assert!(opts.block_bytes > 0, "block_bytes of zero");
+        SstBuilder {
+            opts: opts.clone(),
+            image: Vec::new(),
+            data: BlockBuilder::new(opts.restart_interval),
+            index: BlockBuilder::new(INDEX_RESTART_INTERVAL),
+            hashes: Vec::new(),
+            last_key: Vec::new(),
+            props: SstProperties {
+                format_version: SST_FORMAT_VERSION,
+                compression: opts.compression,
+                bloom_bits_per_key: opts.bloom_bits_per_key,
+                ..SstProperties::default()
+            },
+        }
+    }
+
+    /// Adds an entry. `internal_key` must sort after every key added before.
+    ///
+    /// # Panics
+    /// If `internal_key` is shorter than a trailer; (debug builds) if keys come out of order.
+    pub fn add(&mut self, internal_key: &[u8], value: &[u8]) {
+        assert!(internal_key.len() >= key::TRAILER_BYTES, "internal key without a trailer");
+        let first = self.props.entries == 0;
+        debug_assert!(
+            first || key::compare(&self.last_key, internal_key).is_lt(),
+            "SST keys out of order"
+        );
+        if first || key::user_key(&self.last_key) != key::user_key(internal_key) {
+            self.hashes.push(bloom_hash(key::user_key(internal_key)));
+        }
+        if first {
+            self.props.smallest = internal_key.to_vec();
+        }
+        self.data.add(internal_key, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(internal_key);
+        self.props.entries += 1;
+        self.props.raw_key_bytes += internal_key.len() as u64;
+        self.props.raw_value_bytes += value.len() as u64;
+        if self.data.estimated_bytes() >= self.opts.block_bytes {
+            self.finish_data_block();
+        }
+    }
+
+    fn finish_data_block(&mut self) {
+        if self.data.is_empty() {
+            return;
+        }
+        let raw = self.data.finish();
+        let handle = write_block(&mut self.image, &raw, self.opts.compression);
+        self.index.add(&self.last_key, &handle.encode());
+        self.props.data_blocks += 1;
+        self.props.data_bytes += handle.stored_bytes();
+    }
+
+    /// Entries added so far.
+    pub fn entries(&self) -> u64 {
+        self.props.entries
+    }
+
+    /// Bytes the image would have now, before padding to slots: written blocks, the open data
+    /// block, the index and filter so far, and the footer.
+    pub fn estimated_bytes(&self) -> usize {
+        let filter = self.hashes.len() * self.opts.bloom_bits_per_key as usize / 8;
+        self.image.len()
+            + self.data.estimated_bytes()
+            + self.index.estimated_bytes()
+            + filter
+            + FOOTER_BYTES
+    }
+
+    /// Finishes the image, padded with zeros to a multiple of `slot_bytes` so that the footer
+    /// ends exactly at the end of the last slot.
+    ///
+    /// # Panics
+    /// If `slot_bytes` is not a positive multiple of 512 (the volume's slots always are).
+    pub fn finish(mut self, slot_bytes: u64) -> SstImage {
+        assert!(
+            slot_bytes > 0 && slot_bytes % SECTOR_SIZE as u64 == 0,
+            "slot size {slot_bytes} not a positive multiple of {SECTOR_SIZE}"
+        );
+        self.finish_data_block();
+        self.props.largest =
+            if self.props.entries > 0 { self.last_key.clone() } else { Vec::new() };
+        let filter = (self.opts.bloom_bits_per_key > 0).then(|| {
+            let block = build_filter(&self.hashes, self.opts.bloom_bits_per_key);
+            write_block(&mut self.image, &block, Compression::None)
+        });
+        let index_raw = self.index.finish();
+        let index = write_block(&mut self.image, &index_raw, Compression::None);
+        let properties = write_block(&mut self.image, &self.props.encode(), Compression::None);
+        let used = self.image.len() as u64 + FOOTER_BYTES as u64;
+        let image_bytes = used.div_ceil(slot_bytes) * slot_bytes;
+        let footer =
+            Footer { format_version: SST_FORMAT_VERSION, filter, index, properties, image_bytes };
+        let mut bytes =
+            AlignedBuf::zeroed(usize::try_from(image_bytes).expect("image fits memory"));
+        bytes[..self.image.len()].copy_from_slice(&self.image);
+        let footer_at = bytes.len() - FOOTER_BYTES;
+        bytes[footer_at..].copy_from_slice(&footer.encode());
+        debug_assert!(filter.is_none_or(|f| f != BlockHandle::default()));
+        SstImage { bytes, properties: self.props }
+    }
+}

@@ -1,0 +1,403 @@
+//! The SST image: how blocks, their trailers, block handles and the properties are laid out.
+//!
+//! An SST is written into an extent of whole slots and read knowing only that extent, so the
+//! fixed-size footer sits right-aligned at the very end of the image (LDS: a reader reads the
+//! last 4 KiB and finds everything else from there).
+//!
+//! ```text
+//! offset           size     what
+//! 0                ...      data block 0 | trailer, data block 1 | trailer, ...
+//! filter handle    ...      filter block | trailer          (absent when bits per key is 0)
+//! index handle     ...      index block | trailer           (last key of each data block ->
+//!                                                            data block handle)
+//! props handle     ...      properties block | trailer
+//! ...              ...      zero padding
+//! len - 64         64       footer (see `footer`)
+//! ```
+//! The image length is a multiple of the volume's slot size, so the footer's last byte is the
+//! extent's last byte.
+//!
+//! Every block is followed by a 5-byte trailer:
+//! ```text
+//! offset  size  type    field
+//! 0       1     u8      compression of the block bytes (0 none, 1 LZ4, 2 zstd)
+//! 1       4     u32 LE  CRC32C of the stored block bytes followed by the compression byte
+//! ```
+//! A compressed block's stored bytes are `raw length (u32 LE) | codec output`; the length lets
+//! the reader allocate once and refuse a block that would decompress to more than
+//! [`BLOCK_RAW_BYTES_MAX`].
+//!
+//! A block handle (the value of an index entry; the footer's handles) is fixed width:
+//! ```text
+//! offset  size  type    field
+//! 0       8     u64 LE  offset of the block in the SST image
+//! 8       4     u32 LE  stored bytes of the block, trailer excluded
+//! ```
+//!
+//! The properties block (stored like any block, with a trailer, never compressed):
+//! ```text
+//! offset  size  type    field
+//! 0       4     u32 LE  format version of the SST
+//! 4       1     u8      compression asked for (0 none, 1 LZ4, 2 zstd)
+//! 5       3     -       zero
+//! 8       8     u64 LE  entries
+//! 16      8     u64 LE  data blocks
+//! 24      8     u64 LE  data bytes: stored data blocks with their trailers
+//! 32      8     u64 LE  raw key bytes (sum of internal key lengths)
+//! 40      8     u64 LE  raw value bytes
+//! 48      4     u32 LE  bloom bits per key (0: no filter)
+//! 52      4     u32 LE  smallest key length S
+//! 56      S     bytes   smallest internal key (empty when there are no entries)
+//! 56+S    4     u32 LE  largest key length L
+//! 60+S    L     bytes   largest internal key
+//! ```
+
+use crate::error::{Error, Result};
+
+/// Format version written by this code. Only ever goes forward.
+pub const SST_FORMAT_VERSION: u32 = 1;
+/// Bytes of the trailer after every block.
+pub const BLOCK_TRAILER_BYTES: usize = 5;
+/// Bytes of an encoded [`BlockHandle`].
+pub const BLOCK_HANDLE_BYTES: usize = 12;
+/// The largest block a reader decompresses: far above any configured block size, low enough
+/// that a forged length cannot make a reader allocate gigabytes.
+pub const BLOCK_RAW_BYTES_MAX: usize = 64 << 20;
+/// zstd level: the library's default, a fair trade of speed and size for flush and compaction.
+const ZSTD_LEVEL: i32 = 3;
+
+/// How block bytes are compressed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Compression {
+    /// Stored as is.
+    #[default]
+    None = 0,
+    /// LZ4 block format (lz4_flex).
+    Lz4 = 1,
+    /// Zstandard.
+    Zstd = 2,
+}
+
+impl Compression {
+    /// Decodes a compression byte.
+    pub fn from_u8(v: u8) -> Option<Compression> {
+        match v {
+            0 => Some(Compression::None),
+            1 => Some(Compression::Lz4),
+            2 => Some(Compression::Zstd),
+            _ => None,
+        }
+    }
+
+    /// Compresses `raw` into the stored form (raw length prefix + codec output); `None` for
+    /// [`Compression::None`].
+    pub fn compress(self, raw: &[u8]) -> Option<Vec<u8>> {
+        let codec = match self {
+            Compression::None => return None,
+            Compression::Lz4 => lz4_flex::block::compress(raw),
+            // Compressing into a Vec fails only on allocation failure inside the library.
+            Compression::Zstd => zstd::bulk::compress(raw, ZSTD_LEVEL).ok()?,
+        };
+        let len = u32::try_from(raw.len()).ok()?;
+        let mut out = Vec::with_capacity(4 + codec.len());
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&codec);
+        Some(out)
+    }
+
+    /// Undoes [`Compression::compress`]; `None` when the stored bytes are damaged.
+    fn decompress(self, stored: &[u8]) -> Option<Vec<u8>> {
+        if self == Compression::None {
+            return Some(stored.to_vec());
+        }
+        let (len, codec) = stored.split_first_chunk::<4>()?;
+        let len = u32::from_le_bytes(*len) as usize;
+        if len > BLOCK_RAW_BYTES_MAX {
+            return None;
+        }
+        match self {
+            Compression::None => unreachable!("handled above"),
+            Compression::Lz4 => {
+                let mut out = vec![0; len];
+                let n = lz4_flex::block::decompress_into(codec, &mut out).ok()?;
+                (n == len).then_some(out)
+            }
+            Compression::Zstd => {
+                let out = zstd::bulk::decompress(codec, len).ok()?;
+                (out.len() == len).then_some(out)
+            }
+        }
+    }
+}
+
+/// Where a block lies in the SST image.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockHandle {
+    /// Byte offset of the block in the image.
+    pub offset: u64,
+    /// Stored bytes of the block, trailer excluded.
+    pub size: u32,
+}
+
+impl BlockHandle {
+    /// Appends the 12-byte encoding.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.size.to_le_bytes());
+    }
+
+    /// The 12-byte encoding.
+    pub fn encode(&self) -> [u8; BLOCK_HANDLE_BYTES] {
+        let mut out = [0; BLOCK_HANDLE_BYTES];
+        out[..8].copy_from_slice(&self.offset.to_le_bytes());
+        out[8..].copy_from_slice(&self.size.to_le_bytes());
+        out
+    }
+
+    /// Decodes exactly 12 bytes; `None` for any other length.
+    pub fn decode(b: &[u8]) -> Option<BlockHandle> {
+        let b: &[u8; BLOCK_HANDLE_BYTES] = b.try_into().ok()?;
+        Some(BlockHandle {
+            offset: u64::from_le_bytes(b[..8].try_into().ok()?),
+            size: u32::from_le_bytes(b[8..].try_into().ok()?),
+        })
+    }
+
+    /// Bytes the block and its trailer take.
+    pub fn stored_bytes(&self) -> u64 {
+        u64::from(self.size) + BLOCK_TRAILER_BYTES as u64
+    }
+
+    /// Whether the block and its trailer lie within the first `limit` bytes of the image.
+    pub fn fits_before(&self, limit: u64) -> bool {
+        self.offset.checked_add(self.stored_bytes()).is_some_and(|end| end <= limit)
+    }
+}
+
+/// The CRC32C a trailer holds for `stored` block bytes and their compression byte.
+fn block_crc(stored: &[u8], compression: u8) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(stored), &[compression])
+}
+
+/// Appends a block to the image: compressed when that saves at least an eighth, then the
+/// trailer. Returns its handle.
+pub fn write_block(image: &mut Vec<u8>, raw: &[u8], compression: Compression) -> BlockHandle {
+    let compressed = compression.compress(raw).filter(|c| c.len() <= raw.len() - raw.len() / 8);
+    let (stored, kind) = match &compressed {
+        Some(c) => (&c[..], compression),
+        None => (raw, Compression::None),
+    };
+    let handle = BlockHandle {
+        offset: image.len() as u64,
+        size: u32::try_from(stored.len()).expect("block over 4 GiB"),
+    };
+    image.extend_from_slice(stored);
+    image.push(kind as u8);
+    image.extend_from_slice(&block_crc(stored, kind as u8).to_le_bytes());
+    handle
+}
+
+/// Checks a block's trailer and decompresses it. `stored` holds the block and its trailer, read
+/// from `handle`; `what` names the block in errors.
+///
+/// # Errors
+/// [`Error::Corruption`] for a short read, a checksum mismatch, an unknown compression byte or
+/// bytes that do not decompress to their recorded length.
+pub fn decode_block(stored: &[u8], handle: BlockHandle, what: &str) -> Result<Vec<u8>> {
+    let bad = |why: &str| Error::corruption(format!("SST {what}: {why}"), handle.offset);
+    let size = handle.size as usize;
+    if stored.len() != size + BLOCK_TRAILER_BYTES {
+        return Err(bad("short block"));
+    }
+    let (body, trailer) = stored.split_at(size);
+    let kind = trailer[0];
+    let crc = u32::from_le_bytes(trailer[1..].try_into().expect("four bytes"));
+    if block_crc(body, kind) != crc {
+        return Err(bad("checksum mismatch"));
+    }
+    let compression = Compression::from_u8(kind).ok_or_else(|| bad("unknown compression"))?;
+    compression.decompress(body).ok_or_else(|| bad("does not decompress"))
+}
+
+/// What an SST holds, summed up when it was built.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SstProperties {
+    /// Format version of the SST.
+    pub format_version: u32,
+    /// Compression asked for (blocks that did not shrink enough are stored uncompressed).
+    pub compression: Compression,
+    /// Entries (every version of every key counts).
+    pub entries: u64,
+    /// Data blocks.
+    pub data_blocks: u64,
+    /// Stored bytes of the data blocks, trailers included.
+    pub data_bytes: u64,
+    /// Sum of the internal key lengths.
+    pub raw_key_bytes: u64,
+    /// Sum of the value lengths.
+    pub raw_value_bytes: u64,
+    /// Bloom bits per key (0: no filter).
+    pub bloom_bits_per_key: u32,
+    /// The smallest internal key (empty when there are no entries).
+    pub smallest: Vec<u8>,
+    /// The largest internal key (empty when there are no entries).
+    pub largest: Vec<u8>,
+}
+
+/// Bytes of the properties before the smallest key.
+const PROPERTIES_FIXED_BYTES: usize = 56;
+
+impl SstProperties {
+    /// The properties block's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(PROPERTIES_FIXED_BYTES + 4 + self.smallest.len());
+        out.extend_from_slice(&self.format_version.to_le_bytes());
+        out.extend_from_slice(&[self.compression as u8, 0, 0, 0]);
+        for v in [
+            self.entries,
+            self.data_blocks,
+            self.data_bytes,
+            self.raw_key_bytes,
+            self.raw_value_bytes,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&self.bloom_bits_per_key.to_le_bytes());
+        for k in [&self.smallest, &self.largest] {
+            out.extend_from_slice(&u32::try_from(k.len()).expect("key over 4 GiB").to_le_bytes());
+            out.extend_from_slice(k);
+        }
+        out
+    }
+
+    /// Decodes a properties block found at `offset`.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a short, overlong or inconsistent block.
+    pub fn decode(b: &[u8], offset: u64) -> Result<SstProperties> {
+        let bad = |why: &str| Error::corruption(format!("SST properties: {why}"), offset);
+        let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+        if b.len() < PROPERTIES_FIXED_BYTES {
+            return Err(bad("short"));
+        }
+        let compression = Compression::from_u8(b[4]).ok_or_else(|| bad("unknown compression"))?;
+        if b[5..8] != [0, 0, 0] {
+            return Err(bad("reserved bytes set"));
+        }
+        let mut pos = PROPERTIES_FIXED_BYTES - 4;
+        let mut key = || -> Result<Vec<u8>> {
+            if b.len() < pos + 4 {
+                return Err(bad("short key length"));
+            }
+            let len = u32_at(pos) as usize;
+            pos += 4;
+            let k = b.get(pos..pos.saturating_add(len)).ok_or_else(|| bad("short key"))?;
+            pos += len;
+            Ok(k.to_vec())
+        };
+        let (smallest, largest) = (key()?, key()?);
+        if pos != b.len() {
+            return Err(bad("trailing bytes"));
+        }
+        let props = SstProperties {
+            format_version: u32_at(0),
+            compression,
+            entries: u64_at(8),
+            data_blocks: u64_at(16),
+            data_bytes: u64_at(24),
+            raw_key_bytes: u64_at(32),
+            raw_value_bytes: u64_at(40),
+            bloom_bits_per_key: u32_at(48),
+            smallest,
+            largest,
+        };
+        let keys_ok = if props.entries == 0 {
+            props.smallest.is_empty() && props.largest.is_empty()
+        } else {
+            props.smallest.len() >= crate::key::TRAILER_BYTES
+                && props.largest.len() >= crate::key::TRAILER_BYTES
+                && crate::key::compare(&props.smallest, &props.largest).is_le()
+        };
+        if !keys_ok {
+            return Err(bad("smallest and largest keys do not fit the entry count"));
+        }
+        Ok(props)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_round_trip_in_every_compression() {
+        let compressible = b"abcdefgh".repeat(200);
+        let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(3);
+        let random: Vec<u8> = (0..1600).map(|_| rand::Rng::r#gen(&mut rng)).collect();
+        for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
+            for raw in [&compressible[..], &random[..], b"x"] {
+                let mut image = vec![9; 3];
+                let h = write_block(&mut image, raw, c);
+                assert_eq!(h.offset, 3);
+                assert!(h.fits_before(image.len() as u64));
+                let stored = &image[3..];
+                let kind = stored[h.size as usize];
+                if c != Compression::None && raw.len() > 100 && raw == &compressible[..] {
+                    assert_eq!(kind, c as u8, "compressible block stored uncompressed");
+                }
+                if raw == &random[..] || raw.len() == 1 {
+                    assert_eq!(kind, 0, "incompressible block kept compressed");
+                }
+                assert_eq!(decode_block(stored, h, "test").unwrap(), raw);
+                for i in 0..stored.len() {
+                    let mut bad = stored.to_vec();
+                    bad[i] ^= 0x40;
+                    assert!(matches!(decode_block(&bad, h, "test"), Err(Error::Corruption { .. })));
+                }
+                assert!(decode_block(&stored[1..], h, "test").is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn forged_decompressed_lengths_are_refused() {
+        for c in [Compression::Lz4, Compression::Zstd] {
+            let mut stored = c.compress(&[7; 1000]).unwrap();
+            assert_eq!(c.decompress(&stored).unwrap(), vec![7; 1000]);
+            stored[..4].copy_from_slice(&999u32.to_le_bytes());
+            assert_eq!(c.decompress(&stored), None);
+            stored[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+            assert_eq!(c.decompress(&stored), None);
+            assert_eq!(c.decompress(&[1, 0]), None);
+        }
+    }
+
+    #[test]
+    fn properties_round_trip_and_refuse_damage() {
+        let p = SstProperties {
+            format_version: SST_FORMAT_VERSION,
+            compression: Compression::Zstd,
+            entries: 3,
+            data_blocks: 1,
+            data_bytes: 100,
+            raw_key_bytes: 30,
+            raw_value_bytes: 40,
+            bloom_bits_per_key: 10,
+            smallest: crate::key::encode(b"a", 5, crate::key::Kind::Put),
+            largest: crate::key::encode(b"b", 1, crate::key::Kind::Delete),
+        };
+        let b = p.encode();
+        assert_eq!(SstProperties::decode(&b, 0).unwrap(), p);
+        for cut in 0..b.len() {
+            assert!(SstProperties::decode(&b[..cut], 0).is_err());
+        }
+        let mut long = b.clone();
+        long.push(0);
+        assert!(SstProperties::decode(&long, 0).is_err());
+        let swapped =
+            SstProperties { smallest: p.largest.clone(), largest: p.smallest.clone(), ..p };
+        assert!(SstProperties::decode(&swapped.encode(), 0).is_err());
+    }
+}

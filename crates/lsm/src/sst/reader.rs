@@ -1,0 +1,373 @@
+//! Reads an SST from any [`BlockSource`]: an extent on a volume, or bytes in memory.
+//!
+//! Opening runs these stages, in order:
+//! 1. Read the image's last 4 KiB (or all of a shorter image) and decode the footer.
+//! 2. Load the properties, then the index and filter blocks through the block cache; blocks
+//!    that lie inside the tail already read are taken from it rather than read again.
+//!
+//! A point lookup ([`SstReader::get`]) checks the bloom filter with the caller's hash, seeks the
+//! index for the first data block whose last key is at or after the lookup key, and seeks that
+//! block (from the cache, or read, checked and cached).
+
+use std::sync::Arc;
+
+use crate::cache::{BlockCache, Cached};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key;
+use crate::sst::block::{Block, BlockIter};
+use crate::sst::bloom::BloomFilter;
+use crate::sst::footer::{FOOTER_BYTES, Footer};
+use crate::sst::format::{BlockHandle, SstProperties, decode_block};
+
+/// Bytes read from the end of an image to find the footer: one 4 KiB block, which often holds
+/// the index and properties too.
+pub const TAIL_READ_BYTES: u64 = 4096;
+
+/// Where an SST's bytes come from.
+pub trait BlockSource: Send + Sync {
+    /// Exactly `len` bytes at `offset` from the start of the SST; implementations do any
+    /// alignment the device needs.
+    ///
+    /// # Errors
+    /// The device's error; [`Error::InvalidArgument`] for a range past [`BlockSource::len`].
+    fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
+    /// Bytes of the SST image (the extent's length).
+    fn len(&self) -> u64;
+    /// Whether the image is empty (never, for a real SST).
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// An SST image held in memory: for tests and tools.
+impl BlockSource for Vec<u8> {
+    fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let start = usize::try_from(offset).ok().filter(|&s| s <= self.len());
+        match start.and_then(|s| self.get(s..s.checked_add(len)?)) {
+            Some(b) => Ok(b.to_vec()),
+            None => Err(Error::InvalidArgument(format!(
+                "read of {len} bytes at {offset} past an image of {} bytes",
+                self.len()
+            ))),
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.as_slice().len() as u64
+    }
+}
+
+struct Inner {
+    source: Arc<dyn BlockSource>,
+    cache: Arc<BlockCache>,
+    cache_id: u64,
+    footer: Footer,
+    properties: SstProperties,
+    index: Arc<Cached>,
+    filter: Option<Arc<Cached>>,
+}
+
+/// An open SST. Cheap to clone; iterators keep it alive.
+#[derive(Clone)]
+pub struct SstReader {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SstReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SstReader")
+            .field("cache_id", &self.inner.cache_id)
+            .field("footer", &self.inner.footer)
+            .finish()
+    }
+}
+
+/// The bytes already read from the end of the image, to spare reads of blocks inside them.
+struct Tail {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+impl Tail {
+    fn get(&self, h: BlockHandle) -> Option<&[u8]> {
+        let from = usize::try_from(h.offset.checked_sub(self.start)?).ok()?;
+        self.bytes.get(from..from.checked_add(usize::try_from(h.stored_bytes()).ok()?)?)
+    }
+}
+
+impl SstReader {
+    /// Opens the SST in `source`, whose blocks are cached in `cache` under `cache_id` (unique
+    /// per SST among the cache's users).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a damaged or foreign image; the source's errors.
+    pub fn open(
+        source: Arc<dyn BlockSource>,
+        cache: Arc<BlockCache>,
+        cache_id: u64,
+    ) -> Result<SstReader> {
+        let image_bytes = source.len();
+        if image_bytes < FOOTER_BYTES as u64 {
+            return Err(Error::corruption("SST image shorter than its footer", 0));
+        }
+        let start = image_bytes.saturating_sub(TAIL_READ_BYTES);
+        let tail = Tail { start, bytes: source.read(start, (image_bytes - start) as usize)? };
+        let footer = Footer::decode(&tail.bytes, image_bytes)?;
+        let read = |h: BlockHandle, what: &str| -> Result<Vec<u8>> {
+            match tail.get(h) {
+                Some(b) => decode_block(b, h, what),
+                None => decode_block(&source.read(h.offset, h.stored_bytes() as usize)?, h, what),
+            }
+        };
+        let properties = SstProperties::decode(
+            &read(footer.properties, "properties")?,
+            footer.properties.offset,
+        )?;
+        let index = load_cached(&cache, cache_id, footer.index, |h| {
+            Ok(Cached::Block(Arc::new(Block::new(read(h, "index block")?, h.offset)?)))
+        })?;
+        let filter = match footer.filter {
+            None => None,
+            Some(fh) => Some(load_cached(&cache, cache_id, fh, |h| {
+                Ok(Cached::Filter(BloomFilter::new(read(h, "filter block")?, h.offset)?))
+            })?),
+        };
+        let inner = Inner { source, cache, cache_id, footer, properties, index, filter };
+        Ok(SstReader { inner: Arc::new(inner) })
+    }
+
+    /// What the SST holds.
+    pub fn properties(&self) -> &SstProperties {
+        &self.inner.properties
+    }
+
+    /// The first entry at or after `lookup_ikey` whose user key is the lookup's: the newest
+    /// version visible at the lookup's sequence. `bloom_hash` is
+    /// [`crate::sst::bloom_hash`] of the lookup's user key, computed once by the caller for
+    /// every SST it asks.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for damaged blocks; the source's errors.
+    pub fn get(&self, lookup_ikey: &[u8], bloom_hash: u64) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if let Some(f) = &self.inner.filter {
+            let Cached::Filter(filter) = &**f else { unreachable!("filter slot holds a filter") };
+            if !filter.may_contain_hash(bloom_hash) {
+                return Ok(None);
+            }
+        }
+        let mut index = self.index_iter();
+        index.seek(lookup_ikey);
+        if !index.valid() {
+            return index.status().map(|()| None);
+        }
+        let handle = decode_handle(index.value(), self.inner.footer.index.offset)?;
+        let block = self.data_block(handle)?;
+        let mut it = block_iter(&block);
+        it.seek(lookup_ikey);
+        if !it.valid() {
+            // The index key (this block's last key) is at or after the lookup key, so a block
+            // with no such entry is damaged.
+            it.status()?;
+            return Err(Error::corruption(
+                "SST data block ends before its index key",
+                handle.offset,
+            ));
+        }
+        if key::user_key(it.key()) == key::user_key(lookup_ikey) {
+            Ok(Some((it.key().to_vec(), it.value().to_vec())))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// An iterator over every entry, unpositioned.
+    pub fn iter(&self) -> SstIter {
+        SstIter { reader: self.clone(), index: self.index_iter(), data: None, error: None }
+    }
+
+    fn index_iter(&self) -> BlockIter {
+        block_iter(&self.inner.index)
+    }
+
+    fn data_block(&self, h: BlockHandle) -> Result<Arc<Cached>> {
+        let inner = &self.inner;
+        if !h.fits_before(inner.footer.image_bytes - FOOTER_BYTES as u64) {
+            return Err(Error::corruption("SST index: data block outside the image", h.offset));
+        }
+        load_cached(&inner.cache, inner.cache_id, h, |h| {
+            let stored = inner.source.read(h.offset, h.stored_bytes() as usize)?;
+            let raw = decode_block(&stored, h, "data block")?;
+            Ok(Cached::Block(Arc::new(Block::new(raw, h.offset)?)))
+        })
+    }
+}
+
+fn block_iter(cached: &Arc<Cached>) -> BlockIter {
+    match &**cached {
+        Cached::Block(block) => block.iter(),
+        Cached::Filter(_) => unreachable!("block slot holds a block"),
+    }
+}
+
+fn load_cached(
+    cache: &BlockCache,
+    cache_id: u64,
+    h: BlockHandle,
+    load: impl FnOnce(BlockHandle) -> Result<Cached>,
+) -> Result<Arc<Cached>> {
+    if let Some(hit) = cache.get(cache_id, h.offset) {
+        return Ok(hit);
+    }
+    Ok(cache.insert(cache_id, h.offset, load(h)?))
+}
+
+fn decode_handle(b: &[u8], index_offset: u64) -> Result<BlockHandle> {
+    BlockHandle::decode(b)
+        .ok_or_else(|| Error::corruption("SST index: bad block handle", index_offset))
+}
+
+/// A two-level iterator: the index block picks data blocks, a block iterator walks each.
+pub struct SstIter {
+    reader: SstReader,
+    index: BlockIter,
+    data: Option<BlockIter>,
+    error: Option<Error>,
+}
+
+impl SstIter {
+    fn fail(&mut self, e: Error) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+        self.data = None;
+    }
+
+    /// Opens the data block the index is on; `data` is `None` if the index is invalid or the
+    /// block cannot be loaded (the error is kept).
+    fn load_data_block(&mut self) {
+        self.data = None;
+        if !self.index.valid() {
+            if let Err(e) = self.index.status() {
+                self.fail(e);
+            }
+            return;
+        }
+        let loaded = decode_handle(self.index.value(), self.reader.inner.footer.index.offset)
+            .and_then(|h| self.reader.data_block(h));
+        match loaded {
+            Ok(block) => self.data = Some(block_iter(&block)),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Checks the data iterator after a move: keeps its error, or moves to the next block
+    /// (forward) or previous block (backward) while the current one is exhausted.
+    fn settle(&mut self, forward: bool) {
+        loop {
+            let Some(data) = &self.data else { return };
+            if data.valid() {
+                return;
+            }
+            if let Err(e) = data.status() {
+                self.fail(e);
+                return;
+            }
+            if !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            if forward {
+                self.index.next();
+            } else {
+                self.index.prev();
+            }
+            self.load_data_block();
+            if let Some(d) = &mut self.data {
+                if forward {
+                    d.seek_to_first();
+                } else {
+                    d.seek_to_last();
+                }
+            }
+        }
+    }
+}
+
+impl InternalIterator for SstIter {
+    fn valid(&self) -> bool {
+        self.error.is_none() && self.data.as_ref().is_some_and(|d| d.valid())
+    }
+
+    fn seek_to_first(&mut self) {
+        self.index.seek_to_first();
+        self.load_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_to_first();
+        }
+        self.settle(true);
+    }
+
+    fn seek_to_last(&mut self) {
+        self.index.seek_to_last();
+        self.load_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_to_last();
+        }
+        self.settle(false);
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.index.seek(target);
+        self.load_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek(target);
+        }
+        self.settle(true);
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        // The first block whose last key is at or after the target holds the answer or ends
+        // just after it; past every block's last key, the answer is the SST's last entry.
+        self.index.seek(target);
+        if !self.index.valid() && self.index.status().is_ok() {
+            self.index.seek_to_last();
+        }
+        self.load_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_for_prev(target);
+        }
+        self.settle(false);
+    }
+
+    fn next(&mut self) {
+        assert!(self.valid(), "next() on an invalid SST iterator");
+        if let Some(d) = &mut self.data {
+            d.next();
+        }
+        self.settle(true);
+    }
+
+    fn prev(&mut self) {
+        assert!(self.valid(), "prev() on an invalid SST iterator");
+        if let Some(d) = &mut self.data {
+            d.prev();
+        }
+        self.settle(false);
+    }
+
+    fn key(&self) -> &[u8] {
+        self.data.as_ref().expect("valid iterator").key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().expect("valid iterator").value()
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            None => Ok(()),
+            Some(e) => Err(super::duplicate_error(e)),
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! Round trips, damage and truncation of whole SST images (builder + reader).
+
+use std::sync::Arc;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::footer::{FOOTER_BYTES, Footer};
+use super::*;
+use crate::cache::BlockCache;
+use crate::error::Error;
+use crate::iter::InternalIterator;
+use crate::key::{self, Kind};
+
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Sorted entries: distinct user keys (with gaps between them, so absent keys exist), some with
+/// several versions, some tombstones; values from empty to a few hundred bytes, half of them
+/// compressible.
+fn entries(rng: &mut SmallRng, users: usize) -> Entries {
+    let mut out = Vec::new();
+    let mut seq = 1_000_000u64;
+    for u in 0..users {
+        let user = format!("user{:08}", u * 2 + 1).into_bytes();
+        for _ in 0..rng.gen_range(1..4) {
+            seq -= rng.gen_range(1..50);
+            let kind = if rng.gen_bool(0.1) { Kind::Delete } else { Kind::Put };
+            let len = rng.gen_range(0..300);
+            let value: Vec<u8> = if rng.gen_bool(0.5) {
+                (0..len).map(|i| b"abcd"[i % 4]).collect()
+            } else {
+                (0..len).map(|_| rng.r#gen()).collect()
+            };
+            out.push((key::encode(&user, seq, kind), value));
+        }
+        seq = 1_000_000;
+    }
+    out
+}
+
+fn build(e: &Entries, opts: &SstOptions, slot_bytes: u64) -> SstImage {
+    let mut b = SstBuilder::new(opts);
+    for (k, v) in e {
+        b.add(k, v);
+    }
+    assert!(b.estimated_bytes() > 0);
+    b.finish(slot_bytes)
+}
+
+fn open(bytes: Vec<u8>) -> crate::Result<SstReader> {
+    SstReader::open(Arc::new(bytes), Arc::new(BlockCache::new(1 << 20)), 1)
+}
+
+fn scan_forward(r: &SstReader) -> crate::Result<Entries> {
+    let mut it = r.iter();
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().map(|()| out)
+}
+
+fn scan_backward(r: &SstReader) -> crate::Result<Entries> {
+    let mut it = r.iter();
+    it.seek_to_last();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    out.reverse();
+    it.status().map(|()| out)
+}
+
+/// The entry a lookup of `user` at `seq` must find: the newest version at or below `seq`.
+fn expected_get(e: &Entries, user: &[u8], seq: u64) -> Option<(Vec<u8>, Vec<u8>)> {
+    e.iter().find(|(k, _)| key::user_key(k) == user && key::parse(k).unwrap().seq <= seq).cloned()
+}
+
+fn check_round_trip(e: &Entries, opts: &SstOptions, slot_bytes: u64, rng: &mut SmallRng) {
+    let image = build(e, opts, slot_bytes);
+    let len = image.bytes.len();
+    assert_eq!(len as u64 % slot_bytes, 0);
+    let footer = Footer::decode(&image.bytes[len - FOOTER_BYTES..], len as u64).unwrap();
+    assert_eq!(footer.image_bytes, len as u64);
+    assert_eq!(footer.filter.is_some(), opts.bloom_bits_per_key > 0);
+    let r = open(image.bytes.to_vec()).unwrap();
+    let p = r.properties();
+    assert_eq!(p, &image.properties);
+    assert_eq!(p.entries, e.len() as u64);
+    assert_eq!(p.compression, opts.compression);
+    if let (Some(first), Some(last)) = (e.first(), e.last()) {
+        assert_eq!((&p.smallest, &p.largest), (&first.0, &last.0));
+    }
+    assert_eq!(&scan_forward(&r).unwrap(), e);
+    assert_eq!(&scan_backward(&r).unwrap(), e);
+
+    let mut it = r.iter();
+    let step = (e.len() / 200).max(1);
+    for (i, (k, v)) in e.iter().enumerate().step_by(step) {
+        it.seek(k);
+        assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
+        it.seek_for_prev(k);
+        assert_eq!(it.key(), &k[..]);
+        // A target just after this entry (older sequence of the same user key).
+        let p = key::parse(k).unwrap();
+        let after = key::encode(p.user_key, p.seq - 1, Kind::SEEK);
+        it.seek(&after);
+        let want = e[i + 1..].iter().find(|(x, _)| key::compare(x, &after).is_ge());
+        assert_eq!(it.valid().then(|| it.key().to_vec()), want.map(|w| w.0.clone()));
+        it.seek_for_prev(&after);
+        let want = e.iter().rev().find(|(x, _)| key::compare(x, &after).is_le()).unwrap();
+        assert_eq!(it.key(), &want.0[..]);
+        // A user key absent from the SST, between this one and the next.
+        let mut between = p.user_key.to_vec();
+        between.push(0);
+        let target = key::encode(&between, 5, Kind::SEEK);
+        it.seek(&target);
+        let want = e.iter().find(|(x, _)| key::compare(x, &target).is_gt());
+        assert_eq!(it.valid().then(|| it.key().to_vec()), want.map(|w| w.0.clone()));
+        it.seek_for_prev(&target);
+        let want = e.iter().rev().find(|(x, _)| key::compare(x, &target).is_lt());
+        assert_eq!(it.valid().then(|| it.key().to_vec()), want.map(|w| w.0.clone()));
+
+        // Point lookups at several sequence numbers.
+        for seq in [key::SEQ_MAX, p.seq, p.seq - 1, p.seq + 1, rng.gen_range(0..1_000_001)] {
+            let lookup = key::encode(p.user_key, seq, Kind::SEEK);
+            let got = r.get(&lookup, bloom_hash(p.user_key)).unwrap();
+            assert_eq!(got, expected_get(e, p.user_key, seq), "get at {seq}");
+        }
+        let absent = key::encode(&between, key::SEQ_MAX, Kind::SEEK);
+        assert_eq!(r.get(&absent, bloom_hash(&between)).unwrap(), None);
+    }
+    it.status().unwrap();
+}
+
+#[test]
+fn images_round_trip_in_every_compression_and_size() {
+    let mut rng = SmallRng::seed_from_u64(42);
+    for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
+        for users in [0, 1, 2, 17, 400, 3000] {
+            for (block_bytes, restart_interval, bits) in [(4096, 16, 10), (256, 1, 0), (1024, 5, 3)]
+            {
+                let opts = SstOptions {
+                    block_bytes,
+                    restart_interval,
+                    bloom_bits_per_key: bits,
+                    compression,
+                };
+                let e = entries(&mut rng, users);
+                for slot_bytes in [4096, 64 << 10] {
+                    check_round_trip(&e, &opts, slot_bytes, &mut rng);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn compression_is_used_when_it_pays() {
+    let e: Entries = (0..2000u32)
+        .map(|i| (key::encode(format!("key{i:06}").as_bytes(), 1, Kind::Put), vec![b'x'; 100]))
+        .collect();
+    let plain = build(&e, &SstOptions::default(), 4096);
+    for c in [Compression::Lz4, Compression::Zstd] {
+        let packed = build(&e, &SstOptions { compression: c, ..SstOptions::default() }, 4096);
+        assert!(
+            packed.properties.data_bytes * 4 < plain.properties.data_bytes,
+            "{c:?}: {} vs {}",
+            packed.properties.data_bytes,
+            plain.properties.data_bytes
+        );
+    }
+}
+
+#[test]
+fn bloom_filter_skips_absent_keys_without_reading_data() {
+    let mut rng = SmallRng::seed_from_u64(5);
+    let e = entries(&mut rng, 2000);
+    let image = build(&e, &SstOptions::default(), 4096);
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let r = SstReader::open(Arc::new(image.bytes.to_vec()), cache.clone(), 9).unwrap();
+    let before = cache.hits() + cache.misses();
+    let mut passed = 0;
+    for i in 0..2000 {
+        let user = format!("user{:08}", i * 2); // even numbers are never present
+        let lookup = key::encode(user.as_bytes(), key::SEQ_MAX, Kind::SEEK);
+        assert_eq!(r.get(&lookup, bloom_hash(user.as_bytes())).unwrap(), None);
+        passed += usize::from(cache.hits() + cache.misses() > before + passed as u64);
+    }
+    assert!(passed < 60, "{passed} of 2000 absent keys passed the filter");
+}
+
+#[test]
+fn flipped_bytes_give_corruption_never_wrong_data() {
+    let mut rng = SmallRng::seed_from_u64(77);
+    for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
+        let e = entries(&mut rng, 300);
+        let opts = SstOptions { block_bytes: 1024, compression, ..SstOptions::default() };
+        let image = build(&e, &opts, 4096);
+        let good = image.bytes.to_vec();
+        let len = good.len();
+        let footer = Footer::decode(&good[len - FOOTER_BYTES..], len as u64).unwrap();
+        let blocks_end = (footer.properties.offset + footer.properties.stored_bytes()) as usize;
+        // Every 97th byte across all blocks, plus every byte of the footer and the first and
+        // last bytes of the filter, index and properties blocks and their trailers.
+        let mut positions: Vec<usize> = (0..blocks_end).step_by(97).collect();
+        positions.extend(len - FOOTER_BYTES..len);
+        for h in [footer.filter.unwrap(), footer.index, footer.properties] {
+            let (s, end) = (h.offset as usize, (h.offset + h.stored_bytes()) as usize);
+            positions.extend([s, s + 1, end - 6, end - 5, end - 1]);
+        }
+        positions.push(blocks_end + 10); // zero padding: harmless
+        for pos in positions {
+            let mut bad = good.clone();
+            bad[pos] ^= 0x20;
+            let must_fail = pos < blocks_end || pos >= len - FOOTER_BYTES;
+            let outcome = damaged_outcome(bad, &e);
+            match outcome {
+                Err(Error::Corruption { .. }) => {}
+                Err(other) => panic!("flip at {pos}: {other}, not corruption"),
+                Ok(()) => {
+                    assert!(!must_fail, "flip at {pos} of {len} went unnoticed ({compression:?})")
+                }
+            }
+        }
+    }
+}
+
+/// Opens a damaged image and reads all of it every way; any entry returned must be right.
+fn damaged_outcome(bad: Vec<u8>, e: &Entries) -> crate::Result<()> {
+    let r = open(bad)?;
+    let mut first_error = None;
+    match scan_forward(&r) {
+        Ok(got) => assert_eq!(&got, e, "forward scan returned wrong data"),
+        Err(err) => first_error = Some(err),
+    }
+    match scan_backward(&r) {
+        Ok(got) => assert_eq!(&got, e, "backward scan returned wrong data"),
+        Err(err) => first_error = first_error.or(Some(err)),
+    }
+    for (k, _) in e.iter().step_by(5) {
+        let user = key::user_key(k);
+        let seq = key::parse(k).unwrap().seq;
+        match r.get(&key::encode(user, seq, Kind::SEEK), bloom_hash(user)) {
+            Ok(got) => assert_eq!(got, expected_get(e, user, seq), "get returned wrong data"),
+            Err(err) => first_error = first_error.or(Some(err)),
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+#[test]
+fn truncated_and_foreign_images_are_corruption() {
+    let mut rng = SmallRng::seed_from_u64(8);
+    let e = entries(&mut rng, 500);
+    let good = build(&e, &SstOptions::default(), 4096).bytes.to_vec();
+    for cut in [0, 1, 63, 64, 4095, 4096, good.len() - 4096, good.len() - 1] {
+        let r = open(good[..cut].to_vec());
+        assert!(matches!(r, Err(Error::Corruption { .. })), "cut at {cut}: {r:?}");
+    }
+    // The same image in a longer extent (a slot of zeros after it).
+    let mut longer = good.clone();
+    longer.extend_from_slice(&[0; 4096]);
+    assert!(matches!(open(longer), Err(Error::Corruption { .. })));
+    // A longer extent whose last bytes are the footer, moved: the recorded length differs.
+    let mut moved = vec![0; 4096];
+    moved.extend_from_slice(&good);
+    assert!(matches!(open(moved), Err(Error::Corruption { .. })));
+}
+
+#[test]
+fn index_and_filter_go_through_the_cache() {
+    let mut rng = SmallRng::seed_from_u64(1);
+    let e = entries(&mut rng, 1000);
+    let bytes = build(&e, &SstOptions::default(), 4096).bytes.to_vec();
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let source: Arc<dyn BlockSource> = Arc::new(bytes);
+    let _a = SstReader::open(source.clone(), cache.clone(), 3).unwrap();
+    assert_eq!((cache.hits(), cache.misses()), (0, 2));
+    let b = SstReader::open(source, cache.clone(), 3).unwrap();
+    assert_eq!((cache.hits(), cache.misses()), (2, 2));
+    assert_eq!(scan_forward(&b).unwrap(), e);
+    let misses = cache.misses();
+    assert_eq!(scan_forward(&b).unwrap(), e);
+    assert_eq!(cache.misses(), misses, "second scan missed the cache");
+}

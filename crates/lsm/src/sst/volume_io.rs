@@ -1,0 +1,298 @@
+//! Writing SST images into extents of a volume, and reading them back.
+//!
+//! Writing runs these stages, in order:
+//! 1. Allocate `image bytes / slot bytes` contiguous slots (the extent stays pending).
+//! 2. Write the image in requests of up to [`WRITE_BYTES_MAX`], [`WRITES_IN_FLIGHT_MAX`] in
+//!    flight on one slot queue.
+//! 3. Flush, so the SST is durable before anyone commits a version naming its extent.
+//!
+//! Any failure releases the extent, after reaping every request still in flight, so no
+//! request can land in slots that were given back.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use shale_io::{AlignedBuf, Completion, Op, Queue, QueueExt, QueueOptions, Request};
+use shale_space::{Extent, IoClass, Volume, VolumeQueue};
+
+use crate::error::{Error, Result};
+use crate::sst::builder::SstImage;
+use crate::sst::reader::BlockSource;
+
+/// Bytes of one write request: large enough to stream, small enough to keep several in flight.
+pub const WRITE_BYTES_MAX: usize = 1 << 20;
+/// Write requests in flight while an SST is written.
+pub const WRITES_IN_FLIGHT_MAX: u32 = 4;
+/// Idle read queues a pool keeps; more are opened under load and dropped when given back.
+pub const POOL_QUEUES_IDLE_MAX: usize = 8;
+/// Depth of a pooled read queue: reads through it are one at a time.
+const READ_QUEUE_DEPTH: u32 = 1;
+
+/// Writes `image` into a newly allocated extent of `volume`, durably, and returns the extent
+/// (pending: the caller commits it in a version edit or releases it).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if the image is not whole slots of this volume; [`Error::NoSpace`]
+/// without room; the device's errors. The extent is released on every error.
+pub fn write_sst(volume: &Volume, image: &SstImage) -> Result<Extent> {
+    let slot_bytes = volume.layout().slot_bytes;
+    let len = image.bytes.len() as u64;
+    if len % slot_bytes != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "SST image of {len} bytes is not whole {slot_bytes}-byte slots"
+        )));
+    }
+    let slots = u32::try_from(len / slot_bytes)
+        .map_err(|_| Error::InvalidArgument(format!("SST image of {len} bytes is too large")))?;
+    let extent = volume.allocate(slots)?;
+    let start = volume.extent_range(extent).start;
+    let written = volume
+        .queue(
+            IoClass::Slot,
+            &QueueOptions { depth: WRITES_IN_FLIGHT_MAX, ..QueueOptions::default() },
+        )
+        .map_err(Error::from)
+        .and_then(|mut q| write_image(&mut q, start, &image.bytes));
+    match written {
+        Ok(()) => Ok(extent),
+        Err(e) => {
+            volume.release(extent);
+            Err(e)
+        }
+    }
+}
+
+/// Stage 2 and 3: streams `image` to `start` and flushes. Every submitted request is reaped
+/// before this returns, even on error.
+fn write_image(q: &mut VolumeQueue, start: u64, image: &[u8]) -> Result<()> {
+    let mut first_error: Option<Error> = None;
+    let mut done = Vec::new();
+    let mut chunks = image.chunks(WRITE_BYTES_MAX).enumerate();
+    loop {
+        while first_error.is_none() && q.in_flight() < q.depth() {
+            let Some((i, chunk)) = chunks.next() else { break };
+            let mut buf = AlignedBuf::zeroed(chunk.len());
+            buf.copy_from_slice(chunk);
+            let offset = start + (i * WRITE_BYTES_MAX) as u64;
+            let op = Op::Write { offset, buf, durable: false };
+            if let Err((e, _)) = q.submit(Request { tag: i as u64, op }) {
+                first_error = Some(e.into());
+            }
+        }
+        if q.in_flight() == 0 {
+            break;
+        }
+        done.clear();
+        if let Err(e) = q.reap(1, &mut done) {
+            // A broken ring reaps nothing more; the requests in it are lost to us.
+            return Err(e.into());
+        }
+        for Completion { result, .. } in done.drain(..) {
+            if let (Err(e), None) = (result, &first_error) {
+                first_error = Some(e.into());
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => q.flush().map_err(Error::from),
+    }
+}
+
+/// Slot queues shared by the readers of one volume: a read takes one (or opens one when all
+/// are busy) and gives it back.
+pub struct QueuePool {
+    volume: Arc<Volume>,
+    idle: Mutex<Vec<VolumeQueue>>,
+}
+
+impl std::fmt::Debug for QueuePool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueuePool").field("idle", &self.idle.lock().len()).finish()
+    }
+}
+
+impl QueuePool {
+    /// An empty pool on `volume`.
+    pub fn new(volume: Arc<Volume>) -> QueuePool {
+        QueuePool { volume, idle: Mutex::new(Vec::new()) }
+    }
+
+    /// The volume the pool's queues are on.
+    pub fn volume(&self) -> &Arc<Volume> {
+        &self.volume
+    }
+
+    fn take(&self) -> Result<VolumeQueue> {
+        if let Some(q) = self.idle.lock().pop() {
+            return Ok(q);
+        }
+        let opts = QueueOptions { depth: READ_QUEUE_DEPTH, ..QueueOptions::default() };
+        Ok(self.volume.queue(IoClass::Slot, &opts)?)
+    }
+
+    fn give_back(&self, q: VolumeQueue) {
+        let mut idle = self.idle.lock();
+        if idle.len() < POOL_QUEUES_IDLE_MAX {
+            idle.push(q);
+        }
+    }
+
+    /// Queues idle in the pool now.
+    pub fn idle_queues(&self) -> usize {
+        self.idle.lock().len()
+    }
+}
+
+/// An SST in an extent, read through a [`QueuePool`].
+#[derive(Debug, Clone)]
+pub struct VolumeSource {
+    pool: Arc<QueuePool>,
+    extent: Extent,
+    start: u64,
+    len: u64,
+    block_bytes: u64,
+}
+
+impl VolumeSource {
+    /// The SST in `extent` of the pool's volume.
+    pub fn new(pool: Arc<QueuePool>, extent: Extent) -> VolumeSource {
+        let range = pool.volume.extent_range(extent);
+        let block_bytes = u64::from(pool.volume.device().info().block_size);
+        VolumeSource { pool, extent, start: range.start, len: range.end - range.start, block_bytes }
+    }
+
+    /// The extent read.
+    pub fn extent(&self) -> Extent {
+        self.extent
+    }
+}
+
+impl BlockSource for VolumeSource {
+    fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let end = offset.checked_add(len as u64).filter(|&e| e <= self.len).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "read of {len} bytes at {offset} past an SST of {} bytes",
+                self.len
+            ))
+        })?;
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        // O_DIRECT: read whole device blocks around the range, then cut it out.
+        let bs = self.block_bytes;
+        let aligned_start = (offset / bs) * bs;
+        let aligned_end = end.div_ceil(bs) * bs;
+        let mut q = self.pool.take()?;
+        let buf = q.read_at(self.start + aligned_start, (aligned_end - aligned_start) as usize)?;
+        self.pool.give_back(q);
+        let from = (offset - aligned_start) as usize;
+        Ok(buf[from..from + len].to_vec())
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::BlockCache;
+    use crate::iter::InternalIterator;
+    use crate::key::{self, Kind};
+    use crate::sst::footer::{FOOTER_BYTES, Footer};
+    use crate::sst::{SstBuilder, SstOptions, SstReader, bloom_hash};
+    use shale_io::{Fault, FaultPlan, MemoryDevice, OpKind, SimDevice};
+    use shale_space::VolumeOptions;
+
+    fn image(entries: u32, slot_bytes: u64) -> SstImage {
+        let opts = SstOptions::default();
+        let mut b = SstBuilder::new(&opts);
+        for i in 0..entries {
+            let value = format!("value {i} {}", "v".repeat((i % 200) as usize));
+            b.add(&key::encode(format!("k{i:07}").as_bytes(), 7, Kind::Put), value.as_bytes());
+        }
+        b.finish(slot_bytes)
+    }
+
+    fn volume() -> (Arc<MemoryDevice>, Arc<Volume>) {
+        let device = Arc::new(MemoryDevice::new(24 << 20, 4096).unwrap());
+        let opts = VolumeOptions::small_for_tests();
+        (device.clone(), Arc::new(Volume::open(device, &opts).unwrap().volume))
+    }
+
+    #[test]
+    fn sst_written_to_a_volume_reads_back_with_its_footer_at_the_extent_end() {
+        let (device, volume) = volume();
+        let slot_bytes = volume.layout().slot_bytes;
+        let image = image(30_000, slot_bytes);
+        assert!(image.bytes.len() > 2 * WRITE_BYTES_MAX, "several write requests wanted");
+        let extent = write_sst(&volume, &image).unwrap();
+        assert_eq!(u64::from(extent.count) * slot_bytes, image.bytes.len() as u64);
+        assert_eq!(volume.slot_usage().pending, extent.count);
+        assert!(volume.io(IoClass::Slot).flushes >= 1);
+
+        // The footer's last byte is the extent's last byte.
+        let range = volume.extent_range(extent);
+        let raw = device.snapshot();
+        let on_device = &raw[range.start as usize..range.end as usize];
+        assert!(on_device == &image.bytes[..]);
+        let tail = &on_device[on_device.len() - FOOTER_BYTES..];
+        let footer = Footer::decode(tail, range.end - range.start).unwrap();
+        assert_eq!(footer.image_bytes, range.end - range.start);
+
+        let pool = Arc::new(QueuePool::new(volume.clone()));
+        let source = Arc::new(VolumeSource::new(pool.clone(), extent));
+        // Unaligned reads come back exactly.
+        for (offset, len) in [(0, 1), (4095, 2), (5000, 10_000), (range.end - range.start - 3, 3)] {
+            let got = source.read(offset, len).unwrap();
+            assert!(got == on_device[offset as usize..offset as usize + len]);
+        }
+        assert!(source.read(range.end - range.start, 1).is_err());
+        let cache = Arc::new(BlockCache::new(8 << 20));
+        let r = SstReader::open(source, cache, 1).unwrap();
+        assert_eq!(r.properties(), &image.properties);
+        let mut it = r.iter();
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        it.status().unwrap();
+        assert_eq!(n, 30_000);
+        for i in (0..30_000).step_by(997) {
+            let user = format!("k{i:07}");
+            let found =
+                r.get(&key::encode(user.as_bytes(), 9, Kind::SEEK), bloom_hash(user.as_bytes()));
+            let (_, value) = found.unwrap().expect("present");
+            assert!(value.starts_with(format!("value {i} ").as_bytes()));
+        }
+        assert_eq!(pool.idle_queues(), 1, "one reader thread needs one queue");
+    }
+
+    #[test]
+    fn failed_writes_release_the_extent() {
+        let device = Arc::new(SimDevice::new(24 << 20, 4096, 1).unwrap());
+        let opts = VolumeOptions::small_for_tests();
+        let volume = Volume::open(device.clone(), &opts).unwrap().volume;
+        let slot_bytes = volume.layout().slot_bytes;
+        let image = image(30_000, slot_bytes);
+        let before = volume.slot_usage();
+        for fault in [
+            Fault::Eio { op: OpKind::Write, nth: 2, sticky: false },
+            Fault::Eio { op: OpKind::Flush, nth: 1, sticky: false },
+        ] {
+            device.set_faults(FaultPlan { faults: vec![fault.clone()] });
+            assert!(write_sst(&volume, &image).is_err(), "{fault:?} went unnoticed");
+            assert_eq!(volume.slot_usage(), before, "{fault:?} leaked the extent");
+        }
+        device.set_faults(FaultPlan::default());
+        let not_slots =
+            SstImage { bytes: AlignedBuf::zeroed(4096), properties: image.properties.clone() };
+        assert!(matches!(write_sst(&volume, &not_slots), Err(Error::InvalidArgument(_))));
+        let extent = write_sst(&volume, &image).unwrap();
+        assert_eq!(volume.slot_usage().pending, extent.count);
+    }
+}

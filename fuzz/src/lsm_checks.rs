@@ -1,0 +1,211 @@
+//! What the lsm fuzz targets check.
+//!
+//! Kept apart from `checks.rs` because that file is also compiled into `shale-space`'s tests,
+//! which cannot depend on `shale-lsm` (the lsm crate depends on the space crate). This file is
+//! compiled twice: as `shale_fuzz::lsm_checks` for the fuzz targets, and as a module of
+//! `crates/lsm/tests/fuzz_regressions.rs`. It may use only the public API of `shale_lsm`.
+
+use std::sync::Arc;
+
+use shale_lsm::cache::BlockCache;
+use shale_lsm::iter::InternalIterator;
+use shale_lsm::key::{self, Kind};
+use shale_lsm::sst::block::{Block, BlockBuilder};
+use shale_lsm::sst::footer::{FOOTER_BYTES, SST_MAGIC};
+use shale_lsm::sst::format::{BLOCK_TRAILER_BYTES, BlockHandle};
+use shale_lsm::sst::{BlockSource, Compression, SstBuilder, SstOptions, SstReader, bloom_hash};
+
+/// Most moves one iterator makes over a fuzz input; every block holds far fewer entries, so
+/// reaching it means an iterator failed to advance.
+const STEPS_MAX: usize = 1 << 20;
+
+/// Walks `it` forward from the first entry and backward from the last, collecting the keys
+/// met going forward; every key an iterator shows is a whole internal key.
+fn walk(it: &mut dyn InternalIterator) -> Vec<Vec<u8>> {
+    let mut keys = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        assert!(it.key().len() >= key::TRAILER_BYTES, "key without a trailer");
+        let _ = it.value();
+        keys.push(it.key().to_vec());
+        assert!(keys.len() < STEPS_MAX, "forward iteration does not end");
+        it.next();
+    }
+    let _ = it.status();
+    it.seek_to_last();
+    let mut steps = 0;
+    while it.valid() {
+        assert!(it.key().len() >= key::TRAILER_BYTES, "key without a trailer");
+        steps += 1;
+        assert!(steps < STEPS_MAX, "backward iteration does not end");
+        it.prev();
+    }
+    let _ = it.status();
+    keys
+}
+
+/// Seeks at every key met, and just before and after it.
+fn seek_around(it: &mut dyn InternalIterator, keys: &[Vec<u8>]) {
+    for k in keys.iter().take(256) {
+        let user = key::user_key(k);
+        for target in [
+            k.clone(),
+            key::encode(user, 0, Kind::Delete),
+            key::encode(user, key::SEQ_MAX, Kind::SEEK),
+        ] {
+            it.seek(&target);
+            it.seek_for_prev(&target);
+            if it.valid() {
+                it.prev();
+            }
+        }
+    }
+    let _ = it.status();
+}
+
+/// Decodes `data` as a data or index block and as a whole SST image, then once more as an SST
+/// image whose checksums were recomputed ([`forge_checksums`]), so that damaged handles, keys
+/// and lengths reach the decoders behind the checksums; each is iterated and queried every
+/// way: each step gives an error or data, never a panic or a hang.
+pub fn sst_block(data: &[u8]) {
+    if let Ok(block) = Block::new(data.to_vec(), 0) {
+        let block = Arc::new(block);
+        let mut it = block.iter();
+        let keys = walk(&mut it);
+        seek_around(&mut it, &keys);
+    }
+    read_image(data.to_vec());
+    let mut forged = data.to_vec();
+    if forge_checksums(&mut forged) {
+        read_image(forged);
+    }
+}
+
+/// Opens an SST image and reads all of it every way.
+fn read_image(image: Vec<u8>) {
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let source: Arc<dyn BlockSource> = Arc::new(image);
+    if let Ok(reader) = SstReader::open(source, cache, 1) {
+        let mut it = reader.iter();
+        let keys = walk(&mut it);
+        seek_around(&mut it, &keys);
+        for k in keys.iter().take(256) {
+            let user = key::user_key(k);
+            let _ = reader.get(k, bloom_hash(user));
+        }
+    }
+}
+
+/// The CRC32C a block trailer holds (see `shale_lsm::sst::format`).
+fn trailer_crc(body: &[u8], kind: u8) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(body), &[kind])
+}
+
+/// Recomputes the checksum of the block at `h` in `image`, if it lies inside.
+fn forge_block(image: &mut [u8], h: BlockHandle) {
+    let (Ok(start), Ok(size)) = (usize::try_from(h.offset), usize::try_from(h.size)) else {
+        return;
+    };
+    let Some(end) = start.checked_add(size).filter(|&e| e + BLOCK_TRAILER_BYTES <= image.len())
+    else {
+        return;
+    };
+    let crc = trailer_crc(&image[start..end], image[end]);
+    image[end + 1..end + BLOCK_TRAILER_BYTES].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// If `image` ends in something with the SST magic, recomputes the footer's checksum, the
+/// checksums of the blocks its handles name, and those of the data blocks an uncompressed index
+/// names. Returns whether it changed anything.
+pub fn forge_checksums(image: &mut [u8]) -> bool {
+    let Some(at) = image.len().checked_sub(FOOTER_BYTES) else { return false };
+    if image[at..at + 8] != SST_MAGIC {
+        return false;
+    }
+    let before = image.to_vec();
+    let crc = crc32c::crc32c(&image[at..at + FOOTER_BYTES - 4]);
+    image[at + FOOTER_BYTES - 4..].copy_from_slice(&crc.to_le_bytes());
+    let handle = |image: &[u8], i: usize| {
+        let s = at + 16 + 12 * i;
+        BlockHandle::decode(&image[s..s + 12]).expect("12 bytes")
+    };
+    for i in 0..3 {
+        let h = handle(image, i);
+        forge_block(image, h);
+    }
+    let index = handle(image, 1);
+    let body = usize::try_from(index.offset)
+        .ok()
+        .and_then(|s| image.get(s..s.checked_add(index.size as usize)?));
+    let kind = body.and_then(|_| image.get(index.offset as usize + index.size as usize));
+    if let (Some(body), Some(&0)) = (body, kind) {
+        if let Ok(block) = Block::new(body.to_vec(), index.offset) {
+            let mut it = Arc::new(block).iter();
+            it.seek_to_first();
+            let mut data_blocks = Vec::new();
+            while it.valid() && data_blocks.len() < STEPS_MAX {
+                data_blocks.extend(BlockHandle::decode(it.value()));
+                it.next();
+            }
+            for h in data_blocks {
+                forge_block(image, h);
+            }
+        }
+    }
+    image[..] != before[..]
+}
+
+fn seed_entries(n: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..n)
+        .flat_map(|i| {
+            let user = format!("key{:04}", i * 3).into_bytes();
+            let value = format!("value-{i}-{}", "ab".repeat(i as usize % 9)).into_bytes();
+            [
+                (key::encode(&user, 20, Kind::Put), value),
+                (key::encode(&user, 10, Kind::Delete), Vec::new()),
+            ]
+        })
+        .collect()
+}
+
+fn seed_image(compression: Compression, block_bytes: usize) -> Vec<u8> {
+    let opts =
+        SstOptions { block_bytes, restart_interval: 4, compression, ..SstOptions::default() };
+    let mut b = SstBuilder::new(&opts);
+    for (k, v) in seed_entries(40) {
+        b.add(&k, &v);
+    }
+    b.finish(512).bytes.to_vec()
+}
+
+/// Inputs the target starts from: blocks and small SST images (512-byte slots).
+/// `crates/lsm/tests/fuzz_regressions.rs` checks they are committed under `fuzz/regressions/`.
+pub fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
+    let block = |n: u32, interval: usize| {
+        let mut b = BlockBuilder::new(interval);
+        for (k, v) in seed_entries(n) {
+            b.add(&k, &v);
+        }
+        b.finish()
+    };
+    vec![
+        ("sst_block", "block-empty", block(0, 16)),
+        ("sst_block", "block-restart-2", block(12, 2)),
+        ("sst_block", "block-restart-16", block(30, 16)),
+        ("sst_block", "image-uncompressed", seed_image(Compression::None, 256)),
+        ("sst_block", "image-lz4", seed_image(Compression::Lz4, 512)),
+        ("sst_block", "image-zero-length-index-key", forged_short_index_key()),
+    ]
+}
+
+/// A forged image (checksums recomputed) whose first index entry claims a zero-length unshared
+/// key: the index decoder must call it corruption.
+fn forged_short_index_key() -> Vec<u8> {
+    let mut image = seed_image(Compression::None, 256);
+    let at = image.len() - FOOTER_BYTES;
+    let index = BlockHandle::decode(&image[at + 28..at + 40]).expect("12 bytes");
+    // Entry 0 of the index starts at its first byte: shared (0), unshared, value length.
+    image[index.offset as usize + 1] = 0;
+    assert!(forge_checksums(&mut image));
+    image
+}

@@ -13,6 +13,8 @@
 
 mod arena;
 mod skiplist;
+#[cfg(test)]
+mod tests;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;

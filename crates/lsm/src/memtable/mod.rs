@@ -1,0 +1,259 @@
+//! The memtable: the sorted in-memory buffer every write enters before it is flushed to an SST.
+//!
+//! A memtable is a concurrent skiplist of internal keys ([`crate::key`]) whose nodes live in a
+//! bump arena of fixed capacity (the *batch size*). Its life:
+//! 1. Writers insert from several threads at once, each with its own, unique sequence number;
+//!    inserts take no lock ([`skiplist`] links nodes with compare-and-swap).
+//! 2. Readers ([`Memtable::get`], [`MemtableIter`]) run beside the writers and never block; an
+//!    entry is visible to them once its `insert` has linked it.
+//! 3. When an insert returns [`MemtableFull`], the engine seals the memtable (no more inserts),
+//!    starts a new one, retries the write there, and flushes the sealed one to an SST.
+//! 4. The memtable is dropped whole once its SST is committed and its last iterator is gone;
+//!    nodes are never freed one by one.
+
+mod arena;
+mod skiplist;
+#[cfg(test)]
+mod tests;
+
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::key::{self, Kind};
+use skiplist::{Cursor, SkipList};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The longest user key a memtable stores (node lengths are 32-bit).
+pub const USER_KEY_BYTES_MAX: usize = skiplist::PART_BYTES_MAX - key::TRAILER_BYTES;
+/// The longest value a memtable stores.
+pub const VALUE_BYTES_MAX: usize = skiplist::PART_BYTES_MAX;
+
+/// `seq_min`'s value while the memtable is empty: above every real sequence number.
+const SEQ_NONE: u64 = u64::MAX;
+const _: () = assert!(key::SEQ_MAX < SEQ_NONE);
+
+/// An insert did not fit in the memtable's capacity: seal it and write to a new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemtableFull;
+
+impl fmt::Display for MemtableFull {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("memtable full: seal it and insert into a new one")
+    }
+}
+
+impl std::error::Error for MemtableFull {}
+
+/// A sorted, concurrent, in-memory map from internal keys to values, with a byte capacity.
+///
+/// ```
+/// use shale_lsm::iter::InternalIterator;
+/// use shale_lsm::key::{self, Kind};
+/// use shale_lsm::memtable::Memtable;
+/// use std::sync::Arc;
+///
+/// let mem = Arc::new(Memtable::new(1 << 20));
+/// mem.insert(b"apple", 1, Kind::Put, b"red").unwrap();
+/// mem.insert(b"apple", 2, Kind::Delete, b"").unwrap();
+/// assert_eq!(mem.get(b"apple", 1), Some((Kind::Put, b"red".to_vec())));
+/// assert_eq!(mem.get(b"apple", 2), Some((Kind::Delete, vec![])));
+/// assert_eq!(mem.get(b"pear", 2), None);
+///
+/// let mut it = mem.iter();
+/// it.seek_to_first();
+/// assert_eq!(it.key(), key::encode(b"apple", 2, Kind::Delete)); // newest first
+/// ```
+pub struct Memtable {
+    list: Arc<SkipList>,
+    /// Smallest sequence inserted, or SEQ_NONE. Updated (Release) after `seq_max`, so a reader
+    /// that sees a sequence here (Acquire) sees a `seq_max` at least as large.
+    seq_min: AtomicU64,
+    /// Largest sequence inserted; meaningful only once `seq_min` is set.
+    seq_max: AtomicU64,
+}
+
+// Memtables are shared between writer threads, readers and the flush thread.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Memtable>();
+    assert_send_sync::<MemtableIter>();
+    assert_send_sync::<MemtableFull>();
+};
+
+impl Memtable {
+    /// An empty memtable whose entries (with their index overhead) take at most
+    /// `capacity_bytes` of memory. Memory is taken from the system in chunks as entries arrive.
+    pub fn new(capacity_bytes: usize) -> Memtable {
+        Memtable::with_chunk_bytes(capacity_bytes, arena::CHUNK_BYTES)
+    }
+
+    /// As [`Memtable::new`], with arena chunks of `chunk_bytes` (tests use small ones to cross
+    /// many chunk boundaries).
+    fn with_chunk_bytes(capacity_bytes: usize, chunk_bytes: usize) -> Memtable {
+        Memtable {
+            list: Arc::new(SkipList::new(capacity_bytes, chunk_bytes)),
+            seq_min: AtomicU64::new(SEQ_NONE),
+            seq_max: AtomicU64::new(0),
+        }
+    }
+
+    /// Inserts the write `(user_key, seq, kind)` with `value`. Safe to call from several
+    /// threads at once; each entry must have its own sequence number.
+    ///
+    /// # Errors
+    /// [`MemtableFull`] if the entry does not fit in what is left of the capacity; nothing was
+    /// inserted. An entry larger than the whole capacity never fits, so the engine must bound
+    /// entry sizes below the capacity (and reject larger ones as invalid arguments).
+    ///
+    /// # Panics
+    /// If `seq` is over [`key::SEQ_MAX`], the user key is over [`USER_KEY_BYTES_MAX`] or the
+    /// value over [`VALUE_BYTES_MAX`] (the engine checks these first). In debug builds, if the
+    /// same `(user_key, seq, kind)` is inserted twice.
+    pub fn insert(
+        &self,
+        user_key: &[u8],
+        seq: u64,
+        kind: Kind,
+        value: &[u8],
+    ) -> std::result::Result<(), MemtableFull> {
+        assert!(seq <= key::SEQ_MAX, "sequence {seq} over SEQ_MAX");
+        assert!(user_key.len() <= USER_KEY_BYTES_MAX, "user key of {} bytes", user_key.len());
+        if !self.list.insert(user_key, key::trailer(seq, kind), value) {
+            return Err(MemtableFull);
+        }
+        // The order matters to `max_seq`: see the field comments.
+        self.seq_max.fetch_max(seq, Ordering::Relaxed);
+        self.seq_min.fetch_min(seq, Ordering::Release);
+        Ok(())
+    }
+
+    /// The newest entry of `user_key` with a sequence at or below `snapshot_seq` (clamped to
+    /// [`key::SEQ_MAX`], so `u64::MAX` reads the latest). A deletion comes back as
+    /// `(Kind::Delete, vec![])`, which tells the caller to stop searching older sources;
+    /// `None` means this memtable knows nothing of the key at that snapshot.
+    pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<(Kind, Vec<u8>)> {
+        let target = key::encode(user_key, snapshot_seq.min(key::SEQ_MAX), Kind::SEEK);
+        let (ikey, value) = self.list.first_at_or_after(&target)?;
+        let found = key::parse(ikey).expect("memtable keys are built by insert");
+        if found.user_key != user_key {
+            return None;
+        }
+        match found.kind {
+            Kind::Delete => Some((Kind::Delete, Vec::new())),
+            Kind::Put => Some((Kind::Put, value.to_vec())),
+        }
+    }
+
+    /// An iterator over all entries in internal-key order. It keeps the memtable's memory
+    /// alive and sees entries inserted while it runs at or after its position when it gets
+    /// there.
+    pub fn iter(self: &Arc<Self>) -> MemtableIter {
+        MemtableIter { cursor: Cursor::new(Arc::clone(&self.list)) }
+    }
+
+    /// Memory taken from the system so far, in bytes (arena chunks, filled or not); at most
+    /// [`Memtable::capacity_bytes`]. It grows a chunk (1 MiB) at a time.
+    pub fn approximate_bytes(&self) -> usize {
+        self.list.arena().allocated_bytes()
+    }
+
+    /// The memory bound given at creation, in bytes.
+    pub fn capacity_bytes(&self) -> usize {
+        self.list.arena().capacity_bytes()
+    }
+
+    /// Number of entries (every version of every key counts).
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether no entry has been inserted.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The smallest sequence number inserted, `None` while empty.
+    pub fn min_seq(&self) -> Option<u64> {
+        let seq = self.seq_min.load(Ordering::Acquire);
+        (seq != SEQ_NONE).then_some(seq)
+    }
+
+    /// The largest sequence number inserted, `None` while empty. Both bounds cover every
+    /// insert that has returned; one still running may show in the entries first.
+    pub fn max_seq(&self) -> Option<u64> {
+        // Acquire on seq_min (in min_seq) makes the seq_max update of the insert that set it
+        // visible, so the max read after it is never below the min.
+        self.min_seq()?;
+        Some(self.seq_max.load(Ordering::Relaxed))
+    }
+}
+
+impl fmt::Debug for Memtable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Memtable")
+            .field("len", &self.len())
+            .field("approximate_bytes", &self.approximate_bytes())
+            .field("capacity_bytes", &self.capacity_bytes())
+            .field("min_seq", &self.min_seq())
+            .field("max_seq", &self.max_seq())
+            .finish()
+    }
+}
+
+/// A cursor over a memtable's entries; see [`InternalIterator`].
+///
+/// `next` is O(1); `prev` and `seek_for_prev` search again from the top of the skiplist
+/// (nodes have no back links), O(log n) each. It never fails: `status` is always `Ok`.
+pub struct MemtableIter {
+    cursor: Cursor,
+}
+
+impl fmt::Debug for MemtableIter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = self.valid().then(|| self.key());
+        f.debug_struct("MemtableIter").field("key", &key).finish()
+    }
+}
+
+impl InternalIterator for MemtableIter {
+    fn valid(&self) -> bool {
+        self.cursor.valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.cursor.seek_to_first();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.cursor.seek_to_last();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.cursor.seek(target);
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.cursor.seek_for_prev(target);
+    }
+
+    fn next(&mut self) {
+        self.cursor.next();
+    }
+
+    fn prev(&mut self) {
+        self.cursor.prev();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.cursor.key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.cursor.value()
+    }
+
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,494 @@
+//! The skiplist: a concurrent sorted list of internal keys whose nodes live in an arena.
+//!
+//! ```text
+//! node (8-aligned, in the arena):
+//! offset          size        field
+//! 0               4           key length (u32, the internal key: user key | 8-byte trailer)
+//! 4               4           value length (u32)
+//! 8               4           height (u32, 1..=HEIGHT_MAX)
+//! 12              4           reserved (zero)
+//! 16              8 * height  tower: the next node at each level (AtomicPtr, null = end)
+//! 16 + 8*height   key length  internal key bytes
+//! ...             value len   value bytes
+//! ```
+//!
+//! Nodes are only ever added, never removed or moved, and everything but the tower is written
+//! once, before the node is published. That is what makes the list simple to share:
+//! 1. A writer fills a node (header, null tower, key, value) while no other thread can see it.
+//! 2. It links the node level by level from the bottom: at each level it points the node at its
+//!    successor, then swings the predecessor's link from that successor to the node with a
+//!    compare-and-swap (Release). A failed CAS means another writer linked a node between the
+//!    two; the writer searches that level again from the same predecessor, which is still before
+//!    the new key because nodes never move.
+//! 3. Readers load links with Acquire, so a node they reach has its bytes visible. A node linked
+//!    at level 0 is in the list; upper levels only make searches shorter, so a reader that sees
+//!    a node at some levels and not yet at others still finds everything in order.
+//!
+//! Because no node is ever freed while the list lives, there is no ABA problem and no need for
+//! hazard pointers or epochs: a pointer read from a link stays valid until the list drops.
+
+use super::arena::Arena;
+use crate::key;
+use std::alloc::Layout;
+use std::cmp::Ordering;
+use std::marker::PhantomData;
+use std::mem::{align_of, size_of};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as Mem};
+
+/// The most levels a node can have. With [`BRANCHING`] 4, towers of 12 keep searches at
+/// O(log n) up to 4^12 (about 16.7 million) entries, more than a memtable holds.
+pub(crate) const HEIGHT_MAX: usize = 12;
+/// One node in `BRANCHING` at a level also appears on the level above (p = 1/4).
+const BRANCHING: u32 = 4;
+/// The longest internal key or value a node can record (lengths are stored as u32).
+pub(crate) const PART_BYTES_MAX: usize = u32::MAX as usize;
+
+/// The fixed start of a node; the tower, key and value follow it in the arena.
+#[repr(C)]
+struct Node {
+    key_len: u32,
+    value_len: u32,
+    height: u32,
+    reserved: u32,
+}
+
+/// A link: the next node on one level, or null at the end of that level.
+type Link = AtomicPtr<Node>;
+
+/// Where the tower starts within a node.
+const TOWER_OFFSET: usize = size_of::<Node>();
+const _: () = assert!(TOWER_OFFSET % align_of::<Link>() == 0);
+
+/// The bytes a node of `height` with a `key_len`-byte key and `value_len`-byte value takes.
+fn node_bytes(height: usize, key_len: usize, value_len: usize) -> usize {
+    TOWER_OFFSET + height * size_of::<Link>() + key_len + value_len
+}
+
+/// A fully written node of a list that outlives `'a`.
+///
+/// Holding one is the proof that the pointer reached a fully written node: [`NodeRef::new`]
+/// is the only way to make one, and its callers show that.
+#[derive(Clone, Copy)]
+struct NodeRef<'a> {
+    ptr: NonNull<Node>,
+    list: PhantomData<&'a SkipList>,
+}
+
+impl<'a> NodeRef<'a> {
+    /// # Safety
+    /// `ptr` must point at a node whose header, tower, key and value are all written and
+    /// visible to this thread (published through a link this thread loaded with Acquire, or
+    /// filled by this thread), in an arena that outlives `'a`.
+    unsafe fn new(ptr: NonNull<Node>) -> NodeRef<'a> {
+        NodeRef { ptr, list: PhantomData }
+    }
+
+    fn height(self) -> usize {
+        // SAFETY: a NodeRef points at a node whose header was written before it was published
+        // (or, for the writer, before the NodeRef was made), in arena memory alive for 'a; the
+        // header is never written again, so reading it races with nothing.
+        unsafe { (*self.ptr.as_ptr()).height as usize }
+    }
+
+    /// The link at `level` of this node's tower.
+    fn link(self, level: usize) -> &'a Link {
+        assert!(level < self.height(), "level {level} above the tower");
+        // SAFETY: `level < height`, so the slot lies in the tower this node was allocated with,
+        // at an 8-aligned offset of an 8-aligned node; it was initialized to a valid AtomicPtr
+        // before publication, and all later writes to it are atomic.
+        unsafe { &*self.ptr.as_ptr().byte_add(TOWER_OFFSET + level * size_of::<Link>()).cast() }
+    }
+
+    fn key_len(self) -> usize {
+        // SAFETY: as in `height`.
+        unsafe { (*self.ptr.as_ptr()).key_len as usize }
+    }
+
+    fn value_len(self) -> usize {
+        // SAFETY: as in `height`.
+        unsafe { (*self.ptr.as_ptr()).value_len as usize }
+    }
+
+    /// The `len` bytes at `offset` from the node's start.
+    ///
+    /// # Safety
+    /// They must lie within the node's key and value bytes, which are written before the node
+    /// is published and never again.
+    unsafe fn bytes(self, offset: usize, len: usize) -> &'a [u8] {
+        // The pointer derives from the node pointer, not from another slice of the node: a
+        // slice's provenance covers only its own bytes.
+        // SAFETY: the caller guarantees the range; the arena keeps it alive for 'a.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().byte_add(offset).cast::<u8>(), len) }
+    }
+
+    /// The internal key.
+    fn key(self) -> &'a [u8] {
+        let offset = TOWER_OFFSET + self.height() * size_of::<Link>();
+        // SAFETY: the key bytes follow the tower (module comment's layout).
+        unsafe { self.bytes(offset, self.key_len()) }
+    }
+
+    /// The value.
+    fn value(self) -> &'a [u8] {
+        let offset = TOWER_OFFSET + self.height() * size_of::<Link>() + self.key_len();
+        // SAFETY: the value bytes follow the key bytes (module comment's layout).
+        unsafe { self.bytes(offset, self.value_len()) }
+    }
+}
+
+/// The raw pointer a link holds for `node` (null for "none": the end of a level).
+fn raw(node: Option<NodeRef<'_>>) -> *mut Node {
+    node.map_or(ptr::null_mut(), |n| n.ptr.as_ptr())
+}
+
+/// The predecessor and successor of a key on one level (`None` = the head / the end).
+type Splice<'a> = (Option<NodeRef<'a>>, Option<NodeRef<'a>>);
+
+/// A concurrent skiplist of internal keys ([`key::compare`] order) with values.
+pub(crate) struct SkipList {
+    arena: Arena,
+    /// The head's tower: the first node of each level.
+    head: [Link; HEIGHT_MAX],
+    /// The tallest tower so far; searches start there. It only grows.
+    height: AtomicUsize,
+    /// Nodes linked at level 0.
+    len: AtomicUsize,
+    /// State of the height generator (a SplitMix64 counter).
+    rng: AtomicU64,
+}
+
+impl SkipList {
+    /// An empty list whose nodes take at most `capacity_bytes`, from arena chunks of
+    /// `chunk_bytes`.
+    pub(crate) fn new(capacity_bytes: usize, chunk_bytes: usize) -> SkipList {
+        SkipList {
+            arena: Arena::new(capacity_bytes, chunk_bytes),
+            head: std::array::from_fn(|_| Link::new(ptr::null_mut())),
+            height: AtomicUsize::new(1),
+            len: AtomicUsize::new(0),
+            rng: AtomicU64::new(0x5eed_f00d_5ca1_ab1e),
+        }
+    }
+
+    /// Inserts the internal key `user_key | trailer` with `value`; `false` if the arena is full
+    /// (nothing was inserted then). Safe to call from several threads at once.
+    ///
+    /// # Panics
+    /// If the internal key or the value is longer than [`PART_BYTES_MAX`]. In debug builds,
+    /// if the internal key is already in the list (sequence numbers are unique, so that is a
+    /// bug).
+    pub(crate) fn insert(&self, user_key: &[u8], trailer: u64, value: &[u8]) -> bool {
+        let height = self.random_height();
+        let Some(node) = self.new_node(height, user_key, trailer, value) else { return false };
+        let key = node.key();
+        // Relaxed: a reader that sees the new height before the node's upper links finds null
+        // links from the head there and just moves down a level.
+        self.height.fetch_max(height, Mem::Relaxed);
+        let mut splices = self.find_splices(key);
+        for (level, splice) in splices.iter_mut().enumerate().take(height) {
+            loop {
+                let (prev, next) = *splice;
+                // Nobody else reads or writes this link until the CAS below publishes the node
+                // at this level, so Relaxed is enough; the CAS's Release covers it.
+                node.link(level).store(raw(next), Mem::Relaxed);
+                let swung = self.link(prev, level).compare_exchange(
+                    raw(next),
+                    node.ptr.as_ptr(),
+                    Mem::Release,
+                    Mem::Relaxed,
+                );
+                if swung.is_ok() {
+                    break;
+                }
+                // Someone linked a node after `prev` first; `prev` is still before `key`.
+                *splice = self.find_splice(key, prev, level);
+            }
+        }
+        self.len.fetch_add(1, Mem::Relaxed);
+        true
+    }
+
+    /// Allocates and fills a node, unpublished; `None` if the arena is full.
+    fn new_node(
+        &self,
+        height: usize,
+        user_key: &[u8],
+        trailer: u64,
+        value: &[u8],
+    ) -> Option<NodeRef<'_>> {
+        let key_len = user_key.len() + key::TRAILER_BYTES;
+        assert!(key_len <= PART_BYTES_MAX, "internal key of {key_len} bytes");
+        assert!(value.len() <= PART_BYTES_MAX, "value of {} bytes", value.len());
+        let bytes = node_bytes(height, key_len, value.len());
+        let layout = Layout::from_size_align(bytes, align_of::<Node>().max(align_of::<Link>()))
+            .expect("node layout");
+        let ptr = self.arena.alloc(layout)?.cast::<Node>();
+        let header = Node {
+            key_len: key_len as u32,
+            value_len: value.len() as u32,
+            height: height as u32,
+            reserved: 0,
+        };
+        // SAFETY: the arena handed out `bytes` fresh bytes at `ptr`, aligned for Node and Link,
+        // that no other thread can reach until the node is published; each write below stays
+        // within `node_bytes(height, key_len, value_len)` by the layout in the module comment.
+        unsafe {
+            ptr.as_ptr().write(header);
+            let tower = ptr.as_ptr().byte_add(TOWER_OFFSET).cast::<Link>();
+            for level in 0..height {
+                tower.add(level).write(Link::new(ptr::null_mut()));
+            }
+            let key_at = tower.add(height).cast::<u8>();
+            ptr::copy_nonoverlapping(user_key.as_ptr(), key_at, user_key.len());
+            let trailer_at = key_at.add(user_key.len());
+            ptr::copy_nonoverlapping(trailer.to_le_bytes().as_ptr(), trailer_at, 8);
+            let value_at = trailer_at.add(key::TRAILER_BYTES);
+            ptr::copy_nonoverlapping(value.as_ptr(), value_at, value.len());
+        }
+        // SAFETY: the node was filled just above by this thread and lives in `self.arena`.
+        Some(unsafe { NodeRef::new(ptr) })
+    }
+
+    /// A height in 1..=HEIGHT_MAX, each level above the first with probability 1/BRANCHING.
+    fn random_height(&self) -> usize {
+        // SplitMix64: a shared atomic counter stepped by the golden gamma, then mixed. Every
+        // caller gets its own counter value, so concurrent writers need no lock and no
+        // thread-local state, and single-threaded runs are repeatable.
+        let mut z = self.rng.fetch_add(0x9e37_79b9_7f4a_7c15, Mem::Relaxed);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        // Each run of log2(BRANCHING) zero bits at the bottom is one more level.
+        let extra = z.trailing_zeros() / BRANCHING.trailing_zeros();
+        (1 + extra as usize).min(HEIGHT_MAX)
+    }
+
+    /// The link after `prev` at `level` (`None` = the head's).
+    fn link<'a>(&'a self, prev: Option<NodeRef<'a>>, level: usize) -> &'a Link {
+        match prev {
+            None => &self.head[level],
+            Some(node) => node.link(level),
+        }
+    }
+
+    /// The node after `prev` at `level`, `None` at the end.
+    fn next<'a>(&'a self, prev: Option<NodeRef<'a>>, level: usize) -> Option<NodeRef<'a>> {
+        // Acquire pairs with the Release CAS that published the node: its bytes are visible.
+        let ptr = NonNull::new(self.link(prev, level).load(Mem::Acquire))?;
+        // SAFETY: links hold only null or nodes of this list, each filled before the Release
+        // CAS (or the Relaxed store covered by a later Release CAS) that made it reachable;
+        // the Acquire load above makes those writes visible, and nodes live as long as `self`.
+        Some(unsafe { NodeRef::new(ptr) })
+    }
+
+    /// Walks `level` from `prev` to the last node before `key` and the one after it.
+    fn find_splice<'a>(
+        &'a self,
+        key: &[u8],
+        mut prev: Option<NodeRef<'a>>,
+        level: usize,
+    ) -> Splice<'a> {
+        loop {
+            let next = self.next(prev, level);
+            let order = next.map(|n| key::compare(n.key(), key));
+            debug_assert_ne!(order, Some(Ordering::Equal), "internal key inserted twice: {key:?}");
+            if order != Some(Ordering::Less) {
+                return (prev, next);
+            }
+            prev = next;
+        }
+    }
+
+    /// The splice of `key` at every level, found top down so each level starts where the
+    /// level above stopped.
+    fn find_splices(&self, key: &[u8]) -> [Splice<'_>; HEIGHT_MAX] {
+        let mut splices = [(None, None); HEIGHT_MAX];
+        let mut prev = None;
+        for level in (0..HEIGHT_MAX).rev() {
+            splices[level] = self.find_splice(key, prev, level);
+            prev = splices[level].0;
+        }
+        splices
+    }
+
+    /// The last node for which `before` holds (`None` = the head), where `before` holds for a
+    /// prefix of the list.
+    fn last_where(&self, before: impl Fn(&[u8]) -> bool) -> Option<NodeRef<'_>> {
+        let mut prev = None;
+        for level in (0..self.height.load(Mem::Relaxed)).rev() {
+            while let Some(next) = self.next(prev, level) {
+                if !before(next.key()) {
+                    break;
+                }
+                prev = Some(next);
+            }
+        }
+        prev
+    }
+
+    /// The first entry at or after `target`, as (internal key, value).
+    pub(crate) fn first_at_or_after(&self, target: &[u8]) -> Option<(&[u8], &[u8])> {
+        self.seek(target).map(|n| (n.key(), n.value()))
+    }
+
+    fn seek(&self, target: &[u8]) -> Option<NodeRef<'_>> {
+        let prev = self.last_where(|k| key::compare(k, target) == Ordering::Less);
+        self.next(prev, 0)
+    }
+
+    /// Nodes linked at level 0.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Mem::Relaxed)
+    }
+
+    /// The arena the nodes live in.
+    pub(crate) fn arena(&self) -> &Arena {
+        &self.arena
+    }
+}
+
+/// A position in a list that keeps the list alive: the memtable iterator's engine.
+///
+/// `next` follows level 0; `prev` and `seek_for_prev` search again from the head (nodes have
+/// no back links), O(log n) each.
+pub(crate) struct Cursor {
+    list: std::sync::Arc<SkipList>,
+    /// The current node of `list`; `None` when not on an entry.
+    node: Option<NonNull<Node>>,
+}
+
+// SAFETY: the cursor's node pointer is only a position in `list`, whose nodes are immutable
+// after publication except for their atomic links, and which the Arc keeps alive wherever the
+// cursor goes; SkipList itself is Send + Sync.
+unsafe impl Send for Cursor {}
+// SAFETY: `&Cursor` only reads the node's immutable bytes and atomic links (see `Send`).
+unsafe impl Sync for Cursor {}
+
+impl Cursor {
+    /// A cursor on `list`, not on an entry.
+    pub(crate) fn new(list: std::sync::Arc<SkipList>) -> Cursor {
+        Cursor { list, node: None }
+    }
+
+    /// The current node, with the lifetime of the borrow of `self` (which holds the list).
+    fn current(&self) -> Option<NodeRef<'_>> {
+        // SAFETY: every pointer stored in `node` came from a NodeRef of `self.list`, so it is
+        // a fully written node, and the list (with its arena) lives as long as `self` holds it.
+        self.node.map(|ptr| unsafe { NodeRef::new(ptr) })
+    }
+
+    fn expect_current(&self) -> NodeRef<'_> {
+        self.current().expect("memtable cursor used while not valid")
+    }
+
+    pub(crate) fn valid(&self) -> bool {
+        self.node.is_some()
+    }
+
+    pub(crate) fn seek_to_first(&mut self) {
+        self.node = self.list.next(None, 0).map(|n| n.ptr);
+    }
+
+    pub(crate) fn seek_to_last(&mut self) {
+        self.node = self.list.last_where(|_| true).map(|n| n.ptr);
+    }
+
+    pub(crate) fn seek(&mut self, target: &[u8]) {
+        self.node = self.list.seek(target).map(|n| n.ptr);
+    }
+
+    pub(crate) fn seek_for_prev(&mut self, target: &[u8]) {
+        self.node =
+            self.list.last_where(|k| key::compare(k, target) != Ordering::Greater).map(|n| n.ptr);
+    }
+
+    pub(crate) fn next(&mut self) {
+        let node = self.expect_current();
+        let next = self.list.next(Some(node), 0);
+        self.node = next.map(|n| n.ptr);
+    }
+
+    pub(crate) fn prev(&mut self) {
+        let key = self.expect_current().key();
+        let prev = self.list.last_where(|k| key::compare(k, key) == Ordering::Less);
+        self.node = prev.map(|n| n.ptr);
+    }
+
+    pub(crate) fn key(&self) -> &[u8] {
+        self.expect_current().key()
+    }
+
+    pub(crate) fn value(&self) -> &[u8] {
+        self.expect_current().value()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::Kind;
+
+    #[test]
+    #[cfg_attr(miri, ignore = "statistics need many draws; no unsafe code is involved")]
+    fn heights_follow_a_quarter_branching() {
+        let list = SkipList::new(1 << 20, 1 << 16);
+        let draws = 40_000;
+        let mut at_least = [0usize; HEIGHT_MAX + 1];
+        for _ in 0..draws {
+            let h = list.random_height();
+            assert!((1..=HEIGHT_MAX).contains(&h));
+            for c in at_least.iter_mut().take(h + 1) {
+                *c += 1;
+            }
+        }
+        // P(height >= 2) = 1/4 and P(height >= 3) = 1/16; allow wide statistical slack.
+        assert!((8_000..12_000).contains(&at_least[2]), "{}", at_least[2]);
+        assert!((1_800..3_200).contains(&at_least[3]), "{}", at_least[3]);
+    }
+
+    #[test]
+    fn node_layout_round_trips_key_value_and_height() {
+        let list = SkipList::new(1 << 16, 1 << 12);
+        let node = list.new_node(5, b"user", key::trailer(7, Kind::Put), b"value").unwrap();
+        assert_eq!(node.height(), 5);
+        assert_eq!(node.key(), key::encode(b"user", 7, Kind::Put));
+        assert_eq!(node.value(), b"value");
+        for level in 0..5 {
+            assert!(node.link(level).load(Mem::Relaxed).is_null());
+        }
+        let empty = list.new_node(1, b"", key::trailer(0, Kind::Delete), b"").unwrap();
+        assert_eq!(empty.key(), key::encode(b"", 0, Kind::Delete));
+        assert_eq!(empty.value(), b"");
+    }
+
+    #[test]
+    fn every_level_is_sorted_and_a_sublist_of_the_one_below() {
+        let count = if cfg!(miri) { 200 } else { 2000 };
+        let list = SkipList::new(1 << 20, 1 << 14);
+        for i in 0..count {
+            // A scattered insertion order over keys (7919 is a prime, coprime to `count`).
+            let k = (i * 7919) % count;
+            assert!(list.insert(format!("{k:05}").as_bytes(), key::trailer(i, Kind::Put), b"v"));
+        }
+        let mut lower: Vec<Vec<u8>> = Vec::new();
+        for level in 0..HEIGHT_MAX {
+            let mut keys = Vec::new();
+            let mut node = list.next(None, level);
+            while let Some(n) = node {
+                keys.push(n.key().to_vec());
+                node = list.next(node, level);
+            }
+            for w in keys.windows(2) {
+                assert_eq!(key::compare(&w[0], &w[1]), Ordering::Less, "level {level}");
+            }
+            if level == 0 {
+                assert_eq!(keys.len() as u64, count);
+            } else {
+                let mut below = lower.iter();
+                assert!(keys.iter().all(|k| below.any(|b| b == k)), "level {level} not a sublist");
+            }
+            lower = keys;
+        }
+    }
+}

@@ -25,7 +25,7 @@
 //! # drop(it);
 //! # drop(snapshot);
 //! db.close()?;
-//! # Ok::<(), shale_lsm::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 pub mod batch;

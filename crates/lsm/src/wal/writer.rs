@@ -143,6 +143,16 @@ impl WalWriter {
         }
     }
 
+    /// Marks free every group of a generation below `ltn`, whatever its state: at open, once
+    /// the recovered groups are flushed, including the group a crash or close left active.
+    pub fn free_generations_below(&mut self, ltn: u64) {
+        for g in &mut self.meta.groups {
+            if g.ltn < ltn && g.state != GroupState::Free {
+                *g = GroupEntry { ltn: g.ltn, state: GroupState::Free, end: 0 };
+            }
+        }
+    }
+
     fn write_meta(&mut self) -> Result<()> {
         self.meta.generation += 1;
         let copy = self.meta.generation % 2;

@@ -1,0 +1,977 @@
+//! The store: write path, read path, background flush and compaction, recovery.
+//!
+//! Write path, in order, under the state lock:
+//! 1. Check the batch (key and batch sizes) and that the store is not stopped.
+//! 2. Make room: switch to a new memtable when this one is full, stalling while too many
+//!    memtables wait for flush (MT stall) or L0 holds the stop trigger of SSTs (L0 stall);
+//!    delay each write by 1 ms while L0 is past the slowdown trigger (L0 slowdown).
+//! 3. Stamp sequence numbers and append the batch to the active WAL group (durably if sync).
+//!    A full group switches the memtable and retries; a failed append stops the store (P5).
+//! 4. Insert the ops into the active memtable, then publish the new last sequence.
+//!
+//! Read path: the active memtable, sealed memtables newest first, L0 SSTs newest first, then one
+//! SST per deeper level; each SST checks its bloom filter with the key's hash, computed once.
+//!
+//! Background (one worker): flush the oldest sealed memtable to an L0 SST, else run the
+//! compaction with the highest score. Each result is committed as one version edit; inputs are
+//! freed only once no reader holds them.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use shale_io::{DeviceRef, FileOptions, QueueOptions};
+use shale_space::{Edit, Extent, IoClass, Opened, Volume};
+
+use crate::batch::{self, WriteBatch};
+use crate::cache::BlockCache;
+use crate::db_iter::{DbIterator, IterBounds};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{self, Kind, SEQ_MAX};
+use crate::memtable::Memtable;
+use crate::merge::MergingIterator;
+use crate::options::{KEY_BYTES_MAX, Options, ReadOptions, WriteOptions};
+use crate::sst::{QueuePool, SstBuilder, SstReader, VolumeSource, bloom_hash, write_sst};
+use crate::stats::{Stall, StallCounters, Stats};
+use crate::version::{HandleIter, LEVELS, SstHandle, Version};
+use crate::version_edit::{SstMeta, VersionEdit};
+use crate::wal::{AppendError, WalLayout, WalWriter};
+
+/// Memory a batch takes in a memtable beyond its encoded bytes, per op (node and key trailer).
+const MEMTABLE_OVERHEAD_PER_OP: usize = 160;
+/// WAL pages kept in flight by one append.
+const WAL_QUEUE_DEPTH: u32 = 16;
+/// Delay of one write while L0 is past the slowdown trigger.
+const L0_SLOWDOWN_DELAY: Duration = Duration::from_millis(1);
+
+/// An open store.
+///
+/// ```
+/// use shale_lsm::{Db, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::small_for_tests())?;
+/// db.put(b"apple", b"red")?;
+/// assert_eq!(db.get(b"apple")?, Some(b"red".to_vec()));
+/// db.delete(b"apple")?;
+/// assert_eq!(db.get(b"apple")?, None);
+/// db.close()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Db {
+    inner: Arc<Inner>,
+    worker: Option<JoinHandle<()>>,
+}
+
+struct Inner {
+    opts: Options,
+    volume: Arc<Volume>,
+    pool: Arc<QueuePool>,
+    cache: Arc<BlockCache>,
+    state: Mutex<State>,
+    /// Wakes the worker (work queued) and waiters (work done, room made).
+    cv: Condvar,
+    next_sst_id: AtomicU64,
+    stalls: StallCounters,
+    user_bytes_written: AtomicU64,
+}
+
+struct State {
+    wal: WalWriter,
+    mem: Arc<Memtable>,
+    /// Bytes the batches in `mem` take, by the write path's own estimate (the arena counts
+    /// whole chunks, too coarse to size small memtables by).
+    mem_bytes: usize,
+    mem_ltn: u64,
+    /// Sealed memtables waiting for flush, oldest first, with their WAL generation.
+    imm: VecDeque<(Arc<Memtable>, u64)>,
+    version: Arc<Version>,
+    last_seq: u64,
+    next_ltn: u64,
+    snapshots: BTreeMap<u64, usize>,
+    /// Highest `last_seq` of any committed edit.
+    persisted_seq: u64,
+    stopped: Option<String>,
+    shutting_down: bool,
+    full_compaction: bool,
+    compact_pointer: Vec<Vec<u8>>,
+    flushes: u64,
+    compactions: u64,
+}
+
+/// A consistent view of the store as of one sequence number. Reads through
+/// [`ReadOptions::snapshot`] see exactly the writes before it, and compaction keeps every
+/// version it needs while it is alive.
+pub struct Snapshot {
+    seq: u64,
+    inner: Arc<Inner>,
+}
+
+impl Snapshot {
+    /// The sequence number the snapshot reads at.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut st = self.inner.state.lock();
+        if let Some(n) = st.snapshots.get_mut(&self.seq) {
+            *n -= 1;
+            if *n == 0 {
+                st.snapshots.remove(&self.seq);
+            }
+        }
+    }
+}
+
+impl Db {
+    /// Opens the store at `path` (a directory, created if missing, or a volume file or block
+    /// device), creating a new one where nothing is stored, recovering after a crash.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for bad options; the volume's errors (foreign, damaged or
+    /// newer-format volume, I/O); [`Error::Corruption`] for damaged engine state or WAL.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let opened = Volume::open_path(path.as_ref(), &opts.volume, &FileOptions::default())?;
+        Db::open_volume(opened, opts)
+    }
+
+    /// Opens the store on a device (a simulated one in tests, say).
+    ///
+    /// # Errors
+    /// As [`Db::open`].
+    pub fn open_device(device: DeviceRef, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let opened = Volume::open(device, &opts.volume)?;
+        Db::open_volume(opened, opts)
+    }
+
+    fn open_volume(opened: Opened, opts: Options) -> Result<Db> {
+        let started = Instant::now();
+        let volume = Arc::new(opened.volume);
+        let pool = Arc::new(QueuePool::new(volume.clone()));
+        let cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
+        // 1. The committed version: fold the base's complete state and each delta into the set
+        //    of live SSTs first, then open only those. An SST added and later removed in the
+        //    same chain must not be opened: its slots may hold another SST by now.
+        let mut replayed =
+            VersionEdit { oldest_unflushed_ltn: 1, next_ltn: 1, ..Default::default() };
+        let mut live: BTreeMap<u64, (u8, SstMeta)> = BTreeMap::new();
+        let mut max_id = 0;
+        let engine_edits = std::iter::once(&opened.versions.base.engine)
+            .chain(opened.versions.deltas.iter().map(|d| &d.engine))
+            .filter(|bytes| !bytes.is_empty());
+        for bytes in engine_edits {
+            let edit = VersionEdit::decode(bytes)?;
+            for (level, id) in &edit.removed {
+                match live.remove(id) {
+                    Some((l, _)) if l == *level => {}
+                    _ => {
+                        return Err(Error::corruption(
+                            format!(
+                                "version edit removes SST {id} from L{level}, which does not hold it"
+                            ),
+                            0,
+                        ));
+                    }
+                }
+            }
+            for (level, meta) in edit.added {
+                max_id = max_id.max(meta.id);
+                live.insert(meta.id, (level, meta));
+            }
+            replayed.last_seq = replayed.last_seq.max(edit.last_seq);
+            replayed.oldest_unflushed_ltn = edit.oldest_unflushed_ltn;
+            replayed.next_ltn = replayed.next_ltn.max(edit.next_ltn);
+        }
+        let all_live = VersionEdit { added: live.into_values().collect(), ..Default::default() };
+        let mut open = |m: &SstMeta| open_sst(&volume, &pool, &cache, m);
+        let version = Version::empty().apply(&all_live, &mut open)?.0;
+        // 2. The WAL: the groups of unflushed generations.
+        let l = volume.layout();
+        let mut q = volume
+            .queue(IoClass::Wal, &QueueOptions { depth: WAL_QUEUE_DEPTH, ..Default::default() })?;
+        let wanted = WalLayout::new(l.wal_offset, l.wal_bytes, opts.wal_groups())?;
+        let (meta, groups) = crate::wal::recover(&wanted, &mut q, replayed.oldest_unflushed_ltn)?;
+        let max_meta_ltn = meta.groups.iter().map(|g| g.ltn).max().unwrap_or(0);
+        let inner = Arc::new(Inner {
+            opts: opts.clone(),
+            volume: volume.clone(),
+            pool,
+            cache,
+            state: Mutex::new(State {
+                wal: WalWriter::new(wanted, Box::new(q), meta),
+                mem: Arc::new(Memtable::new(2 * opts.write_buffer_bytes)),
+                mem_bytes: 0,
+                mem_ltn: 0,
+                imm: VecDeque::new(),
+                version: Arc::new(version),
+                last_seq: replayed.last_seq,
+                next_ltn: replayed.next_ltn.max(max_meta_ltn + 1),
+                snapshots: BTreeMap::new(),
+                persisted_seq: replayed.last_seq,
+                stopped: None,
+                shutting_down: false,
+                full_compaction: false,
+                compact_pointer: vec![Vec::new(); LEVELS],
+                flushes: 0,
+                compactions: 0,
+            }),
+            cv: Condvar::new(),
+            next_sst_id: AtomicU64::new(max_id + 1),
+            stalls: StallCounters::default(),
+            user_bytes_written: AtomicU64::new(0),
+        });
+        // 3. Replay the WAL into memtables and flush them before accepting writes, so every
+        //    old group can be recycled and recovery work stays bounded.
+        let records: usize = groups.iter().map(|g| g.records.len()).sum();
+        inner.replay_wal(&groups)?;
+        {
+            let mut st = inner.state.lock();
+            let ltn = st.next_ltn;
+            st.next_ltn += 1;
+            st.wal.start_group(ltn)?.ok_or_else(|| {
+                Error::corruption("no free WAL group after recovery", l.wal_offset)
+            })?;
+            st.mem_ltn = ltn;
+        }
+        log::info!(
+            "opened store: {} WAL records replayed from {} groups, last sequence {}, {:?}",
+            records,
+            groups.len(),
+            inner.state.lock().last_seq,
+            started.elapsed()
+        );
+        let worker_inner = inner.clone();
+        let worker = std::thread::Builder::new()
+            .name("shale-background".into())
+            .spawn(move || worker_inner.background_loop())
+            .map_err(|e| {
+                Error::Io(shale_io::Error::Io { op: shale_io::OpKind::Read, offset: 0, source: e })
+            })?;
+        Ok(Db { inner, worker: Some(worker) })
+    }
+
+    /// Sets `key` to `value`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an oversized key or value; [`Error::Stopped`] after a
+    /// failed write; the device's errors.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(&b, &WriteOptions::default())
+    }
+
+    /// Deletes `key`.
+    ///
+    /// # Errors
+    /// As [`Db::put`].
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(&b, &WriteOptions::default())
+    }
+
+    /// Applies a batch atomically.
+    ///
+    /// # Errors
+    /// As [`Db::put`].
+    pub fn write(&self, batch: &WriteBatch, opts: &WriteOptions) -> Result<()> {
+        self.inner.write(batch, opts)
+    }
+
+    /// The value of `key`, or `None`.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] when a damaged block is read; the device's errors.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_opt(key, &ReadOptions::default())
+    }
+
+    /// The value of `key` with read options (a snapshot).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get_opt(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key, opts)
+    }
+
+    /// An iterator over the store (as of a snapshot, within bounds or a prefix).
+    pub fn iter(&self, opts: &ReadOptions) -> DbIterator {
+        self.inner.iter(opts)
+    }
+
+    /// A snapshot of the current state.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut st = self.inner.state.lock();
+        let seq = st.last_seq;
+        *st.snapshots.entry(seq).or_insert(0) += 1;
+        Snapshot { seq, inner: self.inner.clone() }
+    }
+
+    /// Flushes every memtable to L0 and waits for it.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] if a background failure stopped the store.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    /// Compacts the whole key space down to one level and waits for it.
+    ///
+    /// # Errors
+    /// As [`Db::flush`].
+    pub fn compact_range(&self) -> Result<()> {
+        self.inner.flush()?;
+        let mut st = self.inner.state.lock();
+        st.full_compaction = true;
+        self.inner.cv.notify_all();
+        while st.full_compaction && st.stopped.is_none() {
+            self.inner.cv.wait(&mut st);
+        }
+        stopped_error(&st)
+    }
+
+    /// Statistics and properties.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// Verifies every checksum of the store and the LSM invariants: levels sorted and
+    /// disjoint, every live slot referenced by exactly one SST, free + live = all slots.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] naming the first problem found; the device's errors.
+    pub fn check(&self) -> Result<crate::check::CheckReport> {
+        let (version, live) = {
+            // Under the state lock no commit is half done, so the version and the volume's
+            // live extents describe the same state.
+            let st = self.inner.state.lock();
+            self.inner.volume.check_slots()?;
+            (st.version.clone(), self.inner.volume.live_extents())
+        };
+        crate::check::check_version(&version, &live)
+    }
+
+    /// The volume under the store.
+    pub fn volume(&self) -> &Arc<Volume> {
+        &self.inner.volume
+    }
+
+    /// Flushes memtables, stops background work and closes the store.
+    ///
+    /// # Errors
+    /// The flush's error.
+    pub fn close(mut self) -> Result<()> {
+        let flushed = self.inner.flush();
+        self.shutdown();
+        flushed
+    }
+
+    fn shutdown(&mut self) {
+        self.inner.state.lock().shutting_down = true;
+        self.inner.cv.notify_all();
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn stopped_error(st: &State) -> Result<()> {
+    match &st.stopped {
+        Some(why) => Err(Error::Stopped(why.clone())),
+        None => Ok(()),
+    }
+}
+
+fn open_sst(
+    volume: &Arc<Volume>,
+    pool: &Arc<QueuePool>,
+    cache: &Arc<BlockCache>,
+    m: &SstMeta,
+) -> Result<Arc<SstHandle>> {
+    let source = Arc::new(VolumeSource::new(pool.clone(), m.extent));
+    let reader = SstReader::open(source, cache.clone(), m.id)?;
+    Ok(Arc::new(SstHandle::new(m.clone(), reader, volume.clone(), cache.clone())))
+}
+
+/// An SST being built, with the range of sequence numbers added to it.
+struct OutputSst {
+    builder: SstBuilder,
+    smallest_seq: u64,
+    largest_seq: u64,
+}
+
+impl OutputSst {
+    fn new(opts: &Options) -> OutputSst {
+        OutputSst { builder: SstBuilder::new(&opts.sst), smallest_seq: u64::MAX, largest_seq: 0 }
+    }
+
+    fn add(&mut self, ikey: &[u8], value: &[u8]) {
+        let seq = key::trailer_of(ikey) >> 8;
+        self.smallest_seq = self.smallest_seq.min(seq);
+        self.largest_seq = self.largest_seq.max(seq);
+        self.builder.add(ikey, value);
+    }
+}
+
+/// A planned compaction.
+struct Compaction {
+    level: usize,
+    inputs: Vec<Arc<SstHandle>>,
+    next: Vec<Arc<SstHandle>>,
+}
+
+impl Inner {
+    fn check_batch(&self, batch: &WriteBatch) -> Result<usize> {
+        for op in batch.ops() {
+            if op.key.len() > KEY_BYTES_MAX {
+                return Err(Error::InvalidArgument(format!(
+                    "key of {} bytes is over the {KEY_BYTES_MAX}-byte limit",
+                    op.key.len()
+                )));
+            }
+        }
+        let footprint = batch.encoded_len() + batch.len() * MEMTABLE_OVERHEAD_PER_OP;
+        let group_bytes = self.volume.layout().wal_bytes / u64::from(self.opts.wal_groups() + 1);
+        let limit = (self.opts.write_buffer_bytes / 2).min(group_bytes as usize / 2);
+        if footprint > limit {
+            return Err(Error::InvalidArgument(format!(
+                "batch of {} bytes is over the {limit}-byte limit (half a memtable and half a WAL group)",
+                batch.encoded_len()
+            )));
+        }
+        Ok(footprint)
+    }
+
+    fn write(&self, batch: &WriteBatch, opts: &WriteOptions) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let footprint = self.check_batch(batch)?;
+        let mut st = self.state.lock();
+        stopped_error(&st)?;
+        st = self.make_room(st, footprint)?;
+        let seq = st.last_seq + 1;
+        let rec = batch.encode(seq);
+        loop {
+            match st.wal.append(&[&rec], opts.sync) {
+                Ok(()) => break,
+                Err(AppendError::GroupFull) => self.switch_memtable(&mut st)?,
+                Err(AppendError::Failed(e)) => {
+                    st.stopped = Some(format!("WAL write failed: {e}"));
+                    self.cv.notify_all();
+                    return Err(e);
+                }
+            }
+        }
+        for (i, op) in batch.ops().enumerate() {
+            st.mem
+                .insert(op.key, seq + i as u64, op.kind, op.value)
+                .expect("make_room left room for the batch");
+        }
+        st.mem_bytes += footprint;
+        st.last_seq = seq + batch.len() as u64 - 1;
+        self.user_bytes_written.fetch_add(batch.encoded_len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Stage 2 of the write path.
+    fn make_room<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        footprint: usize,
+    ) -> Result<MutexGuard<'a, State>> {
+        let l0 = st.version.levels[0].len();
+        if l0 >= self.opts.level0_slowdown_writes_trigger
+            && l0 < self.opts.level0_stop_writes_trigger
+        {
+            let started = Instant::now();
+            drop(st);
+            std::thread::sleep(L0_SLOWDOWN_DELAY);
+            self.stalls.record(Stall::L0Slowdown, started.elapsed());
+            st = self.state.lock();
+        }
+        loop {
+            stopped_error(&st)?;
+            if st.version.levels[0].len() >= self.opts.level0_stop_writes_trigger {
+                self.stall(&mut st, Stall::L0Stop);
+                continue;
+            }
+            if st.mem.is_empty() || st.mem_bytes + footprint <= self.opts.write_buffer_bytes {
+                return Ok(st);
+            }
+            self.switch_memtable(&mut st)?;
+        }
+    }
+
+    fn stall(&self, st: &mut MutexGuard<'_, State>, kind: Stall) {
+        let started = Instant::now();
+        self.cv.notify_all();
+        self.cv.wait_for(st, Duration::from_millis(100));
+        self.stalls.record(kind, started.elapsed());
+    }
+
+    /// Seals the active memtable and its WAL group and starts new ones, waiting while too many
+    /// memtables are sealed (MT stall).
+    fn switch_memtable(&self, st: &mut MutexGuard<'_, State>) -> Result<()> {
+        while st.imm.len() + 1 >= self.opts.max_write_buffer_number {
+            stopped_error(st)?;
+            self.stall(st, Stall::Memtable);
+        }
+        let result = (|| {
+            st.wal.seal_group()?;
+            let ltn = st.next_ltn;
+            st.next_ltn += 1;
+            st.wal.start_group(ltn)?.ok_or_else(|| Error::corruption("no free WAL group", 0))?;
+            Ok(ltn)
+        })();
+        let ltn = match result {
+            Ok(ltn) => ltn,
+            Err(e) => {
+                st.stopped = Some(format!("WAL group switch failed: {e}"));
+                self.cv.notify_all();
+                return Err(e);
+            }
+        };
+        let full = std::mem::replace(
+            &mut st.mem,
+            Arc::new(Memtable::new(2 * self.opts.write_buffer_bytes)),
+        );
+        st.mem_bytes = 0;
+        let old_ltn = std::mem::replace(&mut st.mem_ltn, ltn);
+        st.imm.push_back((full, old_ltn));
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// Replays recovered WAL groups into memtables, writes them as L0 SSTs, and commits them
+    /// in one edit that also marks every old WAL generation flushed. One edit, because a crash
+    /// in the middle must leave the WAL groups in charge of all of the replayed writes.
+    fn replay_wal(&self, groups: &[crate::wal::RecoveredGroup]) -> Result<()> {
+        let new_mem = || Arc::new(Memtable::new(2 * self.opts.write_buffer_bytes));
+        let mut mem = new_mem();
+        let mut mem_bytes = 0;
+        let mut outputs = Vec::new();
+        let mut last_seq = self.state.lock().last_seq;
+        for g in groups {
+            for (i, rec) in g.records.iter().enumerate() {
+                let b = batch::decode(rec, g.ltn)?;
+                let footprint: usize = rec.len() + b.ops.len() * MEMTABLE_OVERHEAD_PER_OP;
+                if mem_bytes + footprint > self.opts.write_buffer_bytes && !mem.is_empty() {
+                    outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
+                    mem = new_mem();
+                    mem_bytes = 0;
+                }
+                mem_bytes += footprint;
+                for (j, op) in b.ops.iter().enumerate() {
+                    mem.insert(op.key, b.first_seq + j as u64, op.kind, op.value).map_err(
+                        |_| {
+                            Error::corruption(
+                                format!(
+                                    "WAL record {i} of group {} does not fit a memtable",
+                                    g.group
+                                ),
+                                0,
+                            )
+                        },
+                    )?;
+                }
+                last_seq = last_seq.max(b.first_seq + b.ops.len() as u64 - 1);
+            }
+        }
+        if !mem.is_empty() {
+            outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
+        }
+        let mut st = self.state.lock();
+        st.last_seq = last_seq;
+        let edit = VersionEdit {
+            last_seq,
+            oldest_unflushed_ltn: st.next_ltn,
+            added: outputs.iter().map(|m| (0, m.clone())).collect(),
+            ..Default::default()
+        };
+        let extents = outputs.iter().map(|m| m.extent).collect();
+        self.commit_edit(&mut st, edit, extents, Vec::new())?;
+        let next = st.next_ltn;
+        st.wal.free_generations_below(next);
+        Ok(())
+    }
+
+    /// An SST builder holding every entry of a memtable.
+    fn memtable_builder(&self, mem: &Arc<Memtable>) -> Result<OutputSst> {
+        let mut builder = OutputSst::new(&self.opts);
+        let mut it = mem.iter();
+        it.seek_to_first();
+        while it.valid() {
+            builder.add(it.key(), it.value());
+            it.next();
+        }
+        it.status()?;
+        Ok(builder)
+    }
+
+    /// Writes the oldest sealed memtable as one L0 SST, commits it, and recycles its WAL
+    /// group (generation `ltn`).
+    fn flush_memtable(&self, mem: &Arc<Memtable>, ltn: u64) -> Result<()> {
+        let output = self.write_output(self.memtable_builder(mem)?)?;
+        let mut st = self.state.lock();
+        let oldest_unflushed =
+            st.imm.iter().map(|(_, x)| *x).filter(|x| *x > ltn).min().unwrap_or(st.mem_ltn);
+        let edit = VersionEdit {
+            last_seq: mem.max_seq().unwrap_or(0),
+            oldest_unflushed_ltn: oldest_unflushed,
+            added: output.iter().map(|m| (0, m.clone())).collect(),
+            ..Default::default()
+        };
+        let extents = output.iter().map(|m| m.extent).collect();
+        self.commit_edit(&mut st, edit, extents, Vec::new())?;
+        st.wal.free_group(ltn);
+        st.imm.retain(|(_, x)| *x != ltn);
+        st.flushes += 1;
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// Writes one SST from a builder (nothing for an empty one).
+    fn write_output(&self, out: OutputSst) -> Result<Vec<SstMeta>> {
+        if out.builder.entries() == 0 {
+            return Ok(Vec::new());
+        }
+        let (smallest_seq, largest_seq) = (out.smallest_seq, out.largest_seq);
+        let image = out.builder.finish(self.volume.layout().slot_bytes);
+        let extent = write_sst(&self.volume, &image)?;
+        let p = &image.properties;
+        Ok(vec![SstMeta {
+            id: self.next_sst_id.fetch_add(1, Ordering::Relaxed),
+            extent,
+            bytes: image.bytes.len() as u64,
+            entries: p.entries,
+            smallest_seq,
+            largest_seq,
+            smallest: p.smallest.clone(),
+            largest: p.largest.clone(),
+        }])
+    }
+
+    /// Commits an edit to the volume and installs the new version. `added`/`removed` are the
+    /// extents of SSTs written/dropped by it.
+    fn commit_edit(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        mut edit: VersionEdit,
+        added: Vec<Extent>,
+        removed: Vec<Extent>,
+    ) -> Result<()> {
+        edit.next_ltn = st.next_ltn;
+        // Every edit, and so every base after a trim, carries the highest sequence ever made
+        // durable in an SST, so recovery never hands out a sequence number twice.
+        edit.last_seq = edit.last_seq.max(st.persisted_seq);
+        if edit.oldest_unflushed_ltn == 0 {
+            edit.oldest_unflushed_ltn = st.imm.front().map_or(st.mem_ltn, |(_, l)| *l);
+        }
+        let mut open = |m: &SstMeta| open_sst(&self.volume, &self.pool, &self.cache, m);
+        let (version, dropped) = match st.version.apply(&edit, &mut open) {
+            Ok(v) => v,
+            Err(e) => {
+                for e2 in &added {
+                    self.volume.release(*e2);
+                }
+                return Err(e);
+            }
+        };
+        let space_edit = Edit { removed, added, engine: edit.encode(), hold_removed: true };
+        let base = version.as_base_edit(edit.last_seq, edit.oldest_unflushed_ltn, edit.next_ltn);
+        if let Err(e) = self.volume.commit(&space_edit, &mut || base.encode()) {
+            st.stopped = Some(format!("version commit failed: {e}"));
+            self.cv.notify_all();
+            return Err(e.into());
+        }
+        st.persisted_seq = edit.last_seq;
+        for h in dropped {
+            h.mark_obsolete();
+        }
+        st.version = Arc::new(version);
+        Ok(())
+    }
+
+    fn background_loop(self: Arc<Self>) {
+        loop {
+            let job = {
+                let mut st = self.state.lock();
+                loop {
+                    if st.stopped.is_some() {
+                        return;
+                    }
+                    if let Some((mem, ltn)) = st.imm.front().cloned() {
+                        break Job::Flush(mem, ltn);
+                    }
+                    if let Some(c) = self.pick_compaction(&mut st) {
+                        break Job::Compact(c);
+                    }
+                    if st.full_compaction {
+                        st.full_compaction = false;
+                        self.cv.notify_all();
+                    }
+                    if st.shutting_down {
+                        return;
+                    }
+                    self.cv.wait(&mut st);
+                }
+            };
+            let result = match job {
+                Job::Flush(mem, ltn) => self.flush_memtable(&mem, ltn),
+                Job::Compact(c) => self.run_compaction(c),
+            };
+            if let Err(e) = result {
+                let mut st = self.state.lock();
+                if st.stopped.is_none() {
+                    st.stopped = Some(format!("background work failed: {e}"));
+                }
+                log::error!("background work failed, store stopped: {e}");
+                self.cv.notify_all();
+                return;
+            }
+        }
+    }
+
+    fn level_target(&self, level: usize) -> u64 {
+        let mut t = self.opts.max_bytes_for_level_base;
+        for _ in 1..level {
+            t = t.saturating_mul(self.opts.max_bytes_for_level_multiplier);
+        }
+        t
+    }
+
+    fn pick_compaction(&self, st: &mut State) -> Option<Compaction> {
+        let v = st.version.clone();
+        let l0 = &v.levels[0];
+        if !l0.is_empty()
+            && (l0.len() >= self.opts.level0_file_num_compaction_trigger || st.full_compaction)
+        {
+            return Some(self.with_next_level(&v, 0, l0.clone()));
+        }
+        if st.full_compaction {
+            // Move the shallowest non-empty level down until one level holds everything.
+            let non_empty: Vec<usize> = (1..LEVELS).filter(|&l| !v.levels[l].is_empty()).collect();
+            if non_empty.len() > 1 {
+                let level = non_empty[0];
+                return Some(self.with_next_level(&v, level, v.levels[level].clone()));
+            }
+            return None;
+        }
+        let mut best: Option<(f64, usize)> = None;
+        for level in 1..LEVELS - 1 {
+            let score = v.level_bytes(level) as f64 / self.level_target(level) as f64;
+            if score > 1.0 && best.is_none_or(|(s, _)| score > s) {
+                best = Some((score, level));
+            }
+        }
+        let (_, level) = best?;
+        let files = &v.levels[level];
+        let pointer = &st.compact_pointer[level];
+        let pick = files
+            .iter()
+            .find(|f| key::user_key(&f.meta.smallest) > pointer.as_slice())
+            .unwrap_or(&files[0])
+            .clone();
+        st.compact_pointer[level] = key::user_key(&pick.meta.largest).to_vec();
+        Some(self.with_next_level(&v, level, vec![pick]))
+    }
+
+    fn with_next_level(
+        &self,
+        v: &Version,
+        level: usize,
+        inputs: Vec<Arc<SstHandle>>,
+    ) -> Compaction {
+        let smallest =
+            inputs.iter().map(|f| key::user_key(&f.meta.smallest)).min().unwrap().to_vec();
+        let largest = inputs.iter().map(|f| key::user_key(&f.meta.largest)).max().unwrap().to_vec();
+        let next = v.overlapping(level + 1, &smallest, &largest);
+        Compaction { level, inputs, next }
+    }
+
+    fn run_compaction(&self, c: Compaction) -> Result<()> {
+        let out_level = c.level + 1;
+        let removed_ids: Vec<(u8, u64)> = c
+            .inputs
+            .iter()
+            .map(|f| (c.level as u8, f.meta.id))
+            .chain(c.next.iter().map(|f| (out_level as u8, f.meta.id)))
+            .collect();
+        // A single SST with nothing below it to merge with moves down without being rewritten.
+        if c.inputs.len() == 1 && c.next.is_empty() {
+            let meta = c.inputs[0].meta.clone();
+            let edit = VersionEdit {
+                removed: removed_ids,
+                added: vec![(out_level as u8, meta)],
+                ..Default::default()
+            };
+            let mut st = self.state.lock();
+            self.commit_edit(&mut st, edit, Vec::new(), Vec::new())?;
+            st.compactions += 1;
+            self.cv.notify_all();
+            return Ok(());
+        }
+        let (smallest_snapshot, version) = {
+            let st = self.state.lock();
+            (st.snapshots.keys().next().copied().unwrap_or(st.last_seq), st.version.clone())
+        };
+        let children: Vec<Box<dyn InternalIterator>> = c
+            .inputs
+            .iter()
+            .chain(&c.next)
+            .map(|f| Box::new(HandleIter::new(f.clone())) as Box<dyn InternalIterator>)
+            .collect();
+        let mut merged = MergingIterator::new(children);
+        merged.seek_to_first();
+        let mut outputs = Vec::new();
+        let mut builder = OutputSst::new(&self.opts);
+        let mut current_key: Option<Vec<u8>> = None;
+        let mut last_seq_for_key = SEQ_MAX;
+        while merged.valid() {
+            let ikey = merged.key();
+            let p = key::parse(ikey)
+                .ok_or_else(|| Error::corruption("compaction input: bad internal key", 0))?;
+            let new_key = current_key.as_deref() != Some(p.user_key);
+            if new_key {
+                // Cut outputs only between user keys, so levels stay disjoint by user key.
+                if builder.builder.estimated_bytes() as u64 >= self.opts.target_file_size_base {
+                    let full = std::mem::replace(&mut builder, OutputSst::new(&self.opts));
+                    outputs.extend(self.write_output(full)?);
+                }
+                current_key = Some(p.user_key.to_vec());
+                last_seq_for_key = SEQ_MAX;
+            }
+            let shadowed = last_seq_for_key <= smallest_snapshot;
+            let dead_tombstone = p.kind == Kind::Delete
+                && p.seq <= smallest_snapshot
+                && version.levels[out_level + 1..].iter().all(|files| {
+                    !files.iter().any(|f| {
+                        key::user_key(&f.meta.smallest) <= p.user_key
+                            && p.user_key <= key::user_key(&f.meta.largest)
+                    })
+                });
+            last_seq_for_key = p.seq;
+            if !shadowed && !dead_tombstone {
+                builder.add(ikey, merged.value());
+            }
+            merged.next();
+        }
+        merged.status()?;
+        outputs.extend(self.write_output(builder)?);
+        let added_extents = outputs.iter().map(|m| m.extent).collect();
+        let removed_extents = c.inputs.iter().chain(&c.next).map(|f| f.meta.extent).collect();
+        let edit = VersionEdit {
+            removed: removed_ids,
+            added: outputs.into_iter().map(|m| (out_level as u8, m)).collect(),
+            ..Default::default()
+        };
+        let mut st = self.state.lock();
+        self.commit_edit(&mut st, edit, added_extents, removed_extents)?;
+        st.compactions += 1;
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        stopped_error(&st)?;
+        if !st.mem.is_empty() {
+            self.switch_memtable(&mut st)?;
+        }
+        while !st.imm.is_empty() && st.stopped.is_none() {
+            self.cv.notify_all();
+            self.cv.wait(&mut st);
+        }
+        stopped_error(&st)
+    }
+
+    fn get(&self, user_key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        let (mems, version, snapshot) = {
+            let st = self.state.lock();
+            let mut mems = vec![st.mem.clone()];
+            mems.extend(st.imm.iter().rev().map(|(m, _)| m.clone()));
+            (mems, st.version.clone(), opts.snapshot.unwrap_or(st.last_seq))
+        };
+        for m in &mems {
+            if let Some((kind, value)) = m.get(user_key, snapshot) {
+                return Ok((kind == Kind::Put).then_some(value));
+            }
+        }
+        let lookup = key::encode(user_key, snapshot, Kind::SEEK);
+        let hash = bloom_hash(user_key);
+        for f in version.candidates(user_key) {
+            if let Some((ikey, value)) = f.reader.get(&lookup, hash)? {
+                let p = key::parse(&ikey)
+                    .ok_or_else(|| Error::corruption("SST entry: bad internal key", 0))?;
+                return Ok((p.kind == Kind::Put).then_some(value));
+            }
+        }
+        Ok(None)
+    }
+
+    fn iter(&self, opts: &ReadOptions) -> DbIterator {
+        let st = self.state.lock();
+        let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(st.mem.iter())];
+        children
+            .extend(st.imm.iter().map(|(m, _)| Box::new(m.iter()) as Box<dyn InternalIterator>));
+        children.extend(st.version.iterators());
+        let snapshot = opts.snapshot.unwrap_or(st.last_seq);
+        drop(st);
+        let bounds = match &opts.prefix {
+            Some(p) => IterBounds::prefix(p),
+            None => IterBounds { lower: opts.lower_bound.clone(), upper: opts.upper_bound.clone() },
+        };
+        DbIterator::new(Box::new(MergingIterator::new(children)), snapshot, bounds)
+    }
+
+    fn stats(&self) -> Stats {
+        let st = self.state.lock();
+        let v = &st.version;
+        let io = |c| self.volume.io(c);
+        Stats {
+            files_per_level: v.levels.iter().map(|l| l.len()).collect(),
+            bytes_per_level: (0..LEVELS).map(|l| v.level_bytes(l)).collect(),
+            pending_compaction_bytes: (1..LEVELS - 1)
+                .map(|l| v.level_bytes(l).saturating_sub(self.level_target(l)))
+                .sum(),
+            memtables: 1 + st.imm.len(),
+            memtable_bytes: st.mem.approximate_bytes()
+                + st.imm.iter().map(|(m, _)| m.approximate_bytes()).sum::<usize>(),
+            last_seq: st.last_seq,
+            flushes: st.flushes,
+            compactions: st.compactions,
+            user_bytes_written: self.user_bytes_written.load(Ordering::Relaxed),
+            wal_bytes_written: io(IoClass::Wal).write_bytes,
+            sst_bytes_written: io(IoClass::Slot).write_bytes,
+            version_log_bytes_written: io(IoClass::VersionLog).write_bytes,
+            block_cache_hits: self.cache.hits(),
+            block_cache_misses: self.cache.misses(),
+            block_cache_bytes: self.cache.usage_bytes(),
+            stalls: self.stalls.snapshot(),
+            stopped: st.stopped.clone(),
+        }
+    }
+}
+
+enum Job {
+    Flush(Arc<Memtable>, u64),
+    Compact(Compaction),
+}

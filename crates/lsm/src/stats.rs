@@ -1,0 +1,118 @@
+//! Statistics: what the store holds, what it wrote, and how long writes stalled.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Why a write waited (ADOC's stall kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stall {
+    /// Too many memtables waiting for flush (MT).
+    Memtable = 0,
+    /// L0 at the slowdown trigger: each write delayed.
+    L0Slowdown = 1,
+    /// L0 at the stop trigger: writes wait for compaction.
+    L0Stop = 2,
+}
+
+/// Count and total duration of stalls of one kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StallTotal {
+    /// How many times writes stalled.
+    pub count: u64,
+    /// Total time spent stalled, in microseconds.
+    pub duration_us: u64,
+}
+
+/// Stall totals by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stalls {
+    /// Memtable (MT) stalls.
+    pub memtable: StallTotal,
+    /// L0 slowdown delays.
+    pub l0_slowdown: StallTotal,
+    /// L0 stop stalls.
+    pub l0_stop: StallTotal,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct StallCounters {
+    counts: [AtomicU64; 3],
+    micros: [AtomicU64; 3],
+}
+
+impl StallCounters {
+    pub(crate) fn record(&self, kind: Stall, took: Duration) {
+        self.counts[kind as usize].fetch_add(1, Ordering::Relaxed);
+        self.micros[kind as usize].fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> Stalls {
+        let get = |k: Stall| StallTotal {
+            count: self.counts[k as usize].load(Ordering::Relaxed),
+            duration_us: self.micros[k as usize].load(Ordering::Relaxed),
+        };
+        Stalls {
+            memtable: get(Stall::Memtable),
+            l0_slowdown: get(Stall::L0Slowdown),
+            l0_stop: get(Stall::L0Stop),
+        }
+    }
+}
+
+/// A snapshot of the store's statistics and properties.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// SSTs per level.
+    pub files_per_level: Vec<usize>,
+    /// Bytes per level.
+    pub bytes_per_level: Vec<u64>,
+    /// Bytes by which levels exceed their targets (an estimate of compaction debt).
+    pub pending_compaction_bytes: u64,
+    /// Memtables, active and sealed.
+    pub memtables: usize,
+    /// Bytes in memtables.
+    pub memtable_bytes: usize,
+    /// Last sequence number handed out.
+    pub last_seq: u64,
+    /// Flushes completed since open.
+    pub flushes: u64,
+    /// Compactions completed since open (trivial moves included).
+    pub compactions: u64,
+    /// Bytes of write batches accepted since open.
+    pub user_bytes_written: u64,
+    /// Bytes written to the WAL area since open.
+    pub wal_bytes_written: u64,
+    /// Bytes of SSTs written since open.
+    pub sst_bytes_written: u64,
+    /// Bytes written to the version log since open.
+    pub version_log_bytes_written: u64,
+    /// Block cache hits.
+    pub block_cache_hits: u64,
+    /// Block cache misses.
+    pub block_cache_misses: u64,
+    /// Bytes held by the block cache.
+    pub block_cache_bytes: usize,
+    /// Write stalls by kind.
+    pub stalls: Stalls,
+    /// Why the store stopped, if it did.
+    pub stopped: Option<String>,
+}
+
+impl Stats {
+    /// Device bytes written per user byte since open (WAL, SSTs and version log).
+    pub fn write_amplification(&self) -> f64 {
+        let device =
+            self.wal_bytes_written + self.sst_bytes_written + self.version_log_bytes_written;
+        if self.user_bytes_written == 0 {
+            0.0
+        } else {
+            device as f64 / self.user_bytes_written as f64
+        }
+    }
+
+    /// Block cache hit ratio, 0 to 1.
+    pub fn block_cache_hit_ratio(&self) -> f64 {
+        let total = self.block_cache_hits + self.block_cache_misses;
+        if total == 0 { 0.0 } else { self.block_cache_hits as f64 / total as f64 }
+    }
+}

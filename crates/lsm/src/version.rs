@@ -1,0 +1,346 @@
+//! The set of live SSTs per level, as immutable snapshots shared by readers.
+//!
+//! A version is replaced whole (copy-on-write) by each flush or compaction; readers and
+//! iterators keep the `Arc<Version>` they started with, so the SSTs they use stay readable.
+//! An SST dropped by a compaction is marked obsolete, and its extent goes back to the volume
+//! only when the last handle on it is dropped (the commit held it, see `Edit::hold_removed`).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+
+use shale_space::Volume;
+
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key;
+use crate::sst::{SstIter, SstReader};
+use crate::version_edit::{LEVELS_MAX, SstMeta, VersionEdit};
+
+/// Number of levels.
+pub const LEVELS: usize = 7;
+const _: () = assert!(LEVELS <= LEVELS_MAX);
+
+/// An open SST.
+pub struct SstHandle {
+    /// What the version records of it.
+    pub meta: SstMeta,
+    /// Its reader.
+    pub reader: SstReader,
+    obsolete: AtomicBool,
+    volume: Arc<Volume>,
+    cache: Arc<BlockCache>,
+}
+
+impl SstHandle {
+    /// Wraps an open reader.
+    pub fn new(
+        meta: SstMeta,
+        reader: SstReader,
+        volume: Arc<Volume>,
+        cache: Arc<BlockCache>,
+    ) -> SstHandle {
+        SstHandle { meta, reader, obsolete: AtomicBool::new(false), volume, cache }
+    }
+
+    /// Marks the SST as dropped by a committed edit: its extent is released on last drop.
+    pub fn mark_obsolete(&self) {
+        self.obsolete.store(true, AtomicOrdering::Release);
+    }
+
+    fn user_range_contains(&self, user_key: &[u8]) -> bool {
+        key::user_key(&self.meta.smallest) <= user_key
+            && user_key <= key::user_key(&self.meta.largest)
+    }
+}
+
+impl Drop for SstHandle {
+    fn drop(&mut self) {
+        if self.obsolete.load(AtomicOrdering::Acquire) {
+            self.cache.forget(self.meta.id);
+            self.volume.release(self.meta.extent);
+        }
+    }
+}
+
+/// Live SSTs per level: L0 newest first (by id), deeper levels sorted by key, disjoint.
+#[derive(Clone, Default)]
+pub struct Version {
+    /// The levels.
+    pub levels: Vec<Vec<Arc<SstHandle>>>,
+}
+
+impl Version {
+    /// A version with no SST.
+    pub fn empty() -> Version {
+        Version { levels: vec![Vec::new(); LEVELS] }
+    }
+
+    /// The version after `edit`; `open` opens the readers of added SSTs.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if the edit removes an SST that is not there or breaks the level
+    /// order; the errors of `open`.
+    pub fn apply(
+        &self,
+        edit: &VersionEdit,
+        open: &mut dyn FnMut(&SstMeta) -> Result<Arc<SstHandle>>,
+    ) -> Result<(Version, Vec<Arc<SstHandle>>)> {
+        let mut levels = self.levels.clone();
+        let mut removed = Vec::new();
+        for &(level, id) in &edit.removed {
+            let files = levels.get_mut(usize::from(level)).ok_or_else(|| bad_edit("level"))?;
+            let at = files.iter().position(|f| f.meta.id == id).ok_or_else(|| {
+                Error::corruption(
+                    format!("version edit removes SST {id}, which L{level} does not hold"),
+                    0,
+                )
+            })?;
+            removed.push(files.remove(at));
+        }
+        for (level, meta) in &edit.added {
+            let level = usize::from(*level);
+            if level >= LEVELS {
+                return Err(bad_edit("level"));
+            }
+            // A trivial move re-adds an SST this edit removed: keep its open handle.
+            let handle = match removed.iter().position(|h| h.meta.id == meta.id) {
+                Some(i) => removed.remove(i),
+                None => open(meta)?,
+            };
+            levels[level].push(handle);
+        }
+        levels[0].sort_by_key(|f| std::cmp::Reverse(f.meta.id));
+        for files in levels.iter_mut().skip(1) {
+            files.sort_by(|a, b| key::compare(&a.meta.smallest, &b.meta.smallest));
+            let overlapping = files
+                .windows(2)
+                .any(|w| key::user_key(&w[0].meta.largest) >= key::user_key(&w[1].meta.smallest));
+            if overlapping {
+                return Err(Error::corruption(
+                    "version edit leaves overlapping SSTs in a level",
+                    0,
+                ));
+            }
+        }
+        Ok((Version { levels }, removed))
+    }
+
+    /// The complete state as one edit that adds every SST (the engine bytes of a base version).
+    pub fn as_base_edit(
+        &self,
+        last_seq: u64,
+        oldest_unflushed_ltn: u64,
+        next_ltn: u64,
+    ) -> VersionEdit {
+        let added = self
+            .levels
+            .iter()
+            .enumerate()
+            .flat_map(|(level, files)| files.iter().map(move |f| (level as u8, f.meta.clone())))
+            .collect();
+        VersionEdit { last_seq, oldest_unflushed_ltn, next_ltn, removed: Vec::new(), added }
+    }
+
+    /// Total bytes of a level.
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.levels[level].iter().map(|f| f.meta.bytes).sum()
+    }
+
+    /// SSTs that may hold `user_key`, in the order a read must consult them.
+    pub fn candidates(&self, user_key: &[u8]) -> Vec<Arc<SstHandle>> {
+        let mut out: Vec<Arc<SstHandle>> =
+            self.levels[0].iter().filter(|f| f.user_range_contains(user_key)).cloned().collect();
+        for files in &self.levels[1..] {
+            let i = files.partition_point(|f| key::user_key(&f.meta.largest) < user_key);
+            if let Some(f) = files.get(i) {
+                if f.user_range_contains(user_key) {
+                    out.push(f.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// SSTs of `level` whose user-key range overlaps `[smallest, largest]` (user keys).
+    pub fn overlapping(
+        &self,
+        level: usize,
+        smallest: &[u8],
+        largest: &[u8],
+    ) -> Vec<Arc<SstHandle>> {
+        self.levels[level]
+            .iter()
+            .filter(|f| {
+                key::user_key(&f.meta.largest) >= smallest
+                    && key::user_key(&f.meta.smallest) <= largest
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Iterators over every SST: one per L0 SST, one concatenation per deeper level.
+    pub fn iterators(&self) -> Vec<Box<dyn InternalIterator>> {
+        let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for f in &self.levels[0] {
+            out.push(Box::new(HandleIter { _handle: f.clone(), iter: f.reader.iter() }));
+        }
+        for files in &self.levels[1..] {
+            if !files.is_empty() {
+                out.push(Box::new(LevelIterator::new(files.clone())));
+            }
+        }
+        out
+    }
+}
+
+fn bad_edit(what: &str) -> Error {
+    Error::corruption(format!("version edit names an impossible {what}"), 0)
+}
+
+/// An SST iterator that keeps its SST's handle alive.
+pub struct HandleIter {
+    _handle: Arc<SstHandle>,
+    iter: SstIter,
+}
+
+impl HandleIter {
+    /// Iterates one SST.
+    pub fn new(handle: Arc<SstHandle>) -> HandleIter {
+        let iter = handle.reader.iter();
+        HandleIter { _handle: handle, iter }
+    }
+}
+
+impl InternalIterator for HandleIter {
+    fn valid(&self) -> bool {
+        self.iter.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.iter.seek_to_first()
+    }
+    fn seek_to_last(&mut self) {
+        self.iter.seek_to_last()
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.iter.seek(target)
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.iter.seek_for_prev(target)
+    }
+    fn next(&mut self) {
+        self.iter.next()
+    }
+    fn prev(&mut self) {
+        self.iter.prev()
+    }
+    fn key(&self) -> &[u8] {
+        self.iter.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.iter.value()
+    }
+    fn status(&self) -> Result<()> {
+        self.iter.status()
+    }
+}
+
+/// Iterates the disjoint, sorted SSTs of one level as one sequence, opening one SST at a time.
+pub struct LevelIterator {
+    files: Vec<Arc<SstHandle>>,
+    index: usize,
+    current: Option<HandleIter>,
+}
+
+impl LevelIterator {
+    /// Iterates `files` (sorted, disjoint).
+    pub fn new(files: Vec<Arc<SstHandle>>) -> LevelIterator {
+        LevelIterator { files, index: 0, current: None }
+    }
+
+    fn open(&mut self, index: usize) -> bool {
+        if index >= self.files.len() {
+            self.current = None;
+            return false;
+        }
+        self.index = index;
+        self.current = Some(HandleIter::new(self.files[index].clone()));
+        true
+    }
+
+    fn skip_forward(&mut self) {
+        while self.current.as_ref().is_some_and(|c| !c.valid() && c.status().is_ok()) {
+            if !self.open(self.index + 1) {
+                return;
+            }
+            self.current.as_mut().unwrap().seek_to_first();
+        }
+    }
+
+    fn skip_backward(&mut self) {
+        while self.current.as_ref().is_some_and(|c| !c.valid() && c.status().is_ok()) {
+            if self.index == 0 {
+                self.current = None;
+                return;
+            }
+            self.open(self.index - 1);
+            self.current.as_mut().unwrap().seek_to_last();
+        }
+    }
+}
+
+impl InternalIterator for LevelIterator {
+    fn valid(&self) -> bool {
+        self.current.as_ref().is_some_and(|c| c.valid())
+    }
+    fn seek_to_first(&mut self) {
+        if self.open(0) {
+            self.current.as_mut().unwrap().seek_to_first();
+            self.skip_forward();
+        }
+    }
+    fn seek_to_last(&mut self) {
+        if self.open(self.files.len().saturating_sub(1)) {
+            self.current.as_mut().unwrap().seek_to_last();
+            self.skip_backward();
+        }
+    }
+    fn seek(&mut self, target: &[u8]) {
+        let i =
+            self.files.partition_point(|f| key::compare(&f.meta.largest, target) == Ordering::Less);
+        if self.open(i) {
+            self.current.as_mut().unwrap().seek(target);
+            self.skip_forward();
+        }
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        let i = self
+            .files
+            .partition_point(|f| key::compare(&f.meta.smallest, target) != Ordering::Greater);
+        if i == 0 {
+            self.current = None;
+            return;
+        }
+        self.open(i - 1);
+        self.current.as_mut().unwrap().seek_for_prev(target);
+        self.skip_backward();
+    }
+    fn next(&mut self) {
+        self.current.as_mut().expect("next on an invalid iterator").next();
+        self.skip_forward();
+    }
+    fn prev(&mut self) {
+        self.current.as_mut().expect("prev on an invalid iterator").prev();
+        self.skip_backward();
+    }
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().expect("key on an invalid iterator").key()
+    }
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().expect("value on an invalid iterator").value()
+    }
+    fn status(&self) -> Result<()> {
+        self.current.as_ref().map_or(Ok(()), |c| c.status())
+    }
+}

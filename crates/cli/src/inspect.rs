@@ -18,6 +18,35 @@ pub struct Args {
 
 const MIB: f64 = 1024.0 * 1024.0;
 
+/// The lsm engine's levels, read from the committed version records without opening anything.
+fn print_levels(versions: &shale_space::Versions) -> Result<(), Box<dyn std::error::Error>> {
+    let folded = shale_lsm::version_edit::fold(versions)?;
+    if folded.live.is_empty() && folded.last_seq == 0 {
+        println!("lsm           no engine state yet");
+        return Ok(());
+    }
+    println!(
+        "lsm           last sequence {}, oldest unflushed WAL generation {}, next {}",
+        folded.last_seq, folded.oldest_unflushed_ltn, folded.next_ltn
+    );
+    let mut levels: std::collections::BTreeMap<u8, Vec<&shale_lsm::version_edit::SstMeta>> =
+        Default::default();
+    for (level, meta) in folded.live.values() {
+        levels.entry(*level).or_default().push(meta);
+    }
+    for (level, files) in &levels {
+        let bytes: u64 = files.iter().map(|m| m.bytes).sum();
+        let entries: u64 = files.iter().map(|m| m.entries).sum();
+        println!(
+            "              L{level}: {} SSTs, {:.1} MiB, {} entries",
+            files.len(),
+            bytes as f64 / MIB,
+            entries
+        );
+    }
+    Ok(())
+}
+
 /// Runs the command.
 ///
 /// # Errors
@@ -88,6 +117,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
+    print_levels(&opened.versions)?;
     let log_io = v.io(IoClass::VersionLog);
     println!("recovery I/O  {} reads, {} bytes of version log", log_io.reads, log_io.read_bytes);
     v.check_slots()?;

@@ -1,5 +1,6 @@
 //! The `shale` command-line tool: one subcommand per job, each in its own module.
 
+mod check;
 mod inspect;
 mod iobench;
 
@@ -18,8 +19,10 @@ struct Cli {
 enum Command {
     /// Measure the io layer alone: one thread, one queue, Q requests in flight.
     Iobench(iobench::Args),
-    /// Show a volume's layout, version-log state and slot use (writes nothing).
+    /// Show a volume's layout, version-log state, slot use and levels (writes nothing).
     Inspect(inspect::Args),
+    /// Recover a store and verify every checksum and the LSM invariants.
+    Check(check::Args),
 }
 
 fn main() -> ExitCode {
@@ -27,6 +30,7 @@ fn main() -> ExitCode {
     let result: Result<(), Box<dyn std::error::Error>> = match Cli::parse().command {
         Command::Iobench(args) => iobench::run(&args).map_err(Into::into),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Check(args) => check::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

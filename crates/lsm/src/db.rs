@@ -160,38 +160,16 @@ impl Db {
         let pool = Arc::new(QueuePool::new(volume.clone()));
         let cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
         // 1. The committed version: fold the base's complete state and each delta into the set
-        //    of live SSTs first, then open only those. An SST added and later removed in the
-        //    same chain must not be opened: its slots may hold another SST by now.
-        let mut replayed =
-            VersionEdit { oldest_unflushed_ltn: 1, next_ltn: 1, ..Default::default() };
-        let mut live: BTreeMap<u64, (u8, SstMeta)> = BTreeMap::new();
-        let mut max_id = 0;
-        let engine_edits = std::iter::once(&opened.versions.base.engine)
-            .chain(opened.versions.deltas.iter().map(|d| &d.engine))
-            .filter(|bytes| !bytes.is_empty());
-        for bytes in engine_edits {
-            let edit = VersionEdit::decode(bytes)?;
-            for (level, id) in &edit.removed {
-                match live.remove(id) {
-                    Some((l, _)) if l == *level => {}
-                    _ => {
-                        return Err(Error::corruption(
-                            format!(
-                                "version edit removes SST {id} from L{level}, which does not hold it"
-                            ),
-                            0,
-                        ));
-                    }
-                }
-            }
-            for (level, meta) in edit.added {
-                max_id = max_id.max(meta.id);
-                live.insert(meta.id, (level, meta));
-            }
-            replayed.last_seq = replayed.last_seq.max(edit.last_seq);
-            replayed.oldest_unflushed_ltn = edit.oldest_unflushed_ltn;
-            replayed.next_ltn = replayed.next_ltn.max(edit.next_ltn);
-        }
+        //    of live SSTs first, then open only those (see `version_edit::fold`).
+        let folded = crate::version_edit::fold(&opened.versions)?;
+        let replayed = VersionEdit {
+            last_seq: folded.last_seq,
+            oldest_unflushed_ltn: folded.oldest_unflushed_ltn,
+            next_ltn: folded.next_ltn,
+            ..Default::default()
+        };
+        let max_id = folded.max_sst_id;
+        let live = folded.live;
         let all_live = VersionEdit { added: live.into_values().collect(), ..Default::default() };
         let mut open = |m: &SstMeta| open_sst(&volume, &pool, &cache, m);
         let version = Version::empty().apply(&all_live, &mut open)?.0;
@@ -200,8 +178,20 @@ impl Db {
         let mut q = volume
             .queue(IoClass::Wal, &QueueOptions { depth: WAL_QUEUE_DEPTH, ..Default::default() })?;
         let wanted = WalLayout::new(l.wal_offset, l.wal_bytes, opts.wal_groups())?;
-        let (meta, groups) = crate::wal::recover(&wanted, &mut q, replayed.oldest_unflushed_ltn)?;
+        let (mut meta, groups) =
+            crate::wal::recover(&wanted, &mut q, replayed.oldest_unflushed_ltn)?;
         let max_meta_ltn = meta.groups.iter().map(|g| g.ltn).max().unwrap_or(0);
+        if meta.groups.len() as u32 != wanted.groups
+            || meta.pages_per_group != wanted.pages_per_group
+        {
+            // The options now ask for another WAL geometry. Every recovered group is flushed
+            // below before a page is written, and the generation keeps growing, so the old
+            // layout is simply forgotten (a crash before the new metadata lands leaves the old
+            // one, whose groups the committed version already marks flushed).
+            let generation = meta.generation;
+            meta = crate::wal::meta::WalMeta::empty(wanted.groups, wanted.pages_per_group);
+            meta.generation = generation;
+        }
         let inner = Arc::new(Inner {
             opts: opts.clone(),
             volume: volume.clone(),

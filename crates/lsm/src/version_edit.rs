@@ -180,6 +180,59 @@ impl VersionEdit {
     }
 }
 
+/// The committed state recovered from a volume's version records: the live SSTs and the
+/// counters of the newest edit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Folded {
+    /// Highest sequence number recorded by any edit.
+    pub last_seq: u64,
+    /// Oldest WAL generation not flushed yet.
+    pub oldest_unflushed_ltn: u64,
+    /// Next WAL generation number.
+    pub next_ltn: u64,
+    /// Largest SST id ever added.
+    pub max_sst_id: u64,
+    /// Live SSTs by id, with their level.
+    pub live: std::collections::BTreeMap<u64, (u8, SstMeta)>,
+}
+
+/// Folds a base version and its deltas into the live set of SSTs, without opening any: an SST
+/// added and later removed in the same chain may have had its slots reused since.
+///
+/// # Errors
+/// [`Error::Corruption`] for undecodable engine bytes or an edit that removes an SST the state
+/// does not hold.
+pub fn fold(versions: &shale_space::Versions) -> Result<Folded> {
+    let mut f = Folded { oldest_unflushed_ltn: 1, next_ltn: 1, ..Folded::default() };
+    let engine_edits = std::iter::once(&versions.base.engine)
+        .chain(versions.deltas.iter().map(|d| &d.engine))
+        .filter(|bytes| !bytes.is_empty());
+    for bytes in engine_edits {
+        let edit = VersionEdit::decode(bytes)?;
+        for (level, id) in &edit.removed {
+            match f.live.remove(id) {
+                Some((l, _)) if l == *level => {}
+                _ => {
+                    return Err(Error::corruption(
+                        format!(
+                            "version edit removes SST {id} from L{level}, which does not hold it"
+                        ),
+                        0,
+                    ));
+                }
+            }
+        }
+        for (level, meta) in edit.added {
+            f.max_sst_id = f.max_sst_id.max(meta.id);
+            f.live.insert(meta.id, (level, meta));
+        }
+        f.last_seq = f.last_seq.max(edit.last_seq);
+        f.oldest_unflushed_ltn = edit.oldest_unflushed_ltn;
+        f.next_ltn = f.next_ltn.max(edit.next_ltn);
+    }
+    Ok(f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

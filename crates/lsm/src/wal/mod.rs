@@ -35,6 +35,8 @@ use page::PAGE_BYTES;
 pub struct WalLayout {
     /// Byte offset of the WAL area on the device.
     pub area_offset: u64,
+    /// Size of the WAL area.
+    pub area_bytes: u64,
     /// Number of log groups.
     pub groups: u32,
     /// Pages in each group.
@@ -61,6 +63,7 @@ impl WalLayout {
         }
         Ok(WalLayout {
             area_offset,
+            area_bytes,
             groups,
             pages_per_group: per_group.min(u64::from(u32::MAX)) as u32,
         })

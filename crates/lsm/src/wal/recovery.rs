@@ -48,6 +48,15 @@ pub fn recover(
     oldest_unflushed_ltn: u64,
 ) -> Result<(WalMeta, Vec<RecoveredGroup>)> {
     let meta = read_meta(layout, queue)?;
+    // Read with the geometry the metadata records: the options that size the WAL may have
+    // changed since it was written (the engine re-lays the WAL out once the replay is flushed).
+    let recorded = WalLayout {
+        area_offset: layout.area_offset,
+        area_bytes: layout.area_bytes,
+        groups: meta.groups.len() as u32,
+        pages_per_group: meta.pages_per_group,
+    };
+    let layout = &recorded;
     let mut live: Vec<(u32, u64, GroupState, u32)> = meta
         .groups
         .iter()
@@ -71,20 +80,15 @@ fn read_meta(layout: &WalLayout, queue: &mut dyn Queue) -> Result<WalMeta> {
     let both = queue.read_at(layout.meta_offset(0), 2 * PAGE_BYTES)?;
     let copies = [&both[..PAGE_BYTES], &both[PAGE_BYTES..]];
     let best = copies.iter().filter_map(|c| WalMeta::decode(c)).max_by_key(|m| m.generation);
+    let area_pages = layout.area_bytes / PAGE_BYTES as u64;
     match best {
-        Some(m)
-            if m.groups.len() as u32 == layout.groups
-                && m.pages_per_group == layout.pages_per_group =>
-        {
-            Ok(m)
-        }
+        Some(m) if 2 + m.groups.len() as u64 * u64::from(m.pages_per_group) <= area_pages => Ok(m),
         Some(m) => Err(Error::corruption(
             format!(
-                "WAL metadata describes {} groups of {} pages, the store expects {} of {}",
+                "WAL metadata describes {} groups of {} pages, more than the {area_pages}-page \
+                 WAL area holds",
                 m.groups.len(),
-                m.pages_per_group,
-                layout.groups,
-                layout.pages_per_group
+                m.pages_per_group
             ),
             layout.meta_offset(0),
         )),

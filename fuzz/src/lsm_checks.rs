@@ -14,6 +14,8 @@ use shale_lsm::sst::block::{Block, BlockBuilder};
 use shale_lsm::sst::footer::{FOOTER_BYTES, SST_MAGIC};
 use shale_lsm::sst::format::{BLOCK_TRAILER_BYTES, BlockHandle};
 use shale_lsm::sst::{BlockSource, Compression, SstBuilder, SstOptions, SstReader, bloom_hash};
+use shale_lsm::wal::meta::WalMeta;
+use shale_lsm::wal::page::{self, FragmentType, PAGE_BYTES, PAGE_PAYLOAD_BYTES, PageBuf};
 
 /// Most moves one iterator makes over a fuzz input; every block holds far fewer entries, so
 /// reaching it means an iterator failed to advance.
@@ -180,6 +182,53 @@ fn seed_image(compression: Compression, block_bytes: usize) -> Vec<u8> {
 
 /// Inputs the target starts from: blocks and small SST images (512-byte slots).
 /// `crates/lsm/tests/fuzz_regressions.rs` checks they are committed under `fuzz/regressions/`.
+/// Fuzz target `wal_page`: the first byte chooses which checksums to recompute (bit 0: the
+/// page's, bit 1: the metadata page's) so the decoders behind them are reached; the rest is a
+/// WAL page (zero-padded to 4 KiB), also read as a metadata page and as a WAL record. Every
+/// decoder answers with an error or data, never a panic; a page or metadata page that decodes
+/// describes only bytes inside itself, and metadata re-encodes to what it decoded from.
+pub fn wal_page(data: &[u8]) {
+    let Some((&flags, body)) = data.split_first() else { return };
+    let mut bytes = vec![0u8; PAGE_BYTES];
+    let n = body.len().min(PAGE_BYTES);
+    bytes[..n].copy_from_slice(&body[..n]);
+    let mut as_page = bytes.clone();
+    if flags & 1 != 0 {
+        let crc = crc32c::crc32c(&as_page[12..]);
+        as_page[8..12].copy_from_slice(&crc.to_le_bytes());
+    }
+    let ltn = u64::from_le_bytes(as_page[..8].try_into().unwrap());
+    let index = u32::from_le_bytes(as_page[12..16].try_into().unwrap());
+    if let Ok(p) = page::decode(&as_page, ltn, index) {
+        let used: usize = p.fragments.iter().map(|f| f.data.len() + 3).sum();
+        assert!(used <= PAGE_PAYLOAD_BYTES, "fragments run past the payload area");
+    }
+    let _ = page::claimed(&as_page);
+    let mut as_meta = bytes;
+    if flags & 2 != 0 {
+        as_meta[..4].copy_from_slice(shale_lsm::wal::meta::META_MAGIC);
+        let crc = crc32c::crc32c(&as_meta[8..]);
+        as_meta[4..8].copy_from_slice(&crc.to_le_bytes());
+    }
+    if let Some(m) = WalMeta::decode(&as_meta) {
+        assert_eq!(WalMeta::decode(&m.encode()), Some(m), "metadata does not round-trip");
+    }
+    let _ = shale_lsm::batch::decode(body, 0);
+}
+
+/// A sealed WAL page holding two records, the second spanning into the next page.
+fn seed_wal_page() -> Vec<u8> {
+    let mut p = PageBuf::new();
+    let mut batch = shale_lsm::batch::WriteBatch::new();
+    batch.put(b"key", b"value");
+    batch.delete(b"gone");
+    p.push(FragmentType::Full, &batch.encode(7));
+    p.push(FragmentType::First, &[9u8; 200]);
+    let mut out = vec![1u8];
+    out.extend_from_slice(p.seal(3, 0, 0, 0).0);
+    out
+}
+
 pub fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     let block = |n: u32, interval: usize| {
         let mut b = BlockBuilder::new(interval);
@@ -195,6 +244,12 @@ pub fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         ("sst_block", "image-uncompressed", seed_image(Compression::None, 256)),
         ("sst_block", "image-lz4", seed_image(Compression::Lz4, 512)),
         ("sst_block", "image-zero-length-index-key", forged_short_index_key()),
+        ("wal_page", "page-two-records", seed_wal_page()),
+        ("wal_page", "metadata-three-groups", {
+            let mut out = vec![2u8];
+            out.extend_from_slice(&WalMeta::empty(3, 100).encode());
+            out
+        }),
     ]
 }
 

@@ -8,7 +8,7 @@ mod lsm_checks;
 use std::path::{Path, PathBuf};
 
 /// The lsm fuzz targets, named as in `fuzz/Cargo.toml`.
-const TARGETS: [&str; 1] = ["sst_block"];
+const TARGETS: [&str; 2] = ["sst_block", "wal_page"];
 
 fn regressions_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions").join(target)
@@ -33,6 +33,11 @@ fn replay(target: &str, check: fn(&[u8])) {
 #[test]
 fn sst_block_regressions() {
     replay("sst_block", lsm_checks::sst_block);
+}
+
+#[test]
+fn wal_page_regressions() {
+    replay("wal_page", lsm_checks::wal_page);
 }
 
 /// The committed seed inputs are the ones `lsm_checks::seeds` generates, so a format change
@@ -63,7 +68,18 @@ fn committed_seeds_match_the_generator() {
 fn seeds_decode_as_intended() {
     use shale_lsm::iter::InternalIterator;
     use std::sync::Arc;
-    for (_, name, bytes) in lsm_checks::seeds() {
+    for (target, name, bytes) in lsm_checks::seeds() {
+        if target == "wal_page" {
+            let body = &bytes[1..];
+            if name.starts_with("page") {
+                let p = shale_lsm::wal::page::decode(body, 3, 0)
+                    .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+                assert_eq!(p.fragments.len(), 2, "{name}");
+            } else {
+                assert!(shale_lsm::wal::meta::WalMeta::decode(body).is_some(), "{name}");
+            }
+            continue;
+        }
         if name.starts_with("image") {
             let cache = Arc::new(shale_lsm::cache::BlockCache::new(1 << 20));
             let r = shale_lsm::sst::SstReader::open(Arc::new(bytes), cache, 1).unwrap();

@@ -124,7 +124,7 @@ fn check(run: &Run, image: Vec<u8>, k: u64, keep: bool, layout: WalLayout) -> us
 #[test]
 fn every_crash_point_recovers_an_acknowledged_prefix() {
     let seeds: u64 =
-        std::env::var("SHALE_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+        std::env::var("SHALE_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
     let mut images = 0;
     for seed in 0..seeds {
         let dev = SimDevice::new(8 << 20, 4096, seed).unwrap();
@@ -132,7 +132,7 @@ fn every_crash_point_recovers_an_acknowledged_prefix() {
             Volume::open(Arc::new(dev.clone()), &VolumeOptions::small_for_tests()).unwrap();
         let layout = layout_of(&opened.volume);
         let start = dev.writes();
-        let run = workload(&dev, &opened.volume, seed, 400);
+        let run = workload(&dev, &opened.volume, seed, 300);
         assert!(run.flushed.len() > 2, "the workload must recycle groups");
         for k in start..=dev.writes() {
             let s = seed * 1_000_003 + k;

@@ -3,8 +3,9 @@
 //! Write path, in order, under the state lock:
 //! 1. Check the batch (key and batch sizes) and that the store is not stopped.
 //! 2. Make room: switch to a new memtable when this one is full, stalling while too many
-//!    memtables wait for flush (MT stall) or L0 holds the stop trigger of SSTs (L0 stall);
-//!    delay each write by 1 ms while L0 is past the slowdown trigger (L0 slowdown).
+//!    memtables wait for flush (MT stall), L0 holds the stop trigger of SSTs (L0 stop) or
+//!    compaction debt is past the hard limit (PS stop); delay each write by 1 ms while L0 is
+//!    past the slowdown trigger or the debt past the soft limit (`write_controller`).
 //! 3. Stamp sequence numbers and append the batch to the active WAL group (durably if sync).
 //!    A full group switches the memtable and retries; a failed append stops the store (P5).
 //! 4. Insert the ops into the active memtable, then publish the new last sequence.
@@ -41,13 +42,14 @@ use crate::stats::{Stall, StallCounters, Stats};
 use crate::version::{HandleIter, LEVELS, SstHandle, Version};
 use crate::version_edit::{SstMeta, VersionEdit};
 use crate::wal::{AppendError, WalLayout, WalWriter};
+use crate::write_controller::{self, Pressure};
 
 /// Memory a batch takes in a memtable beyond its encoded bytes, per op (node and key trailer).
 const MEMTABLE_OVERHEAD_PER_OP: usize = 160;
 /// WAL pages kept in flight by one append.
 const WAL_QUEUE_DEPTH: u32 = 16;
-/// Delay of one write while L0 is past the slowdown trigger.
-const L0_SLOWDOWN_DELAY: Duration = Duration::from_millis(1);
+/// Delay of one write under slowdown pressure (L0 or pending compaction bytes).
+const WRITE_DELAY: Duration = Duration::from_millis(1);
 
 /// An open store.
 ///
@@ -96,6 +98,8 @@ struct State {
     snapshots: BTreeMap<u64, usize>,
     /// Highest `last_seq` of any committed edit.
     persisted_seq: u64,
+    /// Compaction debt of `version`, kept with it so the write path does not walk the levels.
+    pending_compaction_bytes: u64,
     stopped: Option<String>,
     shutting_down: bool,
     full_compaction: bool,
@@ -208,6 +212,7 @@ impl Db {
                 next_ltn: replayed.next_ltn.max(max_meta_ltn + 1),
                 snapshots: BTreeMap::new(),
                 persisted_seq: replayed.last_seq,
+                pending_compaction_bytes: 0,
                 stopped: None,
                 shutting_down: false,
                 full_compaction: false,
@@ -487,20 +492,17 @@ impl Inner {
         mut st: MutexGuard<'a, State>,
         footprint: usize,
     ) -> Result<MutexGuard<'a, State>> {
-        let l0 = st.version.levels[0].len();
-        if l0 >= self.opts.level0_slowdown_writes_trigger
-            && l0 < self.opts.level0_stop_writes_trigger
-        {
+        if let Pressure::Delay(kind) = self.pressure(&st) {
             let started = Instant::now();
             drop(st);
-            std::thread::sleep(L0_SLOWDOWN_DELAY);
-            self.stalls.record(Stall::L0Slowdown, started.elapsed());
+            std::thread::sleep(WRITE_DELAY);
+            self.stalls.record(kind, started.elapsed());
             st = self.state.lock();
         }
         loop {
             stopped_error(&st)?;
-            if st.version.levels[0].len() >= self.opts.level0_stop_writes_trigger {
-                self.stall(&mut st, Stall::L0Stop);
+            if let Pressure::Stop(kind) = self.pressure(&st) {
+                self.stall(&mut st, kind);
                 continue;
             }
             if st.mem.is_empty() || st.mem_bytes + footprint <= self.opts.write_buffer_bytes {
@@ -508,6 +510,19 @@ impl Inner {
             }
             self.switch_memtable(&mut st)?;
         }
+    }
+
+    fn pressure(&self, st: &State) -> Pressure {
+        write_controller::pressure(
+            &self.opts,
+            st.version.levels[0].len(),
+            st.pending_compaction_bytes,
+        )
+    }
+
+    /// Bytes by which levels exceed their targets: an estimate of compaction debt.
+    fn pending_compaction_bytes(&self, v: &Version) -> u64 {
+        (1..LEVELS - 1).map(|l| v.level_bytes(l).saturating_sub(self.level_target(l))).sum()
     }
 
     fn stall(&self, st: &mut MutexGuard<'_, State>, kind: Stall) {
@@ -696,6 +711,7 @@ impl Inner {
         for h in dropped {
             h.mark_obsolete();
         }
+        st.pending_compaction_bytes = self.pending_compaction_bytes(&version);
         st.version = Arc::new(version);
         Ok(())
     }

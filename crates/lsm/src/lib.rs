@@ -44,6 +44,7 @@ pub mod stats;
 pub mod version;
 pub mod version_edit;
 pub mod wal;
+pub mod write_controller;
 
 pub use batch::WriteBatch;
 pub use check::CheckReport;

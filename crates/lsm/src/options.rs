@@ -28,6 +28,10 @@ pub struct Options {
     pub max_bytes_for_level_multiplier: u64,
     /// Size at which compaction output is cut into a new SST (`target_file_size_base`).
     pub target_file_size_base: u64,
+    /// Compaction debt from which each write is delayed (0 = off).
+    pub soft_pending_compaction_bytes_limit: u64,
+    /// Compaction debt at which writes wait for compaction (0 = off).
+    pub hard_pending_compaction_bytes_limit: u64,
     /// Block size, restart interval, bloom bits and compression of SSTs.
     pub sst: SstOptions,
     /// Byte budget of the block cache (data, index and filter blocks).
@@ -47,6 +51,8 @@ impl Default for Options {
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10,
             target_file_size_base: 64 << 20,
+            soft_pending_compaction_bytes_limit: 64 << 30,
+            hard_pending_compaction_bytes_limit: 256 << 30,
             sst: SstOptions::default(),
             block_cache_bytes: 32 << 20,
             volume: VolumeOptions::default(),

@@ -12,6 +12,10 @@ pub enum Stall {
     L0Slowdown = 1,
     /// L0 at the stop trigger: writes wait for compaction.
     L0Stop = 2,
+    /// Pending compaction bytes past the soft limit: each write delayed (PS).
+    PendingSlowdown = 3,
+    /// Pending compaction bytes past the hard limit: writes wait (PS).
+    PendingStop = 4,
 }
 
 /// Count and total duration of stalls of one kind.
@@ -32,12 +36,16 @@ pub struct Stalls {
     pub l0_slowdown: StallTotal,
     /// L0 stop stalls.
     pub l0_stop: StallTotal,
+    /// Pending-compaction-bytes delays.
+    pub pending_slowdown: StallTotal,
+    /// Pending-compaction-bytes stops.
+    pub pending_stop: StallTotal,
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct StallCounters {
-    counts: [AtomicU64; 3],
-    micros: [AtomicU64; 3],
+    counts: [AtomicU64; 5],
+    micros: [AtomicU64; 5],
 }
 
 impl StallCounters {
@@ -55,6 +63,8 @@ impl StallCounters {
             memtable: get(Stall::Memtable),
             l0_slowdown: get(Stall::L0Slowdown),
             l0_stop: get(Stall::L0Stop),
+            pending_slowdown: get(Stall::PendingSlowdown),
+            pending_stop: get(Stall::PendingStop),
         }
     }
 }

@@ -81,6 +81,8 @@ struct Inner {
     next_sst_id: AtomicU64,
     stalls: StallCounters,
     user_bytes_written: AtomicU64,
+    /// Memtable size (and so L0 SST size), changeable while running (`set_write_buffer_bytes`).
+    write_buffer_bytes: AtomicU64,
 }
 
 struct State {
@@ -224,6 +226,7 @@ impl Db {
             next_sst_id: AtomicU64::new(max_id + 1),
             stalls: StallCounters::default(),
             user_bytes_written: AtomicU64::new(0),
+            write_buffer_bytes: AtomicU64::new(opts.write_buffer_bytes as u64),
         });
         // 3. Replay the WAL into memtables and flush them before accepting writes, so every
         //    old group can be recycled and recovery work stays bounded.
@@ -336,6 +339,34 @@ impl Db {
         stopped_error(&st)
     }
 
+    /// Waits until no flush or compaction is pending (db_bench's `waitforcompaction`).
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] if a background failure stopped the store.
+    pub fn wait_for_compaction(&self) -> Result<()> {
+        let mut st = self.inner.state.lock();
+        while self.inner.work_pending(&st) && st.stopped.is_none() {
+            self.inner.cv.notify_all();
+            self.inner.cv.wait_for(&mut st, Duration::from_millis(50));
+        }
+        stopped_error(&st)
+    }
+
+    /// Changes the memtable size (and so the size of the L0 SSTs flushed from it) while the
+    /// store runs; it applies from the next memtable. ADOC's tuner turns this knob.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] below 64 KiB, or where a batch already accepted could not fit.
+    pub fn set_write_buffer_bytes(&self, bytes: usize) -> Result<()> {
+        if bytes < 64 << 10 {
+            return Err(Error::InvalidArgument(format!(
+                "write buffer of {bytes} bytes is below 64 KiB"
+            )));
+        }
+        self.inner.write_buffer_bytes.store(bytes as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Statistics and properties.
     pub fn stats(&self) -> Stats {
         self.inner.stats()
@@ -444,7 +475,7 @@ impl Inner {
         }
         let footprint = batch.encoded_len() + batch.len() * MEMTABLE_OVERHEAD_PER_OP;
         let group_bytes = self.volume.layout().wal_bytes / u64::from(self.opts.wal_groups() + 1);
-        let limit = (self.opts.write_buffer_bytes / 2).min(group_bytes as usize / 2);
+        let limit = (self.write_buffer_bytes() / 2).min(group_bytes as usize / 2);
         if footprint > limit {
             return Err(Error::InvalidArgument(format!(
                 "batch of {} bytes is over the {limit}-byte limit (half a memtable and half a WAL group)",
@@ -505,11 +536,31 @@ impl Inner {
                 self.stall(&mut st, kind);
                 continue;
             }
-            if st.mem.is_empty() || st.mem_bytes + footprint <= self.opts.write_buffer_bytes {
+            // The active memtable was sized when it started; a later change of the write
+            // buffer size applies from the next one.
+            if st.mem.is_empty() && footprint > st.mem.capacity_bytes() / 2 {
+                // The write buffer shrank after this batch was sized: an empty memtable holds
+                // nothing in the WAL, so swap in one big enough.
+                st.mem = Arc::new(Memtable::new(2 * footprint));
+            }
+            let limit = self.write_buffer_bytes().min(st.mem.capacity_bytes() / 2);
+            if st.mem.is_empty() || st.mem_bytes + footprint <= limit {
                 return Ok(st);
             }
             self.switch_memtable(&mut st)?;
         }
+    }
+
+    fn write_buffer_bytes(&self) -> usize {
+        self.write_buffer_bytes.load(Ordering::Relaxed) as usize
+    }
+
+    /// Whether a flush or a compaction is waiting to run.
+    fn work_pending(&self, st: &State) -> bool {
+        let v = &st.version;
+        !st.imm.is_empty()
+            || v.levels[0].len() >= self.opts.level0_file_num_compaction_trigger
+            || (1..LEVELS - 1).any(|l| v.level_bytes(l) > self.level_target(l))
     }
 
     fn pressure(&self, st: &State) -> Pressure {
@@ -554,10 +605,8 @@ impl Inner {
                 return Err(e);
             }
         };
-        let full = std::mem::replace(
-            &mut st.mem,
-            Arc::new(Memtable::new(2 * self.opts.write_buffer_bytes)),
-        );
+        let full =
+            std::mem::replace(&mut st.mem, Arc::new(Memtable::new(2 * self.write_buffer_bytes())));
         st.mem_bytes = 0;
         let old_ltn = std::mem::replace(&mut st.mem_ltn, ltn);
         st.imm.push_back((full, old_ltn));
@@ -569,7 +618,7 @@ impl Inner {
     /// in one edit that also marks every old WAL generation flushed. One edit, because a crash
     /// in the middle must leave the WAL groups in charge of all of the replayed writes.
     fn replay_wal(&self, groups: &[crate::wal::RecoveredGroup]) -> Result<()> {
-        let new_mem = || Arc::new(Memtable::new(2 * self.opts.write_buffer_bytes));
+        let new_mem = || Arc::new(Memtable::new(2 * self.write_buffer_bytes()));
         let mut mem = new_mem();
         let mut mem_bytes = 0;
         let mut outputs = Vec::new();

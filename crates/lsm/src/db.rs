@@ -13,9 +13,11 @@
 //! Read path: the active memtable, sealed memtables newest first, L0 SSTs newest first, then one
 //! SST per deeper level; each SST checks its bloom filter with the key's hash, computed once.
 //!
-//! Background (one worker): flush the oldest sealed memtable to an L0 SST, else run the
-//! compaction with the highest score. Each result is committed as one version edit; inputs are
-//! freed only once no reader holds them.
+//! Background: one thread flushes the oldest sealed memtable to an L0 SST; another runs the
+//! compaction with the highest score, so a long compaction never holds up a flush. Each result
+//! is committed as one version edit under the state lock, against the version current then
+//! (SSTs are removed by id, so a flush committed meanwhile is kept); inputs are freed only
+//! once no reader holds them.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -67,7 +69,15 @@ const WRITE_DELAY: Duration = Duration::from_millis(1);
 /// ```
 pub struct Db {
     inner: Arc<Inner>,
-    worker: Option<JoinHandle<()>>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+/// What a background thread does. Flushes get a thread of their own so that a long
+/// compaction never holds up the flush that frees a memtable (and with it, waiting writers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Worker {
+    Flush,
+    Compaction,
 }
 
 struct Inner {
@@ -248,14 +258,29 @@ impl Db {
             inner.state.lock().last_seq,
             started.elapsed()
         );
-        let worker_inner = inner.clone();
-        let worker = std::thread::Builder::new()
-            .name("shale-background".into())
-            .spawn(move || worker_inner.background_loop())
-            .map_err(|e| {
-                Error::Io(shale_io::Error::Io { op: shale_io::OpKind::Read, offset: 0, source: e })
-            })?;
-        Ok(Db { inner, worker: Some(worker) })
+        let mut workers = Vec::new();
+        for (kind, name) in
+            [(Worker::Flush, "shale-flush"), (Worker::Compaction, "shale-compaction")]
+        {
+            let worker_inner = inner.clone();
+            let spawned = std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || worker_inner.background_loop(kind));
+            match spawned {
+                Ok(handle) => workers.push(handle),
+                Err(e) => {
+                    let mut db = Db { inner, workers };
+                    db.shutdown();
+                    let source = e;
+                    return Err(Error::Io(shale_io::Error::Io {
+                        op: shale_io::OpKind::Read,
+                        offset: 0,
+                        source,
+                    }));
+                }
+            }
+        }
+        Ok(Db { inner, workers })
     }
 
     /// Sets `key` to `value`.
@@ -406,7 +431,7 @@ impl Db {
     fn shutdown(&mut self) {
         self.inner.state.lock().shutting_down = true;
         self.inner.cv.notify_all();
-        if let Some(w) = self.worker.take() {
+        for w in self.workers.drain(..) {
             let _ = w.join();
         }
     }
@@ -765,7 +790,7 @@ impl Inner {
         Ok(())
     }
 
-    fn background_loop(self: Arc<Self>) {
+    fn background_loop(self: Arc<Self>, kind: Worker) {
         loop {
             let job = {
                 let mut st = self.state.lock();
@@ -773,17 +798,21 @@ impl Inner {
                     if st.stopped.is_some() {
                         return;
                     }
-                    if let Some((mem, ltn)) = st.imm.front().cloned() {
-                        break Job::Flush(mem, ltn);
+                    if kind == Worker::Flush {
+                        if let Some((mem, ltn)) = st.imm.front().cloned() {
+                            break Job::Flush(mem, ltn);
+                        }
+                    } else {
+                        if let Some(c) = self.pick_compaction(&mut st) {
+                            break Job::Compact(c);
+                        }
+                        if st.full_compaction && st.imm.is_empty() {
+                            st.full_compaction = false;
+                            self.cv.notify_all();
+                        }
                     }
-                    if let Some(c) = self.pick_compaction(&mut st) {
-                        break Job::Compact(c);
-                    }
-                    if st.full_compaction {
-                        st.full_compaction = false;
-                        self.cv.notify_all();
-                    }
-                    if st.shutting_down {
+                    // Shut down only once no flush is left, so close loses no memtable.
+                    if st.shutting_down && (kind == Worker::Compaction || st.imm.is_empty()) {
                         return;
                     }
                     self.cv.wait(&mut st);

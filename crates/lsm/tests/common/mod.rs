@@ -1,0 +1,84 @@
+//! Helpers shared by the scenario tests: small store options, self-describing values, scans.
+//!
+//! Values name the key and the write that made them (`<key>@<write>.<op>#` then filler bytes
+//! derived from both), so a test can tell from a value alone whether it is one that was ever
+//! written for its key, and which write wrote it.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use shale_lsm::{Db, Options, ReadOptions};
+
+/// Options that make scripted work flush, compact and switch WAL groups quickly.
+pub fn small_options() -> Options {
+    let mut o = Options::small_for_tests();
+    o.write_buffer_bytes = 64 << 10;
+    o.target_file_size_base = 64 << 10;
+    o.max_bytes_for_level_base = 256 << 10;
+    o.level0_file_num_compaction_trigger = 2;
+    o.volume.layout.version_log_bytes = 128 << 10;
+    o.volume.layout.wal_bytes = 256 << 10;
+    o
+}
+
+/// Bytes of a simulated device for [`small_options`]: room for about a hundred slots.
+pub const DEVICE_BYTES: u64 = 8 << 20;
+
+/// The key with number `n`.
+pub fn key(n: u16) -> Vec<u8> {
+    format!("key{n:03}").into_bytes()
+}
+
+/// The key number of a key made by [`key`].
+pub fn key_number(k: &[u8]) -> Option<u16> {
+    std::str::from_utf8(k.strip_prefix(b"key")?).ok()?.parse().ok()
+}
+
+/// Which write made a value: the write's number and the op's index in its batch.
+pub type Stamp = (u32, u16);
+
+/// The value write `stamp.0` (op `stamp.1`) puts at key `n`: a header naming both, then
+/// filler of a length and content that depend on them.
+pub fn value(n: u16, stamp: Stamp, len_max: usize) -> Vec<u8> {
+    let mut v = format!("key{n:03}@{}.{}#", stamp.0, stamp.1).into_bytes();
+    let h = (u64::from(stamp.0) * 2_654_435_761 + u64::from(stamp.1) * 40_503 + u64::from(n))
+        % 1_000_003;
+    let len = 16 + (h as usize % len_max.max(1));
+    let fill = b'a' + (h % 26) as u8;
+    v.resize(v.len() + len, fill);
+    v
+}
+
+/// Decodes a value made by [`value`] for key `n`; `None` if it is not exactly one of them.
+pub fn stamp_of(n: u16, v: &[u8], len_max: usize) -> Option<Stamp> {
+    let s = std::str::from_utf8(&v[..v.iter().position(|&b| b == b'#')? + 1]).ok()?;
+    let rest = s.strip_prefix(&format!("key{n:03}@"))?.strip_suffix('#')?;
+    let (w, op) = rest.split_once('.')?;
+    let stamp = (w.parse().ok()?, op.parse().ok()?);
+    (value(n, stamp, len_max) == v).then_some(stamp)
+}
+
+/// A store's contents by key number and stamp, checking that every entry is a well-formed
+/// value of its own key.
+pub type State = BTreeMap<u16, Stamp>;
+
+/// Every entry of the store, in order, as a [`State`]; panics on a foreign key or value, an
+/// unsorted or repeated key. Returns the iterator's error, if any.
+pub fn scan_state(db: &Db, len_max: usize) -> shale_lsm::Result<State> {
+    let mut it = db.iter(&ReadOptions::default());
+    let mut state = State::new();
+    let mut last: Option<u16> = None;
+    it.seek_to_first();
+    while it.valid() {
+        let n = key_number(it.key()).unwrap_or_else(|| panic!("foreign key {:?}", it.key()));
+        assert!(last.is_none_or(|l| l < n), "scan not sorted or repeated at key {n}");
+        last = Some(n);
+        let stamp = stamp_of(n, it.value(), len_max)
+            .unwrap_or_else(|| panic!("key {n}: a value never written for it"));
+        state.insert(n, stamp);
+        it.next();
+    }
+    it.status()?;
+    Ok(state)
+}

@@ -1,0 +1,198 @@
+//! Concurrency: writers, readers, flushes and compactions on one store at once.
+//!
+//! Four writer threads own disjoint key prefixes and remember the last value they had
+//! acknowledged for each key; two reader threads do gets and full and prefix scans meanwhile,
+//! while the main thread flushes and compacts. Values name their key and version, so a reader
+//! can check that every value it sees for a key is one written for that key, never older
+//! than a version it saw before for it in a later read of its own (reads do not go back in
+//! time), and that every scan is sorted without duplicates. At the end every writer's last
+//! value is what `get` returns, also after close and reopen.
+//!
+//! Why: memtable switches, flush installs and compaction's version swaps race with reads and
+//! writes; a torn swap shows up as a missing, stale, duplicated or foreign value.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+use std::time::Instant;
+
+use shale_io::SimDevice;
+use shale_lsm::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+const WRITERS: u32 = 4;
+const READERS: u32 = 2;
+const KEYS_PER_WRITER: u32 = 50;
+const WRITES_PER_WRITER: u32 = 4000;
+
+fn options() -> Options {
+    let mut o = Options::small_for_tests();
+    o.write_buffer_bytes = 64 << 10;
+    o.target_file_size_base = 64 << 10;
+    o.max_bytes_for_level_base = 256 << 10;
+    o.level0_file_num_compaction_trigger = 2;
+    o
+}
+
+fn key(writer: u32, n: u32) -> Vec<u8> {
+    format!("w{writer}/k{n:03}").into_bytes()
+}
+
+fn value(key: &[u8], version: u32) -> Vec<u8> {
+    let mut v = format!("{}={version};", String::from_utf8_lossy(key)).into_bytes();
+    v.resize(v.len() + 40 + (version as usize * 13) % 300, b'0' + (version % 10) as u8);
+    v
+}
+
+/// The version a value names, checking it was made for `key`.
+fn version_of(key: &[u8], v: &[u8]) -> u32 {
+    let text = String::from_utf8_lossy(v);
+    let head = text.split(';').next().unwrap();
+    let (k, version) = head.split_once('=').unwrap_or_else(|| panic!("malformed value {head}"));
+    assert_eq!(
+        k.as_bytes(),
+        key,
+        "a value of key {k} read under key {:?}",
+        String::from_utf8_lossy(key)
+    );
+    let version: u32 = version.parse().unwrap();
+    assert_eq!(value(key, version), v, "value of {k} version {version} damaged");
+    version
+}
+
+/// One writer: puts and batches over its own keys; returns the last version of each key.
+fn writer(db: &Db, w: u32) -> HashMap<Vec<u8>, u32> {
+    let mut last = HashMap::new();
+    for i in 1..=WRITES_PER_WRITER {
+        let mut b = WriteBatch::new();
+        for j in 0..1 + i % 3 {
+            let k = key(w, (i * 7 + j * 13 + w) % KEYS_PER_WRITER);
+            b.put(&k, &value(&k, i));
+            last.insert(k, i);
+        }
+        db.write(&b, &WriteOptions { sync: i % 50 == 0 }).unwrap();
+    }
+    last
+}
+
+/// One reader: versions seen per key only go up, since every writer's versions do.
+fn reader(db: &Db, r: u32, stop: &AtomicBool, reads: &AtomicU64) {
+    let mut seen: HashMap<Vec<u8>, u32> = HashMap::new();
+    let mut i = 0u32;
+    while !stop.load(Ordering::Relaxed) {
+        i += 1;
+        let mut observe = |k: &[u8], v: &[u8]| {
+            let version = version_of(k, v);
+            let before = seen.entry(k.to_vec()).or_insert(0);
+            assert!(
+                version >= *before,
+                "reader {r}: {:?} went back from version {before} to {version}",
+                String::from_utf8_lossy(k)
+            );
+            *before = version;
+        };
+        if i % 8 == 0 {
+            let opts = if i % 16 == 0 {
+                ReadOptions {
+                    prefix: Some(format!("w{}/", i / 16 % WRITERS).into_bytes()),
+                    ..Default::default()
+                }
+            } else {
+                ReadOptions::default()
+            };
+            let mut it = db.iter(&opts);
+            it.seek_to_first();
+            let mut prev: Option<Vec<u8>> = None;
+            while it.valid() {
+                let k = it.key().to_vec();
+                assert!(
+                    prev.as_ref().is_none_or(|p| *p < k),
+                    "reader {r}: scan unsorted or repeated at {:?}",
+                    String::from_utf8_lossy(&k)
+                );
+                observe(&k, it.value());
+                prev = Some(k);
+                it.next();
+            }
+            it.status().unwrap();
+        } else {
+            let k = key((i + r) % WRITERS, (i * 31) % KEYS_PER_WRITER);
+            if let Some(v) = db.get(&k).unwrap() {
+                observe(&k, &v);
+            }
+        }
+        reads.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn writers_readers_flushes_and_compactions_agree() {
+    let started = Instant::now();
+    let dev = SimDevice::new(64 << 20, 4096, 1).unwrap();
+    let db = Arc::new(Db::open_device(Arc::new(dev.clone()), options()).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicU64::new(0));
+    let readers: Vec<_> = (0..READERS)
+        .map(|r| {
+            let (db, stop, reads) = (db.clone(), stop.clone(), reads.clone());
+            thread::spawn(move || reader(&db, r, &stop, &reads))
+        })
+        .collect();
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let db = db.clone();
+            thread::spawn(move || writer(&db, w))
+        })
+        .collect();
+    let mut maintenance = 0;
+    while !writers.iter().all(|h| h.is_finished()) {
+        if maintenance % 3 == 2 {
+            db.compact_range().unwrap();
+        } else {
+            db.flush().unwrap();
+        }
+        maintenance += 1;
+    }
+    let last: Vec<HashMap<Vec<u8>, u32>> = writers.into_iter().map(|h| h.join().unwrap()).collect();
+    stop.store(true, Ordering::Relaxed);
+    for h in readers {
+        h.join().unwrap();
+    }
+    let stats = db.stats();
+    assert!(stats.flushes > 5 && stats.compactions > 2, "too little background work: {stats:?}");
+    let check = |db: &Db, when: &str| {
+        for (w, keys) in last.iter().enumerate() {
+            for (k, &version) in keys {
+                let got = db
+                    .get(k)
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{when}: writer {w}'s {k:?} missing"));
+                assert_eq!(version_of(k, &got), version, "{when}: writer {w}'s last write lost");
+            }
+        }
+        let entries = {
+            let mut it = db.iter(&ReadOptions::default());
+            it.seek_to_first();
+            let mut n = 0;
+            while it.valid() {
+                n += 1;
+                it.next();
+            }
+            n
+        };
+        assert_eq!(entries, last.iter().map(|m| m.len()).sum::<usize>(), "{when}: scan count");
+    };
+    check(&db, "after the run");
+    db.check().unwrap();
+    Arc::into_inner(db).expect("every thread has let go of the store").close().unwrap();
+    let db = Db::open_device(Arc::new(dev), options()).unwrap();
+    check(&db, "after reopening");
+    println!(
+        "concurrency: {WRITERS} writers x {WRITES_PER_WRITER} writes, {} reads and scans by \
+         {READERS} readers, {maintenance} flush/compact calls ({} flushes, {} compactions), {:?}",
+        reads.load(Ordering::Relaxed),
+        stats.flushes,
+        stats.compactions,
+        started.elapsed()
+    );
+}

@@ -20,7 +20,14 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// The lsm engine's levels, read from the committed version records without opening anything.
 fn print_levels(versions: &shale_space::Versions) -> Result<(), Box<dyn std::error::Error>> {
-    let folded = shale_lsm::version_edit::fold(versions)?;
+    let folded = match shale_lsm::version_edit::fold(versions) {
+        Ok(f) => f,
+        Err(e) => {
+            // The volume may hold another engine's state; inspect still shows the volume.
+            println!("lsm           not an lsm store: its version records do not decode ({e})");
+            return Ok(());
+        }
+    };
     if folded.live.is_empty() && folded.last_seq == 0 {
         println!("lsm           no engine state yet");
         return Ok(());

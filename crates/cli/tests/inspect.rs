@@ -31,6 +31,7 @@ fn inspect_shows_layout_log_state_and_slots() {
     assert!(out.contains("slots         16 total: 10 live, 6 free"), "{out}");
     assert!(out.contains("extents       5 live"), "{out}");
     assert_eq!(out.matches("slot ").count(), 5, "{out}");
+    assert!(out.contains("lsm           not an lsm store"), "{out}");
 }
 
 #[test]

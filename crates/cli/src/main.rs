@@ -1,5 +1,6 @@
 //! The `shale` command-line tool: one subcommand per job, each in its own module.
 
+mod bench;
 mod inspect;
 mod iobench;
 
@@ -20,6 +21,8 @@ enum Command {
     Iobench(iobench::Args),
     /// Show a volume's layout, version-log state and slot use (writes nothing).
     Inspect(inspect::Args),
+    /// Measure the lsm engine with RocksDB db_bench's benchmarks, flags and output.
+    Bench(bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -27,6 +30,7 @@ fn main() -> ExitCode {
     let result: Result<(), Box<dyn std::error::Error>> = match Cli::parse().command {
         Command::Iobench(args) => iobench::run(&args).map_err(Into::into),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

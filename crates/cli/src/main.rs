@@ -22,7 +22,7 @@ enum Command {
     /// Show a volume's layout, version-log state and slot use (writes nothing).
     Inspect(inspect::Args),
     /// Measure the lsm engine with RocksDB db_bench's benchmarks, flags and output.
-    Bench(bench::Args),
+    Bench(Box<bench::Args>),
 }
 
 fn main() -> ExitCode {

@@ -22,6 +22,7 @@ enum Command {
     /// Show a volume's layout, version-log state and slot use (writes nothing).
     Inspect(inspect::Args),
     /// Measure the lsm engine with RocksDB db_bench's benchmarks, flags and output.
+    #[command(args_override_self = true)]
     Bench(Box<bench::Args>),
 }
 

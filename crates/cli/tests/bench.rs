@@ -84,6 +84,15 @@ fn unknown_flag_fails_naming_it() {
 }
 
 #[test]
+fn a_repeated_flag_overrides_as_in_db_bench() {
+    let (ok, out, err) =
+        shale_bench(&["--benchmarks=readrandom", "--num=50", "--benchmarks=fillseq"]);
+    assert!(ok, "{err}");
+    result_line(&out, "fillseq");
+    assert!(!out.contains("readrandom"), "{out}");
+}
+
+#[test]
 fn unknown_benchmark_fails_naming_it() {
     let (ok, _, err) = shale_bench(&["--num=10", "--benchmarks=fillseq,readfast"]);
     assert!(!ok);

@@ -253,7 +253,9 @@ fn default_suite() -> Result<Args, Error> {
 pub(crate) fn parse_args<'a>(
     flags: impl IntoIterator<Item = &'a str>,
 ) -> Result<Args, clap::Error> {
+    // As `main`'s `Bench` subcommand: a repeated flag overrides, as in db_bench.
     #[derive(clap::Parser)]
+    #[command(args_override_self = true)]
     struct Wrapper {
         #[command(flatten)]
         args: Args,
@@ -306,6 +308,14 @@ mod tests {
         assert_eq!((eq.num, eq.key_size, eq.benchmarks.as_str()), (5, 20, "readseq"));
         let neg = parse_args(["--reads", "-1", "--bloom_bits", "-1"]).unwrap();
         assert_eq!((neg.reads, neg.bloom_bits), (-1, Some(-1.0)));
+    }
+
+    #[test]
+    fn a_repeated_flag_takes_its_last_value() {
+        let a =
+            parse_args(["--num=5", "--benchmarks=fillseq", "--num", "7", "--benchmarks=readseq"]);
+        let a = a.unwrap();
+        assert_eq!((a.num, a.benchmarks.as_str()), (7, "readseq"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The `shale` command-line tool: one subcommand per job, each in its own module.
 
+mod bench;
 mod check;
 mod inspect;
 mod iobench;
@@ -23,6 +24,9 @@ enum Command {
     Inspect(inspect::Args),
     /// Recover a store and verify every checksum and the LSM invariants.
     Check(check::Args),
+    /// Measure the lsm engine with RocksDB db_bench's benchmarks, flags and output.
+    #[command(args_override_self = true)]
+    Bench(Box<bench::Args>),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
         Command::Iobench(args) => iobench::run(&args).map_err(Into::into),
         Command::Inspect(args) => inspect::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

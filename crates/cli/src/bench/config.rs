@@ -1,0 +1,215 @@
+//! From db_bench flags to the engine's options.
+//!
+//! Each flag either maps to an engine knob, or is accepted with a warning that the engine has
+//! no such knob yet and the flag has no effect. None is silently ignored.
+
+use shale_lsm::Options;
+use shale_lsm::sst::Compression;
+
+use crate::bench::Args;
+
+/// Smallest slot a volume is laid out with when `--target_file_size_base` asks for small SSTs.
+const SLOT_BYTES_MIN: u64 = 64 << 10;
+/// Alignment of volume areas.
+const AREA_ALIGN: u64 = shale_space::AREA_ALIGN;
+
+/// What the store is opened with, and how the header describes it.
+#[derive(Clone, Debug)]
+pub struct DbPlan {
+    /// The engine's options.
+    pub options: Options,
+    /// The compression's name, for the header.
+    pub compression_name: &'static str,
+}
+
+/// Maps flags to options, calling `warn` once per flag that has no effect.
+///
+/// # Errors
+/// A flag value the engine cannot take (an unknown compression, options it refuses, a key too
+/// short to number --num keys).
+pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String> {
+    check_shape(args)?;
+    warn_unsupported(args, warn);
+    let mut o = Options::default();
+    if let Some(v) = args.write_buffer_size {
+        o.write_buffer_bytes = v;
+    }
+    if let Some(v) = args.max_write_buffer_number {
+        o.max_write_buffer_number = v;
+    }
+    if let Some(v) = args.target_file_size_base {
+        o.target_file_size_base = v;
+    }
+    if let Some(v) = args.max_bytes_for_level_base {
+        o.max_bytes_for_level_base = v;
+    }
+    if let Some(v) = args.level0_file_num_compaction_trigger {
+        o.level0_file_num_compaction_trigger = v;
+    }
+    if let Some(v) = args.level0_slowdown_writes_trigger {
+        o.level0_slowdown_writes_trigger = v;
+    }
+    if let Some(v) = args.level0_stop_writes_trigger {
+        o.level0_stop_writes_trigger = v;
+    }
+    if let Some(v) = args.cache_size {
+        o.block_cache_bytes = v;
+    }
+    if let Some(v) = args.block_size {
+        o.sst.block_bytes = v;
+    }
+    if let Some(bits) = args.bloom_bits.filter(|b| *b >= 0.0) {
+        if bits.fract() != 0.0 {
+            warn(format!(
+                "--bloom_bits={bits}: the engine takes whole bits per key, using {}",
+                bits.round()
+            ));
+        }
+        o.sst.bloom_bits_per_key = bits.round() as u32;
+    }
+    let compression = parse_compression(args.compression_type.as_deref().unwrap_or("none"))?;
+    o.sst.compression = compression.0;
+    fit_volume(&mut o);
+    o.validate().map_err(|e| format!("the engine refuses these options: {e}"))?;
+    Ok(DbPlan { options: o, compression_name: compression.1 })
+}
+
+/// Refuses benchmark shapes that cannot run as asked.
+fn check_shape(args: &Args) -> Result<(), String> {
+    if args.threads == 0 {
+        return Err("--threads must be at least 1".into());
+    }
+    if args.batch_size == 0 {
+        return Err("--batch_size must be at least 1".into());
+    }
+    if args.key_size == 0 || args.key_size > shale_lsm::options::KEY_BYTES_MAX {
+        return Err(format!(
+            "--key_size={} is outside 1..={}",
+            args.key_size,
+            shale_lsm::options::KEY_BYTES_MAX
+        ));
+    }
+    // Keys shorter than 8 bytes hold only the low bytes of their number: they must still be
+    // distinct for every number below --num.
+    if args.key_size < 8 && args.num > 1u64 << (8 * args.key_size) {
+        return Err(format!(
+            "--key_size={} cannot number --num={} distinct keys",
+            args.key_size, args.num
+        ));
+    }
+    Ok(())
+}
+
+/// Warns about each given flag the engine has no knob for.
+fn warn_unsupported(args: &Args, warn: &mut dyn FnMut(String)) {
+    if args.disable_wal == Some(true) {
+        warn("--disable_wal is not supported yet and has no effect: every write goes through the WAL".into());
+    }
+    if let Some(n) = args.max_background_jobs {
+        warn(format!(
+            "--max_background_jobs={n} is not supported yet and has no effect: the engine runs one flush and one compaction thread"
+        ));
+    }
+}
+
+/// Names a compression the engine has: none, lz4 or zstd.
+fn parse_compression(name: &str) -> Result<(Compression, &'static str), String> {
+    match name.to_ascii_lowercase().as_str() {
+        "none" | "no" => Ok((Compression::None, "NoCompression")),
+        "lz4" => Ok((Compression::Lz4, "LZ4")),
+        "zstd" => Ok((Compression::Zstd, "ZSTD")),
+        other => Err(format!("--compression_type={other} is not supported (none, lz4 or zstd)")),
+    }
+}
+
+/// Lays out a new volume to suit the options: slots no larger than the target SST size, and a
+/// WAL area with room for each WAL group to hold a full memtable's batches.
+fn fit_volume(o: &mut Options) {
+    let groups = u64::from(o.wal_groups());
+    let layout = &mut o.volume.layout;
+    if o.target_file_size_base < layout.slot_bytes {
+        let below = 1u64 << (63 - o.target_file_size_base.max(1).leading_zeros());
+        layout.slot_bytes = below.max(SLOT_BYTES_MIN);
+    }
+    // A group holds a memtable's batches plus record framing: half as much again is room.
+    let group = (o.write_buffer_bytes as u64 * 3 / 2).next_multiple_of(AREA_ALIGN);
+    layout.wal_bytes = layout.wal_bytes.max(group * groups);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::parse_args;
+
+    fn plan_of(flags: &[&str]) -> (Result<DbPlan, String>, Vec<String>) {
+        let args = parse_args(flags.iter().copied()).unwrap();
+        let mut warnings = Vec::new();
+        let plan = plan(&args, &mut |w| warnings.push(w));
+        (plan, warnings)
+    }
+
+    #[test]
+    fn flags_reach_the_engine_options() {
+        let (plan, warnings) = plan_of(&[
+            "--write_buffer_size=1048576",
+            "--max_write_buffer_number=3",
+            "--target_file_size_base=2097152",
+            "--max_bytes_for_level_base=8388608",
+            "--level0_file_num_compaction_trigger=2",
+            "--level0_slowdown_writes_trigger=8",
+            "--level0_stop_writes_trigger=12",
+            "--cache_size=1000000",
+            "--block_size=8192",
+            "--bloom_bits=6",
+            "--compression_type=lz4",
+        ]);
+        let o = plan.unwrap().options;
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!((o.write_buffer_bytes, o.max_write_buffer_number), (1 << 20, 3));
+        assert_eq!((o.target_file_size_base, o.max_bytes_for_level_base), (2 << 20, 8 << 20));
+        assert_eq!(
+            (
+                o.level0_file_num_compaction_trigger,
+                o.level0_slowdown_writes_trigger,
+                o.level0_stop_writes_trigger
+            ),
+            (2, 8, 12)
+        );
+        assert_eq!(
+            (o.block_cache_bytes, o.sst.block_bytes, o.sst.bloom_bits_per_key),
+            (1_000_000, 8192, 6)
+        );
+        assert_eq!(o.sst.compression, Compression::Lz4);
+    }
+
+    #[test]
+    fn flags_without_a_knob_warn_by_name() {
+        let (plan, warnings) = plan_of(&["--disable_wal=1", "--max_background_jobs=4"]);
+        assert!(plan.is_ok());
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("--disable_wal") && warnings[0].contains("no effect"));
+        assert!(warnings[1].contains("--max_background_jobs") && warnings[1].contains("no effect"));
+        let (_, quiet) = plan_of(&["--disable_wal=false"]);
+        assert!(quiet.is_empty(), "the engine already does what --disable_wal=false asks");
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let err = plan_of(&["--compression_type=snappy"]).0.unwrap_err();
+        assert!(err.contains("snappy"), "{err}");
+        assert!(plan_of(&["--threads=0"]).0.is_err());
+        assert!(plan_of(&["--key_size=1", "--num=1000"]).0.is_err());
+        assert!(plan_of(&["--key_size=2", "--num=1000"]).0.is_ok());
+        let err =
+            plan_of(&["--level0_slowdown_writes_trigger=2", "--level0_stop_writes_trigger=1"]).0;
+        assert!(err.unwrap_err().contains("L0 triggers"));
+    }
+
+    #[test]
+    fn small_target_files_get_small_slots() {
+        let o = plan_of(&["--target_file_size_base=300000"]).0.unwrap().options;
+        assert_eq!(o.volume.layout.slot_bytes, 256 << 10);
+        let big = plan_of(&["--write_buffer_size=268435456"]).0.unwrap().options;
+        assert!(big.volume.layout.wal_bytes >= 3 * (256 << 20));
+    }
+}

@@ -1,0 +1,347 @@
+//! `shale bench`: the lsm engine measured the way RocksDB's `db_bench` measures RocksDB.
+//!
+//! Same benchmark names, same flags (`--flag=value` or `--flag value`), same output: a header
+//! block, then one result line per benchmark,
+//!
+//! `fillrandom   :       4.123 micros/op 242541 ops/sec 4.123 seconds 1000000 operations;   26.8 MB/s`
+//!
+//! so that results sit beside db_bench's. micros/op is the threads' summed time per operation,
+//! ops/sec is operations over wall-clock time, and MB is 2^20 bytes (as db_bench's).
+//!
+//! Stages of one run:
+//! 1. Parse flags ([`Args`]); with no flags at all, use the default suite ([`DEFAULT_SUITE`]).
+//! 2. Map flags to the engine's [`shale_lsm::Options`], warning on stderr about each flag the
+//!    engine has no knob for ([`config`]).
+//! 3. Open the store (a fresh temporary directory without `--db`; an existing store is destroyed
+//!    unless `--use_existing_db`), print the header ([`report::print_header`]).
+//! 4. Run each benchmark on `--threads` threads ([`workload`]), print its result line and, with
+//!    `--histogram`, its latency percentiles. Fill benchmarks start from an empty store.
+//! 5. Close the store; with `--statistics`, print the engine's counters.
+
+mod config;
+mod histogram;
+mod keys;
+mod report;
+mod workload;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use shale_lsm::Db;
+
+use crate::bench::report::Stats;
+use crate::bench::workload::{Benchmark, Shared};
+
+/// The suite `shale bench` runs when given no flags: small enough to finish in well under a
+/// minute on a 2-core machine, large enough to flush and compact several times. Each unsynced
+/// put costs the engine one WAL device write today (about 5,000 a second on the reference
+/// machine), which bounds --num here: 200,000 entries took 2.5 minutes.
+pub const DEFAULT_SUITE: &[&str] = &[
+    "--benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq,seekrandom",
+    "--num=30000",
+    "--write_buffer_size=524288",
+    "--target_file_size_base=524288",
+    "--max_bytes_for_level_base=2097152",
+    "--cache_size=1048576",
+];
+
+/// Flags of `shale bench`, with db_bench's names, meanings and (for the benchmark's shape)
+/// defaults. Engine knobs left out keep the engine's own defaults, which are RocksDB's.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct Args {
+    /// Comma-separated benchmarks, run in order (fillseq, fillrandom, filluniquerandom,
+    /// overwrite, fillsync, fillbatch, readseq, readreverse, readrandom, readmissing,
+    /// multireadrandom, seekrandom, readwhilewriting, deleterandom, stats, levelstats, flush,
+    /// compact, waitforcompaction).
+    #[arg(
+        long = "benchmarks",
+        default_value = "fillseq,fillrandom,overwrite,readrandom,readseq,seekrandom"
+    )]
+    pub benchmarks: String,
+    /// Number of key-value pairs to place in the store (and of writes per benchmark).
+    #[arg(long = "num", default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Reads per read benchmark; negative means --num.
+    #[arg(long = "reads", default_value_t = -1, allow_negative_numbers = true)]
+    pub reads: i64,
+    /// Concurrent threads per benchmark (readwhilewriting adds one writer).
+    #[arg(long = "threads", default_value_t = 1)]
+    pub threads: usize,
+    /// Seconds each benchmark runs for instead of a number of operations; 0 means use --num.
+    #[arg(long = "duration", default_value_t = 0)]
+    pub duration: u64,
+    /// Bytes per key.
+    #[arg(long = "key_size", default_value_t = 16)]
+    pub key_size: usize,
+    /// Bytes per value.
+    #[arg(long = "value_size", default_value_t = 100)]
+    pub value_size: usize,
+    /// Entries per write batch (and keys per multireadrandom operation).
+    #[arg(long = "batch_size", default_value_t = 1)]
+    pub batch_size: usize,
+    /// Base of the random generators' seeds; each benchmark's threads get the next seeds.
+    #[arg(long = "seed", default_value_t = 0)]
+    pub seed: u64,
+    /// Sync every write (durable when acknowledged).
+    #[arg(long = "sync", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub sync: bool,
+    /// Write without the WAL (not supported by the engine yet).
+    #[arg(long = "disable_wal", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub disable_wal: Option<bool>,
+    /// Where the store lives; without it, a temporary directory deleted afterwards.
+    #[arg(long = "db")]
+    pub db: Option<PathBuf>,
+    /// Keep the store at --db and skip the fill benchmarks, which need an empty store.
+    #[arg(long = "use_existing_db", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub use_existing_db: bool,
+    /// Bytes a memtable holds before it is flushed.
+    #[arg(long = "write_buffer_size")]
+    pub write_buffer_size: Option<usize>,
+    /// Memtables, active and sealed, before writes stall.
+    #[arg(long = "max_write_buffer_number")]
+    pub max_write_buffer_number: Option<usize>,
+    /// Background flush and compaction threads (the engine has one; not supported yet).
+    #[arg(long = "max_background_jobs", allow_negative_numbers = true)]
+    pub max_background_jobs: Option<i64>,
+    /// Size at which compaction output is cut into a new SST.
+    #[arg(long = "target_file_size_base")]
+    pub target_file_size_base: Option<u64>,
+    /// Target size of L1.
+    #[arg(long = "max_bytes_for_level_base")]
+    pub max_bytes_for_level_base: Option<u64>,
+    /// L0 SSTs that start a compaction into L1.
+    #[arg(long = "level0_file_num_compaction_trigger")]
+    pub level0_file_num_compaction_trigger: Option<usize>,
+    /// L0 SSTs from which each write is delayed.
+    #[arg(long = "level0_slowdown_writes_trigger")]
+    pub level0_slowdown_writes_trigger: Option<usize>,
+    /// L0 SSTs at which writes wait for compaction.
+    #[arg(long = "level0_stop_writes_trigger")]
+    pub level0_stop_writes_trigger: Option<usize>,
+    /// Compression of SST data blocks: none, lz4 or zstd.
+    #[arg(long = "compression_type")]
+    pub compression_type: Option<String>,
+    /// Bloom filter bits per key; negative means the engine's default, 0 no filter.
+    #[arg(long = "bloom_bits", allow_negative_numbers = true)]
+    pub bloom_bits: Option<f64>,
+    /// Bytes of block cache.
+    #[arg(long = "cache_size")]
+    pub cache_size: Option<usize>,
+    /// Uncompressed bytes per SST data block.
+    #[arg(long = "block_size")]
+    pub block_size: Option<usize>,
+    /// Print each benchmark's latency percentiles.
+    #[arg(long = "histogram", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub histogram: bool,
+    /// Print the engine's counters at the end.
+    #[arg(long = "statistics", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub statistics: bool,
+    /// Print each thread's progress on stderr this often; 0 means never.
+    #[arg(long = "stats_interval_seconds", default_value_t = 0)]
+    pub stats_interval_seconds: u64,
+    /// Bytes per second all writing threads together may write; 0 means no limit.
+    #[arg(long = "benchmark_write_rate_limit", default_value_t = 0)]
+    pub benchmark_write_rate_limit: u64,
+}
+
+/// Parses a gflags-style boolean: true/false, 1/0, yes/no.
+fn parse_bool(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "1" | "true" | "t" | "yes" | "y" => Ok(true),
+        "0" | "false" | "f" | "no" | "n" => Ok(false),
+        _ => Err(format!("{text:?} is not a boolean (true, false, 1 or 0)")),
+    }
+}
+
+/// A run that failed: bad flags, or the store's error.
+pub type Error = Box<dyn std::error::Error>;
+
+/// Runs the benchmarks and prints their results.
+///
+/// # Errors
+/// Bad flags or benchmark names, and the store's errors.
+pub fn run(args: &Args) -> Result<(), Error> {
+    // argv is `shale bench` and nothing else: the default suite.
+    let args = if std::env::args_os().len() <= 2 {
+        eprintln!(
+            "shale bench: no flags given, running the default suite: {}",
+            DEFAULT_SUITE.join(" ")
+        );
+        default_suite()?
+    } else {
+        args.clone()
+    };
+    let benchmarks = workload::parse_benchmarks(&args.benchmarks)?;
+    let plan = config::plan(&args, &mut |w| eprintln!("shale bench: warning: {w}"))?;
+    let temp = match &args.db {
+        Some(_) => None,
+        None => Some(tempfile::Builder::new().prefix("shale-bench-").tempdir()?),
+    };
+    let path: PathBuf = match (&args.db, &temp) {
+        (Some(p), _) => p.clone(),
+        (None, Some(t)) => t.path().to_path_buf(),
+        (None, None) => unreachable!("a temporary directory exists without --db"),
+    };
+    if !args.use_existing_db {
+        destroy(&path)?;
+    }
+    let mut db = Some(Db::open(&path, plan.options.clone())?);
+    report::print_header(&args, &plan, &path);
+    let mut seed_next = args.seed;
+    for bench in benchmarks {
+        if bench.needs_fresh_db() {
+            if args.use_existing_db {
+                println!("{:<12} : skipped (--use_existing_db is true)", bench.name());
+                continue;
+            }
+            if let Some(old) = db.take() {
+                old.close()?;
+            }
+            destroy(&path)?;
+            db = Some(Db::open(&path, plan.options.clone())?);
+        }
+        let store = db.as_ref().expect("the store is open between benchmarks");
+        run_one(store, bench, &args, &mut seed_next)?;
+    }
+    if let Some(store) = db.take() {
+        if args.statistics {
+            report::print_statistics(&store.stats());
+        }
+        store.close()?;
+    }
+    drop(temp);
+    Ok(())
+}
+
+/// Runs one benchmark and prints its result.
+fn run_one(db: &Db, bench: Benchmark, args: &Args, seed_next: &mut u64) -> Result<(), Error> {
+    match bench {
+        Benchmark::Stats => {
+            report::print_db_stats(&db.stats());
+            return Ok(());
+        }
+        Benchmark::LevelStats => {
+            report::print_level_stats(&db.stats());
+            return Ok(());
+        }
+        _ => {}
+    }
+    let shared = Shared::new(args, bench, *seed_next);
+    let started = Instant::now();
+    let stats: Stats = workload::run(db, &shared)?;
+    *seed_next += shared.threads_total() as u64;
+    report::print_result(bench.name(), &stats, started.elapsed());
+    if args.histogram {
+        report::print_histogram(bench.op_noun(), &stats);
+    }
+    Ok(())
+}
+
+/// The default suite's flags, parsed.
+fn default_suite() -> Result<Args, Error> {
+    parse_args(DEFAULT_SUITE.iter().copied()).map_err(|e| e.to_string().into())
+}
+
+/// Parses bench flags (without the program and subcommand names).
+pub(crate) fn parse_args<'a>(
+    flags: impl IntoIterator<Item = &'a str>,
+) -> Result<Args, clap::Error> {
+    // As `main`'s `Bench` subcommand: a repeated flag overrides, as in db_bench.
+    #[derive(clap::Parser)]
+    #[command(args_override_self = true)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: Args,
+    }
+    use clap::Parser;
+    let argv = std::iter::once("shale-bench").chain(flags);
+    Wrapper::try_parse_from(argv).map(|w| w.args)
+}
+
+/// Removes the store at `path` so a benchmark starts empty: a directory's volume file, or the
+/// volume file itself. Nothing else is deleted; a block device is refused.
+fn destroy(path: &Path) -> Result<(), Error> {
+    let target =
+        if path.is_dir() { path.join(shale_space::VOLUME_FILE_NAME) } else { path.to_path_buf() };
+    match std::fs::metadata(&target) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e.into()),
+        Ok(m) if m.is_file() => Ok(std::fs::remove_file(&target)?),
+        Ok(_) => Err(format!(
+            "--db {} is not a directory or volume file; shale bench only empties those \
+             (pass --use_existing_db to keep it)",
+            path.display()
+        )
+        .into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_db_bench_defaults() {
+        let a = parse_args([]).unwrap();
+        assert_eq!((a.num, a.reads, a.threads, a.duration), (1_000_000, -1, 1, 0));
+        assert_eq!((a.key_size, a.value_size, a.batch_size, a.seed), (16, 100, 1, 0));
+        assert!(!a.sync && !a.histogram && !a.statistics && !a.use_existing_db);
+        assert_eq!(a.db, None);
+        assert_eq!(a.write_buffer_size, None);
+        assert_eq!(a.disable_wal, None);
+        assert_eq!(a.benchmark_write_rate_limit, 0);
+    }
+
+    #[test]
+    fn both_flag_forms_parse() {
+        let eq = parse_args(["--num=5", "--key_size=20", "--benchmarks=readseq", "--reads=-1"]);
+        let sp = parse_args(["--num", "5", "--key_size", "20", "--benchmarks", "readseq"]);
+        let (eq, sp) = (eq.unwrap(), sp.unwrap());
+        assert_eq!(eq, sp);
+        assert_eq!((eq.num, eq.key_size, eq.benchmarks.as_str()), (5, 20, "readseq"));
+        let neg = parse_args(["--reads", "-1", "--bloom_bits", "-1"]).unwrap();
+        assert_eq!((neg.reads, neg.bloom_bits), (-1, Some(-1.0)));
+    }
+
+    #[test]
+    fn a_repeated_flag_takes_its_last_value() {
+        let a =
+            parse_args(["--num=5", "--benchmarks=fillseq", "--num", "7", "--benchmarks=readseq"]);
+        let a = a.unwrap();
+        assert_eq!((a.num, a.benchmarks.as_str()), (7, "readseq"));
+    }
+
+    #[test]
+    fn booleans_parse_as_gflags_does() {
+        for (flags, want) in [
+            (&["--sync"][..], true),
+            (&["--sync=1"][..], true),
+            (&["--sync=true"][..], true),
+            (&["--sync", "0"][..], false),
+            (&["--sync=false"][..], false),
+            (&[][..], false),
+        ] {
+            assert_eq!(parse_args(flags.iter().copied()).unwrap().sync, want, "{flags:?}");
+        }
+        assert!(parse_args(["--sync=maybe"]).is_err());
+        let a = parse_args(["--histogram", "--num=3"]).unwrap();
+        assert!(a.histogram);
+        assert_eq!(a.num, 3);
+    }
+
+    #[test]
+    fn unknown_flag_is_an_error_naming_it() {
+        let err = parse_args(["--num=5", "--no_such_flag=3"]).unwrap_err().to_string();
+        assert!(err.contains("--no_such_flag"), "{err}");
+        let err = parse_args(["--value-size=5"]).unwrap_err().to_string();
+        assert!(err.contains("--value-size"), "{err}");
+    }
+
+    #[test]
+    fn default_suite_parses_with_small_sizes() {
+        let a = default_suite().unwrap();
+        assert_eq!(a.num, 30_000);
+        assert_eq!(a.write_buffer_size, Some(512 << 10));
+        assert!(workload::parse_benchmarks(&a.benchmarks).unwrap().len() >= 6);
+    }
+}

@@ -1,0 +1,518 @@
+//! The benchmarks: what each thread does, with db_bench's meaning for each name.
+//!
+//! Writes count one operation per entry and move key + value bytes; reads count one
+//! operation per lookup (per entry for scans) and move the bytes of what they found.
+//! `--duration` turns every benchmark's operation budget into a time budget.
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use shale_lsm::{Db, ReadOptions, Result, WriteBatch, WriteOptions};
+
+use crate::bench::Args;
+use crate::bench::keys::{KeyGen, KeyOrder, ValueGen, format_key, key};
+use crate::bench::report::{Progress, Stats, ThreadStats};
+
+/// Entries per batch of `fillbatch` (db_bench's).
+const FILLBATCH_ENTRIES: usize = 1000;
+/// `fillsync` writes `--num` divided by this (db_bench's).
+const FILLSYNC_DIVISOR: u64 = 1000;
+/// Operations between clock checks when `--duration` bounds a benchmark.
+const DURATION_CHECK_OPS: u64 = 1000;
+
+/// A benchmark by db_bench's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Benchmark {
+    FillSeq,
+    FillRandom,
+    FillUniqueRandom,
+    Overwrite,
+    FillSync,
+    FillBatch,
+    ReadSeq,
+    ReadReverse,
+    ReadRandom,
+    ReadMissing,
+    MultiReadRandom,
+    SeekRandom,
+    ReadWhileWriting,
+    DeleteRandom,
+    Stats,
+    LevelStats,
+    Flush,
+    Compact,
+    WaitForCompaction,
+}
+
+const ALL: [Benchmark; 19] = [
+    Benchmark::FillSeq,
+    Benchmark::FillRandom,
+    Benchmark::FillUniqueRandom,
+    Benchmark::Overwrite,
+    Benchmark::FillSync,
+    Benchmark::FillBatch,
+    Benchmark::ReadSeq,
+    Benchmark::ReadReverse,
+    Benchmark::ReadRandom,
+    Benchmark::ReadMissing,
+    Benchmark::MultiReadRandom,
+    Benchmark::SeekRandom,
+    Benchmark::ReadWhileWriting,
+    Benchmark::DeleteRandom,
+    Benchmark::Stats,
+    Benchmark::LevelStats,
+    Benchmark::Flush,
+    Benchmark::Compact,
+    Benchmark::WaitForCompaction,
+];
+
+impl Benchmark {
+    /// db_bench's name.
+    pub fn name(self) -> &'static str {
+        use Benchmark::*;
+        match self {
+            FillSeq => "fillseq",
+            FillRandom => "fillrandom",
+            FillUniqueRandom => "filluniquerandom",
+            Overwrite => "overwrite",
+            FillSync => "fillsync",
+            FillBatch => "fillbatch",
+            ReadSeq => "readseq",
+            ReadReverse => "readreverse",
+            ReadRandom => "readrandom",
+            ReadMissing => "readmissing",
+            MultiReadRandom => "multireadrandom",
+            SeekRandom => "seekrandom",
+            ReadWhileWriting => "readwhilewriting",
+            DeleteRandom => "deleterandom",
+            Stats => "stats",
+            LevelStats => "levelstats",
+            Flush => "flush",
+            Compact => "compact",
+            WaitForCompaction => "waitforcompaction",
+        }
+    }
+
+    /// Whether it starts from an empty store (db_bench's `fresh_db`).
+    pub fn needs_fresh_db(self) -> bool {
+        use Benchmark::*;
+        matches!(self, FillSeq | FillRandom | FillUniqueRandom | FillSync | FillBatch)
+    }
+
+    /// What one operation is, for the histogram's title.
+    pub fn op_noun(self) -> &'static str {
+        use Benchmark::*;
+        match self {
+            FillSeq | FillRandom | FillUniqueRandom | Overwrite | FillSync | FillBatch => "write",
+            ReadSeq | ReadReverse | ReadRandom | ReadMissing | MultiReadRandom
+            | ReadWhileWriting => "read",
+            SeekRandom => "seek",
+            DeleteRandom => "delete",
+            Stats | LevelStats => "stats",
+            Flush => "flush",
+            Compact | WaitForCompaction => "compaction",
+        }
+    }
+}
+
+/// Parses `--benchmarks`: names separated by commas (empty items are skipped, as db_bench's).
+///
+/// # Errors
+/// The first unknown name.
+pub fn parse_benchmarks(list: &str) -> std::result::Result<Vec<Benchmark>, String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|name| {
+            ALL.iter()
+                .copied()
+                .find(|b| b.name() == name)
+                .ok_or_else(|| format!("unknown benchmark '{name}'"))
+        })
+        .collect()
+}
+
+/// Everything a benchmark's threads share.
+pub struct Shared {
+    bench: Benchmark,
+    num: u64,
+    reads: u64,
+    threads: usize,
+    key_size: usize,
+    value_size: usize,
+    batch_size: usize,
+    seed: u64,
+    write: WriteOptions,
+    deadline_after: Option<Duration>,
+    histogram: bool,
+    interval: Option<Duration>,
+    rate: Option<RateLimiter>,
+    /// Reading threads done, so readwhilewriting's writer knows when to stop.
+    readers_done: AtomicUsize,
+}
+
+impl Shared {
+    /// The settings of `bench` from the flags; thread `i` seeds its generators with `seed + i`.
+    pub fn new(args: &Args, bench: Benchmark, seed: u64) -> Shared {
+        let mut sh = Shared {
+            bench,
+            num: args.num,
+            reads: u64::try_from(args.reads).unwrap_or(args.num),
+            threads: args.threads,
+            key_size: args.key_size,
+            value_size: args.value_size,
+            batch_size: args.batch_size,
+            seed,
+            write: WriteOptions { sync: args.sync },
+            deadline_after: (args.duration > 0).then(|| Duration::from_secs(args.duration)),
+            histogram: args.histogram,
+            interval: (args.stats_interval_seconds > 0)
+                .then(|| Duration::from_secs(args.stats_interval_seconds)),
+            rate: (args.benchmark_write_rate_limit > 0)
+                .then(|| RateLimiter::new(args.benchmark_write_rate_limit)),
+            readers_done: AtomicUsize::new(0),
+        };
+        match bench {
+            Benchmark::FillSync => {
+                sh.num /= FILLSYNC_DIVISOR;
+                sh.write.sync = true;
+            }
+            Benchmark::FillBatch => sh.batch_size = FILLBATCH_ENTRIES,
+            Benchmark::Flush | Benchmark::Compact | Benchmark::WaitForCompaction => sh.threads = 1,
+            _ => {}
+        }
+        sh
+    }
+
+    /// Threads the benchmark runs, readwhilewriting's writer included.
+    pub fn threads_total(&self) -> usize {
+        self.threads + usize::from(self.bench == Benchmark::ReadWhileWriting)
+    }
+
+    /// Operations each thread is asked for (before `--duration`).
+    fn ops_per_thread(&self) -> u64 {
+        use Benchmark::*;
+        match self.bench {
+            ReadSeq | ReadReverse | ReadRandom | ReadMissing | MultiReadRandom | SeekRandom
+            | ReadWhileWriting => self.reads,
+            Flush | Compact | WaitForCompaction => 1,
+            _ => self.num,
+        }
+    }
+}
+
+/// Shares a write rate among threads: each write waits until the bytes granted so far fit
+/// the rate since the limiter started.
+struct RateLimiter {
+    bytes_per_second: u64,
+    granted: Mutex<(Instant, u64)>,
+}
+
+impl RateLimiter {
+    fn new(bytes_per_second: u64) -> RateLimiter {
+        RateLimiter { bytes_per_second, granted: Mutex::new((Instant::now(), 0)) }
+    }
+
+    fn acquire(&self, bytes: u64) {
+        let due = {
+            let mut g = self.granted.lock().expect("the rate limiter's lock is never poisoned");
+            g.1 += bytes;
+            g.0 + Duration::from_secs_f64(g.1 as f64 / self.bytes_per_second as f64)
+        };
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+    }
+}
+
+/// When a thread stops: after a number of operations, or at a deadline (`--duration`).
+struct Budget {
+    max_ops: u64,
+    deadline: Option<Instant>,
+    next_check: u64,
+    past_deadline: bool,
+}
+
+impl Budget {
+    fn new(sh: &Shared) -> Budget {
+        Budget {
+            max_ops: sh.ops_per_thread(),
+            deadline: sh.deadline_after.map(|d| Instant::now() + d),
+            next_check: 0,
+            past_deadline: false,
+        }
+    }
+
+    /// Whether a thread that has done `ops` operations is done.
+    fn done(&mut self, ops: u64) -> bool {
+        let Some(deadline) = self.deadline else { return ops >= self.max_ops };
+        if ops >= self.next_check {
+            self.next_check = ops + DURATION_CHECK_OPS;
+            self.past_deadline = Instant::now() >= deadline;
+        }
+        self.past_deadline
+    }
+}
+
+/// Runs the benchmark on its threads and merges the stats of those that report (all but
+/// readwhilewriting's writer, as db_bench).
+///
+/// # Errors
+/// The first thread's error from the store.
+pub fn run(db: &Db, sh: &Shared) -> Result<Stats> {
+    let bar = progress_bar(sh);
+    let progress = Progress { name: sh.bench.name(), bar: bar.clone(), interval: sh.interval };
+    let results: Vec<Result<Option<ThreadStats>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..sh.threads_total())
+            .map(|tid| {
+                let progress = progress.clone();
+                scope.spawn(move || thread_main(db, sh, tid, progress))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a benchmark thread panicked")).collect()
+    });
+    bar.finish_and_clear();
+    let mut reporting = Vec::new();
+    for r in results {
+        reporting.extend(r?);
+    }
+    Ok(Stats::merge(reporting))
+}
+
+/// A bar on stderr when it is a terminal; hidden otherwise.
+fn progress_bar(sh: &Shared) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = match sh.deadline_after {
+        Some(_) => ProgressBar::new_spinner(),
+        None => ProgressBar::new(sh.ops_per_thread() * sh.threads as u64),
+    };
+    bar.set_draw_target(ProgressDrawTarget::stderr());
+    let style =
+        ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ops {per_sec} eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style.progress_chars("=> "));
+    bar.set_message(sh.bench.name());
+    bar
+}
+
+/// One thread: its part of the benchmark. Returns its stats, or `None` when they are not
+/// reported (readwhilewriting's writer).
+fn thread_main(
+    db: &Db,
+    sh: &Shared,
+    tid: usize,
+    progress: Progress,
+) -> Result<Option<ThreadStats>> {
+    use Benchmark::*;
+    let seed = sh.seed.wrapping_add(tid as u64);
+    let mut st = ThreadStats::new(tid, sh.histogram, progress);
+    let random = || KeyGen::new(KeyOrder::Random, sh.num, seed);
+    let result = match sh.bench {
+        FillSeq | FillBatch => write(
+            db,
+            sh,
+            &mut st,
+            KeyGen::new(KeyOrder::Sequential { next: 0 }, sh.num, seed),
+            seed,
+        ),
+        FillRandom | Overwrite | FillSync => write(db, sh, &mut st, random(), seed),
+        FillUniqueRandom => {
+            let order = KeyOrder::Unique { order: Vec::new(), next: 0 };
+            write(db, sh, &mut st, KeyGen::new(order, sh.num, seed), seed)
+        }
+        ReadSeq => read_seq(db, sh, &mut st, false),
+        ReadReverse => read_seq(db, sh, &mut st, true),
+        ReadRandom => read_random(db, sh, &mut st, random(), sh.key_size, 1),
+        // As db_bench: a key one byte longer than every stored key is never found.
+        ReadMissing => read_random(db, sh, &mut st, random(), sh.key_size + 1, 1),
+        MultiReadRandom => read_random(db, sh, &mut st, random(), sh.key_size, sh.batch_size),
+        SeekRandom => seek_random(db, sh, &mut st, random()),
+        ReadWhileWriting if tid == sh.threads => {
+            let r = write_until_readers_done(db, sh, &mut st, random(), seed);
+            st.stop();
+            return r.map(|()| None);
+        }
+        ReadWhileWriting => {
+            let r = read_random(db, sh, &mut st, random(), sh.key_size, 1);
+            sh.readers_done.fetch_add(1, Ordering::SeqCst);
+            r
+        }
+        DeleteRandom => delete_random(db, sh, &mut st, random()),
+        Flush => db.flush().map(|()| st.finished_ops(1, 0)),
+        Compact => db.compact_range().map(|()| st.finished_ops(1, 0)),
+        WaitForCompaction => wait_for_compaction(db).map(|()| st.finished_ops(1, 0)),
+        Stats | LevelStats => Ok(()),
+    };
+    st.stop();
+    result.map(|()| Some(st))
+}
+
+/// Puts `--batch_size` entries per write until the budget is spent.
+fn write(db: &Db, sh: &Shared, st: &mut ThreadStats, mut keys: KeyGen, seed: u64) -> Result<()> {
+    let mut values = ValueGen::new(sh.value_size, seed ^ 0x5eed);
+    let mut k = vec![0; sh.key_size];
+    let mut budget = Budget::new(sh);
+    while !budget.done(st.ops()) {
+        let mut batch = WriteBatch::new();
+        for _ in 0..sh.batch_size {
+            format_key(keys.next_number(), &mut k);
+            batch.put(&k, values.next_value());
+        }
+        let bytes = (sh.batch_size * (sh.key_size + sh.value_size)) as u64;
+        if let Some(rate) = &sh.rate {
+            rate.acquire(bytes);
+        }
+        db.write(&batch, &sh.write)?;
+        st.finished_ops(sh.batch_size as u64, bytes);
+    }
+    Ok(())
+}
+
+/// readwhilewriting's writer: random puts, one at a time, until every reader is done.
+fn write_until_readers_done(
+    db: &Db,
+    sh: &Shared,
+    st: &mut ThreadStats,
+    mut keys: KeyGen,
+    seed: u64,
+) -> Result<()> {
+    let mut values = ValueGen::new(sh.value_size, seed ^ 0x5eed);
+    let mut k = vec![0; sh.key_size];
+    while sh.readers_done.load(Ordering::SeqCst) < sh.threads {
+        format_key(keys.next_number(), &mut k);
+        let mut batch = WriteBatch::new();
+        batch.put(&k, values.next_value());
+        if let Some(rate) = &sh.rate {
+            rate.acquire((sh.key_size + sh.value_size) as u64);
+        }
+        db.write(&batch, &sh.write)?;
+        st.finished_ops(1, (sh.key_size + sh.value_size) as u64);
+    }
+    Ok(())
+}
+
+/// Gets `per_op` random keys of `key_size` bytes per operation, counting each key as one.
+fn read_random(
+    db: &Db,
+    sh: &Shared,
+    st: &mut ThreadStats,
+    mut keys: KeyGen,
+    key_size: usize,
+    per_op: usize,
+) -> Result<()> {
+    let mut k = vec![0; key_size];
+    let mut budget = Budget::new(sh);
+    while !budget.done(st.ops()) {
+        let (mut found, mut bytes) = (0, 0);
+        for _ in 0..per_op {
+            format_key(keys.next_number(), &mut k);
+            if let Some(v) = db.get(&k)? {
+                found += 1;
+                bytes += (k.len() + v.len()) as u64;
+            }
+        }
+        st.looked_up(per_op as u64, found);
+        st.finished_ops(per_op as u64, bytes);
+    }
+    Ok(())
+}
+
+/// Scans forward from the first key (or back from the last), one operation per entry.
+fn read_seq(db: &Db, sh: &Shared, st: &mut ThreadStats, reverse: bool) -> Result<()> {
+    let mut it = db.iter(&ReadOptions::default());
+    if reverse {
+        it.seek_to_last();
+    } else {
+        it.seek_to_first();
+    }
+    let mut budget = Budget::new(sh);
+    while it.valid() && !budget.done(st.ops()) {
+        st.finished_ops(1, (it.key().len() + it.value().len()) as u64);
+        if reverse {
+            it.prev();
+        } else {
+            it.next();
+        }
+    }
+    it.status()
+}
+
+/// Seeks one iterator to random keys; found when it lands on the key itself.
+fn seek_random(db: &Db, sh: &Shared, st: &mut ThreadStats, mut keys: KeyGen) -> Result<()> {
+    let mut it = db.iter(&ReadOptions::default());
+    let mut k = vec![0; sh.key_size];
+    let mut budget = Budget::new(sh);
+    while !budget.done(st.ops()) {
+        format_key(keys.next_number(), &mut k);
+        it.seek(&k);
+        let mut bytes = 0;
+        if it.valid() {
+            bytes = (it.key().len() + it.value().len()) as u64;
+        }
+        st.looked_up(1, u64::from(it.valid() && it.key() == k.as_slice()));
+        st.finished_ops(1, bytes);
+    }
+    it.status()
+}
+
+/// Deletes random keys, `--batch_size` per write.
+fn delete_random(db: &Db, sh: &Shared, st: &mut ThreadStats, mut keys: KeyGen) -> Result<()> {
+    let mut budget = Budget::new(sh);
+    while !budget.done(st.ops()) {
+        let mut batch = WriteBatch::new();
+        for _ in 0..sh.batch_size {
+            batch.delete(&key(keys.next_number(), sh.key_size));
+        }
+        db.write(&batch, &sh.write)?;
+        st.finished_ops(sh.batch_size as u64, 0);
+    }
+    Ok(())
+}
+
+/// Flushes, then waits until no flush or compaction is pending.
+fn wait_for_compaction(db: &Db) -> Result<()> {
+    db.flush()?;
+    db.wait_for_compaction()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_names_are_named() {
+        let all: Vec<&str> = ALL.iter().map(|b| b.name()).collect();
+        assert_eq!(parse_benchmarks(&all.join(",")).unwrap(), ALL.to_vec());
+        assert_eq!(
+            parse_benchmarks("fillseq,,readseq,").unwrap(),
+            [Benchmark::FillSeq, Benchmark::ReadSeq]
+        );
+        assert_eq!(
+            parse_benchmarks("fillseq,readfast").unwrap_err(),
+            "unknown benchmark 'readfast'"
+        );
+    }
+
+    #[test]
+    fn budgets_end_after_their_ops() {
+        let args = crate::bench::parse_args(["--num=10", "--reads=3"]).unwrap();
+        let fill = Shared::new(&args, Benchmark::FillRandom, 0);
+        let read = Shared::new(&args, Benchmark::ReadRandom, 0);
+        let sync = Shared::new(&args, Benchmark::FillSync, 0);
+        assert_eq!(
+            (fill.ops_per_thread(), read.ops_per_thread(), sync.ops_per_thread()),
+            (10, 3, 0)
+        );
+        assert!(sync.write.sync);
+        let mut b = Budget::new(&read);
+        assert!(!b.done(2) && b.done(3));
+        let rww = Shared::new(&args, Benchmark::ReadWhileWriting, 0);
+        assert_eq!(rww.threads_total(), 2);
+    }
+}

@@ -1,0 +1,115 @@
+//! `shale bench` run as a program: db_bench's output shape, exit codes, and flag errors.
+
+use std::process::Command;
+
+fn shale_bench(flags: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_shale")).arg("bench").args(flags).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// db_bench's result line: `%-12s : %11.3f micros/op %ld ops/sec %.3f seconds %ld operations;`
+/// then optional ` %6.1f MB/s` and ` (N of M found)`.
+const RESULT_LINE: &str = r"^[a-z]+ {0,11} : [ 0-9]{7,}\.[0-9]{3} micros/op [0-9]+ ops/sec [0-9]+\.[0-9]{3} seconds [0-9]+ operations;( [ 0-9]{4,}\.[0-9] MB/s)?( \([0-9]+ of [0-9]+ found\))?$";
+
+fn result_line<'a>(out: &'a str, name: &str) -> &'a str {
+    let prefix = format!("{name:<12} : ");
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with(&prefix)).collect();
+    assert_eq!(lines.len(), 1, "one result line for {name}:\n{out}");
+    let re = regex::Regex::new(RESULT_LINE).unwrap();
+    assert!(re.is_match(lines[0]), "db_bench's shape: {:?}", lines[0]);
+    lines[0]
+}
+
+#[test]
+fn fill_read_scan_and_stats_print_db_bench_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("--db={}", dir.path().display());
+    let (ok, out, err) = shale_bench(&[
+        "--benchmarks=fillrandom,readrandom,readseq,stats",
+        "--num=2000",
+        "--key_size",
+        "16",
+        "--value_size=100",
+        "--histogram=1",
+        &db,
+    ]);
+    assert!(ok, "exit status; stderr:\n{err}");
+    assert!(
+        out.contains("Keys:       16 bytes each (+ 0 bytes user-defined timestamp)\n"),
+        "{out}"
+    );
+    assert!(out.contains("Values:     100 bytes each (50 bytes after compression)\n"), "{out}");
+    assert!(out.contains("Entries:    2000\n"), "{out}");
+    let fill = result_line(&out, "fillrandom");
+    assert!(fill.contains(" 2000 operations;") && fill.ends_with(" MB/s"), "{fill}");
+    // fillrandom draws keys with repeats, so some of readrandom's keys were never written.
+    let read = result_line(&out, "readrandom");
+    let found = regex::Regex::new(r"\(([0-9]+) of 2000 found\)$").unwrap();
+    let n: u64 = found.captures(read).expect(read)[1].parse().unwrap();
+    assert!((1000..2000).contains(&n), "{read}");
+    // readseq visits each distinct key once: as many as fillrandom wrote, about 63% of --num.
+    let seq = result_line(&out, "readseq");
+    let visited: u64 =
+        seq.split(" operations;").next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+    assert!((1000..2000).contains(&visited), "{seq}");
+    assert_eq!(out.matches("Microseconds per ").count(), 3, "{out}");
+    assert!(out.contains("Percentiles: P50: "), "{out}");
+    assert!(out.contains("** shale stats **") && out.contains("Level Files Size(MB)"), "{out}");
+    assert!(dir.path().join("volume.shale").exists(), "--db keeps the store");
+}
+
+#[test]
+fn use_existing_db_reads_what_an_earlier_run_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("--db={}", dir.path().display());
+    let (ok, _, err) = shale_bench(&["--benchmarks=fillseq", "--num=500", &db]);
+    assert!(ok, "{err}");
+    let (ok, out, err) =
+        shale_bench(&["--benchmarks=fillseq,readrandom", "--num=500", "--use_existing_db", &db]);
+    assert!(ok, "{err}");
+    assert!(out.contains("fillseq      : skipped"), "{out}");
+    assert!(result_line(&out, "readrandom").ends_with("(500 of 500 found)"), "{out}");
+}
+
+#[test]
+fn unknown_flag_fails_naming_it() {
+    let (ok, out, err) = shale_bench(&["--num=10", "--frobnicate=3"]);
+    assert!(!ok);
+    assert!(err.contains("--frobnicate"), "{err}");
+    assert!(!out.contains("micros/op"), "nothing ran: {out}");
+}
+
+#[test]
+fn a_repeated_flag_overrides_as_in_db_bench() {
+    let (ok, out, err) =
+        shale_bench(&["--benchmarks=readrandom", "--num=50", "--benchmarks=fillseq"]);
+    assert!(ok, "{err}");
+    result_line(&out, "fillseq");
+    assert!(!out.contains("readrandom"), "{out}");
+}
+
+#[test]
+fn unknown_benchmark_fails_naming_it() {
+    let (ok, _, err) = shale_bench(&["--num=10", "--benchmarks=fillseq,readfast"]);
+    assert!(!ok);
+    assert!(err.contains("unknown benchmark 'readfast'"), "{err}");
+}
+
+#[test]
+fn flags_without_an_engine_knob_warn_and_run() {
+    let (ok, out, err) = shale_bench(&[
+        "--num=100",
+        "--benchmarks=fillseq",
+        "--disable_wal=1",
+        "--max_background_jobs",
+        "4",
+    ]);
+    assert!(ok, "{err}");
+    assert!(err.contains("--disable_wal is not supported yet and has no effect"), "{err}");
+    assert!(err.contains("--max_background_jobs=4 is not supported yet"), "{err}");
+    result_line(&out, "fillseq");
+}

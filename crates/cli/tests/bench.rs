@@ -1,14 +1,10 @@
 //! `shale bench` run as a program: db_bench's output shape, exit codes, and flag errors.
 
-use std::process::Command;
+mod common;
 
 fn shale_bench(flags: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_shale")).arg("bench").args(flags).output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let args: Vec<&str> = std::iter::once("bench").chain(flags.iter().copied()).collect();
+    common::shale(&args)
 }
 
 /// db_bench's result line: `%-12s : %11.3f micros/op %ld ops/sec %.3f seconds %ld operations;`

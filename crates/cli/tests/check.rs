@@ -1,18 +1,11 @@
 //! `shale check` and `shale inspect` on a store made through the library: a healthy store
 //! passes and shows its levels; a flipped byte in an SST fails the check, naming corruption.
 
-use std::process::Command;
+mod common;
+
+use common::shale;
 
 use shale_lsm::{Db, Options};
-
-fn shale(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_shale")).args(args).output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn check_passes_on_a_healthy_store_and_fails_on_a_damaged_sst() {

@@ -1,17 +1,10 @@
 //! `shale inspect` on a volume made through the library, and on things that are no volume.
 
-use std::process::Command;
+mod common;
+
+use common::shale;
 
 use shale_space::{Edit, Volume, VolumeOptions};
-
-fn shale(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_shale")).args(args).output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn inspect_shows_layout_log_state_and_slots() {

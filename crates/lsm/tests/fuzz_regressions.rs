@@ -5,61 +5,24 @@
 #[path = "../../../fuzz/src/lsm_checks.rs"]
 mod lsm_checks;
 
-use std::path::{Path, PathBuf};
-
 /// The lsm fuzz targets, named as in `fuzz/Cargo.toml`.
 const TARGETS: [&str; 2] = ["sst_block", "wal_page"];
 
-fn regressions_dir(target: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions").join(target)
-}
-
-fn replay(target: &str, check: fn(&[u8])) {
-    let dir = regressions_dir(target);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.expect("directory entry").path())
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no regression inputs for fuzz target {target}");
-    for file in files {
-        let data = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        eprintln!("{target}: {}", file.display());
-        check(&data);
-    }
-}
-
 #[test]
 fn sst_block_regressions() {
-    replay("sst_block", lsm_checks::sst_block);
+    shale_testkit::fuzz_regressions::replay("sst_block", lsm_checks::sst_block);
 }
 
 #[test]
 fn wal_page_regressions() {
-    replay("wal_page", lsm_checks::wal_page);
+    shale_testkit::fuzz_regressions::replay("wal_page", lsm_checks::wal_page);
 }
 
 /// The committed seed inputs are the ones `lsm_checks::seeds` generates, so a format change
 /// that makes them stale is noticed. `SHALE_WRITE_FUZZ_SEEDS=1` (re)writes them instead.
 #[test]
 fn committed_seeds_match_the_generator() {
-    let write = std::env::var_os("SHALE_WRITE_FUZZ_SEEDS").is_some();
-    for (target, name, bytes) in lsm_checks::seeds() {
-        assert!(TARGETS.contains(&target), "seed for unknown target {target}");
-        let path = regressions_dir(target).join(format!("seed-{name}"));
-        if write {
-            std::fs::create_dir_all(path.parent().unwrap()).expect("create regressions dir");
-            std::fs::write(&path, &bytes).expect("write seed");
-            continue;
-        }
-        let committed = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert!(
-            committed == bytes,
-            "{} is stale; rerun with SHALE_WRITE_FUZZ_SEEDS=1",
-            path.display()
-        );
-    }
+    shale_testkit::fuzz_regressions::check_seeds(&TARGETS, lsm_checks::seeds());
 }
 
 /// The seeds are worth fuzzing from: each valid one decodes and iterates without error, and

@@ -50,3 +50,60 @@ impl Drop for LoopDevice {
         }
     }
 }
+
+/// Replaying the fuzz targets' regression inputs (`fuzz/regressions/<target>/`) from ordinary
+/// tests, so every input a fuzzer once found keeps being tested on stable Rust.
+pub mod fuzz_regressions {
+    use std::path::{Path, PathBuf};
+
+    /// The directory of one target's regression inputs.
+    pub fn dir(target: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions").join(target)
+    }
+
+    /// Runs `check` on every input of `target`; `check` panics when a property breaks.
+    ///
+    /// # Panics
+    /// When the directory is missing or empty, or a check panics.
+    pub fn replay(target: &str, check: fn(&[u8])) {
+        let dir = dir(target);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|entry| entry.expect("directory entry").path())
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "no regression inputs for fuzz target {target}");
+        for file in files {
+            let data = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            eprintln!("{target}: {}", file.display());
+            check(&data);
+        }
+    }
+
+    /// Checks that the committed `seed-*` inputs are the ones the generator makes now, so a
+    /// format change that makes them stale is noticed; with `SHALE_WRITE_FUZZ_SEEDS` set it
+    /// (re)writes them instead.
+    ///
+    /// # Panics
+    /// When a seed is stale or names a target not in `targets`.
+    pub fn check_seeds(targets: &[&str], seeds: Vec<(&'static str, &'static str, Vec<u8>)>) {
+        let write = std::env::var_os("SHALE_WRITE_FUZZ_SEEDS").is_some();
+        for (target, name, bytes) in seeds {
+            assert!(targets.contains(&target), "seed for unknown target {target}");
+            let path = dir(target).join(format!("seed-{name}"));
+            if write {
+                std::fs::create_dir_all(path.parent().unwrap()).expect("create regressions dir");
+                std::fs::write(&path, &bytes).expect("write seed");
+                continue;
+            }
+            let committed =
+                std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(
+                committed == bytes,
+                "{} is stale; rerun with SHALE_WRITE_FUZZ_SEEDS=1",
+                path.display()
+            );
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Memtable tests: a BTreeMap model, concurrent writers with a reader, and the capacity bound.
 //!
-//! Random tests print their seed when they fail; `SHALE_MEMTABLE_SEED=N` replays one seed.
+//! Random tests print their seed when they fail; `SHALE_MEMTABLE_SEED=N` replays one seed and
+//! `SHALE_MEMTABLE_SEEDS=N` runs seeds `0..N` (64 by default).
 
 use super::*;
 use crate::key::SEQ_MAX;
@@ -10,11 +11,16 @@ use rand::{Rng, SeedableRng};
 use std::cmp::{Ordering as Cmp, Reverse};
 use std::collections::{BTreeMap, HashSet};
 
-/// Seeds to run: the one in SHALE_MEMTABLE_SEED, else `0..count`.
+/// Seeds to run: the one in SHALE_MEMTABLE_SEED, else `0..SHALE_MEMTABLE_SEEDS`, else
+/// `0..count`.
 fn seeds(count: u64) -> Vec<u64> {
-    match std::env::var("SHALE_MEMTABLE_SEED") {
-        Ok(s) => vec![s.parse().expect("SHALE_MEMTABLE_SEED must be a number")],
-        Err(_) => (0..count).collect(),
+    let number = |name: &str| {
+        std::env::var(name).ok().map(|s| s.parse::<u64>().expect("seed variables are numbers"))
+    };
+    match (number("SHALE_MEMTABLE_SEED"), number("SHALE_MEMTABLE_SEEDS")) {
+        (Some(seed), _) => vec![seed],
+        (None, Some(n)) => (0..n).collect(),
+        (None, None) => (0..count).collect(),
     }
 }
 
@@ -223,7 +229,7 @@ fn value_of(seq: u64) -> Vec<u8> {
 
 #[test]
 fn concurrent_writers_with_a_reader_keep_order_and_lose_nothing() {
-    let per_writer: u64 = if cfg!(miri) { 30 } else { 5000 };
+    let per_writer: u64 = if cfg!(miri) { 30 } else { 20_000 };
     let entry = concurrent_entry;
     let mem = Arc::new(Memtable::with_chunk_bytes(1 << 26, 1 << 14));
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -272,10 +278,13 @@ fn concurrent_writers_with_a_reader_keep_order_and_lose_nothing() {
         })
     };
 
+    // Writers start together, so that their inserts overlap and race for the same links.
+    let start = Arc::new(std::sync::Barrier::new(WRITERS as usize));
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
-            let mem = Arc::clone(&mem);
+            let (mem, start) = (Arc::clone(&mem), Arc::clone(&start));
             std::thread::spawn(move || {
+                start.wait();
                 for i in 0..per_writer {
                     let (user_key, seq, kind) = entry(w, i);
                     mem.insert(&user_key, seq, kind, &value_of(seq)).expect("capacity is ample");

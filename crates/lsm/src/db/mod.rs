@@ -27,24 +27,28 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use shale_io::{DeviceRef, FileOptions, QueueOptions};
-use shale_space::{Edit, Extent, IoClass, Opened, Volume};
+use shale_io::{DeviceRef, FileOptions};
+use shale_space::{Edit, Extent, IoClass, Volume};
 
-use crate::batch::{self, WriteBatch};
+use crate::batch::WriteBatch;
 use crate::cache::BlockCache;
 use crate::db_iter::{DbIterator, IterBounds};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{self, Kind, SEQ_MAX};
+use crate::key::{self, Kind};
 use crate::memtable::Memtable;
 use crate::merge::MergingIterator;
 use crate::options::{KEY_BYTES_MAX, Options, ReadOptions, WriteOptions};
 use crate::sst::{QueuePool, SstBuilder, SstReader, VolumeSource, bloom_hash, write_sst};
 use crate::stats::{Stall, StallCounters, Stats};
-use crate::version::{HandleIter, LEVELS, SstHandle, Version};
+use crate::version::{LEVELS, SstHandle, Version};
 use crate::version_edit::{SstMeta, VersionEdit};
-use crate::wal::{AppendError, WalLayout, WalWriter};
+use crate::wal::{AppendError, WalWriter};
+
+mod compaction;
+mod recovery;
 use crate::write_controller::{self, Pressure};
+use compaction::Compaction;
 
 /// Memory a batch takes in a memtable beyond its encoded bytes, per op (node and key trailer).
 const MEMTABLE_OVERHEAD_PER_OP: usize = 160;
@@ -168,119 +172,6 @@ impl Db {
         opts.validate()?;
         let opened = Volume::open(device, &opts.volume)?;
         Db::open_volume(opened, opts)
-    }
-
-    fn open_volume(opened: Opened, opts: Options) -> Result<Db> {
-        let started = Instant::now();
-        let volume = Arc::new(opened.volume);
-        let pool = Arc::new(QueuePool::new(volume.clone()));
-        let cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
-        // 1. The committed version: fold the base's complete state and each delta into the set
-        //    of live SSTs first, then open only those (see `version_edit::fold`).
-        let folded = crate::version_edit::fold(&opened.versions)?;
-        let replayed = VersionEdit {
-            last_seq: folded.last_seq,
-            oldest_unflushed_ltn: folded.oldest_unflushed_ltn,
-            next_ltn: folded.next_ltn,
-            ..Default::default()
-        };
-        let max_id = folded.max_sst_id;
-        let live = folded.live;
-        let all_live = VersionEdit { added: live.into_values().collect(), ..Default::default() };
-        let mut open = |m: &SstMeta| open_sst(&volume, &pool, &cache, m);
-        let version = Version::empty().apply(&all_live, &mut open)?.0;
-        // 2. The WAL: the groups of unflushed generations.
-        let l = volume.layout();
-        let mut q = volume
-            .queue(IoClass::Wal, &QueueOptions { depth: WAL_QUEUE_DEPTH, ..Default::default() })?;
-        let wanted = WalLayout::new(l.wal_offset, l.wal_bytes, opts.wal_groups())?;
-        let (mut meta, groups) =
-            crate::wal::recover(&wanted, &mut q, replayed.oldest_unflushed_ltn)?;
-        let max_meta_ltn = meta.groups.iter().map(|g| g.ltn).max().unwrap_or(0);
-        if meta.groups.len() as u32 != wanted.groups
-            || meta.pages_per_group != wanted.pages_per_group
-        {
-            // The options now ask for another WAL geometry. Every recovered group is flushed
-            // below before a page is written, and the generation keeps growing, so the old
-            // layout is simply forgotten (a crash before the new metadata lands leaves the old
-            // one, whose groups the committed version already marks flushed).
-            let generation = meta.generation;
-            meta = crate::wal::meta::WalMeta::empty(wanted.groups, wanted.pages_per_group);
-            meta.generation = generation;
-        }
-        let inner = Arc::new(Inner {
-            opts: opts.clone(),
-            volume: volume.clone(),
-            pool,
-            cache,
-            state: Mutex::new(State {
-                wal: WalWriter::new(wanted, Box::new(q), meta),
-                mem: Arc::new(Memtable::new(2 * opts.write_buffer_bytes)),
-                mem_bytes: 0,
-                mem_ltn: 0,
-                imm: VecDeque::new(),
-                version: Arc::new(version),
-                last_seq: replayed.last_seq,
-                next_ltn: replayed.next_ltn.max(max_meta_ltn + 1),
-                snapshots: BTreeMap::new(),
-                persisted_seq: replayed.last_seq,
-                pending_compaction_bytes: 0,
-                stopped: None,
-                shutting_down: false,
-                full_compaction: false,
-                compact_pointer: vec![Vec::new(); LEVELS],
-                flushes: 0,
-                compactions: 0,
-            }),
-            cv: Condvar::new(),
-            next_sst_id: AtomicU64::new(max_id + 1),
-            stalls: StallCounters::default(),
-            user_bytes_written: AtomicU64::new(0),
-            write_buffer_bytes: AtomicU64::new(opts.write_buffer_bytes as u64),
-        });
-        // 3. Replay the WAL into memtables and flush them before accepting writes, so every
-        //    old group can be recycled and recovery work stays bounded.
-        let records: usize = groups.iter().map(|g| g.records.len()).sum();
-        inner.replay_wal(&groups)?;
-        {
-            let mut st = inner.state.lock();
-            let ltn = st.next_ltn;
-            st.next_ltn += 1;
-            st.wal.start_group(ltn)?.ok_or_else(|| {
-                Error::corruption("no free WAL group after recovery", l.wal_offset)
-            })?;
-            st.mem_ltn = ltn;
-        }
-        log::info!(
-            "opened store: {} WAL records replayed from {} groups, last sequence {}, {:?}",
-            records,
-            groups.len(),
-            inner.state.lock().last_seq,
-            started.elapsed()
-        );
-        let mut workers = Vec::new();
-        for (kind, name) in
-            [(Worker::Flush, "shale-flush"), (Worker::Compaction, "shale-compaction")]
-        {
-            let worker_inner = inner.clone();
-            let spawned = std::thread::Builder::new()
-                .name(name.into())
-                .spawn(move || worker_inner.background_loop(kind));
-            match spawned {
-                Ok(handle) => workers.push(handle),
-                Err(e) => {
-                    let mut db = Db { inner, workers };
-                    db.shutdown();
-                    let source = e;
-                    return Err(Error::Io(shale_io::Error::Io {
-                        op: shale_io::OpKind::Read,
-                        offset: 0,
-                        source,
-                    }));
-                }
-            }
-        }
-        Ok(Db { inner, workers })
     }
 
     /// Sets `key` to `value`.
@@ -481,13 +372,6 @@ impl OutputSst {
     }
 }
 
-/// A planned compaction.
-struct Compaction {
-    level: usize,
-    inputs: Vec<Arc<SstHandle>>,
-    next: Vec<Arc<SstHandle>>,
-}
-
 impl Inner {
     fn check_batch(&self, batch: &WriteBatch) -> Result<usize> {
         for op in batch.ops() {
@@ -639,59 +523,6 @@ impl Inner {
         Ok(())
     }
 
-    /// Replays recovered WAL groups into memtables, writes them as L0 SSTs, and commits them
-    /// in one edit that also marks every old WAL generation flushed. One edit, because a crash
-    /// in the middle must leave the WAL groups in charge of all of the replayed writes.
-    fn replay_wal(&self, groups: &[crate::wal::RecoveredGroup]) -> Result<()> {
-        let new_mem = || Arc::new(Memtable::new(2 * self.write_buffer_bytes()));
-        let mut mem = new_mem();
-        let mut mem_bytes = 0;
-        let mut outputs = Vec::new();
-        let mut last_seq = self.state.lock().last_seq;
-        for g in groups {
-            for (i, rec) in g.records.iter().enumerate() {
-                let b = batch::decode(rec, g.ltn)?;
-                let footprint: usize = rec.len() + b.ops.len() * MEMTABLE_OVERHEAD_PER_OP;
-                if mem_bytes + footprint > self.opts.write_buffer_bytes && !mem.is_empty() {
-                    outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
-                    mem = new_mem();
-                    mem_bytes = 0;
-                }
-                mem_bytes += footprint;
-                for (j, op) in b.ops.iter().enumerate() {
-                    mem.insert(op.key, b.first_seq + j as u64, op.kind, op.value).map_err(
-                        |_| {
-                            Error::corruption(
-                                format!(
-                                    "WAL record {i} of group {} does not fit a memtable",
-                                    g.group
-                                ),
-                                0,
-                            )
-                        },
-                    )?;
-                }
-                last_seq = last_seq.max(b.first_seq + b.ops.len() as u64 - 1);
-            }
-        }
-        if !mem.is_empty() {
-            outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
-        }
-        let mut st = self.state.lock();
-        st.last_seq = last_seq;
-        let edit = VersionEdit {
-            last_seq,
-            oldest_unflushed_ltn: st.next_ltn,
-            added: outputs.iter().map(|m| (0, m.clone())).collect(),
-            ..Default::default()
-        };
-        let extents = outputs.iter().map(|m| m.extent).collect();
-        self.commit_edit(&mut st, edit, extents, Vec::new())?;
-        let next = st.next_ltn;
-        st.wal.free_generations_below(next);
-        Ok(())
-    }
-
     /// An SST builder holding every entry of a memtable.
     fn memtable_builder(&self, mem: &Arc<Memtable>) -> Result<OutputSst> {
         let mut builder = OutputSst::new(&self.opts);
@@ -832,146 +663,6 @@ impl Inner {
                 return;
             }
         }
-    }
-
-    fn level_target(&self, level: usize) -> u64 {
-        let mut t = self.opts.max_bytes_for_level_base;
-        for _ in 1..level {
-            t = t.saturating_mul(self.opts.max_bytes_for_level_multiplier);
-        }
-        t
-    }
-
-    fn pick_compaction(&self, st: &mut State) -> Option<Compaction> {
-        let v = st.version.clone();
-        let l0 = &v.levels[0];
-        if !l0.is_empty()
-            && (l0.len() >= self.opts.level0_file_num_compaction_trigger || st.full_compaction)
-        {
-            return Some(self.with_next_level(&v, 0, l0.clone()));
-        }
-        if st.full_compaction {
-            // Move the shallowest non-empty level down until one level holds everything.
-            let non_empty: Vec<usize> = (1..LEVELS).filter(|&l| !v.levels[l].is_empty()).collect();
-            if non_empty.len() > 1 {
-                let level = non_empty[0];
-                return Some(self.with_next_level(&v, level, v.levels[level].clone()));
-            }
-            return None;
-        }
-        let mut best: Option<(f64, usize)> = None;
-        for level in 1..LEVELS - 1 {
-            let score = v.level_bytes(level) as f64 / self.level_target(level) as f64;
-            if score > 1.0 && best.is_none_or(|(s, _)| score > s) {
-                best = Some((score, level));
-            }
-        }
-        let (_, level) = best?;
-        let files = &v.levels[level];
-        let pointer = &st.compact_pointer[level];
-        let pick = files
-            .iter()
-            .find(|f| key::user_key(&f.meta.smallest) > pointer.as_slice())
-            .unwrap_or(&files[0])
-            .clone();
-        st.compact_pointer[level] = key::user_key(&pick.meta.largest).to_vec();
-        Some(self.with_next_level(&v, level, vec![pick]))
-    }
-
-    fn with_next_level(
-        &self,
-        v: &Version,
-        level: usize,
-        inputs: Vec<Arc<SstHandle>>,
-    ) -> Compaction {
-        let smallest =
-            inputs.iter().map(|f| key::user_key(&f.meta.smallest)).min().unwrap().to_vec();
-        let largest = inputs.iter().map(|f| key::user_key(&f.meta.largest)).max().unwrap().to_vec();
-        let next = v.overlapping(level + 1, &smallest, &largest);
-        Compaction { level, inputs, next }
-    }
-
-    fn run_compaction(&self, c: Compaction) -> Result<()> {
-        let out_level = c.level + 1;
-        let removed_ids: Vec<(u8, u64)> = c
-            .inputs
-            .iter()
-            .map(|f| (c.level as u8, f.meta.id))
-            .chain(c.next.iter().map(|f| (out_level as u8, f.meta.id)))
-            .collect();
-        // A single SST with nothing below it to merge with moves down without being rewritten.
-        if c.inputs.len() == 1 && c.next.is_empty() {
-            let meta = c.inputs[0].meta.clone();
-            let edit = VersionEdit {
-                removed: removed_ids,
-                added: vec![(out_level as u8, meta)],
-                ..Default::default()
-            };
-            let mut st = self.state.lock();
-            self.commit_edit(&mut st, edit, Vec::new(), Vec::new())?;
-            st.compactions += 1;
-            self.cv.notify_all();
-            return Ok(());
-        }
-        let (smallest_snapshot, version) = {
-            let st = self.state.lock();
-            (st.snapshots.keys().next().copied().unwrap_or(st.last_seq), st.version.clone())
-        };
-        let children: Vec<Box<dyn InternalIterator>> = c
-            .inputs
-            .iter()
-            .chain(&c.next)
-            .map(|f| Box::new(HandleIter::new(f.clone())) as Box<dyn InternalIterator>)
-            .collect();
-        let mut merged = MergingIterator::new(children);
-        merged.seek_to_first();
-        let mut outputs = Vec::new();
-        let mut builder = OutputSst::new(&self.opts);
-        let mut current_key: Option<Vec<u8>> = None;
-        let mut last_seq_for_key = SEQ_MAX;
-        while merged.valid() {
-            let ikey = merged.key();
-            let p = key::parse(ikey)
-                .ok_or_else(|| Error::corruption("compaction input: bad internal key", 0))?;
-            let new_key = current_key.as_deref() != Some(p.user_key);
-            if new_key {
-                // Cut outputs only between user keys, so levels stay disjoint by user key.
-                if builder.builder.estimated_bytes() as u64 >= self.opts.target_file_size_base {
-                    let full = std::mem::replace(&mut builder, OutputSst::new(&self.opts));
-                    outputs.extend(self.write_output(full)?);
-                }
-                current_key = Some(p.user_key.to_vec());
-                last_seq_for_key = SEQ_MAX;
-            }
-            let shadowed = last_seq_for_key <= smallest_snapshot;
-            let dead_tombstone = p.kind == Kind::Delete
-                && p.seq <= smallest_snapshot
-                && version.levels[out_level + 1..].iter().all(|files| {
-                    !files.iter().any(|f| {
-                        key::user_key(&f.meta.smallest) <= p.user_key
-                            && p.user_key <= key::user_key(&f.meta.largest)
-                    })
-                });
-            last_seq_for_key = p.seq;
-            if !shadowed && !dead_tombstone {
-                builder.add(ikey, merged.value());
-            }
-            merged.next();
-        }
-        merged.status()?;
-        outputs.extend(self.write_output(builder)?);
-        let added_extents = outputs.iter().map(|m| m.extent).collect();
-        let removed_extents = c.inputs.iter().chain(&c.next).map(|f| f.meta.extent).collect();
-        let edit = VersionEdit {
-            removed: removed_ids,
-            added: outputs.into_iter().map(|m| (out_level as u8, m)).collect(),
-            ..Default::default()
-        };
-        let mut st = self.state.lock();
-        self.commit_edit(&mut st, edit, added_extents, removed_extents)?;
-        st.compactions += 1;
-        self.cv.notify_all();
-        Ok(())
     }
 
     fn flush(&self) -> Result<()> {

@@ -1,0 +1,201 @@
+//! Opening a store: recovery of the committed version and of the WAL.
+//!
+//! 1. The volume recovers its version log; the base and its deltas are folded into the live
+//!    SSTs (`version_edit::fold`) and only those are opened.
+//! 2. The WAL is read with the geometry its metadata records, from the oldest unflushed
+//!    generation, in LTN order.
+//! 3. The replayed records become L0 SSTs committed in one edit that marks every old WAL
+//!    generation flushed, before any new write.
+//! 4. A new WAL group starts, and the flush and compaction threads.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+use shale_io::QueueOptions;
+use shale_space::{IoClass, Opened};
+
+use crate::batch;
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::sst::QueuePool;
+use crate::stats::StallCounters;
+use crate::version::{LEVELS, Version};
+use crate::version_edit::{SstMeta, VersionEdit};
+use crate::wal::{WalLayout, WalWriter};
+
+use super::{Db, Inner, MEMTABLE_OVERHEAD_PER_OP, State, WAL_QUEUE_DEPTH, Worker, open_sst};
+
+impl Db {
+    pub(super) fn open_volume(opened: Opened, opts: Options) -> Result<Db> {
+        let started = Instant::now();
+        let volume = Arc::new(opened.volume);
+        let pool = Arc::new(QueuePool::new(volume.clone()));
+        let cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
+        // 1. The committed version: fold the base's complete state and each delta into the set
+        //    of live SSTs first, then open only those (see `version_edit::fold`).
+        let folded = crate::version_edit::fold(&opened.versions)?;
+        let replayed = VersionEdit {
+            last_seq: folded.last_seq,
+            oldest_unflushed_ltn: folded.oldest_unflushed_ltn,
+            next_ltn: folded.next_ltn,
+            ..Default::default()
+        };
+        let max_id = folded.max_sst_id;
+        let live = folded.live;
+        let all_live = VersionEdit { added: live.into_values().collect(), ..Default::default() };
+        let mut open = |m: &SstMeta| open_sst(&volume, &pool, &cache, m);
+        let version = Version::empty().apply(&all_live, &mut open)?.0;
+        // 2. The WAL: the groups of unflushed generations.
+        let l = volume.layout();
+        let mut q = volume
+            .queue(IoClass::Wal, &QueueOptions { depth: WAL_QUEUE_DEPTH, ..Default::default() })?;
+        let wanted = WalLayout::new(l.wal_offset, l.wal_bytes, opts.wal_groups())?;
+        let (mut meta, groups) =
+            crate::wal::recover(&wanted, &mut q, replayed.oldest_unflushed_ltn)?;
+        let max_meta_ltn = meta.groups.iter().map(|g| g.ltn).max().unwrap_or(0);
+        if meta.groups.len() as u32 != wanted.groups
+            || meta.pages_per_group != wanted.pages_per_group
+        {
+            // The options now ask for another WAL geometry. Every recovered group is flushed
+            // below before a page is written, and the generation keeps growing, so the old
+            // layout is simply forgotten (a crash before the new metadata lands leaves the old
+            // one, whose groups the committed version already marks flushed).
+            let generation = meta.generation;
+            meta = crate::wal::meta::WalMeta::empty(wanted.groups, wanted.pages_per_group);
+            meta.generation = generation;
+        }
+        let inner = Arc::new(Inner {
+            opts: opts.clone(),
+            volume: volume.clone(),
+            pool,
+            cache,
+            state: Mutex::new(State {
+                wal: WalWriter::new(wanted, Box::new(q), meta),
+                mem: Arc::new(Memtable::new(2 * opts.write_buffer_bytes)),
+                mem_bytes: 0,
+                mem_ltn: 0,
+                imm: VecDeque::new(),
+                version: Arc::new(version),
+                last_seq: replayed.last_seq,
+                next_ltn: replayed.next_ltn.max(max_meta_ltn + 1),
+                snapshots: BTreeMap::new(),
+                persisted_seq: replayed.last_seq,
+                pending_compaction_bytes: 0,
+                stopped: None,
+                shutting_down: false,
+                full_compaction: false,
+                compact_pointer: vec![Vec::new(); LEVELS],
+                flushes: 0,
+                compactions: 0,
+            }),
+            cv: Condvar::new(),
+            next_sst_id: AtomicU64::new(max_id + 1),
+            stalls: StallCounters::default(),
+            user_bytes_written: AtomicU64::new(0),
+            write_buffer_bytes: AtomicU64::new(opts.write_buffer_bytes as u64),
+        });
+        // 3. Replay the WAL into memtables and flush them before accepting writes, so every
+        //    old group can be recycled and recovery work stays bounded.
+        let records: usize = groups.iter().map(|g| g.records.len()).sum();
+        inner.replay_wal(&groups)?;
+        {
+            let mut st = inner.state.lock();
+            let ltn = st.next_ltn;
+            st.next_ltn += 1;
+            st.wal.start_group(ltn)?.ok_or_else(|| {
+                Error::corruption("no free WAL group after recovery", l.wal_offset)
+            })?;
+            st.mem_ltn = ltn;
+        }
+        log::info!(
+            "opened store: {} WAL records replayed from {} groups, last sequence {}, {:?}",
+            records,
+            groups.len(),
+            inner.state.lock().last_seq,
+            started.elapsed()
+        );
+        let mut workers = Vec::new();
+        for (kind, name) in
+            [(Worker::Flush, "shale-flush"), (Worker::Compaction, "shale-compaction")]
+        {
+            let worker_inner = inner.clone();
+            let spawned = std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || worker_inner.background_loop(kind));
+            match spawned {
+                Ok(handle) => workers.push(handle),
+                Err(e) => {
+                    let mut db = Db { inner, workers };
+                    db.shutdown();
+                    let source = e;
+                    return Err(Error::Io(shale_io::Error::Io {
+                        op: shale_io::OpKind::Read,
+                        offset: 0,
+                        source,
+                    }));
+                }
+            }
+        }
+        Ok(Db { inner, workers })
+    }
+}
+
+impl Inner {
+    /// Replays recovered WAL groups into memtables, writes them as L0 SSTs, and commits them
+    /// in one edit that also marks every old WAL generation flushed. One edit, because a crash
+    /// in the middle must leave the WAL groups in charge of all of the replayed writes.
+    fn replay_wal(&self, groups: &[crate::wal::RecoveredGroup]) -> Result<()> {
+        let new_mem = || Arc::new(Memtable::new(2 * self.write_buffer_bytes()));
+        let mut mem = new_mem();
+        let mut mem_bytes = 0;
+        let mut outputs = Vec::new();
+        let mut last_seq = self.state.lock().last_seq;
+        for g in groups {
+            for (i, rec) in g.records.iter().enumerate() {
+                let b = batch::decode(rec, g.ltn)?;
+                let footprint: usize = rec.len() + b.ops.len() * MEMTABLE_OVERHEAD_PER_OP;
+                if mem_bytes + footprint > self.opts.write_buffer_bytes && !mem.is_empty() {
+                    outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
+                    mem = new_mem();
+                    mem_bytes = 0;
+                }
+                mem_bytes += footprint;
+                for (j, op) in b.ops.iter().enumerate() {
+                    mem.insert(op.key, b.first_seq + j as u64, op.kind, op.value).map_err(
+                        |_| {
+                            Error::corruption(
+                                format!(
+                                    "WAL record {i} of group {} does not fit a memtable",
+                                    g.group
+                                ),
+                                0,
+                            )
+                        },
+                    )?;
+                }
+                last_seq = last_seq.max(b.first_seq + b.ops.len() as u64 - 1);
+            }
+        }
+        if !mem.is_empty() {
+            outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
+        }
+        let mut st = self.state.lock();
+        st.last_seq = last_seq;
+        let edit = VersionEdit {
+            last_seq,
+            oldest_unflushed_ltn: st.next_ltn,
+            added: outputs.iter().map(|m| (0, m.clone())).collect(),
+            ..Default::default()
+        };
+        let extents = outputs.iter().map(|m| m.extent).collect();
+        self.commit_edit(&mut st, edit, extents, Vec::new())?;
+        let next = st.next_ltn;
+        st.wal.free_generations_below(next);
+        Ok(())
+    }
+}

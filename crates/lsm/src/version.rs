@@ -184,7 +184,7 @@ impl Version {
     pub fn iterators(&self) -> Vec<Box<dyn InternalIterator>> {
         let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
         for f in &self.levels[0] {
-            out.push(Box::new(HandleIter { _handle: f.clone(), iter: f.reader.iter() }));
+            out.push(Box::new(HandleIter::new(f.clone())));
         }
         for files in &self.levels[1..] {
             if !files.is_empty() {

@@ -51,5 +51,5 @@ pub use check::CheckReport;
 pub use db::{Db, Snapshot};
 pub use db_iter::DbIterator;
 pub use error::{Error, Result};
-pub use options::{Options, ReadOptions, WriteOptions};
+pub use options::{MemoryTail, Options, ReadOptions, WalTail, WriteOptions};
 pub use stats::{Stall, StallTotal, Stalls, Stats};

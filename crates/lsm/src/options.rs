@@ -4,6 +4,7 @@ use shale_space::{LayoutOptions, VolumeOptions};
 
 use crate::error::{Error, Result};
 use crate::sst::SstOptions;
+pub use crate::wal::{MemoryTail, WalTail};
 
 /// Largest key accepted, in bytes.
 pub const KEY_BYTES_MAX: usize = 64 << 10;
@@ -38,6 +39,10 @@ pub struct Options {
     pub block_cache_bytes: usize,
     /// The volume: layout of a new one, growth.
     pub volume: VolumeOptions,
+    /// Where writes without sync wait for their WAL pages (see [`WalTail`]): by default a
+    /// file in `/dev/shm`, so such a write costs a memory copy yet survives a crash of the
+    /// process (P2).
+    pub wal_tail: WalTail,
 }
 
 impl Default for Options {
@@ -56,12 +61,15 @@ impl Default for Options {
             sst: SstOptions::default(),
             block_cache_bytes: 32 << 20,
             volume: VolumeOptions::default(),
+            wal_tail: WalTail::default(),
         }
     }
 }
 
 impl Options {
     /// Small sizes for tests and examples: 256 KiB memtables, 64 KiB slots, a few MiB in all.
+    /// No WAL tail ([`WalTail::Off`]): a test that reopens a copy of a device at some instant
+    /// cannot copy a tail as of that instant; tests of the tail choose one explicitly.
     pub fn small_for_tests() -> Options {
         Options {
             write_buffer_bytes: 256 << 10,
@@ -78,6 +86,7 @@ impl Options {
                 initial_slots: 64,
                 ..VolumeOptions::default()
             },
+            wal_tail: WalTail::Off,
             ..Options::default()
         }
     }
@@ -127,7 +136,8 @@ impl Options {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WriteOptions {
     /// Acknowledge only once the write is durable (survives power loss, P1). Without it the
-    /// write has reached the device and survives a crash of the process (P2).
+    /// write survives a crash of the process (P2): it is in the WAL tail ([`WalTail`]), or,
+    /// with the tail off, its WAL page write has completed.
     pub sync: bool,
 }
 

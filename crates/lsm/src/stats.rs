@@ -90,6 +90,10 @@ pub struct Stats {
     pub compactions: u64,
     /// Bytes of write batches accepted since open.
     pub user_bytes_written: u64,
+    /// Write batches accepted since open.
+    pub writes: u64,
+    /// WAL appends that carried them (group commit: concurrent writes share one).
+    pub write_groups: u64,
     /// Bytes written to the WAL area since open.
     pub wal_bytes_written: u64,
     /// Bytes of SSTs written since open.

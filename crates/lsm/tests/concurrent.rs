@@ -17,16 +17,19 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::Instant;
 
-use shale_io::SimDevice;
-use shale_lsm::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use shale_io::{Damage, SimDevice};
+use shale_lsm::{Db, MemoryTail, Options, ReadOptions, WalTail, WriteBatch, WriteOptions};
 
 const WRITERS: u32 = 4;
 const READERS: u32 = 2;
 const KEYS_PER_WRITER: u32 = 50;
 const WRITES_PER_WRITER: u32 = 4000;
 
-fn options() -> Options {
+fn options(tail: &Option<MemoryTail>) -> Options {
     let mut o = Options::small_for_tests();
+    if let Some(t) = tail {
+        o.wal_tail = WalTail::Memory(t.clone());
+    }
     o.write_buffer_bytes = 64 << 10;
     o.target_file_size_base = 64 << 10;
     o.max_bytes_for_level_base = 256 << 10;
@@ -127,9 +130,20 @@ fn reader(db: &Db, r: u32, stop: &AtomicBool, reads: &AtomicU64) {
 
 #[test]
 fn writers_readers_flushes_and_compactions_agree() {
+    run(None);
+}
+
+/// The same with unsynced writes kept in a WAL tail, and a crash of the process at the end
+/// instead of a close: the tail's copy brings back every acknowledged write (P2).
+#[test]
+fn with_a_wal_tail_a_process_crash_keeps_every_write() {
+    run(Some(MemoryTail::new()));
+}
+
+fn run(tail: Option<MemoryTail>) {
     let started = Instant::now();
     let dev = SimDevice::new(64 << 20, 4096, 1).unwrap();
-    let db = Arc::new(Db::open_device(Arc::new(dev.clone()), options()).unwrap());
+    let db = Arc::new(Db::open_device(Arc::new(dev.clone()), options(&tail)).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     let reads = Arc::new(AtomicU64::new(0));
     let readers: Vec<_> = (0..READERS)
@@ -153,14 +167,15 @@ fn writers_readers_flushes_and_compactions_agree() {
         }
         maintenance += 1;
     }
-    let last: Vec<HashMap<Vec<u8>, u32>> = writers.into_iter().map(|h| h.join().unwrap()).collect();
+    let mut last: Vec<HashMap<Vec<u8>, u32>> =
+        writers.into_iter().map(|h| h.join().unwrap()).collect();
     stop.store(true, Ordering::Relaxed);
     for h in readers {
         h.join().unwrap();
     }
     let stats = db.stats();
     assert!(stats.flushes > 5 && stats.compactions > 2, "too little background work: {stats:?}");
-    let check = |db: &Db, when: &str| {
+    let check = |db: &Db, last: &[HashMap<Vec<u8>, u32>], when: &str| {
         for (w, keys) in last.iter().enumerate() {
             for (k, &version) in keys {
                 let got = db
@@ -182,14 +197,36 @@ fn writers_readers_flushes_and_compactions_agree() {
         };
         assert_eq!(entries, last.iter().map(|m| m.len()).sum::<usize>(), "{when}: scan count");
     };
-    check(&db, "after the run");
+    check(&db, &last, "after the run");
     db.check().unwrap();
-    Arc::into_inner(db).expect("every thread has let go of the store").close().unwrap();
-    let db = Db::open_device(Arc::new(dev), options()).unwrap();
-    check(&db, "after reopening");
+    assert_eq!(stats.writes, u64::from(WRITERS * WRITES_PER_WRITER));
+    let db = match &tail {
+        None => {
+            Arc::into_inner(db).expect("every thread has let go of the store").close().unwrap();
+            Db::open_device(Arc::new(dev), options(&tail)).unwrap()
+        }
+        Some(t) => {
+            // Writes after the last flush sit in the partial WAL page and the tail only.
+            for i in 0..20u32 {
+                let k = key(0, i);
+                let v = value(&k, WRITES_PER_WRITER + 1);
+                db.put(&k, &v).unwrap();
+                last[0].insert(k, WRITES_PER_WRITER + 1);
+            }
+            let image = dev.crash_image(dev.writes(), Damage::Keep);
+            let tail = Some(t.crash_copy());
+            drop(db);
+            let dev = SimDevice::from_image(image, 4096, 1).unwrap();
+            Db::open_device(Arc::new(dev), options(&tail)).unwrap()
+        }
+    };
+    check(&db, &last, "after reopening");
     println!(
-        "concurrency: {WRITERS} writers x {WRITES_PER_WRITER} writes, {} reads and scans by \
-         {READERS} readers, {maintenance} flush/compact calls ({} flushes, {} compactions), {:?}",
+        "concurrency{}: {WRITERS} writers x {WRITES_PER_WRITER} writes in {} WAL appends, {} \
+         reads and scans by {READERS} readers, {maintenance} flush/compact calls ({} flushes, \
+         {} compactions), {:?}",
+        if tail.is_some() { " with a WAL tail" } else { "" },
+        stats.write_groups,
         reads.load(Ordering::Relaxed),
         stats.flushes,
         stats.compactions,

@@ -16,12 +16,17 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_io::{Damage, SimDevice};
 use shale_lsm::batch::WriteBatch;
-use shale_lsm::{Db, Options, ReadOptions, WriteOptions};
+use shale_lsm::{Db, MemoryTail, Options, ReadOptions, WalTail, WriteOptions};
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
-fn options() -> Options {
+/// Odd seeds keep unsynced writes in a WAL tail (in memory; a process crash hands a copy of
+/// it to the next open, a power cut an empty one); even seeds run without a tail.
+fn options(tail: &Option<MemoryTail>) -> Options {
     let mut o = Options::small_for_tests();
+    if let Some(t) = tail {
+        o.wal_tail = WalTail::Memory(t.clone());
+    }
     o.write_buffer_bytes = 64 << 10;
     o.target_file_size_base = 64 << 10;
     o.max_bytes_for_level_base = 256 << 10;
@@ -81,7 +86,8 @@ struct Model {
 fn run(seed: u64, steps: usize) -> (u64, u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut dev = SimDevice::new(64 << 20, 4096, seed).unwrap();
-    let mut db = Db::open_device(Arc::new(dev.clone()), options()).unwrap();
+    let mut tail = (seed % 2 == 1).then(MemoryTail::new);
+    let mut db = Db::open_device(Arc::new(dev.clone()), options(&tail)).unwrap();
     let mut model = Model { now: Map::new(), since_sync: vec![Map::new()] };
     let mut seq = 0u64;
     let (mut crashes, mut reopens) = (0, 0);
@@ -201,7 +207,7 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
             91..=93 => {
                 db.close().unwrap();
                 reopens += 1;
-                db = Db::open_device(Arc::new(dev.clone()), options()).unwrap();
+                db = Db::open_device(Arc::new(dev.clone()), options(&tail)).unwrap();
                 model.since_sync = vec![model.now.clone()];
                 assert_eq!(
                     scan(&db, &ReadOptions::default()),
@@ -219,9 +225,10 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                     Damage::Keep
                 };
                 let image = dev.crash_image(dev.writes(), damage);
+                tail = tail.map(|t| if power_cut { MemoryTail::new() } else { t.crash_copy() });
                 drop(db);
                 dev = SimDevice::from_image(image, 4096, seed).unwrap();
-                db = Db::open_device(Arc::new(dev.clone()), options())
+                db = Db::open_device(Arc::new(dev.clone()), options(&tail))
                     .unwrap_or_else(|e| panic!("{ctx}: reopen after crash: {e}"));
                 crashes += 1;
                 let got = scan(&db, &ReadOptions::default());

@@ -1,14 +1,20 @@
 //! The store: write path, read path, background flush and compaction, recovery.
 //!
-//! Write path, in order, under the state lock:
-//! 1. Check the batch (key and batch sizes) and that the store is not stopped.
-//! 2. Make room: switch to a new memtable when this one is full, stalling while too many
-//!    memtables wait for flush (MT stall), L0 holds the stop trigger of SSTs (L0 stop) or
-//!    compaction debt is past the hard limit (PS stop); delay each write by 1 ms while L0 is
-//!    past the slowdown trigger or the debt past the soft limit (`write_controller`).
-//! 3. Stamp sequence numbers and append the batch to the active WAL group (durably if sync).
-//!    A full group switches the memtable and retries; a failed append stops the store (P5).
-//! 4. Insert the ops into the active memtable, then publish the new last sequence.
+//! Write path, in order (group commit, see `write_group`):
+//! 1. Check the batch (key and batch sizes) and queue it; the first writer with no leader
+//!    before it leads a group of the writers queued, holding the WAL writer's lock.
+//! 2. The leader makes room under the state lock: switch to a new memtable when this one is
+//!    full, stalling while too many memtables wait for flush (MT stall), L0 holds the stop
+//!    trigger of SSTs (L0 stop) or compaction debt is past the hard limit (PS stop); delay
+//!    each group by 1 ms while L0 is past the slowdown trigger or the debt past the soft limit
+//!    (`write_controller`). It stamps consecutive sequence numbers on the group's batches.
+//! 3. The leader appends the group's records to the active WAL group in one append, synced
+//!    if any writer asked; without sync the records go to the WAL tail and the append does
+//!    not wait for the device. A full group switches the memtable and retries; a failed
+//!    append stops the store (P5).
+//! 4. Each writer inserts its own ops into the memtable, concurrently, without the state
+//!    lock; the leader then publishes the group's last sequence number and hands leadership
+//!    on.
 //!
 //! Read path: the active memtable, sealed memtables newest first, L0 SSTs newest first, then one
 //! SST per deeper level; each SST checks its bloom filter with the key's hash, computed once.
@@ -47,8 +53,10 @@ use crate::wal::{AppendError, WalWriter};
 
 mod compaction;
 mod recovery;
+mod write_group;
 use crate::write_controller::{self, Pressure};
 use compaction::Compaction;
+use write_group::{GroupSync, Outcome, Pending, WriteQueue};
 
 /// Memory a batch takes in a memtable beyond its encoded bytes, per op (node and key trailer).
 const MEMTABLE_OVERHEAD_PER_OP: usize = 160;
@@ -95,12 +103,20 @@ struct Inner {
     next_sst_id: AtomicU64,
     stalls: StallCounters,
     user_bytes_written: AtomicU64,
+    writes: AtomicU64,
+    write_groups: AtomicU64,
     /// Memtable size (and so L0 SST size), changeable while running (`set_write_buffer_bytes`).
     write_buffer_bytes: AtomicU64,
+    /// The WAL, owned by the write-group leader (and by whoever switches memtables). Lock
+    /// order: `wal` before `state`.
+    wal: Mutex<WalWriter>,
+    writers: WriteQueue,
 }
 
 struct State {
-    wal: WalWriter,
+    /// Generations whose flush committed; their WAL groups are freed by the next memtable
+    /// switch (under the WAL lock, which the flush thread never takes).
+    freed_ltns: Vec<u64>,
     mem: Arc<Memtable>,
     /// Bytes the batches in `mem` take, by the write path's own estimate (the arena counts
     /// whole chunks, too coarse to size small memtables by).
@@ -316,6 +332,12 @@ impl Db {
     pub fn close(mut self) -> Result<()> {
         let flushed = self.inner.flush();
         self.shutdown();
+        if flushed.is_ok() {
+            // Every record is in a sealed, flushed WAL group: the tail holds nothing needed.
+            if let Some(tail) = self.inner.wal.lock().take_tail() {
+                tail.remove_file();
+            }
+        }
         flushed
     }
 
@@ -331,6 +353,16 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         self.shutdown();
+        // Dropped without `close`: write out and sync the WAL's last pages, so the writes kept
+        // only in the WAL tail also survive a power cut from now on and the tail file can go.
+        // On failure the tail stays, for the next open to replay.
+        let mut wal = self.inner.wal.lock();
+        if self.inner.state.lock().stopped.is_none() && wal.active().is_some() && wal.sync().is_ok()
+        {
+            if let Some(tail) = wal.take_tail() {
+                tail.remove_file();
+            }
+        }
     }
 }
 
@@ -399,37 +431,115 @@ impl Inner {
             return Ok(());
         }
         let footprint = self.check_batch(batch)?;
+        let (id, outcome) = self.writers.join(batch.encode(0), batch.len(), footprint, opts.sync);
+        match outcome {
+            Outcome::Lead => self.lead_group(id, batch),
+            Outcome::Insert { first_seq, mem, group } => {
+                insert_batch(batch, first_seq, &mem);
+                group.inserted();
+                group.wait_published();
+                Ok(())
+            }
+            Outcome::Failed(e) => Err(e),
+        }
+    }
+
+    /// Most bytes (memtable footprint) of one write group: it must fit in half a memtable
+    /// and half a WAL group, as each of its batches does.
+    fn group_cap(&self) -> usize {
+        let group_bytes = self.volume.layout().wal_bytes / u64::from(self.opts.wal_groups() + 1);
+        (self.write_buffer_bytes() / 2).min(group_bytes as usize / 2).min(1 << 20)
+    }
+
+    /// Commits a group as its leader (the writer `id`, first in the group).
+    fn lead_group(&self, id: u64, batch: &WriteBatch) -> Result<()> {
+        let mut group = self.writers.take_group(self.group_cap());
+        debug_assert_eq!(group[0].id, id, "the leader is first in its group");
+        let mut wal = self.wal.lock();
+        let result = match self.append_group(&mut wal, &mut group) {
+            Ok((firsts, mem, last_seq)) => {
+                let sync = GroupSync::new(group.len());
+                let outcomes = group
+                    .iter()
+                    .zip(&firsts)
+                    .map(|(p, &first_seq)| {
+                        let o =
+                            Outcome::Insert { first_seq, mem: mem.clone(), group: sync.clone() };
+                        (p.id, o)
+                    })
+                    .collect();
+                self.writers.finish(id, outcomes);
+                insert_batch(batch, firsts[0], &mem);
+                sync.inserted();
+                sync.wait_inserted();
+                self.state.lock().last_seq = last_seq;
+                sync.publish();
+                Ok(())
+            }
+            Err(e) => {
+                let outcomes =
+                    group.iter().map(|p| (p.id, Outcome::Failed(write_group::share(&e)))).collect();
+                self.writers.finish(id, outcomes);
+                Err(e)
+            }
+        };
+        drop(wal);
+        self.writers.pass_leadership();
+        result
+    }
+
+    /// Stages 2 and 3 for a group: room, sequence numbers, WAL. Returns each writer's first
+    /// sequence number, the memtable to insert into and the group's last sequence number.
+    fn append_group(
+        &self,
+        wal: &mut WalWriter,
+        group: &mut [Pending],
+    ) -> Result<(Vec<u64>, Arc<Memtable>, u64)> {
+        let footprint: usize = group.iter().map(|p| p.footprint).sum();
+        let sync = group.iter().any(|p| p.sync);
         let mut st = self.state.lock();
         stopped_error(&st)?;
-        st = self.make_room(st, footprint)?;
-        let seq = st.last_seq + 1;
-        let rec = batch.encode(seq);
+        st = self.make_room(st, wal, footprint)?;
+        let mut seq = st.last_seq + 1;
+        let mut firsts = Vec::with_capacity(group.len());
+        for p in group.iter_mut() {
+            p.record[..8].copy_from_slice(&seq.to_le_bytes());
+            firsts.push(seq);
+            seq += p.ops as u64;
+        }
+        st.mem_bytes += footprint;
+        let mut mem = st.mem.clone();
+        drop(st);
+        let records: Vec<&[u8]> = group.iter().map(|p| p.record.as_slice()).collect();
         loop {
-            match st.wal.append(&[&rec], opts.sync) {
+            match wal.append(&records, sync) {
                 Ok(()) => break,
-                Err(AppendError::GroupFull) => self.switch_memtable(&mut st)?,
+                Err(AppendError::GroupFull) => {
+                    let mut st = self.state.lock();
+                    self.switch_memtable(wal, &mut st)?;
+                    st.mem_bytes += footprint;
+                    mem = st.mem.clone();
+                }
                 Err(AppendError::Failed(e)) => {
+                    let mut st = self.state.lock();
                     st.stopped = Some(format!("WAL write failed: {e}"));
                     self.cv.notify_all();
                     return Err(e);
                 }
             }
         }
-        for (i, op) in batch.ops().enumerate() {
-            st.mem
-                .insert(op.key, seq + i as u64, op.kind, op.value)
-                .expect("make_room left room for the batch");
-        }
-        st.mem_bytes += footprint;
-        st.last_seq = seq + batch.len() as u64 - 1;
-        self.user_bytes_written.fetch_add(batch.encoded_len() as u64, Ordering::Relaxed);
-        Ok(())
+        let bytes: usize = records.iter().map(|r| r.len()).sum();
+        self.user_bytes_written.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.writes.fetch_add(group.len() as u64, Ordering::Relaxed);
+        self.write_groups.fetch_add(1, Ordering::Relaxed);
+        Ok((firsts, mem, seq - 1))
     }
 
     /// Stage 2 of the write path.
     fn make_room<'a>(
         &'a self,
         mut st: MutexGuard<'a, State>,
+        wal: &mut WalWriter,
         footprint: usize,
     ) -> Result<MutexGuard<'a, State>> {
         if let Pressure::Delay(kind) = self.pressure(&st) {
@@ -456,7 +566,7 @@ impl Inner {
             if st.mem.is_empty() || st.mem_bytes + footprint <= limit {
                 return Ok(st);
             }
-            self.switch_memtable(&mut st)?;
+            self.switch_memtable(wal, &mut st)?;
         }
     }
 
@@ -494,16 +604,19 @@ impl Inner {
 
     /// Seals the active memtable and its WAL group and starts new ones, waiting while too many
     /// memtables are sealed (MT stall).
-    fn switch_memtable(&self, st: &mut MutexGuard<'_, State>) -> Result<()> {
+    fn switch_memtable(&self, wal: &mut WalWriter, st: &mut MutexGuard<'_, State>) -> Result<()> {
         while st.imm.len() + 1 >= self.opts.max_write_buffer_number {
             stopped_error(st)?;
             self.stall(st, Stall::Memtable);
         }
+        for ltn in std::mem::take(&mut st.freed_ltns) {
+            wal.free_group(ltn);
+        }
         let result = (|| {
-            st.wal.seal_group()?;
+            wal.seal_group()?;
             let ltn = st.next_ltn;
             st.next_ltn += 1;
-            st.wal.start_group(ltn)?.ok_or_else(|| Error::corruption("no free WAL group", 0))?;
+            wal.start_group(ltn)?.ok_or_else(|| Error::corruption("no free WAL group", 0))?;
             Ok(ltn)
         })();
         let ltn = match result {
@@ -551,7 +664,7 @@ impl Inner {
         };
         let extents = output.iter().map(|m| m.extent).collect();
         self.commit_edit(&mut st, edit, extents, Vec::new())?;
-        st.wal.free_group(ltn);
+        st.freed_ltns.push(ltn);
         st.imm.retain(|(_, x)| *x != ltn);
         st.flushes += 1;
         self.cv.notify_all();
@@ -666,11 +779,15 @@ impl Inner {
     }
 
     fn flush(&self) -> Result<()> {
-        let mut st = self.state.lock();
-        stopped_error(&st)?;
-        if !st.mem.is_empty() {
-            self.switch_memtable(&mut st)?;
+        {
+            let mut wal = self.wal.lock();
+            let mut st = self.state.lock();
+            stopped_error(&st)?;
+            if !st.mem.is_empty() {
+                self.switch_memtable(&mut wal, &mut st)?;
+            }
         }
+        let mut st = self.state.lock();
         while !st.imm.is_empty() && st.stopped.is_none() {
             self.cv.notify_all();
             self.cv.wait(&mut st);
@@ -734,6 +851,8 @@ impl Inner {
             flushes: st.flushes,
             compactions: st.compactions,
             user_bytes_written: self.user_bytes_written.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            write_groups: self.write_groups.load(Ordering::Relaxed),
             wal_bytes_written: io(IoClass::Wal).write_bytes,
             sst_bytes_written: io(IoClass::Slot).write_bytes,
             version_log_bytes_written: io(IoClass::VersionLog).write_bytes,
@@ -743,6 +862,14 @@ impl Inner {
             stalls: self.stalls.snapshot(),
             stopped: st.stopped.clone(),
         }
+    }
+}
+
+/// Inserts a batch's ops into a memtable (stage 4; concurrent with other writers').
+fn insert_batch(batch: &WriteBatch, first_seq: u64, mem: &Memtable) {
+    for (i, op) in batch.ops().enumerate() {
+        mem.insert(op.key, first_seq + i as u64, op.kind, op.value)
+            .expect("make_room left room for the group");
     }
 }
 

@@ -4,6 +4,8 @@
 //!    SSTs (`version_edit::fold`) and only those are opened.
 //! 2. The WAL is read with the geometry its metadata records, from the oldest unflushed
 //!    generation, in LTN order.
+//!    Then the WAL tail's records that continue them (writes without sync whose pages had not
+//!    completed when the process died).
 //! 3. The replayed records become L0 SSTs committed in one edit that marks every old WAL
 //!    generation flushed, before any new write.
 //! 4. A new WAL group starts, and the flush and compaction threads.
@@ -26,9 +28,11 @@ use crate::sst::QueuePool;
 use crate::stats::StallCounters;
 use crate::version::{LEVELS, Version};
 use crate::version_edit::{SstMeta, VersionEdit};
-use crate::wal::{WalLayout, WalWriter};
+use crate::wal::{TailLog, WalLayout, WalWriter};
 
-use super::{Db, Inner, MEMTABLE_OVERHEAD_PER_OP, State, WAL_QUEUE_DEPTH, Worker, open_sst};
+use super::{
+    Db, Inner, MEMTABLE_OVERHEAD_PER_OP, State, WAL_QUEUE_DEPTH, Worker, WriteQueue, open_sst,
+};
 
 impl Db {
     pub(super) fn open_volume(opened: Opened, opts: Options) -> Result<Db> {
@@ -69,13 +73,21 @@ impl Db {
             meta = crate::wal::meta::WalMeta::empty(wanted.groups, wanted.pages_per_group);
             meta.generation = generation;
         }
+        // The WAL tail: records of writes without sync whose pages had not completed.
+        let (tail, tail_records) = match TailLog::open(&opts.wal_tail, &volume.header().volume_id)?
+        {
+            Some((t, records)) => (Some(t), records),
+            None => (None, Vec::new()),
+        };
         let inner = Arc::new(Inner {
             opts: opts.clone(),
             volume: volume.clone(),
             pool,
             cache,
+            wal: Mutex::new(WalWriter::new(wanted, Box::new(q), meta).with_tail(tail)),
+            writers: WriteQueue::default(),
             state: Mutex::new(State {
-                wal: WalWriter::new(wanted, Box::new(q), meta),
+                freed_ltns: Vec::new(),
                 mem: Arc::new(Memtable::new(2 * opts.write_buffer_bytes)),
                 mem_bytes: 0,
                 mem_ltn: 0,
@@ -97,25 +109,31 @@ impl Db {
             next_sst_id: AtomicU64::new(max_id + 1),
             stalls: StallCounters::default(),
             user_bytes_written: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            write_groups: AtomicU64::new(0),
             write_buffer_bytes: AtomicU64::new(opts.write_buffer_bytes as u64),
         });
         // 3. Replay the WAL into memtables and flush them before accepting writes, so every
         //    old group can be recycled and recovery work stays bounded.
         let records: usize = groups.iter().map(|g| g.records.len()).sum();
-        inner.replay_wal(&groups)?;
+        let from_tail = inner.replay_wal(&groups, &tail_records)?;
         {
+            let mut wal = inner.wal.lock();
+            wal.clear_tail();
             let mut st = inner.state.lock();
             let ltn = st.next_ltn;
             st.next_ltn += 1;
-            st.wal.start_group(ltn)?.ok_or_else(|| {
+            wal.start_group(ltn)?.ok_or_else(|| {
                 Error::corruption("no free WAL group after recovery", l.wal_offset)
             })?;
             st.mem_ltn = ltn;
         }
         log::info!(
-            "opened store: {} WAL records replayed from {} groups, last sequence {}, {:?}",
+            "opened store: {} WAL records replayed from {} groups and {} from the WAL tail, \
+             last sequence {}, {:?}",
             records,
             groups.len(),
+            from_tail,
             inner.state.lock().last_seq,
             started.elapsed()
         );
@@ -149,37 +167,59 @@ impl Inner {
     /// Replays recovered WAL groups into memtables, writes them as L0 SSTs, and commits them
     /// in one edit that also marks every old WAL generation flushed. One edit, because a crash
     /// in the middle must leave the WAL groups in charge of all of the replayed writes.
-    fn replay_wal(&self, groups: &[crate::wal::RecoveredGroup]) -> Result<()> {
+    ///
+    /// Then the records of the WAL tail that continue the sequence numbers: writes without
+    /// sync whose pages had not completed when the process died. Returns how many of those.
+    fn replay_wal(
+        &self,
+        groups: &[crate::wal::RecoveredGroup],
+        tail_records: &[Vec<u8>],
+    ) -> Result<usize> {
         let new_mem = || Arc::new(Memtable::new(2 * self.write_buffer_bytes()));
         let mut mem = new_mem();
         let mut mem_bytes = 0;
         let mut outputs = Vec::new();
         let mut last_seq = self.state.lock().last_seq;
-        for g in groups {
-            for (i, rec) in g.records.iter().enumerate() {
-                let b = batch::decode(rec, g.ltn)?;
-                let footprint: usize = rec.len() + b.ops.len() * MEMTABLE_OVERHEAD_PER_OP;
-                if mem_bytes + footprint > self.opts.write_buffer_bytes && !mem.is_empty() {
-                    outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
-                    mem = new_mem();
-                    mem_bytes = 0;
+        // The device's records, then the tail's that carry on from them: a tail record wholly
+        // below the last sequence number is already in (or was flushed); the first one that
+        // does not start right after it ends the replay (a gap: power was lost, the tail is
+        // from another time, or its pages made it to the device).
+        let device = groups.iter().flat_map(|g| g.records.iter().map(move |r| (r, Some(g))));
+        let mut from_tail = 0;
+        let tail = tail_records.iter().map(|r| (r, None));
+        for (rec, group) in device.chain(tail) {
+            let b = batch::decode(rec, group.map_or(0, |g| g.ltn))?;
+            let (first, last) = (b.first_seq, b.first_seq + b.ops.len() as u64 - 1);
+            if group.is_none() {
+                if last <= last_seq {
+                    continue;
                 }
-                mem_bytes += footprint;
-                for (j, op) in b.ops.iter().enumerate() {
-                    mem.insert(op.key, b.first_seq + j as u64, op.kind, op.value).map_err(
-                        |_| {
-                            Error::corruption(
-                                format!(
-                                    "WAL record {i} of group {} does not fit a memtable",
-                                    g.group
-                                ),
-                                0,
-                            )
-                        },
-                    )?;
+                if first != last_seq + 1 {
+                    log::warn!(
+                        "WAL tail skips from sequence {last_seq} to {first}: its remaining \
+                         records are not replayed"
+                    );
+                    break;
                 }
-                last_seq = last_seq.max(b.first_seq + b.ops.len() as u64 - 1);
+                from_tail += 1;
             }
+            let footprint: usize = rec.len() + b.ops.len() * MEMTABLE_OVERHEAD_PER_OP;
+            if mem_bytes + footprint > self.opts.write_buffer_bytes && !mem.is_empty() {
+                outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
+                mem = new_mem();
+                mem_bytes = 0;
+            }
+            mem_bytes += footprint;
+            for (j, op) in b.ops.iter().enumerate() {
+                mem.insert(op.key, first + j as u64, op.kind, op.value).map_err(|_| {
+                    let source = match group {
+                        Some(g) => format!("a WAL record of group {}", g.group),
+                        None => "a WAL tail record".to_string(),
+                    };
+                    Error::corruption(format!("{source} does not fit a memtable"), 0)
+                })?;
+            }
+            last_seq = last_seq.max(last);
         }
         if !mem.is_empty() {
             outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
@@ -195,7 +235,8 @@ impl Inner {
         let extents = outputs.iter().map(|m| m.extent).collect();
         self.commit_edit(&mut st, edit, extents, Vec::new())?;
         let next = st.next_ltn;
-        st.wal.free_generations_below(next);
-        Ok(())
+        drop(st);
+        self.wal.lock().free_generations_below(next);
+        Ok(from_tail)
     }
 }

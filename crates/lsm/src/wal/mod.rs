@@ -22,9 +22,11 @@
 pub mod meta;
 pub mod page;
 mod recovery;
+pub mod tail;
 mod writer;
 
 pub use recovery::{RecoveredGroup, recover};
+pub use tail::{MemoryTail, TailLog, WalTail};
 pub use writer::{AppendError, WalWriter};
 
 use crate::error::{Error, Result};

@@ -1,10 +1,13 @@
 //! Appending to the active log group (see the module doc for the stages of an append).
 
+use std::collections::VecDeque;
+
 use shale_io::{AlignedBuf, Completion, Op, Queue, QueueExt, Request};
 
 use super::WalLayout;
 use super::meta::{GroupEntry, GroupState, WalMeta};
-use super::page::{FRAGMENT_HEADER_BYTES, FragmentType, PAGE_BYTES, PageBuf};
+use super::page::{FRAGMENT_HEADER_BYTES, FragmentType, PAGE_BYTES, PAGE_PAYLOAD_BYTES, PageBuf};
+use super::tail::TailLog;
 use crate::error::{Error, Result};
 
 /// Why an append did not happen.
@@ -23,16 +26,6 @@ impl From<Error> for AppendError {
     }
 }
 
-/// Pages an append will write, and the partial page it leaves.
-struct Packed {
-    /// (page index, contents) to write, in order.
-    pages: Vec<(u32, PageBuf)>,
-    /// Index of the partial page left after the append.
-    last_index: u32,
-    /// Its contents (possibly empty).
-    last: PageBuf,
-}
-
 /// The group being appended to.
 #[derive(Clone, Copy, Debug)]
 struct Active {
@@ -40,7 +33,21 @@ struct Active {
     ltn: u64,
 }
 
-/// Writes the WAL. Owned by one thread at a time (the engine's commit leader).
+/// A page write submitted and not yet known complete.
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    index: u32,
+    done: bool,
+    /// Tail offset just past the last record ending in this page: once this page and every
+    /// earlier one have completed, the tail forgets everything before it.
+    tail_end: Option<u64>,
+}
+
+/// Writes the WAL. Owned by one thread at a time (the engine's write-group leader).
+///
+/// At most one write of a page is ever in flight: two writes of one offset may complete in
+/// either order. Full pages are written once; the partial last page is written by a direct
+/// append (which waits for it), by a sync, or when the group is sealed.
 pub struct WalWriter {
     layout: WalLayout,
     queue: Box<dyn Queue>,
@@ -50,16 +57,28 @@ pub struct WalWriter {
     next_page: u32,
     /// The last, partially filled page (possibly empty).
     page: PageBuf,
+    /// `page` holds fragments not written to the device yet.
+    page_dirty: bool,
+    /// Tail offset just past the last record ending in `page`.
+    page_tail_end: Option<u64>,
+    /// Checksum of `page` as last written, if it was.
+    page_written_crc: Option<u32>,
     /// Pages `[0, synced_through)` of the active group are durable.
     synced_through: u32,
-    /// Some completed page write of the active group is not durable yet.
+    /// Some page write of the active group is not durable yet.
     unsynced: bool,
+    /// Whether the page writes of the current append are durable ones (FUA).
+    durable_writes: bool,
     /// Checksum of page `next_page - 1` as written (0 before page 0).
     prev_crc: u32,
+    in_flight: VecDeque<InFlight>,
+    completions: Vec<Completion>,
+    tail: Option<TailLog>,
 }
 
 impl WalWriter {
-    /// A writer continuing from recovered (or empty) metadata. No group is active.
+    /// A writer continuing from recovered (or empty) metadata, with no tail: every append
+    /// waits for its pages. No group is active.
     pub fn new(layout: WalLayout, queue: Box<dyn Queue>, meta: WalMeta) -> WalWriter {
         WalWriter {
             layout,
@@ -68,10 +87,41 @@ impl WalWriter {
             active: None,
             next_page: 0,
             page: PageBuf::new(),
+            page_dirty: false,
+            page_tail_end: None,
+            page_written_crc: None,
             synced_through: 0,
             unsynced: false,
+            durable_writes: false,
             prev_crc: 0,
+            in_flight: VecDeque::new(),
+            completions: Vec::new(),
+            tail: None,
         }
+    }
+
+    /// Keeps the records of appends without sync in `tail` until their pages complete, so
+    /// such appends return without waiting for the device (see [`super::tail`]).
+    pub fn with_tail(mut self, tail: Option<TailLog>) -> WalWriter {
+        self.tail = tail;
+        self
+    }
+
+    /// Forgets every record of the tail (they are replayed and committed).
+    pub fn clear_tail(&mut self) {
+        if let Some(t) = &mut self.tail {
+            t.clear();
+        }
+    }
+
+    /// Whether appends without sync go through a tail.
+    pub fn has_tail(&self) -> bool {
+        self.tail.is_some()
+    }
+
+    /// Takes the tail away (at a clean close, to remove its file).
+    pub fn take_tail(&mut self) -> Option<TailLog> {
+        self.tail.take()
     }
 
     /// The metadata as last written.
@@ -109,23 +159,34 @@ impl WalWriter {
         self.active = Some(Active { group: group as u32, ltn });
         self.next_page = 0;
         self.page = PageBuf::new();
+        self.page_dirty = false;
+        self.page_tail_end = None;
+        self.page_written_crc = None;
         self.synced_through = 0;
         self.unsynced = false;
         self.prev_crc = 0;
         Ok(Some(group as u32))
     }
 
-    /// Seals the active group: makes its pages durable and records how many there are, so
-    /// recovery can tell damage inside it from a torn tail.
+    /// Seals the active group: writes its partial page, makes its pages durable and records
+    /// how many there are, so recovery can tell damage inside it from a torn tail.
     ///
     /// # Errors
-    /// The flush's or metadata write's error.
+    /// A page write's, the flush's or the metadata write's error.
     pub fn seal_group(&mut self) -> Result<()> {
-        let active = self.active.take().expect("seal_group without an active group");
+        let active = self.active.expect("seal_group without an active group");
+        self.durable_writes = false;
+        if self.page_dirty {
+            let tail_end = self.page_tail_end;
+            self.submit_page(active, false, tail_end)?;
+        }
+        self.drain()?;
         if self.unsynced {
             self.queue.flush()?;
             self.unsynced = false;
         }
+        self.clear_tail();
+        self.active = None;
         let end = self.next_page + u32::from(!self.page.is_empty());
         self.meta.groups[active.group as usize] =
             GroupEntry { ltn: active.ltn, state: GroupState::Sealed, end };
@@ -161,13 +222,17 @@ impl WalWriter {
         Ok(())
     }
 
-    /// Appends records (encoded write batches) to the active group, durably if `sync`.
-    /// Returns when every page holding them, and every earlier page, has completed (and, for
-    /// `sync`, is durable).
+    /// Appends records (encoded write batches) to the active group.
+    ///
+    /// - With `sync`: returns once the records' pages and every earlier page are durable.
+    /// - Without, through the tail: returns once the records are in the tail; full pages are
+    ///   submitted and complete in the background.
+    /// - Without, and no tail (or records too big for it): returns once the records' pages
+    ///   and every earlier page have completed.
     ///
     /// # Errors
     /// [`AppendError::GroupFull`] when they do not fit (nothing written);
-    /// [`AppendError::Failed`] when the device fails.
+    /// [`AppendError::Failed`] when the device fails, this append's pages or an earlier one's.
     ///
     /// # Panics
     /// If no group is active.
@@ -177,128 +242,193 @@ impl WalWriter {
         sync: bool,
     ) -> std::result::Result<(), AppendError> {
         let active = self.active.expect("append without an active group");
-        let Packed { pages, last_index, last } =
-            self.pack(records).ok_or(AppendError::GroupFull)?;
-        let durable_writes = sync && !self.unsynced;
-        let synced_through = self.synced_through;
-        let mut prev_crc = self.prev_crc;
-        let mut crcs = Vec::with_capacity(pages.len());
-        let writes: Vec<(u64, AlignedBuf)> = pages
-            .into_iter()
-            .map(|(index, mut page)| {
-                let (image, crc) = page.seal(active.ltn, index, synced_through, prev_crc);
-                prev_crc = crc;
-                crcs.push((index, crc));
-                (
-                    self.layout.page_offset(active.group, index),
-                    AlignedBuf::padded_copy(image, PAGE_BYTES),
-                )
-            })
-            .collect();
-        self.write_all(writes, durable_writes)?;
-        if sync && !durable_writes {
+        if !self.fits(records) {
+            return Err(AppendError::GroupFull);
+        }
+        let tail_bytes: u64 = records.iter().map(|r| TailLog::footprint(r.len())).sum();
+        let via_tail = !sync && self.tail_has_room_for(tail_bytes)?;
+        self.durable_writes = sync && !self.unsynced && self.in_flight.is_empty();
+        for rec in records {
+            let tail_end = match (&mut self.tail, via_tail) {
+                (Some(t), true) => Some(t.append(rec)),
+                _ => None,
+            };
+            self.pack(active, rec, tail_end)?;
+        }
+        if via_tail {
+            // Send what was submitted and take what has completed, without waiting.
+            self.reap(0)?;
+            return Ok(());
+        }
+        if self.page_dirty {
+            let tail_end = self.page_tail_end;
+            self.submit_page(active, self.durable_writes, tail_end)?;
+        }
+        self.drain()?;
+        if sync && self.unsynced {
             self.queue.flush().map_err(Error::from)?;
         }
-        self.unsynced = !sync;
-        let crc_of = |i: u32| crcs.iter().find(|(index, _)| *index == i).map(|&(_, c)| c);
-        if last_index > self.next_page {
-            self.prev_crc =
-                crc_of(last_index - 1).expect("the page before the partial one was written");
-        }
-        self.next_page = last_index;
-        self.page = last;
+        // Every page, the partial one included, has completed: the tail holds nothing the
+        // device lacks.
+        self.clear_tail();
         if sync {
+            self.unsynced = false;
             self.synced_through = self.next_page + u32::from(!self.page.is_empty());
             if !self.page.is_empty() {
                 // The page holds synced data now: never rewrite it.
-                self.prev_crc = crc_of(self.next_page).expect("the partial page was written");
+                self.prev_crc = self.page_written_crc.expect("the partial page was written");
                 self.next_page += 1;
                 self.page = PageBuf::new();
+                self.page_written_crc = None;
             }
         }
         Ok(())
     }
 
-    /// Makes every completed write of the active group durable.
+    /// Makes every append so far durable.
     ///
     /// # Errors
-    /// The flush's error.
+    /// A page write's or the flush's error.
     pub fn sync(&mut self) -> Result<()> {
-        if self.unsynced {
-            self.queue.flush()?;
-            self.unsynced = false;
+        match self.append(&[], true) {
+            Ok(()) => Ok(()),
+            Err(AppendError::Failed(e)) => Err(e),
+            Err(AppendError::GroupFull) => unreachable!("nothing to append always fits"),
         }
-        Ok(())
     }
 
-    /// Packs records into pages, starting with the current partial page; `None` if they do
-    /// not fit in the group.
-    fn pack(&self, records: &[&[u8]]) -> Option<Packed> {
+    /// Whether the tail can take `bytes` more, waiting for page writes to complete (and so
+    /// leave the tail) where that makes room. `false` without a tail, or for records too big
+    /// to be worth keeping there.
+    fn tail_has_room_for(&mut self, bytes: u64) -> Result<bool> {
+        let Some(t) = &self.tail else { return Ok(false) };
+        if bytes > t.ring_bytes() / 4 {
+            return Ok(false);
+        }
+        while self.tail.as_ref().is_some_and(|t| t.room() < bytes) {
+            if self.in_flight.is_empty() {
+                // Only the partial page's records are left: the ring is far bigger than a
+                // page, so this means the ring is tiny; take the direct path.
+                return Ok(false);
+            }
+            self.reap(1)?;
+        }
+        Ok(true)
+    }
+
+    /// Whether records fit in the group's remaining pages, packed as [`WalWriter::pack`] does.
+    fn fits(&self, records: &[&[u8]]) -> bool {
         let limit = self.layout.pages_per_group;
-        let mut out = Vec::new();
         let mut index = self.next_page;
-        let mut page = self.page.clone();
+        let mut room = self.page.room();
         for rec in records {
-            let mut rest: &[u8] = rec;
-            let mut first = true;
+            let mut rest = rec.len();
             loop {
                 if index >= limit {
-                    return None;
+                    return false;
                 }
-                if page.room() <= FRAGMENT_HEADER_BYTES {
-                    out.push((index, std::mem::take(&mut page)));
+                let n = rest.min(room - FRAGMENT_HEADER_BYTES);
+                room -= FRAGMENT_HEADER_BYTES + n;
+                rest -= n;
+                if room <= FRAGMENT_HEADER_BYTES {
                     index += 1;
-                    continue;
+                    room = PAGE_PAYLOAD_BYTES;
                 }
-                let n = rest.len().min(page.room() - FRAGMENT_HEADER_BYTES);
-                let last = n == rest.len();
-                let kind = match (first, last) {
-                    (true, true) => FragmentType::Full,
-                    (true, false) => FragmentType::First,
-                    (false, false) => FragmentType::Middle,
-                    (false, true) => FragmentType::Last,
-                };
-                page.push(kind, &rest[..n]);
-                rest = &rest[n..];
-                first = false;
-                if last {
+                if rest == 0 {
                     break;
                 }
             }
         }
-        if index >= limit {
-            return None;
-        }
-        if !page.is_empty() {
-            out.push((index, page.clone()));
-        }
-        Some(Packed { pages: out, last_index: index, last: page })
+        true
     }
 
-    /// Writes pages with up to the queue's depth in flight, waiting for all of them.
-    fn write_all(&mut self, writes: Vec<(u64, AlignedBuf)>, durable: bool) -> Result<()> {
-        let total = writes.len();
-        let mut pending = writes.into_iter();
-        let mut done: Vec<Completion> = Vec::with_capacity(total);
-        let mut first_error = None;
-        let mut reaped = 0;
-        while reaped < total {
-            while self.queue.in_flight() < self.queue.depth() {
-                let Some((offset, buf)) = pending.next() else { break };
-                let req = Request { tag: offset, op: Op::Write { offset, buf, durable } };
-                self.queue.submit(req).map_err(|(e, _)| e)?;
+    /// Packs one record into fragments on the partial page, submitting each page it fills.
+    fn pack(&mut self, active: Active, rec: &[u8], tail_end: Option<u64>) -> Result<()> {
+        let mut rest = rec;
+        let mut first = true;
+        loop {
+            let n = rest.len().min(self.page.room() - FRAGMENT_HEADER_BYTES);
+            let last = n == rest.len();
+            let kind = match (first, last) {
+                (true, true) => FragmentType::Full,
+                (true, false) => FragmentType::First,
+                (false, false) => FragmentType::Middle,
+                (false, true) => FragmentType::Last,
+            };
+            self.page.push(kind, &rest[..n]);
+            self.page_dirty = true;
+            rest = &rest[n..];
+            first = false;
+            if last {
+                self.page_tail_end = tail_end.or(self.page_tail_end);
             }
-            done.clear();
-            reaped += self.queue.reap(1, &mut done)?;
-            for c in done.drain(..) {
-                if let Err(e) = c.result {
-                    first_error.get_or_insert(e);
-                }
+            if self.page.room() <= FRAGMENT_HEADER_BYTES {
+                let full_tail_end = self.page_tail_end;
+                self.submit_page(active, self.durable_writes, full_tail_end)?;
+                self.prev_crc = self.page_written_crc.take().expect("just written");
+                self.next_page += 1;
+                self.page = PageBuf::new();
+                self.page_tail_end = None;
+            }
+            if last {
+                return Ok(());
             }
         }
-        match first_error {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
+    }
+
+    /// Submits the partial page as page `next_page` (it stays the partial page).
+    fn submit_page(&mut self, active: Active, durable: bool, tail_end: Option<u64>) -> Result<()> {
+        let index = self.next_page;
+        let (image, crc) = self.page.seal(active.ltn, index, self.synced_through, self.prev_crc);
+        let offset = self.layout.page_offset(active.group, index);
+        let buf = AlignedBuf::padded_copy(image, PAGE_BYTES);
+        while self.queue.in_flight() >= self.queue.depth() {
+            self.reap(1)?;
         }
+        let req = Request { tag: u64::from(index), op: Op::Write { offset, buf, durable } };
+        self.queue.submit(req).map_err(|(e, _)| e)?;
+        self.in_flight.push_back(InFlight { index, done: false, tail_end });
+        self.page_written_crc = Some(crc);
+        self.page_dirty = false;
+        self.unsynced |= !durable;
+        Ok(())
+    }
+
+    /// Waits for every page write in flight.
+    fn drain(&mut self) -> Result<()> {
+        while !self.in_flight.is_empty() {
+            self.reap(self.queue.in_flight().min(self.in_flight.len()))?;
+        }
+        Ok(())
+    }
+
+    /// Sends submitted writes and takes completions, waiting for at least `min`; trims the
+    /// tail past every record whose pages, and all pages before them, have completed.
+    fn reap(&mut self, min: usize) -> Result<()> {
+        let mut done = std::mem::take(&mut self.completions);
+        done.clear();
+        let reaped = self.queue.reap(min, &mut done);
+        let mut first_error = reaped.err();
+        for c in done.drain(..) {
+            if let Err(e) = c.result {
+                first_error.get_or_insert(e);
+            }
+            if let Some(f) = self.in_flight.iter_mut().find(|f| u64::from(f.index) == c.tag) {
+                f.done = true;
+            }
+        }
+        self.completions = done;
+        if let Some(e) = first_error {
+            return Err(e.into());
+        }
+        let mut trim = None;
+        while self.in_flight.front().is_some_and(|f| f.done) {
+            let f = self.in_flight.pop_front().expect("front exists");
+            trim = f.tail_end.or(trim);
+        }
+        if let (Some(t), Some(pos)) = (&mut self.tail, trim) {
+            t.trim_to(pos);
+        }
+        Ok(())
     }
 }

@@ -1,0 +1,181 @@
+//! Group commit: concurrent writers share WAL appends.
+//!
+//! Every writer queues its encoded batch. The first writer to find no leader leads: it takes
+//! the queue (up to a byte cap), gives the group consecutive sequence numbers, appends all of
+//! its records to the WAL in one append (synced if any writer asked for sync) and hands each
+//! writer its sequence number and memtable. Each writer then inserts its own batch into the
+//! memtable, in parallel with the others (the skiplist takes concurrent inserts); the leader
+//! waits for all of them, publishes the group's last sequence number, and passes leadership
+//! to the first writer queued meanwhile. So a writer pays for one WAL append per group, not per
+//! write, and readers never see part of a group.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::Error;
+use crate::memtable::Memtable;
+
+/// A queued write.
+pub(super) struct Pending {
+    pub id: u64,
+    /// The encoded batch; the leader stamps its first sequence number in.
+    pub record: Vec<u8>,
+    pub ops: usize,
+    pub footprint: usize,
+    pub sync: bool,
+}
+
+/// What a queued writer is told.
+pub(super) enum Outcome {
+    /// Lead the next group.
+    Lead,
+    /// The group is in the WAL: insert the batch with these sequence numbers.
+    Insert { first_seq: u64, mem: Arc<Memtable>, group: Arc<GroupSync> },
+    /// The group failed.
+    Failed(Error),
+}
+
+/// Waits of one group: the leader for the inserts, the writers for the publication.
+pub(super) struct GroupSync {
+    remaining: AtomicUsize,
+    published: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl GroupSync {
+    pub fn new(writers: usize) -> Arc<GroupSync> {
+        Arc::new(GroupSync {
+            remaining: AtomicUsize::new(writers),
+            published: Mutex::new(false),
+            cv: Condvar::new(),
+        })
+    }
+
+    /// A writer's insert is done.
+    pub fn inserted(&self) {
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let _guard = self.published.lock();
+            self.cv.notify_all();
+        }
+    }
+
+    /// The leader waits for every insert.
+    pub fn wait_inserted(&self) {
+        let mut g = self.published.lock();
+        while self.remaining.load(Ordering::Acquire) > 0 {
+            self.cv.wait(&mut g);
+        }
+    }
+
+    /// The leader made the group visible.
+    pub fn publish(&self) {
+        *self.published.lock() = true;
+        self.cv.notify_all();
+    }
+
+    /// A writer waits until its write is visible (read-your-writes).
+    pub fn wait_published(&self) {
+        let mut g = self.published.lock();
+        while !*g {
+            self.cv.wait(&mut g);
+        }
+    }
+}
+
+#[derive(Default)]
+struct QueueState {
+    waiting: VecDeque<Pending>,
+    leader: bool,
+    outcomes: HashMap<u64, Outcome>,
+    next_id: u64,
+}
+
+/// The queue of writers.
+#[derive(Default)]
+pub(super) struct WriteQueue {
+    state: Mutex<QueueState>,
+    cv: Condvar,
+}
+
+impl WriteQueue {
+    /// Queues a write and waits until it leads a group or its group has an outcome.
+    pub fn join(
+        &self,
+        record: Vec<u8>,
+        ops: usize,
+        footprint: usize,
+        sync: bool,
+    ) -> (u64, Outcome) {
+        let mut q = self.state.lock();
+        let id = q.next_id;
+        q.next_id += 1;
+        q.waiting.push_back(Pending { id, record, ops, footprint, sync });
+        if !q.leader {
+            q.leader = true;
+            return (id, Outcome::Lead);
+        }
+        loop {
+            if let Some(o) = q.outcomes.remove(&id) {
+                return (id, o);
+            }
+            self.cv.wait(&mut q);
+        }
+    }
+
+    /// The leader takes the next group: writers from the front while their bytes stay within
+    /// `cap` (always at least one: the leader itself is at the front).
+    pub fn take_group(&self, cap: usize) -> Vec<Pending> {
+        let mut q = self.state.lock();
+        let mut group = Vec::new();
+        let mut bytes = 0;
+        while let Some(p) = q.waiting.front() {
+            if !group.is_empty() && bytes + p.footprint > cap {
+                break;
+            }
+            bytes += p.footprint;
+            group.push(q.waiting.pop_front().expect("front exists"));
+        }
+        group
+    }
+
+    /// Hands each writer of a group (but the leader, `leader_id`) its outcome, and leadership
+    /// to the first writer still queued, if any.
+    pub fn finish(&self, leader_id: u64, outcomes: Vec<(u64, Outcome)>) {
+        let mut q = self.state.lock();
+        for (id, o) in outcomes {
+            if id != leader_id {
+                q.outcomes.insert(id, o);
+            }
+        }
+        self.cv.notify_all();
+    }
+
+    /// The leader is done: the next queued writer leads, or no one does.
+    pub fn pass_leadership(&self) {
+        let mut q = self.state.lock();
+        match q.waiting.front().map(|p| p.id) {
+            Some(next) => {
+                q.outcomes.insert(next, Outcome::Lead);
+                self.cv.notify_all();
+            }
+            None => q.leader = false,
+        }
+    }
+}
+
+/// An error for each writer of a failed group: the same kind where it can be copied, else the
+/// store is stopped (the only failures a group shares are the store's).
+pub(super) fn share(e: &Error) -> Error {
+    match e {
+        Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+        Error::NoSpace(s) => Error::NoSpace(s.clone()),
+        Error::Stopped(s) => Error::Stopped(s.clone()),
+        Error::Corruption { what, offset } => {
+            Error::Corruption { what: what.clone(), offset: *offset }
+        }
+        other => Error::Stopped(format!("the write group failed: {other}")),
+    }
+}

@@ -25,6 +25,8 @@ pub enum Error {
     Stopped(String),
     /// An error of the space layer that is none of the above.
     Space(shale_space::Error),
+    /// The store is open already, in this process or another.
+    InUse(String),
 }
 
 impl fmt::Display for Error {
@@ -39,6 +41,7 @@ impl fmt::Display for Error {
             Error::Busy => f.write_str("busy: the request queue is full, resubmit later"),
             Error::Stopped(s) => write!(f, "store stopped after a failed write ({s}); reopen it"),
             Error::Space(e) => write!(f, "{e}"),
+            Error::InUse(s) => write!(f, "store in use: {s}"),
         }
     }
 }

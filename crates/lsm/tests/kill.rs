@@ -97,11 +97,8 @@ fn sigkill_during_writes_loses_no_acknowledged_batch() {
             Db::open(&dir, options(round)).unwrap_or_else(|e| panic!("round {round}: reopen: {e}"));
         let report =
             db.check().unwrap_or_else(|e| panic!("round {round}: check after SIGKILL: {e}"));
-        assert_eq!(
-            db.volume().slot_usage().pending,
-            0,
-            "round {round}: pending slots after reopen"
-        );
+        // (Slots pending release are checked below, once background work is done: a
+        // compaction started right after the open may hold its inputs a moment.)
         let _ = report;
         for &n in &acked {
             for i in 0..KEYS_PER_BATCH {

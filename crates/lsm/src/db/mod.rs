@@ -53,9 +53,11 @@ use crate::wal::{AppendError, WalWriter};
 
 mod compaction;
 mod recovery;
+mod store_lock;
 mod write_group;
 use crate::write_controller::{self, Pressure};
 use compaction::Compaction;
+use store_lock::StoreLock;
 use write_group::{GroupSync, Outcome, Pending, WriteQueue};
 
 /// Memory a batch takes in a memtable beyond its encoded bytes, per op (node and key trailer).
@@ -82,6 +84,8 @@ const WRITE_DELAY: Duration = Duration::from_millis(1);
 pub struct Db {
     inner: Arc<Inner>,
     workers: Vec<JoinHandle<()>>,
+    /// Held while open (stores opened by path).
+    _lock: Option<StoreLock>,
 }
 
 /// What a background thread does. Flushes get a thread of their own so that a long
@@ -172,12 +176,21 @@ impl Db {
     /// device), creating a new one where nothing is stored, recovering after a crash.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for bad options; the volume's errors (foreign, damaged or
-    /// newer-format volume, I/O); [`Error::Corruption`] for damaged engine state or WAL.
+    /// [`Error::InvalidArgument`] for bad options; [`Error::InUse`] when the store is open
+    /// already (one handle per store); the volume's errors (foreign, damaged or newer-format
+    /// volume, I/O); [`Error::Corruption`] for damaged engine state or WAL.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
-        let opened = Volume::open_path(path.as_ref(), &opts.volume, &FileOptions::default())?;
-        Db::open_volume(opened, opts)
+        let path = path.as_ref();
+        if !path.exists() && opts.volume.create_if_blank {
+            std::fs::create_dir_all(path)
+                .map_err(|e| Error::Io(shale_io::Error::from_os(shale_io::OpKind::Write, 0, e)))?;
+        }
+        let lock = StoreLock::acquire(path)?;
+        let opened = Volume::open_path(path, &opts.volume, &FileOptions::default())?;
+        let mut db = Db::open_volume(opened, opts)?;
+        db._lock = Some(lock);
+        Ok(db)
     }
 
     /// Opens the store on a device (a simulated one in tests, say).
@@ -477,8 +490,10 @@ impl Inner {
                 Ok(())
             }
             Err(e) => {
-                let outcomes =
-                    group.iter().map(|p| (p.id, Outcome::Failed(write_group::share(&e)))).collect();
+                let outcomes = group
+                    .iter()
+                    .map(|p| (p.id, Outcome::Failed(crate::sst::duplicate_error(&e))))
+                    .collect();
                 self.writers.finish(id, outcomes);
                 Err(e)
             }

@@ -148,7 +148,7 @@ impl Db {
             match spawned {
                 Ok(handle) => workers.push(handle),
                 Err(e) => {
-                    let mut db = Db { inner, workers };
+                    let mut db = Db { inner, workers, _lock: None };
                     db.shutdown();
                     let source = e;
                     return Err(Error::Io(shale_io::Error::Io {
@@ -159,7 +159,7 @@ impl Db {
                 }
             }
         }
-        Ok(Db { inner, workers })
+        Ok(Db { inner, workers, _lock: None })
     }
 }
 

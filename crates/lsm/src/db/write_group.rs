@@ -165,17 +165,3 @@ impl WriteQueue {
         }
     }
 }
-
-/// An error for each writer of a failed group: the same kind where it can be copied, else the
-/// store is stopped (the only failures a group shares are the store's).
-pub(super) fn share(e: &Error) -> Error {
-    match e {
-        Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
-        Error::NoSpace(s) => Error::NoSpace(s.clone()),
-        Error::Stopped(s) => Error::Stopped(s.clone()),
-        Error::Corruption { what, offset } => {
-            Error::Corruption { what: what.clone(), offset: *offset }
-        }
-        other => Error::Stopped(format!("the write group failed: {other}")),
-    }
-}

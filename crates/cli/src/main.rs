@@ -4,6 +4,7 @@ mod bench;
 mod check;
 mod inspect;
 mod iobench;
+mod store_path;
 mod ycsb;
 
 use std::process::ExitCode;

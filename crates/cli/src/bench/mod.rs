@@ -24,7 +24,7 @@ mod keys;
 mod report;
 mod workload;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use shale_lsm::Db;
@@ -183,7 +183,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
         (None, None) => unreachable!("a temporary directory exists without --db"),
     };
     if !args.use_existing_db {
-        destroy(&path)?;
+        crate::store_path::destroy(&path, "shale bench")?;
     }
     let mut db = Some(Db::open(&path, plan.options.clone())?);
     report::print_header(&args, &plan, &path);
@@ -197,7 +197,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
             if let Some(old) = db.take() {
                 old.close()?;
             }
-            destroy(&path)?;
+            crate::store_path::destroy(&path, "shale bench")?;
             db = Some(Db::open(&path, plan.options.clone())?);
         }
         let store = db.as_ref().expect("the store is open between benchmarks");
@@ -256,24 +256,6 @@ pub(crate) fn parse_args<'a>(
     use clap::Parser;
     let argv = std::iter::once("shale-bench").chain(flags);
     Wrapper::try_parse_from(argv).map(|w| w.args)
-}
-
-/// Removes the store at `path` so a benchmark starts empty: a directory's volume file, or the
-/// volume file itself. Nothing else is deleted; a block device is refused.
-fn destroy(path: &Path) -> Result<(), Error> {
-    let target =
-        if path.is_dir() { path.join(shale_space::VOLUME_FILE_NAME) } else { path.to_path_buf() };
-    match std::fs::metadata(&target) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e.into()),
-        Ok(m) if m.is_file() => Ok(std::fs::remove_file(&target)?),
-        Ok(_) => Err(format!(
-            "--db {} is not a directory or volume file; shale bench only empties those \
-             (pass --use_existing_db to keep it)",
-            path.display()
-        )
-        .into()),
-    }
 }
 
 #[cfg(test)]

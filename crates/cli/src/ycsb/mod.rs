@@ -217,7 +217,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
         (None, None) => unreachable!("a temporary directory exists without --db"),
     };
     if !args.use_existing_db {
-        destroy(&path)?;
+        crate::store_path::destroy(&path, "shale ycsb")?;
     }
     let engine = ShaleEngine::new(Db::open(&path, options)?, WriteOptions { sync: args.sync });
     print_header(args, &config, &path);
@@ -306,24 +306,6 @@ fn progress_bar(phase: &'static str, total: u64) -> ProgressBar {
     bar.set_style(style.progress_chars("=> "));
     bar.set_message(phase);
     bar
-}
-
-/// Removes the store at `path` so the load starts empty: a directory's volume file, or the
-/// volume file itself. Nothing else is deleted; a block device is refused.
-fn destroy(path: &Path) -> Result<(), Error> {
-    let target =
-        if path.is_dir() { path.join(shale_space::VOLUME_FILE_NAME) } else { path.to_path_buf() };
-    match std::fs::metadata(&target) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e.into()),
-        Ok(m) if m.is_file() => Ok(std::fs::remove_file(&target)?),
-        Ok(_) => Err(format!(
-            "--db {} is not a directory or volume file; shale ycsb only empties those \
-             (pass --use_existing_db to keep it)",
-            path.display()
-        )
-        .into()),
-    }
 }
 
 #[cfg(test)]

@@ -41,7 +41,11 @@ impl StoreLock {
                     )));
                 }
                 _ => {
-                    return Err(Error::Io(shale_io::Error::from_os(shale_io::OpKind::Read, 0, err)));
+                    return Err(Error::Io(shale_io::Error::from_os(
+                        shale_io::OpKind::Read,
+                        0,
+                        err,
+                    )));
                 }
             }
         }

@@ -166,17 +166,12 @@ impl Inner {
                 }
                 mem_bytes += footprint;
                 for (j, op) in b.ops.iter().enumerate() {
-                    mem.insert(op.key, b.first_seq + j as u64, op.kind, op.value).map_err(
-                        |_| {
-                            Error::corruption(
-                                format!(
-                                    "WAL record {i} of group {} does not fit a memtable",
-                                    g.group
-                                ),
-                                0,
-                            )
-                        },
-                    )?;
+                    mem.apply(op, b.first_seq + j as u64).map_err(|_| {
+                        Error::corruption(
+                            format!("WAL record {i} of group {} does not fit a memtable", g.group),
+                            0,
+                        )
+                    })?;
                 }
                 last_seq = last_seq.max(b.first_seq + b.ops.len() as u64 - 1);
             }

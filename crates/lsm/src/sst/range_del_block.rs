@@ -67,8 +67,8 @@ pub fn decode(b: &[u8], offset: u64) -> Result<Vec<RangeTombstone>> {
     }
     let mut out: Vec<RangeTombstone> = Vec::with_capacity(count);
     for _ in 0..count {
-        let (seq, start, end) = (|| Some((r.u64()?, r.bytes()?, r.bytes()?)))()
-            .ok_or_else(|| bad("tombstone runs past the block"))?;
+        let (seq, start, end) =
+            r.tombstone().ok_or_else(|| bad("tombstone runs past the block"))?;
         if seq > SEQ_MAX {
             return Err(bad("sequence number over 56 bits"));
         }
@@ -107,6 +107,10 @@ impl<'a> Reader<'a> {
     fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = self.u32()? as usize;
         self.take(n)
+    }
+    /// Sequence number, start and end of the next tombstone.
+    fn tombstone(&mut self) -> Option<(u64, &'a [u8], &'a [u8])> {
+        Some((self.u64()?, self.bytes()?, self.bytes()?))
     }
 }
 

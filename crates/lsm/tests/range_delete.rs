@@ -202,7 +202,7 @@ fn tombstones_survive_a_crash_in_the_wal_and_reopening_from_ssts() {
         assert_eq!(db.get(&k(15)).unwrap(), Some(v(15, 1)));
         assert_eq!(db.get(&k(20)).unwrap(), Some(v(20, 0)));
         assert_eq!(db.get(&k(250)).unwrap(), None);
-        assert_eq!(scan(&db, &ReadOptions::default()).len(), 300 - 10 + 1 - 100);
+        assert_eq!(scan(db, &ReadOptions::default()).len(), 300 - 10 + 1 - 100);
     };
     check(&db);
     // A power cut with the tombstones only in the (synced) WAL.

@@ -154,7 +154,7 @@ impl Inner {
                 // Cut outputs only between user keys, so levels stay disjoint by user key.
                 if builder.builder.estimated_bytes() as u64 >= self.opts.target_file_size_base {
                     let mut full = std::mem::replace(&mut builder, OutputSst::new(&self.opts));
-                    let lower = std::mem::replace(&mut output_lower, Some(p.user_key.to_vec()));
+                    let lower = output_lower.replace(p.user_key.to_vec());
                     add_clipped(&mut full, &kept_tombstones, lower.as_deref(), Some(p.user_key));
                     outputs.extend(self.write_output(full)?);
                 }

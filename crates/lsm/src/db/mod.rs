@@ -15,7 +15,7 @@
 //! Each source's range tombstones over the key are weighed before its entries (the filter
 //! knows nothing of them): an entry older than the newest such tombstone seen so far is
 //! deleted, and a tombstone with no newer entry in its own source ends the search, since every
-//! older source holds only older versions of the key (see `range_del` in docs/lsm.md).
+//! older source holds only older versions of the key (docs/lsm.md, "Range deletes").
 //!
 //! Background: one thread flushes the oldest sealed memtable to an L0 SST; another runs the
 //! compaction with the highest score, so a long compaction never holds up a flush. Each result

@@ -1,5 +1,5 @@
-//! `shale check PATH`: recover a store, verify every checksum and the LSM invariants, and exit
-//! non-zero naming what is wrong.
+//! `shale check PATH`: recover a store, verify every checksum (range-deletion blocks read again
+//! from the device included) and the LSM invariants, and exit non-zero naming what is wrong.
 
 use std::path::PathBuf;
 
@@ -24,8 +24,12 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let report = db.check().map_err(|e| format!("check failed: {e}"))?;
     let stats = db.stats();
     println!(
-        "ok: {} SSTs, {} entries, {} live slots; files per level {:?}",
-        report.ssts, report.entries, report.live_slots, stats.files_per_level
+        "ok: {} SSTs, {} entries, {} range tombstones, {} live slots; files per level {:?}",
+        report.ssts,
+        report.entries,
+        report.range_tombstones,
+        report.live_slots,
+        stats.files_per_level
     );
     db.close()?;
     Ok(())

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key;
-use crate::version::{HandleIter, Version};
+use crate::version::{HandleIter, SstHandle, Version};
 
 /// What a check read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -14,13 +14,17 @@ pub struct CheckReport {
     pub ssts: usize,
     /// Entries read.
     pub entries: u64,
+    /// Range tombstones read (their blocks read again from the device and checked).
+    pub range_tombstones: u64,
     /// Slots live in the volume.
     pub live_slots: u32,
 }
 
-/// Reads every SST of `version` block by block (every block checksum is verified on read) and
-/// checks the invariants: entries in order and inside their SST's recorded range, levels below
-/// L0 sorted and disjoint, and the volume's live extents exactly the SSTs' extents.
+/// Reads every SST of `version` block by block (every block checksum is verified on read; the
+/// range-deletion block is read again from the device, past the copy the reader keeps) and
+/// checks the invariants: entries and range tombstones in order and inside their SST's
+/// recorded range, levels below L0 sorted and disjoint, and the volume's live extents exactly
+/// the SSTs' extents.
 ///
 /// # Errors
 /// [`Error::Corruption`] naming the first problem; the device's errors.
@@ -33,7 +37,7 @@ pub fn check_version(
     for (level, files) in version.levels.iter().enumerate() {
         if level > 0 {
             for w in files.windows(2) {
-                if key::user_key(&w[0].meta.largest) >= key::user_key(&w[1].meta.smallest) {
+                if !w[0].meta.is_before(&w[1].meta) {
                     return Err(Error::corruption(
                         format!("L{level}: SSTs {} and {} overlap", w[0].meta.id, w[1].meta.id),
                         0,
@@ -88,6 +92,7 @@ pub fn check_version(
                     0,
                 ));
             }
+            report.range_tombstones += check_range_tombstones(f)?;
             report.ssts += 1;
             report.entries += entries;
         }
@@ -105,4 +110,22 @@ pub fn check_version(
     }
     report.live_slots = live_extents.iter().map(|e| e.count).sum();
     Ok(report)
+}
+
+/// Reads an SST's range-deletion block again and checks every tombstone lies inside the SST's
+/// recorded bounds. Returns the number of tombstones.
+fn check_range_tombstones(f: &SstHandle) -> Result<u64> {
+    let count = f.reader.verify_range_del_block()?;
+    for t in f.reader.range_tombstones() {
+        let (start, end) = (key::range_bound(&t.start), key::range_bound(&t.end));
+        if key::compare(&start, &f.meta.smallest).is_lt()
+            || key::compare(&end, &f.meta.largest).is_gt()
+        {
+            return Err(Error::corruption(
+                format!("SST {}: range tombstone outside its recorded range", f.meta.id),
+                0,
+            ));
+        }
+    }
+    Ok(count)
 }

@@ -1,6 +1,12 @@
 //! The user-facing iterator: turns a merged stream of internal entries into the user keys
 //! visible at a snapshot, newest version only, deletes hidden, within optional bounds.
 //!
+//! Range tombstones: the iterator is given every range tombstone of its sources when it is
+//! created, keeps those its snapshot sees and that meet its bounds, and fragments them
+//! ([`Fragments::newest_only`]). An entry older than the newest tombstone over its key counts
+//! as deleted, so the newest visible entry of a key decides, as for point deletes. Covered
+//! keys are still stepped over one entry at a time.
+//!
 //! Positioning invariant: moving forward, the inner iterator sits on the newest visible entry
 //! of the current user key; moving in reverse, it sits on the last entry *before* every entry
 //! of the current user key. A change of direction re-seeks relative to the current user key.
@@ -8,6 +14,7 @@
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, Kind, SEQ_MAX};
+use crate::range_del::{Fragments, RangeTombstone};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -48,6 +55,7 @@ pub struct DbIterator {
     inner: Box<dyn InternalIterator>,
     snapshot: u64,
     bounds: IterBounds,
+    tombstones: Fragments,
     direction: Direction,
     valid: bool,
     key: Vec<u8>,
@@ -61,11 +69,29 @@ impl DbIterator {
             inner,
             snapshot,
             bounds,
+            tombstones: Fragments::default(),
             direction: Direction::Forward,
             valid: false,
             key: Vec::new(),
             value: Vec::new(),
         }
+    }
+
+    /// Adds the range tombstones of the sources (all of them: those the snapshot does not see
+    /// or outside the bounds are left out here). Call before positioning the iterator.
+    pub fn with_range_tombstones(mut self, tombstones: Vec<RangeTombstone>) -> DbIterator {
+        let (lower, upper) = (self.bounds.lower.as_deref(), self.bounds.upper.as_deref());
+        let visible: Vec<RangeTombstone> = tombstones
+            .into_iter()
+            .filter(|t| t.seq <= self.snapshot && t.overlaps(lower, upper))
+            .collect();
+        self.tombstones = Fragments::newest_only(&visible);
+        self
+    }
+
+    /// Whether an entry `(user_key, seq)` is older than a range tombstone over its key.
+    fn covered(&self, user_key: &[u8], seq: u64) -> bool {
+        seq < self.tombstones.max_covering_seq(user_key, u64::MAX)
     }
 
     /// Whether the iterator is on a key.
@@ -179,6 +205,9 @@ impl DbIterator {
             let hidden = p.seq > self.snapshot || skip.as_deref().is_some_and(|s| p.user_key <= s);
             if !hidden {
                 match p.kind {
+                    Kind::Put if self.covered(p.user_key, p.seq) => {
+                        skip = Some(p.user_key.to_vec())
+                    }
                     Kind::Delete => skip = Some(p.user_key.to_vec()),
                     Kind::Put => {
                         self.key = p.user_key.to_vec();
@@ -215,7 +244,7 @@ impl DbIterator {
                 if found_kind == Kind::Put && cur.is_some_and(|k| p.user_key < k) {
                     break;
                 }
-                found_kind = p.kind;
+                found_kind = if self.covered(p.user_key, p.seq) { Kind::Delete } else { p.kind };
                 found = Some((p.user_key.to_vec(), self.inner.value().to_vec()));
             }
             self.inner.prev();
@@ -242,14 +271,34 @@ mod tests {
     /// Random versions of 30 keys; the oracle is the state at each snapshot.
     #[test]
     fn matches_an_oracle_at_every_snapshot_with_bounds_and_switches() {
+        matches_an_oracle(0.0);
+    }
+
+    /// The same with range tombstones among the writes (their ends often between keys).
+    #[test]
+    fn matches_an_oracle_with_range_tombstones() {
+        matches_an_oracle(0.08);
+    }
+
+    fn matches_an_oracle(range_delete_probability: f64) {
         for seed in 0..40 {
             let mut rng = SmallRng::seed_from_u64(seed);
             let mut entries = Vec::new();
+            let mut tombstones = Vec::new();
             let mut history: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new()];
             for seq in 1..=200u64 {
                 let k = format!("k{:02}", rng.gen_range(0..30)).into_bytes();
                 let mut state = history.last().unwrap().clone();
-                if rng.gen_bool(0.3) {
+                if rng.gen_bool(range_delete_probability) {
+                    let mut end = format!("k{:02}", rng.gen_range(0..31)).into_bytes();
+                    if rng.gen_bool(0.5) {
+                        end.truncate(2); // "k1" lies between "k09" and "k10"
+                    }
+                    if k < end {
+                        state.retain(|key, _| !(*key >= k && *key < end));
+                        tombstones.push(RangeTombstone::new(&k, &end, seq));
+                    }
+                } else if rng.gen_bool(0.3) {
                     entries.push((encode(&k, seq, Kind::Delete), vec![]));
                     state.remove(&k);
                 } else {
@@ -274,7 +323,8 @@ mod tests {
                     .collect();
                 let bounds = IterBounds { lower: lo.clone(), upper: hi.clone() };
                 let mut it =
-                    DbIterator::new(Box::new(VecIterator::new(entries.clone())), snap, bounds);
+                    DbIterator::new(Box::new(VecIterator::new(entries.clone())), snap, bounds)
+                        .with_range_tombstones(tombstones.clone());
                 let mut got = Vec::new();
                 it.seek_to_first();
                 while it.valid() {

@@ -13,6 +13,9 @@ use std::cmp::Ordering;
 pub const TRAILER_BYTES: usize = 8;
 /// The largest sequence number (56 bits; the low 8 bits of the trailer hold the kind).
 pub const SEQ_MAX: u64 = (1 << 56) - 1;
+/// The trailer of a *range bound* ([`range_bound`]): the largest trailer, whose kind byte
+/// (0xFF) no entry ever has.
+pub const RANGE_BOUND_TRAILER: u64 = u64::MAX;
 
 /// What a write did to its key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -92,6 +95,26 @@ pub fn trailer_of(ikey: &[u8]) -> u64 {
     u64::from_le_bytes(ikey[ikey.len() - TRAILER_BYTES..].try_into().unwrap())
 }
 
+/// A *range bound*: the internal key that sorts just before every entry of `user_key`.
+///
+/// SST bounds that come from range tombstones use it: a tombstone `[start, end)` spans from
+/// `range_bound(start)` up to, but excluding, every entry of `end`, so an SST whose largest key
+/// is `range_bound(end)` holds nothing of `end` and may sit right beside an SST that starts at
+/// `end` in a level that must stay disjoint. Its kind byte (0xFF) is no [`Kind`], so
+/// [`parse`] refuses it and it can never pass for an entry.
+pub fn range_bound(user_key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(user_key.len() + TRAILER_BYTES);
+    out.extend_from_slice(user_key);
+    out.extend_from_slice(&RANGE_BOUND_TRAILER.to_le_bytes());
+    out
+}
+
+/// Whether `ikey` is a [`range_bound`]. As an SST's largest key it is exclusive: the SST
+/// covers user keys below its user key, not the user key itself.
+pub fn is_range_bound(ikey: &[u8]) -> bool {
+    ikey.len() >= TRAILER_BYTES && trailer_of(ikey) == RANGE_BOUND_TRAILER
+}
+
 /// Compares internal keys: user key ascending, then trailer descending.
 pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
     user_key(a).cmp(user_key(b)).then_with(|| trailer_of(b).cmp(&trailer_of(a)))
@@ -111,6 +134,18 @@ mod tests {
         let seek = encode(b"k", 7, Kind::SEEK);
         assert_eq!(compare(&new, &seek), Ordering::Less);
         assert_eq!(compare(&seek, &old), Ordering::Less);
+    }
+
+    #[test]
+    fn a_range_bound_sorts_before_every_entry_of_its_user_key() {
+        let bound = range_bound(b"k");
+        assert!(is_range_bound(&bound));
+        assert!(parse(&bound).is_none(), "a bound is never an entry");
+        for e in [encode(b"k", SEQ_MAX, Kind::SEEK), encode(b"k", 0, Kind::Delete)] {
+            assert!(!is_range_bound(&e));
+            assert_eq!(compare(&bound, &e), Ordering::Less);
+        }
+        assert_eq!(compare(&encode(b"j", 0, Kind::Delete), &bound), Ordering::Less);
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub mod key;
 pub mod memtable;
 pub mod merge;
 pub mod options;
+pub mod range_del;
 pub mod sst;
 pub mod stats;
 pub mod version;

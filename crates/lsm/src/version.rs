@@ -50,8 +50,7 @@ impl SstHandle {
     }
 
     fn user_range_contains(&self, user_key: &[u8]) -> bool {
-        key::user_key(&self.meta.smallest) <= user_key
-            && user_key <= key::user_key(&self.meta.largest)
+        self.meta.may_contain_user_key(user_key)
     }
 }
 
@@ -114,9 +113,7 @@ impl Version {
         levels[0].sort_by_key(|f| std::cmp::Reverse(f.meta.id));
         for files in levels.iter_mut().skip(1) {
             files.sort_by(|a, b| key::compare(&a.meta.smallest, &b.meta.smallest));
-            let overlapping = files
-                .windows(2)
-                .any(|w| key::user_key(&w[0].meta.largest) >= key::user_key(&w[1].meta.smallest));
+            let overlapping = files.windows(2).any(|w| !w[0].meta.is_before(&w[1].meta));
             if overlapping {
                 return Err(Error::corruption(
                     "version edit leaves overlapping SSTs in a level",
@@ -148,12 +145,15 @@ impl Version {
         self.levels[level].iter().map(|f| f.meta.bytes).sum()
     }
 
-    /// SSTs that may hold `user_key`, in the order a read must consult them.
+    /// SSTs that may hold `user_key` (an entry of it or a range tombstone over it), in the
+    /// order a read must consult them.
     pub fn candidates(&self, user_key: &[u8]) -> Vec<Arc<SstHandle>> {
         let mut out: Vec<Arc<SstHandle>> =
             self.levels[0].iter().filter(|f| f.user_range_contains(user_key)).cloned().collect();
+        // The first SST of a level whose bounds reach the key; the levels are disjoint.
+        let bound = key::range_bound(user_key);
         for files in &self.levels[1..] {
-            let i = files.partition_point(|f| key::user_key(&f.meta.largest) < user_key);
+            let i = files.partition_point(|f| key::compare(&f.meta.largest, &bound).is_le());
             if let Some(f) = files.get(i) {
                 if f.user_range_contains(user_key) {
                     out.push(f.clone());
@@ -172,12 +172,22 @@ impl Version {
     ) -> Vec<Arc<SstHandle>> {
         self.levels[level]
             .iter()
-            .filter(|f| {
-                key::user_key(&f.meta.largest) >= smallest
-                    && key::user_key(&f.meta.smallest) <= largest
-            })
+            .filter(|f| f.meta.overlaps_user_keys(smallest, largest))
             .cloned()
             .collect()
+    }
+
+    /// Whether an SST of a level below `level` may hold an entry of a user key in
+    /// `[start, end)` or a tombstone over one: whether a tombstone over that range still
+    /// hides something there.
+    pub fn below_overlaps_range(&self, level: usize, start: &[u8], end: &[u8]) -> bool {
+        self.levels[level + 1..].iter().flatten().any(|f| f.meta.overlaps_range(start, end))
+    }
+
+    /// Whether an SST of a level below `level` may hold an entry of `user_key` or a tombstone
+    /// over it.
+    pub fn below_may_contain(&self, level: usize, user_key: &[u8]) -> bool {
+        self.levels[level + 1..].iter().flatten().any(|f| f.meta.may_contain_user_key(user_key))
     }
 
     /// Iterators over every SST: one per L0 SST, one concatenation per deeper level.

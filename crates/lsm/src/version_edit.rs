@@ -26,6 +26,7 @@
 use shale_space::Extent;
 
 use crate::error::{Error, Result};
+use crate::key;
 
 /// Format version of an edit.
 const EDIT_VERSION: u8 = 1;
@@ -47,10 +48,42 @@ pub struct SstMeta {
     pub smallest_seq: u64,
     /// Largest sequence number in it.
     pub largest_seq: u64,
-    /// Smallest internal key.
+    /// Smallest internal key the SST covers (point entries and range tombstones; a
+    /// [`key::range_bound`] when a tombstone starts first).
     pub smallest: Vec<u8>,
-    /// Largest internal key.
+    /// Largest internal key the SST covers; exclusive when it is a [`key::range_bound`] (a
+    /// range tombstone's end comes last).
     pub largest: Vec<u8>,
+}
+
+impl SstMeta {
+    /// Whether `user_key` is at or below the SST's largest key (at the user-key level).
+    fn reaches(&self, user_key: &[u8]) -> bool {
+        let largest = key::user_key(&self.largest);
+        user_key < largest || (user_key == largest && !key::is_range_bound(&self.largest))
+    }
+
+    /// Whether the SST's bounds contain `user_key`: it may hold an entry of the key or a range
+    /// tombstone over it.
+    pub fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
+        key::user_key(&self.smallest) <= user_key && self.reaches(user_key)
+    }
+
+    /// Whether the SST's bounds meet the user keys `[smallest, largest]` (both inclusive).
+    pub fn overlaps_user_keys(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        key::user_key(&self.smallest) <= largest && self.reaches(smallest)
+    }
+
+    /// Whether the SST's bounds meet the user keys `[start, end)`.
+    pub fn overlaps_range(&self, start: &[u8], end: &[u8]) -> bool {
+        key::user_key(&self.smallest) < end && self.reaches(start)
+    }
+
+    /// Whether every user key the SST covers sorts before every one `next` covers, as SSTs of
+    /// one level below L0 must.
+    pub fn is_before(&self, next: &SstMeta) -> bool {
+        !self.reaches(key::user_key(&next.smallest))
+    }
 }
 
 /// One atomic change of the engine's state.
@@ -265,6 +298,27 @@ mod tests {
         assert_eq!(VersionEdit::decode(&sample().encode()).unwrap(), sample());
         let empty = VersionEdit::default();
         assert_eq!(VersionEdit::decode(&empty.encode()).unwrap(), empty);
+    }
+
+    #[test]
+    fn an_exclusive_range_bound_lets_neighbours_meet_at_a_key() {
+        let meta = |smallest: Vec<u8>, largest: Vec<u8>| SstMeta {
+            smallest,
+            largest,
+            ..sample().added[0].1.clone()
+        };
+        let (b, m) = (key::range_bound(b"b"), key::range_bound(b"m"));
+        let left = meta(b.clone(), m.clone()); // a tombstone [b, m)
+        let right = meta(encode(b"m", 3, Kind::Put), encode(b"q", 1, Kind::Put));
+        assert!(left.is_before(&right) && !right.is_before(&left));
+        assert!(left.may_contain_user_key(b"l\xff") && !left.may_contain_user_key(b"m"));
+        assert!(left.may_contain_user_key(b"b") && !left.may_contain_user_key(b"a"));
+        assert!(right.may_contain_user_key(b"q"));
+        assert!(!left.overlaps_range(b"m", b"z") && left.overlaps_range(b"a", b"b\0"));
+        assert!(!left.overlaps_range(b"a", b"b"));
+        assert!(left.overlaps_user_keys(b"a", b"b") && !left.overlaps_user_keys(b"m", b"n"));
+        let inclusive = meta(b, encode(b"m", 9, Kind::Delete));
+        assert!(!inclusive.is_before(&right));
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! - (a) SSTs: bytes sampled inside every live SST's extent. Every get, a full scan and
 //!   `Db::check` must each return the right data or a Corruption error; a flipped byte that
 //!   belongs to the SST (not its zero padding) must make `Db::check` (or the open) fail.
+//!   Every byte of every range-deletion block too: a lost tombstone would bring deleted keys
+//!   back, so each flip must fail the open or a read.
 //! - (b) the WAL: bytes of the pages of a synced write that a later synced write follows. The
 //!   open must fail with Corruption rather than cut the log there, which would silently drop
 //!   the later synced writes (only a torn tail after the last synced write may be cut).
@@ -157,6 +159,71 @@ fn a_flipped_sst_byte_is_reported_never_read_as_data() {
         "corruption: SST flips: {} open failed, {} detected by reads or check, {} harmless \
          ({padding_flips} in zero padding)",
         counts[0], counts[1], counts[2]
+    );
+}
+
+/// A closed store whose L0 SST holds range tombstones over data in L1, and what it holds.
+fn store_with_range_tombstones() -> (Vec<u8>, State) {
+    let dev = SimDevice::new(DEVICE_BYTES, 4096, 7).unwrap();
+    let db = Db::open_device(Arc::new(dev.clone()), small_options()).unwrap();
+    let mut state = State::new();
+    for n in 0..KEYS {
+        db.put(&key(n), &value(n, (1, n), VALUE_FILLER_MAX)).unwrap();
+        state.insert(n, (1, n));
+    }
+    db.compact_range().unwrap();
+    for (start, end) in [(50, 90), (120, 121), (170, 199)] {
+        db.delete_range(&key(start), &key(end)).unwrap();
+        state.retain(|n, _| !(start..end).contains(n));
+    }
+    db.flush().unwrap();
+    assert_eq!(db.check().unwrap().range_tombstones, 3);
+    db.close().unwrap();
+    (dev.current_image(), state)
+}
+
+/// Device byte ranges of the range-deletion blocks (with their trailers) of every live SST.
+fn range_del_blocks(image: &[u8]) -> Vec<std::ops::Range<u64>> {
+    use shale_lsm::sst::SstProperties;
+    use shale_lsm::sst::footer::{FOOTER_BYTES, Footer};
+    use shale_lsm::sst::format::decode_block;
+    let dev = SimDevice::from_image(image.to_vec(), 4096, 0).unwrap();
+    let db = Db::open_device(Arc::new(dev), small_options()).unwrap();
+    let v = db.volume().clone();
+    let mut out = Vec::new();
+    for range in v.live_extents().into_iter().map(|e| v.extent_range(e)) {
+        let sst = &image[range.start as usize..range.end as usize];
+        let footer = Footer::decode(&sst[sst.len() - FOOTER_BYTES..], sst.len() as u64).unwrap();
+        let h = footer.properties;
+        let stored = &sst[h.offset as usize..(h.offset + h.stored_bytes()) as usize];
+        let props = SstProperties::decode(&decode_block(stored, h, "p").unwrap(), 0).unwrap();
+        if let Some(h) = props.range_del {
+            out.push(range.start + h.offset..range.start + h.offset + h.stored_bytes());
+        }
+    }
+    out
+}
+
+#[test]
+fn a_flipped_byte_in_a_range_deletion_block_is_corruption() {
+    let (image, want) = store_with_range_tombstones();
+    assert_eq!(read_damaged(image.clone(), &want, "undamaged"), Outcome::Clean);
+    let blocks = range_del_blocks(&image);
+    assert_eq!(blocks.len(), 1, "one SST with tombstones expected");
+    let mut counts = [0u32; 3];
+    for block in blocks {
+        for offset in block.clone() {
+            let mut damaged = image.clone();
+            damaged[offset as usize] ^= 1 << (offset % 8);
+            let ctx = format!("range-deletion block byte at device offset {offset} ({block:?})");
+            let outcome = read_damaged(damaged, &want, &ctx);
+            assert_ne!(outcome, Outcome::Clean, "{ctx}: damage went unnoticed");
+            counts[outcome as usize] += 1;
+        }
+    }
+    println!(
+        "corruption: range-deletion block flips: {} open failed, {} detected by reads or check",
+        counts[0], counts[1]
     );
 }
 

@@ -1,10 +1,12 @@
 //! Model-based test of the store on the simulated device: random operations checked against a
 //! BTreeMap oracle that knows which writes were acknowledged with sync.
 //!
-//! Operations: put, delete, batch, get, iterators (both directions, bounds, prefixes),
-//! snapshot reads, flush, compact, clean reopen, and a simulated power cut or process crash.
-//! After a power cut the store must equal the oracle after some prefix of the writes that
-//! contains every synced one (P1, P3); after a process crash, every acknowledged write (P2).
+//! Operations: put, delete, delete_range (alone and inside batches; empty ranges must be
+//! refused), batch, get, iterators (both directions, bounds, prefixes), snapshot reads (with
+//! range deletes after the snapshot), flush, compact (then `check`), clean reopen, and a
+//! simulated power cut or process crash. After a power cut the store must equal the oracle
+//! after some prefix of the writes that contains every synced one (P1, P3); after a process
+//! crash, every acknowledged write (P2).
 //!
 //! `SHALE_MODEL_SEEDS=N` runs N seeds (default 6); `SHALE_MODEL_SEED=S` replays one seed. A
 //! failure names its seed.
@@ -16,7 +18,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_io::{Damage, SimDevice};
 use shale_lsm::batch::WriteBatch;
-use shale_lsm::{Db, MemoryTail, Options, ReadOptions, WalTail, WriteOptions};
+use shale_lsm::{Db, Error, MemoryTail, Options, ReadOptions, WalTail, WriteOptions};
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -36,6 +38,27 @@ fn options(tail: &Option<MemoryTail>) -> Options {
 
 fn key(rng: &mut SmallRng) -> Vec<u8> {
     format!("key{:04}", rng.gen_range(0..400)).into_bytes()
+}
+
+/// A range bound: a whole key, or a shorter prefix of one, which falls between keys.
+fn range_bound(rng: &mut SmallRng, n: u32) -> Vec<u8> {
+    if rng.gen_bool(0.3) {
+        format!("key{:03}", n / 10).into_bytes()
+    } else {
+        format!("key{n:04}").into_bytes()
+    }
+}
+
+/// A range `[start, end)` of 1 to 40 keys mostly, sometimes of most of the key space; may be
+/// empty (start >= end) when the bounds' forms collide.
+fn range(rng: &mut SmallRng) -> (Vec<u8>, Vec<u8>) {
+    let a = rng.gen_range(0..400);
+    let span = if rng.gen_bool(0.1) { rng.gen_range(1..400) } else { rng.gen_range(1..40) };
+    (range_bound(rng, a), range_bound(rng, (a + span).min(400)))
+}
+
+fn delete_range_in(map: &mut Map, start: &[u8], end: &[u8]) {
+    map.retain(|k, _| !(k.as_slice() >= start && k.as_slice() < end));
 }
 
 fn value(rng: &mut SmallRng, seq: u64) -> Vec<u8> {
@@ -83,18 +106,46 @@ struct Model {
     since_sync: Vec<Map>,
 }
 
-fn run(seed: u64, steps: usize) -> (u64, u64) {
+/// What one run did, summed over seeds for the report.
+#[derive(Default)]
+struct Counts {
+    crashes: u64,
+    reopens: u64,
+    range_deletes: u64,
+    empty_ranges_refused: u64,
+}
+
+fn run(seed: u64, steps: usize) -> Counts {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut dev = SimDevice::new(64 << 20, 4096, seed).unwrap();
     let mut tail = (seed % 2 == 1).then(MemoryTail::new);
     let mut db = Db::open_device(Arc::new(dev.clone()), options(&tail)).unwrap();
     let mut model = Model { now: Map::new(), since_sync: vec![Map::new()] };
     let mut seq = 0u64;
-    let (mut crashes, mut reopens) = (0, 0);
+    let mut counts = Counts::default();
     for step in 0..steps {
         let ctx = format!("seed {seed} step {step}");
         match rng.gen_range(0..100) {
-            0..=39 => {
+            0..=3 => {
+                let (start, end) = range(&mut rng);
+                let sync = rng.gen_bool(0.2);
+                let mut b = WriteBatch::new();
+                b.delete_range(&start, &end);
+                let written = db.write(&b, &WriteOptions { sync });
+                if start >= end {
+                    assert!(
+                        matches!(written, Err(Error::InvalidArgument(_))),
+                        "{ctx}: {written:?}"
+                    );
+                    counts.empty_ranges_refused += 1;
+                    continue;
+                }
+                written.unwrap();
+                delete_range_in(&mut model.now, &start, &end);
+                record(&mut model, sync);
+                counts.range_deletes += 1;
+            }
+            4..=39 => {
                 seq += 1;
                 let (k, v) = (key(&mut rng), value(&mut rng, seq));
                 let sync = rng.gen_bool(0.2);
@@ -127,20 +178,29 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
             }
             50..=57 => {
                 let mut b = WriteBatch::new();
+                let mut next = model.now.clone();
                 for _ in 0..rng.gen_range(1..20) {
                     seq += 1;
                     let k = key(&mut rng);
-                    if rng.gen_bool(0.3) {
+                    if rng.gen_bool(0.1) {
+                        let (start, end) = range(&mut rng);
+                        if start < end {
+                            b.delete_range(&start, &end);
+                            delete_range_in(&mut next, &start, &end);
+                            counts.range_deletes += 1;
+                        }
+                    } else if rng.gen_bool(0.3) {
                         b.delete(&k);
-                        model.now.remove(&k);
+                        next.remove(&k);
                     } else {
                         let v = value(&mut rng, seq);
                         b.put(&k, &v);
-                        model.now.insert(k, v);
+                        next.insert(k, v);
                     }
                 }
                 let sync = rng.gen_bool(0.3);
                 db.write(&b, &WriteOptions { sync }).unwrap();
+                model.now = next;
                 record(&mut model, sync);
             }
             58..=69 => {
@@ -181,6 +241,16 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                 let frozen = model.now.clone();
                 for _ in 0..rng.gen_range(1..30) {
                     seq += 1;
+                    if rng.gen_bool(0.15) {
+                        let (start, end) = range(&mut rng);
+                        if start < end {
+                            db.delete_range(&start, &end).unwrap();
+                            delete_range_in(&mut model.now, &start, &end);
+                            record(&mut model, false);
+                            counts.range_deletes += 1;
+                        }
+                        continue;
+                    }
                     let (k, v) = (key(&mut rng), value(&mut rng, seq));
                     db.put(&k, &v).unwrap();
                     model.now.insert(k, v);
@@ -188,6 +258,10 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                 }
                 if rng.gen_bool(0.3) {
                     db.flush().unwrap();
+                }
+                if rng.gen_bool(0.2) {
+                    // Compaction must keep what the snapshot reads.
+                    db.compact_range().unwrap();
                 }
                 let opts = ReadOptions { snapshot: Some(snap.seq()), ..Default::default() };
                 let k = key(&mut rng);
@@ -201,12 +275,20 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                     in_bounds(&frozen, &None, &None),
                     "{ctx}: snapshot scan"
                 );
+                assert_eq!(
+                    scan_reverse(&db, &opts),
+                    in_bounds(&frozen, &None, &None),
+                    "{ctx}: snapshot reverse scan"
+                );
             }
             85..=88 => db.flush().unwrap(),
-            89..=90 => db.compact_range().unwrap(),
+            89..=90 => {
+                db.compact_range().unwrap();
+                db.check().unwrap_or_else(|e| panic!("{ctx}: check after compaction: {e}"));
+            }
             91..=93 => {
                 db.close().unwrap();
-                reopens += 1;
+                counts.reopens += 1;
                 db = Db::open_device(Arc::new(dev.clone()), options(&tail)).unwrap();
                 model.since_sync = vec![model.now.clone()];
                 assert_eq!(
@@ -214,6 +296,7 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                     in_bounds(&model.now, &None, &None),
                     "{ctx}: after reopen"
                 );
+                db.check().unwrap_or_else(|e| panic!("{ctx}: check after reopen: {e}"));
             }
             _ => {
                 // A crash: a power cut (unsynced writes may be lost or torn) or a killed process
@@ -230,7 +313,7 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
                 dev = SimDevice::from_image(image, 4096, seed).unwrap();
                 db = Db::open_device(Arc::new(dev.clone()), options(&tail))
                     .unwrap_or_else(|e| panic!("{ctx}: reopen after crash: {e}"));
-                crashes += 1;
+                counts.crashes += 1;
                 let got = scan(&db, &ReadOptions::default());
                 if power_cut {
                     let found =
@@ -253,8 +336,9 @@ fn run(seed: u64, steps: usize) -> (u64, u64) {
             }
         }
     }
+    db.check().unwrap_or_else(|e| panic!("seed {seed}: check at the end: {e}"));
     db.close().unwrap();
-    (crashes, reopens)
+    counts
 }
 
 fn record(model: &mut Model, sync: bool) {
@@ -273,13 +357,17 @@ fn random_operations_match_the_oracle() {
     }
     let seeds: u64 =
         std::env::var("SHALE_MODEL_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(6);
-    let (mut crashes, mut reopens) = (0, 0);
+    let mut total = Counts::default();
     for seed in 0..seeds {
-        let (c, r) = run(seed, 1500);
-        crashes += c;
-        reopens += r;
+        let c = run(seed, 1500);
+        total.crashes += c.crashes;
+        total.reopens += c.reopens;
+        total.range_deletes += c.range_deletes;
+        total.empty_ranges_refused += c.empty_ranges_refused;
     }
     println!(
-        "model test: {seeds} seeds x 1500 steps, {crashes} crashes and {reopens} reopens checked"
+        "model test: {seeds} seeds x 1500 steps, {} crashes and {} reopens checked, {} range \
+         deletes ({} empty ranges refused)",
+        total.crashes, total.reopens, total.range_deletes, total.empty_ranges_refused
     );
 }

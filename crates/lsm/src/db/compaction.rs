@@ -5,6 +5,12 @@
 //! SST, in round-robin key order, to merge with what overlaps it one level down. A single SST
 //! with nothing below moves down without being rewritten. `compact_range` moves every level
 //! down until one holds everything.
+//!
+//! Range tombstones in a merge: a point entry older than a tombstone of the inputs over its
+//! key is dropped when no snapshot lies between them (the oldest snapshot sees the
+//! tombstone); a tombstone goes to every output whose key range it meets, clipped to that
+//! range, so the outputs' bounds stay disjoint; it is dropped when no snapshot predates it and
+//! no deeper level may hold a key it covers.
 
 use std::sync::Arc;
 
@@ -12,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, Kind, SEQ_MAX};
 use crate::merge::MergingIterator;
+use crate::range_del::{self, Fragments, RangeTombstone};
 use crate::version::{HandleIter, LEVELS, SstHandle, Version};
 use crate::version_edit::VersionEdit;
 
@@ -116,8 +123,26 @@ impl Inner {
             .collect();
         let mut merged = MergingIterator::new(children);
         merged.seek_to_first();
+        let tombstones = range_del::normalize(
+            c.inputs
+                .iter()
+                .chain(&c.next)
+                .flat_map(|f| f.reader.range_tombstones())
+                .cloned()
+                .collect(),
+        );
+        let covering = Fragments::new(&tombstones);
+        let kept_tombstones: Vec<RangeTombstone> = tombstones
+            .into_iter()
+            .filter(|t| {
+                t.seq > smallest_snapshot
+                    || version.below_overlaps_range(out_level, &t.start, &t.end)
+            })
+            .collect();
         let mut outputs = Vec::new();
         let mut builder = OutputSst::new(&self.opts);
+        // User keys from here on belong to the next output (`None`: from the first key on).
+        let mut output_lower: Option<Vec<u8>> = None;
         let mut current_key: Option<Vec<u8>> = None;
         let mut last_seq_for_key = SEQ_MAX;
         while merged.valid() {
@@ -128,7 +153,9 @@ impl Inner {
             if new_key {
                 // Cut outputs only between user keys, so levels stay disjoint by user key.
                 if builder.builder.estimated_bytes() as u64 >= self.opts.target_file_size_base {
-                    let full = std::mem::replace(&mut builder, OutputSst::new(&self.opts));
+                    let mut full = std::mem::replace(&mut builder, OutputSst::new(&self.opts));
+                    let lower = output_lower.replace(p.user_key.to_vec());
+                    add_clipped(&mut full, &kept_tombstones, lower.as_deref(), Some(p.user_key));
                     outputs.extend(self.write_output(full)?);
                 }
                 current_key = Some(p.user_key.to_vec());
@@ -137,19 +164,17 @@ impl Inner {
             let shadowed = last_seq_for_key <= smallest_snapshot;
             let dead_tombstone = p.kind == Kind::Delete
                 && p.seq <= smallest_snapshot
-                && version.levels[out_level + 1..].iter().all(|files| {
-                    !files.iter().any(|f| {
-                        key::user_key(&f.meta.smallest) <= p.user_key
-                            && p.user_key <= key::user_key(&f.meta.largest)
-                    })
-                });
+                && !version.below_may_contain(out_level, p.user_key);
+            // Older than a tombstone that every reader sees.
+            let range_deleted = p.seq < covering.max_covering_seq(p.user_key, smallest_snapshot);
             last_seq_for_key = p.seq;
-            if !shadowed && !dead_tombstone {
+            if !shadowed && !dead_tombstone && !range_deleted {
                 builder.add(ikey, merged.value());
             }
             merged.next();
         }
         merged.status()?;
+        add_clipped(&mut builder, &kept_tombstones, output_lower.as_deref(), None);
         outputs.extend(self.write_output(builder)?);
         let added_extents = outputs.iter().map(|m| m.extent).collect();
         let removed_extents = c.inputs.iter().chain(&c.next).map(|f| f.meta.extent).collect();
@@ -163,5 +188,19 @@ impl Inner {
         st.compactions += 1;
         self.cv.notify_all();
         Ok(())
+    }
+}
+
+/// Adds to an output the parts of `tombstones` inside its user keys `[lower, upper)`.
+fn add_clipped(
+    out: &mut OutputSst,
+    tombstones: &[RangeTombstone],
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+) {
+    for t in tombstones {
+        if let Some(piece) = t.clipped(lower, upper) {
+            out.add_range_tombstone(piece);
+        }
     }
 }

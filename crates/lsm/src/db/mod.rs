@@ -18,6 +18,10 @@
 //!
 //! Read path: the active memtable, sealed memtables newest first, L0 SSTs newest first, then one
 //! SST per deeper level; each SST checks its bloom filter with the key's hash, computed once.
+//! Each source's range tombstones over the key are weighed before its entries (the filter
+//! knows nothing of them): an entry older than the newest such tombstone seen so far is
+//! deleted, and a tombstone with no newer entry in its own source ends the search, since every
+//! older source holds only older versions of the key (docs/lsm.md, "Range deletes").
 //!
 //! Background: one thread flushes the oldest sealed memtable to an L0 SST; another runs the
 //! compaction with the highest score, so a long compaction never holds up a flush. Each result
@@ -45,6 +49,7 @@ use crate::key::{self, Kind};
 use crate::memtable::Memtable;
 use crate::merge::MergingIterator;
 use crate::options::{KEY_BYTES_MAX, Options, ReadOptions, WriteOptions};
+use crate::range_del::RangeTombstone;
 use crate::sst::{QueuePool, SstBuilder, SstReader, VolumeSource, bloom_hash, write_sst};
 use crate::stats::{Stall, StallCounters, Stats};
 use crate::version::{LEVELS, SstHandle, Version};
@@ -224,6 +229,36 @@ impl Db {
         self.write(&b, &WriteOptions::default())
     }
 
+    /// Deletes every key `k` with `start <= k < end` (bytewise; `end` excluded), as one write
+    /// that takes one sequence number whatever the range holds: a range tombstone, not a scan.
+    /// Snapshots taken before it still see the keys; writes after it are untouched.
+    ///
+    /// ```
+    /// use shale_lsm::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::small_for_tests())?;
+    /// for k in [&b"log/001"[..], b"log/002", b"log/003", b"user/1"] {
+    ///     db.put(k, b"x")?;
+    /// }
+    /// db.delete_range(b"log/", b"log/003")?;
+    /// assert_eq!(db.get(b"log/002")?, None);
+    /// assert_eq!(db.get(b"log/003")?, Some(b"x".to_vec())); // the end is excluded
+    /// assert_eq!(db.get(b"user/1")?, Some(b"x".to_vec()));
+    /// assert!(db.delete_range(b"b", b"a").is_err()); // an empty range is refused
+    /// db.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `start >= end` (an empty range, `start == end`
+    /// included) or a key is oversized; otherwise as [`Db::put`].
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end);
+        self.write(&b, &WriteOptions::default())
+    }
+
     /// Applies a batch atomically.
     ///
     /// # Errors
@@ -379,6 +414,12 @@ impl Drop for Db {
     }
 }
 
+/// What a read returns for the newest visible entry of a key, given the newest range
+/// tombstone over the key in the sources consulted so far (0 for none).
+fn visible_value(seq: u64, kind: Kind, value: Vec<u8>, covering: u64) -> Option<Vec<u8>> {
+    (kind == Kind::Put && seq > covering).then_some(value)
+}
+
 fn stopped_error(st: &State) -> Result<()> {
     match &st.stopped {
         Some(why) => Err(Error::Stopped(why.clone())),
@@ -415,6 +456,12 @@ impl OutputSst {
         self.largest_seq = self.largest_seq.max(seq);
         self.builder.add(ikey, value);
     }
+
+    fn add_range_tombstone(&mut self, t: RangeTombstone) {
+        self.smallest_seq = self.smallest_seq.min(t.seq);
+        self.largest_seq = self.largest_seq.max(t.seq);
+        self.builder.add_range_tombstone(t);
+    }
 }
 
 impl Inner {
@@ -427,6 +474,7 @@ impl Inner {
                 )));
             }
         }
+        batch.check_ranges(KEY_BYTES_MAX)?;
         let footprint = batch.encoded_len() + batch.len() * MEMTABLE_OVERHEAD_PER_OP;
         let group_bytes = self.volume.layout().wal_bytes / u64::from(self.opts.wal_groups() + 1);
         let limit = (self.write_buffer_bytes() / 2).min(group_bytes as usize / 2);
@@ -661,6 +709,9 @@ impl Inner {
             it.next();
         }
         it.status()?;
+        for t in mem.range_tombstones() {
+            builder.add_range_tombstone(t);
+        }
         Ok(builder)
     }
 
@@ -688,7 +739,7 @@ impl Inner {
 
     /// Writes one SST from a builder (nothing for an empty one).
     fn write_output(&self, out: OutputSst) -> Result<Vec<SstMeta>> {
-        if out.builder.entries() == 0 {
+        if out.builder.is_empty() {
             return Ok(Vec::new());
         }
         let (smallest_seq, largest_seq) = (out.smallest_seq, out.largest_seq);
@@ -702,8 +753,8 @@ impl Inner {
             entries: p.entries,
             smallest_seq,
             largest_seq,
-            smallest: p.smallest.clone(),
-            largest: p.largest.clone(),
+            smallest: image.smallest.clone(),
+            largest: image.largest.clone(),
         }])
     }
 
@@ -817,18 +868,28 @@ impl Inner {
             mems.extend(st.imm.iter().rev().map(|(m, _)| m.clone()));
             (mems, st.version.clone(), opts.snapshot.unwrap_or(st.last_seq))
         };
+        // The newest range tombstone over the key seen so far, newest source first.
+        let mut covering = 0;
         for m in &mems {
-            if let Some((kind, value)) = m.get(user_key, snapshot) {
-                return Ok((kind == Kind::Put).then_some(value));
+            covering = covering.max(m.max_covering_tombstone_seq(user_key, snapshot));
+            if let Some((seq, kind, value)) = m.get_entry(user_key, snapshot) {
+                return Ok(visible_value(seq, kind, value, covering));
+            }
+            if covering > 0 {
+                return Ok(None);
             }
         }
         let lookup = key::encode(user_key, snapshot, Kind::SEEK);
         let hash = bloom_hash(user_key);
         for f in version.candidates(user_key) {
+            covering = covering.max(f.reader.max_covering_tombstone_seq(user_key, snapshot));
             if let Some((ikey, value)) = f.reader.get(&lookup, hash)? {
                 let p = key::parse(&ikey)
                     .ok_or_else(|| Error::corruption("SST entry: bad internal key", 0))?;
-                return Ok((p.kind == Kind::Put).then_some(value));
+                return Ok(visible_value(p.seq, p.kind, value, covering));
+            }
+            if covering > 0 {
+                return Ok(None);
             }
         }
         Ok(None)
@@ -841,12 +902,18 @@ impl Inner {
             .extend(st.imm.iter().map(|(m, _)| Box::new(m.iter()) as Box<dyn InternalIterator>));
         children.extend(st.version.iterators());
         let snapshot = opts.snapshot.unwrap_or(st.last_seq);
+        let mut tombstones = st.mem.range_tombstones();
+        tombstones.extend(st.imm.iter().flat_map(|(m, _)| m.range_tombstones()));
+        let version = st.version.clone();
         drop(st);
+        let ssts = version.levels.iter().flatten();
+        tombstones.extend(ssts.flat_map(|f| f.reader.range_tombstones()).cloned());
         let bounds = match &opts.prefix {
             Some(p) => IterBounds::prefix(p),
             None => IterBounds { lower: opts.lower_bound.clone(), upper: opts.upper_bound.clone() },
         };
         DbIterator::new(Box::new(MergingIterator::new(children)), snapshot, bounds)
+            .with_range_tombstones(tombstones)
     }
 
     fn stats(&self) -> Stats {
@@ -883,8 +950,7 @@ impl Inner {
 /// Inserts a batch's ops into a memtable (stage 4; concurrent with other writers').
 fn insert_batch(batch: &WriteBatch, first_seq: u64, mem: &Memtable) {
     for (i, op) in batch.ops().enumerate() {
-        mem.insert(op.key, first_seq + i as u64, op.kind, op.value)
-            .expect("make_room left room for the group");
+        mem.apply(&op, first_seq + i as u64).expect("make_room left room for the group");
     }
 }
 

@@ -211,7 +211,7 @@ impl Inner {
             }
             mem_bytes += footprint;
             for (j, op) in b.ops.iter().enumerate() {
-                mem.insert(op.key, first + j as u64, op.kind, op.value).map_err(|_| {
+                mem.apply(op, first + j as u64).map_err(|_| {
                     let source = match group {
                         Some(g) => format!("a WAL record of group {}", g.group),
                         None => "a WAL tail record".to_string(),

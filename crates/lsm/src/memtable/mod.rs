@@ -10,15 +10,23 @@
 //!    starts a new one, retries the write there, and flushes the sealed one to an SST.
 //! 4. The memtable is dropped whole once its SST is committed and its last iterator is gone;
 //!    nodes are never freed one by one.
+//!
+//! Range tombstones ([`crate::range_del`]) are kept beside the skiplist, in a short list under
+//! a lock of its own: range deletes are rare next to puts, and reads scan the list (a point
+//! read) or copy it (a new iterator, a flush). They take no arena space; the engine counts
+//! their bytes towards the memtable's size itself, as it does for every op.
 
 mod arena;
 mod skiplist;
 #[cfg(test)]
 mod tests;
 
+use crate::batch::{BatchOp, OpKind};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, Kind};
+use crate::range_del::{self, RangeTombstone};
+use parking_lot::RwLock;
 use skiplist::{Cursor, SkipList};
 use std::fmt;
 use std::sync::Arc;
@@ -71,6 +79,8 @@ pub struct Memtable {
     seq_min: AtomicU64,
     /// Largest sequence inserted; meaningful only once `seq_min` is set.
     seq_max: AtomicU64,
+    /// Range tombstones, in insertion order.
+    range_tombstones: RwLock<Vec<RangeTombstone>>,
 }
 
 // Memtables are shared between writer threads, readers and the flush thread.
@@ -95,6 +105,7 @@ impl Memtable {
             list: Arc::new(SkipList::new(capacity_bytes, chunk_bytes)),
             seq_min: AtomicU64::new(SEQ_NONE),
             seq_max: AtomicU64::new(0),
+            range_tombstones: RwLock::new(Vec::new()),
         }
     }
 
@@ -122,17 +133,60 @@ impl Memtable {
         if !self.list.insert(user_key, key::trailer(seq, kind), value) {
             return Err(MemtableFull);
         }
+        self.note_seq(seq);
+        Ok(())
+    }
+
+    fn note_seq(&self, seq: u64) {
         // The order matters to `max_seq`: see the field comments.
         self.seq_max.fetch_max(seq, Ordering::Relaxed);
         self.seq_min.fetch_min(seq, Ordering::Release);
-        Ok(())
+    }
+
+    /// Inserts the range tombstone `[start, end) @ seq`. Safe to call from several threads at
+    /// once; it never fills the memtable.
+    ///
+    /// # Panics
+    /// If `start >= end` or `seq` is over [`key::SEQ_MAX`] (the engine checks ranges first).
+    pub fn insert_range_tombstone(&self, start: &[u8], end: &[u8], seq: u64) {
+        let t = RangeTombstone::new(start, end, seq);
+        self.range_tombstones.write().push(t);
+        self.note_seq(seq);
+    }
+
+    /// Applies one op of a batch with sequence number `seq`: a point entry into the skiplist,
+    /// a range delete into the tombstone list.
+    ///
+    /// # Errors
+    /// [`MemtableFull`] as [`Memtable::insert`].
+    ///
+    /// # Panics
+    /// As [`Memtable::insert`] and [`Memtable::insert_range_tombstone`].
+    pub fn apply(&self, op: &BatchOp<'_>, seq: u64) -> std::result::Result<(), MemtableFull> {
+        match op.kind.point_kind() {
+            Some(kind) => self.insert(op.key, seq, kind, op.value),
+            None => {
+                debug_assert_eq!(op.kind, OpKind::DeleteRange);
+                self.insert_range_tombstone(op.key, op.value, seq);
+                Ok(())
+            }
+        }
     }
 
     /// The newest entry of `user_key` with a sequence at or below `snapshot_seq` (clamped to
     /// [`key::SEQ_MAX`], so `u64::MAX` reads the latest). A deletion comes back as
     /// `(Kind::Delete, vec![])`, which tells the caller to stop searching older sources;
     /// `None` means this memtable knows nothing of the key at that snapshot.
+    ///
+    /// Point entries only: a range tombstone over the key is the caller's to weigh
+    /// ([`Memtable::max_covering_tombstone_seq`]).
     pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<(Kind, Vec<u8>)> {
+        self.get_entry(user_key, snapshot_seq).map(|(_, kind, value)| (kind, value))
+    }
+
+    /// As [`Memtable::get`], with the sequence number of the entry found, to weigh it against
+    /// range tombstones.
+    pub fn get_entry(&self, user_key: &[u8], snapshot_seq: u64) -> Option<(u64, Kind, Vec<u8>)> {
         let target = key::encode(user_key, snapshot_seq.min(key::SEQ_MAX), Kind::SEEK);
         let (ikey, value) = self.list.first_at_or_after(&target)?;
         let found = key::parse(ikey).expect("memtable keys are built by insert");
@@ -140,9 +194,25 @@ impl Memtable {
             return None;
         }
         match found.kind {
-            Kind::Delete => Some((Kind::Delete, Vec::new())),
-            Kind::Put => Some((Kind::Put, value.to_vec())),
+            Kind::Delete => Some((found.seq, Kind::Delete, Vec::new())),
+            Kind::Put => Some((found.seq, Kind::Put, value.to_vec())),
         }
+    }
+
+    /// The sequence number of the newest range tombstone over `user_key` that a reader at
+    /// `snapshot_seq` sees, or 0. Scans the tombstone list.
+    pub fn max_covering_tombstone_seq(&self, user_key: &[u8], snapshot_seq: u64) -> u64 {
+        range_del::max_covering_seq(&self.range_tombstones.read(), user_key, snapshot_seq)
+    }
+
+    /// A copy of the range tombstones, in insertion order.
+    pub fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        self.range_tombstones.read().clone()
+    }
+
+    /// Number of range tombstones.
+    pub fn range_tombstone_count(&self) -> usize {
+        self.range_tombstones.read().len()
     }
 
     /// An iterator over all entries in internal-key order. It keeps the memtable's memory
@@ -163,14 +233,14 @@ impl Memtable {
         self.list.arena().capacity_bytes()
     }
 
-    /// Number of entries (every version of every key counts).
+    /// Number of point entries (every version of every key counts; range tombstones do not).
     pub fn len(&self) -> usize {
         self.list.len()
     }
 
-    /// Whether no entry has been inserted.
+    /// Whether nothing has been inserted: no point entry and no range tombstone.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len() == 0 && self.range_tombstone_count() == 0
     }
 
     /// The smallest sequence number inserted, `None` while empty.
@@ -193,6 +263,7 @@ impl fmt::Debug for Memtable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Memtable")
             .field("len", &self.len())
+            .field("range_tombstones", &self.range_tombstone_count())
             .field("approximate_bytes", &self.approximate_bytes())
             .field("capacity_bytes", &self.capacity_bytes())
             .field("min_seq", &self.min_seq())

@@ -410,3 +410,29 @@ fn an_iterator_outlives_its_memtable_handle() {
     it.seek_to_first();
     assert_eq!((it.key(), it.value()), (&key::encode(b"k", 1, Kind::Put)[..], &b"v"[..]));
 }
+
+#[test]
+fn range_tombstones_sit_beside_the_points_and_count_as_content() {
+    let mem = Arc::new(Memtable::new(1 << 20));
+    let mut batch = crate::batch::WriteBatch::new();
+    batch.put(b"b", b"old");
+    batch.delete_range(b"a", b"c");
+    batch.put(b"b", b"new");
+    for (i, op) in batch.ops().enumerate() {
+        mem.apply(&op, 10 + i as u64).unwrap();
+    }
+    // The tombstone stays out of the skiplist: two point entries, one tombstone.
+    assert_eq!((mem.len(), mem.range_tombstone_count()), (2, 1));
+    assert_eq!((mem.min_seq(), mem.max_seq()), (Some(10), Some(12)));
+    assert_eq!(mem.get_entry(b"b", 11), Some((10, Kind::Put, b"old".to_vec())));
+    assert_eq!(mem.max_covering_tombstone_seq(b"b", 11), 11);
+    assert_eq!(mem.max_covering_tombstone_seq(b"b", 10), 0, "a snapshot before the tombstone");
+    assert_eq!(mem.max_covering_tombstone_seq(b"c", 99), 0, "the end is exclusive");
+    assert_eq!(mem.range_tombstones(), vec![RangeTombstone::new(b"a", b"c", 11)]);
+
+    let only_tombstone = Memtable::new(1 << 20);
+    assert!(only_tombstone.is_empty());
+    only_tombstone.insert_range_tombstone(b"x", b"y", 3);
+    assert!(!only_tombstone.is_empty(), "a memtable with only a tombstone must still be flushed");
+    assert_eq!(only_tombstone.max_seq(), Some(3));
+}

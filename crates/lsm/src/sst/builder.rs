@@ -3,20 +3,24 @@
 //! Building runs these stages, in order:
 //! 1. `add`: entries arrive in ascending internal key order and go into the current data
 //!    block; each new user key's bloom hash is kept for the filter.
+//!    Range tombstones (`add_range_tombstone`) may arrive in any order and are kept aside.
 //! 2. When the data block reaches `block_bytes` it is compressed (kept only if that saves an
 //!    eighth), written with its trailer, and its last key and handle go into the index block.
-//! 3. `finish`: the last data block, then the filter, index and properties blocks, then zero
-//!    padding and the footer, so that the image is whole slots and the footer ends it.
+//! 3. `finish`: the last data block, then the filter, range-deletion (sorted, the pieces of
+//!    one tombstone joined), index and properties blocks, then zero padding and the footer, so
+//!    that the image is whole slots and the footer ends it.
 
 use shale_io::{AlignedBuf, SECTOR_SIZE};
 
 use crate::key;
+use crate::range_del::{self, RangeTombstone};
 use crate::sst::block::{BlockBuilder, RESTART_INTERVAL_DEFAULT};
 use crate::sst::bloom::{BITS_PER_KEY_DEFAULT, bloom_hash, build_filter};
 use crate::sst::footer::{FOOTER_BYTES, Footer};
 use crate::sst::format::{
     BlockHandle, Compression, SST_FORMAT_VERSION, SstProperties, write_block,
 };
+use crate::sst::range_del_block;
 
 /// Options of the SSTs a builder makes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,6 +57,12 @@ pub struct SstImage {
     pub bytes: AlignedBuf,
     /// What it holds.
     pub properties: SstProperties,
+    /// The smallest internal key the SST covers: of its point entries and range tombstones
+    /// (a [`key::range_bound`] when a tombstone starts first). Empty for an empty SST.
+    pub smallest: Vec<u8>,
+    /// The largest internal key the SST covers; when a tombstone's end comes last, the
+    /// exclusive [`key::range_bound`] of that end. Empty for an empty SST.
+    pub largest: Vec<u8>,
 }
 
 /// Builds one SST from entries in ascending internal key order.
@@ -65,6 +75,8 @@ pub struct SstBuilder {
     hashes: Vec<u64>,
     last_key: Vec<u8>,
     props: SstProperties,
+    range_tombstones: Vec<RangeTombstone>,
+    range_tombstone_bytes: usize,
 }
 
 impl SstBuilder {
@@ -87,7 +99,26 @@ impl SstBuilder {
                 bloom_bits_per_key: opts.bloom_bits_per_key,
                 ..SstProperties::default()
             },
+            range_tombstones: Vec::new(),
+            range_tombstone_bytes: 0,
         }
+    }
+
+    /// Adds a range tombstone, in any order relative to entries and other tombstones. It is
+    /// not checked against the bloom filter: readers look at tombstones before the filter.
+    pub fn add_range_tombstone(&mut self, t: RangeTombstone) {
+        self.range_tombstone_bytes += t.start.len() + t.end.len() + 16;
+        self.range_tombstones.push(t);
+    }
+
+    /// Range tombstones added so far.
+    pub fn range_tombstones(&self) -> usize {
+        self.range_tombstones.len()
+    }
+
+    /// Whether nothing was added: no entry and no range tombstone.
+    pub fn is_empty(&self) -> bool {
+        self.props.entries == 0 && self.range_tombstones.is_empty()
     }
 
     /// Adds an entry. `internal_key` must sort after every key added before.
@@ -135,13 +166,14 @@ impl SstBuilder {
     }
 
     /// Bytes the image would have now, before padding to slots: written blocks, the open data
-    /// block, the index and filter so far, and the footer.
+    /// block, the index, filter and range tombstones so far, and the footer.
     pub fn estimated_bytes(&self) -> usize {
         let filter = self.hashes.len() * self.opts.bloom_bits_per_key as usize / 8;
         self.image.len()
             + self.data.estimated_bytes()
             + self.index.estimated_bytes()
             + filter
+            + self.range_tombstone_bytes
             + FOOTER_BYTES
     }
 
@@ -162,6 +194,13 @@ impl SstBuilder {
             let block = build_filter(&self.hashes, self.opts.bloom_bits_per_key);
             write_block(&mut self.image, &block, Compression::None)
         });
+        let tombstones = range_del::normalize(std::mem::take(&mut self.range_tombstones));
+        if !tombstones.is_empty() {
+            let block = range_del_block::encode(&tombstones);
+            self.props.range_tombstones = tombstones.len() as u64;
+            self.props.range_del = Some(write_block(&mut self.image, &block, Compression::None));
+        }
+        let (smallest, largest) = self.bounds(&tombstones);
         let index_raw = self.index.finish();
         let index = write_block(&mut self.image, &index_raw, Compression::None);
         let properties = write_block(&mut self.image, &self.props.encode(), Compression::None);
@@ -175,6 +214,20 @@ impl SstBuilder {
         let footer_at = bytes.len() - FOOTER_BYTES;
         bytes[footer_at..].copy_from_slice(&footer.encode());
         debug_assert!(filter.is_none_or(|f| f != BlockHandle::default()));
-        SstImage { bytes, properties: self.props }
+        SstImage { bytes, properties: self.props, smallest, largest }
+    }
+
+    /// The union of the point entries' keys and the tombstones' bounds.
+    fn bounds(&self, tombstones: &[RangeTombstone]) -> (Vec<u8>, Vec<u8>) {
+        let points = (self.props.entries > 0)
+            .then(|| (self.props.smallest.clone(), self.props.largest.clone()));
+        match (points, range_del::bounds(tombstones)) {
+            (None, None) => (Vec::new(), Vec::new()),
+            (Some(b), None) | (None, Some(b)) => b,
+            (Some((ps, pl)), Some((ts, tl))) => (
+                std::cmp::min_by(ps, ts, |a, b| key::compare(a, b)),
+                std::cmp::max_by(pl, tl, |a, b| key::compare(a, b)),
+            ),
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! ```text
 //! offset  size  type    field
 //! 0       8     bytes   magic "shaleSST"
-//! 8       4     u32 LE  format version
+//! 8       4     u32 LE  format version (1 or 2, see `format`; the properties repeat it)
 //! 12      4     u32 LE  zero (reserved for flags)
 //! 16      12    handle  filter block (offset u64 LE, size u32 LE; size 0 = no filter)
 //! 28      12    handle  index block
@@ -16,7 +16,9 @@
 //! not a longer or shorter one whose last bytes happen to hold a footer.
 
 use crate::error::{Error, Result};
-use crate::sst::format::{BLOCK_HANDLE_BYTES, BlockHandle, SST_FORMAT_VERSION};
+use crate::sst::format::{
+    BLOCK_HANDLE_BYTES, BlockHandle, SST_FORMAT_VERSION, SST_FORMAT_VERSION_MIN,
+};
 
 /// Bytes of the footer.
 pub const FOOTER_BYTES: usize = 64;
@@ -74,9 +76,10 @@ impl Footer {
             return Err(bad("checksum mismatch"));
         }
         let format_version = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));
-        if format_version != SST_FORMAT_VERSION {
+        if !(SST_FORMAT_VERSION_MIN..=SST_FORMAT_VERSION).contains(&format_version) {
             return Err(bad(&format!(
-                "format version {format_version}, this build reads {SST_FORMAT_VERSION}"
+                "format version {format_version}, this build reads \
+                 {SST_FORMAT_VERSION_MIN} to {SST_FORMAT_VERSION}"
             )));
         }
         if b[12..16] != [0; 4] {
@@ -138,5 +141,9 @@ mod tests {
         assert!(Footer::decode(&outside.encode(), 4096).is_err());
         let newer = Footer { format_version: SST_FORMAT_VERSION + 1, ..footer() };
         assert!(Footer::decode(&newer.encode(), 4096).is_err());
+        let older = Footer { format_version: SST_FORMAT_VERSION_MIN, ..footer() };
+        assert_eq!(Footer::decode(&older.encode(), 4096).unwrap(), older);
+        let zero = Footer { format_version: 0, ..footer() };
+        assert!(Footer::decode(&zero.encode(), 4096).is_err());
     }
 }

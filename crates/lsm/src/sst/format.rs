@@ -8,6 +8,8 @@
 //! offset           size     what
 //! 0                ...      data block 0 | trailer, data block 1 | trailer, ...
 //! filter handle    ...      filter block | trailer          (absent when bits per key is 0)
+//! range-del handle ...      range-deletion block | trailer  (v2; absent without range
+//!                                                            tombstones; see `range_del_block`)
 //! index handle     ...      index block | trailer           (last key of each data block ->
 //!                                                            data block handle)
 //! props handle     ...      properties block | trailer
@@ -50,12 +52,26 @@
 //! 56      S     bytes   smallest internal key (empty when there are no entries)
 //! 56+S    4     u32 LE  largest key length L
 //! 60+S    L     bytes   largest internal key
+//! -- format version 2 on:
+//! 60+S+L  8     u64 LE  range tombstones R
+//! 68+S+L  12    handle  range-deletion block (all zero when R is 0)
 //! ```
+//! The smallest and largest keys, and the entry count, are those of the point entries; the
+//! bounds the engine records for an SST also cover its range tombstones (`SstImage`).
+//!
+//! Format versions: 1 had no range tombstones; 2 adds the range-deletion block and the two
+//! properties fields. This build writes 2 and reads both. A build that reads only version 1
+//! refuses a version 2 SST (its footer check) instead of reading it without its tombstones,
+//! which would bring deleted keys back.
 
 use crate::error::{Error, Result};
 
 /// Format version written by this code. Only ever goes forward.
-pub const SST_FORMAT_VERSION: u32 = 1;
+pub const SST_FORMAT_VERSION: u32 = 2;
+/// The oldest format version this code reads.
+pub const SST_FORMAT_VERSION_MIN: u32 = 1;
+/// The first format version with a range-deletion block.
+pub const SST_FORMAT_VERSION_RANGE_DEL: u32 = 2;
 /// Bytes of the trailer after every block.
 pub const BLOCK_TRAILER_BYTES: usize = 5;
 /// Bytes of an encoded [`BlockHandle`].
@@ -243,6 +259,10 @@ pub struct SstProperties {
     pub smallest: Vec<u8>,
     /// The largest internal key (empty when there are no entries).
     pub largest: Vec<u8>,
+    /// Range tombstones in the range-deletion block (always 0 in format version 1).
+    pub range_tombstones: u64,
+    /// The range-deletion block, `None` without range tombstones.
+    pub range_del: Option<BlockHandle>,
 }
 
 /// Bytes of the properties before the smallest key.
@@ -267,6 +287,12 @@ impl SstProperties {
         for k in [&self.smallest, &self.largest] {
             out.extend_from_slice(&u32::try_from(k.len()).expect("key over 4 GiB").to_le_bytes());
             out.extend_from_slice(k);
+        }
+        if self.format_version >= SST_FORMAT_VERSION_RANGE_DEL {
+            out.extend_from_slice(&self.range_tombstones.to_le_bytes());
+            self.range_del.unwrap_or_default().encode_into(&mut out);
+        } else {
+            assert!(self.range_tombstones == 0, "format version 1 has no range tombstones");
         }
         out
     }
@@ -298,11 +324,26 @@ impl SstProperties {
             Ok(k.to_vec())
         };
         let (smallest, largest) = (key()?, key()?);
+        let format_version = u32_at(0);
+        if !(SST_FORMAT_VERSION_MIN..=SST_FORMAT_VERSION).contains(&format_version) {
+            return Err(bad(&format!("unknown format version {format_version}")));
+        }
+        let (mut range_tombstones, mut range_del) = (0, None);
+        if format_version >= SST_FORMAT_VERSION_RANGE_DEL {
+            let fields = b.get(pos..pos + 8 + BLOCK_HANDLE_BYTES).ok_or_else(|| bad("short"))?;
+            range_tombstones = u64::from_le_bytes(fields[..8].try_into().expect("8 bytes"));
+            let h = BlockHandle::decode(&fields[8..]).expect("12 bytes");
+            range_del = (h != BlockHandle::default()).then_some(h);
+            if (range_tombstones == 0) != range_del.is_none() {
+                return Err(bad("range tombstone count and block disagree"));
+            }
+            pos += fields.len();
+        }
         if pos != b.len() {
             return Err(bad("trailing bytes"));
         }
         let props = SstProperties {
-            format_version: u32_at(0),
+            format_version,
             compression,
             entries: u64_at(8),
             data_blocks: u64_at(16),
@@ -312,6 +353,8 @@ impl SstProperties {
             bloom_bits_per_key: u32_at(48),
             smallest,
             largest,
+            range_tombstones,
+            range_del,
         };
         let keys_ok = if props.entries == 0 {
             props.smallest.is_empty() && props.largest.is_empty()
@@ -387,15 +430,28 @@ mod tests {
             bloom_bits_per_key: 10,
             smallest: crate::key::encode(b"a", 5, crate::key::Kind::Put),
             largest: crate::key::encode(b"b", 1, crate::key::Kind::Delete),
+            range_tombstones: 2,
+            range_del: Some(BlockHandle { offset: 4000, size: 60 }),
         };
-        let b = p.encode();
-        assert_eq!(SstProperties::decode(&b, 0).unwrap(), p);
-        for cut in 0..b.len() {
-            assert!(SstProperties::decode(&b[..cut], 0).is_err());
+        let v1 =
+            SstProperties { format_version: 1, range_tombstones: 0, range_del: None, ..p.clone() };
+        let none = SstProperties { range_tombstones: 0, range_del: None, ..p.clone() };
+        for p in [&p, &v1, &none] {
+            let b = p.encode();
+            assert_eq!(&SstProperties::decode(&b, 0).unwrap(), p);
+            for cut in 0..b.len() {
+                assert!(SstProperties::decode(&b[..cut], 0).is_err());
+            }
+            let mut long = b.clone();
+            long.push(0);
+            assert!(SstProperties::decode(&long, 0).is_err());
         }
-        let mut long = b.clone();
-        long.push(0);
-        assert!(SstProperties::decode(&long, 0).is_err());
+        // Version 1 properties are 20 bytes shorter: no count, no handle.
+        assert_eq!(p.encode().len(), v1.encode().len() + 8 + BLOCK_HANDLE_BYTES);
+        let disagree = SstProperties { range_tombstones: 0, ..p.clone() };
+        assert!(SstProperties::decode(&disagree.encode(), 0).is_err());
+        let newer = SstProperties { format_version: SST_FORMAT_VERSION + 1, ..none };
+        assert!(SstProperties::decode(&newer.encode(), 0).is_err());
         let swapped =
             SstProperties { smallest: p.largest.clone(), largest: p.smallest.clone(), ..p };
         assert!(SstProperties::decode(&swapped.encode(), 0).is_err());

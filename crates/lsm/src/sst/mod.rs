@@ -5,6 +5,7 @@
 //! - `block`: data and index blocks (prefix-compressed entries, restart points).
 //! - `bloom`: the filter over user keys.
 //! - `footer`: the fixed footer at the very end of the image.
+//! - `range_del_block`: the range tombstones (format version 2 on).
 //! - `builder` / `reader`: making and reading an image.
 //! - `volume_io`: writing an image into an extent and reading it back.
 //!
@@ -40,6 +41,7 @@ pub mod bloom;
 pub mod builder;
 pub mod footer;
 pub mod format;
+pub mod range_del_block;
 pub mod reader;
 pub mod volume_io;
 

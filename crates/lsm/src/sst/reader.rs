@@ -4,10 +4,14 @@
 //! 1. Read the image's last 4 KiB (or all of a shorter image) and decode the footer.
 //! 2. Load the properties, then the index and filter blocks through the block cache; blocks
 //!    that lie inside the tail already read are taken from it rather than read again.
+//! 3. Load the range-deletion block, if any, whole and outside the cache: every read of the
+//!    SST needs its tombstones, so they stay with the reader, fragmented for lookups.
 //!
 //! A point lookup ([`SstReader::get`]) checks the bloom filter with the caller's hash, seeks the
 //! index for the first data block whose last key is at or after the lookup key, and seeks that
-//! block (from the cache, or read, checked and cached).
+//! block (from the cache, or read, checked and cached). It sees point entries only; the
+//! caller asks [`SstReader::max_covering_tombstone_seq`] first, since the filter knows nothing
+//! of range tombstones and must not hide them.
 
 use std::sync::Arc;
 
@@ -15,10 +19,12 @@ use crate::cache::{BlockCache, Cached};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key;
+use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::block::{Block, BlockIter};
 use crate::sst::bloom::BloomFilter;
 use crate::sst::footer::{FOOTER_BYTES, Footer};
 use crate::sst::format::{BlockHandle, SstProperties, decode_block};
+use crate::sst::range_del_block;
 
 /// Bytes read from the end of an image to find the footer: one 4 KiB block, which often holds
 /// the index and properties too.
@@ -66,6 +72,9 @@ struct Inner {
     properties: SstProperties,
     index: Arc<Cached>,
     filter: Option<Arc<Cached>>,
+    /// The range tombstones as stored, and fragmented for lookups.
+    range_tombstones: Vec<RangeTombstone>,
+    range_fragments: Fragments,
 }
 
 /// An open SST. Cheap to clone; iterators keep it alive.
@@ -124,6 +133,12 @@ impl SstReader {
             &read(footer.properties, "properties")?,
             footer.properties.offset,
         )?;
+        if properties.format_version != footer.format_version {
+            return Err(Error::corruption(
+                "SST properties: format version differs from the footer's",
+                footer.properties.offset,
+            ));
+        }
         let index = load_cached(&cache, cache_id, footer.index, |h| {
             Ok(Cached::Block(Arc::new(Block::new(read(h, "index block")?, h.offset)?)))
         })?;
@@ -133,8 +148,62 @@ impl SstReader {
                 Ok(Cached::Filter(BloomFilter::new(read(h, "filter block")?, h.offset)?))
             })?),
         };
-        let inner = Inner { source, cache, cache_id, footer, properties, index, filter };
+        let range_tombstones = match properties.range_del {
+            None => Vec::new(),
+            Some(h) => {
+                // The handle comes from the properties, not the footer: check it lies before
+                // the footer even when the tail holds it.
+                let stored = match tail.get(h) {
+                    Some(b) if h.fits_before(image_bytes - FOOTER_BYTES as u64) => b.to_vec(),
+                    _ => read_stored(&*source, &footer, h)?,
+                };
+                decode_range_del(&stored, h, properties.range_tombstones)?
+            }
+        };
+        let range_fragments = Fragments::new(&range_tombstones);
+        let inner = Inner {
+            source,
+            cache,
+            cache_id,
+            footer,
+            properties,
+            index,
+            filter,
+            range_tombstones,
+            range_fragments,
+        };
         Ok(SstReader { inner: Arc::new(inner) })
+    }
+
+    /// The range tombstones, sorted by start, then newest first.
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.inner.range_tombstones
+    }
+
+    /// The sequence number of the newest range tombstone over `user_key` that a reader at
+    /// `snapshot` sees, or 0. In memory: the tombstones were read when the SST opened.
+    pub fn max_covering_tombstone_seq(&self, user_key: &[u8], snapshot: u64) -> u64 {
+        self.inner.range_fragments.max_covering_seq(user_key, snapshot)
+    }
+
+    /// Reads the range-deletion block from the source again, past every cache, and checks its
+    /// checksum, its structure and that it still holds the tombstones read at open (what
+    /// `check` does). Returns the number of tombstones.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a damaged block; the source's errors.
+    pub fn verify_range_del_block(&self) -> Result<u64> {
+        let inner = &self.inner;
+        let Some(h) = inner.properties.range_del else { return Ok(0) };
+        let stored = read_stored(&*inner.source, &inner.footer, h)?;
+        let found = decode_range_del(&stored, h, inner.properties.range_tombstones)?;
+        if found != inner.range_tombstones {
+            return Err(Error::corruption(
+                "SST range-deletion block: differs from what was read at open",
+                h.offset,
+            ));
+        }
+        Ok(found.len() as u64)
     }
 
     /// What the SST holds.
@@ -201,6 +270,28 @@ impl SstReader {
             Ok(Cached::Block(Arc::new(Block::new(raw, h.offset)?)))
         })
     }
+}
+
+/// Reads the stored bytes of the block at `h` (with its trailer), which must lie before the
+/// footer.
+fn read_stored(source: &dyn BlockSource, footer: &Footer, h: BlockHandle) -> Result<Vec<u8>> {
+    if !h.fits_before(footer.image_bytes - FOOTER_BYTES as u64) {
+        return Err(Error::corruption("SST properties: block outside the image", h.offset));
+    }
+    source.read(h.offset, h.stored_bytes() as usize)
+}
+
+/// Checks and decodes a stored range-deletion block that should hold `count` tombstones.
+fn decode_range_del(stored: &[u8], h: BlockHandle, count: u64) -> Result<Vec<RangeTombstone>> {
+    let raw = decode_block(stored, h, "range-deletion block")?;
+    let tombstones = range_del_block::decode(&raw, h.offset)?;
+    if tombstones.len() as u64 != count {
+        return Err(Error::corruption(
+            "SST range-deletion block: tombstone count differs from the properties'",
+            h.offset,
+        ));
+    }
+    Ok(tombstones)
 }
 
 fn block_iter(cached: &Arc<Cached>) -> BlockIter {

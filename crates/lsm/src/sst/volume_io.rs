@@ -289,8 +289,12 @@ mod tests {
             assert_eq!(volume.slot_usage(), before, "{fault:?} leaked the extent");
         }
         device.set_faults(FaultPlan::default());
-        let not_slots =
-            SstImage { bytes: AlignedBuf::zeroed(4096), properties: image.properties.clone() };
+        let not_slots = SstImage {
+            bytes: AlignedBuf::zeroed(4096),
+            properties: image.properties.clone(),
+            smallest: Vec::new(),
+            largest: Vec::new(),
+        };
         assert!(matches!(write_sst(&volume, &not_slots), Err(Error::InvalidArgument(_))));
         let extent = write_sst(&volume, &image).unwrap();
         assert_eq!(volume.slot_usage().pending, extent.count);

@@ -44,8 +44,9 @@ pub fn run(mut cmd: Command, log_prefix: &Path) -> io::Result<Finished> {
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     loop {
         // SAFETY: `info` is a valid, writable siginfo_t; `pid` is our own unreaped child.
-        let rc =
-            unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        let rc = unsafe {
+            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
+        };
         if rc == 0 {
             break;
         }
@@ -99,8 +100,7 @@ fn proc_io_write_bytes(pid: libc::pid_t) -> Option<u64> {
 /// Parses /proc/PID/io's `write_bytes` less `cancelled_write_bytes`.
 pub fn parse_proc_io(text: &str) -> Option<u64> {
     let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse::<u64>().ok()))
+        text.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse::<u64>().ok()))
     };
     let written = field("write_bytes:")?;
     let cancelled = field("cancelled_write_bytes:").unwrap_or(0);

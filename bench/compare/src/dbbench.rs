@@ -43,7 +43,10 @@ pub struct Args {
     pub repeats: usize,
     /// Benchmarks to report, from: fillseq, fillrandom, overwrite, readrandom, seekrandom,
     /// readseq, fillsync.
-    #[arg(long, default_value = "fillseq,fillrandom,overwrite,readrandom,seekrandom,readseq,fillsync")]
+    #[arg(
+        long,
+        default_value = "fillseq,fillrandom,overwrite,readrandom,seekrandom,readseq,fillsync"
+    )]
     pub benchmarks: String,
     /// Block cache bytes, the same for every engine (shale's default).
     #[arg(long, default_value_t = 32 << 20)]
@@ -138,10 +141,11 @@ pub fn groups(wanted: &[&str]) -> Vec<Group> {
             threads: 1,
         });
     }
-    let random: Vec<&'static str> = ["fillrandom", "readrandom", "seekrandom", "readseq", "overwrite"]
-        .into_iter()
-        .filter(|b| has(b))
-        .collect();
+    let random: Vec<&'static str> =
+        ["fillrandom", "readrandom", "seekrandom", "readseq", "overwrite"]
+            .into_iter()
+            .filter(|b| has(b))
+            .collect();
     if !random.is_empty() {
         let mut list = vec!["fillrandom", "flush", "waitforcompaction"];
         list.extend(random.iter().filter(|b| b.starts_with("read") || b.starts_with("seek")));
@@ -194,12 +198,24 @@ pub fn command_line(a: &Args, engine: Engine, group: &Group, db: &Path) -> (Path
             flags.insert(0, "bench".into());
             (a.shale.clone(), flags)
         }
-        Engine::RocksBuffered => (a.db_bench.clone(), flags),
-        Engine::RocksDirect => {
-            flags.extend(DIRECT_FLAGS.iter().map(|s| s.to_string()));
+        Engine::RocksBuffered | Engine::RocksDirect => {
+            if group.name == "fillsync" {
+                // db_bench 7.8.3 divides --num by 1000 for fillsync's keys but then writes
+                // --writes entries per thread, which defaults to --num: pass it, so that both
+                // tools write --num/1000 entries per thread as db_bench's help says.
+                flags.push(format!("--writes={}", fillsync_writes(a.num)));
+            }
+            if engine == Engine::RocksDirect {
+                flags.extend(DIRECT_FLAGS.iter().map(|s| s.to_string()));
+            }
             (a.db_bench.clone(), flags)
         }
     }
+}
+
+/// Entries each fillsync thread writes: --num / 1000, as both tools define it.
+pub fn fillsync_writes(num: u64) -> u64 {
+    (num / 1000).max(1)
 }
 
 /// What one process produced.
@@ -344,13 +360,19 @@ fn run_one(a: &Args, engine: Engine, group: &Group, repeat: usize) -> Result<Run
     let results = parse::result_lines(&process.stdout);
     for m in &group.measured {
         if !results.iter().any(|r| r.name == *m) {
-            return Err(format!("{}: no result line for {m} in {}.stdout", bin.display(), log.display()).into());
+            return Err(format!(
+                "{}: no result line for {m} in {}.stdout",
+                bin.display(),
+                log.display()
+            )
+            .into());
         }
     }
     let percentiles = parse::percentiles_by_benchmark(&process.stdout);
     let counters = parse::statistics(&process.stdout);
     let entry = a.key_size + a.value_size;
-    let user_bytes = results.iter().filter(|r| is_write(&r.name)).map(|r| r.operations * entry).sum();
+    let user_bytes =
+        results.iter().filter(|r| is_write(&r.name)).map(|r| r.operations * entry).sum();
     let device_bytes = device_bytes(engine, &counters);
     let (disk_bytes, sst_bytes) = match store_bytes(engine, &a.shale, &db) {
         Ok((d, s)) => (Some(d), Some(s)),
@@ -387,7 +409,9 @@ pub fn parse_modes(s: &str) -> Result<Vec<Engine>, Error> {
         peers.push(match m {
             "buffered" => Engine::RocksBuffered,
             "direct" => Engine::RocksDirect,
-            other => return Err(format!("unknown RocksDB mode {other:?} (buffered, direct)").into()),
+            other => {
+                return Err(format!("unknown RocksDB mode {other:?} (buffered, direct)").into());
+            }
         });
     }
     if peers.is_empty() {
@@ -426,6 +450,8 @@ pub fn run(a: &Args) -> Result<(), Error> {
         }
     }
     let plan = groups(&wanted);
+    // Named before the runs, so that edits made while they run do not mark it dirty.
+    let shale_version = machine::shale_version();
     std::fs::create_dir_all(&a.out)?;
     std::fs::create_dir_all(&a.work_dir)?;
     let mut runs = Vec::new();
@@ -436,7 +462,14 @@ pub fn run(a: &Args) -> Result<(), Error> {
             }
         }
     }
-    let report = Report { args: a, wanted: &wanted, peers: &peers, groups: &plan, runs: &runs };
+    let report = Report {
+        args: a,
+        wanted: &wanted,
+        peers: &peers,
+        groups: &plan,
+        runs: &runs,
+        shale_version,
+    };
     std::fs::write(a.out.join("dbbench.md"), report.markdown())?;
     std::fs::write(a.out.join("dbbench.csv"), report.csv())?;
     std::fs::write(a.out.join("dbbench-process.csv"), report.process_csv())?;
@@ -465,6 +498,8 @@ pub struct Report<'a> {
     pub peers: &'a [Engine],
     pub groups: &'a [Group],
     pub runs: &'a [Run],
+    /// The commit shale was built from.
+    pub shale_version: String,
 }
 
 impl Report<'_> {
@@ -491,7 +526,12 @@ impl Report<'_> {
         median_of(self.runs_of(engine, g.name).map(|r| r.percentiles.get(bench).map(|p| p.p99)))
     }
 
-    fn median_process(&self, engine: Engine, group: &str, f: &dyn Fn(&Run) -> Option<f64>) -> Option<f64> {
+    fn median_process(
+        &self,
+        engine: Engine,
+        group: &str,
+        f: &dyn Fn(&Run) -> Option<f64>,
+    ) -> Option<f64> {
         median_of(self.runs_of(engine, group).map(f))
     }
 
@@ -573,7 +613,11 @@ impl Report<'_> {
                 for p in self.peers {
                     let r = ratio(shale, self.median_process(*p, g.name, get));
                     row.push(table::ratio(r));
-                    row.push(if *has_target { verdict(Some(Target::at_most(1.0)), r) } else { "-".into() });
+                    row.push(if *has_target {
+                        verdict(Some(Target::at_most(1.0)), r)
+                    } else {
+                        "-".into()
+                    });
                 }
                 t.row(row);
             }
@@ -604,7 +648,8 @@ impl Report<'_> {
     pub fn markdown(&self) -> String {
         let a = self.args;
         let mut s = String::new();
-        let loads: Vec<f64> = self.runs.iter().map(|r| r.load_before).filter(|x| x.is_finite()).collect();
+        let loads: Vec<f64> =
+            self.runs.iter().map(|r| r.load_before).filter(|x| x.is_finite()).collect();
         let (lo, hi) = loads.iter().fold((f64::MAX, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
         let _ = writeln!(s, "# shale bench vs RocksDB db_bench\n");
         let _ = writeln!(s, "{}", machine::describe());
@@ -614,7 +659,7 @@ impl Report<'_> {
              {} MiB write buffer, {} MiB block cache for every engine; medians of {} alternating runs \
              per engine; 1-minute load average {lo:.2} to {hi:.2} before the runs.\n",
             rocksdb_version(self.runs),
-            machine::shale_version(),
+            self.shale_version,
             a.num,
             a.key_size,
             a.value_size,
@@ -628,9 +673,11 @@ impl Report<'_> {
             s,
             "\nshale / peer is the ratio of medians; a target is met when the ratio reaches it. P99 is \
              the median over runs of each run's 99th percentile from `--histogram` (microseconds per \
-             operation). fillsync runs on {FILLSYNC_THREADS} threads, each writing --num/1000 entries with sync.\n"
+             operation). fillsync runs on {FILLSYNC_THREADS} threads, each writing --num/1000 entries with sync (db_bench also gets `--writes=` that number: \
+             without it db_bench 7.8.3 writes --num entries per thread to --num/1000 keys).\n"
         );
-        let _ = writeln!(s, "## Write amplification, bytes on disk, memory (medians per process)\n");
+        let _ =
+            writeln!(s, "## Write amplification, bytes on disk, memory (medians per process)\n");
         s.push_str(&self.cost_table().to_markdown());
         let _ = writeln!(
             s,
@@ -684,7 +731,8 @@ impl Report<'_> {
             "repeat,group,engine,benchmark,ops_per_sec,micros_per_op,seconds,operations,p50_us,p99_us,p99_9_us,load_before\n",
         );
         for r in self.runs {
-            let g = self.groups.iter().find(|g| g.name == r.group).expect("a run's group is planned");
+            let g =
+                self.groups.iter().find(|g| g.name == r.group).expect("a run's group is planned");
             for m in &g.measured {
                 let Some(x) = r.result(m) else { continue };
                 let p = r.percentiles.get(*m).copied().unwrap_or_default();
@@ -770,9 +818,11 @@ fn rocksdb_version(runs: &[Run]) -> String {
     runs.iter()
         .filter(|r| r.engine != Engine::Shale)
         .find_map(|r| {
-            r.process.stderr.lines().chain(r.process.stdout.lines()).find_map(|l| {
-                l.strip_prefix("RocksDB:").map(|v| format!("db_bench {}", v.trim()))
-            })
+            r.process
+                .stderr
+                .lines()
+                .chain(r.process.stdout.lines())
+                .find_map(|l| l.strip_prefix("RocksDB:").map(|v| format!("db_bench {}", v.trim())))
         })
         .unwrap_or_else(|| "db_bench (version unknown)".into())
 }
@@ -816,6 +866,12 @@ mod tests {
         assert_eq!(&direct[buffered.len()..], DIRECT_FLAGS);
         assert!(buffered.contains(&"--cache_size=33554432".to_string()));
         assert!(buffered.contains(&"--write_buffer_size=67108864".to_string()));
+        let sync = &groups(&["fillsync"])[0];
+        let (_, rocks) = command_line(&a, Engine::RocksDirect, sync, db);
+        let (_, shale) = command_line(&a, Engine::Shale, sync, db);
+        assert!(rocks.contains(&"--writes=1000".to_string()));
+        assert!(rocks.contains(&"--threads=16".to_string()));
+        assert!(!shale.iter().any(|f| f.starts_with("--writes")), "shale bench has no --writes");
     }
 
     #[test]

@@ -14,9 +14,9 @@ pub fn describe() -> String {
     let mem_kb = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
-            m.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| {
-                l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok())
-            })
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
         })
         .unwrap_or(0);
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")

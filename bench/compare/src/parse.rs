@@ -301,4 +301,98 @@ mod tests {
         assert_eq!(s["rocksdb.wal.bytes"], 2_620_000);
         assert_eq!(s["shale.sst.bytes.written"], 12);
     }
+
+    // Real output, captured from the tools (tests/data/README.md says how).
+    const DB_BENCH_RANDOM: &str = include_str!("../tests/data/db_bench-random.stdout");
+    const DB_BENCH_INTERVALS: &str =
+        include_str!("../tests/data/db_bench-fillrandom-intervals.stderr");
+    const SHALE_RANDOM: &str = include_str!("../tests/data/shale-random.stdout");
+    const SHALE_INTERVALS: &str = include_str!("../tests/data/shale-random.stderr");
+    const SHALE_INSPECT: &str = include_str!("../tests/data/shale-inspect.txt");
+
+    #[test]
+    fn db_bench_output_gives_results_percentiles_and_counters() {
+        let names: Vec<String> =
+            result_lines(DB_BENCH_RANDOM).into_iter().map(|r| r.name).collect();
+        assert_eq!(names, ["fillrandom", "readrandom", "seekrandom", "readseq", "overwrite"]);
+        let seek = result_lines(DB_BENCH_RANDOM).into_iter().find(|r| r.name == "seekrandom");
+        let seek = seek.unwrap();
+        assert_eq!(
+            (seek.ops_per_sec, seek.mb_per_sec, seek.found),
+            (31758.0, None, Some((12546, 20000)))
+        );
+        let p = percentiles_by_benchmark(DB_BENCH_RANDOM);
+        assert_eq!(
+            p.keys().collect::<Vec<_>>(),
+            ["fillrandom", "overwrite", "readrandom", "readseq", "seekrandom"]
+        );
+        assert!(p.values().all(|x| x.p50 <= x.p99 && x.p99 <= x.p99_99), "{p:?}");
+        let c = statistics(DB_BENCH_RANDOM);
+        assert_eq!(c["rocksdb.number.keys.written"], 40_000);
+        assert_eq!(
+            c["rocksdb.bytes.written"],
+            40_000 * 131,
+            "12 B batch header + 3 B record framing"
+        );
+        assert!(c["rocksdb.wal.bytes"] > 0 && c["rocksdb.flush.write.bytes"] > 0);
+        assert!(c.contains_key("rocksdb.compact.write.bytes"));
+        assert!(!c.contains_key("rocksdb.db.get.micros"), "histograms are not counters");
+    }
+
+    #[test]
+    fn shale_output_gives_results_percentiles_and_counters() {
+        let r = result_lines(SHALE_RANDOM);
+        assert_eq!(
+            r.len(),
+            9,
+            "fillrandom, flush, waitforcompaction, 3 reads, overwrite, flush, wait"
+        );
+        assert_eq!(r[2].name, "waitforcompaction", "a name longer than the 12-column field");
+        assert_eq!(r[3].found, Some((12641, 20000)));
+        let p = percentiles_by_benchmark(SHALE_RANDOM);
+        assert_eq!(p["readrandom"].p99, 98.44);
+        assert_eq!(p["fillrandom"].p99_99, 40894.46);
+        let c = statistics(SHALE_RANDOM);
+        assert_eq!(c["shale.bytes.written"], 5_480_000);
+        assert_eq!(c["shale.wal.bytes"], 169_553_920);
+        assert_eq!(c.len(), 14);
+    }
+
+    #[test]
+    fn interval_lines_of_both_tools() {
+        let d = intervals(DB_BENCH_INTERVALS);
+        assert_eq!(d.len(), 6);
+        assert_eq!(
+            d[1],
+            Interval {
+                thread: 0,
+                ops: 79000,
+                ops_total: 142000,
+                seconds: 1.014456,
+                seconds_total: 2.016906
+            }
+        );
+        let s = intervals(SHALE_INTERVALS);
+        assert_eq!(s.len(), 13, "7 of fillrandom, 6 of overwrite");
+        assert_eq!(s[0].ops, 2445);
+        // Per-second series: about one value per second, adding up to the operations.
+        let fill: Vec<Interval> = s[..7].to_vec();
+        let per = per_second(&fill);
+        assert_eq!(per.len(), 8);
+        let total: f64 = per.iter().sum();
+        assert!((total - 17961.0).abs() < 1.0, "{total}");
+        assert!(parse_interval_line("DB path: [/tmp]").is_none());
+    }
+
+    #[test]
+    fn inspect_figures() {
+        let i = parse_inspect(SHALE_INSPECT).unwrap();
+        assert_eq!(i.capacity_bytes, 352_329_728);
+        assert_eq!((i.slot_bytes, i.slots_live), (1_048_576, 3));
+        assert_eq!(i.wal_area_bytes, 268_435_456);
+        assert_eq!(i.version_log_bytes, 8_388_608);
+        assert_eq!(i.version_log_live_bytes, 69_632);
+        assert_eq!(i.live_slot_bytes(), 3 << 20);
+        assert!(parse_inspect("volume x\n").is_none());
+    }
 }

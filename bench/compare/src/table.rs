@@ -15,7 +15,10 @@ impl Table {
 
     /// Adds a row; missing cells are left empty, extra cells are an error of the caller.
     pub fn row(&mut self, cells: Vec<String>) {
-        assert!(cells.len() <= self.headers.len(), "a row has more cells than the table has columns");
+        assert!(
+            cells.len() <= self.headers.len(),
+            "a row has more cells than the table has columns"
+        );
         self.rows.push(cells);
     }
 

@@ -118,6 +118,7 @@ pub fn run(a: &Args) -> Result<(), Error> {
         other => return Err(format!("unknown RocksDB mode {other:?} (buffered, direct)").into()),
     };
     std::fs::create_dir_all(a.out.join("raw"))?;
+    let shale_version = machine::shale_version();
     let mut series = Vec::new();
     for engine in [peer, Engine::Shale] {
         let db = a.work_dir.join(format!("timeline-{}", engine.name()));
@@ -126,7 +127,12 @@ pub fn run(a: &Args) -> Result<(), Error> {
         }
         std::fs::create_dir_all(&db)?;
         let (bin, flags) = command_line(a, engine, &db);
-        eprintln!("shale-compare: timeline {}: {} {}", engine.name(), bin.display(), flags.join(" "));
+        eprintln!(
+            "shale-compare: timeline {}: {} {}",
+            engine.name(),
+            bin.display(),
+            flags.join(" ")
+        );
         let mut cmd = Command::new(&bin);
         cmd.args(&flags);
         let f = child::run(cmd, &a.out.join("raw").join(format!("timeline-{}", engine.name())))?;
@@ -149,7 +155,7 @@ pub fn run(a: &Args) -> Result<(), Error> {
     }
     std::fs::write(a.out.join("timeline.csv"), csv(&series))?;
     std::fs::write(a.out.join("timeline.svg"), chart(a, &series))?;
-    std::fs::write(a.out.join("timeline.md"), markdown(a, &series))?;
+    std::fs::write(a.out.join("timeline.md"), markdown(&series, &shale_version))?;
     eprintln!("shale-compare: wrote {}/timeline.{{md,csv,svg}}", a.out.display());
     Ok(())
 }
@@ -191,14 +197,19 @@ pub fn chart(a: &Args, series: &[Series]) -> String {
             .iter()
             .map(|x| svg::Line {
                 name: x.engine.title().into(),
-                points: x.per_second.iter().enumerate().map(|(i, v)| ((i + 1) as f64, *v)).collect(),
+                points: x
+                    .per_second
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| ((i + 1) as f64, *v))
+                    .collect(),
             })
             .collect(),
     })
 }
 
 /// The summary table and the commands.
-pub fn markdown(a: &Args, series: &[Series]) -> String {
+pub fn markdown(series: &[Series], shale_version: &str) -> String {
     let mut t = Table::new(&[
         "engine",
         "ops/s (result line)",
@@ -218,7 +229,12 @@ pub fn markdown(a: &Args, series: &[Series]) -> String {
         ]);
     }
     let mut s = String::new();
-    let _ = writeln!(s, "# fillrandom timeline\n\n{}\n- shale: {}\n", machine::describe(), machine::shale_version());
+    let _ = writeln!(
+        s,
+        "# fillrandom timeline\n\n{}\n- shale: {}\n",
+        machine::describe(),
+        shale_version
+    );
     s.push_str(&t.to_markdown());
     let _ = writeln!(
         s,
@@ -230,7 +246,6 @@ pub fn markdown(a: &Args, series: &[Series]) -> String {
         let _ = writeln!(s, "{}", x.command);
     }
     s.push_str("```\n");
-    let _ = a;
     s
 }
 

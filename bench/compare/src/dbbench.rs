@@ -319,7 +319,8 @@ fn is_info_log(name: &str) -> bool {
     name == "LOG" || name.starts_with("LOG.old")
 }
 
-fn load_average() -> f64 {
+/// The 1-minute load average, NaN where /proc/loadavg cannot be read.
+pub fn load_average() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))

@@ -5,12 +5,14 @@
 
 mod child;
 mod dbbench;
+mod engines;
 mod machine;
 mod parse;
 mod summary;
 mod svg;
 mod table;
 mod timeline;
+mod ycsb_suite;
 
 use std::process::ExitCode;
 
@@ -32,12 +34,19 @@ enum Cmd {
     Dbbench(Box<dbbench::Args>),
     /// One long fillrandom per engine, throughput second by second.
     Timeline(Box<timeline::Args>),
+    /// YCSB workloads A-F on shale, RocksDB and fjall through one engine trait.
+    Ycsb(Box<ycsb_suite::Args>),
+    /// One engine's YCSB phases in this process (what `ycsb` runs as its child).
+    #[command(hide = true)]
+    YcsbEngine(Box<ycsb_suite::EngineArgs>),
 }
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Cmd::Dbbench(a) => dbbench::run(&a),
         Cmd::Timeline(a) => timeline::run(&a),
+        Cmd::Ycsb(a) => ycsb_suite::run(&a),
+        Cmd::YcsbEngine(a) => ycsb_suite::run_engine(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

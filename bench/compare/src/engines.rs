@@ -50,9 +50,11 @@ pub struct Shale {
 
 impl Shale {
     fn open(dir: &Path, s: &Settings) -> Result<Shale, crate::Error> {
-        let mut o = shale::Options::default();
-        o.block_cache_bytes = s.cache_bytes as usize;
-        o.write_buffer_bytes = s.write_buffer_bytes as usize;
+        let mut o = shale::Options {
+            block_cache_bytes: s.cache_bytes as usize,
+            write_buffer_bytes: s.write_buffer_bytes as usize,
+            ..shale::Options::default()
+        };
         o.sst.bloom_bits_per_key = 10;
         o.sst.compression = shale::lsm::sst::Compression::None;
         // As `shale bench` lays out a new volume: room in the WAL area for each WAL group to

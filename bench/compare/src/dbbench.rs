@@ -358,49 +358,57 @@ fn run_one(a: &Args, engine: Engine, group: &Group, repeat: usize) -> Result<Run
         )
         .into());
     }
-    let results = parse::result_lines(&process.stdout);
-    for m in &group.measured {
-        if !results.iter().any(|r| r.name == *m) {
-            return Err(format!(
-                "{}: no result line for {m} in {}.stdout",
-                bin.display(),
-                log.display()
-            )
-            .into());
-        }
+    let mut run = Run::from_output(engine, group, repeat, process, a.key_size + a.value_size);
+    run.load_before = load_before;
+    if let Some(m) = group.measured.iter().find(|m| run.result(m).is_none()) {
+        return Err(format!(
+            "{}: no result line for {m} in {}.stdout",
+            bin.display(),
+            log.display()
+        )
+        .into());
     }
-    let percentiles = parse::percentiles_by_benchmark(&process.stdout);
-    let counters = parse::statistics(&process.stdout);
-    let entry = a.key_size + a.value_size;
-    let user_bytes =
-        results.iter().filter(|r| is_write(&r.name)).map(|r| r.operations * entry).sum();
-    let device_bytes = device_bytes(engine, &counters);
-    let (disk_bytes, sst_bytes) = match store_bytes(engine, &a.shale, &db) {
-        Ok((d, s)) => (Some(d), Some(s)),
-        Err(e) => {
-            eprintln!("shale-compare: warning: store size of {}: {e}", db.display());
-            (None, None)
-        }
-    };
+    match store_bytes(engine, &a.shale, &db) {
+        Ok((d, s)) => (run.disk_bytes, run.sst_bytes) = (Some(d), Some(s)),
+        Err(e) => eprintln!("shale-compare: warning: store size of {}: {e}", db.display()),
+    }
     std::fs::remove_dir_all(&db)?;
     for m in &group.measured {
-        let r = results.iter().rev().find(|r| r.name == *m).expect("checked above");
-        eprintln!("shale-compare:   {m}: {:.0} ops/sec", r.ops_per_sec);
+        let ops = run.result(m).map_or(0.0, |r| r.ops_per_sec);
+        eprintln!("shale-compare:   {m}: {ops:.0} ops/sec");
     }
-    Ok(Run {
-        group: group.name,
-        repeat,
-        engine,
-        load_before,
-        results,
-        percentiles,
-        counters,
-        user_bytes,
-        device_bytes,
-        disk_bytes,
-        sst_bytes,
-        process,
-    })
+    Ok(run)
+}
+
+impl Run {
+    /// The figures of one process's output (`entry_bytes`: key + value bytes per write); the
+    /// store's sizes and the load average are filled in by the caller.
+    pub fn from_output(
+        engine: Engine,
+        group: &Group,
+        repeat: usize,
+        process: Finished,
+        entry_bytes: u64,
+    ) -> Run {
+        let results = parse::result_lines(&process.stdout);
+        let counters = parse::statistics(&process.stdout);
+        let user_bytes =
+            results.iter().filter(|r| is_write(&r.name)).map(|r| r.operations * entry_bytes).sum();
+        Run {
+            group: group.name,
+            repeat,
+            engine,
+            load_before: f64::NAN,
+            percentiles: parse::percentiles_by_benchmark(&process.stdout),
+            device_bytes: device_bytes(engine, &counters),
+            results,
+            counters,
+            user_bytes,
+            disk_bytes: None,
+            sst_bytes: None,
+            process,
+        }
+    }
 }
 
 /// Parses `--modes`.
@@ -905,5 +913,66 @@ mod tests {
             a: Args,
         }
         W::parse_from(["x", "--out", "/tmp/out"]).a
+    }
+
+    /// A report from real outputs: RocksDB direct and shale, one run each of the random
+    /// process (tests/data/), with made-up store sizes.
+    #[test]
+    fn report_from_captured_output() {
+        let a = test_args();
+        let wanted = ["fillrandom", "readrandom", "seekrandom", "readseq", "overwrite"];
+        let plan = groups(&wanted);
+        let out = |text: &str| Finished {
+            stdout: text.into(),
+            peak_rss_bytes: 1 << 20,
+            ..Default::default()
+        };
+        let mut rocks = Run::from_output(
+            Engine::RocksDirect,
+            &plan[0],
+            1,
+            out(include_str!("../tests/data/db_bench-random.stdout")),
+            116,
+        );
+        let mut shale = Run::from_output(
+            Engine::Shale,
+            &plan[0],
+            1,
+            out(include_str!("../tests/data/shale-random.stdout")),
+            116,
+        );
+        (rocks.disk_bytes, shale.disk_bytes) = (Some(1000), Some(500));
+        assert_eq!(rocks.user_bytes, 40_000 * 116, "fillrandom and overwrite, 20000 each");
+        assert_eq!(shale.user_bytes, rocks.user_bytes);
+        let wa = shale.write_amp().unwrap();
+        assert!((wa - (169_553_920.0 + 19_922_944.0 + 147_456.0) / 4_640_000.0).abs() < 1e-9);
+        assert!(rocks.write_amp().unwrap() > 1.0);
+        let runs = [rocks, shale];
+        let report = Report {
+            args: &a,
+            wanted: &wanted,
+            peers: &[Engine::RocksDirect],
+            groups: &plan,
+            runs: &runs,
+            shale_version: "commit test".into(),
+        };
+        let t = report.throughput_table();
+        assert_eq!(t.rows.len(), 5);
+        // readrandom: shale 197312 / RocksDB 91825 = 2.15, target 1.2x against direct.
+        assert_eq!(
+            t.rows[1][..6],
+            ["readrandom", "91,825", "197,312", "**2.15**", ">= 1.2x", "met"]
+        );
+        assert_eq!(t.rows[0][5], "**MISSED**", "fillrandom 2644 vs 28828");
+        let costs = report.cost_table();
+        let disk = costs.rows.iter().find(|r| r[1].starts_with("bytes on disk")).unwrap();
+        assert_eq!(disk[4..], ["0.50", "met"]);
+        let md = report.markdown();
+        assert!(md.contains("db_bench --benchmarks=fillrandom,flush,waitforcompaction,readrandom"));
+        assert!(md.contains("--use_direct_reads=true"));
+        assert_eq!(report.csv().lines().count(), 1 + 2 * 5);
+        assert_eq!(report.process_csv().lines().count(), 3);
+        let svg = report.chart();
+        assert_eq!(svg.matches("<title>").count(), 5, "one bar per benchmark");
     }
 }

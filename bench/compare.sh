@@ -54,7 +54,7 @@ for s in "${suites[@]}"; do
       "$HARNESS" timeline --shale "$SHALE" --work-dir "$WORK" --out "$OUT" \
         --seconds "${TIMELINE_SECONDS:-600}" --mode "${TIMELINE_MODE:-buffered}" ;;
     ycsb)
-      "$HARNESS" ycsb --work-dir "$WORK" --out "$OUT" \
+      "$HARNESS" ycsb --shale "$SHALE" --work-dir "$WORK" --out "$OUT" \
         --records "${YCSB_RECORDS:-1000000}" --operations "${YCSB_OPS:-1000000}" \
         --threads "${YCSB_THREADS:-2}" --repeats "${YCSB_REPEATS:-3}" ;;
   esac

@@ -78,6 +78,10 @@ pub struct Args {
     /// Where the tables, charts, CSVs and raw outputs go.
     #[arg(long)]
     pub out: PathBuf,
+    /// Run nothing: write the tables and chart again from the raw outputs and
+    /// dbbench-process.csv of a finished run in --out (with the same flags).
+    #[arg(long)]
+    pub replot: bool,
 }
 
 /// An engine as run by db_bench-style tools.
@@ -459,18 +463,23 @@ pub fn run(a: &Args) -> Result<(), Error> {
         }
     }
     let plan = groups(&wanted);
-    // Named before the runs, so that edits made while they run do not mark it dirty.
-    let shale_version = machine::shale_version();
-    std::fs::create_dir_all(&a.out)?;
-    std::fs::create_dir_all(&a.work_dir)?;
-    let mut runs = Vec::new();
-    for repeat in 1..=a.repeats {
-        for g in &plan {
-            for e in &engines {
-                runs.push(run_one(a, *e, g, repeat)?);
+    let (runs, shale_version) = if a.replot {
+        replot(a, &plan)?
+    } else {
+        // Named before the runs, so that edits made while they run do not mark it dirty.
+        let shale_version = machine::shale_version();
+        std::fs::create_dir_all(&a.out)?;
+        std::fs::create_dir_all(&a.work_dir)?;
+        let mut runs = Vec::new();
+        for repeat in 1..=a.repeats {
+            for g in &plan {
+                for e in &engines {
+                    runs.push(run_one(a, *e, g, repeat)?);
+                }
             }
         }
-    }
+        (runs, shale_version)
+    };
     let report = Report {
         args: a,
         wanted: &wanted,
@@ -485,6 +494,53 @@ pub fn run(a: &Args) -> Result<(), Error> {
     std::fs::write(a.out.join("dbbench.svg"), report.chart())?;
     eprintln!("shale-compare: wrote {}/dbbench.{{md,csv,svg}}", a.out.display());
     Ok(())
+}
+
+/// The runs of a finished session, read back: each process's output from `raw/`, the figures
+/// taken outside it (peak RSS, store sizes, kernel write count, load) from
+/// `dbbench-process.csv`, and shale's commit from the old `dbbench.md`.
+fn replot(a: &Args, plan: &[Group]) -> Result<(Vec<Run>, String), Error> {
+    let csv = std::fs::read_to_string(a.out.join("dbbench-process.csv"))?;
+    let mut lines = csv.lines();
+    let header: Vec<&str> =
+        lines.next().ok_or("dbbench-process.csv is empty")?.split(',').collect();
+    let col = |name: &str| {
+        header.iter().position(|h| *h == name).ok_or(format!("dbbench-process.csv has no {name}"))
+    };
+    let (c_rep, c_group, c_engine) = (col("repeat")?, col("group")?, col("engine")?);
+    let (c_disk, c_sst, c_io) =
+        (col("disk_bytes")?, col("sst_bytes")?, col("storage_write_bytes")?);
+    let (c_rss, c_wall, c_load) = (col("peak_rss_bytes")?, col("wall_s")?, col("load_before")?);
+    let mut runs = Vec::new();
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        let Some(group) = plan.iter().find(|g| g.name == f[c_group]) else { continue };
+        let engine = [Engine::RocksBuffered, Engine::RocksDirect, Engine::Shale]
+            .into_iter()
+            .find(|e| e.name() == f[c_engine])
+            .ok_or(format!("unknown engine {} in dbbench-process.csv", f[c_engine]))?;
+        let repeat: usize = f[c_rep].parse()?;
+        let raw = a.out.join("raw").join(format!("{}-{}-{repeat}", group.name, engine.name()));
+        let process = Finished {
+            exit_code: Some(0),
+            stdout: std::fs::read_to_string(raw.with_extension("stdout"))?,
+            stderr: std::fs::read_to_string(raw.with_extension("stderr"))?,
+            peak_rss_bytes: f[c_rss].parse()?,
+            storage_write_bytes: f[c_io].parse().ok(),
+            wall: std::time::Duration::from_secs_f64(f[c_wall].parse()?),
+        };
+        let mut run = Run::from_output(engine, group, repeat, process, a.key_size + a.value_size);
+        run.disk_bytes = f[c_disk].parse().ok();
+        run.sst_bytes = f[c_sst].parse().ok();
+        run.load_before = f[c_load].parse().unwrap_or(f64::NAN);
+        runs.push(run);
+    }
+    let old = std::fs::read_to_string(a.out.join("dbbench.md")).unwrap_or_default();
+    let version = old
+        .lines()
+        .find_map(|l| l.split_once("; shale: ").map(|(_, v)| v.trim().to_string()))
+        .unwrap_or_else(|| "commit unknown".into());
+    Ok((runs, version))
 }
 
 /// The target on shale / `peer` for `bench` (the targets).

@@ -3,10 +3,10 @@
 
 use std::fmt::Write;
 
-const WIDTH: f64 = 900.0;
+const WIDTH: f64 = 960.0;
 const HEIGHT: f64 = 420.0;
 const LEFT: f64 = 80.0;
-const RIGHT: f64 = 180.0;
+const RIGHT: f64 = 220.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 70.0;
 /// Series colours, in order (colour-blind-safe, after Okabe and Ito).

@@ -54,6 +54,9 @@ pub struct Args {
     /// Where timeline.{md,csv,svg} and the raw outputs go.
     #[arg(long)]
     pub out: PathBuf,
+    /// Run nothing: write the table, CSV and chart again from the raw outputs in --out.
+    #[arg(long)]
+    pub replot: bool,
 }
 
 /// The flags of one engine's run.
@@ -118,28 +121,28 @@ pub fn run(a: &Args) -> Result<(), Error> {
         other => return Err(format!("unknown RocksDB mode {other:?} (buffered, direct)").into()),
     };
     std::fs::create_dir_all(a.out.join("raw"))?;
-    let shale_version = machine::shale_version();
+    let shale_version = if a.replot {
+        let old = std::fs::read_to_string(a.out.join("timeline.md")).unwrap_or_default();
+        old.lines()
+            .find_map(|l| l.strip_prefix("- shale: ").map(str::to_string))
+            .unwrap_or_else(|| "commit unknown".into())
+    } else {
+        machine::shale_version()
+    };
     let mut series = Vec::new();
     for engine in [peer, Engine::Shale] {
-        let db = a.work_dir.join(format!("timeline-{}", engine.name()));
-        if db.exists() {
-            std::fs::remove_dir_all(&db)?;
-        }
-        std::fs::create_dir_all(&db)?;
-        let (bin, flags) = command_line(a, engine, &db);
-        eprintln!(
-            "shale-compare: timeline {}: {} {}",
-            engine.name(),
-            bin.display(),
-            flags.join(" ")
-        );
-        let mut cmd = Command::new(&bin);
-        cmd.args(&flags);
-        let f = child::run(cmd, &a.out.join("raw").join(format!("timeline-{}", engine.name())))?;
-        std::fs::remove_dir_all(&db)?;
-        if f.exit_code != Some(0) {
-            return Err(format!("{} exited with {:?}", bin.display(), f.exit_code).into());
-        }
+        let raw = a.out.join("raw").join(format!("timeline-{}", engine.name()));
+        let (bin, _) = command_line(a, engine, std::path::Path::new("DIR"));
+        let f = if a.replot {
+            child::Finished {
+                exit_code: Some(0),
+                stdout: std::fs::read_to_string(raw.with_extension("stdout"))?,
+                stderr: std::fs::read_to_string(raw.with_extension("stderr"))?,
+                ..Default::default()
+            }
+        } else {
+            run_engine(a, engine, &raw)?
+        };
         let intervals = parse::intervals(&f.stderr);
         if intervals.is_empty() {
             return Err(format!("{}: no progress lines on stderr", bin.display()).into());
@@ -158,6 +161,25 @@ pub fn run(a: &Args) -> Result<(), Error> {
     std::fs::write(a.out.join("timeline.md"), markdown(&series, &shale_version))?;
     eprintln!("shale-compare: wrote {}/timeline.{{md,csv,svg}}", a.out.display());
     Ok(())
+}
+
+/// Runs one engine's fillrandom, its output going to `raw`.stdout/.stderr.
+fn run_engine(a: &Args, engine: Engine, raw: &std::path::Path) -> Result<child::Finished, Error> {
+    let db = a.work_dir.join(format!("timeline-{}", engine.name()));
+    if db.exists() {
+        std::fs::remove_dir_all(&db)?;
+    }
+    std::fs::create_dir_all(&db)?;
+    let (bin, flags) = command_line(a, engine, &db);
+    eprintln!("shale-compare: timeline {}: {} {}", engine.name(), bin.display(), flags.join(" "));
+    let mut cmd = Command::new(&bin);
+    cmd.args(&flags);
+    let f = child::run(cmd, raw)?;
+    std::fs::remove_dir_all(&db)?;
+    if f.exit_code != Some(0) {
+        return Err(format!("{} exited with {:?}", bin.display(), f.exit_code).into());
+    }
+    Ok(f)
 }
 
 /// `second,<engine>,...`: ops/s in each second.

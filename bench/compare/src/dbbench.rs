@@ -463,37 +463,56 @@ pub fn run(a: &Args) -> Result<(), Error> {
         }
     }
     let plan = groups(&wanted);
-    let (runs, shale_version) = if a.replot {
-        replot(a, &plan)?
-    } else {
-        // Named before the runs, so that edits made while they run do not mark it dirty.
-        let shale_version = machine::shale_version();
-        std::fs::create_dir_all(&a.out)?;
-        std::fs::create_dir_all(&a.work_dir)?;
-        let mut runs = Vec::new();
-        for repeat in 1..=a.repeats {
-            for g in &plan {
-                for e in &engines {
-                    runs.push(run_one(a, *e, g, repeat)?);
+    if a.replot {
+        let (runs, shale_version) = replot(a, &plan)?;
+        let report = Report {
+            args: a,
+            wanted: &wanted,
+            peers: &peers,
+            groups: &plan,
+            runs: &runs,
+            shale_version,
+            failures: Vec::new(),
+        };
+        return report.write(&a.out);
+    }
+    // Named before the runs, so that edits made while they run do not mark it dirty.
+    let shale_version = machine::shale_version();
+    std::fs::create_dir_all(&a.out)?;
+    std::fs::create_dir_all(&a.work_dir)?;
+    let mut runs = Vec::new();
+    let mut failures = Vec::new();
+    for repeat in 1..=a.repeats {
+        for g in &plan {
+            for e in &engines {
+                // A failed process is reported, never dropped silently; the others go on.
+                match run_one(a, *e, g, repeat) {
+                    Ok(run) => runs.push(run),
+                    Err(err) => {
+                        eprintln!("shale-compare: FAILED: {err}");
+                        failures.push(format!("run {repeat}, {}, {}: {err}", g.name, e.name()));
+                    }
                 }
+                // Written after every process, so an interrupted session leaves its figures.
+                let report = Report {
+                    args: a,
+                    wanted: &wanted,
+                    peers: &peers,
+                    groups: &plan,
+                    runs: &runs,
+                    shale_version: shale_version.clone(),
+                    failures: failures.clone(),
+                };
+                report.write(&a.out)?;
             }
         }
-        (runs, shale_version)
-    };
-    let report = Report {
-        args: a,
-        wanted: &wanted,
-        peers: &peers,
-        groups: &plan,
-        runs: &runs,
-        shale_version,
-    };
-    std::fs::write(a.out.join("dbbench.md"), report.markdown())?;
-    std::fs::write(a.out.join("dbbench.csv"), report.csv())?;
-    std::fs::write(a.out.join("dbbench-process.csv"), report.process_csv())?;
-    std::fs::write(a.out.join("dbbench.svg"), report.chart())?;
+    }
     eprintln!("shale-compare: wrote {}/dbbench.{{md,csv,svg}}", a.out.display());
-    Ok(())
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} processes failed; dbbench.md lists them", failures.len()).into())
+    }
 }
 
 /// The runs of a finished session, read back: each process's output from `raw/`, the figures
@@ -565,9 +584,23 @@ pub struct Report<'a> {
     pub runs: &'a [Run],
     /// The commit shale was built from.
     pub shale_version: String,
+    /// Processes that failed, with why.
+    pub failures: Vec<String>,
 }
 
 impl Report<'_> {
+    /// Writes dbbench.md, dbbench.csv, dbbench-process.csv and dbbench.svg into `out`.
+    ///
+    /// # Errors
+    /// A file that cannot be written.
+    pub fn write(&self, out: &Path) -> Result<(), Error> {
+        std::fs::write(out.join("dbbench.md"), self.markdown())?;
+        std::fs::write(out.join("dbbench.csv"), self.csv())?;
+        std::fs::write(out.join("dbbench-process.csv"), self.process_csv())?;
+        std::fs::write(out.join("dbbench.svg"), self.chart())?;
+        Ok(())
+    }
+
     fn runs_of(&self, engine: Engine, group: &str) -> impl Iterator<Item = &Run> {
         self.runs.iter().filter(move |r| r.engine == engine && r.group == group)
     }
@@ -761,6 +794,13 @@ impl Report<'_> {
              sent (or will send) to storage on its behalf, by one meter for both engines; buffered \
              writes count when dirtied.\n"
         );
+        if !self.failures.is_empty() {
+            let _ = writeln!(s, "## FAILED processes (their figures are missing above)\n");
+            for f in &self.failures {
+                let _ = writeln!(s, "- {f}");
+            }
+            s.push('\n');
+        }
         let _ = writeln!(s, "## Every run (ops/s, in run order)\n");
         s.push_str(&self.runs_table().to_markdown());
         let _ = writeln!(s, "\n## Commands\n");
@@ -1011,6 +1051,7 @@ mod tests {
             groups: &plan,
             runs: &runs,
             shale_version: "commit test".into(),
+            failures: vec!["run 2, random, shale: exited with Some(1)".into()],
         };
         let t = report.throughput_table();
         assert_eq!(t.rows.len(), 5);
@@ -1024,6 +1065,8 @@ mod tests {
         let disk = costs.rows.iter().find(|r| r[1].starts_with("bytes on disk")).unwrap();
         assert_eq!(disk[4..], ["0.50", "met"]);
         let md = report.markdown();
+        assert!(md.contains("## FAILED processes"));
+        assert!(md.contains("- run 2, random, shale: exited with Some(1)"));
         assert!(md.contains("db_bench --benchmarks=fillrandom,flush,waitforcompaction,readrandom"));
         assert!(md.contains("--use_direct_reads=true"));
         assert_eq!(report.csv().lines().count(), 1 + 2 * 5);

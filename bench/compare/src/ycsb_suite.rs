@@ -245,6 +245,7 @@ pub fn run(a: &Args) -> Result<(), Error> {
     std::fs::create_dir_all(&raw)?;
     let exe = std::env::current_exe()?;
     let mut runs = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
     for repeat in 1..=a.repeats {
         for engine in &engines {
             let dir = a.work_dir.join(format!("ycsb-{engine}"));
@@ -258,12 +259,14 @@ pub fn run(a: &Args) -> Result<(), Error> {
             eprintln!("shale-compare: ycsb run {repeat} {engine} (load {load_before:.2})");
             let process = child::run(cmd, &raw.join(format!("ycsb-{engine}-{repeat}")))?;
             if process.exit_code != Some(0) {
-                return Err(format!(
-                    "ycsb on {engine} exited with {:?}: {}",
+                // Reported, never dropped: the phases it finished still count.
+                let why = format!(
+                    "run {repeat}, {engine}: exited with {:?}: {}",
                     process.exit_code,
                     process.stderr.lines().last().unwrap_or("")
-                )
-                .into());
+                );
+                eprintln!("shale-compare: FAILED: {why}");
+                failures.push(why);
             }
             let disk_bytes = store_bytes(engine, &a.shale, &dir).ok();
             std::fs::remove_dir_all(&dir)?;
@@ -275,14 +278,24 @@ pub fn run(a: &Args) -> Result<(), Error> {
                 process,
                 load_before,
             });
+            // Written after every engine, so an interrupted session leaves its figures.
+            let report = Report {
+                args: a,
+                phases: phases(&workloads),
+                engines: &engines,
+                runs: &runs,
+                shale_version: shale_version.clone(),
+                failures: failures.clone(),
+            };
+            report.write(&a.out)?;
         }
     }
-    let report = Report { args: a, phases: phases(&workloads), engines, runs, shale_version };
-    std::fs::write(a.out.join("ycsb.md"), report.markdown())?;
-    std::fs::write(a.out.join("ycsb.csv"), report.csv())?;
-    std::fs::write(a.out.join("ycsb.svg"), report.chart())?;
     eprintln!("shale-compare: wrote {}/ycsb.{{md,csv,svg}}", a.out.display());
-    Ok(())
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} engine runs failed; ycsb.md lists them", failures.len()).into())
+    }
 }
 
 /// The child's command-line flags.
@@ -320,12 +333,25 @@ fn store_bytes(engine: &str, shale: &Path, dir: &Path) -> Result<u64, Error> {
 pub struct Report<'a> {
     pub args: &'a Args,
     pub phases: Vec<String>,
-    pub engines: Vec<String>,
-    pub runs: Vec<Run>,
+    pub engines: &'a [String],
+    pub runs: &'a [Run],
     pub shale_version: String,
+    /// Engine runs that failed, with why.
+    pub failures: Vec<String>,
 }
 
 impl Report<'_> {
+    /// Writes ycsb.md, ycsb.csv and ycsb.svg into `out`.
+    ///
+    /// # Errors
+    /// A file that cannot be written.
+    pub fn write(&self, out: &Path) -> Result<(), Error> {
+        std::fs::write(out.join("ycsb.md"), self.markdown())?;
+        std::fs::write(out.join("ycsb.csv"), self.csv())?;
+        std::fs::write(out.join("ycsb.svg"), self.chart())?;
+        Ok(())
+    }
+
     fn median(&self, engine: &str, phase: &str) -> Option<f64> {
         median_of(
             self.runs
@@ -414,7 +440,7 @@ impl Report<'_> {
     /// Peak RSS and bytes on disk per engine (medians).
     pub fn cost_table(&self) -> Table {
         let mut t = Table::new(&["engine", "peak RSS", "bytes on disk after the last phase"]);
-        for e in &self.engines {
+        for e in self.engines {
             let runs = || self.runs.iter().filter(move |r| &r.engine == e);
             t.row(vec![
                 e.clone(),
@@ -465,9 +491,16 @@ impl Report<'_> {
              info LOG); shale what `shale inspect` reports in use (header, version-log and WAL \
              areas, live SST slots), as in the db_bench suite.\n"
         );
+        if !self.failures.is_empty() {
+            let _ = writeln!(s, "## FAILED engine runs (phases after the failure are missing)\n");
+            for f in &self.failures {
+                let _ = writeln!(s, "- {f}");
+            }
+            s.push('\n');
+        }
         let _ = writeln!(s, "## Every run (ops/s)\n");
         let mut t = Table::new(&["engine", "run", "phases (ops/s)"]);
-        for r in &self.runs {
+        for r in self.runs {
             let v: Vec<String> = self
                 .phases
                 .iter()
@@ -501,7 +534,7 @@ impl Report<'_> {
         let mut s = String::from(
             "repeat,engine,phase,ops_per_sec,errors,p99_us,peak_rss_bytes,disk_bytes,load_before\n",
         );
-        for r in &self.runs {
+        for r in self.runs {
             for p in &self.phases {
                 let Some(x) = r.phases.get(p) else { continue };
                 let p99: Vec<String> = x.p99_us.iter().map(|(op, v)| format!("{op}={v}")).collect();

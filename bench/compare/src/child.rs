@@ -122,6 +122,22 @@ pub fn dir_bytes(dir: &Path, keep: &dyn Fn(&str) -> bool) -> io::Result<u64> {
     Ok(total)
 }
 
+/// Writes back every file under `dir` (`fsync`), so that deleting them cancels no write.
+///
+/// # Errors
+/// A file that cannot be opened or synced.
+pub fn fsync_tree(dir: &Path) -> io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.metadata()?.is_dir() {
+            fsync_tree(&entry.path())?;
+        } else {
+            File::open(entry.path())?.sync_all()?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +154,7 @@ mod tests {
         assert!(f.peak_rss_bytes > 0);
         assert!(std::fs::read_to_string(dir.join("log.stdout")).unwrap() == "out\n");
         assert_eq!(dir_bytes(&dir, &|n| n == "f").unwrap(), 1_000_000);
+        fsync_tree(&dir).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -4,6 +4,7 @@ mod bench;
 mod check;
 mod inspect;
 mod iobench;
+mod ycsb;
 
 use std::process::ExitCode;
 
@@ -27,6 +28,9 @@ enum Command {
     /// Measure the lsm engine with RocksDB db_bench's benchmarks, flags and output.
     #[command(args_override_self = true)]
     Bench(Box<bench::Args>),
+    /// Run YCSB's core workloads (A to F) on the lsm engine, printing YCSB's report.
+    #[command(args_override_self = true)]
+    Ycsb(Box<ycsb::Args>),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +40,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Ycsb(args) => ycsb::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

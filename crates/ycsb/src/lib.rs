@@ -34,8 +34,10 @@
 //!         self.insert(key, value)
 //!     }
 //!     fn scan(&self, start_key: &[u8], count: usize) -> EngineResult<usize> {
+//!         // Copy each value out, as a client would.
 //!         let map = self.0.lock().unwrap();
-//!         let values: Vec<Vec<u8>> = map.range(start_key.to_vec()..).take(count).map(|(_, v)| v.clone()).collect();
+//!         let values: Vec<Vec<u8>> =
+//!             map.range(start_key.to_vec()..).take(count).map(|(_, v)| v.clone()).collect();
 //!         Ok(values.len())
 //!     }
 //! }

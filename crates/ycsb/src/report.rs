@@ -17,8 +17,10 @@
 //!
 //! As YCSB, an operation that does not succeed counts under its own name by status
 //! (`Return=NOT_FOUND`, `Return=ERROR`) but its latency goes to a separate `[READ-FAILED]`
-//! block, so the percentiles of `[READ]` are those of successful reads. Latencies are recorded
-//! in nanoseconds (three significant digits) and printed in whole microseconds, truncated, as
+//! block, so the percentiles of `[READ]` are those of successful reads. (YCSB's own
+//! `[READ-MODIFY-WRITE]` block keeps its failures; here they go to
+//! `[READ-MODIFY-WRITE-FAILED]` like every other operation's.) Latencies are recorded in
+//! nanoseconds (three significant digits) and printed in whole microseconds, truncated, as
 //! YCSB records them; the average keeps its fraction. Throughput is operations over the exact
 //! run time (YCSB divides by whole milliseconds). Numbers with a fraction print as Java's
 //! `Double.toString` prints them, so parsers of YCSB output read these too. YCSB's JVM lines

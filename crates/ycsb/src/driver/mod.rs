@@ -94,7 +94,8 @@ pub fn run_with_progress<E: Engine + ?Sized>(
 ) -> Result<Report> {
     config.validate_run()?;
     let inserts = Arc::new(AcknowledgedCounterGenerator::new(config.record_count));
-    let latest = config.is_latest().then(|| ZipfianGenerator::new(config.record_count - 1));
+    let loaded = config.record_count.saturating_sub(1);
+    let latest = config.is_latest().then(|| ZipfianGenerator::new(loaded));
     let operations = OperationChooser::new(config);
     let state = |_| RunState {
         inserts: inserts.clone(),

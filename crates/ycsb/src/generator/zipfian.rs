@@ -16,8 +16,9 @@ pub const ZIPFIAN_CONSTANT: f64 = 0.99;
 /// (`ScrambledZipfianGenerator.ITEM_COUNT` as released in YCSB 0.17: ten billion).
 pub const SCRAMBLED_ITEM_COUNT: u64 = 10_000_000_000;
 
-/// `zeta(SCRAMBLED_ITEM_COUNT, 0.99)`, precomputed as YCSB does (`ScrambledZipfianGenerator.ZETAN`);
-/// summing ten billion powers at start-up would take a minute.
+/// `zeta(SCRAMBLED_ITEM_COUNT, 0.99)`, precomputed as YCSB does
+/// (`ScrambledZipfianGenerator.ZETAN`): summing ten billion powers at start-up would take a
+/// minute.
 pub const SCRAMBLED_ZETAN: f64 = 26.469_028_201_783_02;
 
 /// YCSB's `ZipfianGenerator`: items `min..=max`, `min` the most popular, then `min + 1`, ...

@@ -1,0 +1,424 @@
+//! `shale ycsb`: YCSB's core workloads (A to F) on the lsm engine, printing YCSB's report.
+//!
+//! The workloads, generators, client threads and report are the `shale-ycsb` crate's (shared
+//! with the comparison harness, which drives other engines through the same code); this
+//! module maps flags to its [`Config`] and to the store's options, and drives the store.
+//!
+//! Stages of one invocation:
+//! 1. Parse flags ([`Args`]) into a [`Config`] and the store's options; decide the phases
+//!    (`--phase`, default load then run; run alone with `--use_existing_db`).
+//! 2. Open the store: a fresh temporary directory without `--db`; the store at `--db`, emptied
+//!    first unless `--use_existing_db`.
+//! 3. Each phase: progress on stderr, then YCSB's report on stdout after a `# ` line naming it.
+//! 4. Close the store. Engine errors (`Return=ERROR`) are listed on stderr and make the exit
+//!    status non-zero.
+
+mod engine;
+mod options;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use ::ycsb::{
+    Config, KeyFormat, Preset, RecordLayout, Report, RequestDistribution, ScanLengthDistribution,
+};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use shale_lsm::{Db, WriteOptions};
+
+use crate::ycsb::engine::ShaleEngine;
+
+/// Which phases to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PhaseArg {
+    /// Insert the records only (YCSB's `load`).
+    Load,
+    /// Run the workload only, on records loaded before (YCSB's `run`).
+    Run,
+    /// Load, then run.
+    Both,
+}
+
+/// Flags of `shale ycsb`. Workload flags are YCSB's property names (`--readproportion`, ...);
+/// store flags are db_bench's, as `shale bench` takes them.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+#[command(after_help = "Writes are unsynced (--sync=false) by default, as YCSB's RocksDB \
+binding writes: acknowledged once they reach the device (they survive a crash of the process), \
+not once durable. Updates read the record, replace one random field and write the record back \
+(YCSB's writeallfields=false); --writeallfields makes them blind writes of a whole record.")]
+pub struct Args {
+    /// Core workload: a (50% read, 50% update), b (95/5 read/update), c (read only),
+    /// d (95% read, 5% insert, latest), e (95% scan, 5% insert), f (50% read, 50%
+    /// read-modify-write); all zipfian but d. Later flags override its properties.
+    #[arg(long = "workload", default_value = "a")]
+    pub workload: Preset,
+    /// Phases to run: load, run or both; default both, or run with --use_existing_db.
+    #[arg(long = "phase", value_enum)]
+    pub phase: Option<PhaseArg>,
+    /// Records to load (YCSB's recordcount); a run picks from this many.
+    #[arg(long = "records", visible_alias = "recordcount", default_value_t = 1000)]
+    pub records: u64,
+    /// Operations of the run phase, over all threads (YCSB's operationcount).
+    #[arg(long = "operations", visible_alias = "operationcount", default_value_t = 1000)]
+    pub operations: u64,
+    /// Client threads.
+    #[arg(long = "threads", visible_alias = "threadcount", default_value_t = 1)]
+    pub threads: usize,
+    /// Fields per record.
+    #[arg(long = "fieldcount", default_value_t = 10)]
+    pub fieldcount: usize,
+    /// Bytes per field.
+    #[arg(long = "fieldlength", default_value_t = 100)]
+    pub fieldlength: usize,
+    /// How records are picked: uniform, zipfian or latest (default: the workload's).
+    #[arg(long = "requestdistribution")]
+    pub requestdistribution: Option<RequestDistribution>,
+    /// Weight of reads (default: the workload's).
+    #[arg(long = "readproportion")]
+    pub readproportion: Option<f64>,
+    /// Weight of updates (default: the workload's).
+    #[arg(long = "updateproportion")]
+    pub updateproportion: Option<f64>,
+    /// Weight of inserts (default: the workload's).
+    #[arg(long = "insertproportion")]
+    pub insertproportion: Option<f64>,
+    /// Weight of scans (default: the workload's).
+    #[arg(long = "scanproportion")]
+    pub scanproportion: Option<f64>,
+    /// Weight of read-modify-writes (default: the workload's).
+    #[arg(long = "readmodifywriteproportion")]
+    pub readmodifywriteproportion: Option<f64>,
+    /// Shortest scan in records (default: the workload's, 1).
+    #[arg(long = "minscanlength")]
+    pub minscanlength: Option<u64>,
+    /// Longest scan in records (default: the workload's, 100 for e).
+    #[arg(long = "maxscanlength")]
+    pub maxscanlength: Option<u64>,
+    /// How scan lengths are picked: uniform or zipfian (default: the workload's, uniform).
+    #[arg(long = "scanlengthdistribution")]
+    pub scanlengthdistribution: Option<ScanLengthDistribution>,
+    /// Updates write every field, without reading the record first.
+    #[arg(long = "writeallfields", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub writeallfields: bool,
+    /// Key order of inserts: hashed (keys "user" + FNV hash of the record number) or ordered.
+    #[arg(long = "insertorder", default_value = "hashed", value_parser = ["hashed", "ordered"])]
+    pub insertorder: String,
+    /// Pad record numbers in keys with zeros to this many digits.
+    #[arg(long = "zeropadding", default_value_t = 1)]
+    pub zeropadding: usize,
+    /// Seed of the client threads' random number generators.
+    #[arg(long = "seed", default_value_t = 0)]
+    pub seed: u64,
+    /// Sync every write (durable when acknowledged).
+    #[arg(long = "sync", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub sync: bool,
+    /// Where the store lives; without it, a temporary directory deleted afterwards.
+    #[arg(long = "db")]
+    pub db: Option<PathBuf>,
+    /// Keep the store at --db (loaded by an earlier `--phase load`) and only run.
+    #[arg(long = "use_existing_db", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub use_existing_db: bool,
+    /// Bytes of block cache (default: the engine's, 32 MiB).
+    #[arg(long = "cache_size")]
+    pub cache_size: Option<usize>,
+    /// Bytes a memtable holds before it is flushed (default: the engine's, 64 MiB).
+    #[arg(long = "write_buffer_size")]
+    pub write_buffer_size: Option<usize>,
+    /// Memtables, active and sealed, before writes stall.
+    #[arg(long = "max_write_buffer_number")]
+    pub max_write_buffer_number: Option<usize>,
+    /// Size at which compaction output is cut into a new SST.
+    #[arg(long = "target_file_size_base")]
+    pub target_file_size_base: Option<u64>,
+    /// Target size of L1.
+    #[arg(long = "max_bytes_for_level_base")]
+    pub max_bytes_for_level_base: Option<u64>,
+    /// Compression of SST data blocks: none, lz4 or zstd.
+    #[arg(long = "compression_type", default_value = "none")]
+    pub compression_type: String,
+    /// Bloom filter bits per key; 0 for no filter.
+    #[arg(long = "bloom_bits")]
+    pub bloom_bits: Option<u32>,
+}
+
+/// Parses a gflags-style boolean: true/false, 1/0, yes/no (as `shale bench`).
+fn parse_bool(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "1" | "true" | "t" | "yes" | "y" => Ok(true),
+        "0" | "false" | "f" | "no" | "n" => Ok(false),
+        _ => Err(format!("{text:?} is not a boolean (true, false, 1 or 0)")),
+    }
+}
+
+/// A run that failed: bad flags, the store's error, or engine errors during the phases.
+pub type Error = Box<dyn std::error::Error>;
+
+/// The driver's configuration for `args`.
+///
+/// # Errors
+/// A value the driver refuses, named.
+pub fn config(args: &Args) -> Result<Config, Error> {
+    let mut c = Config::new(args.workload);
+    c.record_count = args.records;
+    c.operation_count = args.operations;
+    c.threads = args.threads;
+    c.layout = RecordLayout { field_count: args.fieldcount, field_length: args.fieldlength };
+    c.key_format = KeyFormat {
+        ordered_inserts: args.insertorder == "ordered",
+        zero_padding: args.zeropadding,
+    };
+    c.write_all_fields = args.writeallfields;
+    c.seed = args.seed;
+    let w = &mut c.workload;
+    let set = |field: &mut f64, value: Option<f64>| *field = value.unwrap_or(*field);
+    set(&mut w.read_proportion, args.readproportion);
+    set(&mut w.update_proportion, args.updateproportion);
+    set(&mut w.insert_proportion, args.insertproportion);
+    set(&mut w.scan_proportion, args.scanproportion);
+    set(&mut w.read_modify_write_proportion, args.readmodifywriteproportion);
+    w.request_distribution = args.requestdistribution.unwrap_or(w.request_distribution);
+    w.min_scan_length = args.minscanlength.unwrap_or(w.min_scan_length);
+    w.max_scan_length = args.maxscanlength.unwrap_or(w.max_scan_length);
+    w.scan_length_distribution = args.scanlengthdistribution.unwrap_or(w.scan_length_distribution);
+    c.validate()?;
+    Ok(c)
+}
+
+/// The phases to run: (load, run).
+fn phases(args: &Args) -> Result<(bool, bool), Error> {
+    if args.use_existing_db && args.db.is_none() {
+        return Err("--use_existing_db needs --db PATH (a store loaded by `--phase load`)".into());
+    }
+    let default = if args.use_existing_db { PhaseArg::Run } else { PhaseArg::Both };
+    match args.phase.unwrap_or(default) {
+        PhaseArg::Load => Ok((true, false)),
+        PhaseArg::Run if !args.use_existing_db => Err("--phase run needs records loaded \
+            before: pass --db PATH --use_existing_db for a store loaded with --phase load"
+            .into()),
+        PhaseArg::Run => Ok((false, true)),
+        PhaseArg::Both => Ok((true, true)),
+    }
+}
+
+/// Runs the phases and prints their reports.
+///
+/// # Errors
+/// Bad flags, the store's errors, and engine errors counted during the phases.
+pub fn run(args: &Args) -> Result<(), Error> {
+    let config = config(args)?;
+    let (load, run) = phases(args)?;
+    let options = options::options(args)?;
+    let temp = match &args.db {
+        Some(_) => None,
+        None => Some(tempfile::Builder::new().prefix("shale-ycsb-").tempdir()?),
+    };
+    let path: PathBuf = match (&args.db, &temp) {
+        (Some(p), _) => p.clone(),
+        (None, Some(t)) => t.path().to_path_buf(),
+        (None, None) => unreachable!("a temporary directory exists without --db"),
+    };
+    if !args.use_existing_db {
+        destroy(&path)?;
+    }
+    let engine = ShaleEngine::new(Db::open(&path, options)?, WriteOptions { sync: args.sync });
+    print_header(args, &config, &path);
+    let mut errors = 0;
+    if load {
+        let bar = progress_bar("load", config.record_count);
+        let report = ::ycsb::load_with_progress(&engine, &config, &|n| bar.set_position(n))?;
+        bar.finish_and_clear();
+        errors += print_report("load", &report);
+    }
+    if run {
+        let bar = progress_bar("run", config.operation_count);
+        let report = ::ycsb::run_with_progress(&engine, &config, &|n| bar.set_position(n))?;
+        bar.finish_and_clear();
+        errors += print_report(&format!("run, workload {}", args.workload), &report);
+    }
+    engine.into_db().close()?;
+    drop(temp);
+    if errors > 0 {
+        return Err(
+            format!("{errors} operations failed (Return=ERROR); the first are above").into()
+        );
+    }
+    Ok(())
+}
+
+/// What runs on what, as comment lines before the reports.
+fn print_header(args: &Args, c: &Config, path: &Path) {
+    let w = &c.workload;
+    println!(
+        "# shale ycsb: workload {}, records {} ({} fields x {} bytes), operations {}, threads {}, seed {}",
+        args.workload,
+        c.record_count,
+        c.layout.field_count,
+        c.layout.field_length,
+        c.operation_count,
+        c.threads,
+        c.seed
+    );
+    let scans = if w.scan_proportion > 0.0 {
+        format!(
+            " (scans of {}..={} records, {})",
+            w.min_scan_length, w.max_scan_length, w.scan_length_distribution
+        )
+    } else {
+        String::new()
+    };
+    println!(
+        "# proportions read {} update {} insert {} scan {}{scans} read-modify-write {}; \
+         {} requests; {} updates; {} writes; store {}",
+        w.read_proportion,
+        w.update_proportion,
+        w.insert_proportion,
+        w.scan_proportion,
+        w.read_modify_write_proportion,
+        w.request_distribution,
+        if c.write_all_fields { "whole-record" } else { "one-field (read, merge, write)" },
+        if args.sync { "synced" } else { "unsynced" },
+        path.display()
+    );
+}
+
+/// Prints a phase's report; lists its engine errors on stderr and returns how many there were.
+fn print_report(phase: &str, report: &Report) -> u64 {
+    println!("# {phase}");
+    print!("{report}");
+    let errors = report.error_count();
+    if errors > 0 {
+        eprintln!("shale ycsb: {phase}: {errors} operations failed; the first:");
+        for e in &report.errors {
+            eprintln!("  {e}");
+        }
+    }
+    errors
+}
+
+/// A bar on stderr when it is a terminal; hidden otherwise.
+fn progress_bar(phase: &'static str, total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let style =
+        ProgressStyle::with_template("{msg:>5} [{bar:40}] {pos}/{len} ops {per_sec} eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style.progress_chars("=> "));
+    bar.set_message(phase);
+    bar
+}
+
+/// Removes the store at `path` so the load starts empty: a directory's volume file, or the
+/// volume file itself. Nothing else is deleted; a block device is refused.
+fn destroy(path: &Path) -> Result<(), Error> {
+    let target =
+        if path.is_dir() { path.join(shale_space::VOLUME_FILE_NAME) } else { path.to_path_buf() };
+    match std::fs::metadata(&target) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e.into()),
+        Ok(m) if m.is_file() => Ok(std::fs::remove_file(&target)?),
+        Ok(_) => Err(format!(
+            "--db {} is not a directory or volume file; shale ycsb only empties those \
+             (pass --use_existing_db to keep it)",
+            path.display()
+        )
+        .into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(flags: &[&str]) -> Result<Args, clap::Error> {
+        #[derive(clap::Parser)]
+        #[command(args_override_self = true)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: Args,
+        }
+        use clap::Parser;
+        Wrapper::try_parse_from(std::iter::once("shale-ycsb").chain(flags.iter().copied()))
+            .map(|w| w.args)
+    }
+
+    #[test]
+    fn defaults_are_ycsbs() {
+        let a = parse(&[]).unwrap();
+        let c = config(&a).unwrap();
+        assert_eq!(c, Config::new(Preset::A));
+        assert_eq!(phases(&a).unwrap(), (true, true));
+        assert!(!a.sync);
+    }
+
+    #[test]
+    fn flags_override_the_workload() {
+        let a = parse(&[
+            "--workload=e",
+            "--records",
+            "50",
+            "--operationcount=70",
+            "--threads=3",
+            "--fieldcount=2",
+            "--fieldlength",
+            "9",
+            "--requestdistribution=uniform",
+            "--maxscanlength=10",
+            "--scanlengthdistribution=zipfian",
+            "--insertproportion=0.5",
+            "--writeallfields",
+            "--seed=5",
+        ])
+        .unwrap();
+        let c = config(&a).unwrap();
+        assert_eq!((c.record_count, c.operation_count, c.threads, c.seed), (50, 70, 3, 5));
+        assert_eq!((c.layout.field_count, c.layout.field_length), (2, 9));
+        let w = &c.workload;
+        assert_eq!(w.request_distribution, RequestDistribution::Uniform);
+        assert_eq!((w.scan_proportion, w.insert_proportion, w.max_scan_length), (0.95, 0.5, 10));
+        assert_eq!(w.scan_length_distribution, ScanLengthDistribution::Zipfian);
+        assert!(c.write_all_fields);
+    }
+
+    #[test]
+    fn bad_flags_and_values_are_named() {
+        let err = parse(&["--workload=g"]).unwrap_err().to_string();
+        assert!(err.contains("--workload") && err.contains("\"g\""), "{err}");
+        let err = parse(&["--requestdistribution=hotspot"]).unwrap_err().to_string();
+        assert!(err.contains("hotspot"), "{err}");
+        let err = parse(&["--no_such_flag=1"]).unwrap_err().to_string();
+        assert!(err.contains("--no_such_flag"), "{err}");
+        let err = config(&parse(&["--threads=0"]).unwrap()).unwrap_err().to_string();
+        assert!(err.contains("threads"), "{err}");
+        let err = config(&parse(&["--readproportion=-1"]).unwrap()).unwrap_err().to_string();
+        assert!(err.contains("readproportion"), "{err}");
+    }
+
+    #[test]
+    fn phases_follow_the_store_flags() {
+        let p = |flags: &[&str]| phases(&parse(flags).unwrap());
+        assert_eq!(p(&["--phase=load"]).unwrap(), (true, false));
+        assert!(p(&["--phase=run"]).unwrap_err().to_string().contains("--use_existing_db"));
+        assert!(p(&["--use_existing_db"]).unwrap_err().to_string().contains("--db"));
+        assert_eq!(p(&["--db=/x", "--use_existing_db"]).unwrap(), (false, true));
+        assert_eq!(p(&["--db=/x", "--use_existing_db", "--phase=both"]).unwrap(), (true, true));
+    }
+
+    #[test]
+    fn store_flags_reach_the_options() {
+        let a = parse(&[
+            "--cache_size=1048576",
+            "--write_buffer_size=524288",
+            "--target_file_size_base=262144",
+            "--compression_type=lz4",
+            "--bloom_bits=5",
+        ])
+        .unwrap();
+        let o = options::options(&a).unwrap();
+        assert_eq!((o.block_cache_bytes, o.write_buffer_bytes), (1 << 20, 512 << 10));
+        assert_eq!(o.volume.layout.slot_bytes, 256 << 10);
+        assert_eq!(o.sst.bloom_bits_per_key, 5);
+        let err = options::options(&parse(&["--compression_type=snappy"]).unwrap()).unwrap_err();
+        assert!(err.contains("snappy"), "{err}");
+    }
+}

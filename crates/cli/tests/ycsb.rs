@@ -1,0 +1,113 @@
+//! `shale ycsb` run as a program: YCSB's report lines, the phases on a kept store, and flag
+//! errors.
+
+mod common;
+
+fn shale_ycsb(flags: &[&str]) -> (bool, String, String) {
+    let args: Vec<&str> = std::iter::once("ycsb").chain(flags.iter().copied()).collect();
+    common::shale(&args)
+}
+
+/// The value of the report line `[section], label, value` in the block after `# phase`.
+fn value(out: &str, phase: &str, section: &str, label: &str) -> Option<f64> {
+    let block = out.split(&format!("# {phase}\n")).nth(1)?;
+    let block = block.split("\n# ").next()?;
+    let prefix = format!("[{section}], {label}, ");
+    let line = block.lines().find(|l| l.starts_with(&prefix))?;
+    Some(line[prefix.len()..].parse().expect(line))
+}
+
+/// Every line of a report block is `[NAME], Label, number`.
+fn assert_report_shape(out: &str) {
+    let re =
+        regex::Regex::new(r"^\[[A-Z-]+\], [A-Za-z0-9.=_()/]+, -?[0-9]+(\.[0-9]+(E-?[0-9]+)?)?$")
+            .unwrap();
+    for line in out.lines().filter(|l| !l.starts_with("# ")) {
+        assert!(re.is_match(line), "not YCSB's shape: {line:?}\n{out}");
+    }
+}
+
+#[test]
+fn workload_a_prints_ycsbs_report() {
+    let (ok, out, err) =
+        shale_ycsb(&["--workload", "a", "--records", "2000", "--operations", "2000"]);
+    assert!(ok, "exit status; stderr:\n{err}");
+    assert_report_shape(&out);
+    assert_eq!(value(&out, "load", "INSERT", "Operations"), Some(2000.0), "{out}");
+    assert_eq!(value(&out, "load", "INSERT", "Return=OK"), Some(2000.0), "{out}");
+    let run = "run, workload a";
+    assert!(value(&out, run, "OVERALL", "Throughput(ops/sec)").unwrap() > 0.0, "{out}");
+    assert!(value(&out, run, "OVERALL", "RunTime(ms)").is_some(), "{out}");
+    let reads = value(&out, run, "READ", "Operations").unwrap();
+    let updates = value(&out, run, "UPDATE", "Operations").unwrap();
+    assert_eq!(reads + updates, 2000.0, "{out}");
+    assert!((800.0..1200.0).contains(&reads), "{out}");
+    for label in [
+        "AverageLatency(us)",
+        "MinLatency(us)",
+        "MaxLatency(us)",
+        "50thPercentileLatency(us)",
+        "95thPercentileLatency(us)",
+        "99thPercentileLatency(us)",
+        "99.9PercentileLatency(us)",
+    ] {
+        assert!(value(&out, run, "READ", label).is_some(), "[READ], {label}:\n{out}");
+    }
+    let p50 = value(&out, run, "READ", "50thPercentileLatency(us)").unwrap();
+    let p99 = value(&out, run, "READ", "99thPercentileLatency(us)").unwrap();
+    assert!(p50 <= p99, "{out}");
+    assert_eq!(value(&out, run, "READ", "Return=OK"), Some(reads), "every read finds its record");
+    assert!(!out.contains("NOT_FOUND") && !out.contains("ERROR"), "{out}");
+}
+
+#[test]
+fn workload_e_scans_and_inserts() {
+    let (ok, out, err) =
+        shale_ycsb(&["--workload=e", "--records=1000", "--operations=300", "--threads=2"]);
+    assert!(ok, "exit status; stderr:\n{err}");
+    assert_report_shape(&out);
+    let run = "run, workload e";
+    let scans = value(&out, run, "SCAN", "Operations").unwrap();
+    let inserts = value(&out, run, "INSERT", "Operations").unwrap_or(0.0);
+    assert_eq!(scans + inserts, 300.0, "{out}");
+    assert!(scans > 250.0, "{out}");
+    assert!(value(&out, run, "SCAN", "99.9PercentileLatency(us)").is_some(), "{out}");
+}
+
+#[test]
+fn load_then_run_on_a_kept_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("--db={}", dir.path().display());
+    let common = ["--records=500", "--operations=500", "--fieldcount=4", "--fieldlength=50"];
+    let mut load = vec!["--phase=load", &db];
+    load.extend(common);
+    let (ok, out, err) = shale_ycsb(&load);
+    assert!(ok, "stderr:\n{err}");
+    assert!(out.contains("# load\n") && !out.contains("# run"), "{out}");
+    assert!(dir.path().join("volume.shale").exists(), "--db keeps the store");
+
+    let mut run = vec!["--workload=c", "--use_existing_db", &db];
+    run.extend(common);
+    let (ok, out, err) = shale_ycsb(&run);
+    assert!(ok, "stderr:\n{err}");
+    assert!(!out.contains("# load\n"), "{out}");
+    assert_eq!(value(&out, "run, workload c", "READ", "Return=OK"), Some(500.0), "{out}");
+}
+
+#[test]
+fn bad_flags_and_values_are_named() {
+    for (flags, named) in [
+        (&["--no_such_flag=1"][..], "--no_such_flag"),
+        (&["--workload=g"][..], "--workload"),
+        (&["--requestdistribution=hotspot"][..], "hotspot"),
+        (&["--records=many"][..], "--records"),
+        (&["--threads=0"][..], "threads"),
+        (&["--phase=run"][..], "--use_existing_db"),
+        (&["--compression_type=snappy"][..], "snappy"),
+    ] {
+        let (ok, out, err) = shale_ycsb(flags);
+        assert!(!ok, "{flags:?} succeeded:\n{out}");
+        assert!(err.contains(named), "{flags:?}: stderr does not name {named}:\n{err}");
+        assert!(!out.contains("[OVERALL]"), "{flags:?} ran:\n{out}");
+    }
+}

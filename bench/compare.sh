@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# shale against RocksDB 7.8.3 (its own db_bench, and the library through the rocksdb crate)
+# and fjall, on this machine, in one session. Installs what is missing (Debian packages
+# rocksdb-tools, librocksdb-dev, libclang-dev), builds `shale` and the harness in release, runs
+# the suites and writes markdown tables, SVG charts, CSVs and every run's raw output to
+# bench/results/<UTC date>/ (or $OUT).
+#
+# Usage: bench/compare.sh [dbbench] [timeline] [ycsb]      (no argument: all three)
+# Sizes (environment):
+#   NUM=1000000 REPEATS=3 BENCHMARKS=fillseq,...   dbbench (see shale-compare dbbench --help)
+#   TIMELINE_SECONDS=600 TIMELINE_MODE=buffered     timeline
+#   YCSB_RECORDS=1000000 YCSB_OPS=1000000 YCSB_THREADS=2 YCSB_REPEATS=3   ycsb
+#   OUT=bench/results/<date>                        where the files go
+# The issue #4 suite is the default; bench/compare/README.md says what each figure means.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+suites=("$@")
+[ ${#suites[@]} -eq 0 ] && suites=(dbbench timeline ycsb)
+for s in "${suites[@]}"; do
+  case $s in dbbench | timeline | ycsb) ;; *) echo "unknown suite $s (dbbench, timeline, ycsb)" >&2; exit 2 ;; esac
+done
+
+# Debian's RocksDB: db_bench for dbbench and timeline, the shared library and libclang (for
+# the rocksdb crate's bindgen) for ycsb. Linking the system library avoids building RocksDB's
+# C++ sources, which takes very long on a small machine.
+missing=()
+for p in rocksdb-tools librocksdb-dev libclang-dev; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+fi
+export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-/usr/lib/x86_64-linux-gnu}
+
+cargo build --release -q -p shale-cli
+cargo build --release -q --manifest-path bench/compare/Cargo.toml
+root_target=${CARGO_TARGET_DIR:-target}
+harness_target=${CARGO_TARGET_DIR:-bench/compare/target}
+SHALE=$root_target/release/shale
+HARNESS=$harness_target/release/shale-compare
+
+OUT=${OUT:-bench/results/$(date -u +%F)}
+WORK=$root_target/compare-work
+mkdir -p "$OUT" "$WORK"
+for s in "${suites[@]}"; do
+  case $s in
+    dbbench)
+      "$HARNESS" dbbench --shale "$SHALE" --work-dir "$WORK" --out "$OUT" \
+        --num "${NUM:-1000000}" --repeats "${REPEATS:-3}" \
+        ${BENCHMARKS:+--benchmarks "$BENCHMARKS"} ;;
+    timeline)
+      "$HARNESS" timeline --shale "$SHALE" --work-dir "$WORK" --out "$OUT" \
+        --seconds "${TIMELINE_SECONDS:-600}" --mode "${TIMELINE_MODE:-buffered}" ;;
+    ycsb)
+      "$HARNESS" ycsb --shale "$SHALE" --work-dir "$WORK" --out "$OUT" \
+        --records "${YCSB_RECORDS:-1000000}" --operations "${YCSB_OPS:-1000000}" \
+        --threads "${YCSB_THREADS:-2}" --repeats "${YCSB_REPEATS:-3}" ;;
+  esac
+done
+rmdir "$WORK" 2>/dev/null || true
+echo "results in $OUT"

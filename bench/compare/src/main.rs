@@ -1,0 +1,58 @@
+//! `shale-compare`: shale against RocksDB (and fjall) on the same machine, in the same run.
+//!
+//! Kept apart from the engine's workspace so the engine never depends on RocksDB. See
+//! README.md beside this crate for what each subcommand runs and how its figures are taken.
+
+mod child;
+mod dbbench;
+mod engines;
+mod machine;
+mod parse;
+mod summary;
+mod svg;
+mod table;
+mod timeline;
+mod ycsb_suite;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// An error of any stage, with a message that says what failed.
+pub type Error = Box<dyn std::error::Error>;
+
+#[derive(Parser)]
+#[command(name = "shale-compare", about = "shale against RocksDB and fjall, side by side")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// shale bench against RocksDB's db_bench: the target suite, alternating runs, two modes.
+    Dbbench(Box<dbbench::Args>),
+    /// One long fillrandom per engine, throughput second by second.
+    Timeline(Box<timeline::Args>),
+    /// YCSB workloads A-F on shale, RocksDB and fjall through one engine trait.
+    Ycsb(Box<ycsb_suite::Args>),
+    /// One engine's YCSB phases in this process (what `ycsb` runs as its child).
+    #[command(hide = true)]
+    YcsbEngine(Box<ycsb_suite::EngineArgs>),
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Cmd::Dbbench(a) => dbbench::run(&a),
+        Cmd::Timeline(a) => timeline::run(&a),
+        Cmd::Ycsb(a) => ycsb_suite::run(&a),
+        Cmd::YcsbEngine(a) => ycsb_suite::run_engine(&a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("shale-compare: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

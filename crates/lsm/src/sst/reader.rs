@@ -252,7 +252,13 @@ impl SstReader {
 
     /// An iterator over every entry, unpositioned.
     pub fn iter(&self) -> SstIter {
-        SstIter { reader: self.clone(), index: self.index_iter(), data: None, error: None }
+        SstIter {
+            reader: self.clone(),
+            index: self.index_iter(),
+            data: None,
+            error: None,
+            readahead: Readahead::default(),
+        }
     }
 
     fn index_iter(&self) -> BlockIter {
@@ -260,12 +266,27 @@ impl SstReader {
     }
 
     fn data_block(&self, h: BlockHandle) -> Result<Arc<Cached>> {
+        self.data_block_via(h, None)
+    }
+
+    /// The data block at `h`, from the cache, else from `readahead` when it holds the block,
+    /// else read alone; a block read is cached.
+    fn data_block_via(
+        &self,
+        h: BlockHandle,
+        readahead: Option<&mut Readahead>,
+    ) -> Result<Arc<Cached>> {
         let inner = &self.inner;
-        if !h.fits_before(inner.footer.image_bytes - FOOTER_BYTES as u64) {
+        let readable = inner.footer.image_bytes - FOOTER_BYTES as u64;
+        if !h.fits_before(readable) {
             return Err(Error::corruption("SST index: data block outside the image", h.offset));
         }
         load_cached(&inner.cache, inner.cache_id, h, |h| {
-            let stored = inner.source.read(h.offset, h.stored_bytes() as usize)?;
+            let len = h.stored_bytes() as usize;
+            let stored = match readahead {
+                Some(ra) => ra.read(&*inner.source, h.offset, len, readable)?,
+                None => inner.source.read(h.offset, len)?,
+            };
             let raw = decode_block(&stored, h, "data block")?;
             Ok(Cached::Block(Arc::new(Block::new(raw, h.offset)?)))
         })
@@ -318,12 +339,67 @@ fn decode_handle(b: &[u8], index_offset: u64) -> Result<BlockHandle> {
         .ok_or_else(|| Error::corruption("SST index: bad block handle", index_offset))
 }
 
+/// Readahead of a forward scan: after `SEQUENTIAL_BEFORE_READAHEAD` data blocks missed the
+/// cache one right after the other, blocks are read in runs of 64 KiB, doubling up to 512 KiB
+/// (RocksDB's automatic readahead does the same). Without it a scan pays one device read per
+/// 4 KiB block: `readseq` of a million keys ran at a fifth of RocksDB's, whose page cache reads
+/// ahead.
+#[derive(Debug, Default)]
+struct Readahead {
+    /// Stored bytes read ahead, from offset `start` of the SST.
+    start: u64,
+    bytes: Vec<u8>,
+    /// Where the last block missed ended: the next miss there is sequential.
+    last_end: u64,
+    sequential: u32,
+    next_len: usize,
+}
+
+const SEQUENTIAL_BEFORE_READAHEAD: u32 = 2;
+const READAHEAD_MIN: usize = 64 << 10;
+const READAHEAD_MAX: usize = 512 << 10;
+
+impl Readahead {
+    /// The `len` stored bytes at `offset`, which no cached block holds.
+    fn read(
+        &mut self,
+        source: &dyn BlockSource,
+        offset: u64,
+        len: usize,
+        readable: u64,
+    ) -> Result<Vec<u8>> {
+        let end = offset + len as u64;
+        if offset == self.last_end {
+            self.sequential += 1;
+        } else {
+            self.sequential = 0;
+            self.next_len = READAHEAD_MIN;
+        }
+        self.last_end = end;
+        let buffered_end = self.start + self.bytes.len() as u64;
+        if offset >= self.start && end <= buffered_end {
+            let from = (offset - self.start) as usize;
+            return Ok(self.bytes[from..from + len].to_vec());
+        }
+        if self.sequential < SEQUENTIAL_BEFORE_READAHEAD {
+            return source.read(offset, len);
+        }
+        let run = self.next_len.max(READAHEAD_MIN);
+        let want = (run.max(len) as u64).min(readable - offset);
+        self.bytes = source.read(offset, want as usize)?;
+        self.start = offset;
+        self.next_len = (run * 2).min(READAHEAD_MAX);
+        Ok(self.bytes[..len].to_vec())
+    }
+}
+
 /// A two-level iterator: the index block picks data blocks, a block iterator walks each.
 pub struct SstIter {
     reader: SstReader,
     index: BlockIter,
     data: Option<BlockIter>,
     error: Option<Error>,
+    readahead: Readahead,
 }
 
 impl SstIter {
@@ -344,8 +420,9 @@ impl SstIter {
             }
             return;
         }
+        let readahead = &mut self.readahead;
         let loaded = decode_handle(self.index.value(), self.reader.inner.footer.index.offset)
-            .and_then(|h| self.reader.data_block(h));
+            .and_then(|h| self.reader.data_block_via(h, Some(readahead)));
         match loaded {
             Ok(block) => self.data = Some(block_iter(&block)),
             Err(e) => self.fail(e),

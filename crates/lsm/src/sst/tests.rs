@@ -406,3 +406,47 @@ fn a_format_version_1_sst_still_opens() {
     let found = r.get(&key::encode(b"key0003", 25, Kind::SEEK), bloom_hash(b"key0003")).unwrap();
     assert_eq!(key::parse(&found.unwrap().0).unwrap().seq, 20);
 }
+
+/// A source that counts its reads.
+struct Counting {
+    bytes: Vec<u8>,
+    reads: std::sync::atomic::AtomicU64,
+}
+
+impl BlockSource for Counting {
+    fn read(&self, offset: u64, len: usize) -> crate::Result<Vec<u8>> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.bytes.read(offset, len)
+    }
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+}
+
+#[test]
+fn a_forward_scan_reads_ahead_and_a_random_one_does_not() {
+    use std::sync::atomic::Ordering;
+    let mut rng = SmallRng::seed_from_u64(7);
+    let e = entries(&mut rng, 20_000);
+    let opts = SstOptions { compression: crate::sst::Compression::None, ..SstOptions::default() };
+    let image = build(&e, &opts, 4096);
+    let blocks = image.properties.data_blocks;
+    let source = Arc::new(Counting { bytes: image.bytes.to_vec(), reads: 0.into() });
+    // A cache too small to hold the scan: every block is a miss.
+    let r = SstReader::open(source.clone(), Arc::new(BlockCache::new(64 << 10)), 1).unwrap();
+    let opened = source.reads.load(Ordering::Relaxed);
+    assert!(scan_forward(&r).unwrap() == e, "readahead changed what a scan returns");
+    let scan_reads = source.reads.load(Ordering::Relaxed) - opened;
+    assert!(scan_reads * 8 < blocks, "{scan_reads} reads for {blocks} data blocks: no readahead");
+    // Seeks to scattered keys are not sequential: one read per block they need.
+    let before = source.reads.load(Ordering::Relaxed);
+    let mut it = r.iter();
+    for i in 0..50 {
+        let (k, _) = &e[(i * 7919) % e.len()];
+        it.seek(k);
+        assert!(it.valid());
+    }
+    let seek_reads = source.reads.load(Ordering::Relaxed) - before;
+    assert!(seek_reads <= 50, "{seek_reads} reads for 50 scattered seeks");
+    assert!(scan_backward(&r).unwrap() == e, "a backward scan after readahead differs");
+}

@@ -114,6 +114,9 @@ impl Inner {
             .chain(&c.next)
             .map(|f| Box::new(HandleIter::new(f.clone())) as Box<dyn InternalIterator>)
             .collect();
+        // Outputs fill whole slots: the target size rounded down to slots, at least one.
+        let slot = self.volume.layout().slot_bytes;
+        let cut_bytes = (self.opts.target_file_size_base / slot).max(1) * slot;
         let mut merged = MergingIterator::new(children);
         merged.seek_to_first();
         let mut outputs = Vec::new();
@@ -126,8 +129,10 @@ impl Inner {
                 .ok_or_else(|| Error::corruption("compaction input: bad internal key", 0))?;
             let new_key = current_key.as_deref() != Some(p.user_key);
             if new_key {
-                // Cut outputs only between user keys, so levels stay disjoint by user key.
-                if builder.builder.estimated_bytes() as u64 >= self.opts.target_file_size_base {
+                // Cut outputs only between user keys, so levels stay disjoint by user key, and
+                // before the entry that would take the SST past whole slots.
+                let after = builder.builder.bytes_after_adding(ikey.len(), merged.value().len());
+                if builder.builder.entries() > 0 && after as u64 > cut_bytes {
                     let full = std::mem::replace(&mut builder, OutputSst::new(&self.opts));
                     outputs.extend(self.write_output(full)?);
                 }

@@ -22,11 +22,19 @@ pub struct Options {
     pub level0_slowdown_writes_trigger: usize,
     /// L0 SSTs at which writes wait for compaction.
     pub level0_stop_writes_trigger: usize,
-    /// Target size of L1 (`max_bytes_for_level_base`).
+    /// Target size of L1 with static level sizing, of the base level (the level L0 compacts
+    /// into) with dynamic sizing (`max_bytes_for_level_base`).
     pub max_bytes_for_level_base: u64,
     /// Each level's target is this many times the one above.
     pub max_bytes_for_level_multiplier: u64,
-    /// Size at which compaction output is cut into a new SST (`target_file_size_base`).
+    /// Derive level targets from the largest level upward and compact L0 straight into the
+    /// first level that needs to exist, instead of sizing from L1 down (RocksDB's
+    /// `level_compaction_dynamic_level_bytes`; on by default, as in RocksDB since 8.4). About
+    /// 90% of the data then sits in the last level. See `level_targets`.
+    pub dynamic_level_bytes: bool,
+    /// Size at which compaction output is cut into a new SST (`target_file_size_base`),
+    /// rounded down to whole slots: an output is cut before the entry that would make it spill
+    /// into one more slot.
     pub target_file_size_base: u64,
     /// Compaction debt from which each write is delayed (0 = off).
     pub soft_pending_compaction_bytes_limit: u64,
@@ -50,6 +58,7 @@ impl Default for Options {
             level0_stop_writes_trigger: 36,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10,
+            dynamic_level_bytes: true,
             target_file_size_base: 64 << 20,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,

@@ -76,6 +76,12 @@ pub struct Stats {
     pub files_per_level: Vec<usize>,
     /// Bytes per level.
     pub bytes_per_level: Vec<u64>,
+    /// Target bytes per level (`level_targets`): 0 for L0 and for the levels above the base
+    /// level, which are kept empty.
+    pub level_target_bytes: Vec<u64>,
+    /// The level L0 compacts into: 1 with static level sizing; with dynamic sizing the last
+    /// level while the store is small, rising as the data grows.
+    pub base_level: usize,
     /// Bytes by which levels exceed their targets (an estimate of compaction debt).
     pub pending_compaction_bytes: u64,
     /// Memtables, active and sealed.

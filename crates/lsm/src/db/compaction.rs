@@ -1,16 +1,18 @@
 //! Leveled compaction: choosing the next compaction and running it.
 //!
-//! L0 goes into L1 once it holds `level0_file_num_compaction_trigger` SSTs; otherwise the level
-//! most over its target (`max_bytes_for_level_base` times the multiplier per level) gives one
-//! SST, in round-robin key order, to merge with what overlaps it one level down. A single SST
-//! with nothing below moves down without being rewritten. `compact_range` moves every level
-//! down until one holds everything.
+//! L0 goes into the base level (L1 with static level sizing; with dynamic sizing the first
+//! level that needs to exist, see `level_targets`) once it holds
+//! `level0_file_num_compaction_trigger` SSTs; otherwise the level most over its target gives
+//! one SST, in round-robin key order, to merge with what overlaps it one level down. A single
+//! SST with nothing below moves down without being rewritten. `compact_range` moves every
+//! level down until one holds everything.
 
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, Kind, SEQ_MAX};
+use crate::level_targets::LevelTargets;
 use crate::merge::MergingIterator;
 use crate::version::{HandleIter, LEVELS, SstHandle, Version};
 use crate::version_edit::VersionEdit;
@@ -20,40 +22,35 @@ use super::{Inner, OutputSst, State};
 /// A planned compaction.
 pub(super) struct Compaction {
     level: usize,
+    output_level: usize,
     inputs: Vec<Arc<SstHandle>>,
     next: Vec<Arc<SstHandle>>,
 }
 
 impl Inner {
-    pub(super) fn level_target(&self, level: usize) -> u64 {
-        let mut t = self.opts.max_bytes_for_level_base;
-        for _ in 1..level {
-            t = t.saturating_mul(self.opts.max_bytes_for_level_multiplier);
-        }
-        t
-    }
-
     pub(super) fn pick_compaction(&self, st: &mut State) -> Option<Compaction> {
         let v = st.version.clone();
+        let sizes: Vec<u64> = (0..LEVELS).map(|l| v.level_bytes(l)).collect();
+        let targets = LevelTargets::compute(&self.opts, &sizes);
         let l0 = &v.levels[0];
         if !l0.is_empty()
             && (l0.len() >= self.opts.level0_file_num_compaction_trigger || st.full_compaction)
         {
-            return Some(self.with_next_level(&v, 0, l0.clone()));
+            return Some(self.with_next_level(&v, 0, targets.base_level, l0.clone()));
         }
         if st.full_compaction {
             // Move the shallowest non-empty level down until one level holds everything.
             let non_empty: Vec<usize> = (1..LEVELS).filter(|&l| !v.levels[l].is_empty()).collect();
             if non_empty.len() > 1 {
                 let level = non_empty[0];
-                return Some(self.with_next_level(&v, level, v.levels[level].clone()));
+                return Some(self.with_next_level(&v, level, level + 1, v.levels[level].clone()));
             }
             return None;
         }
         let mut best: Option<(f64, usize)> = None;
-        for level in 1..LEVELS - 1 {
-            let score = v.level_bytes(level) as f64 / self.level_target(level) as f64;
-            if score > 1.0 && best.is_none_or(|(s, _)| score > s) {
+        for level in (1..LEVELS).filter(|&l| targets.is_over(&sizes, l)) {
+            let score = sizes[level] as f64 / targets.bytes[level] as f64;
+            if best.is_none_or(|(s, _)| score > s) {
                 best = Some((score, level));
             }
         }
@@ -66,24 +63,25 @@ impl Inner {
             .unwrap_or(&files[0])
             .clone();
         st.compact_pointer[level] = key::user_key(&pick.meta.largest).to_vec();
-        Some(self.with_next_level(&v, level, vec![pick]))
+        Some(self.with_next_level(&v, level, level + 1, vec![pick]))
     }
 
     fn with_next_level(
         &self,
         v: &Version,
         level: usize,
+        output_level: usize,
         inputs: Vec<Arc<SstHandle>>,
     ) -> Compaction {
         let smallest =
             inputs.iter().map(|f| key::user_key(&f.meta.smallest)).min().unwrap().to_vec();
         let largest = inputs.iter().map(|f| key::user_key(&f.meta.largest)).max().unwrap().to_vec();
-        let next = v.overlapping(level + 1, &smallest, &largest);
-        Compaction { level, inputs, next }
+        let next = v.overlapping(output_level, &smallest, &largest);
+        Compaction { level, output_level, inputs, next }
     }
 
     pub(super) fn run_compaction(&self, c: Compaction) -> Result<()> {
-        let out_level = c.level + 1;
+        let out_level = c.output_level;
         let removed_ids: Vec<(u8, u64)> = c
             .inputs
             .iter()

@@ -36,6 +36,7 @@ use crate::db_iter::{DbIterator, IterBounds};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, Kind};
+use crate::level_targets::LevelTargets;
 use crate::memtable::Memtable;
 use crate::merge::MergingIterator;
 use crate::options::{KEY_BYTES_MAX, Options, ReadOptions, WriteOptions};
@@ -467,9 +468,11 @@ impl Inner {
     /// Whether a flush or a compaction is waiting to run.
     fn work_pending(&self, st: &State) -> bool {
         let v = &st.version;
+        let sizes = level_sizes(v);
+        let targets = LevelTargets::compute(&self.opts, &sizes);
         !st.imm.is_empty()
             || v.levels[0].len() >= self.opts.level0_file_num_compaction_trigger
-            || (1..LEVELS - 1).any(|l| v.level_bytes(l) > self.level_target(l))
+            || (1..LEVELS).any(|l| targets.is_over(&sizes, l))
     }
 
     fn pressure(&self, st: &State) -> Pressure {
@@ -482,7 +485,8 @@ impl Inner {
 
     /// Bytes by which levels exceed their targets: an estimate of compaction debt.
     fn pending_compaction_bytes(&self, v: &Version) -> u64 {
-        (1..LEVELS - 1).map(|l| v.level_bytes(l).saturating_sub(self.level_target(l))).sum()
+        let sizes = level_sizes(v);
+        LevelTargets::compute(&self.opts, &sizes).excess_bytes(&sizes)
     }
 
     fn stall(&self, st: &mut MutexGuard<'_, State>, kind: Stall) {
@@ -721,12 +725,14 @@ impl Inner {
         let st = self.state.lock();
         let v = &st.version;
         let io = |c| self.volume.io(c);
+        let sizes = level_sizes(v);
+        let targets = LevelTargets::compute(&self.opts, &sizes);
         Stats {
             files_per_level: v.levels.iter().map(|l| l.len()).collect(),
-            bytes_per_level: (0..LEVELS).map(|l| v.level_bytes(l)).collect(),
-            pending_compaction_bytes: (1..LEVELS - 1)
-                .map(|l| v.level_bytes(l).saturating_sub(self.level_target(l)))
-                .sum(),
+            bytes_per_level: sizes.clone(),
+            level_target_bytes: targets.bytes.to_vec(),
+            base_level: targets.base_level,
+            pending_compaction_bytes: targets.excess_bytes(&sizes),
             memtables: 1 + st.imm.len(),
             memtable_bytes: st.mem.approximate_bytes()
                 + st.imm.iter().map(|(m, _)| m.approximate_bytes()).sum::<usize>(),
@@ -749,4 +755,9 @@ impl Inner {
 enum Job {
     Flush(Arc<Memtable>, u64),
     Compact(Compaction),
+}
+
+/// Bytes of each level of `v`, L0 first.
+fn level_sizes(v: &Version) -> Vec<u64> {
+    (0..LEVELS).map(|l| v.level_bytes(l)).collect()
 }

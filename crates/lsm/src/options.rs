@@ -7,6 +7,8 @@ use crate::sst::SstOptions;
 
 /// Largest key accepted, in bytes.
 pub const KEY_BYTES_MAX: usize = 64 << 10;
+/// Most background threads a store runs (`max_background_jobs`).
+pub const BACKGROUND_JOBS_MAX: usize = 64;
 
 /// How a store is opened and tuned.
 #[derive(Clone, Debug)]
@@ -34,8 +36,12 @@ pub struct Options {
     pub dynamic_level_bytes: bool,
     /// Size at which compaction output is cut into a new SST (`target_file_size_base`),
     /// rounded down to whole slots: an output is cut before the entry that would make it spill
-    /// into one more slot.
+    /// into one more slot. Changeable while running (`Db::set_target_file_size`).
     pub target_file_size_base: u64,
+    /// Background threads: one flushes memtables, the others (`max_background_jobs - 1`, at
+    /// least one) run compactions, several at once on disjoint key ranges. At least 2 (RocksDB's
+    /// default is also 2). Changeable while running (`Db::set_background_jobs`).
+    pub max_background_jobs: usize,
     /// Compaction debt from which each write is delayed (0 = off).
     pub soft_pending_compaction_bytes_limit: u64,
     /// Compaction debt at which writes wait for compaction (0 = off).
@@ -60,6 +66,7 @@ impl Default for Options {
             max_bytes_for_level_multiplier: 10,
             dynamic_level_bytes: true,
             target_file_size_base: 64 << 20,
+            max_background_jobs: 2,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
             sst: SstOptions::default(),
@@ -127,6 +134,12 @@ impl Options {
         }
         if self.target_file_size_base < self.volume.layout.slot_bytes {
             return bad("target_file_size_base is smaller than one slot".into());
+        }
+        if !(2..=BACKGROUND_JOBS_MAX).contains(&self.max_background_jobs) {
+            return bad(format!(
+                "max_background_jobs {} outside 2..={BACKGROUND_JOBS_MAX} (one flush thread and at least one compaction thread)",
+                self.max_background_jobs
+            ));
         }
         self.volume.layout.validate().map_err(Error::from)
     }

@@ -84,6 +84,17 @@ pub struct Stats {
     pub base_level: usize,
     /// Bytes by which levels exceed their targets (an estimate of compaction debt).
     pub pending_compaction_bytes: u64,
+    /// Compactions running now.
+    pub running_compactions: usize,
+    /// Most compactions that ran at once since open.
+    pub peak_running_compactions: usize,
+    /// Background threads wanted: one flush thread and the compaction threads
+    /// (`max_background_jobs`, `Db::set_background_jobs`).
+    pub background_jobs: usize,
+    /// Compaction threads running now (briefly more or fewer than wanted after a change).
+    pub compaction_threads: usize,
+    /// Size compaction outputs are cut at (`Db::set_target_file_size`).
+    pub target_file_bytes: u64,
     /// Memtables, active and sealed.
     pub memtables: usize,
     /// Bytes in memtables.

@@ -1,11 +1,14 @@
-//! Leveled compaction: choosing the next compaction and running it.
+//! Leveled compaction: running the compaction the picker chose (`picker.rs`) and committing
+//! it as one version edit.
 //!
-//! L0 goes into the base level (L1 with static level sizing; with dynamic sizing the first
-//! level that needs to exist, see `level_targets`) once it holds
-//! `level0_file_num_compaction_trigger` SSTs; otherwise the level most over its target gives
-//! one SST, in round-robin key order, to merge with what overlaps it one level down. A single
-//! SST with nothing below moves down without being rewritten. `compact_range` moves every
-//! level down until one holds everything.
+//! 1. A trivial move (nothing below to merge with) commits the inputs at the output level,
+//!    unchanged.
+//! 2. Otherwise the inputs and their overlap below are merged, keeping every version a live
+//!    snapshot needs and dropping tombstones only where no deeper level may hold the key.
+//!    Outputs are cut between user keys, before the entry that would take the SST past the
+//!    target size in whole slots (`SstBuilder::bytes_after_adding`).
+//! 3. The commit, under the state lock: the edit is committed; the compaction leaves the
+//!    picker's book. Inputs are freed only after the commit, once no reader holds them.
 
 use std::sync::Arc;
 
@@ -14,73 +17,64 @@ use crate::iter::InternalIterator;
 use crate::key::{self, Kind, SEQ_MAX};
 use crate::level_targets::LevelTargets;
 use crate::merge::MergingIterator;
-use crate::version::{HandleIter, LEVELS, SstHandle, Version};
+use crate::version::{HandleIter, SstHandle};
 use crate::version_edit::VersionEdit;
 
 use super::{Inner, OutputSst, State};
 
-/// A planned compaction.
+/// A compaction the picker chose, with its SSTs.
 pub(super) struct Compaction {
+    /// The picker's id for it.
+    id: u64,
     level: usize,
     output_level: usize,
     inputs: Vec<Arc<SstHandle>>,
     next: Vec<Arc<SstHandle>>,
+    trivial_move: bool,
 }
 
 impl Inner {
+    /// Picks the next compaction and enters it in the book, or `None` if nothing is due or
+    /// nothing due can run beside the running ones.
     pub(super) fn pick_compaction(&self, st: &mut State) -> Option<Compaction> {
         let v = st.version.clone();
-        let sizes: Vec<u64> = (0..LEVELS).map(|l| v.level_bytes(l)).collect();
+        let sizes: Vec<u64> = (0..v.levels.len()).map(|l| v.level_bytes(l)).collect();
         let targets = LevelTargets::compute(&self.opts, &sizes);
-        let l0 = &v.levels[0];
-        if !l0.is_empty()
-            && (l0.len() >= self.opts.level0_file_num_compaction_trigger || st.full_compaction)
-        {
-            return Some(self.with_next_level(&v, 0, targets.base_level, l0.clone()));
-        }
-        if st.full_compaction {
-            // Move the shallowest non-empty level down until one level holds everything.
-            let non_empty: Vec<usize> = (1..LEVELS).filter(|&l| !v.levels[l].is_empty()).collect();
-            if non_empty.len() > 1 {
-                let level = non_empty[0];
-                return Some(self.with_next_level(&v, level, level + 1, v.levels[level].clone()));
-            }
-            return None;
-        }
-        let mut best: Option<(f64, usize)> = None;
-        for level in (1..LEVELS).filter(|&l| targets.is_over(&sizes, l)) {
-            let score = sizes[level] as f64 / targets.bytes[level] as f64;
-            if best.is_none_or(|(s, _)| score > s) {
-                best = Some((score, level));
-            }
-        }
-        let (_, level) = best?;
-        let files = &v.levels[level];
-        let pointer = &st.compact_pointer[level];
-        let pick = files
-            .iter()
-            .find(|f| key::user_key(&f.meta.smallest) > pointer.as_slice())
-            .unwrap_or(&files[0])
-            .clone();
-        st.compact_pointer[level] = key::user_key(&pick.meta.largest).to_vec();
-        Some(self.with_next_level(&v, level, level + 1, vec![pick]))
+        let plan = st.compaction.pick(&v.levels, &self.opts, &targets, st.full_compaction)?;
+        let id = st.compaction.start(&v.levels, &plan);
+        let take = |level: usize, at: &[usize]| -> Vec<Arc<SstHandle>> {
+            at.iter().map(|&i| v.levels[level][i].clone()).collect()
+        };
+        Some(Compaction {
+            id,
+            level: plan.level,
+            output_level: plan.output_level,
+            inputs: take(plan.level, &plan.inputs),
+            next: take(plan.output_level, &plan.next),
+            trivial_move: plan.is_trivial_move(),
+        })
     }
 
-    fn with_next_level(
-        &self,
-        v: &Version,
-        level: usize,
-        output_level: usize,
-        inputs: Vec<Arc<SstHandle>>,
-    ) -> Compaction {
-        let smallest =
-            inputs.iter().map(|f| key::user_key(&f.meta.smallest)).min().unwrap().to_vec();
-        let largest = inputs.iter().map(|f| key::user_key(&f.meta.largest)).max().unwrap().to_vec();
-        let next = v.overlapping(output_level, &smallest, &largest);
-        Compaction { level, output_level, inputs, next }
+    /// Size compaction outputs are cut at: the target file size in whole slots, at least one.
+    fn output_cut_bytes(&self) -> u64 {
+        let slot = self.volume.layout().slot_bytes;
+        let target = self.target_file_bytes.load(std::sync::atomic::Ordering::Relaxed);
+        (target / slot).max(1) * slot
     }
 
+    /// Runs a compaction and commits it; a failed one leaves the book too (the store stops).
     pub(super) fn run_compaction(&self, c: Compaction) -> Result<()> {
+        let id = c.id;
+        let result = self.compact(c);
+        if result.is_err() {
+            let mut st = self.state.lock();
+            st.compaction.finish(id);
+            self.cv.notify_all();
+        }
+        result
+    }
+
+    fn compact(&self, c: Compaction) -> Result<()> {
         let out_level = c.output_level;
         let removed_ids: Vec<(u8, u64)> = c
             .inputs
@@ -88,20 +82,19 @@ impl Inner {
             .map(|f| (c.level as u8, f.meta.id))
             .chain(c.next.iter().map(|f| (out_level as u8, f.meta.id)))
             .collect();
-        // A single SST with nothing below it to merge with moves down without being rewritten.
-        if c.inputs.len() == 1 && c.next.is_empty() {
-            let meta = c.inputs[0].meta.clone();
+        // SSTs with nothing below them to merge with move down without being rewritten.
+        if c.trivial_move {
             let edit = VersionEdit {
                 removed: removed_ids,
-                added: vec![(out_level as u8, meta)],
+                added: c.inputs.iter().map(|f| (out_level as u8, f.meta.clone())).collect(),
                 ..Default::default()
             };
             let mut st = self.state.lock();
             self.commit_edit(&mut st, edit, Vec::new(), Vec::new())?;
-            st.compactions += 1;
-            self.cv.notify_all();
+            self.finish_compaction(&mut st, &c);
             return Ok(());
         }
+        let cut_bytes = self.output_cut_bytes();
         let (smallest_snapshot, version) = {
             let st = self.state.lock();
             (st.snapshots.keys().next().copied().unwrap_or(st.last_seq), st.version.clone())
@@ -112,9 +105,6 @@ impl Inner {
             .chain(&c.next)
             .map(|f| Box::new(HandleIter::new(f.clone())) as Box<dyn InternalIterator>)
             .collect();
-        // Outputs fill whole slots: the target size rounded down to slots, at least one.
-        let slot = self.volume.layout().slot_bytes;
-        let cut_bytes = (self.opts.target_file_size_base / slot).max(1) * slot;
         let mut merged = MergingIterator::new(children);
         merged.seek_to_first();
         let mut outputs = Vec::new();
@@ -127,8 +117,7 @@ impl Inner {
                 .ok_or_else(|| Error::corruption("compaction input: bad internal key", 0))?;
             let new_key = current_key.as_deref() != Some(p.user_key);
             if new_key {
-                // Cut outputs only between user keys, so levels stay disjoint by user key, and
-                // before the entry that would take the SST past whole slots.
+                // Cut outputs only between user keys, so levels stay disjoint by user key.
                 let after = builder.builder.bytes_after_adding(ikey.len(), merged.value().len());
                 if builder.builder.entries() > 0 && after as u64 > cut_bytes {
                     let full = std::mem::replace(&mut builder, OutputSst::new(&self.opts));
@@ -156,15 +145,18 @@ impl Inner {
         outputs.extend(self.write_output(builder)?);
         let added_extents = outputs.iter().map(|m| m.extent).collect();
         let removed_extents = c.inputs.iter().chain(&c.next).map(|f| f.meta.extent).collect();
-        let edit = VersionEdit {
-            removed: removed_ids,
-            added: outputs.into_iter().map(|m| (out_level as u8, m)).collect(),
-            ..Default::default()
-        };
         let mut st = self.state.lock();
+        let added = outputs.into_iter().map(|m| (out_level as u8, m)).collect();
+        let edit = VersionEdit { removed: removed_ids, added, ..Default::default() };
         self.commit_edit(&mut st, edit, added_extents, removed_extents)?;
+        self.finish_compaction(&mut st, &c);
+        Ok(())
+    }
+
+    /// After a commit: out of the book, counted, waiters woken.
+    fn finish_compaction(&self, st: &mut State, c: &Compaction) {
+        st.compaction.finish(c.id);
         st.compactions += 1;
         self.cv.notify_all();
-        Ok(())
     }
 }

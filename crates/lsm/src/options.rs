@@ -38,6 +38,10 @@ pub struct Options {
     /// rounded down to whole slots: an output is cut before the entry that would make it spill
     /// into one more slot. Changeable while running (`Db::set_target_file_size`).
     pub target_file_size_base: u64,
+    /// LDS's odd-chunk rule: the last, part-filled output of a compaction from Ln (n >= 1)
+    /// into Ln+1 stays in Ln when it overlaps nothing there, and is merged into a later
+    /// compaction, so part-filled SSTs do not pile up in the levels (at most one per level).
+    pub odd_chunk_rule: bool,
     /// Background threads: one flushes memtables, the others (`max_background_jobs - 1`, at
     /// least one) run compactions, several at once on disjoint key ranges. At least 2 (RocksDB's
     /// default is also 2). Changeable while running (`Db::set_background_jobs`).
@@ -66,6 +70,7 @@ impl Default for Options {
             max_bytes_for_level_multiplier: 10,
             dynamic_level_bytes: true,
             target_file_size_base: 64 << 20,
+            odd_chunk_rule: true,
             max_background_jobs: 2,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,

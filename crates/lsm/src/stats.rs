@@ -84,6 +84,10 @@ pub struct Stats {
     pub base_level: usize,
     /// Bytes by which levels exceed their targets (an estimate of compaction debt).
     pub pending_compaction_bytes: u64,
+    /// Levels holding an odd chunk (LDS's odd-chunk rule), at most one each.
+    pub odd_chunks: usize,
+    /// Odd chunks kept back in their level since open.
+    pub odd_chunks_kept: u64,
     /// Compactions running now.
     pub running_compactions: usize,
     /// Most compactions that ran at once since open.

@@ -7,8 +7,10 @@
 //!    snapshot needs and dropping tombstones only where no deeper level may hold the key.
 //!    Outputs are cut between user keys, before the entry that would take the SST past the
 //!    target size in whole slots (`SstBuilder::bytes_after_adding`).
-//! 3. The commit, under the state lock: the edit is committed; the compaction leaves the
-//!    picker's book. Inputs are freed only after the commit, once no reader holds them.
+//! 3. The commit, under the state lock: LDS's odd-chunk rule may keep the last, part-filled
+//!    output in the source level (`keeps_odd_chunk`); the edit is committed; the compaction
+//!    leaves the picker's book. Inputs are freed only after the commit, once no reader holds
+//!    them.
 
 use std::sync::Arc;
 
@@ -18,9 +20,15 @@ use crate::key::{self, Kind, SEQ_MAX};
 use crate::level_targets::LevelTargets;
 use crate::merge::MergingIterator;
 use crate::version::{HandleIter, SstHandle};
-use crate::version_edit::VersionEdit;
+use crate::version_edit::{SstMeta, VersionEdit};
 
+use super::picker::KeyRange;
 use super::{Inner, OutputSst, State};
+
+/// Padding (unused bytes of its last slot) from which the last output of a merge counts as
+/// part-filled, in eighths of a slot: only then is keeping it back as an odd chunk worth a
+/// later rewrite.
+const ODD_CHUNK_PADDING_EIGHTHS_MIN: u64 = 1;
 
 /// A compaction the picker chose, with its SSTs.
 pub(super) struct Compaction {
@@ -30,6 +38,8 @@ pub(super) struct Compaction {
     output_level: usize,
     inputs: Vec<Arc<SstHandle>>,
     next: Vec<Arc<SstHandle>>,
+    /// Part of a full compaction: no odd chunk stays behind.
+    full: bool,
     trivial_move: bool,
 }
 
@@ -51,6 +61,7 @@ impl Inner {
             output_level: plan.output_level,
             inputs: take(plan.level, &plan.inputs),
             next: take(plan.output_level, &plan.next),
+            full: plan.full,
             trivial_move: plan.is_trivial_move(),
         })
     }
@@ -68,7 +79,8 @@ impl Inner {
         let result = self.compact(c);
         if result.is_err() {
             let mut st = self.state.lock();
-            st.compaction.finish(id);
+            let version = st.version.clone();
+            st.compaction.finish(id, &version.levels);
             self.cv.notify_all();
         }
         result
@@ -91,7 +103,7 @@ impl Inner {
             };
             let mut st = self.state.lock();
             self.commit_edit(&mut st, edit, Vec::new(), Vec::new())?;
-            self.finish_compaction(&mut st, &c);
+            self.finish_compaction(&mut st, &c, None);
             return Ok(());
         }
         let cut_bytes = self.output_cut_bytes();
@@ -142,21 +154,74 @@ impl Inner {
             merged.next();
         }
         merged.status()?;
+        let last_used_bytes = builder.builder.estimated_bytes() as u64;
         outputs.extend(self.write_output(builder)?);
         let added_extents = outputs.iter().map(|m| m.extent).collect();
         let removed_extents = c.inputs.iter().chain(&c.next).map(|f| f.meta.extent).collect();
         let mut st = self.state.lock();
-        let added = outputs.into_iter().map(|m| (out_level as u8, m)).collect();
+        let odd = self.keeps_odd_chunk(&st, &c, &outputs, last_used_bytes);
+        let added = outputs
+            .into_iter()
+            .map(|m| {
+                let level = if Some(m.id) == odd { c.level } else { out_level };
+                (level as u8, m)
+            })
+            .collect();
         let edit = VersionEdit { removed: removed_ids, added, ..Default::default() };
         self.commit_edit(&mut st, edit, added_extents, removed_extents)?;
-        self.finish_compaction(&mut st, &c);
+        self.finish_compaction(&mut st, &c, odd);
         Ok(())
     }
 
-    /// After a commit: out of the book, counted, waiters woken.
-    fn finish_compaction(&self, st: &mut State, c: &Compaction) {
-        st.compaction.finish(c.id);
+    /// After a commit: out of the book, the new odd chunk recorded, counted, waiters woken.
+    fn finish_compaction(&self, st: &mut State, c: &Compaction, odd: Option<u64>) {
+        let version = st.version.clone();
+        st.compaction.finish(c.id, &version.levels);
+        if let Some(id) = odd {
+            st.compaction.set_odd_chunk(c.level, id);
+        }
         st.compactions += 1;
         self.cv.notify_all();
+    }
+
+    /// LDS's odd-chunk rule: the SST id of the last output if it is to stay in the source
+    /// level Ln instead of going down to Ln+1. It stays when
+    /// - the rule is on, this is no full compaction, and Ln is not L0 (L0's order comes from
+    ///   SST ids, and a new id would place older data above newer flushes);
+    /// - the merge wrote at least one other output (something went down) and this last one
+    ///   is part-filled (its last slot at least an eighth empty);
+    /// - it is no larger than the inputs taken from Ln, so a compaction out of Ln never makes
+    ///   Ln larger and repeated compactions of Ln make progress;
+    /// - Ln has no other odd chunk, and the chunk overlaps nothing left in Ln nor the range of
+    ///   a running compaction into Ln (`CompactionState::may_keep_odd_chunk`). It overlaps
+    ///   nothing in Ln+1 by construction: its keys lie inside this compaction's range there.
+    ///
+    /// Reads stay right: the chunk holds, for each of its keys, every version Ln and Ln+1 had,
+    /// so nothing above it is older and nothing below it is newer.
+    fn keeps_odd_chunk(
+        &self,
+        st: &State,
+        c: &Compaction,
+        outputs: &[SstMeta],
+        last_used_bytes: u64,
+    ) -> Option<u64> {
+        let last = outputs.last()?;
+        let slot = self.volume.layout().slot_bytes;
+        let padding = last.bytes.saturating_sub(last_used_bytes);
+        let input_bytes: u64 = c.inputs.iter().map(|f| f.meta.bytes).sum();
+        let eligible = self.opts.odd_chunk_rule
+            && !c.full
+            && c.level >= 1
+            && outputs.len() >= 2
+            && padding * 8 >= slot * ODD_CHUNK_PADDING_EIGHTHS_MIN
+            && last.bytes <= input_bytes;
+        if !eligible {
+            return None;
+        }
+        let removed: Vec<u64> = c.inputs.iter().chain(&c.next).map(|f| f.meta.id).collect();
+        let chunk = KeyRange::of_sst(last);
+        st.compaction
+            .may_keep_odd_chunk(c.id, &st.version.levels, c.level, &removed, &chunk)
+            .then_some(last.id)
     }
 }

@@ -128,7 +128,7 @@ struct State {
     stopped: Option<String>,
     shutting_down: bool,
     full_compaction: bool,
-    /// Running compactions and round-robin pointers (`picker.rs`).
+    /// Running compactions, round-robin pointers, odd chunks (`picker.rs`).
     compaction: CompactionState,
     /// Compaction threads wanted and running (`pool.rs`).
     pool: PoolSize,
@@ -781,6 +781,8 @@ impl Inner {
             level_target_bytes: targets.bytes.to_vec(),
             base_level: targets.base_level,
             pending_compaction_bytes: targets.excess_bytes(&sizes),
+            odd_chunks: (0..LEVELS).filter_map(|l| st.compaction.odd_chunk(l)).count(),
+            odd_chunks_kept: st.compaction.odd_chunks_kept(),
             running_compactions: st.compaction.running(),
             peak_running_compactions: st.compaction.peak_running(),
             background_jobs: st.pool.background_jobs(),

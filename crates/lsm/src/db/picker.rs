@@ -1,7 +1,7 @@
 //! Choosing compactions, several at once: level scores, inputs, and the book of running
 //! compactions that keeps each new one clear of the others.
 //!
-//! The rules, in order (RocksDB's leveled picker):
+//! The rules, in order (RocksDB's leveled picker, with LDS's odd chunk):
 //! 1. Score the levels: L0 by its SST count over `level0_file_num_compaction_trigger`, the
 //!    levels from the base level to the one above the last by their bytes not already being
 //!    compacted over their target (`level_targets`). Levels scoring at least 1 are tried,
@@ -9,7 +9,9 @@
 //! 2. L0 compacts into the base level, all its SSTs at once, and only one such compaction runs
 //!    at a time (L0's SSTs overlap each other, so two could not split them by key).
 //! 3. Ln (n >= 1) gives one SST, the first after the level's compact pointer (round robin in
-//!    key order), and takes every SST of Ln+1 that overlaps it.
+//!    key order), with the level's odd chunk attached when it is that SST's neighbour (LDS:
+//!    the odd chunk "is attached to its next adjacent chunk that will participate in the next
+//!    compaction of Ln"), and takes every SST of Ln+1 that overlaps them.
 //! 4. A candidate is passed over when one of its SSTs is already being compacted, or when its
 //!    key range (inputs and overlap together) meets the range of a running compaction into the
 //!    same output level: the outputs of concurrent compactions into one level never overlap,
@@ -18,6 +20,11 @@
 //!
 //! A full compaction (`compact_range`) runs alone: L0 into the base level, then the shallowest
 //! non-empty level into the next, until one level holds everything.
+//!
+//! The book also knows each level's odd chunk (LDS): the part-filled last output of a
+//! compaction out of that level, kept there until a later compaction absorbs it. The book lives
+//! in memory only: after a reopen the old odd chunks are ordinary SSTs, absorbed by the
+//! ordinary compactions, so a level may hold one more part-filled SST per reopen.
 
 use std::sync::Arc;
 
@@ -82,7 +89,7 @@ pub(super) struct Plan {
     pub inputs: Vec<usize>,
     /// Positions in `levels[output_level]` of the SSTs overlapping the inputs, ascending.
     pub next: Vec<usize>,
-    /// Part of a full compaction (`compact_range`).
+    /// Part of a full compaction (`compact_range`): no odd chunk stays behind.
     pub full: bool,
 }
 
@@ -106,16 +113,20 @@ struct Running {
     range: KeyRange,
 }
 
-/// The book of compactions: which run, and where each level's round robin stands. Kept under
-/// the state lock with the version it describes.
+/// The book of compactions: which run, where each level's round robin stands, and each
+/// level's odd chunk. Kept under the state lock with the version it describes.
 #[derive(Debug)]
 pub(super) struct CompactionState {
     running: Vec<Running>,
     next_id: u64,
     /// Per level, the largest user key of the last SST picked from it.
     pointer: Vec<Vec<u8>>,
+    /// Per level, the id of its odd chunk.
+    odd_chunk: Vec<Option<u64>>,
     /// Most compactions that ran at once since open.
     peak_running: usize,
+    /// Odd chunks kept back in their level since open.
+    odd_chunks_kept: u64,
 }
 
 impl Default for CompactionState {
@@ -124,7 +135,9 @@ impl Default for CompactionState {
             running: Vec::new(),
             next_id: 1,
             pointer: vec![Vec::new(); LEVELS],
+            odd_chunk: vec![None; LEVELS],
             peak_running: 0,
+            odd_chunks_kept: 0,
         }
     }
 }
@@ -138,6 +151,16 @@ impl CompactionState {
     /// Most compactions that ran at once since open.
     pub fn peak_running(&self) -> usize {
         self.peak_running
+    }
+
+    /// Odd chunks kept back in their level since open.
+    pub fn odd_chunks_kept(&self) -> u64 {
+        self.odd_chunks_kept
+    }
+
+    /// The odd chunk of `level`, if it has one.
+    pub fn odd_chunk(&self, level: usize) -> Option<u64> {
+        self.odd_chunk[level]
     }
 
     fn is_busy(&self, id: u64) -> bool {
@@ -174,14 +197,19 @@ impl CompactionState {
             if level == 0 {
                 self.plan(levels, 0, targets.base_level, (0..l0).collect(), false)
             } else {
-                self.pick_from_level(levels, level)
+                self.pick_from_level(levels, level, opts.odd_chunk_rule)
             }
         })
     }
 
-    /// One SST of `level` in round-robin order that can be compacted beside the running
-    /// compactions.
-    fn pick_from_level<T: Sst>(&self, levels: &[Vec<T>], level: usize) -> Option<Plan> {
+    /// One SST of `level` in round-robin order (with the odd chunk when it is a neighbour)
+    /// that can be compacted beside the running compactions.
+    fn pick_from_level<T: Sst>(
+        &self,
+        levels: &[Vec<T>],
+        level: usize,
+        odd_chunk_rule: bool,
+    ) -> Option<Plan> {
         let files = &levels[level];
         let pointer = self.pointer[level].as_slice();
         let start =
@@ -190,7 +218,17 @@ impl CompactionState {
             if self.is_busy(files[i].meta().id) {
                 return None;
             }
-            self.plan(levels, level, level + 1, vec![i], false)
+            let mut inputs = vec![i];
+            if let Some(odd) = self.odd_chunk[level].filter(|_| odd_chunk_rule) {
+                let neighbours = [i.checked_sub(1), Some(i + 1)];
+                for j in neighbours.into_iter().flatten().filter(|&j| j < files.len()) {
+                    if files[j].meta().id == odd && !self.is_busy(odd) {
+                        inputs.push(j);
+                    }
+                }
+                inputs.sort_unstable();
+            }
+            self.plan(levels, level, level + 1, inputs, false)
         })
     }
 
@@ -266,9 +304,44 @@ impl CompactionState {
         id
     }
 
-    /// Takes a finished (committed or failed) compaction out of the book.
-    pub fn finish(&mut self, id: u64) {
+    /// Takes a finished (committed or failed) compaction out of the book, and forgets odd
+    /// chunks that are no longer in their level (absorbed or moved down).
+    pub fn finish<T: Sst>(&mut self, id: u64, levels: &[Vec<T>]) {
         self.running.retain(|r| r.id != id);
+        for (l, odd) in self.odd_chunk.iter_mut().enumerate() {
+            if odd.is_some_and(|o| !levels[l].iter().any(|f| f.meta().id == o)) {
+                *odd = None;
+            }
+        }
+    }
+
+    /// Whether an odd chunk spanning `chunk` may stay in `level` when compaction `id`, which
+    /// removes the SSTs `removed`, commits: the level has no other odd chunk, and the chunk
+    /// overlaps nothing left in the level nor the range of any other compaction into it.
+    pub fn may_keep_odd_chunk<T: Sst>(
+        &self,
+        id: u64,
+        levels: &[Vec<T>],
+        level: usize,
+        removed: &[u64],
+        chunk: &KeyRange,
+    ) -> bool {
+        let other_odd = self.odd_chunk[level].is_some_and(|o| !removed.contains(&o));
+        let overlaps_level = levels[level]
+            .iter()
+            .map(Sst::meta)
+            .any(|m| !removed.contains(&m.id) && chunk.overlaps_sst(m));
+        let overlaps_running = self
+            .running
+            .iter()
+            .any(|r| r.id != id && r.output_level == level && r.range.overlaps(chunk));
+        !other_odd && !overlaps_level && !overlaps_running
+    }
+
+    /// Records SST `sst` as the odd chunk of `level`.
+    pub fn set_odd_chunk(&mut self, level: usize, sst: u64) {
+        self.odd_chunk[level] = Some(sst);
+        self.odd_chunks_kept += 1;
     }
 }
 
@@ -408,6 +481,36 @@ mod tests {
         assert_eq!(t.base_level, 5);
         let p = CompactionState::default().pick(&levels, &o, &t, false).unwrap();
         assert_eq!((p.level, p.output_level, p.next.clone()), (0, 5, vec![]));
+    }
+
+    #[test]
+    fn the_odd_chunk_travels_with_its_neighbour() {
+        let o = opts();
+        let mut levels = vec![Vec::new(); LEVELS];
+        levels[1] = vec![sst(1, "a", "c", 2), sst(2, "d", "e", 1), sst(3, "f", "h", 2)];
+        levels[2] = vec![sst(9, "a", "b", 2)];
+        let t = targets(&levels, &o);
+        let mut book = CompactionState::default();
+        book.set_odd_chunk(1, 2);
+        let p = book.pick(&levels, &o, &t, false).unwrap();
+        assert_eq!(ids(&levels, 1, &p.inputs), vec![1, 2]);
+        assert_eq!(ids(&levels, 2, &p.next), vec![9]);
+        // Without the rule it is an SST like any other.
+        let plain = Options { odd_chunk_rule: false, ..o.clone() };
+        let p = book.pick(&levels, &plain, &t, false).unwrap();
+        assert_eq!(ids(&levels, 1, &p.inputs), vec![1]);
+        // It may stay behind only where it overlaps nothing left in the level, and only as the
+        // level's one odd chunk.
+        let chunk = |lo: &str, hi: &str| KeyRange { smallest: lo.into(), largest: hi.into() };
+        let id = book.start(&levels, &p);
+        assert!(book.may_keep_odd_chunk(id, &levels, 1, &[1, 2, 9], &chunk("b", "e")));
+        assert!(!book.may_keep_odd_chunk(id, &levels, 1, &[1, 9], &chunk("b", "c")), "two odd");
+        assert!(!book.may_keep_odd_chunk(id, &levels, 1, &[1, 2, 9], &chunk("b", "f")), "overlap");
+        book.finish(id, &levels);
+        assert_eq!(book.odd_chunk(1), Some(2), "still in L1");
+        levels[1].remove(1);
+        book.finish(0, &levels);
+        assert_eq!(book.odd_chunk(1), None, "absorbed");
     }
 
     #[test]

@@ -112,11 +112,11 @@ fn several_compactions_run_at_once_and_lose_nothing() {
     let report = db.check().unwrap();
     println!(
         "compaction pool: {WRITERS} writers x {WRITES_PER_WRITER} batches, {} flushes, {} \
-         compactions, at most {} at once, {} SSTs per level, {} SSTs checked, {:?}",
+         compactions, at most {} at once, {:?} SSTs per level, {} SSTs checked, {:?}",
         stats.flushes,
         stats.compactions,
         stats.peak_running_compactions,
-        format!("{:?}", stats.files_per_level),
+        stats.files_per_level,
         report.ssts,
         started.elapsed()
     );

@@ -1,5 +1,6 @@
-//! `shale inspect PATH`: the layout, version-log state and slot use of a volume, read without
-//! writing anything (a blank or missing path is an error, never a new volume).
+//! `shale inspect PATH`: the layout, version-log state and slot use of a volume, and for an
+//! lsm store its levels with every SST, read without writing anything (a blank or missing
+//! path is an error, never a new volume). `--summary` shows the levels without their SSTs.
 
 use std::path::PathBuf;
 
@@ -14,12 +15,58 @@ pub struct Args {
     /// Also list every live extent.
     #[arg(long)]
     extents: bool,
+    /// Show each level's totals only, without its SSTs.
+    #[arg(long)]
+    summary: bool,
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
+/// Bytes of a key shown before it is cut short.
+const KEY_SHOWN_BYTES_MAX: usize = 32;
 
-/// The lsm engine's levels, read from the committed version records without opening anything.
-fn print_levels(versions: &shale_space::Versions) -> Result<(), Box<dyn std::error::Error>> {
+/// A key as printable text: ASCII letters, digits and punctuation as they are, every other
+/// byte (and the quote and backslash) as `\xNN`, cut after `KEY_SHOWN_BYTES_MAX` bytes with
+/// its full length noted, so binary keys and terminal escapes print safely.
+fn shown_key(key: &[u8]) -> String {
+    let mut out = String::from("\"");
+    for &b in key.iter().take(KEY_SHOWN_BYTES_MAX) {
+        if (b.is_ascii_graphic() || b == b' ') && b != b'"' && b != b'\\' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out.push('"');
+    if key.len() > KEY_SHOWN_BYTES_MAX {
+        out.push_str(&format!("...({} bytes)", key.len()));
+    }
+    out
+}
+
+/// One SST: id, slots, bytes, entries, sequence numbers, and its user-key range.
+fn print_sst(m: &shale_lsm::version_edit::SstMeta) {
+    let user_key = |k: &[u8]| shown_key(shale_lsm::key::user_key(k));
+    println!(
+        "                SST {:<6} slots {:>6}+{:<3} {:>10} bytes {:>8} entries  seq {}..{}  {}..{}",
+        m.id,
+        m.extent.first,
+        m.extent.count,
+        m.bytes,
+        m.entries,
+        m.smallest_seq,
+        m.largest_seq,
+        user_key(&m.smallest),
+        user_key(&m.largest)
+    );
+}
+
+/// The lsm engine's levels, read from the committed version records without opening anything:
+/// each level's totals, then (unless `summary`) its SSTs, L0 newest first, deeper levels in
+/// key order.
+fn print_levels(
+    versions: &shale_space::Versions,
+    summary: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
     let folded = match shale_lsm::version_edit::fold(versions) {
         Ok(f) => f,
         Err(e) => {
@@ -41,15 +88,26 @@ fn print_levels(versions: &shale_space::Versions) -> Result<(), Box<dyn std::err
     for (level, meta) in folded.live.values() {
         levels.entry(*level).or_default().push(meta);
     }
-    for (level, files) in &levels {
+    for (level, files) in &mut levels {
         let bytes: u64 = files.iter().map(|m| m.bytes).sum();
+        let slots: u64 = files.iter().map(|m| u64::from(m.extent.count)).sum();
         let entries: u64 = files.iter().map(|m| m.entries).sum();
         println!(
-            "              L{level}: {} SSTs, {:.1} MiB, {} entries",
+            "              L{level}: {} SSTs, {:.1} MiB, {slots} slots, {entries} entries",
             files.len(),
             bytes as f64 / MIB,
-            entries
         );
+        if summary {
+            continue;
+        }
+        if *level == 0 {
+            files.sort_by_key(|m| std::cmp::Reverse(m.id));
+        } else {
+            files.sort_by(|a, b| shale_lsm::key::compare(&a.smallest, &b.smallest));
+        }
+        for m in files.iter() {
+            print_sst(m);
+        }
     }
     Ok(())
 }
@@ -124,9 +182,22 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    print_levels(&opened.versions)?;
+    print_levels(&opened.versions, args.summary)?;
     let log_io = v.io(IoClass::VersionLog);
     println!("recovery I/O  {} reads, {} bytes of version log", log_io.reads, log_io.read_bytes);
     v.check_slots()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_print_safely() {
+        assert_eq!(shown_key(b"user:42 a"), r#""user:42 a""#);
+        assert_eq!(shown_key(b"\x00\xff\x1b[2J\"\\"), r#""\x00\xff\x1b[2J\x22\x5c""#);
+        let long = vec![b'k'; 40];
+        assert_eq!(shown_key(&long), format!("\"{}\"...(40 bytes)", "k".repeat(32)));
+    }
 }

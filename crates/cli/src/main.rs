@@ -22,7 +22,7 @@ struct Cli {
 enum Command {
     /// Measure the io layer alone: one thread, one queue, Q requests in flight.
     Iobench(iobench::Args),
-    /// Show a volume's layout, version-log state, slot use and levels (writes nothing).
+    /// Show a volume's layout, version-log state, slot use, levels and SSTs (writes nothing).
     Inspect(inspect::Args),
     /// Recover a store and verify every checksum and the LSM invariants.
     Check(check::Args),

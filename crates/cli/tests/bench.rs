@@ -106,6 +106,12 @@ fn flags_without_an_engine_knob_warn_and_run() {
     ]);
     assert!(ok, "{err}");
     assert!(err.contains("--disable_wal is not supported yet and has no effect"), "{err}");
-    assert!(err.contains("--max_background_jobs=4 is not supported yet"), "{err}");
+    // --max_background_jobs is a knob now: quiet within the engine's bounds, a warning below.
+    assert!(!err.contains("--max_background_jobs"), "{err}");
+    result_line(&out, "fillseq");
+    let (ok, out, err) =
+        shale_bench(&["--num=100", "--benchmarks=fillseq", "--max_background_jobs=1"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("--max_background_jobs=1: the engine runs one flush thread"), "{err}");
     result_line(&out, "fillseq");
 }

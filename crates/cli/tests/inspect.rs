@@ -1,9 +1,11 @@
-//! `shale inspect` on a volume made through the library, and on things that are no volume.
+//! `shale inspect` on a volume made through the library, on an lsm store (levels and every
+//! SST, or only the levels with `--summary`), and on things that are no volume.
 
 mod common;
 
 use common::shale;
 
+use shale_lsm::{Db, Options};
 use shale_space::{Edit, Volume, VolumeOptions};
 
 #[test]
@@ -40,4 +42,44 @@ fn inspect_refuses_what_is_not_a_volume_and_writes_nothing() {
     assert!(!ok);
     assert!(err.contains("not a shale volume"), "{err}");
     assert_eq!(std::fs::read(&junk).unwrap(), vec![0x5a; 64 << 10]);
+}
+
+#[test]
+fn inspect_lists_every_sst_of_an_lsm_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap();
+    let db = Db::open(dir.path(), Options::small_for_tests()).unwrap();
+    for i in 0..3000u32 {
+        db.put(format!("key{i:06}").as_bytes(), &[b'v'; 100]).unwrap();
+    }
+    // A binary key and one that would clear the terminal, the smallest and the largest key:
+    // printed escaped as SST bounds.
+    db.put(b"\x00\xffbin", b"1").unwrap();
+    db.put(b"\xff\x1b[2J", b"2").unwrap();
+    db.flush().unwrap();
+    db.wait_for_compaction().unwrap();
+    let stats = db.stats();
+    db.close().unwrap();
+    let ssts: usize = stats.files_per_level.iter().sum();
+
+    let (ok, out, err) = shale(&["inspect", path]);
+    assert!(ok, "{err}");
+    let sst_lines: Vec<&str> = out.lines().filter(|l| l.trim_start().starts_with("SST ")).collect();
+    // Closing may flush once more: at least the SSTs counted before close.
+    assert!(sst_lines.len() >= ssts && ssts > 1, "{ssts} SSTs expected: {out}");
+    let sst = regex::Regex::new(
+        r"^\s+SST \d+\s+slots\s+\d+\+\d+\s+\d+ bytes\s+\d+ entries  seq \d+\.\.\d+  ",
+    )
+    .unwrap();
+    assert!(sst_lines.iter().all(|l| sst.is_match(l)), "{out}");
+    assert!(out.contains(r#""\x00\xffbin""#), "{out}");
+    assert!(out.contains(r#""\xff\x1b[2J""#), "{out}");
+    assert!(!out.contains('\x1b'), "a raw escape byte reached the output");
+    let level = regex::Regex::new(r"L\d: \d+ SSTs, [\d.]+ MiB, \d+ slots, \d+ entries").unwrap();
+    assert!(level.is_match(&out), "{out}");
+
+    let (ok, short, err) = shale(&["inspect", path, "--summary"]);
+    assert!(ok, "{err}");
+    assert!(!short.lines().any(|l| l.trim_start().starts_with("SST ")), "{short}");
+    assert!(level.is_match(&short), "{short}");
 }

@@ -36,6 +36,7 @@ pub mod db_iter;
 pub mod error;
 pub mod iter;
 pub mod key;
+pub mod level_targets;
 pub mod memtable;
 pub mod merge;
 pub mod options;

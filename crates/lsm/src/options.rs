@@ -8,6 +8,8 @@ pub use crate::wal::{MemoryTail, WalTail};
 
 /// Largest key accepted, in bytes.
 pub const KEY_BYTES_MAX: usize = 64 << 10;
+/// Most background threads a store runs (`max_background_jobs`).
+pub const BACKGROUND_JOBS_MAX: usize = 64;
 
 /// How a store is opened and tuned.
 #[derive(Clone, Debug)]
@@ -23,12 +25,28 @@ pub struct Options {
     pub level0_slowdown_writes_trigger: usize,
     /// L0 SSTs at which writes wait for compaction.
     pub level0_stop_writes_trigger: usize,
-    /// Target size of L1 (`max_bytes_for_level_base`).
+    /// Target size of L1 with static level sizing, of the base level (the level L0 compacts
+    /// into) with dynamic sizing (`max_bytes_for_level_base`).
     pub max_bytes_for_level_base: u64,
     /// Each level's target is this many times the one above.
     pub max_bytes_for_level_multiplier: u64,
-    /// Size at which compaction output is cut into a new SST (`target_file_size_base`).
+    /// Derive level targets from the largest level upward and compact L0 straight into the
+    /// first level that needs to exist, instead of sizing from L1 down (RocksDB's
+    /// `level_compaction_dynamic_level_bytes`; on by default, as in RocksDB since 8.4). About
+    /// 90% of the data then sits in the last level. See `level_targets`.
+    pub dynamic_level_bytes: bool,
+    /// Size at which compaction output is cut into a new SST (`target_file_size_base`),
+    /// rounded down to whole slots: an output is cut before the entry that would make it spill
+    /// into one more slot. Changeable while running (`Db::set_target_file_size`).
     pub target_file_size_base: u64,
+    /// LDS's odd-chunk rule: the last, part-filled output of a compaction from Ln (n >= 1)
+    /// into Ln+1 stays in Ln when it overlaps nothing there, and is merged into a later
+    /// compaction, so part-filled SSTs do not pile up in the levels (at most one per level).
+    pub odd_chunk_rule: bool,
+    /// Background threads: one flushes memtables, the others (`max_background_jobs - 1`, at
+    /// least one) run compactions, several at once on disjoint key ranges. At least 2 (RocksDB's
+    /// default is also 2). Changeable while running (`Db::set_background_jobs`).
+    pub max_background_jobs: usize,
     /// Compaction debt from which each write is delayed (0 = off).
     pub soft_pending_compaction_bytes_limit: u64,
     /// Compaction debt at which writes wait for compaction (0 = off).
@@ -55,7 +73,10 @@ impl Default for Options {
             level0_stop_writes_trigger: 36,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10,
+            dynamic_level_bytes: true,
             target_file_size_base: 64 << 20,
+            odd_chunk_rule: true,
+            max_background_jobs: 2,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
             sst: SstOptions::default(),
@@ -127,6 +148,12 @@ impl Options {
         }
         if self.target_file_size_base < self.volume.layout.slot_bytes {
             return bad("target_file_size_base is smaller than one slot".into());
+        }
+        if !(2..=BACKGROUND_JOBS_MAX).contains(&self.max_background_jobs) {
+            return bad(format!(
+                "max_background_jobs {} outside 2..={BACKGROUND_JOBS_MAX} (one flush thread and at least one compaction thread)",
+                self.max_background_jobs
+            ));
         }
         self.volume.layout.validate().map_err(Error::from)
     }

@@ -76,8 +76,29 @@ pub struct Stats {
     pub files_per_level: Vec<usize>,
     /// Bytes per level.
     pub bytes_per_level: Vec<u64>,
+    /// Target bytes per level (`level_targets`): 0 for L0 and for the levels above the base
+    /// level, which are kept empty.
+    pub level_target_bytes: Vec<u64>,
+    /// The level L0 compacts into: 1 with static level sizing; with dynamic sizing the last
+    /// level while the store is small, rising as the data grows.
+    pub base_level: usize,
     /// Bytes by which levels exceed their targets (an estimate of compaction debt).
     pub pending_compaction_bytes: u64,
+    /// Levels holding an odd chunk (LDS's odd-chunk rule), at most one each.
+    pub odd_chunks: usize,
+    /// Odd chunks kept back in their level since open.
+    pub odd_chunks_kept: u64,
+    /// Compactions running now.
+    pub running_compactions: usize,
+    /// Most compactions that ran at once since open.
+    pub peak_running_compactions: usize,
+    /// Background threads wanted: one flush thread and the compaction threads
+    /// (`max_background_jobs`, `Db::set_background_jobs`).
+    pub background_jobs: usize,
+    /// Compaction threads running now (briefly more or fewer than wanted after a change).
+    pub compaction_threads: usize,
+    /// Size compaction outputs are cut at (`Db::set_target_file_size`).
+    pub target_file_bytes: u64,
     /// Memtables, active and sealed.
     pub memtables: usize,
     /// Bytes in memtables.

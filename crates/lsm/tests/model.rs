@@ -33,6 +33,8 @@ fn options(tail: &Option<MemoryTail>) -> Options {
     o.target_file_size_base = 64 << 10;
     o.max_bytes_for_level_base = 256 << 10;
     o.level0_file_num_compaction_trigger = 2;
+    // Two compaction threads, so that concurrent compactions meet every operation too.
+    o.max_background_jobs = 3;
     o
 }
 

@@ -4,6 +4,7 @@
 //! no such knob yet and the flag has no effect. None is silently ignored.
 
 use shale_lsm::Options;
+use shale_lsm::options::BACKGROUND_JOBS_MAX;
 use shale_lsm::sst::Compression;
 
 use crate::bench::Args;
@@ -42,6 +43,12 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     }
     if let Some(v) = args.max_bytes_for_level_base {
         o.max_bytes_for_level_base = v;
+    }
+    if let Some(v) = args.level_compaction_dynamic_level_bytes {
+        o.dynamic_level_bytes = v;
+    }
+    if let Some(jobs) = args.max_background_jobs {
+        o.max_background_jobs = background_jobs(jobs, warn);
     }
     if let Some(v) = args.level0_file_num_compaction_trigger {
         o.level0_file_num_compaction_trigger = v;
@@ -105,11 +112,21 @@ fn warn_unsupported(args: &Args, warn: &mut dyn FnMut(String)) {
     if args.disable_wal == Some(true) {
         warn("--disable_wal is not supported yet and has no effect: every write goes through the WAL".into());
     }
-    if let Some(n) = args.max_background_jobs {
+}
+
+/// The engine's background jobs for `--max_background_jobs`: one flush thread and at least one
+/// compaction thread, so values below 2 (RocksDB takes 1, and -1 for its default of 2) become
+/// 2, and values above the engine's bound become the bound, each with a warning.
+fn background_jobs(jobs: i64, warn: &mut dyn FnMut(String)) -> usize {
+    let max = BACKGROUND_JOBS_MAX as i64;
+    let used = jobs.clamp(2, max);
+    if used != jobs {
         warn(format!(
-            "--max_background_jobs={n} is not supported yet and has no effect: the engine runs one flush and one compaction thread"
+            "--max_background_jobs={jobs}: the engine runs one flush thread and 1 to {} compaction threads, using {used}",
+            max - 1
         ));
     }
+    used as usize
 }
 
 /// Names a compression the engine has: none, lz4 or zstd.
@@ -162,9 +179,12 @@ mod tests {
             "--block_size=8192",
             "--bloom_bits=6",
             "--compression_type=lz4",
+            "--level_compaction_dynamic_level_bytes=false",
         ]);
         let o = plan.unwrap().options;
         assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(!o.dynamic_level_bytes);
+        assert!(plan_of(&[]).0.unwrap().options.dynamic_level_bytes, "the engine's default");
         assert_eq!((o.write_buffer_bytes, o.max_write_buffer_number), (1 << 20, 3));
         assert_eq!((o.target_file_size_base, o.max_bytes_for_level_base), (2 << 20, 8 << 20));
         assert_eq!(
@@ -184,13 +204,27 @@ mod tests {
 
     #[test]
     fn flags_without_a_knob_warn_by_name() {
-        let (plan, warnings) = plan_of(&["--disable_wal=1", "--max_background_jobs=4"]);
+        let (plan, warnings) = plan_of(&["--disable_wal=1"]);
         assert!(plan.is_ok());
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("--disable_wal") && warnings[0].contains("no effect"));
-        assert!(warnings[1].contains("--max_background_jobs") && warnings[1].contains("no effect"));
         let (_, quiet) = plan_of(&["--disable_wal=false"]);
         assert!(quiet.is_empty(), "the engine already does what --disable_wal=false asks");
+    }
+
+    #[test]
+    fn background_jobs_reach_the_engine_within_its_bounds() {
+        let (plan, warnings) = plan_of(&["--max_background_jobs=6"]);
+        assert_eq!(plan.unwrap().options.max_background_jobs, 6);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        for (flag, used) in [("--max_background_jobs=1", 2), ("--max_background_jobs=-1", 2)] {
+            let (plan, warnings) = plan_of(&[flag]);
+            assert_eq!(plan.unwrap().options.max_background_jobs, used);
+            assert!(warnings.len() == 1 && warnings[0].contains("using 2"), "{warnings:?}");
+        }
+        let (plan, warnings) = plan_of(&["--max_background_jobs=1000"]);
+        assert_eq!(plan.unwrap().options.max_background_jobs, BACKGROUND_JOBS_MAX);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
     }
 
     #[test]

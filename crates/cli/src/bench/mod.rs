@@ -100,15 +100,18 @@ pub struct Args {
     /// Memtables, active and sealed, before writes stall.
     #[arg(long = "max_write_buffer_number")]
     pub max_write_buffer_number: Option<usize>,
-    /// Background flush and compaction threads (the engine has one; not supported yet).
+    /// Background threads: one flushes, the others compact (at least 2).
     #[arg(long = "max_background_jobs", allow_negative_numbers = true)]
     pub max_background_jobs: Option<i64>,
     /// Size at which compaction output is cut into a new SST.
     #[arg(long = "target_file_size_base")]
     pub target_file_size_base: Option<u64>,
-    /// Target size of L1.
+    /// Target size of L1 (static level sizing) or of the base level (dynamic).
     #[arg(long = "max_bytes_for_level_base")]
     pub max_bytes_for_level_base: Option<u64>,
+    /// Size levels from the largest one up (RocksDB's default from 8.4; the engine's default).
+    #[arg(long = "level_compaction_dynamic_level_bytes", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub level_compaction_dynamic_level_bytes: Option<bool>,
     /// L0 SSTs that start a compaction into L1.
     #[arg(long = "level0_file_num_compaction_trigger")]
     pub level0_file_num_compaction_trigger: Option<usize>,

@@ -1,116 +1,118 @@
-//! Leveled compaction: choosing the next compaction and running it.
+//! Leveled compaction: running the compaction the picker chose (`picker.rs`) and committing
+//! it as one version edit.
 //!
-//! L0 goes into L1 once it holds `level0_file_num_compaction_trigger` SSTs; otherwise the level
-//! most over its target (`max_bytes_for_level_base` times the multiplier per level) gives one
-//! SST, in round-robin key order, to merge with what overlaps it one level down. A single SST
-//! with nothing below moves down without being rewritten. `compact_range` moves every level
-//! down until one holds everything.
-//!
-//! Range tombstones in a merge: a point entry older than a tombstone of the inputs over its
-//! key is dropped when no snapshot lies between them (the oldest snapshot sees the
-//! tombstone); a tombstone goes to every output whose key range it meets, clipped to that
-//! range, so the outputs' bounds stay disjoint; it is dropped when no snapshot predates it and
-//! no deeper level may hold a key it covers.
+//! 1. A trivial move (nothing below to merge with) commits the inputs at the output level,
+//!    unchanged.
+//! 2. Otherwise the inputs and their overlap below are merged, keeping every version a live
+//!    snapshot needs and dropping tombstones only where no deeper level may hold the key.
+//!    Outputs are cut between user keys, before the entry that would take the SST past the
+//!    target size in whole slots (`SstBuilder::bytes_after_adding`).
+//!    Range tombstones: a point entry older than a tombstone of the inputs over its key is
+//!    dropped when no snapshot lies between them (the oldest snapshot sees the tombstone); a
+//!    tombstone goes to every output whose key range it meets, clipped to that range, so the
+//!    outputs' bounds stay disjoint; it is dropped when no snapshot predates it and no deeper
+//!    level may hold a key it covers.
+//! 3. The commit, under the state lock: LDS's odd-chunk rule may keep the last, part-filled
+//!    output in the source level (`keeps_odd_chunk`); the edit is committed; the compaction
+//!    leaves the picker's book. Inputs are freed only after the commit, once no reader holds
+//!    them.
 
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, Kind, SEQ_MAX};
+use crate::level_targets::LevelTargets;
 use crate::merge::MergingIterator;
 use crate::range_del::{self, Fragments, RangeTombstone};
-use crate::version::{HandleIter, LEVELS, SstHandle, Version};
-use crate::version_edit::VersionEdit;
+use crate::version::{HandleIter, SstHandle};
+use crate::version_edit::{SstMeta, VersionEdit};
 
+use super::picker::KeyRange;
 use super::{Inner, OutputSst, State};
 
-/// A planned compaction.
+/// Padding (unused bytes of its last slot) from which the last output of a merge counts as
+/// part-filled, in eighths of a slot: only then is keeping it back as an odd chunk worth a
+/// later rewrite.
+const ODD_CHUNK_PADDING_EIGHTHS_MIN: u64 = 1;
+
+/// A compaction the picker chose, with its SSTs.
 pub(super) struct Compaction {
+    /// The picker's id for it.
+    id: u64,
     level: usize,
+    output_level: usize,
     inputs: Vec<Arc<SstHandle>>,
     next: Vec<Arc<SstHandle>>,
+    /// Part of a full compaction: no odd chunk stays behind.
+    full: bool,
+    trivial_move: bool,
 }
 
 impl Inner {
-    pub(super) fn level_target(&self, level: usize) -> u64 {
-        let mut t = self.opts.max_bytes_for_level_base;
-        for _ in 1..level {
-            t = t.saturating_mul(self.opts.max_bytes_for_level_multiplier);
-        }
-        t
-    }
-
+    /// Picks the next compaction and enters it in the book, or `None` if nothing is due or
+    /// nothing due can run beside the running ones.
     pub(super) fn pick_compaction(&self, st: &mut State) -> Option<Compaction> {
         let v = st.version.clone();
-        let l0 = &v.levels[0];
-        if !l0.is_empty()
-            && (l0.len() >= self.opts.level0_file_num_compaction_trigger || st.full_compaction)
-        {
-            return Some(self.with_next_level(&v, 0, l0.clone()));
-        }
-        if st.full_compaction {
-            // Move the shallowest non-empty level down until one level holds everything.
-            let non_empty: Vec<usize> = (1..LEVELS).filter(|&l| !v.levels[l].is_empty()).collect();
-            if non_empty.len() > 1 {
-                let level = non_empty[0];
-                return Some(self.with_next_level(&v, level, v.levels[level].clone()));
-            }
-            return None;
-        }
-        let mut best: Option<(f64, usize)> = None;
-        for level in 1..LEVELS - 1 {
-            let score = v.level_bytes(level) as f64 / self.level_target(level) as f64;
-            if score > 1.0 && best.is_none_or(|(s, _)| score > s) {
-                best = Some((score, level));
-            }
-        }
-        let (_, level) = best?;
-        let files = &v.levels[level];
-        let pointer = &st.compact_pointer[level];
-        let pick = files
-            .iter()
-            .find(|f| key::user_key(&f.meta.smallest) > pointer.as_slice())
-            .unwrap_or(&files[0])
-            .clone();
-        st.compact_pointer[level] = key::user_key(&pick.meta.largest).to_vec();
-        Some(self.with_next_level(&v, level, vec![pick]))
+        let sizes: Vec<u64> = (0..v.levels.len()).map(|l| v.level_bytes(l)).collect();
+        let targets = LevelTargets::compute(&self.opts, &sizes);
+        let plan = st.compaction.pick(&v.levels, &self.opts, &targets, st.full_compaction)?;
+        let id = st.compaction.start(&v.levels, &plan);
+        let take = |level: usize, at: &[usize]| -> Vec<Arc<SstHandle>> {
+            at.iter().map(|&i| v.levels[level][i].clone()).collect()
+        };
+        Some(Compaction {
+            id,
+            level: plan.level,
+            output_level: plan.output_level,
+            inputs: take(plan.level, &plan.inputs),
+            next: take(plan.output_level, &plan.next),
+            full: plan.full,
+            trivial_move: plan.is_trivial_move(),
+        })
     }
 
-    fn with_next_level(
-        &self,
-        v: &Version,
-        level: usize,
-        inputs: Vec<Arc<SstHandle>>,
-    ) -> Compaction {
-        let smallest =
-            inputs.iter().map(|f| key::user_key(&f.meta.smallest)).min().unwrap().to_vec();
-        let largest = inputs.iter().map(|f| key::user_key(&f.meta.largest)).max().unwrap().to_vec();
-        let next = v.overlapping(level + 1, &smallest, &largest);
-        Compaction { level, inputs, next }
+    /// Size compaction outputs are cut at: the target file size in whole slots, at least one.
+    fn output_cut_bytes(&self) -> u64 {
+        let slot = self.volume.layout().slot_bytes;
+        let target = self.target_file_bytes.load(std::sync::atomic::Ordering::Relaxed);
+        (target / slot).max(1) * slot
     }
 
+    /// Runs a compaction and commits it; a failed one leaves the book too (the store stops).
     pub(super) fn run_compaction(&self, c: Compaction) -> Result<()> {
-        let out_level = c.level + 1;
+        let id = c.id;
+        let result = self.compact(c);
+        if result.is_err() {
+            let mut st = self.state.lock();
+            let version = st.version.clone();
+            st.compaction.finish(id, &version.levels);
+            self.cv.notify_all();
+        }
+        result
+    }
+
+    fn compact(&self, c: Compaction) -> Result<()> {
+        let out_level = c.output_level;
         let removed_ids: Vec<(u8, u64)> = c
             .inputs
             .iter()
             .map(|f| (c.level as u8, f.meta.id))
             .chain(c.next.iter().map(|f| (out_level as u8, f.meta.id)))
             .collect();
-        // A single SST with nothing below it to merge with moves down without being rewritten.
-        if c.inputs.len() == 1 && c.next.is_empty() {
-            let meta = c.inputs[0].meta.clone();
+        // SSTs with nothing below them to merge with move down without being rewritten.
+        if c.trivial_move {
             let edit = VersionEdit {
                 removed: removed_ids,
-                added: vec![(out_level as u8, meta)],
+                added: c.inputs.iter().map(|f| (out_level as u8, f.meta.clone())).collect(),
                 ..Default::default()
             };
             let mut st = self.state.lock();
             self.commit_edit(&mut st, edit, Vec::new(), Vec::new())?;
-            st.compactions += 1;
-            self.cv.notify_all();
+            self.finish_compaction(&mut st, &c, None);
             return Ok(());
         }
+        let cut_bytes = self.output_cut_bytes();
         let (smallest_snapshot, version) = {
             let st = self.state.lock();
             (st.snapshots.keys().next().copied().unwrap_or(st.last_seq), st.version.clone())
@@ -152,7 +154,8 @@ impl Inner {
             let new_key = current_key.as_deref() != Some(p.user_key);
             if new_key {
                 // Cut outputs only between user keys, so levels stay disjoint by user key.
-                if builder.builder.estimated_bytes() as u64 >= self.opts.target_file_size_base {
+                let after = builder.builder.bytes_after_adding(ikey.len(), merged.value().len());
+                if builder.builder.entries() > 0 && after as u64 > cut_bytes {
                     let mut full = std::mem::replace(&mut builder, OutputSst::new(&self.opts));
                     let lower = output_lower.replace(p.user_key.to_vec());
                     add_clipped(&mut full, &kept_tombstones, lower.as_deref(), Some(p.user_key));
@@ -175,23 +178,80 @@ impl Inner {
         }
         merged.status()?;
         add_clipped(&mut builder, &kept_tombstones, output_lower.as_deref(), None);
+        let last_used_bytes = builder.builder.estimated_bytes() as u64;
         outputs.extend(self.write_output(builder)?);
         let added_extents = outputs.iter().map(|m| m.extent).collect();
         let removed_extents = c.inputs.iter().chain(&c.next).map(|f| f.meta.extent).collect();
-        let edit = VersionEdit {
-            removed: removed_ids,
-            added: outputs.into_iter().map(|m| (out_level as u8, m)).collect(),
-            ..Default::default()
-        };
         let mut st = self.state.lock();
+        let odd = self.keeps_odd_chunk(&st, &c, &outputs, last_used_bytes);
+        let added = outputs
+            .into_iter()
+            .map(|m| {
+                let level = if Some(m.id) == odd { c.level } else { out_level };
+                (level as u8, m)
+            })
+            .collect();
+        let edit = VersionEdit { removed: removed_ids, added, ..Default::default() };
         self.commit_edit(&mut st, edit, added_extents, removed_extents)?;
+        self.finish_compaction(&mut st, &c, odd);
+        Ok(())
+    }
+
+    /// After a commit: out of the book, the new odd chunk recorded, counted, waiters woken.
+    fn finish_compaction(&self, st: &mut State, c: &Compaction, odd: Option<u64>) {
+        let version = st.version.clone();
+        st.compaction.finish(c.id, &version.levels);
+        if let Some(id) = odd {
+            st.compaction.set_odd_chunk(c.level, id);
+        }
         st.compactions += 1;
         self.cv.notify_all();
-        Ok(())
+    }
+
+    /// LDS's odd-chunk rule: the SST id of the last output if it is to stay in the source
+    /// level Ln instead of going down to Ln+1. It stays when
+    /// - the rule is on, this is no full compaction, and Ln is not L0 (L0's order comes from
+    ///   SST ids, and a new id would place older data above newer flushes);
+    /// - the merge wrote at least one other output (something went down) and this last one
+    ///   is part-filled (its last slot at least an eighth empty);
+    /// - it is no larger than the inputs taken from Ln, so a compaction out of Ln never makes
+    ///   Ln larger and repeated compactions of Ln make progress;
+    /// - Ln has no other odd chunk, and the chunk overlaps nothing left in Ln nor the range of
+    ///   a running compaction into Ln (`CompactionState::may_keep_odd_chunk`). It overlaps
+    ///   nothing in Ln+1 by construction: its keys lie inside this compaction's range there.
+    ///
+    /// Reads stay right: the chunk holds, for each of its keys, every version Ln and Ln+1 had,
+    /// so nothing above it is older and nothing below it is newer.
+    fn keeps_odd_chunk(
+        &self,
+        st: &State,
+        c: &Compaction,
+        outputs: &[SstMeta],
+        last_used_bytes: u64,
+    ) -> Option<u64> {
+        let last = outputs.last()?;
+        let slot = self.volume.layout().slot_bytes;
+        let padding = last.bytes.saturating_sub(last_used_bytes);
+        let input_bytes: u64 = c.inputs.iter().map(|f| f.meta.bytes).sum();
+        let eligible = self.opts.odd_chunk_rule
+            && !c.full
+            && c.level >= 1
+            && outputs.len() >= 2
+            && padding * 8 >= slot * ODD_CHUNK_PADDING_EIGHTHS_MIN
+            && last.bytes <= input_bytes;
+        if !eligible {
+            return None;
+        }
+        let removed: Vec<u64> = c.inputs.iter().chain(&c.next).map(|f| f.meta.id).collect();
+        let chunk = KeyRange::of_sst(last);
+        st.compaction
+            .may_keep_odd_chunk(c.id, &st.version.levels, c.level, &removed, &chunk)
+            .then_some(last.id)
     }
 }
 
-/// Adds to an output the parts of `tombstones` inside its user keys `[lower, upper)`.
+/// Adds to an output the pieces of `tombstones` inside its user-key range `[lower, upper)`
+/// (`None`: unbounded).
 fn add_clipped(
     out: &mut OutputSst,
     tombstones: &[RangeTombstone],

@@ -23,11 +23,12 @@
 //! deleted, and a tombstone with no newer entry in its own source ends the search, since every
 //! older source holds only older versions of the key (docs/lsm.md, "Range deletes").
 //!
-//! Background: one thread flushes the oldest sealed memtable to an L0 SST; another runs the
-//! compaction with the highest score, so a long compaction never holds up a flush. Each result
-//! is committed as one version edit under the state lock, against the version current then
-//! (SSTs are removed by id, so a flush committed meanwhile is kept); inputs are freed only
-//! once no reader holds them.
+//! Background: one thread flushes the oldest sealed memtable to an L0 SST; the others
+//! (`max_background_jobs - 1`, resizable while running, `pool.rs`) run compactions, several at
+//! once on disjoint SSTs and key ranges (`picker.rs`), so a long compaction never holds up a
+//! flush. Each result is committed as one version edit under the state lock, against the
+//! version current then (SSTs are removed by id, so a flush or compaction committed meanwhile
+//! is kept); inputs are freed only once no reader holds them.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -46,6 +47,7 @@ use crate::db_iter::{DbIterator, IterBounds};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, Kind};
+use crate::level_targets::LevelTargets;
 use crate::memtable::Memtable;
 use crate::merge::MergingIterator;
 use crate::options::{KEY_BYTES_MAX, Options, ReadOptions, WriteOptions};
@@ -57,11 +59,15 @@ use crate::version_edit::{SstMeta, VersionEdit};
 use crate::wal::{AppendError, WalWriter};
 
 mod compaction;
+mod picker;
+mod pool;
 mod recovery;
 mod store_lock;
 mod write_group;
 use crate::write_controller::{self, Pressure};
 use compaction::Compaction;
+use picker::CompactionState;
+use pool::PoolSize;
 use store_lock::StoreLock;
 use write_group::{GroupSync, Outcome, Pending, WriteQueue};
 
@@ -88,7 +94,8 @@ const WRITE_DELAY: Duration = Duration::from_millis(1);
 /// ```
 pub struct Db {
     inner: Arc<Inner>,
-    workers: Vec<JoinHandle<()>>,
+    /// The background threads, flush and compaction (`pool.rs`).
+    workers: Mutex<Vec<JoinHandle<()>>>,
     /// Held while open (stores opened by path).
     _lock: Option<StoreLock>,
 }
@@ -120,6 +127,8 @@ struct Inner {
     /// order: `wal` before `state`.
     wal: Mutex<WalWriter>,
     writers: WriteQueue,
+    /// Compaction output size, changeable while running (`set_target_file_size`).
+    target_file_bytes: AtomicU64,
 }
 
 struct State {
@@ -144,7 +153,10 @@ struct State {
     stopped: Option<String>,
     shutting_down: bool,
     full_compaction: bool,
-    compact_pointer: Vec<Vec<u8>>,
+    /// Running compactions, round-robin pointers, odd chunks (`picker.rs`).
+    compaction: CompactionState,
+    /// Compaction threads wanted and running (`pool.rs`).
+    pool: PoolSize,
     flushes: u64,
     compactions: u64,
 }
@@ -347,6 +359,23 @@ impl Db {
         Ok(())
     }
 
+    /// Changes the size compaction outputs are cut at (`target_file_size_base`, rounded down
+    /// to whole slots) while the store runs; compactions starting from now on use it. ADOC's
+    /// tuner turns this knob with the write buffer size.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] below one slot.
+    pub fn set_target_file_size(&self, bytes: u64) -> Result<()> {
+        let slot = self.inner.volume.layout().slot_bytes;
+        if bytes < slot {
+            return Err(Error::InvalidArgument(format!(
+                "target file size of {bytes} bytes is below one {slot}-byte slot"
+            )));
+        }
+        self.inner.target_file_bytes.store(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Statistics and properties.
     pub fn stats(&self) -> Stats {
         self.inner.stats()
@@ -392,7 +421,7 @@ impl Db {
     fn shutdown(&mut self) {
         self.inner.state.lock().shutting_down = true;
         self.inner.cv.notify_all();
-        for w in self.workers.drain(..) {
+        for w in self.workers.get_mut().drain(..) {
             let _ = w.join();
         }
     }
@@ -637,12 +666,15 @@ impl Inner {
         self.write_buffer_bytes.load(Ordering::Relaxed) as usize
     }
 
-    /// Whether a flush or a compaction is waiting to run.
+    /// Whether a flush or a compaction is running or waiting to run.
     fn work_pending(&self, st: &State) -> bool {
         let v = &st.version;
+        let sizes = level_sizes(v);
+        let targets = LevelTargets::compute(&self.opts, &sizes);
         !st.imm.is_empty()
+            || st.compaction.running() > 0
             || v.levels[0].len() >= self.opts.level0_file_num_compaction_trigger
-            || (1..LEVELS - 1).any(|l| v.level_bytes(l) > self.level_target(l))
+            || (1..LEVELS).any(|l| targets.is_over(&sizes, l))
     }
 
     fn pressure(&self, st: &State) -> Pressure {
@@ -655,7 +687,8 @@ impl Inner {
 
     /// Bytes by which levels exceed their targets: an estimate of compaction debt.
     fn pending_compaction_bytes(&self, v: &Version) -> u64 {
-        (1..LEVELS - 1).map(|l| v.level_bytes(l).saturating_sub(self.level_target(l))).sum()
+        let sizes = level_sizes(v);
+        LevelTargets::compute(&self.opts, &sizes).excess_bytes(&sizes)
     }
 
     fn stall(&self, st: &mut MutexGuard<'_, State>, kind: Stall) {
@@ -802,31 +835,8 @@ impl Inner {
 
     fn background_loop(self: Arc<Self>, kind: Worker) {
         loop {
-            let job = {
-                let mut st = self.state.lock();
-                loop {
-                    if st.stopped.is_some() {
-                        return;
-                    }
-                    if kind == Worker::Flush {
-                        if let Some((mem, ltn)) = st.imm.front().cloned() {
-                            break Job::Flush(mem, ltn);
-                        }
-                    } else {
-                        if let Some(c) = self.pick_compaction(&mut st) {
-                            break Job::Compact(c);
-                        }
-                        if st.full_compaction && st.imm.is_empty() {
-                            st.full_compaction = false;
-                            self.cv.notify_all();
-                        }
-                    }
-                    // Shut down only once no flush is left, so close loses no memtable.
-                    if st.shutting_down && (kind == Worker::Compaction || st.imm.is_empty()) {
-                        return;
-                    }
-                    self.cv.wait(&mut st);
-                }
+            let Some(job) = self.next_job(&mut self.state.lock(), kind) else {
+                return;
             };
             let result = match job {
                 Job::Flush(mem, ltn) => self.flush_memtable(&mem, ltn),
@@ -837,10 +847,52 @@ impl Inner {
                 if st.stopped.is_none() {
                     st.stopped = Some(format!("background work failed: {e}"));
                 }
+                if kind == Worker::Compaction {
+                    st.pool.live -= 1;
+                }
                 log::error!("background work failed, store stopped: {e}");
                 self.cv.notify_all();
                 return;
             }
+        }
+    }
+
+    /// The next job for a background thread, waiting for one; `None` when the thread is to
+    /// end (the store stopped or shuts down, or a surplus compaction thread retires), already
+    /// counted out of the pool.
+    fn next_job(&self, st: &mut MutexGuard<'_, State>, kind: Worker) -> Option<Job> {
+        let leave = |st: &mut State| {
+            if kind == Worker::Compaction {
+                st.pool.live -= 1;
+            }
+            None
+        };
+        loop {
+            if st.stopped.is_some() {
+                return leave(st);
+            }
+            if kind == Worker::Flush {
+                if let Some((mem, ltn)) = st.imm.front().cloned() {
+                    return Some(Job::Flush(mem, ltn));
+                }
+            } else {
+                if st.pool.retire_one() {
+                    self.cv.notify_all();
+                    return None;
+                }
+                if let Some(c) = self.pick_compaction(st) {
+                    return Some(Job::Compact(c));
+                }
+                if st.full_compaction && st.imm.is_empty() && st.compaction.running() == 0 {
+                    st.full_compaction = false;
+                    self.cv.notify_all();
+                }
+            }
+            // Shut down only once no flush is left, so close loses no memtable.
+            if st.shutting_down && (kind == Worker::Compaction || st.imm.is_empty()) {
+                return leave(st);
+            }
+            self.cv.wait(st);
         }
     }
 
@@ -920,12 +972,21 @@ impl Inner {
         let st = self.state.lock();
         let v = &st.version;
         let io = |c| self.volume.io(c);
+        let sizes = level_sizes(v);
+        let targets = LevelTargets::compute(&self.opts, &sizes);
         Stats {
             files_per_level: v.levels.iter().map(|l| l.len()).collect(),
-            bytes_per_level: (0..LEVELS).map(|l| v.level_bytes(l)).collect(),
-            pending_compaction_bytes: (1..LEVELS - 1)
-                .map(|l| v.level_bytes(l).saturating_sub(self.level_target(l)))
-                .sum(),
+            bytes_per_level: sizes.clone(),
+            level_target_bytes: targets.bytes.to_vec(),
+            base_level: targets.base_level,
+            pending_compaction_bytes: targets.excess_bytes(&sizes),
+            odd_chunks: (0..LEVELS).filter_map(|l| st.compaction.odd_chunk(l)).count(),
+            odd_chunks_kept: st.compaction.odd_chunks_kept(),
+            running_compactions: st.compaction.running(),
+            peak_running_compactions: st.compaction.peak_running(),
+            background_jobs: st.pool.background_jobs(),
+            compaction_threads: st.pool.live,
+            target_file_bytes: self.target_file_bytes.load(Ordering::Relaxed),
             memtables: 1 + st.imm.len(),
             memtable_bytes: st.mem.approximate_bytes()
                 + st.imm.iter().map(|(m, _)| m.approximate_bytes()).sum::<usize>(),
@@ -957,4 +1018,9 @@ fn insert_batch(batch: &WriteBatch, first_seq: u64, mem: &Memtable) {
 enum Job {
     Flush(Arc<Memtable>, u64),
     Compact(Compaction),
+}
+
+/// Bytes of each level of `v`, L0 first.
+fn level_sizes(v: &Version) -> Vec<u64> {
+    (0..LEVELS).map(|l| v.level_bytes(l)).collect()
 }

@@ -8,7 +8,7 @@
 //!    completed when the process died).
 //! 3. The replayed records become L0 SSTs committed in one edit that marks every old WAL
 //!    generation flushed, before any new write.
-//! 4. A new WAL group starts, and the flush and compaction threads.
+//! 4. A new WAL group starts, and the flush and compaction threads (`pool.rs`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -26,13 +26,11 @@ use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::sst::QueuePool;
 use crate::stats::StallCounters;
-use crate::version::{LEVELS, Version};
+use crate::version::Version;
 use crate::version_edit::{SstMeta, VersionEdit};
 use crate::wal::{TailLog, WalLayout, WalWriter};
 
-use super::{
-    Db, Inner, MEMTABLE_OVERHEAD_PER_OP, State, WAL_QUEUE_DEPTH, Worker, WriteQueue, open_sst,
-};
+use super::{Db, Inner, MEMTABLE_OVERHEAD_PER_OP, State, WAL_QUEUE_DEPTH, WriteQueue, open_sst};
 
 impl Db {
     pub(super) fn open_volume(opened: Opened, opts: Options) -> Result<Db> {
@@ -101,7 +99,8 @@ impl Db {
                 stopped: None,
                 shutting_down: false,
                 full_compaction: false,
-                compact_pointer: vec![Vec::new(); LEVELS],
+                compaction: Default::default(),
+                pool: Default::default(),
                 flushes: 0,
                 compactions: 0,
             }),
@@ -112,6 +111,7 @@ impl Db {
             writes: AtomicU64::new(0),
             write_groups: AtomicU64::new(0),
             write_buffer_bytes: AtomicU64::new(opts.write_buffer_bytes as u64),
+            target_file_bytes: AtomicU64::new(opts.target_file_size_base),
         });
         // 3. Replay the WAL into memtables and flush them before accepting writes, so every
         //    old group can be recycled and recovery work stays bounded.
@@ -137,29 +137,7 @@ impl Db {
             inner.state.lock().last_seq,
             started.elapsed()
         );
-        let mut workers = Vec::new();
-        for (kind, name) in
-            [(Worker::Flush, "shale-flush"), (Worker::Compaction, "shale-compaction")]
-        {
-            let worker_inner = inner.clone();
-            let spawned = std::thread::Builder::new()
-                .name(name.into())
-                .spawn(move || worker_inner.background_loop(kind));
-            match spawned {
-                Ok(handle) => workers.push(handle),
-                Err(e) => {
-                    let mut db = Db { inner, workers, _lock: None };
-                    db.shutdown();
-                    let source = e;
-                    return Err(Error::Io(shale_io::Error::Io {
-                        op: shale_io::OpKind::Read,
-                        offset: 0,
-                        source,
-                    }));
-                }
-            }
-        }
-        Ok(Db { inner, workers, _lock: None })
+        Db::start_workers(inner)
     }
 }
 

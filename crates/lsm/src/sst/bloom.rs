@@ -25,7 +25,7 @@ pub const BITS_PER_KEY_DEFAULT: u32 = 10;
 /// The most probes per key a filter may use.
 const PROBES_MAX: u8 = 30;
 /// The smallest bit array, so that tiny filters are not all ones.
-const FILTER_BYTES_MIN: usize = 8;
+pub(crate) const FILTER_BYTES_MIN: usize = 8;
 
 const MUL_A: u64 = 0x9E37_79B9_7F4A_7C15;
 const MUL_B: u64 = 0xC2B2_AE3D_27D4_EB4F;

@@ -15,10 +15,11 @@ use shale_io::{AlignedBuf, SECTOR_SIZE};
 use crate::key;
 use crate::range_del::{self, RangeTombstone};
 use crate::sst::block::{BlockBuilder, RESTART_INTERVAL_DEFAULT};
-use crate::sst::bloom::{BITS_PER_KEY_DEFAULT, bloom_hash, build_filter};
+use crate::sst::bloom::{BITS_PER_KEY_DEFAULT, FILTER_BYTES_MIN, bloom_hash, build_filter};
 use crate::sst::footer::{FOOTER_BYTES, Footer};
 use crate::sst::format::{
-    BlockHandle, Compression, SST_FORMAT_VERSION, SstProperties, write_block,
+    BLOCK_HANDLE_BYTES, BLOCK_TRAILER_BYTES, BlockHandle, Compression, PROPERTIES_FIXED_BYTES,
+    SST_FORMAT_VERSION, SstProperties, write_block,
 };
 use crate::sst::range_del_block;
 
@@ -49,6 +50,10 @@ impl Default for SstOptions {
 /// Index blocks restart at every entry: they are searched far more often than scanned, and
 /// their keys share little.
 const INDEX_RESTART_INTERVAL: usize = 1;
+/// Longest encoding of a u32 varint.
+const VARINT32_BYTES_MAX: usize = 5;
+/// A block entry's overhead beyond its key and value: three varints and a restart point.
+const ENTRY_OVERHEAD_MAX: usize = 3 * VARINT32_BYTES_MAX + 4;
 
 /// A finished SST, not yet on a device.
 #[derive(Debug)]
@@ -177,6 +182,33 @@ impl SstBuilder {
             + FOOTER_BYTES
     }
 
+    /// An upper bound on the bytes the finished image would use (before padding to slots) if an
+    /// entry with a `key_len`-byte internal key and a `value_len`-byte value were added next
+    /// and the SST finished after it. Compaction cuts its output before the entry that would
+    /// take it past whole slots, as LDS packs a chunk when "adding one more key-value pair
+    /// would cause the package to overflow the slot size": cutting only once the estimate has
+    /// passed the target leaves every SST a nearly empty last slot.
+    pub fn bytes_after_adding(&self, key_len: usize, value_len: usize) -> usize {
+        // The entry joins the open data block, which is then written with its trailer.
+        let data = self.data.estimated_bytes() + ENTRY_OVERHEAD_MAX + key_len + value_len;
+        // The open block's index entry: its last key would be this one, then its handle.
+        let index = self.index.estimated_bytes()
+            + ENTRY_OVERHEAD_MAX
+            + key_len
+            + BLOCK_HANDLE_BYTES
+            + BLOCK_TRAILER_BYTES;
+        let filter = match self.opts.bloom_bits_per_key {
+            0 => 0,
+            bits => {
+                let bytes = ((self.hashes.len() + 1) * bits as usize).div_ceil(8);
+                bytes.max(FILTER_BYTES_MIN) + 1 + BLOCK_TRAILER_BYTES
+            }
+        };
+        let smallest = if self.props.entries == 0 { key_len } else { self.props.smallest.len() };
+        let properties = PROPERTIES_FIXED_BYTES + smallest + 4 + key_len + BLOCK_TRAILER_BYTES;
+        self.image.len() + data + BLOCK_TRAILER_BYTES + index + filter + properties + FOOTER_BYTES
+    }
+
     /// Finishes the image, padded with zeros to a multiple of `slot_bytes` so that the footer
     /// ends exactly at the end of the last slot.
     ///
@@ -228,6 +260,64 @@ impl SstBuilder {
                 std::cmp::min_by(ps, ts, |a, b| key::compare(a, b)),
                 std::cmp::max_by(pl, tl, |a, b| key::compare(a, b)),
             ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::key::Kind;
+
+    /// Bytes a finished image uses before its padding: up to the end of its last block (the
+    /// properties), plus the footer.
+    fn used_bytes(image: &SstImage) -> usize {
+        let end = image.bytes.len();
+        let footer = Footer::decode(&image.bytes[end - FOOTER_BYTES..], end as u64).unwrap();
+        let p = footer.properties;
+        p.offset as usize + p.size as usize + BLOCK_TRAILER_BYTES + FOOTER_BYTES
+    }
+
+    #[test]
+    fn bytes_after_adding_bounds_the_finished_image_closely() {
+        let mut rng = SmallRng::seed_from_u64(7);
+        for (bloom, compression, block) in [
+            (10, Compression::None, 4096),
+            (0, Compression::None, 512),
+            (6, Compression::Lz4, 1024),
+        ] {
+            let opts = SstOptions {
+                block_bytes: block,
+                bloom_bits_per_key: bloom,
+                compression,
+                ..SstOptions::default()
+            };
+            let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..120u32)
+                .map(|i| {
+                    let user = format!("key{:06}{}", i * 3, "x".repeat(rng.gen_range(0..40)));
+                    let value = vec![b'a' + (i % 26) as u8; rng.gen_range(0..700)];
+                    (crate::key::encode(user.as_bytes(), 1000 - u64::from(i), Kind::Put), value)
+                })
+                .collect();
+            for n in 1..=entries.len() {
+                let mut b = SstBuilder::new(&opts);
+                for (k, v) in &entries[..n - 1] {
+                    b.add(k, v);
+                }
+                let (k, v) = &entries[n - 1];
+                let bound = b.bytes_after_adding(k.len(), v.len());
+                b.add(k, v);
+                let used = used_bytes(&b.finish(512));
+                assert!(used <= bound, "{n} entries: {used} bytes used, bound {bound}");
+                // Close enough that cutting by it wastes little of a slot (compressed blocks
+                // may come out far below it).
+                if compression == Compression::None {
+                    assert!(bound - used <= 96 + 2 * k.len(), "{n} entries: {used} used, {bound}");
+                }
+            }
         }
     }
 }

@@ -266,7 +266,7 @@ pub struct SstProperties {
 }
 
 /// Bytes of the properties before the smallest key.
-const PROPERTIES_FIXED_BYTES: usize = 56;
+pub(crate) const PROPERTIES_FIXED_BYTES: usize = 56;
 
 impl SstProperties {
     /// The properties block's bytes.

@@ -1,0 +1,532 @@
+//! Choosing compactions, several at once: level scores, inputs, and the book of running
+//! compactions that keeps each new one clear of the others.
+//!
+//! The rules, in order (RocksDB's leveled picker, with LDS's odd chunk):
+//! 1. Score the levels: L0 by its SST count over `level0_file_num_compaction_trigger`, the
+//!    levels from the base level to the one above the last by their bytes not already being
+//!    compacted over their target (`level_targets`). Levels scoring at least 1 are tried,
+//!    highest first.
+//! 2. L0 compacts into the base level, all its SSTs at once, and only one such compaction runs
+//!    at a time (L0's SSTs overlap each other, so two could not split them by key).
+//! 3. Ln (n >= 1) gives one SST, the first after the level's compact pointer (round robin in
+//!    key order), with the level's odd chunk attached when it is that SST's neighbour (LDS:
+//!    the odd chunk "is attached to its next adjacent chunk that will participate in the next
+//!    compaction of Ln"), and takes every SST of Ln+1 that overlaps them.
+//! 4. A candidate is passed over when one of its SSTs is already being compacted, or when its
+//!    key range (inputs and overlap together) meets the range of a running compaction into the
+//!    same output level: the outputs of concurrent compactions into one level never overlap,
+//!    so each commits without looking at the others.
+//! 5. With nothing to merge with below, the inputs move down unchanged (a trivial move).
+//!
+//! A full compaction (`compact_range`) runs alone: L0 into the base level, then the shallowest
+//! non-empty level into the next, until one level holds everything.
+//!
+//! The book also knows each level's odd chunk (LDS): the part-filled last output of a
+//! compaction out of that level, kept there until a later compaction absorbs it. The book lives
+//! in memory only: after a reopen the old odd chunks are ordinary SSTs, absorbed by the
+//! ordinary compactions, so a level may hold one more part-filled SST per reopen.
+
+use std::sync::Arc;
+
+use crate::key;
+use crate::level_targets::LevelTargets;
+use crate::options::Options;
+use crate::version::{LEVELS, SstHandle};
+use crate::version_edit::SstMeta;
+
+/// What the picker needs of an SST: its metadata. Versions hold open handles; unit tests plain
+/// metadata.
+pub(super) trait Sst {
+    fn meta(&self) -> &SstMeta;
+}
+
+impl Sst for Arc<SstHandle> {
+    fn meta(&self) -> &SstMeta {
+        &self.meta
+    }
+}
+
+/// A range of user keys, both ends included.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct KeyRange {
+    pub smallest: Vec<u8>,
+    pub largest: Vec<u8>,
+}
+
+impl KeyRange {
+    /// The user keys an SST spans.
+    pub fn of_sst(m: &SstMeta) -> KeyRange {
+        KeyRange {
+            smallest: key::user_key(&m.smallest).to_vec(),
+            largest: key::user_key(&m.largest).to_vec(),
+        }
+    }
+
+    /// The smallest range spanning every SST given (`None` for none).
+    fn spanning<'a>(ssts: impl IntoIterator<Item = &'a SstMeta>) -> Option<KeyRange> {
+        ssts.into_iter().map(KeyRange::of_sst).reduce(|a, b| KeyRange {
+            smallest: a.smallest.min(b.smallest),
+            largest: a.largest.max(b.largest),
+        })
+    }
+
+    pub fn overlaps(&self, other: &KeyRange) -> bool {
+        self.smallest <= other.largest && other.smallest <= self.largest
+    }
+
+    fn overlaps_sst(&self, m: &SstMeta) -> bool {
+        key::user_key(&m.smallest) <= self.largest.as_slice()
+            && self.smallest.as_slice() <= key::user_key(&m.largest)
+    }
+}
+
+/// A compaction the picker chose, by positions in the levels it was picked from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Plan {
+    pub level: usize,
+    pub output_level: usize,
+    /// Positions in `levels[level]`, ascending.
+    pub inputs: Vec<usize>,
+    /// Positions in `levels[output_level]` of the SSTs overlapping the inputs, ascending.
+    pub next: Vec<usize>,
+    /// Part of a full compaction (`compact_range`): no odd chunk stays behind.
+    pub full: bool,
+}
+
+impl Plan {
+    /// Whether the inputs can move down unchanged: nothing below to merge with, and inputs
+    /// that do not overlap each other (several SSTs of L0 may).
+    pub fn is_trivial_move(&self) -> bool {
+        self.next.is_empty() && (self.level > 0 || self.inputs.len() == 1)
+    }
+}
+
+/// A running compaction, as far as the others must keep clear of it.
+#[derive(Debug)]
+struct Running {
+    id: u64,
+    level: usize,
+    output_level: usize,
+    /// Every SST it reads (inputs and overlap).
+    ssts: Vec<u64>,
+    /// The user keys its outputs may span.
+    range: KeyRange,
+}
+
+/// The book of compactions: which run, where each level's round robin stands, and each
+/// level's odd chunk. Kept under the state lock with the version it describes.
+#[derive(Debug)]
+pub(super) struct CompactionState {
+    running: Vec<Running>,
+    next_id: u64,
+    /// Per level, the largest user key of the last SST picked from it.
+    pointer: Vec<Vec<u8>>,
+    /// Per level, the id of its odd chunk.
+    odd_chunk: Vec<Option<u64>>,
+    /// Most compactions that ran at once since open.
+    peak_running: usize,
+    /// Odd chunks kept back in their level since open.
+    odd_chunks_kept: u64,
+}
+
+impl Default for CompactionState {
+    fn default() -> CompactionState {
+        CompactionState {
+            running: Vec::new(),
+            next_id: 1,
+            pointer: vec![Vec::new(); LEVELS],
+            odd_chunk: vec![None; LEVELS],
+            peak_running: 0,
+            odd_chunks_kept: 0,
+        }
+    }
+}
+
+impl CompactionState {
+    /// Compactions running now.
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Most compactions that ran at once since open.
+    pub fn peak_running(&self) -> usize {
+        self.peak_running
+    }
+
+    /// Odd chunks kept back in their level since open.
+    pub fn odd_chunks_kept(&self) -> u64 {
+        self.odd_chunks_kept
+    }
+
+    /// The odd chunk of `level`, if it has one.
+    pub fn odd_chunk(&self, level: usize) -> Option<u64> {
+        self.odd_chunk[level]
+    }
+
+    fn is_busy(&self, id: u64) -> bool {
+        self.running.iter().any(|r| r.ssts.contains(&id))
+    }
+
+    /// The next compaction to run, if one is due and can run beside the running ones.
+    pub fn pick<T: Sst>(
+        &self,
+        levels: &[Vec<T>],
+        opts: &Options,
+        targets: &LevelTargets,
+        full: bool,
+    ) -> Option<Plan> {
+        if full {
+            return self.pick_full(levels, targets);
+        }
+        let l0_running = self.running.iter().any(|r| r.level == 0);
+        let mut scored = Vec::new();
+        let l0 = levels[0].len();
+        if !l0_running && l0 >= opts.level0_file_num_compaction_trigger {
+            scored.push((l0 as f64 / opts.level0_file_num_compaction_trigger as f64, 0));
+        }
+        for (l, files) in levels.iter().enumerate().take(LEVELS - 1).skip(targets.base_level) {
+            let idle: u64 =
+                files.iter().map(Sst::meta).filter(|m| !self.is_busy(m.id)).map(|m| m.bytes).sum();
+            if idle > targets.bytes[l] {
+                scored.push((idle as f64 / targets.bytes[l] as f64, l));
+            }
+        }
+        // Highest score first; the sort is stable, so ties go to the shallower level.
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.into_iter().find_map(|(_, level)| {
+            if level == 0 {
+                self.plan(levels, 0, targets.base_level, (0..l0).collect(), false)
+            } else {
+                self.pick_from_level(levels, level, opts.odd_chunk_rule)
+            }
+        })
+    }
+
+    /// One SST of `level` in round-robin order (with the odd chunk when it is a neighbour)
+    /// that can be compacted beside the running compactions.
+    fn pick_from_level<T: Sst>(
+        &self,
+        levels: &[Vec<T>],
+        level: usize,
+        odd_chunk_rule: bool,
+    ) -> Option<Plan> {
+        let files = &levels[level];
+        let pointer = self.pointer[level].as_slice();
+        let start =
+            files.iter().position(|f| key::user_key(&f.meta().smallest) > pointer).unwrap_or(0);
+        (0..files.len()).map(|k| (start + k) % files.len()).find_map(|i| {
+            if self.is_busy(files[i].meta().id) {
+                return None;
+            }
+            let mut inputs = vec![i];
+            if let Some(odd) = self.odd_chunk[level].filter(|_| odd_chunk_rule) {
+                let neighbours = [i.checked_sub(1), Some(i + 1)];
+                for j in neighbours.into_iter().flatten().filter(|&j| j < files.len()) {
+                    if files[j].meta().id == odd && !self.is_busy(odd) {
+                        inputs.push(j);
+                    }
+                }
+                inputs.sort_unstable();
+            }
+            self.plan(levels, level, level + 1, inputs, false)
+        })
+    }
+
+    /// A step of a full compaction, once nothing else runs.
+    fn pick_full<T: Sst>(&self, levels: &[Vec<T>], targets: &LevelTargets) -> Option<Plan> {
+        if !self.running.is_empty() {
+            return None;
+        }
+        if !levels[0].is_empty() {
+            return self.plan(levels, 0, targets.base_level, (0..levels[0].len()).collect(), true);
+        }
+        let non_empty: Vec<usize> = (1..LEVELS).filter(|&l| !levels[l].is_empty()).collect();
+        match non_empty.as_slice() {
+            [level, _, ..] => {
+                self.plan(levels, *level, level + 1, (0..levels[*level].len()).collect(), true)
+            }
+            _ => None,
+        }
+    }
+
+    /// The plan for `inputs` of `level` with what they overlap in `output_level`, unless it
+    /// would touch an SST or a key range that a running compaction holds.
+    fn plan<T: Sst>(
+        &self,
+        levels: &[Vec<T>],
+        level: usize,
+        output_level: usize,
+        inputs: Vec<usize>,
+        full: bool,
+    ) -> Option<Plan> {
+        let range = KeyRange::spanning(inputs.iter().map(|&i| levels[level][i].meta()))?;
+        let next: Vec<usize> = (0..levels[output_level].len())
+            .filter(|&i| range.overlaps_sst(levels[output_level][i].meta()))
+            .collect();
+        if next.iter().any(|&i| self.is_busy(levels[output_level][i].meta().id)) {
+            return None;
+        }
+        let whole = KeyRange::spanning(
+            inputs
+                .iter()
+                .map(|&i| levels[level][i].meta())
+                .chain(next.iter().map(|&i| levels[output_level][i].meta())),
+        )?;
+        let clashes = self.running.iter().any(|r| {
+            (r.output_level == output_level && r.range.overlaps(&whole))
+                // Never the case while the invariants hold (an SST in a running compaction's
+                // range of its output level is one of its inputs), but cheap to make sure.
+                || (level > 0 && r.output_level == level && r.range.overlaps(&range))
+        });
+        (!clashes).then_some(Plan { level, output_level, inputs, next, full })
+    }
+
+    /// Enters a picked plan in the book and advances the level's round robin; returns the id
+    /// that [`CompactionState::finish`] takes.
+    pub fn start<T: Sst>(&mut self, levels: &[Vec<T>], plan: &Plan) -> u64 {
+        let inputs = plan.inputs.iter().map(|&i| levels[plan.level][i].meta());
+        let next = plan.next.iter().map(|&i| levels[plan.output_level][i].meta());
+        let range = KeyRange::spanning(inputs.clone().chain(next.clone())).expect("inputs");
+        if plan.level > 0 {
+            let largest = inputs.clone().map(|m| key::user_key(&m.largest)).max().expect("inputs");
+            self.pointer[plan.level] = largest.to_vec();
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.running.push(Running {
+            id,
+            level: plan.level,
+            output_level: plan.output_level,
+            ssts: inputs.chain(next).map(|m| m.id).collect(),
+            range,
+        });
+        self.peak_running = self.peak_running.max(self.running.len());
+        id
+    }
+
+    /// Takes a finished (committed or failed) compaction out of the book, and forgets odd
+    /// chunks that are no longer in their level (absorbed or moved down).
+    pub fn finish<T: Sst>(&mut self, id: u64, levels: &[Vec<T>]) {
+        self.running.retain(|r| r.id != id);
+        for (l, odd) in self.odd_chunk.iter_mut().enumerate() {
+            if odd.is_some_and(|o| !levels[l].iter().any(|f| f.meta().id == o)) {
+                *odd = None;
+            }
+        }
+    }
+
+    /// Whether an odd chunk spanning `chunk` may stay in `level` when compaction `id`, which
+    /// removes the SSTs `removed`, commits: the level has no other odd chunk, and the chunk
+    /// overlaps nothing left in the level nor the range of any other compaction into it.
+    pub fn may_keep_odd_chunk<T: Sst>(
+        &self,
+        id: u64,
+        levels: &[Vec<T>],
+        level: usize,
+        removed: &[u64],
+        chunk: &KeyRange,
+    ) -> bool {
+        let other_odd = self.odd_chunk[level].is_some_and(|o| !removed.contains(&o));
+        let overlaps_level = levels[level]
+            .iter()
+            .map(Sst::meta)
+            .any(|m| !removed.contains(&m.id) && chunk.overlaps_sst(m));
+        let overlaps_running = self
+            .running
+            .iter()
+            .any(|r| r.id != id && r.output_level == level && r.range.overlaps(chunk));
+        !other_odd && !overlaps_level && !overlaps_running
+    }
+
+    /// Records SST `sst` as the odd chunk of `level`.
+    pub fn set_odd_chunk(&mut self, level: usize, sst: u64) {
+        self.odd_chunk[level] = Some(sst);
+        self.odd_chunks_kept += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use shale_space::Extent;
+
+    use super::*;
+    use crate::key::Kind;
+
+    impl Sst for SstMeta {
+        fn meta(&self) -> &SstMeta {
+            self
+        }
+    }
+
+    /// An SST of `mib` MiB over the user keys `lo..=hi`.
+    fn sst(id: u64, lo: &str, hi: &str, mib: u64) -> SstMeta {
+        SstMeta {
+            id,
+            extent: Extent { first: id as u32, count: 1 },
+            bytes: mib << 20,
+            entries: 1,
+            smallest_seq: 1,
+            largest_seq: 1,
+            smallest: key::encode(lo.as_bytes(), 1, Kind::Put),
+            largest: key::encode(hi.as_bytes(), 1, Kind::Put),
+        }
+    }
+
+    fn opts() -> Options {
+        Options {
+            max_bytes_for_level_base: 4 << 20,
+            level0_file_num_compaction_trigger: 2,
+            dynamic_level_bytes: false,
+            ..Options::default()
+        }
+    }
+
+    fn targets(levels: &[Vec<SstMeta>], o: &Options) -> LevelTargets {
+        let sizes: Vec<u64> = levels.iter().map(|l| l.iter().map(|m| m.bytes).sum()).collect();
+        LevelTargets::compute(o, &sizes)
+    }
+
+    fn ids(levels: &[Vec<SstMeta>], level: usize, at: &[usize]) -> Vec<u64> {
+        at.iter().map(|&i| levels[level][i].id).collect()
+    }
+
+    /// L1 (6 MiB) and L2 (65 MiB) both over their targets (4 and 40 MiB), L3 below its.
+    fn busy_tree() -> Vec<Vec<SstMeta>> {
+        let mut levels = vec![Vec::new(); LEVELS];
+        levels[1] = vec![sst(10, "a", "c", 2), sst(11, "d", "f", 2), sst(12, "g", "i", 2)];
+        // a..az, c..cz, e..ez, ..., y..yz
+        levels[2] = (0..13u64)
+            .map(|i| {
+                let lo = format!("{}", (b'a' + i as u8 * 2) as char);
+                let hi = format!("{}z", (b'a' + i as u8 * 2) as char);
+                sst(20 + i, &lo, &hi, 5)
+            })
+            .collect();
+        levels[3] = vec![sst(40, "a", "f", 10), sst(41, "g", "m", 10), sst(42, "n", "z", 10)];
+        levels
+    }
+
+    #[test]
+    fn disjoint_compactions_run_side_by_side() {
+        let (o, levels) = (opts(), busy_tree());
+        let t = targets(&levels, &o);
+        let mut book = CompactionState::default();
+        let mut picked = Vec::new();
+        while let Some(p) = book.pick(&levels, &o, &t, false) {
+            book.start(&levels, &p);
+            picked.push(p);
+            assert!(picked.len() < 20, "the picker keeps picking: {picked:?}");
+        }
+        // L1's first SST into L2, then three SSTs of L2 into the three SSTs of L3.
+        assert_eq!(picked.len(), 4, "{picked:?}");
+        // No SST in two compactions, and no two output ranges into one level overlapping.
+        let mut seen = std::collections::BTreeSet::new();
+        for p in &picked {
+            for id in ids(&levels, p.level, &p.inputs).into_iter().chain(ids(
+                &levels,
+                p.output_level,
+                &p.next,
+            )) {
+                assert!(seen.insert(id), "SST {id} picked twice: {picked:?}");
+            }
+        }
+        for (i, a) in book.running.iter().enumerate() {
+            for b in &book.running[i + 1..] {
+                assert!(
+                    a.output_level != b.output_level || !a.range.overlaps(&b.range),
+                    "{a:?} and {b:?} write overlapping ranges into one level"
+                );
+            }
+        }
+        assert_eq!(book.peak_running(), picked.len());
+    }
+
+    #[test]
+    fn l0_compactions_are_exclusive_and_wait_for_their_base_ssts() {
+        let o = opts();
+        let mut levels = vec![Vec::new(); LEVELS];
+        levels[0] = vec![sst(5, "b", "e", 1), sst(4, "a", "c", 1)];
+        levels[1] = vec![sst(1, "a", "b", 1), sst(2, "x", "y", 1)];
+        let t = targets(&levels, &o);
+        let mut book = CompactionState::default();
+        let p = book.pick(&levels, &o, &t, false).unwrap();
+        assert_eq!(
+            (p.level, p.output_level, p.inputs.clone(), p.next.clone()),
+            (0, 1, vec![0, 1], vec![0])
+        );
+        book.start(&levels, &p);
+        // A third L0 SST arrives while the first compaction runs: it waits its turn.
+        levels[0].insert(0, sst(6, "m", "n", 1));
+        levels[0].insert(0, sst(7, "m", "n", 1));
+        assert_eq!(book.pick(&levels, &o, &t, false), None);
+        // And an L0 compaction does not start while an SST of the base level it needs is busy.
+        let mut book = CompactionState::default();
+        book.start(
+            &levels,
+            &Plan { level: 1, output_level: 2, inputs: vec![0], next: vec![], full: false },
+        );
+        assert_eq!(book.pick(&levels, &o, &t, false), None);
+    }
+
+    #[test]
+    fn dynamic_sizing_sends_l0_to_the_base_level() {
+        let o = Options { dynamic_level_bytes: true, ..opts() };
+        let mut levels = vec![Vec::new(); LEVELS];
+        levels[0] = vec![sst(3, "a", "c", 1), sst(2, "b", "d", 1)];
+        let t = targets(&levels, &o);
+        let p = CompactionState::default().pick(&levels, &o, &t, false).unwrap();
+        assert_eq!((p.level, p.output_level), (0, LEVELS - 1));
+        levels[6] = vec![sst(1, "a", "z", 30)];
+        let t = targets(&levels, &o);
+        assert_eq!(t.base_level, 5);
+        let p = CompactionState::default().pick(&levels, &o, &t, false).unwrap();
+        assert_eq!((p.level, p.output_level, p.next.clone()), (0, 5, vec![]));
+    }
+
+    #[test]
+    fn the_odd_chunk_travels_with_its_neighbour() {
+        let o = opts();
+        let mut levels = vec![Vec::new(); LEVELS];
+        levels[1] = vec![sst(1, "a", "c", 2), sst(2, "d", "e", 1), sst(3, "f", "h", 2)];
+        levels[2] = vec![sst(9, "a", "b", 2)];
+        let t = targets(&levels, &o);
+        let mut book = CompactionState::default();
+        book.set_odd_chunk(1, 2);
+        let p = book.pick(&levels, &o, &t, false).unwrap();
+        assert_eq!(ids(&levels, 1, &p.inputs), vec![1, 2]);
+        assert_eq!(ids(&levels, 2, &p.next), vec![9]);
+        // Without the rule it is an SST like any other.
+        let plain = Options { odd_chunk_rule: false, ..o.clone() };
+        let p = book.pick(&levels, &plain, &t, false).unwrap();
+        assert_eq!(ids(&levels, 1, &p.inputs), vec![1]);
+        // It may stay behind only where it overlaps nothing left in the level, and only as the
+        // level's one odd chunk.
+        let chunk = |lo: &str, hi: &str| KeyRange { smallest: lo.into(), largest: hi.into() };
+        let id = book.start(&levels, &p);
+        assert!(book.may_keep_odd_chunk(id, &levels, 1, &[1, 2, 9], &chunk("b", "e")));
+        assert!(!book.may_keep_odd_chunk(id, &levels, 1, &[1, 9], &chunk("b", "c")), "two odd");
+        assert!(!book.may_keep_odd_chunk(id, &levels, 1, &[1, 2, 9], &chunk("b", "f")), "overlap");
+        book.finish(id, &levels);
+        assert_eq!(book.odd_chunk(1), Some(2), "still in L1");
+        levels[1].remove(1);
+        book.finish(0, &levels);
+        assert_eq!(book.odd_chunk(1), None, "absorbed");
+    }
+
+    #[test]
+    fn a_full_compaction_runs_alone_and_ends_with_one_level() {
+        let o = opts();
+        let mut levels = vec![Vec::new(); LEVELS];
+        levels[2] = vec![sst(1, "a", "c", 1)];
+        levels[4] = vec![sst(2, "b", "z", 1)];
+        let t = targets(&levels, &o);
+        let mut book = CompactionState::default();
+        let p = book.pick(&levels, &o, &t, true).unwrap();
+        assert_eq!((p.level, p.output_level, p.full), (2, 3, true));
+        assert!(p.is_trivial_move());
+        book.start(&levels, &p);
+        assert_eq!(book.pick(&levels, &o, &t, true), None, "one step at a time");
+        levels[2].clear();
+        assert_eq!(CompactionState::default().pick(&levels, &o, &t, true), None, "done");
+    }
+}

@@ -1,0 +1,164 @@
+//! The background threads: one flushes memtables, the others run compactions, several at once
+//! (`db/picker.rs` keeps them on disjoint SSTs and key ranges).
+//!
+//! `max_background_jobs` threads in all, split as RocksDB splits them at its default of 2: one
+//! flush thread and `jobs - 1` compaction threads. Flushes stay on one thread because they
+//! must commit in memtable order (L0 order and WAL group recycling follow it); ADOC's tuner
+//! adds threads where the debt is, in compaction.
+//!
+//! The number of compaction threads changes while the store runs ([`Db::set_background_jobs`]):
+//! missing threads are spawned at once; surplus threads retire when they next look for work,
+//! so a compaction that is running always finishes first. A thread retires by taking itself
+//! off `live` under the state lock, so two threads never retire for one surplus slot.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::error::{Error, Result};
+use crate::options::BACKGROUND_JOBS_MAX;
+
+use super::{Db, Inner, Worker, stopped_error};
+
+/// The compaction threads wanted and running, under the state lock.
+#[derive(Debug, Default)]
+pub(super) struct PoolSize {
+    /// Compaction threads wanted.
+    pub target: usize,
+    /// Compaction threads started and not retired.
+    pub live: usize,
+}
+
+impl PoolSize {
+    /// Background jobs in all: the flush thread and the compaction threads wanted.
+    pub fn background_jobs(&self) -> usize {
+        1 + self.target
+    }
+
+    /// Whether a compaction thread looking for work should retire instead; if so, it is
+    /// counted out at once.
+    pub fn retire_one(&mut self) -> bool {
+        let surplus = self.live > self.target;
+        if surplus {
+            self.live -= 1;
+        }
+        surplus
+    }
+}
+
+/// Compaction threads for `jobs` background jobs: all but the flush thread.
+fn compaction_threads(jobs: usize) -> usize {
+    jobs - 1
+}
+
+fn check_jobs(jobs: usize) -> Result<()> {
+    if (2..=BACKGROUND_JOBS_MAX).contains(&jobs) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "{jobs} background jobs: outside 2..={BACKGROUND_JOBS_MAX} (one flush thread and at least one compaction thread)"
+        )))
+    }
+}
+
+fn spawn(inner: &Arc<Inner>, kind: Worker) -> Result<JoinHandle<()>> {
+    let name = match kind {
+        Worker::Flush => "shale-flush",
+        Worker::Compaction => "shale-compaction",
+    };
+    let worker_inner = inner.clone();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || worker_inner.background_loop(kind))
+        .map_err(|source| {
+            Error::Io(shale_io::Error::Io { op: shale_io::OpKind::Read, offset: 0, source })
+        })
+}
+
+impl Db {
+    /// Starts the flush thread and `opts.max_background_jobs - 1` compaction threads.
+    pub(super) fn start_workers(inner: Arc<Inner>) -> Result<Db> {
+        let compactions = compaction_threads(inner.opts.max_background_jobs);
+        {
+            let mut st = inner.state.lock();
+            st.pool = PoolSize { target: compactions, live: compactions };
+        }
+        let db = Db { inner, workers: Default::default(), _lock: None };
+        let kinds = std::iter::once(Worker::Flush)
+            .chain(std::iter::repeat_n(Worker::Compaction, compactions));
+        for kind in kinds {
+            // On failure `db` drops, which shuts down the threads already started.
+            let handle = spawn(&db.inner, kind)?;
+            db.workers.lock().push(handle);
+        }
+        Ok(db)
+    }
+
+    /// Changes the number of background threads while the store runs: one flushes, `jobs - 1`
+    /// compact (RocksDB's `max_background_jobs`). New compaction threads start at once; surplus
+    /// ones retire as soon as they finish the compaction they are running. ADOC's tuner turns
+    /// this knob.
+    ///
+    /// ```
+    /// use shale_lsm::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::small_for_tests())?;
+    /// db.set_background_jobs(5)?; // 1 flush + 4 compaction threads
+    /// assert_eq!(db.stats().background_jobs, 5);
+    /// db.set_background_jobs(2)?;
+    /// # db.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] outside `2..=BACKGROUND_JOBS_MAX`; [`Error::Stopped`] after a
+    /// background failure; an I/O error when a thread cannot be spawned (the threads that did
+    /// start stay).
+    pub fn set_background_jobs(&self, jobs: usize) -> Result<()> {
+        check_jobs(jobs)?;
+        // Resizes run one at a time, so the handles and the counts move together.
+        let mut workers = self.workers.lock();
+        let missing = {
+            let mut st = self.inner.state.lock();
+            stopped_error(&st)?;
+            st.pool.target = compaction_threads(jobs);
+            let missing = st.pool.target.saturating_sub(st.pool.live);
+            st.pool.live += missing;
+            missing
+        };
+        // Wake idle threads so that surplus ones retire now rather than at the next job.
+        self.inner.cv.notify_all();
+        let (finished, running): (Vec<_>, Vec<_>) =
+            workers.drain(..).partition(|h| h.is_finished());
+        *workers = running;
+        for h in finished {
+            let _ = h.join();
+        }
+        for started in 0..missing {
+            match spawn(&self.inner, Worker::Compaction) {
+                Ok(h) => workers.push(h),
+                Err(e) => {
+                    self.inner.state.lock().pool.live -= missing - started;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn surplus_threads_retire_one_at_a_time() {
+        let mut p = PoolSize { target: 1, live: 3 };
+        assert!(p.retire_one());
+        assert!(p.retire_one());
+        assert!(!p.retire_one(), "at the target");
+        assert_eq!((p.live, p.background_jobs()), (1, 2));
+        assert!(check_jobs(1).is_err() && check_jobs(BACKGROUND_JOBS_MAX + 1).is_err());
+        assert!(check_jobs(2).is_ok());
+    }
+}

@@ -348,6 +348,9 @@ fn run(seed: u64, steps: usize) -> Counts {
     counts
 }
 
+/// A write of a burst: the key and its new value (`None`: deleted).
+type Write = (Vec<u8>, Option<Vec<u8>>);
+
 /// Writer threads, each on its own third of the keys, and a reader thread, all at once; then
 /// a synced write, so every state a later power cut may leave is one the oracle knows.
 /// Readers check what no interleaving may break: scans sorted and unique, every value one
@@ -356,7 +359,7 @@ fn concurrent_burst(db: &Db, model: &mut Model, rng: &mut SmallRng, seq: u64, ct
     const WRITERS: u64 = 3;
     let seeds: Vec<u64> = (0..=WRITERS).map(|_| rng.r#gen()).collect();
     let before = model.now.clone();
-    let writes: Vec<Vec<(Vec<u8>, Option<Vec<u8>>)>> = std::thread::scope(|s| {
+    let writes: Vec<Vec<Write>> = std::thread::scope(|s| {
         let writers: Vec<_> = (0..WRITERS)
             .map(|t| {
                 let seed = seeds[t as usize];

@@ -619,9 +619,10 @@ impl Report<'_> {
         let _ = writeln!(
             s,
             "\nLoad is YCSB's load phase (inserts only, no target). Workloads run in the order \
-             shown on one loaded store; E runs on a store loaded afresh. A plain write means \
-             more for shale: it returns once its WAL page is on the device, RocksDB's and \
-             fjall's once the write is in the OS page cache.\n"
+             shown on one loaded store; E runs on a store loaded afresh. A plain write \
+             returns, for shale, once its record is in the WAL tail (shared memory the kernel \
+             keeps when the process dies), for RocksDB and fjall once it is in the OS page \
+             cache: all three survive a killed process, none a power cut.\n"
         );
         let _ = writeln!(s, "## P99 latency (median over runs, microseconds)\n");
         s.push_str(&self.latency_table().to_markdown());

@@ -125,6 +125,8 @@ impl Rocks {
         o.set_write_buffer_size(s.write_buffer_bytes as usize);
         // db_bench's default, so the two RocksDB suites run alike.
         o.set_max_background_jobs(2);
+        // shale's default; RocksDB 7.8.3's is static sizing.
+        o.set_level_compaction_dynamic_level_bytes(true);
         if s.rocksdb_direct {
             o.set_use_direct_reads(true);
             o.set_use_direct_io_for_flush_and_compaction(true);

@@ -70,6 +70,8 @@ pub fn command_line(a: &Args, engine: Engine, db: &std::path::Path) -> (PathBuf,
         format!("--value_size={}", a.value_size),
         "--compression_type=none".into(),
         "--bloom_bits=10".into(),
+        // shale sizes levels dynamically by default, RocksDB 7.8.3 statically: the same for both.
+        "--level_compaction_dynamic_level_bytes=true".into(),
         format!("--write_buffer_size={}", a.write_buffer_size),
         format!("--cache_size={}", a.cache_size),
         "--seed=1".into(),

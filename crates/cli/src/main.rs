@@ -4,7 +4,7 @@ mod bench;
 mod check;
 mod inspect;
 mod iobench;
-mod store_path;
+mod store;
 mod ycsb;
 
 use std::process::ExitCode;

@@ -5,14 +5,9 @@
 
 use shale_lsm::Options;
 use shale_lsm::options::BACKGROUND_JOBS_MAX;
-use shale_lsm::sst::Compression;
 
 use crate::bench::Args;
-
-/// Smallest slot a volume is laid out with when `--target_file_size_base` asks for small SSTs.
-const SLOT_BYTES_MIN: u64 = 64 << 10;
-/// Alignment of volume areas.
-const AREA_ALIGN: u64 = shale_space::AREA_ALIGN;
+use crate::store::{fit_volume, parse_compression};
 
 /// What the store is opened with, and how the header describes it.
 #[derive(Clone, Debug)]
@@ -129,34 +124,11 @@ fn background_jobs(jobs: i64, warn: &mut dyn FnMut(String)) -> usize {
     used as usize
 }
 
-/// Names a compression the engine has: none, lz4 or zstd.
-fn parse_compression(name: &str) -> Result<(Compression, &'static str), String> {
-    match name.to_ascii_lowercase().as_str() {
-        "none" | "no" => Ok((Compression::None, "NoCompression")),
-        "lz4" => Ok((Compression::Lz4, "LZ4")),
-        "zstd" => Ok((Compression::Zstd, "ZSTD")),
-        other => Err(format!("--compression_type={other} is not supported (none, lz4 or zstd)")),
-    }
-}
-
-/// Lays out a new volume to suit the options: slots no larger than the target SST size, and a
-/// WAL area with room for each WAL group to hold a full memtable's batches.
-fn fit_volume(o: &mut Options) {
-    let groups = u64::from(o.wal_groups());
-    let layout = &mut o.volume.layout;
-    if o.target_file_size_base < layout.slot_bytes {
-        let below = 1u64 << (63 - o.target_file_size_base.max(1).leading_zeros());
-        layout.slot_bytes = below.max(SLOT_BYTES_MIN);
-    }
-    // A group holds a memtable's batches plus record framing: half as much again is room.
-    let group = (o.write_buffer_bytes as u64 * 3 / 2).next_multiple_of(AREA_ALIGN);
-    layout.wal_bytes = layout.wal_bytes.max(group * groups);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bench::parse_args;
+    use shale_lsm::sst::Compression;
 
     fn plan_of(flags: &[&str]) -> (Result<DbPlan, String>, Vec<String>) {
         let args = parse_args(flags.iter().copied()).unwrap();

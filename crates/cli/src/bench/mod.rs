@@ -186,7 +186,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
         (None, None) => unreachable!("a temporary directory exists without --db"),
     };
     if !args.use_existing_db {
-        crate::store_path::destroy(&path, "shale bench")?;
+        crate::store::destroy(&path, "shale bench")?;
     }
     let mut db = Some(Db::open(&path, plan.options.clone())?);
     report::print_header(&args, &plan, &path);
@@ -200,7 +200,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
             if let Some(old) = db.take() {
                 old.close()?;
             }
-            crate::store_path::destroy(&path, "shale bench")?;
+            crate::store::destroy(&path, "shale bench")?;
             db = Some(Db::open(&path, plan.options.clone())?);
         }
         let store = db.as_ref().expect("the store is open between benchmarks");

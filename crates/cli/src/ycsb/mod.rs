@@ -217,7 +217,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
         (None, None) => unreachable!("a temporary directory exists without --db"),
     };
     if !args.use_existing_db {
-        crate::store_path::destroy(&path, "shale ycsb")?;
+        crate::store::destroy(&path, "shale ycsb")?;
     }
     let engine = ShaleEngine::new(Db::open(&path, options)?, WriteOptions { sync: args.sync });
     print_header(args, &config, &path);

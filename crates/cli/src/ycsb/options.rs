@@ -1,16 +1,12 @@
 //! From `shale ycsb`'s store flags to the engine's options.
 //!
-//! The flags are db_bench's names for the same knobs, as `shale bench` takes them. The volume
-//! is laid out to suit them as `shale bench` lays it out (its `config` module is private to
-//! it, so the few lines are repeated here).
+//! The flags are db_bench's names for the same knobs, as `shale bench` takes them, and the
+//! volume is laid out to suit them the same way (`crate::store`).
 
 use shale_lsm::Options;
-use shale_lsm::sst::Compression;
 
+use crate::store::{fit_volume, parse_compression};
 use crate::ycsb::Args;
-
-/// Smallest slot a volume is laid out with when `--target_file_size_base` asks for small SSTs.
-const SLOT_BYTES_MIN: u64 = 64 << 10;
 
 /// The engine's options for `args`.
 ///
@@ -36,29 +32,8 @@ pub fn options(args: &Args) -> Result<Options, String> {
     if let Some(bits) = args.bloom_bits {
         o.sst.bloom_bits_per_key = bits;
     }
-    o.sst.compression = match args.compression_type.to_ascii_lowercase().as_str() {
-        "none" | "no" => Compression::None,
-        "lz4" => Compression::Lz4,
-        "zstd" => Compression::Zstd,
-        other => {
-            return Err(format!("--compression_type={other} is not supported (none, lz4 or zstd)"));
-        }
-    };
+    o.sst.compression = parse_compression(&args.compression_type)?.0;
     fit_volume(&mut o);
     o.validate().map_err(|e| format!("the engine refuses these options: {e}"))?;
     Ok(o)
-}
-
-/// Lays out a new volume to suit the options: slots no larger than the target SST size, and a
-/// WAL area with room for each WAL group to hold a full memtable's batches.
-fn fit_volume(o: &mut Options) {
-    let groups = u64::from(o.wal_groups());
-    let layout = &mut o.volume.layout;
-    if o.target_file_size_base < layout.slot_bytes {
-        let below = 1u64 << (63 - o.target_file_size_base.max(1).leading_zeros());
-        layout.slot_bytes = below.max(SLOT_BYTES_MIN);
-    }
-    // A group holds a memtable's batches plus record framing: half as much again is room.
-    let group = (o.write_buffer_bytes as u64 * 3 / 2).next_multiple_of(shale_space::AREA_ALIGN);
-    layout.wal_bytes = layout.wal_bytes.max(group * groups);
 }

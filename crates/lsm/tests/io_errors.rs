@@ -14,6 +14,10 @@
 //!   writes holding every synced acknowledged one; reopened on the device as the process left
 //!   it, every acknowledged one; `Db::check` passes and the store takes writes again.
 //!
+//! EIO at every device write runs twice: without a WAL tail (every write waits for its page)
+//! and with one (pages complete in the background, so a failed page write surfaces at a later
+//! call; the process-crash reopen gets a copy of the tail).
+//!
 //! Why: error paths run rarely in production and are where a store silently loses data or
 //! keeps acknowledging writes it can no longer persist.
 
@@ -24,7 +28,7 @@ use std::time::Instant;
 
 use common::*;
 use shale_io::{Damage, Fault, FaultPlan, OpKind, SimDevice};
-use shale_lsm::{Db, Error, WriteBatch, WriteOptions};
+use shale_lsm::{Db, Error, MemoryTail, Options, WalTail, WriteBatch, WriteOptions};
 
 const KEYS: u16 = 60;
 const VALUE_FILLER_MAX: usize = 900;
@@ -79,9 +83,18 @@ fn write_one(db: &Db, run: &mut Run, w: u32) -> shale_lsm::Result<()> {
     result
 }
 
-fn run_with(plan: FaultPlan) -> (SimDevice, Db, Run) {
+/// The options, with `tail` as the WAL tail if given.
+fn options(tail: &Option<MemoryTail>) -> Options {
+    let mut o = small_options();
+    if let Some(t) = tail {
+        o.wal_tail = WalTail::Memory(t.clone());
+    }
+    o
+}
+
+fn run_with(plan: FaultPlan, tail: &Option<MemoryTail>) -> (SimDevice, Db, Run) {
     let dev = SimDevice::new(DEVICE_BYTES, 4096, 7).unwrap();
-    let db = Db::open_device(Arc::new(dev.clone()), small_options()).unwrap();
+    let db = Db::open_device(Arc::new(dev.clone()), options(tail)).unwrap();
     let mut run = Run {
         states: vec![State::new()],
         writes: Vec::new(),
@@ -124,7 +137,7 @@ fn run_with(plan: FaultPlan) -> (SimDevice, Db, Run) {
 }
 
 /// Checks a store stopped by a failure, then reopens it both ways and checks what survived.
-fn check_run(dev: SimDevice, db: Db, run: &Run, ctx: &str) {
+fn check_run(dev: SimDevice, db: Db, run: &Run, tail: &Option<MemoryTail>, ctx: &str) {
     if run.fired {
         assert!(run.failed.is_some(), "{ctx}: a fault fired but no call reported an error");
     }
@@ -150,15 +163,18 @@ fn check_run(dev: SimDevice, db: Db, run: &Run, ctx: &str) {
     let power_cut = dev.crash_image(dev.writes(), Damage::Lose);
     drop(db);
     let kept = dev.current_image();
-    for (image, keep) in [(power_cut, false), (kept, true)] {
+    // A power cut loses the tail (memory); a crash of the process leaves it.
+    let lost_tail = tail.as_ref().map(|_| MemoryTail::new());
+    let kept_tail = tail.as_ref().map(MemoryTail::crash_copy);
+    for (image, keep, tail) in [(power_cut, false, lost_tail), (kept, true, kept_tail)] {
         let ctx = format!("{ctx}, reopened ({})", if keep { "process crash" } else { "power cut" });
-        reopen_and_check(image, run, keep, &ctx);
+        reopen_and_check(image, run, keep, &options(&tail), &ctx);
     }
 }
 
-fn reopen_and_check(image: Vec<u8>, run: &Run, keep: bool, ctx: &str) {
+fn reopen_and_check(image: Vec<u8>, run: &Run, keep: bool, opts: &Options, ctx: &str) {
     let dev = SimDevice::from_image(image, 4096, 7).unwrap();
-    let db = Db::open_device(Arc::new(dev.clone()), small_options())
+    let db = Db::open_device(Arc::new(dev.clone()), opts.clone())
         .unwrap_or_else(|e| panic!("{ctx}: open: {e}"));
     let got = scan_state(&db, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
     db.check().unwrap_or_else(|e| panic!("{ctx}: check: {e}"));
@@ -180,7 +196,7 @@ fn reopen_and_check(image: Vec<u8>, run: &Run, keep: bool, ctx: &str) {
     db.write(&b, &WriteOptions { sync: true })
         .unwrap_or_else(|e| panic!("{ctx}: reopened store refuses writes: {e}"));
     db.close().unwrap();
-    let db = Db::open_device(Arc::new(dev), small_options()).unwrap();
+    let db = Db::open_device(Arc::new(dev), opts.clone()).unwrap();
     assert_eq!(db.get(&key(1)).unwrap().as_deref(), Some(&b"accepted again"[..]), "{ctx}");
 }
 
@@ -206,8 +222,8 @@ impl Tally {
     }
 }
 
-fn baseline() -> Run {
-    let (_, db, run) = run_with(FaultPlan::default());
+fn baseline(tail: &Option<MemoryTail>) -> Run {
+    let (_, db, run) = run_with(FaultPlan::default(), tail);
     assert!(run.failed.is_none(), "the fault-free script failed: {:?}", run.failed);
     let stats = db.stats();
     assert!(stats.flushes >= 3 && stats.compactions >= 1, "script too small: {stats:?}");
@@ -217,18 +233,30 @@ fn baseline() -> Run {
 
 #[test]
 fn a_failed_device_write_stops_the_store_and_loses_nothing() {
+    failed_device_writes(None);
+}
+
+#[test]
+fn with_a_wal_tail_a_failed_device_write_stops_the_store_and_loses_nothing() {
+    failed_device_writes(Some(MemoryTail::new()));
+}
+
+fn failed_device_writes(tail: Option<MemoryTail>) {
     let started = Instant::now();
-    let base = baseline();
+    let base = baseline(&tail);
     let mut tally = Tally::default();
     for k in 1..=base.device_writes + 1 {
         let sticky = k % 3 == 0;
         let plan = FaultPlan { faults: vec![Fault::Eio { op: OpKind::Write, nth: k, sticky }] };
-        let (dev, db, run) = run_with(plan);
+        // Each run starts from an empty tail, as from a fresh process.
+        let tail = tail.as_ref().map(|_| MemoryTail::new());
+        let (dev, db, run) = run_with(plan, &tail);
         tally.add(&run);
-        check_run(dev, db, &run, &format!("EIO at device write {k} (sticky {sticky})"));
+        check_run(dev, db, &run, &tail, &format!("EIO at device write {k} (sticky {sticky})"));
     }
     println!(
-        "io errors: EIO at each of {} device writes: {tally:?}, {:?}",
+        "io errors{}: EIO at each of {} device writes: {tally:?}, {:?}",
+        if tail.is_some() { " with a WAL tail" } else { "" },
         base.device_writes + 1,
         started.elapsed()
     );
@@ -240,14 +268,14 @@ fn a_failed_device_write_stops_the_store_and_loses_nothing() {
 #[test]
 fn a_failed_device_flush_stops_the_store_and_loses_nothing() {
     let started = Instant::now();
-    let base = baseline();
+    let base = baseline(&None);
     let mut tally = Tally::default();
     for k in 1..=base.device_flushes + 1 {
         let plan =
             FaultPlan { faults: vec![Fault::Eio { op: OpKind::Flush, nth: k, sticky: false }] };
-        let (dev, db, run) = run_with(plan);
+        let (dev, db, run) = run_with(plan, &None);
         tally.add(&run);
-        check_run(dev, db, &run, &format!("EIO at device flush {k}"));
+        check_run(dev, db, &run, &None, &format!("EIO at device flush {k}"));
     }
     println!(
         "io errors: EIO at each of {} device flushes: {tally:?}, {:?}",
@@ -272,9 +300,10 @@ fn a_full_device_stops_the_store_and_loses_nothing() {
     offsets.extend((1..12).map(|j| layout.slot_to_offset(j)));
     let mut tally = Tally::default();
     for from_offset in offsets {
-        let (dev, db, run) = run_with(FaultPlan { faults: vec![Fault::NoSpace { from_offset }] });
+        let plan = FaultPlan { faults: vec![Fault::NoSpace { from_offset }] };
+        let (dev, db, run) = run_with(plan, &None);
         tally.add(&run);
-        check_run(dev, db, &run, &format!("no space from byte {from_offset}"));
+        check_run(dev, db, &run, &None, &format!("no space from byte {from_offset}"));
     }
     println!("io errors: device full at 15 offsets: {tally:?}");
     // The WAL and version log offsets always fail; the slot offsets fail where allocation

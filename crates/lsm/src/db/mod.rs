@@ -505,8 +505,7 @@ impl Inner {
         }
         batch.check_ranges(KEY_BYTES_MAX)?;
         let footprint = batch.encoded_len() + batch.len() * MEMTABLE_OVERHEAD_PER_OP;
-        let group_bytes = self.volume.layout().wal_bytes / u64::from(self.opts.wal_groups() + 1);
-        let limit = (self.write_buffer_bytes() / 2).min(group_bytes as usize / 2);
+        let limit = self.batch_limit();
         if footprint > limit {
             return Err(Error::InvalidArgument(format!(
                 "batch of {} bytes is over the {limit}-byte limit (half a memtable and half a WAL group)",
@@ -534,11 +533,17 @@ impl Inner {
         }
     }
 
-    /// Most bytes (memtable footprint) of one write group: it must fit in half a memtable
-    /// and half a WAL group, as each of its batches does.
-    fn group_cap(&self) -> usize {
+    /// Most bytes (memtable footprint) of one batch: half a memtable and half a WAL group, so
+    /// a batch always fits in a fresh one of each.
+    fn batch_limit(&self) -> usize {
         let group_bytes = self.volume.layout().wal_bytes / u64::from(self.opts.wal_groups() + 1);
-        (self.write_buffer_bytes() / 2).min(group_bytes as usize / 2).min(1 << 20)
+        (self.write_buffer_bytes() / 2).min(group_bytes as usize / 2)
+    }
+
+    /// Most bytes of one write group: what one batch may take (so a group fits where each of
+    /// its batches would), at most 1 MiB so a group's writers do not wait on a long append.
+    fn group_cap(&self) -> usize {
+        self.batch_limit().min(1 << 20)
     }
 
     /// Commits a group as its leader (the writer `id`, first in the group).

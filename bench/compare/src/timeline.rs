@@ -30,8 +30,8 @@ pub struct Args {
     /// The RocksDB mode: buffered or direct.
     #[arg(long, default_value = "buffered")]
     pub mode: String,
-    /// Block cache bytes, the same for both engines.
-    #[arg(long, default_value_t = 32 << 20)]
+    /// Block cache bytes, the same for both engines (as in the dbbench suite).
+    #[arg(long, default_value_t = 1 << 30)]
     pub cache_size: u64,
     /// Memtable bytes.
     #[arg(long, default_value_t = 64 << 20)]

@@ -212,6 +212,13 @@ pub fn decode(rec: &[u8], offset: u64) -> Result<DecodedBatch<'_>> {
     Ok(DecodedBatch { first_seq, ops })
 }
 
+/// The operations of a record this process encoded (and so need not check): the leader of a
+/// write group inserts its writers' batches from their records.
+pub(crate) fn record_ops(rec: &[u8]) -> BatchOps<'_> {
+    let count = u32::from_le_bytes(rec[8..12].try_into().expect("a record has its header"));
+    BatchOps { rest: &rec[BATCH_HEADER_BYTES..], left: count }
+}
+
 /// Iterator over a batch's operations.
 pub struct BatchOps<'a> {
     rest: &'a [u8],

@@ -55,6 +55,11 @@ pub struct Options {
     pub sst: SstOptions,
     /// Byte budget of the block cache (data, index and filter blocks).
     pub block_cache_bytes: usize,
+    /// Put each flush and compaction output's blocks into the block cache as it is written
+    /// (RocksDB's `prepopulate_block_cache`, there for flushes only). SSTs are written with
+    /// O_DIRECT, so no page cache holds them, and a compaction retires its inputs' cached
+    /// blocks: without this, reads after a compaction go to the device until the cache warms.
+    pub prepopulate_block_cache: bool,
     /// The volume: layout of a new one, growth.
     pub volume: VolumeOptions,
     /// Where writes without sync wait for their WAL pages (see [`WalTail`]): by default a
@@ -81,6 +86,7 @@ impl Default for Options {
             hard_pending_compaction_bytes_limit: 256 << 30,
             sst: SstOptions::default(),
             block_cache_bytes: 32 << 20,
+            prepopulate_block_cache: true,
             volume: VolumeOptions::default(),
             wal_tail: WalTail::default(),
         }

@@ -115,6 +115,9 @@ pub struct Stats {
     pub writes: u64,
     /// WAL appends that carried them (group commit: concurrent writes share one).
     pub write_groups: u64,
+    /// Groups whose writers inserted their own batches into the memtable in parallel (the
+    /// others' leaders inserted every batch themselves).
+    pub parallel_insert_groups: u64,
     /// Bytes written to the WAL area since open.
     pub wal_bytes_written: u64,
     /// Bytes of SSTs written since open.

@@ -68,7 +68,10 @@ fn writer(db: &Db, w: u32) -> HashMap<Vec<u8>, u32> {
     let mut last = HashMap::new();
     for i in 1..=WRITES_PER_WRITER {
         let mut b = WriteBatch::new();
-        for j in 0..1 + i % 3 {
+        // Mostly small batches, whose group leaders insert them; now and then one large
+        // enough that its group's writers insert their own batches in parallel.
+        let ops = if i % 61 == 0 { 40 } else { 1 + i % 3 };
+        for j in 0..ops {
             let k = key(w, (i * 7 + j * 13 + w) % KEYS_PER_WRITER);
             b.put(&k, &value(&k, i));
             last.insert(k, i);
@@ -200,6 +203,12 @@ fn run(tail: Option<MemoryTail>) {
     check(&db, &last, "after the run");
     db.check().unwrap();
     assert_eq!(stats.writes, u64::from(WRITERS * WRITES_PER_WRITER));
+    assert!(
+        stats.parallel_insert_groups > 0 && stats.parallel_insert_groups < stats.write_groups,
+        "both ways of inserting a group ran: {} of {} groups in parallel",
+        stats.parallel_insert_groups,
+        stats.write_groups
+    );
     let db = match &tail {
         None => {
             Arc::into_inner(db).expect("every thread has let go of the store").close().unwrap();
@@ -222,11 +231,12 @@ fn run(tail: Option<MemoryTail>) {
     };
     check(&db, &last, "after reopening");
     println!(
-        "concurrency{}: {WRITERS} writers x {WRITES_PER_WRITER} writes in {} WAL appends, {} \
-         reads and scans by {READERS} readers, {maintenance} flush/compact calls ({} flushes, \
+        "concurrency{}: {WRITERS} writers x {WRITES_PER_WRITER} writes in {} WAL appends ({} \
+         inserted in parallel), {} reads and scans by {READERS} readers, {maintenance} flush/compact calls ({} flushes, \
          {} compactions), {:?}",
         if tail.is_some() { " with a WAL tail" } else { "" },
         stats.write_groups,
+        stats.parallel_insert_groups,
         reads.load(Ordering::Relaxed),
         stats.flushes,
         stats.compactions,

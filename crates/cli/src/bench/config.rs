@@ -57,6 +57,9 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     if let Some(v) = args.cache_size {
         o.block_cache_bytes = v;
     }
+    if let Some(v) = args.prepopulate_block_cache {
+        o.prepopulate_block_cache = v == 1;
+    }
     if let Some(v) = args.block_size {
         o.sst.block_bytes = v;
     }
@@ -148,6 +151,7 @@ mod tests {
             "--level0_slowdown_writes_trigger=8",
             "--level0_stop_writes_trigger=12",
             "--cache_size=1000000",
+            "--prepopulate_block_cache=0",
             "--block_size=8192",
             "--bloom_bits=6",
             "--compression_type=lz4",
@@ -168,9 +172,10 @@ mod tests {
             (2, 8, 12)
         );
         assert_eq!(
-            (o.block_cache_bytes, o.sst.block_bytes, o.sst.bloom_bits_per_key),
-            (1_000_000, 8192, 6)
+            (o.block_cache_bytes, o.prepopulate_block_cache, o.sst.block_bytes),
+            (1_000_000, false, 8192)
         );
+        assert_eq!(o.sst.bloom_bits_per_key, 6);
         assert_eq!(o.sst.compression, Compression::Lz4);
     }
 

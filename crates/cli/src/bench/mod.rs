@@ -130,6 +130,10 @@ pub struct Args {
     /// Bytes of block cache.
     #[arg(long = "cache_size")]
     pub cache_size: Option<usize>,
+    /// 1 puts the blocks of each new SST (flush and compaction outputs) into the block cache
+    /// as it is written, 0 does not (default: the engine's, 1).
+    #[arg(long = "prepopulate_block_cache", value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub prepopulate_block_cache: Option<u8>,
     /// Uncompressed bytes per SST data block.
     #[arg(long = "block_size")]
     pub block_size: Option<usize>,

@@ -68,7 +68,7 @@ impl Inner {
             inputs: take(plan.level, &plan.inputs),
             next: take(plan.output_level, &plan.next),
             full: plan.full,
-            trivial_move: plan.is_trivial_move(),
+            trivial_move: plan.is_trivial_move(&v.levels),
         })
     }
 

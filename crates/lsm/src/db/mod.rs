@@ -12,9 +12,10 @@
 //!    if any writer asked; without sync the records go to the WAL tail and the append does
 //!    not wait for the device. A full group switches the memtable and retries; a failed
 //!    append stops the store (P5).
-//! 4. Each writer inserts its own ops into the memtable, concurrently, without the state
-//!    lock; the leader then publishes the group's last sequence number and hands leadership
-//!    on.
+//! 4. A small group's leader inserts every writer's ops into the memtable itself; in a
+//!    larger group each writer inserts its own, concurrently. Either way no state lock is
+//!    held; the leader then publishes the group's last sequence number, tells the writers
+//!    they are done and hands leadership on.
 //!
 //! Read path: the active memtable, sealed memtables newest first, L0 SSTs newest first, then one
 //! SST per deeper level; each SST checks its bloom filter with the key's hash, computed once.
@@ -41,7 +42,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use shale_io::{DeviceRef, FileOptions};
 use shale_space::{Edit, Extent, IoClass, Volume};
 
-use crate::batch::WriteBatch;
+use crate::batch::{WriteBatch, record_ops};
 use crate::cache::BlockCache;
 use crate::db_iter::{DbIterator, IterBounds};
 use crate::error::{Error, Result};
@@ -52,7 +53,9 @@ use crate::memtable::Memtable;
 use crate::merge::MergingIterator;
 use crate::options::{KEY_BYTES_MAX, Options, ReadOptions, WriteOptions};
 use crate::range_del::RangeTombstone;
-use crate::sst::{QueuePool, SstBuilder, SstReader, VolumeSource, bloom_hash, write_sst};
+use crate::sst::{
+    QueuePool, SstBuilder, SstReader, VolumeSource, bloom_hash, prepopulate_block_cache, write_sst,
+};
 use crate::stats::{Stall, StallCounters, Stats};
 use crate::version::{LEVELS, SstHandle, Version};
 use crate::version_edit::{SstMeta, VersionEdit};
@@ -121,6 +124,7 @@ struct Inner {
     user_bytes_written: AtomicU64,
     writes: AtomicU64,
     write_groups: AtomicU64,
+    parallel_insert_groups: AtomicU64,
     /// Memtable size (and so L0 SST size), changeable while running (`set_write_buffer_bytes`).
     write_buffer_bytes: AtomicU64,
     /// The WAL, owned by the write-group leader (and by whoever switches memtables). Lock
@@ -508,7 +512,8 @@ impl Inner {
         let limit = self.batch_limit();
         if footprint > limit {
             return Err(Error::InvalidArgument(format!(
-                "batch of {} bytes is over the {limit}-byte limit (half a memtable and half a WAL group)",
+                "batch of {} bytes ({footprint} in a memtable) is over the {limit}-byte limit \
+                 (half a memtable and half a WAL group)",
                 batch.encoded_len()
             )));
         }
@@ -529,6 +534,7 @@ impl Inner {
                 group.wait_published();
                 Ok(())
             }
+            Outcome::Done => Ok(()),
             Outcome::Failed(e) => Err(e),
         }
     }
@@ -552,7 +558,22 @@ impl Inner {
         debug_assert_eq!(group[0].id, id, "the leader is first in its group");
         let mut wal = self.wal.lock();
         let result = match self.append_group(&mut wal, &mut group) {
+            Ok((firsts, mem, last_seq)) if inserted_by_leader(&group) => {
+                // Waking each writer to insert a few ops, then again once the group is
+                // published, costs more than the inserts: do them here, wake each once.
+                for (p, &first_seq) in group.iter().zip(&firsts) {
+                    for (i, op) in record_ops(&p.record).enumerate() {
+                        mem.apply(&op, first_seq + i as u64)
+                            .expect("make_room left room for the group");
+                    }
+                }
+                self.state.lock().last_seq = last_seq;
+                let outcomes = group.iter().map(|p| (p.id, Outcome::Done)).collect();
+                self.writers.finish(id, outcomes);
+                Ok(())
+            }
             Ok((firsts, mem, last_seq)) => {
+                self.parallel_insert_groups.fetch_add(1, Ordering::Relaxed);
                 let sync = GroupSync::new(group.len());
                 let outcomes = group
                     .iter()
@@ -782,10 +803,14 @@ impl Inner {
         }
         let (smallest_seq, largest_seq) = (out.smallest_seq, out.largest_seq);
         let image = out.builder.finish(self.volume.layout().slot_bytes);
-        let extent = write_sst(&self.volume, &image)?;
+        let id = self.next_sst_id.fetch_add(1, Ordering::Relaxed);
+        if self.opts.prepopulate_block_cache {
+            prepopulate_block_cache(&self.cache, id, &image.bytes)?;
+        }
+        let extent = write_sst(&self.volume, &image).inspect_err(|_| self.cache.forget(id))?;
         let p = &image.properties;
         Ok(vec![SstMeta {
-            id: self.next_sst_id.fetch_add(1, Ordering::Relaxed),
+            id,
             extent,
             bytes: image.bytes.len() as u64,
             entries: p.entries,
@@ -1001,6 +1026,7 @@ impl Inner {
             user_bytes_written: self.user_bytes_written.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             write_groups: self.write_groups.load(Ordering::Relaxed),
+            parallel_insert_groups: self.parallel_insert_groups.load(Ordering::Relaxed),
             wal_bytes_written: io(IoClass::Wal).write_bytes,
             sst_bytes_written: io(IoClass::Slot).write_bytes,
             version_log_bytes_written: io(IoClass::VersionLog).write_bytes,
@@ -1014,6 +1040,16 @@ impl Inner {
 }
 
 /// Inserts a batch's ops into a memtable (stage 4; concurrent with other writers').
+/// Whether a group's leader inserts every writer's ops itself: for at most this many ops and
+/// bytes, inserting them takes a few microseconds, less than waking the writers to do it.
+fn inserted_by_leader(group: &[Pending]) -> bool {
+    const OPS_MAX: usize = 32;
+    const BYTES_MAX: usize = 64 << 10;
+    let ops: usize = group.iter().map(|p| p.ops).sum();
+    let bytes: usize = group.iter().map(|p| p.record.len()).sum();
+    group.len() == 1 || (ops <= OPS_MAX && bytes <= BYTES_MAX)
+}
+
 fn insert_batch(batch: &WriteBatch, first_seq: u64, mem: &Memtable) {
     for (i, op) in batch.ops().enumerate() {
         mem.apply(&op, first_seq + i as u64).expect("make_room left room for the group");

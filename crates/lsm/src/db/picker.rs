@@ -95,9 +95,22 @@ pub(super) struct Plan {
 
 impl Plan {
     /// Whether the inputs can move down unchanged: nothing below to merge with, and inputs
-    /// that do not overlap each other (several SSTs of L0 may).
-    pub fn is_trivial_move(&self) -> bool {
-        self.next.is_empty() && (self.level > 0 || self.inputs.len() == 1)
+    /// that do not overlap each other. SSTs of L0 may overlap; those that do not (a
+    /// sequential load flushes disjoint ones) move down together, as in RocksDB, rather than
+    /// being rewritten.
+    pub fn is_trivial_move<T: Sst>(&self, levels: &[Vec<T>]) -> bool {
+        if !self.next.is_empty() {
+            return false;
+        }
+        if self.level > 0 || self.inputs.len() == 1 {
+            return true;
+        }
+        let mut ranges: Vec<KeyRange> =
+            self.inputs.iter().map(|&i| KeyRange::of_sst(levels[self.level][i].meta())).collect();
+        ranges.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+        // Strictly below: an SST whose (possibly exclusive) end equals the next one's start
+        // counts as overlapping, which is only ever too careful.
+        ranges.windows(2).all(|w| w[0].largest < w[1].smallest)
     }
 }
 
@@ -514,6 +527,27 @@ mod tests {
     }
 
     #[test]
+    fn disjoint_l0_ssts_move_down_and_overlapping_ones_are_merged() {
+        let mut levels: Vec<Vec<SstMeta>> = vec![Vec::new(); LEVELS];
+        levels[0] = vec![sst(4, "m", "p", 1), sst(3, "a", "c", 1), sst(2, "d", "l", 1)];
+        let plan = |inputs: Vec<usize>, next: Vec<usize>| Plan {
+            level: 0,
+            output_level: 6,
+            inputs,
+            next,
+            full: false,
+        };
+        assert!(plan(vec![0, 1, 2], vec![]).is_trivial_move(&levels), "disjoint, in any order");
+        levels[6] = vec![sst(1, "x", "z", 1)];
+        assert!(!plan(vec![0, 1, 2], vec![0]).is_trivial_move(&levels), "something below");
+        levels[0].push(sst(5, "c", "e", 1)); // overlaps "a".."c" and "d".."l"
+        assert!(!plan(vec![0, 1, 2, 3], vec![]).is_trivial_move(&levels), "overlapping");
+        levels[0][3] = sst(5, "l", "l", 1); // touches "d".."l" at "l": counted as overlapping
+        assert!(!plan(vec![0, 1, 2, 3], vec![]).is_trivial_move(&levels), "touching");
+        assert!(plan(vec![3], vec![]).is_trivial_move(&levels), "one SST");
+    }
+
+    #[test]
     fn a_full_compaction_runs_alone_and_ends_with_one_level() {
         let o = opts();
         let mut levels = vec![Vec::new(); LEVELS];
@@ -523,7 +557,7 @@ mod tests {
         let mut book = CompactionState::default();
         let p = book.pick(&levels, &o, &t, true).unwrap();
         assert_eq!((p.level, p.output_level, p.full), (2, 3, true));
-        assert!(p.is_trivial_move());
+        assert!(p.is_trivial_move(&levels));
         book.start(&levels, &p);
         assert_eq!(book.pick(&levels, &o, &t, true), None, "one step at a time");
         levels[2].clear();

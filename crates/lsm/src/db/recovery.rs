@@ -110,6 +110,7 @@ impl Db {
             user_bytes_written: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             write_groups: AtomicU64::new(0),
+            parallel_insert_groups: AtomicU64::new(0),
             write_buffer_bytes: AtomicU64::new(opts.write_buffer_bytes as u64),
             target_file_bytes: AtomicU64::new(opts.target_file_size_base),
         });

@@ -2,12 +2,14 @@
 //!
 //! Every writer queues its encoded batch. The first writer to find no leader leads: it takes
 //! the queue (up to a byte cap), gives the group consecutive sequence numbers, appends all of
-//! its records to the WAL in one append (synced if any writer asked for sync) and hands each
-//! writer its sequence number and memtable. Each writer then inserts its own batch into the
-//! memtable, in parallel with the others (the skiplist takes concurrent inserts); the leader
-//! waits for all of them, publishes the group's last sequence number, and passes leadership
-//! to the first writer queued meanwhile. So a writer pays for one WAL append per group, not per
-//! write, and readers never see part of a group.
+//! its records to the WAL in one append (synced if any writer asked for sync). A small group's
+//! leader then inserts every batch into the memtable itself, publishes the group's last
+//! sequence number and tells each writer it is done: one wake-up per writer. In a larger group
+//! the leader hands each writer its sequence number and memtable; each writer inserts its own
+//! batch, in parallel with the others (the skiplist takes concurrent inserts); the leader waits
+//! for all of them and publishes. Either way the leader then passes leadership to the first
+//! writer queued meanwhile. So a writer pays for one WAL append per group, not per write, and
+//! readers never see part of a group.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -34,6 +36,8 @@ pub(super) enum Outcome {
     Lead,
     /// The group is in the WAL: insert the batch with these sequence numbers.
     Insert { first_seq: u64, mem: Arc<Memtable>, group: Arc<GroupSync> },
+    /// The leader inserted the batch and published the group: the write is done.
+    Done,
     /// The group failed.
     Failed(Error),
 }

@@ -7,6 +7,7 @@
 //! - `footer`: the fixed footer at the very end of the image.
 //! - `range_del_block`: the range tombstones (format version 2 on).
 //! - `builder` / `reader`: making and reading an image.
+//! - `prepopulate`: caching a new image's blocks as it is written.
 //! - `volume_io`: writing an image into an extent and reading it back.
 //!
 //! ```
@@ -41,6 +42,7 @@ pub mod bloom;
 pub mod builder;
 pub mod footer;
 pub mod format;
+pub mod prepopulate;
 pub mod range_del_block;
 pub mod reader;
 pub mod volume_io;
@@ -48,6 +50,7 @@ pub mod volume_io;
 pub use bloom::bloom_hash;
 pub use builder::{SstBuilder, SstImage, SstOptions};
 pub use format::{Compression, SstProperties};
+pub use prepopulate::prepopulate_block_cache;
 pub use reader::{BlockSource, SstIter, SstReader};
 pub use volume_io::{QueuePool, VolumeSource, write_sst};
 

@@ -47,8 +47,9 @@ const START_AT: usize = 32;
 const END_AT: usize = 40;
 /// Bytes before a record's payload: its length and checksum.
 pub const RECORD_HEADER_BYTES: usize = 8;
-/// Ring size of a new tail.
-pub const DEFAULT_RING_BYTES: u32 = 1 << 20;
+/// Ring size of a new tail: room for what arrives while page writes wait behind compaction
+/// I/O (a write waits when the ring is full; 1 MiB made 1 KB updates wait, docs/lsm.md).
+pub const DEFAULT_RING_BYTES: u32 = 8 << 20;
 
 /// Where a store keeps the records of unsynced writes until their WAL pages complete.
 #[derive(Clone, Debug, Default)]

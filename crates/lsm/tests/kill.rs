@@ -3,7 +3,8 @@
 //! moment; the store is reopened, must pass `Db::check` (every checksum, the LSM and slot
 //! invariants), and must hold every acknowledged batch, synced or not (P1, P2), and every batch
 //! all-or-nothing. Even rounds keep unsynced writes in the default WAL tail (`/dev/shm`), odd
-//! rounds run without one. Repeated `SHALE_KILL_ROUNDS` times (default 12) on one store, so
+//! rounds run without one. Every third round has four writer threads syncing 3 batches in 4,
+//! so the kill lands among group commits of sync and plain writes. Repeated `SHALE_KILL_ROUNDS` times (default 12) on one store, so
 //! recovery after recovery is covered.
 
 use std::io::{BufRead, BufReader};
@@ -26,23 +27,41 @@ fn options(round: u64) -> Options {
     o
 }
 
+/// Rounds with this many writer threads (every third round), which sync 3 batches in 4: sync
+/// and plain writes share write groups, and the kill lands inside a group's durable write.
+const THREADS_IN_THREADED_ROUNDS: u64 = 4;
+
+fn threaded(round: u64) -> bool {
+    round % 3 == 2
+}
+
 /// The writer: batch n puts keys "b{n}-{i}" for i in 0..8, and prints "acked n" once the
-/// write returns. Sequence numbers continue across rounds through `start`.
+/// write returns. Batch numbers continue across rounds through `start`.
 fn child(dir: &Path) {
     let round: u64 = std::env::var("SHALE_KILL_ROUND").unwrap().parse().unwrap();
     let db = Db::open(dir, options(round)).expect("child: open");
     let start: u64 = std::env::var("SHALE_KILL_START").unwrap().parse().unwrap();
-    for n in start.. {
-        let mut b = WriteBatch::new();
-        for i in 0..KEYS_PER_BATCH {
-            b.put(
-                format!("b{n:08}-{i}").as_bytes(),
-                &vec![(n % 251) as u8; 100 + (i as usize * 37)],
-            );
+    let next = std::sync::atomic::AtomicU64::new(start);
+    let threads = if threaded(round) { THREADS_IN_THREADED_ROUNDS } else { 1 };
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let mut b = WriteBatch::new();
+                    for i in 0..KEYS_PER_BATCH {
+                        b.put(
+                            format!("b{n:08}-{i}").as_bytes(),
+                            &vec![(n % 251) as u8; 100 + (i as usize * 37)],
+                        );
+                    }
+                    let sync = if threaded(round) { n % 4 != 0 } else { n % 8 == 0 };
+                    db.write(&b, &WriteOptions { sync }).expect("child: write");
+                    println!("acked {n}");
+                }
+            });
         }
-        db.write(&b, &WriteOptions { sync: n % 8 == 0 }).expect("child: write");
-        println!("acked {n}");
-    }
+    });
 }
 
 #[test]
@@ -146,7 +165,8 @@ fn sigkill_during_writes_loses_no_acknowledged_batch() {
         db.close().unwrap();
     }
     println!(
-        "kill test: {rounds} SIGKILLs, {acked_total} acknowledged batches (1 in 8 synced), all present"
+        "kill test: {rounds} SIGKILLs, {acked_total} acknowledged batches (1 in 8 synced, 3 in 4 \
+         on four threads every third round), all present"
     );
     assert!(acked_total > 0, "the child never acknowledged a write");
 }

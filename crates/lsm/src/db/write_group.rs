@@ -89,11 +89,40 @@ impl GroupSync {
     }
 }
 
+/// Where one queued writer waits for its outcome: a slot of its own, so that handing out an
+/// outcome wakes that writer alone. (One condition variable for the whole queue woke every
+/// queued writer at each hand-out: with 16 writers syncing on 2 cores, those wake-ups took
+/// about a third of each group's 615 us.)
+#[derive(Default)]
+struct Slot {
+    outcome: Mutex<Option<Outcome>>,
+    cv: Condvar,
+}
+
+impl Slot {
+    fn give(&self, o: Outcome) {
+        *self.outcome.lock() = Some(o);
+        self.cv.notify_one();
+    }
+
+    fn wait(&self) -> Outcome {
+        let mut o = self.outcome.lock();
+        loop {
+            if let Some(o) = o.take() {
+                return o;
+            }
+            self.cv.wait(&mut o);
+        }
+    }
+}
+
 #[derive(Default)]
 struct QueueState {
-    waiting: VecDeque<Pending>,
+    /// Queued writers, with their slots, the leader's included until it takes its group.
+    waiting: VecDeque<(Pending, Arc<Slot>)>,
     leader: bool,
-    outcomes: HashMap<u64, Outcome>,
+    /// Slots of writers taken into a group, until the leader hands them their outcomes.
+    grouped: HashMap<u64, Arc<Slot>>,
     next_id: u64,
 }
 
@@ -101,7 +130,6 @@ struct QueueState {
 #[derive(Default)]
 pub(super) struct WriteQueue {
     state: Mutex<QueueState>,
-    cv: Condvar,
 }
 
 impl WriteQueue {
@@ -113,20 +141,19 @@ impl WriteQueue {
         footprint: usize,
         sync: bool,
     ) -> (u64, Outcome) {
-        let mut q = self.state.lock();
-        let id = q.next_id;
-        q.next_id += 1;
-        q.waiting.push_back(Pending { id, record, ops, footprint, sync });
-        if !q.leader {
-            q.leader = true;
-            return (id, Outcome::Lead);
-        }
-        loop {
-            if let Some(o) = q.outcomes.remove(&id) {
-                return (id, o);
+        let slot = Arc::new(Slot::default());
+        let id = {
+            let mut q = self.state.lock();
+            let id = q.next_id;
+            q.next_id += 1;
+            q.waiting.push_back((Pending { id, record, ops, footprint, sync }, slot.clone()));
+            if !q.leader {
+                q.leader = true;
+                return (id, Outcome::Lead);
             }
-            self.cv.wait(&mut q);
-        }
+            id
+        };
+        (id, slot.wait())
     }
 
     /// The leader takes the next group: writers from the front while their bytes stay within
@@ -135,37 +162,48 @@ impl WriteQueue {
         let mut q = self.state.lock();
         let mut group = Vec::new();
         let mut bytes = 0;
-        while let Some(p) = q.waiting.front() {
+        while let Some((p, _)) = q.waiting.front() {
             if !group.is_empty() && bytes + p.footprint > cap {
                 break;
             }
             bytes += p.footprint;
-            group.push(q.waiting.pop_front().expect("front exists"));
+            let (p, slot) = q.waiting.pop_front().expect("front exists");
+            q.grouped.insert(p.id, slot);
+            group.push(p);
         }
         group
     }
 
-    /// Hands each writer of a group (but the leader, `leader_id`) its outcome, and leadership
-    /// to the first writer still queued, if any.
+    /// Hands each writer of a group (but the leader, `leader_id`) its outcome.
     pub fn finish(&self, leader_id: u64, outcomes: Vec<(u64, Outcome)>) {
-        let mut q = self.state.lock();
-        for (id, o) in outcomes {
-            if id != leader_id {
-                q.outcomes.insert(id, o);
-            }
+        let slots: Vec<(Arc<Slot>, Outcome)> = {
+            let mut q = self.state.lock();
+            q.grouped.remove(&leader_id);
+            outcomes
+                .into_iter()
+                .filter(|(id, _)| *id != leader_id)
+                .map(|(id, o)| (q.grouped.remove(&id).expect("a grouped writer"), o))
+                .collect()
+        };
+        for (slot, o) in slots {
+            slot.give(o);
         }
-        self.cv.notify_all();
     }
 
     /// The leader is done: the next queued writer leads, or no one does.
     pub fn pass_leadership(&self) {
-        let mut q = self.state.lock();
-        match q.waiting.front().map(|p| p.id) {
-            Some(next) => {
-                q.outcomes.insert(next, Outcome::Lead);
-                self.cv.notify_all();
+        let next = {
+            let mut q = self.state.lock();
+            match q.waiting.front() {
+                Some((_, slot)) => Some(slot.clone()),
+                None => {
+                    q.leader = false;
+                    None
+                }
             }
-            None => q.leader = false,
+        };
+        if let Some(slot) = next {
+            slot.give(Outcome::Lead);
         }
     }
 }

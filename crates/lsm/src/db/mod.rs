@@ -42,7 +42,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use shale_io::{DeviceRef, FileOptions};
 use shale_space::{Edit, Extent, IoClass, Volume};
 
-use crate::batch::{WriteBatch, record_ops};
+use crate::batch::{BatchOp, WriteBatch, record_ops};
 use crate::cache::BlockCache;
 use crate::db_iter::{DbIterator, IterBounds};
 use crate::error::{Error, Result};
@@ -529,7 +529,7 @@ impl Inner {
         match outcome {
             Outcome::Lead => self.lead_group(id, batch),
             Outcome::Insert { first_seq, mem, group } => {
-                insert_batch(batch, first_seq, &mem);
+                insert_ops(batch.ops(), first_seq, &mem);
                 group.inserted();
                 group.wait_published();
                 Ok(())
@@ -562,10 +562,7 @@ impl Inner {
                 // Waking each writer to insert a few ops, then again once the group is
                 // published, costs more than the inserts: do them here, wake each once.
                 for (p, &first_seq) in group.iter().zip(&firsts) {
-                    for (i, op) in record_ops(&p.record).enumerate() {
-                        mem.apply(&op, first_seq + i as u64)
-                            .expect("make_room left room for the group");
-                    }
+                    insert_ops(record_ops(&p.record), first_seq, &mem);
                 }
                 self.state.lock().last_seq = last_seq;
                 let outcomes = group.iter().map(|p| (p.id, Outcome::Done)).collect();
@@ -585,7 +582,7 @@ impl Inner {
                     })
                     .collect();
                 self.writers.finish(id, outcomes);
-                insert_batch(batch, firsts[0], &mem);
+                insert_ops(batch.ops(), firsts[0], &mem);
                 sync.inserted();
                 sync.wait_inserted();
                 self.state.lock().last_seq = last_seq;
@@ -804,10 +801,13 @@ impl Inner {
         let (smallest_seq, largest_seq) = (out.smallest_seq, out.largest_seq);
         let image = out.builder.finish(self.volume.layout().slot_bytes);
         let id = self.next_sst_id.fetch_add(1, Ordering::Relaxed);
-        if self.opts.prepopulate_block_cache {
-            prepopulate_block_cache(&self.cache, id, &image.bytes)?;
+        let extent = if self.opts.prepopulate_block_cache {
+            prepopulate_block_cache(&self.cache, id, &image.bytes).map(|_| ())
+        } else {
+            Ok(())
         }
-        let extent = write_sst(&self.volume, &image).inspect_err(|_| self.cache.forget(id))?;
+        .and_then(|()| write_sst(&self.volume, &image))
+        .inspect_err(|_| self.cache.forget(id))?;
         let p = &image.properties;
         Ok(vec![SstMeta {
             id,
@@ -1039,7 +1039,6 @@ impl Inner {
     }
 }
 
-/// Inserts a batch's ops into a memtable (stage 4; concurrent with other writers').
 /// Whether a group's leader inserts every writer's ops itself: for at most this many ops and
 /// bytes, inserting them takes a few microseconds, less than waking the writers to do it.
 fn inserted_by_leader(group: &[Pending]) -> bool {
@@ -1050,8 +1049,10 @@ fn inserted_by_leader(group: &[Pending]) -> bool {
     group.len() == 1 || (ops <= OPS_MAX && bytes <= BYTES_MAX)
 }
 
-fn insert_batch(batch: &WriteBatch, first_seq: u64, mem: &Memtable) {
-    for (i, op) in batch.ops().enumerate() {
+/// Inserts a batch's ops, numbered from `first_seq`, into a memtable (stage 4; concurrent
+/// with other writers' inserts).
+fn insert_ops<'a>(ops: impl Iterator<Item = BatchOp<'a>>, first_seq: u64, mem: &Memtable) {
+    for (i, op) in ops.enumerate() {
         mem.apply(&op, first_seq + i as u64).expect("make_room left room for the group");
     }
 }

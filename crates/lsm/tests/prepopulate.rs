@@ -1,0 +1,36 @@
+//! `Options::prepopulate_block_cache` through the engine: after flushes and a full compaction
+//! every key reads from the block cache with it on (no miss), and with it off the same reads
+//! go to the device (the cache starts cold for every SST the compaction wrote).
+
+use std::sync::Arc;
+
+use shale_io::SimDevice;
+use shale_lsm::{Db, Options};
+
+const KEYS: u32 = 3000;
+
+/// Block-cache misses of reading every key once after a flushed and compacted load.
+fn misses_of_reading_back(prepopulate: bool) -> u64 {
+    let mut o = Options::small_for_tests();
+    o.block_cache_bytes = 16 << 20; // far more than the data: nothing is evicted
+    o.prepopulate_block_cache = prepopulate;
+    let dev = SimDevice::new(64 << 20, 4096, 1).unwrap();
+    let db = Db::open_device(Arc::new(dev), o).unwrap();
+    for i in 0..KEYS {
+        db.put(format!("key{i:06}").as_bytes(), &[(i % 251) as u8; 100]).unwrap();
+    }
+    db.compact_range().unwrap();
+    assert!(db.stats().compactions > 0, "the load must have been compacted");
+    let before = db.stats().block_cache_misses;
+    for i in 0..KEYS {
+        let v = db.get(format!("key{i:06}").as_bytes()).unwrap();
+        assert_eq!(v.as_deref(), Some(&[(i % 251) as u8; 100][..]), "key {i}");
+    }
+    db.stats().block_cache_misses - before
+}
+
+#[test]
+fn new_ssts_are_read_from_the_cache_only_when_prepopulated() {
+    assert_eq!(misses_of_reading_back(true), 0);
+    assert!(misses_of_reading_back(false) > 0);
+}

@@ -312,19 +312,35 @@ impl SkipList {
         splices
     }
 
+    /// The boundary of the prefix of the list for which `before` holds: the last node of the
+    /// prefix (`None` = the head) and the node the walk found after it (`None` = the end),
+    /// both as seen by one walk.
+    ///
+    /// The successor must be the node the walk compared, never a second load of the last
+    /// node's link: a writer may link a node between the two meanwhile, and that node can sort
+    /// before the boundary. A seek that loaded the link again returned such a node (a key
+    /// below its target), so a point read saw another user key and missed an entry it should
+    /// have found (issue #9: reads missing acknowledged writes under several writers).
+    fn boundary(&self, before: impl Fn(&[u8]) -> bool) -> Splice<'_> {
+        let mut prev = None;
+        let mut next = None;
+        for level in (0..self.height.load(Mem::Relaxed)).rev() {
+            next = self.next(prev, level);
+            while let Some(n) = next {
+                if !before(n.key()) {
+                    break;
+                }
+                prev = Some(n);
+                next = self.next(prev, level);
+            }
+        }
+        (prev, next)
+    }
+
     /// The last node for which `before` holds (`None` = the head), where `before` holds for a
     /// prefix of the list.
     fn last_where(&self, before: impl Fn(&[u8]) -> bool) -> Option<NodeRef<'_>> {
-        let mut prev = None;
-        for level in (0..self.height.load(Mem::Relaxed)).rev() {
-            while let Some(next) = self.next(prev, level) {
-                if !before(next.key()) {
-                    break;
-                }
-                prev = Some(next);
-            }
-        }
-        prev
+        self.boundary(before).0
     }
 
     /// The first entry at or after `target`, as (internal key, value).
@@ -332,9 +348,9 @@ impl SkipList {
         self.seek(target).map(|n| (n.key(), n.value()))
     }
 
+    /// The first node at or after `target`.
     fn seek(&self, target: &[u8]) -> Option<NodeRef<'_>> {
-        let prev = self.last_where(|k| key::compare(k, target) == Ordering::Less);
-        self.next(prev, 0)
+        self.boundary(|k| key::compare(k, target) == Ordering::Less).1
     }
 
     /// Nodes linked at level 0.

@@ -436,3 +436,56 @@ fn range_tombstones_sit_beside_the_points_and_count_as_content() {
     assert!(!only_tombstone.is_empty(), "a memtable with only a tombstone must still be flushed");
     assert_eq!(only_tombstone.max_seq(), Some(3));
 }
+
+/// Read-your-own-insert under concurrent inserters: each thread writes new versions of keys
+/// shared by all threads (each key owned by one thread at a time through a lock) and reads
+/// each back at once at the latest sequence; the read must return the version just inserted.
+/// Sequence numbers come from one counter, as the engine's groups hand them out.
+///
+/// Regression (issue #9): a seek loaded its last node's link a second time after the walk,
+/// and got a node linked there meanwhile that sorts before the target; the point read then
+/// saw another user key and missed the entry. On two cores this failed within a few rounds.
+#[test]
+#[cfg_attr(miri, ignore = "a stress test: far too slow under miri")]
+fn seek_never_returns_a_node_linked_before_its_target_meanwhile() {
+    use parking_lot::Mutex;
+    use std::sync::atomic::AtomicU64;
+    use std::time::{Duration, Instant};
+    const THREADS: u64 = 4;
+    const KEYS: u64 = 2000;
+    const INSERTS_PER_ROUND: u64 = 20_000;
+    // Rounds until the time is up: a small list early in each round makes the racing inserts
+    // land next to each other, which is where the bug showed.
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    let mut round = 0;
+    while round < 2 || Instant::now() < deadline {
+        round += 1;
+        let mem = Arc::new(Memtable::new(256 << 20));
+        let seq = Arc::new(AtomicU64::new(1));
+        let locks: Arc<Vec<Mutex<()>>> = Arc::new((0..KEYS).map(|_| Mutex::new(())).collect());
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (mem, seq, locks) = (mem.clone(), seq.clone(), locks.clone());
+                std::thread::spawn(move || {
+                    let mut rng = SmallRng::seed_from_u64(round * 100 + t);
+                    for _ in 0..INSERTS_PER_ROUND / THREADS {
+                        let k = rng.gen_range(0..KEYS);
+                        let _g = locks[k as usize].lock();
+                        let key = format!("k{k:06}").into_bytes();
+                        let s = seq.fetch_add(1, Ordering::Relaxed);
+                        mem.insert(&key, s, Kind::Put, &s.to_le_bytes()).unwrap();
+                        let got = mem.get_entry(&key, SEQ_MAX);
+                        assert_eq!(
+                            got.map(|(gs, _, _)| gs),
+                            Some(s),
+                            "round {round} thread {t}: key {k} read back at another version"
+                        );
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+    }
+}

@@ -369,14 +369,24 @@ fn concurrent_burst(db: &Db, model: &mut Model, rng: &mut SmallRng, seq: u64, ct
                     for i in 0..25 {
                         let n = rng.gen_range(0..400 / WRITERS) * WRITERS + t;
                         let k = format!("key{n:04}").into_bytes();
-                        if rng.gen_bool(0.2) {
+                        let written = if rng.gen_bool(0.2) {
                             db.delete(&k).unwrap();
-                            done.push((k, None));
+                            None
                         } else {
                             let v = value(&mut rng, seq + t * 100 + i);
                             db.put(&k, &v).unwrap();
-                            done.push((k, Some(v)));
-                        }
+                            Some(v)
+                        };
+                        // Read-your-writes: the key is this writer's alone, so a read that
+                        // starts after the acknowledgement sees exactly this write, through
+                        // a point read and through an iterator's seek (issue #9).
+                        assert_eq!(db.get(&k).unwrap(), written, "{ctx}: get after own write");
+                        let mut it = db.iter(&ReadOptions::default());
+                        it.seek(&k);
+                        let seen = it.valid().then(|| it.key() == k.as_slice());
+                        let seen_value = (seen == Some(true)).then(|| it.value().to_vec());
+                        assert_eq!(seen_value, written, "{ctx}: seek after own write");
+                        done.push((k, written));
                     }
                     done
                 })

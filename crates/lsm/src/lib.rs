@@ -43,6 +43,7 @@ pub mod options;
 pub mod range_del;
 pub mod sst;
 pub mod stats;
+mod sync;
 pub mod version;
 pub mod version_edit;
 pub mod wal;

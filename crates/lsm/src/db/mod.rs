@@ -67,6 +67,8 @@ mod pool;
 mod recovery;
 mod store_lock;
 mod write_group;
+// The write group takes its primitives from here (see `crate::sync`).
+use crate::sync;
 use crate::write_controller::{self, Pressure};
 use compaction::Compaction;
 use picker::CompactionState;

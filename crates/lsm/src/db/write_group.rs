@@ -11,14 +11,10 @@
 //! writer queued meanwhile. So a writer pays for one WAL append per group, not per write, and
 //! readers never see part of a group.
 
+use super::sync::{AtomicUsize, Condvar, Mutex, Ordering};
+use super::{Error, Memtable};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use parking_lot::{Condvar, Mutex};
-
-use crate::error::Error;
-use crate::memtable::Memtable;
 
 /// A queued write.
 pub(super) struct Pending {

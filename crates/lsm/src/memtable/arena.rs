@@ -13,10 +13,9 @@
 //! The bound: the bytes of all chunks together never exceed the capacity. The last chunk is cut
 //! short to fit under it, and an allocation that does not fit fails with `None`.
 
-use parking_lot::Mutex;
+use super::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering};
 use std::alloc::{self, Layout};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 /// Bytes of a chunk taken from the system (the last chunk may be shorter, to fit the capacity).
 pub(crate) const CHUNK_BYTES: usize = 1 << 20;

@@ -18,6 +18,8 @@
 
 mod arena;
 mod skiplist;
+// The skiplist and the arena take their primitives from here (see `crate::sync`).
+use crate::sync;
 #[cfg(test)]
 mod tests;
 

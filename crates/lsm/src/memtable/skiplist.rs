@@ -28,13 +28,13 @@
 //! hazard pointers or epochs: a pointer read from a link stays valid until the list drops.
 
 use super::arena::Arena;
+use super::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as Mem};
 use crate::key;
 use std::alloc::Layout;
 use std::cmp::Ordering;
 use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as Mem};
 
 /// The most levels a node can have. With [`BRANCHING`] 4, towers of 12 keep searches at
 /// O(log n) up to 4^12 (about 16.7 million) entries, more than a memtable holds.

@@ -1,0 +1,218 @@
+//! The write group and the memtable switch, led as `Db::write` leads them.
+//!
+//! [`Store`] is a model of the engine's write path with the WAL and the SSTs left out (they
+//! sit behind locks that the model keeps: the WAL lock, held by a leader through its whole
+//! group, and the state lock). Its queue and group hand-over are the engine's own
+//! (`write_group.rs`, included by path); its memtables are the engine's skiplist
+//! ([`crate::memtable::List`]). The steps of `Inner::write`, `Inner::lead_group`,
+//! `Inner::append_group`, `Inner::make_room`/`switch_memtable` and `Inner::get` are stated
+//! again below, in the same order, each under the name of the function it stands for: a
+//! change to one of those functions must be made here too.
+
+#[path = "../../../lsm/src/db/write_group.rs"]
+mod write_group;
+use crate::sync;
+
+use std::sync::Arc;
+
+use crate::memtable::List;
+use sync::Mutex;
+use write_group::{GroupSync, Outcome, Pending, WriteQueue};
+
+/// The memtable type the write group hands to writers.
+pub(crate) type Memtable = List;
+
+/// What a failed group hands its writers; the model's groups never fail.
+#[derive(Debug)]
+pub(crate) struct Error;
+
+/// Bytes of each model memtable's arena: far more than a model run writes.
+const MEMTABLE_BYTES: usize = 1 << 20;
+/// Arena chunks small enough that a run crosses several.
+const CHUNK_BYTES: usize = 4 << 10;
+
+struct State {
+    mem: Arc<Memtable>,
+    /// Ops in `mem`: the model sizes memtables in ops, not bytes.
+    mem_ops: usize,
+    /// Sealed memtables, oldest first (never flushed in the model).
+    imm: Vec<Arc<Memtable>>,
+    last_seq: u64,
+    switches: usize,
+}
+
+/// The write path and the read path over memtables.
+pub struct Store {
+    writers: WriteQueue,
+    /// `Inner::wal`: the leader holds it from its group's stamping to its publication.
+    wal: Mutex<()>,
+    state: Mutex<State>,
+    memtable_ops: usize,
+    leader_inserts_ops_max: usize,
+}
+
+/// One batch: puts of (key, value).
+pub type Batch = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A batch as a queued record: 8 bytes of first sequence (stamped by the leader), then each
+/// op as u32 key length, key, u32 value length, value (little-endian).
+fn encode(batch: &Batch) -> Vec<u8> {
+    let mut out = vec![0u8; 8];
+    for (k, v) in batch {
+        out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+        out.extend_from_slice(k);
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        out.extend_from_slice(v);
+    }
+    out
+}
+
+fn decode(record: &[u8]) -> Batch {
+    let mut ops = Vec::new();
+    let mut at = 8;
+    let take = |at: &mut usize| {
+        let len = u32::from_le_bytes(record[*at..*at + 4].try_into().unwrap()) as usize;
+        let bytes = record[*at + 4..*at + 4 + len].to_vec();
+        *at += 4 + len;
+        bytes
+    };
+    while at < record.len() {
+        let k = take(&mut at);
+        let v = take(&mut at);
+        ops.push((k, v));
+    }
+    ops
+}
+
+/// `insert_ops`: a batch's ops into a memtable, numbered from `first_seq`.
+fn insert_ops(batch: &Batch, first_seq: u64, mem: &Memtable) {
+    for (i, (k, v)) in batch.iter().enumerate() {
+        assert!(mem.insert(k, first_seq + i as u64, v), "model memtables never fill");
+    }
+}
+
+impl Store {
+    /// A store whose memtables are switched once they hold `memtable_ops` ops, and whose
+    /// leaders insert a group's ops themselves up to `leader_inserts_ops_max` ops (above it,
+    /// each writer inserts its own, as in a large group of the engine).
+    pub fn new(memtable_ops: usize, leader_inserts_ops_max: usize) -> Store {
+        Store {
+            writers: WriteQueue::default(),
+            wal: Mutex::new(()),
+            state: Mutex::new(State {
+                mem: Arc::new(List::new(MEMTABLE_BYTES, CHUNK_BYTES)),
+                mem_ops: 0,
+                imm: Vec::new(),
+                last_seq: 0,
+                switches: 0,
+            }),
+            memtable_ops,
+            leader_inserts_ops_max,
+        }
+    }
+
+    /// `Inner::write`: queue the batch, then lead a group, insert as told, or be done.
+    pub fn write(&self, batch: &Batch) {
+        let (id, outcome) = self.writers.join(encode(batch), batch.len(), batch.len(), false);
+        match outcome {
+            Outcome::Lead => self.lead_group(id, batch),
+            Outcome::Insert { first_seq, mem, group } => {
+                insert_ops(batch, first_seq, &mem);
+                group.inserted();
+                group.wait_published();
+            }
+            Outcome::Done => {}
+            Outcome::Failed(e) => panic!("model groups never fail: {e:?}"),
+        }
+    }
+
+    /// `Inner::lead_group`.
+    fn lead_group(&self, id: u64, batch: &Batch) {
+        let mut group = self.writers.take_group(usize::MAX);
+        assert_eq!(group[0].id, id, "the leader is first in its group");
+        let wal = self.wal.lock();
+        let (firsts, mem, last_seq) = self.append_group(&mut group);
+        let ops: usize = group.iter().map(|p| p.ops).sum();
+        if group.len() == 1 || ops <= self.leader_inserts_ops_max {
+            for (p, &first_seq) in group.iter().zip(&firsts) {
+                insert_ops(&decode(&p.record), first_seq, &mem);
+            }
+            self.state.lock().last_seq = last_seq;
+            let outcomes = group.iter().map(|p| (p.id, Outcome::Done)).collect();
+            self.writers.finish(id, outcomes);
+        } else {
+            let sync = GroupSync::new(group.len());
+            let outcomes = group
+                .iter()
+                .zip(&firsts)
+                .map(|(p, &first_seq)| {
+                    (p.id, Outcome::Insert { first_seq, mem: mem.clone(), group: sync.clone() })
+                })
+                .collect();
+            self.writers.finish(id, outcomes);
+            insert_ops(batch, firsts[0], &mem);
+            sync.inserted();
+            sync.wait_inserted();
+            self.state.lock().last_seq = last_seq;
+            sync.publish();
+        }
+        drop(wal);
+        self.writers.pass_leadership();
+    }
+
+    /// `Inner::append_group` with `make_room` (a full memtable is sealed and a new one
+    /// started, under the state lock) and no WAL.
+    fn append_group(&self, group: &mut [Pending]) -> (Vec<u64>, Arc<Memtable>, u64) {
+        let ops: usize = group.iter().map(|p| p.ops).sum();
+        let mut st = self.state.lock();
+        if st.mem_ops > 0 && st.mem_ops + ops > self.memtable_ops {
+            let full =
+                std::mem::replace(&mut st.mem, Arc::new(List::new(MEMTABLE_BYTES, CHUNK_BYTES)));
+            st.imm.push(full);
+            st.mem_ops = 0;
+            st.switches += 1;
+        }
+        let mut seq = st.last_seq + 1;
+        let mut firsts = Vec::with_capacity(group.len());
+        for p in group.iter_mut() {
+            p.record[..8].copy_from_slice(&seq.to_le_bytes());
+            firsts.push(seq);
+            seq += p.ops as u64;
+        }
+        st.mem_ops += ops;
+        (firsts, st.mem.clone(), seq - 1)
+    }
+
+    /// `Inner::get` over the memtables: the active one, then the sealed ones newest first, at
+    /// the last published sequence, all taken under one lock.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.get_at(key, None)
+    }
+
+    /// As [`Store::get`], at `snapshot` (a sequence from [`Store::snapshot`]) if given.
+    pub fn get_at(&self, key: &[u8], snapshot: Option<u64>) -> Option<Vec<u8>> {
+        let (mems, snapshot) = {
+            let st = self.state.lock();
+            let mut mems = vec![st.mem.clone()];
+            mems.extend(st.imm.iter().rev().cloned());
+            (mems, snapshot.unwrap_or(st.last_seq))
+        };
+        mems.iter().find_map(|m| m.get(key, snapshot)).map(|(_, v)| v)
+    }
+
+    /// `Db::snapshot`: the last published sequence, which every later read at it must see
+    /// the same way.
+    pub fn snapshot(&self) -> u64 {
+        self.state.lock().last_seq
+    }
+
+    /// Memtable switches so far.
+    pub fn switches(&self) -> usize {
+        self.state.lock().switches
+    }
+
+    /// The last published sequence number.
+    pub fn last_seq(&self) -> u64 {
+        self.state.lock().last_seq
+    }
+}

@@ -253,11 +253,13 @@ impl Options {
             self.level0_slowdown_writes_trigger,
             self.level0_stop_writes_trigger,
         );
-        check_range("level0_file_num_compaction_trigger", t, 1, L0_TRIGGER_MAX)?;
+        let order = "L0 triggers must satisfy 0 < compaction <= slowdown <= stop";
+        check_range("level0_file_num_compaction_trigger", t, 1, L0_TRIGGER_MAX)
+            .map_err(|e| note(e, order))?;
         check_range("level0_slowdown_writes_trigger", s, t, L0_TRIGGER_MAX)
-            .map_err(|e| note(e, "at least level0_file_num_compaction_trigger"))?;
+            .map_err(|e| note(e, order))?;
         check_range("level0_stop_writes_trigger", p, s, L0_TRIGGER_MAX)
-            .map_err(|e| note(e, "at least level0_slowdown_writes_trigger"))?;
+            .map_err(|e| note(e, order))?;
         check_range("max_bytes_for_level_base", self.max_bytes_for_level_base, 1, u64::MAX)?;
         check_range(
             "max_bytes_for_level_multiplier",

@@ -15,7 +15,7 @@ pub const BACKGROUND_JOBS_MAX: usize = 64;
 // The limits of the options, each from a format or a structure that the option sizes
 // (docs/lsm.md, "Option limits"). `Options::validate` checks every one at open.
 
-/// Smallest memtable (`write_buffer_bytes`, also `Db::set_write_buffer_bytes`).
+/// Smallest memtable (`write_buffer_bytes`; `Db::set_write_buffer_bytes` checks the same).
 pub const WRITE_BUFFER_BYTES_MIN: usize = 64 << 10;
 /// Largest SST the engine makes on purpose: a flush writes a whole memtable as one SST, and a
 /// compaction output passes its target by at most one entry (at most half a memtable). Every
@@ -241,10 +241,7 @@ impl Options {
         )?;
         check_range("max_background_jobs", self.max_background_jobs, 2, BACKGROUND_JOBS_MAX)
             .map_err(|e| note(e, "one flush thread and at least one compaction thread"))?;
-        check_range("block_cache_bytes", self.block_cache_bytes, 0, BLOCK_CACHE_BYTES_MAX)?;
-        let slot = self.volume.layout.slot_bytes;
-        check_range("target_file_size_base", self.target_file_size_base, slot, SST_BYTES_MAX)
-            .map_err(|e| note(e, "at least one slot, volume.layout.slot_bytes"))
+        check_range("block_cache_bytes", self.block_cache_bytes, 0, BLOCK_CACHE_BYTES_MAX)
     }
 
     fn validate_levels(&self) -> Result<()> {
@@ -287,7 +284,10 @@ impl Options {
             other => Error::from(other),
         };
         v.layout.validate().map_err(named)?;
+        // Only now is the slot size known to be sane enough to compare with.
         let slot = v.layout.slot_bytes;
+        check_range("target_file_size_base", self.target_file_size_base, slot, SST_BYTES_MAX)
+            .map_err(|e| note(e, "at least one slot, volume.layout.slot_bytes"))?;
         let steps_max = u32::try_from(VOLUME_STEP_BYTES_MAX / slot).unwrap_or(u32::MAX);
         check_range("volume.initial_slots", v.initial_slots, 1, steps_max)
             .map_err(|e| note(e, "at most VOLUME_STEP_BYTES_MAX, 1 TiB, pre-allocated at once"))?;

@@ -21,10 +21,10 @@ pub const HEADER_AREA_BYTES: u64 = 2 * AREA_ALIGN;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayoutOptions {
     /// Size of one slot, the allocation unit of the slot area: a multiple of 4 KiB within
-    /// [`SLOT_BYTES_MAX`]. It need not be a power of two: nothing divides by it with shifts.
+    /// `SLOT_BYTES_MAX`. It need not be a power of two: nothing divides by it with shifts.
     pub slot_bytes: u64,
     /// Size of each of the two version log mirrors (a multiple of 4 KiB within
-    /// [`VERSION_LOG_BYTES_MIN`]`..=`[`VERSION_LOG_BYTES_MAX`]).
+    /// `VERSION_LOG_BYTES_MIN..=VERSION_LOG_BYTES_MAX`).
     pub version_log_bytes: u64,
     /// Size of the WAL area kept for an engine's WAL (a multiple of 4 KiB). 0, the default,
     /// leaves no WAL area to the space layer; the lsm engine reads 0 as "size it from my
@@ -46,14 +46,14 @@ pub const VERSION_LOG_BYTES_MIN: u64 = 64 << 10;
 pub const VERSION_LOG_BYTES_MAX: u64 = 1 << 30;
 /// Largest slot. Every SST image is built in memory padded to whole slots, so even an SST of
 /// two keys costs a slot of memory and of disk; and with slot numbers being u32 on disk, a
-/// volume of 1 GiB slots (4 EiB) already reaches the limit of a file's offsets ([`VOLUME_BYTES_MAX`]).
+/// volume of 1 GiB slots (4 EiB) already reaches the limit of a file's offsets (`VOLUME_BYTES_MAX`).
 pub const SLOT_BYTES_MAX: u64 = 1 << 30;
 /// Largest volume: file offsets are `off_t`, a signed 64-bit integer.
 pub const VOLUME_BYTES_MAX: u64 = i64::MAX as u64;
 
 impl LayoutOptions {
     /// Checks the sizes: each within its range, and the areas of a volume with the most
-    /// slots a volume can have (u32 slot numbers) still within [`VOLUME_BYTES_MAX`], so no
+    /// slots a volume can have (u32 slot numbers) still within `VOLUME_BYTES_MAX`, so no
     /// offset computed from the layout can overflow.
     ///
     /// # Errors

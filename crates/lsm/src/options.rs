@@ -1,15 +1,60 @@
 //! Options of a store, with RocksDB's names and defaults where RocksDB has the same knob.
 
-use shale_space::{LayoutOptions, VolumeOptions};
+use shale_space::{AREA_ALIGN, LayoutOptions, VolumeOptions};
 
 use crate::error::{Error, Result};
 use crate::sst::SstOptions;
+use crate::wal::page::PAGE_BYTES;
 pub use crate::wal::{MemoryTail, WalTail};
 
 /// Largest key accepted, in bytes.
 pub const KEY_BYTES_MAX: usize = 64 << 10;
 /// Most background threads a store runs (`max_background_jobs`).
 pub const BACKGROUND_JOBS_MAX: usize = 64;
+
+// The limits of the options, each from a format or a structure that the option sizes
+// (docs/lsm.md, "Option limits"). `Options::validate` checks every one at open.
+
+/// Smallest memtable (`write_buffer_bytes`; `Db::set_write_buffer_bytes` checks the same).
+pub const WRITE_BUFFER_BYTES_MIN: usize = 64 << 10;
+/// Largest SST the engine makes on purpose: a flush writes a whole memtable as one SST, and a
+/// compaction output passes its target by at most one entry (at most half a memtable). Every
+/// block of an SST (its index and filter too) is smaller than the SST, and a block's length
+/// is a u32 on disk, so SSTs must stay under 4 GiB: 2 GiB, plus one entry of at most 1 GiB.
+pub const SST_BYTES_MAX: u64 = 2 << 30;
+/// Largest memtable: its SST must fit [`SST_BYTES_MAX`]. Half a memtable bounds a batch, so
+/// values stay under 1 GiB, within the u32 lengths of memtable nodes and block entries.
+pub const WRITE_BUFFER_BYTES_MAX: usize = SST_BYTES_MAX as usize;
+/// Fewest memtables: the active one and one being flushed.
+pub const WRITE_BUFFER_NUMBER_MIN: usize = 2;
+/// Most memtables. Each has a WAL group (one more as a spare, [`Options::wal_groups`]), and
+/// the WAL metadata page has room for 254 groups; 64 memtables are already far past use.
+pub const WRITE_BUFFER_NUMBER_MAX: usize = 64;
+/// Largest L0 trigger: a volume has at most `u32::MAX` slots and an SST takes at least one,
+/// so L0 can never hold more SSTs than this.
+pub const L0_TRIGGER_MAX: usize = u32::MAX as usize;
+/// Smallest level size multiplier: with 1 a level would be no larger than the one above.
+pub const LEVEL_MULTIPLIER_MIN: u64 = 2;
+/// Largest block cache budget: the most bytes a Rust process can address as one object;
+/// a budget above it cannot mean anything.
+pub const BLOCK_CACHE_BYTES_MAX: usize = isize::MAX as usize;
+/// Largest pre-allocation of a new volume file (`volume.initial_slots` slots) or growth step
+/// (`volume.grow_slots_min` slots): a policy, not a format limit. `fallocate` of more fails
+/// with ENOSPC on any device this engine targets, and a failed creation leaves an empty volume
+/// file behind; volumes still grow past it, a quarter of their size at a time.
+pub const VOLUME_STEP_BYTES_MAX: u64 = 1 << 40;
+/// A WAL group holds a full memtable's batches plus their framing (page and fragment headers,
+/// pages left part-filled by synced appends): half as much again is room.
+const WAL_GROUP_HEADROOM: (u64, u64) = (3, 2);
+/// The WAL area's two metadata pages before the first group (`wal::META_PAGES`).
+const WAL_META_BYTES: u64 = 2 * PAGE_BYTES as u64;
+/// Fewest pages in a WAL group (`wal::WalLayout::new`).
+const WAL_GROUP_PAGES_MIN: u64 = 2;
+/// Most pages in a WAL group: the WAL metadata records page counts as u32.
+const WAL_GROUP_PAGES_MAX: u64 = u32::MAX as u64;
+/// Slots a new volume file starts with: a small store needs no more, and the volume grows by
+/// at least `grow_slots_min` slots (or a quarter of itself) whenever an SST does not fit.
+pub const INITIAL_SLOTS_DEFAULT: u32 = 4;
 
 /// How a store is opened and tuned.
 #[derive(Clone, Debug)]
@@ -60,12 +105,25 @@ pub struct Options {
     /// O_DIRECT, so no page cache holds them, and a compaction retires its inputs' cached
     /// blocks: without this, reads after a compaction go to the device until the cache warms.
     pub prepopulate_block_cache: bool,
-    /// The volume: layout of a new one, growth.
+    /// The volume: layout of a new one, growth. A `volume.layout.wal_bytes` of 0 (the
+    /// default) sizes the WAL area of a new volume from these options
+    /// ([`Options::derived_wal_bytes`]); any other value is used as it is. An existing volume
+    /// keeps the layout its header records, whatever these say.
     pub volume: VolumeOptions,
     /// Where writes without sync wait for their WAL pages (see [`WalTail`]): by default a
     /// file in `/dev/shm`, so such a write costs a memory copy yet survives a crash of the
     /// process (P2).
     pub wal_tail: WalTail,
+    /// Test failpoint (feature `failpoints`): the flush thread panics before its flush once
+    /// this many flushes have committed.
+    #[cfg(feature = "failpoints")]
+    #[doc(hidden)]
+    pub panic_in_flush_after: Option<u32>,
+    /// Test failpoint (feature `failpoints`): a compaction thread panics before its
+    /// compaction once this many compactions have committed.
+    #[cfg(feature = "failpoints")]
+    #[doc(hidden)]
+    pub panic_in_compaction_after: Option<u32>,
 }
 
 impl Default for Options {
@@ -87,8 +145,17 @@ impl Default for Options {
             sst: SstOptions::default(),
             block_cache_bytes: 32 << 20,
             prepopulate_block_cache: true,
-            volume: VolumeOptions::default(),
+            // The layout's `wal_bytes` is 0: a new volume's WAL area is sized from these
+            // options ([`Options::volume_options`]).
+            volume: VolumeOptions {
+                initial_slots: INITIAL_SLOTS_DEFAULT,
+                ..VolumeOptions::default()
+            },
             wal_tail: WalTail::default(),
+            #[cfg(feature = "failpoints")]
+            panic_in_flush_after: None,
+            #[cfg(feature = "failpoints")]
+            panic_in_compaction_after: None,
         }
     }
 }
@@ -124,44 +191,146 @@ impl Options {
         self.max_write_buffer_number as u32 + 1
     }
 
-    /// Checks the options.
+    /// The WAL area a new volume gets when `volume.layout.wal_bytes` is 0: its two metadata
+    /// pages and [`Options::wal_groups`] groups, each with room for a full memtable's batches
+    /// and their framing (`write_buffer_bytes` and half again, in whole pages).
+    pub fn derived_wal_bytes(&self) -> u64 {
+        let (num, den) = WAL_GROUP_HEADROOM;
+        let group = (self.write_buffer_bytes as u64 * num / den).next_multiple_of(AREA_ALIGN);
+        WAL_META_BYTES + u64::from(self.wal_groups()) * group
+    }
+
+    /// The volume options a store opens its volume with: `volume`, with the WAL area sized
+    /// from the options where `volume.layout.wal_bytes` is 0.
+    pub fn volume_options(&self) -> VolumeOptions {
+        let mut v = self.volume.clone();
+        if v.layout.wal_bytes == 0 {
+            v.layout.wal_bytes = self.derived_wal_bytes();
+        }
+        v
+    }
+
+    /// Checks every option against its range, and the options that must agree with each
+    /// other, so that a store opened with them never meets one later (in a background thread,
+    /// say). Called by `Db::open` before anything is read or written.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming the first bad option.
+    /// [`Error::InvalidArgument`] for the first bad option: the message names it as a field
+    /// path (`write_buffer_bytes`, `sst.block_bytes`, `volume.layout.slot_bytes`), its value
+    /// and the range accepted.
     pub fn validate(&self) -> Result<()> {
-        let bad = |s: String| Err(Error::InvalidArgument(s));
-        if self.write_buffer_bytes < 64 << 10 {
-            return bad(format!("write_buffer_bytes {} is below 64 KiB", self.write_buffer_bytes));
-        }
-        if self.max_write_buffer_number < 2 || self.max_write_buffer_number > 64 {
-            return bad(format!(
-                "max_write_buffer_number {} outside 2..=64",
-                self.max_write_buffer_number
-            ));
-        }
+        self.validate_sizes()?;
+        self.validate_levels()?;
+        self.sst.validate()?;
+        self.validate_volume()?;
+        self.validate_wal_tail()
+    }
+
+    fn validate_sizes(&self) -> Result<()> {
+        check_range(
+            "write_buffer_bytes",
+            self.write_buffer_bytes,
+            WRITE_BUFFER_BYTES_MIN,
+            WRITE_BUFFER_BYTES_MAX,
+        )?;
+        check_range(
+            "max_write_buffer_number",
+            self.max_write_buffer_number,
+            WRITE_BUFFER_NUMBER_MIN,
+            WRITE_BUFFER_NUMBER_MAX,
+        )?;
+        check_range("max_background_jobs", self.max_background_jobs, 2, BACKGROUND_JOBS_MAX)
+            .map_err(|e| note(e, "one flush thread and at least one compaction thread"))?;
+        check_range("block_cache_bytes", self.block_cache_bytes, 0, BLOCK_CACHE_BYTES_MAX)
+    }
+
+    fn validate_levels(&self) -> Result<()> {
         let (t, s, p) = (
             self.level0_file_num_compaction_trigger,
             self.level0_slowdown_writes_trigger,
             self.level0_stop_writes_trigger,
         );
-        if t == 0 || t > s || s > p {
-            return bad(format!(
-                "L0 triggers must satisfy 0 < compaction ({t}) <= slowdown ({s}) <= stop ({p})"
-            ));
+        let order = "L0 triggers must satisfy 0 < compaction <= slowdown <= stop";
+        check_range("level0_file_num_compaction_trigger", t, 1, L0_TRIGGER_MAX)
+            .map_err(|e| note(e, order))?;
+        check_range("level0_slowdown_writes_trigger", s, t, L0_TRIGGER_MAX)
+            .map_err(|e| note(e, order))?;
+        check_range("level0_stop_writes_trigger", p, s, L0_TRIGGER_MAX)
+            .map_err(|e| note(e, order))?;
+        check_range("max_bytes_for_level_base", self.max_bytes_for_level_base, 1, u64::MAX)?;
+        check_range(
+            "max_bytes_for_level_multiplier",
+            self.max_bytes_for_level_multiplier,
+            LEVEL_MULTIPLIER_MIN,
+            u64::MAX,
+        )?;
+        let (soft, hard) =
+            (self.soft_pending_compaction_bytes_limit, self.hard_pending_compaction_bytes_limit);
+        if soft > 0 && hard > 0 && soft > hard {
+            return Err(Error::InvalidArgument(format!(
+                "soft_pending_compaction_bytes_limit {soft} is above \
+                 hard_pending_compaction_bytes_limit {hard} (0 turns either off)"
+            )));
         }
-        if self.max_bytes_for_level_multiplier < 2 {
-            return bad("max_bytes_for_level_multiplier must be at least 2".into());
+        Ok(())
+    }
+
+    fn validate_volume(&self) -> Result<()> {
+        let v = &self.volume;
+        let named = |e: shale_space::Error| match e {
+            shale_space::Error::InvalidArgument(why) => {
+                Error::InvalidArgument(format!("volume.layout.{why}"))
+            }
+            other => Error::from(other),
+        };
+        v.layout.validate().map_err(named)?;
+        // Only now is the slot size known to be sane enough to compare with.
+        let slot = v.layout.slot_bytes;
+        check_range("target_file_size_base", self.target_file_size_base, slot, SST_BYTES_MAX)
+            .map_err(|e| note(e, "at least one slot, volume.layout.slot_bytes"))?;
+        let steps_max = u32::try_from(VOLUME_STEP_BYTES_MAX / slot).unwrap_or(u32::MAX);
+        check_range("volume.initial_slots", v.initial_slots, 1, steps_max)
+            .map_err(|e| note(e, "at most VOLUME_STEP_BYTES_MAX, 1 TiB, pre-allocated at once"))?;
+        check_range("volume.grow_slots_min", v.grow_slots_min, 1, steps_max)
+            .map_err(|e| note(e, "at most VOLUME_STEP_BYTES_MAX, 1 TiB, per growth step"))?;
+        let groups = u64::from(self.wal_groups());
+        if v.layout.wal_bytes == 0 {
+            // Derived: within range by the write buffer's limits, but the whole layout must
+            // still pass the volume's own checks.
+            return self.volume_options().layout.validate().map_err(named);
         }
-        if self.target_file_size_base < self.volume.layout.slot_bytes {
-            return bad("target_file_size_base is smaller than one slot".into());
+        let min = WAL_META_BYTES + groups * WAL_GROUP_PAGES_MIN * PAGE_BYTES as u64;
+        let max = WAL_META_BYTES + groups * WAL_GROUP_PAGES_MAX * PAGE_BYTES as u64;
+        check_range("volume.layout.wal_bytes", v.layout.wal_bytes, min, max).map_err(|e| {
+            note(e, "0 sizes it from the options; else 2 metadata pages and max_write_buffer_number + 1 groups of 2 to u32::MAX 4 KiB pages")
+        })
+    }
+
+    fn validate_wal_tail(&self) -> Result<()> {
+        match &self.wal_tail {
+            // Checked here, not when the tail file is made: by then a new volume would exist.
+            WalTail::Dir(dir) if !dir.is_dir() => Err(Error::InvalidArgument(format!(
+                "wal_tail directory {} is not an existing directory",
+                dir.display()
+            ))),
+            _ => Ok(()),
         }
-        if !(2..=BACKGROUND_JOBS_MAX).contains(&self.max_background_jobs) {
-            return bad(format!(
-                "max_background_jobs {} outside 2..={BACKGROUND_JOBS_MAX} (one flush thread and at least one compaction thread)",
-                self.max_background_jobs
-            ));
-        }
-        self.volume.layout.validate().map_err(Error::from)
+    }
+}
+
+/// Checks that option `name` lies in `min..=max`.
+fn check_range<T: PartialOrd + std::fmt::Display>(name: &str, v: T, min: T, max: T) -> Result<()> {
+    if v < min || v > max {
+        return Err(Error::InvalidArgument(format!("{name} {v} outside {min}..={max}")));
+    }
+    Ok(())
+}
+
+/// Adds why a range is what it is to a range error.
+fn note(e: Error, why: &str) -> Error {
+    match e {
+        Error::InvalidArgument(s) => Error::InvalidArgument(format!("{s} ({why})")),
+        other => other,
     }
 }
 
@@ -185,4 +354,47 @@ pub struct ReadOptions {
     pub upper_bound: Option<Vec<u8>>,
     /// Iterators only: keys starting with this (overrides the bounds).
     pub prefix: Option<Vec<u8>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wal::WalLayout;
+
+    #[test]
+    fn defaults_and_test_options_are_valid() {
+        Options::default().validate().unwrap();
+        Options::small_for_tests().validate().unwrap();
+    }
+
+    #[test]
+    fn a_derived_wal_group_holds_a_memtable_and_half_again() {
+        for (wb, n) in [(64 << 10, 2), (64 << 20, 2), (WRITE_BUFFER_BYTES_MAX, 64), (100_001, 5)] {
+            let o = Options {
+                write_buffer_bytes: wb,
+                max_write_buffer_number: n,
+                ..Options::default()
+            };
+            o.validate().unwrap();
+            let wal = o.volume_options().layout.wal_bytes;
+            assert_eq!(wal, o.derived_wal_bytes());
+            let l = WalLayout::new(0, wal, o.wal_groups()).unwrap();
+            assert!(l.group_bytes() >= wb as u64 * 3 / 2, "{wb} x {n}: {l:?}");
+            assert!(l.group_bytes() < wb as u64 * 3 / 2 + AREA_ALIGN, "{wb} x {n}: {l:?}");
+        }
+        let mut explicit = Options::default();
+        explicit.volume.layout.wal_bytes = 1 << 20;
+        assert_eq!(explicit.volume_options().layout.wal_bytes, 1 << 20);
+    }
+
+    #[test]
+    fn the_smallest_explicit_wal_area_is_what_the_wal_can_split() {
+        let mut o = Options::small_for_tests();
+        let groups = u64::from(o.wal_groups());
+        o.volume.layout.wal_bytes = WAL_META_BYTES + groups * WAL_GROUP_PAGES_MIN * 4096;
+        o.validate().unwrap();
+        WalLayout::new(0, o.volume.layout.wal_bytes, o.wal_groups()).unwrap();
+        o.volume.layout.wal_bytes -= 4096;
+        assert!(matches!(o.validate(), Err(Error::InvalidArgument(m)) if m.contains("wal_bytes")));
+    }
 }

@@ -20,45 +20,68 @@ pub const HEADER_AREA_BYTES: u64 = 2 * AREA_ALIGN;
 /// says how it was laid out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayoutOptions {
-    /// Size of one slot, the allocation unit of the slot area (a multiple of 4 KiB).
+    /// Size of one slot, the allocation unit of the slot area: a multiple of 4 KiB within
+    /// `SLOT_BYTES_MAX`. It need not be a power of two: nothing divides by it with shifts.
     pub slot_bytes: u64,
-    /// Size of each of the two version log mirrors (a multiple of 4 KiB, at least 64 KiB).
+    /// Size of each of the two version log mirrors (a multiple of 4 KiB within
+    /// `VERSION_LOG_BYTES_MIN..=VERSION_LOG_BYTES_MAX`).
     pub version_log_bytes: u64,
-    /// Size of the WAL area kept for the lsm engine's WAL (a multiple of 4 KiB; may be 0).
+    /// Size of the WAL area kept for an engine's WAL (a multiple of 4 KiB). 0, the default,
+    /// leaves no WAL area to the space layer; the lsm engine reads 0 as "size it from my
+    /// options" and fills in the size before it creates a volume (`Options::volume_options`).
     pub wal_bytes: u64,
 }
 
 impl Default for LayoutOptions {
     fn default() -> LayoutOptions {
-        LayoutOptions { slot_bytes: 1 << 20, version_log_bytes: 8 << 20, wal_bytes: 256 << 20 }
+        LayoutOptions { slot_bytes: 1 << 20, version_log_bytes: 8 << 20, wal_bytes: 0 }
     }
 }
 
 /// Smallest version log mirror: room for a base, its deltas and a second base while trimming.
 pub const VERSION_LOG_BYTES_MIN: u64 = 64 << 10;
+/// Largest version log mirror. Opening a volume reads both mirrors whole into memory, and a
+/// base may use at most a quarter of a mirror: 1 GiB mirrors already hold bases of 256 MiB,
+/// millions of SSTs, while costing 2 GiB of memory at every open.
+pub const VERSION_LOG_BYTES_MAX: u64 = 1 << 30;
+/// Largest slot. Every SST image is built in memory padded to whole slots, so even an SST of
+/// two keys costs a slot of memory and of disk; and with slot numbers being u32 on disk, a
+/// volume of 1 GiB slots (4 EiB) already reaches the limit of a file's offsets (`VOLUME_BYTES_MAX`).
+pub const SLOT_BYTES_MAX: u64 = 1 << 30;
+/// Largest volume: file offsets are `off_t`, a signed 64-bit integer.
+pub const VOLUME_BYTES_MAX: u64 = i64::MAX as u64;
 
 impl LayoutOptions {
-    /// Checks the sizes.
+    /// Checks the sizes: each within its range, and the areas of a volume with the most
+    /// slots a volume can have (u32 slot numbers) still within `VOLUME_BYTES_MAX`, so no
+    /// offset computed from the layout can overflow.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming the bad size.
+    /// [`Error::InvalidArgument`] naming the bad size, its value and the accepted range.
     pub fn validate(&self) -> Result<()> {
         let aligned = |v: u64| v % AREA_ALIGN == 0;
-        if self.slot_bytes == 0 || !aligned(self.slot_bytes) {
+        if !(AREA_ALIGN..=SLOT_BYTES_MAX).contains(&self.slot_bytes) || !aligned(self.slot_bytes) {
             return Err(Error::InvalidArgument(format!(
-                "slot size {} must be a positive multiple of {AREA_ALIGN}",
+                "slot_bytes {} must be a multiple of {AREA_ALIGN} in {AREA_ALIGN}..={SLOT_BYTES_MAX}",
                 self.slot_bytes
             )));
         }
-        if self.version_log_bytes < VERSION_LOG_BYTES_MIN || !aligned(self.version_log_bytes) {
+        if !(VERSION_LOG_BYTES_MIN..=VERSION_LOG_BYTES_MAX).contains(&self.version_log_bytes)
+            || !aligned(self.version_log_bytes)
+        {
             return Err(Error::InvalidArgument(format!(
-                "version log size {} must be a multiple of {AREA_ALIGN} of at least {VERSION_LOG_BYTES_MIN}",
+                "version_log_bytes {} must be a multiple of {AREA_ALIGN} in \
+                 {VERSION_LOG_BYTES_MIN}..={VERSION_LOG_BYTES_MAX}",
                 self.version_log_bytes
             )));
         }
-        if !aligned(self.wal_bytes) {
+        let slot_area_max = self.slot_bytes * u64::from(u32::MAX);
+        let wal_bytes_max =
+            VOLUME_BYTES_MAX - (HEADER_AREA_BYTES + 2 * self.version_log_bytes + slot_area_max);
+        if self.wal_bytes > wal_bytes_max || !aligned(self.wal_bytes) {
             return Err(Error::InvalidArgument(format!(
-                "WAL area size {} must be a multiple of {AREA_ALIGN}",
+                "wal_bytes {} must be a multiple of {AREA_ALIGN} in 0..={wal_bytes_max} (the \
+                 volume, with its most slots, must fit in {VOLUME_BYTES_MAX} bytes)",
                 self.wal_bytes
             )));
         }
@@ -161,9 +184,32 @@ mod tests {
             LayoutOptions { slot_bytes: 0, ..Default::default() },
             LayoutOptions { version_log_bytes: 4096, ..Default::default() },
             LayoutOptions { wal_bytes: 5, ..Default::default() },
+            LayoutOptions { slot_bytes: SLOT_BYTES_MAX + AREA_ALIGN, ..Default::default() },
+            LayoutOptions { slot_bytes: u64::MAX, ..Default::default() },
+            LayoutOptions {
+                version_log_bytes: VERSION_LOG_BYTES_MAX + AREA_ALIGN,
+                ..Default::default()
+            },
+            LayoutOptions { version_log_bytes: u64::MAX, ..Default::default() },
+            LayoutOptions { wal_bytes: u64::MAX - 4095, ..Default::default() },
         ];
         for opts in bad {
             assert!(matches!(opts.validate(), Err(Error::InvalidArgument(_))), "{opts:?}");
         }
+    }
+
+    #[test]
+    fn the_largest_sizes_lay_out_without_overflow() {
+        let biggest = LayoutOptions {
+            slot_bytes: SLOT_BYTES_MAX,
+            version_log_bytes: VERSION_LOG_BYTES_MAX,
+            wal_bytes: 1 << 40,
+        };
+        biggest.validate().unwrap();
+        let l = Layout::new(&biggest, 4096);
+        assert!(l.is_consistent());
+        assert!(l.capacity_for(u32::MAX) <= VOLUME_BYTES_MAX);
+        // A slot size need not be a power of two.
+        LayoutOptions { slot_bytes: 3 * AREA_ALIGN, ..Default::default() }.validate().unwrap();
     }
 }

@@ -72,7 +72,7 @@ use crate::sync;
 use crate::write_controller::{self, Pressure};
 use compaction::Compaction;
 use picker::CompactionState;
-use pool::PoolSize;
+use pool::{PoolSize, panic_message};
 use store_lock::StoreLock;
 use write_group::{GroupSync, Outcome, Pending, WriteQueue};
 
@@ -210,7 +210,7 @@ impl Db {
                 .map_err(|e| Error::Io(shale_io::Error::from_os(shale_io::OpKind::Write, 0, e)))?;
         }
         let lock = StoreLock::acquire(path)?;
-        let opened = Volume::open_path(path, &opts.volume, &FileOptions::default())?;
+        let opened = Volume::open_path(path, &opts.volume_options(), &FileOptions::default())?;
         let mut db = Db::open_volume(opened, opts)?;
         db._lock = Some(lock);
         Ok(db)
@@ -222,7 +222,7 @@ impl Db {
     /// As [`Db::open`].
     pub fn open_device(device: DeviceRef, opts: Options) -> Result<Db> {
         opts.validate()?;
-        let opened = Volume::open(device, &opts.volume)?;
+        let opened = Volume::open(device, &opts.volume_options())?;
         Db::open_volume(opened, opts)
     }
 
@@ -717,6 +717,11 @@ impl Inner {
     }
 
     fn stall(&self, st: &mut MutexGuard<'_, State>, kind: Stall) {
+        // Callers loop until the pressure is gone and return Stopped first thing in each turn;
+        // a stopped store relieves no pressure, so waiting would only delay that answer.
+        if st.stopped.is_some() {
+            return;
+        }
         let started = Instant::now();
         self.cv.notify_all();
         self.cv.wait_for(st, Duration::from_millis(100));
@@ -866,27 +871,29 @@ impl Inner {
     }
 
     fn background_loop(self: Arc<Self>, kind: Worker) {
-        loop {
-            let Some(job) = self.next_job(&mut self.state.lock(), kind) else {
-                return;
-            };
-            let result = match job {
-                Job::Flush(mem, ltn) => self.flush_memtable(&mem, ltn),
-                Job::Compact(c) => self.run_compaction(c),
-            };
-            if let Err(e) = result {
-                let mut st = self.state.lock();
-                if st.stopped.is_none() {
-                    st.stopped = Some(format!("background work failed: {e}"));
-                }
-                if kind == Worker::Compaction {
-                    st.pool.live -= 1;
-                }
-                log::error!("background work failed, store stopped: {e}");
-                self.cv.notify_all();
-                return;
+        // A panic in a job (a bug, or a test's failpoint) must stop the store as a failed job
+        // does: left alone it would end this thread quietly, and everyone waiting for its work
+        // (flush, compact_range, stalled writers, close) would wait forever. parking_lot's
+        // guards unlock as the panic unwinds; what the job left half done is not trusted, so
+        // the store stops (P5) and a reopen rebuilds it from the volume and the WAL.
+        let unwound =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_jobs(kind)));
+        let why = match unwound {
+            Ok(Ok(())) => return,
+            Ok(Err(why)) => why,
+            Err(payload) => {
+                format!("background {} panicked: {}", kind.name(), panic_message(&*payload))
             }
+        };
+        let mut st = self.state.lock();
+        if st.stopped.is_none() {
+            st.stopped = Some(why.clone());
         }
+        if kind == Worker::Compaction {
+            st.pool.live -= 1;
+        }
+        log::error!("{why}; store stopped");
+        self.cv.notify_all();
     }
 
     /// The next job for a background thread, waiting for one; `None` when the thread is to

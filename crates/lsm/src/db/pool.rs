@@ -10,6 +10,10 @@
 //! missing threads are spawned at once; surplus threads retire when they next look for work,
 //! so a compaction that is running always finishes first. A thread retires by taking itself
 //! off `live` under the state lock, so two threads never retire for one surplus slot.
+//!
+//! A thread whose job fails or panics stops the store and ends (`Inner::background_loop`),
+//! also counting itself off `live`; a thread that ends because the store stopped counts itself
+//! off in `Inner::next_job`. Either way exactly once, so `live` is right after a failure too.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -17,7 +21,7 @@ use std::thread::JoinHandle;
 use crate::error::{Error, Result};
 use crate::options::BACKGROUND_JOBS_MAX;
 
-use super::{Db, Inner, Worker, stopped_error};
+use super::{Db, Inner, Job, Worker, stopped_error};
 
 /// The compaction threads wanted and running, under the state lock.
 #[derive(Debug, Default)]
@@ -43,6 +47,60 @@ impl PoolSize {
         }
         surplus
     }
+}
+
+impl Worker {
+    /// What the thread does, for messages.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Worker::Flush => "flush",
+            Worker::Compaction => "compaction",
+        }
+    }
+}
+
+impl Inner {
+    /// Runs jobs until the thread is to end (`Ok`) or a job fails (`Err`, why).
+    pub(super) fn run_jobs(&self, kind: Worker) -> std::result::Result<(), String> {
+        loop {
+            let Some(job) = self.next_job(&mut self.state.lock(), kind) else {
+                return Ok(());
+            };
+            #[cfg(feature = "failpoints")]
+            self.failpoint(&job);
+            let result = match job {
+                Job::Flush(mem, ltn) => self.flush_memtable(&mem, ltn),
+                Job::Compact(c) => self.run_compaction(c),
+            };
+            result.map_err(|e| format!("background work failed: {e}"))?;
+        }
+    }
+
+    /// Panics where the options' failpoints say so (tests only).
+    #[cfg(feature = "failpoints")]
+    fn failpoint(&self, job: &Job) {
+        let (after, done, what) = {
+            let st = self.state.lock();
+            match job {
+                Job::Flush(..) => (self.opts.panic_in_flush_after, st.flushes, "flush"),
+                Job::Compact(_) => {
+                    (self.opts.panic_in_compaction_after, st.compactions, "compaction")
+                }
+            }
+        };
+        if after.is_some_and(|n| done >= u64::from(n)) {
+            panic!("failpoint: a {what} after {done} committed");
+        }
+    }
+}
+
+/// The message of a panic's payload (`panic!` makes a `&str` or a `String`).
+pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
 }
 
 /// Compaction threads for `jobs` background jobs: all but the flush thread.

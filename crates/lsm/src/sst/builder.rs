@@ -12,28 +12,71 @@
 
 use shale_io::{AlignedBuf, SECTOR_SIZE};
 
+use crate::error::{Error, Result};
 use crate::key;
 use crate::range_del::{self, RangeTombstone};
 use crate::sst::block::{BlockBuilder, RESTART_INTERVAL_DEFAULT};
 use crate::sst::bloom::{BITS_PER_KEY_DEFAULT, FILTER_BYTES_MIN, bloom_hash, build_filter};
 use crate::sst::footer::{FOOTER_BYTES, Footer};
 use crate::sst::format::{
-    BLOCK_HANDLE_BYTES, BLOCK_TRAILER_BYTES, BlockHandle, Compression, PROPERTIES_FIXED_BYTES,
-    SST_FORMAT_VERSION, SstProperties, write_block,
+    BLOCK_HANDLE_BYTES, BLOCK_RAW_BYTES_MAX, BLOCK_TRAILER_BYTES, BlockHandle, Compression,
+    PROPERTIES_FIXED_BYTES, SST_FORMAT_VERSION, SstProperties, write_block,
 };
 use crate::sst::range_del_block;
 
-/// Options of the SSTs a builder makes.
+/// Options of the SSTs a builder makes. [`SstOptions::validate`] gives each its range.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SstOptions {
-    /// Uncompressed bytes a data block is cut at.
+    /// Uncompressed bytes a data block is cut at (`1..=`[`BLOCK_BYTES_MAX`]).
     pub block_bytes: usize,
-    /// Entries between restart points in data blocks.
+    /// Entries between restart points in data blocks (`1..=`[`RESTART_INTERVAL_MAX`]).
     pub restart_interval: usize,
-    /// Bloom filter bits per user key; 0 builds no filter.
+    /// Bloom filter bits per user key; 0 builds no filter (`0..=`[`BLOOM_BITS_PER_KEY_MAX`]).
     pub bloom_bits_per_key: u32,
     /// How data blocks are compressed.
     pub compression: Compression,
+}
+
+/// Largest data block size: the largest block a reader decompresses
+/// ([`BLOCK_RAW_BYTES_MAX`]). A block is cut once it reaches the size, so it may pass it by
+/// one entry; such a block is stored uncompressed (`finish_data_block`).
+pub const BLOCK_BYTES_MAX: usize = BLOCK_RAW_BYTES_MAX;
+/// Largest restart interval: a block holds fewer entries than bytes, so any larger interval
+/// means what this one does (one restart point per block).
+pub const RESTART_INTERVAL_MAX: usize = BLOCK_BYTES_MAX;
+/// Most bloom filter bits per key. The probe count stops growing at 30 (44 bits per key,
+/// false positives under one in a billion), and at 8 bytes a key the filter of the largest
+/// SST (`options::SST_BYTES_MAX`, at least 8 bytes an entry) stays within a block's u32 length.
+pub const BLOOM_BITS_PER_KEY_MAX: u32 = 64;
+
+impl SstOptions {
+    /// Checks every field against its range; the message names the field as a field of
+    /// `Options` (`sst.block_bytes`), its value and the range.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for the first field out of range.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |what: String| Err(Error::InvalidArgument(what));
+        if !(1..=BLOCK_BYTES_MAX).contains(&self.block_bytes) {
+            return bad(format!(
+                "sst.block_bytes {} outside 1..={BLOCK_BYTES_MAX}",
+                self.block_bytes
+            ));
+        }
+        if !(1..=RESTART_INTERVAL_MAX).contains(&self.restart_interval) {
+            return bad(format!(
+                "sst.restart_interval {} outside 1..={RESTART_INTERVAL_MAX}",
+                self.restart_interval
+            ));
+        }
+        if self.bloom_bits_per_key > BLOOM_BITS_PER_KEY_MAX {
+            return bad(format!(
+                "sst.bloom_bits_per_key {} outside 0..={BLOOM_BITS_PER_KEY_MAX}",
+                self.bloom_bits_per_key
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for SstOptions {
@@ -88,7 +131,8 @@ impl SstBuilder {
     /// An empty builder.
     ///
     /// # Panics
-    /// If `block_bytes` or `restart_interval` is zero.
+    /// If `block_bytes` or `restart_interval` is zero: `Options::validate` refuses both at open,
+    /// so a builder never sees them from a store.
     pub fn new(opts: &SstOptions) -> SstBuilder {
         assert!(opts.block_bytes > 0, "block_bytes of zero");
         SstBuilder {
@@ -159,7 +203,11 @@ impl SstBuilder {
             return;
         }
         let raw = self.data.finish();
-        let handle = write_block(&mut self.image, &raw, self.opts.compression);
+        // A block passes `block_bytes` by its last entry, which may be large; a reader refuses
+        // to decompress more than BLOCK_RAW_BYTES_MAX, so such a block is stored as it is.
+        let compression =
+            if raw.len() > BLOCK_RAW_BYTES_MAX { Compression::None } else { self.opts.compression };
+        let handle = write_block(&mut self.image, &raw, compression);
         self.index.add(&self.last_key, &handle.encode());
         self.props.data_blocks += 1;
         self.props.data_bytes += handle.stored_bytes();
@@ -318,6 +366,42 @@ mod tests {
                     assert!(bound - used <= 96 + 2 * k.len(), "{n} entries: {used} used, {bound}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_compressed_block_past_the_readers_limit_is_stored_raw_and_reads_back() {
+        // One value larger than a reader would decompress: compressed, it was unreadable.
+        let opts = SstOptions { compression: Compression::Lz4, ..SstOptions::default() };
+        let value = vec![7u8; BLOCK_RAW_BYTES_MAX + 1];
+        let ikey = crate::key::encode(b"big", 1, Kind::Put);
+        let mut b = SstBuilder::new(&opts);
+        b.add(&ikey, &value);
+        let image = b.finish(4096);
+        let cache = std::sync::Arc::new(crate::cache::BlockCache::new(0));
+        let source = std::sync::Arc::new(image.bytes.to_vec());
+        let reader = crate::sst::SstReader::open(source, cache, 1).unwrap();
+        let lookup = crate::key::encode(b"big", 1, Kind::SEEK);
+        let (_, got) = reader.get(&lookup, bloom_hash(b"big")).unwrap().unwrap();
+        assert!(got == value);
+    }
+
+    #[test]
+    fn sst_options_out_of_range_are_refused() {
+        let ok = SstOptions::default();
+        ok.validate().unwrap();
+        let bad = [
+            SstOptions { block_bytes: 0, ..ok.clone() },
+            SstOptions { block_bytes: BLOCK_BYTES_MAX + 1, ..ok.clone() },
+            SstOptions { block_bytes: usize::MAX, ..ok.clone() },
+            SstOptions { restart_interval: 0, ..ok.clone() },
+            SstOptions { restart_interval: RESTART_INTERVAL_MAX + 1, ..ok.clone() },
+            SstOptions { bloom_bits_per_key: BLOOM_BITS_PER_KEY_MAX + 1, ..ok.clone() },
+            SstOptions { bloom_bits_per_key: u32::MAX, ..ok.clone() },
+        ];
+        for o in bad {
+            let Err(Error::InvalidArgument(why)) = o.validate() else { panic!("{o:?} accepted") };
+            assert!(why.starts_with("sst."), "{why}");
         }
     }
 }

@@ -65,7 +65,7 @@ mod compaction;
 mod picker;
 mod pool;
 mod recovery;
-mod store_lock;
+pub(crate) mod store_lock;
 mod write_group;
 use crate::write_controller::{self, Pressure};
 use compaction::Compaction;

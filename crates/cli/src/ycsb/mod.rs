@@ -8,7 +8,9 @@
 //! 1. Parse flags ([`Args`]) into a [`Config`] and the store's options; decide the phases
 //!    (`--phase`, default load then run; run alone with `--use_existing_db`).
 //! 2. Open the store: a fresh temporary directory without `--db`; the store at `--db`, emptied
-//!    first unless `--use_existing_db`.
+//!    first unless `--use_existing_db` (only a shale store not in use is emptied; anything else
+//!    at `--db` is refused untouched, and `--use_existing_db` needs a store there:
+//!    `crate::store`).
 //! 3. Each phase: progress on stderr, then YCSB's report on stdout after a `# ` line naming it.
 //! 4. Close the store. Engine errors (`Return=ERROR`) are listed on stderr and make the exit
 //!    status non-zero.
@@ -23,7 +25,7 @@ use ::ycsb::{
     Config, KeyFormat, Preset, RecordLayout, Report, RequestDistribution, ScanLengthDistribution,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use shale_lsm::{Db, WriteOptions};
+use shale_lsm::WriteOptions;
 
 use crate::ycsb::engine::ShaleEngine;
 
@@ -157,6 +159,7 @@ pub type Error = Box<dyn std::error::Error>;
 /// # Errors
 /// A value the driver refuses, named.
 pub fn config(args: &Args) -> Result<Config, Error> {
+    options::check_limits(args)?;
     let mut c = Config::new(args.workload);
     c.record_count = args.records;
     c.operation_count = args.operations;
@@ -212,14 +215,15 @@ pub fn run(args: &Args) -> Result<(), Error> {
         None => Some(tempfile::Builder::new().prefix("shale-ycsb-").tempdir()?),
     };
     let path: PathBuf = match (&args.db, &temp) {
-        (Some(p), _) => p.clone(),
+        (Some(p), _) => crate::store::prepare(p, args.use_existing_db)?,
         (None, Some(t)) => t.path().to_path_buf(),
         (None, None) => unreachable!("a temporary directory exists without --db"),
     };
     if !args.use_existing_db {
-        crate::store::destroy(&path, "shale ycsb")?;
+        crate::store::destroy(&path)?;
     }
-    let engine = ShaleEngine::new(Db::open(&path, options)?, WriteOptions { sync: args.sync });
+    let db = crate::store::open(&path, options, args.use_existing_db)?;
+    let engine = ShaleEngine::new(db, WriteOptions { sync: args.sync });
     print_header(args, &config, &path);
     let mut errors = 0;
     if load {

@@ -47,7 +47,7 @@ fn main() -> ExitCode {
         }
     };
     let result: Result<(), Box<dyn std::error::Error>> = match Cli::parse_from(argv).command {
-        Command::Iobench(args) => iobench::run(&args).map_err(Into::into),
+        Command::Iobench(args) => iobench::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Bench(args) => bench::run(&args),

@@ -75,6 +75,25 @@ pub fn destroy(path: &Path) -> Result<()> {
     remove_tail(&tail_path(Path::new(SHM_DIR), &header.volume_id))
 }
 
+/// Fails with [`Error::InUse`] if the store at `path` is open through its other name: the
+/// volume file when `path` is its directory, the directory when `path` is the volume file in
+/// it. A stopgap for callers about to open a store by path, until the store lock locks the
+/// volume file itself whatever path opened it; `Ok` where there is no store to look at.
+///
+/// # Errors
+/// [`Error::InUse`] as above; [`Error::Io`] when the path cannot be examined.
+pub fn check_not_open_elsewhere(path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() || m.is_file() => {}
+        _ => return Ok(()),
+    }
+    let volume = if path.is_dir() { path.join(VOLUME_FILE_NAME) } else { path.to_path_buf() };
+    match std::fs::canonicalize(&volume) {
+        Ok(volume) if volume.is_file() => probe_other_lock(path, &volume),
+        _ => Ok(()),
+    }
+}
+
 /// Stage 1: the volume file `path` names, or `None` if there is nothing to destroy. Only file
 /// metadata is read: opening a FIFO would block.
 fn volume_to_destroy(path: &Path) -> Result<Option<PathBuf>> {
@@ -384,6 +403,22 @@ mod tests {
         assert_eq!(db.get(b"still").unwrap(), Some(b"here".to_vec()));
         db.close().unwrap();
         destroy(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_store_open_through_one_name_is_seen_through_the_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let volume = dir.path().join(VOLUME_FILE_NAME);
+        check_not_open_elsewhere(dir.path()).unwrap();
+        let db = Db::open(dir.path(), Options::small_for_tests()).unwrap();
+        assert!(matches!(check_not_open_elsewhere(&volume), Err(Error::InUse(_))));
+        db.close().unwrap();
+        let db = Db::open(&volume, Options::small_for_tests()).unwrap();
+        assert!(matches!(check_not_open_elsewhere(dir.path()), Err(Error::InUse(_))));
+        db.close().unwrap();
+        check_not_open_elsewhere(dir.path()).unwrap();
+        check_not_open_elsewhere(&volume).unwrap();
+        check_not_open_elsewhere(&dir.path().join("absent")).unwrap();
     }
 
     #[test]

@@ -477,8 +477,10 @@ mod tests {
             backend: BackendArg::Auto,
             throttle: None,
             poll: PollArg::Blocking,
+            overwrite: false,
         };
-        let (dev, created) = open(&args).unwrap();
+        assert!(!check_path(&args).unwrap(), "a new file");
+        let (dev, created) = open(&args, false).unwrap();
         assert!(created);
         let mut q = dev.open_queue(&QueueOptions::default()).unwrap();
         prefill(q.as_mut(), dev.info().capacity).unwrap();

@@ -193,6 +193,7 @@ fn check_store_flags(args: &Args) -> Result<(), String> {
     if let Some(v) = args.block_size {
         in_range("block_size", v, BLOCK_BYTES, "")?;
     }
+    check_l0_triggers(args)?;
     if let Some(v) = args.bloom_bits.filter(|b| !(*b < 0.0)) {
         in_range(
             "bloom_bits",
@@ -200,6 +201,25 @@ fn check_store_flags(args: &Args) -> Result<(), String> {
             f64::from(*BLOOM_BITS.start())..=f64::from(*BLOOM_BITS.end()),
             "bits per key; negative means the default",
         )?;
+    }
+    Ok(())
+}
+
+/// The L0 triggers must be ordered, compaction <= slowdown <= stop, and the first at least 1;
+/// the engine's defaults fill in the flags not given, and the message names the flags.
+fn check_l0_triggers(args: &Args) -> Result<(), String> {
+    let d = Options::default();
+    let given = |v: Option<usize>, default: usize| v.unwrap_or(default);
+    let t = given(args.level0_file_num_compaction_trigger, d.level0_file_num_compaction_trigger);
+    let s = given(args.level0_slowdown_writes_trigger, d.level0_slowdown_writes_trigger);
+    let p = given(args.level0_stop_writes_trigger, d.level0_stop_writes_trigger);
+    in_range("level0_file_num_compaction_trigger", t, 1..=usize::MAX, "")?;
+    if t > s || s > p {
+        return Err(format!(
+            "the L0 triggers must satisfy --level0_file_num_compaction_trigger={t} <= \
+             --level0_slowdown_writes_trigger={s} <= --level0_stop_writes_trigger={p} \
+             (flags not given take the engine's defaults)"
+        ));
     }
     Ok(())
 }
@@ -312,7 +332,7 @@ mod tests {
         assert!(plan_of(&["--key_size=2", "--num=1000"]).0.is_ok());
         let err =
             plan_of(&["--level0_slowdown_writes_trigger=2", "--level0_stop_writes_trigger=1"]).0;
-        assert!(err.unwrap_err().contains("L0 triggers"));
+        assert!(err.unwrap_err().contains("--level0_stop_writes_trigger=1"));
     }
 
     #[test]

@@ -22,10 +22,12 @@
 //!    `--histogram`, its latency percentiles. Fill benchmarks start from an empty store.
 //! 5. Close the store; with `--statistics`, print the engine's counters.
 
-mod config;
+pub mod config;
 pub mod db_bench_flags;
 mod histogram;
 mod keys;
+#[cfg(test)]
+mod options_props;
 mod report;
 mod workload;
 

@@ -123,7 +123,7 @@ fn check_shape(args: &Args) -> Result<(), String> {
     in_range("stats_interval_seconds", args.stats_interval_seconds, 0..=SECONDS_MAX, "")?;
     in_range("value_size", args.value_size, 0..=ENTRY_BYTES_MAX, "an entry must fit an SST block")?;
     check_store_flags(args)?;
-    let benchmarks = parse_benchmarks(&args.benchmarks)?;
+    let benchmarks = benchmarks(args)?;
     if benchmarks.contains(&Benchmark::FillUniqueRandom) {
         in_range(
             "num",
@@ -171,6 +171,16 @@ fn check_shape(args: &Args) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The benchmarks `--benchmarks` names, in order.
+///
+/// An empty list runs none, as db_bench's.
+///
+/// # Errors
+/// An unknown name, with the flag named.
+pub fn benchmarks(args: &Args) -> Result<Vec<Benchmark>, String> {
+    parse_benchmarks(&args.benchmarks).map_err(|e| format!("--benchmarks={}: {e}", args.benchmarks))
 }
 
 /// The store flags' limits (shared in spirit with `shale ycsb`'s: `crate::store`).

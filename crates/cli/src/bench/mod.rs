@@ -213,7 +213,6 @@ pub fn options_from_args(
         db_bench_flags::strip_ignored(flags.iter().map(OsString::from).collect())?;
     let kept: Vec<String> = kept.into_iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let args = parse_args(kept.iter().map(String::as_str))?;
-    workload::parse_benchmarks(&args.benchmarks)?;
     let plan = config::plan(&args, &mut |w| warnings.push(w))?;
     Ok((args, plan, warnings))
 }
@@ -234,8 +233,8 @@ pub fn run(args: &Args) -> Result<(), Error> {
     } else {
         args.clone()
     };
-    let benchmarks = workload::parse_benchmarks(&args.benchmarks)?;
     let plan = config::plan(&args, &mut |w| eprintln!("shale bench: warning: {w}"))?;
+    let benchmarks = config::benchmarks(&args)?;
     let temp = match &args.db {
         Some(_) => None,
         None => Some(tempfile::Builder::new().prefix("shale-bench-").tempdir()?),

@@ -182,8 +182,45 @@ pub fn config(args: &Args) -> Result<Config, Error> {
     w.min_scan_length = args.minscanlength.unwrap_or(w.min_scan_length);
     w.max_scan_length = args.maxscanlength.unwrap_or(w.max_scan_length);
     w.scan_length_distribution = args.scanlengthdistribution.unwrap_or(w.scan_length_distribution);
-    c.validate()?;
+    c.validate().map_err(|e| name_flags(&e.to_string()))?;
     Ok(c)
+}
+
+/// YCSB's property names in the driver's messages, as the flags that set them: the message
+/// then names what to change on this command line.
+fn name_flags(message: &str) -> String {
+    const FLAGS: &[(&str, &str)] = &[
+        ("recordcount", "--records"),
+        ("operationcount", "--operations"),
+        ("threads", "--threads"),
+        ("fieldcount", "--fieldcount"),
+        ("fieldlength", "--fieldlength"),
+        ("readproportion", "--readproportion"),
+        ("updateproportion", "--updateproportion"),
+        ("insertproportion", "--insertproportion"),
+        ("scanproportion", "--scanproportion"),
+        ("readmodifywriteproportion", "--readmodifywriteproportion"),
+        ("minscanlength", "--minscanlength"),
+        ("maxscanlength", "--maxscanlength"),
+    ];
+    let mut out = String::with_capacity(message.len() + 16);
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let flag = FLAGS.iter().find(|(p, _)| p == word).map(|(_, f)| *f);
+        let already = out.ends_with('-');
+        out.push_str(if already { word.as_str() } else { flag.unwrap_or(word.as_str()) });
+        word.clear();
+    };
+    for ch in message.chars() {
+        if ch.is_ascii_alphanumeric() {
+            word.push(ch);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(ch);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 /// The phases to run: (load, run).
@@ -209,6 +246,10 @@ fn phases(args: &Args) -> Result<(bool, bool), Error> {
 pub fn run(args: &Args) -> Result<(), Error> {
     let config = config(args)?;
     let (load, run) = phases(args)?;
+    if run {
+        // Checked before the store is touched, not when the run phase starts.
+        config.validate_run().map_err(|e| name_flags(&e.to_string()))?;
+    }
     let options = options::options(args)?;
     let temp = match &args.db {
         Some(_) => None,
@@ -378,6 +419,21 @@ mod tests {
         assert!(err.contains("threads"), "{err}");
         let err = config(&parse(&["--readproportion=-1"]).unwrap()).unwrap_err().to_string();
         assert!(err.contains("readproportion"), "{err}");
+    }
+
+    #[test]
+    fn driver_messages_name_the_flags() {
+        assert_eq!(
+            name_flags("recordcount is 0 but workload picks existing records"),
+            "--records is 0 but workload picks existing records"
+        );
+        assert_eq!(
+            name_flags("scan lengths 5..=1 are empty (minscanlength, maxscanlength)"),
+            "scan lengths 5..=1 are empty (--minscanlength, --maxscanlength)"
+        );
+        assert_eq!(name_flags("--threads already"), "--threads already");
+        let err = config(&parse(&["--readproportion=NaN"]).unwrap()).unwrap_err().to_string();
+        assert!(err.contains("--readproportion"), "{err}");
     }
 
     #[test]

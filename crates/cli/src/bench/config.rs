@@ -204,7 +204,7 @@ fn check_store_flags(args: &Args) -> Result<(), String> {
         in_range("block_size", v, BLOCK_BYTES, "")?;
     }
     check_l0_triggers(args)?;
-    if let Some(v) = args.bloom_bits.filter(|b| !(*b < 0.0)) {
+    if let Some(v) = args.bloom_bits.filter(|b| b.is_nan() || *b >= 0.0) {
         in_range(
             "bloom_bits",
             v,

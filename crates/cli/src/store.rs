@@ -128,17 +128,35 @@ fn is_blank(path: &Path) -> Result<bool, Box<dyn std::error::Error>> {
 }
 
 /// Empties the store at `path` (a path from [`prepare`]) so a benchmark starts empty, through
-/// [`shale_lsm::destroy`]: a shale store not in use loses its volume file and WAL tail; a
-/// block device (blank, as [`prepare`] checked) is left for the open to lay out; anything
-/// else is refused untouched.
+/// [`shale_lsm::destroy`]: a shale store not in use loses its volume file and WAL tail;
+/// anything else is refused untouched. A block device is never erased: a blank one is left
+/// for the open to lay out, one holding data (a store a first fill benchmark made, say) is
+/// refused.
 ///
 /// # Errors
-/// The store is in use, or `path` is not a shale store; each names the path.
+/// The store is in use, or `path` is not a shale store or a blank device; each names the path.
 pub fn destroy(path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device()) {
-        return Ok(());
+        if is_blank(path)? {
+            return Ok(());
+        }
+        return Err(refuse(
+            path,
+            "a block device holding data; shale does not erase devices (benchmarks that need \
+             an empty store cannot run twice on it: zero its first 8 KiB between runs)",
+        ));
     }
     shale_lsm::destroy(path).map_err(|e| PathError::new("emptying the store at", path, e).into())
+}
+
+/// A temporary directory for a run without `--db`, named in the error if it cannot be made.
+///
+/// # Errors
+/// The OS error, naming the directory it was to be made in.
+pub fn temp_dir(prefix: &str) -> Result<tempfile::TempDir, Box<dyn std::error::Error>> {
+    tempfile::Builder::new().prefix(prefix).tempdir().map_err(|e| {
+        PathError::new("making a temporary store directory in", &std::env::temp_dir(), e).into()
+    })
 }
 
 /// Opens the store at `path` (a path from [`prepare`]); with `use_existing`, only a store

@@ -254,11 +254,14 @@ fn not_a_store(path: &Path, found: &str) -> Error {
 }
 
 /// An operating-system error, named by path and operation, keeping the OS error as source.
+/// Removals count as writes, everything else as reads.
 fn io_error(path: &Path, op: &str, source: std::io::Error) -> Error {
     let kind = source.kind();
+    let io_op =
+        if op.starts_with("removing") { shale_io::OpKind::Write } else { shale_io::OpKind::Read };
     let context = PathContext { what: format!("{op} {}", path.display()), source };
     Error::Io(shale_io::Error::Io {
-        op: shale_io::OpKind::Read,
+        op: io_op,
         offset: 0,
         source: std::io::Error::new(kind, context),
     })

@@ -237,7 +237,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
     let benchmarks = config::benchmarks(&args)?;
     let temp = match &args.db {
         Some(_) => None,
-        None => Some(tempfile::Builder::new().prefix("shale-bench-").tempdir()?),
+        None => Some(crate::store::temp_dir("shale-bench-")?),
     };
     let path: PathBuf = match (&args.db, &temp) {
         (Some(p), _) => crate::store::prepare(p, args.use_existing_db)?,
@@ -251,19 +251,25 @@ pub fn run(args: &Args) -> Result<(), Error> {
     let mut db = Some(open()?);
     report::print_header(&args, &plan, &path);
     let mut seed_next = args.seed;
+    // The store is empty until a benchmark has run on it: a first fill benchmark needs no
+    // emptying (which a block device could not have: shale does not erase devices).
+    let mut empty = !args.use_existing_db;
     for bench in benchmarks {
         if bench.needs_fresh_db() {
             if args.use_existing_db {
                 println!("{:<12} : skipped (--use_existing_db is true)", bench.name());
                 continue;
             }
-            if let Some(old) = db.take() {
-                old.close()?;
+            if !empty {
+                if let Some(old) = db.take() {
+                    old.close()?;
+                }
+                crate::store::destroy(&path)?;
+                db = Some(open()?);
             }
-            crate::store::destroy(&path)?;
-            db = Some(open()?);
         }
         let store = db.as_ref().expect("the store is open between benchmarks");
+        empty = false;
         run_one(store, bench, &args, &mut seed_next)?;
     }
     if let Some(store) = db.take() {

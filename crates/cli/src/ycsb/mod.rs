@@ -253,7 +253,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
     let options = options::options(args)?;
     let temp = match &args.db {
         Some(_) => None,
-        None => Some(tempfile::Builder::new().prefix("shale-ycsb-").tempdir()?),
+        None => Some(crate::store::temp_dir("shale-ycsb-")?),
     };
     let path: PathBuf = match (&args.db, &temp) {
         (Some(p), _) => crate::store::prepare(p, args.use_existing_db)?,

@@ -453,7 +453,8 @@ pub fn strip_ignored(flags: Vec<OsString>) -> Result<(Vec<OsString>, Vec<String>
         let as_bool = if kind == Kind::Bool {
             let b = parse_bool(&value)
                 .ok_or_else(|| format!("--{name}={value}: {value:?} is not a boolean"))?;
-            Some(if negated { !b } else { b })
+            // `--noflag` already reads as "false" here.
+            Some(b)
         } else {
             None
         };
@@ -537,6 +538,13 @@ mod tests {
         .unwrap();
         assert_eq!(kept, ["--num=5", "--sync", "--", "--open_files=3"]);
         assert_eq!(warnings.len(), 4, "{warnings:?}");
+        let (_, w) = strip(&["--noverify_checksum", "--verify_checksum=1"]).unwrap();
+        assert_eq!(
+            w,
+            ["--verify_checksum=false has no effect: shale verifies every block checksum it reads"]
+        );
+        let (_, w) = strip(&["--nommap_read"]).unwrap();
+        assert!(w.is_empty(), "shale never maps: {w:?}");
         assert!(warnings[0].starts_with("--max_open_files has no effect"), "{warnings:?}");
         assert!(warnings[1].starts_with("--open_files has no effect"), "{warnings:?}");
         assert!(warnings[2].contains("never reads through mmap"), "{warnings:?}");

@@ -60,8 +60,9 @@ fn refuse(path: &Path, why: impl std::fmt::Display) -> Box<dyn std::error::Error
 /// where it exists, so that emptying a store and opening it again act on the same file.
 ///
 /// # Errors
-/// A path that holds something other than a shale store (or, with `use_existing`, no store at
-/// all); a store in use; the OS error of a path that cannot be examined (named).
+/// A path that holds something other than a shale store could be made in (or, with
+/// `use_existing`, no store at all); the OS error of a path that cannot be examined, named.
+/// Whether the store is in use is for [`destroy`] and [`open`] to find, under the lock.
 pub fn prepare(path: &Path, use_existing: bool) -> Result<PathBuf, Box<dyn std::error::Error>> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,

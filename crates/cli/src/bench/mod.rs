@@ -193,7 +193,7 @@ pub fn strip_ignored_flags(argv: Vec<OsString>) -> Result<Vec<OsString>, String>
     let flags = argv.split_off(2);
     let (kept, warnings) = db_bench_flags::strip_ignored(flags)?;
     for w in warnings {
-        eprintln!("shale bench: warning: {w}");
+        errln!("shale bench: warning: {w}");
     }
     argv.extend(kept);
     Ok(argv)
@@ -225,7 +225,7 @@ pub fn options_from_args(
 pub fn run(args: &Args) -> Result<(), Error> {
     // argv is `shale bench` and nothing else: the default suite.
     let args = if std::env::args_os().len() <= 2 {
-        eprintln!(
+        errln!(
             "shale bench: no flags given, running the default suite: {}",
             DEFAULT_SUITE.join(" ")
         );
@@ -233,7 +233,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
     } else {
         args.clone()
     };
-    let plan = config::plan(&args, &mut |w| eprintln!("shale bench: warning: {w}"))?;
+    let plan = config::plan(&args, &mut |w| errln!("shale bench: warning: {w}"))?;
     let benchmarks = config::benchmarks(&args)?;
     let temp = match &args.db {
         Some(_) => None,
@@ -255,9 +255,13 @@ pub fn run(args: &Args) -> Result<(), Error> {
     // emptying (which a block device could not have: shale does not erase devices).
     let mut empty = !args.use_existing_db;
     for bench in benchmarks {
+        if crate::stdout_failed() {
+            // No one reads the results (`| head`): stop, and clean up below.
+            break;
+        }
         if bench.needs_fresh_db() {
             if args.use_existing_db {
-                println!("{:<12} : skipped (--use_existing_db is true)", bench.name());
+                outln!("{:<12} : skipped (--use_existing_db is true)", bench.name());
                 continue;
             }
             if !empty {

@@ -273,7 +273,8 @@ pub fn run(args: &Args) -> Result<(), Error> {
         bar.finish_and_clear();
         errors += print_report("load", &report);
     }
-    if run {
+    // No one reads the report any more (`| head`): skip the run, and clean up below.
+    if run && !crate::stdout_failed() {
         let bar = progress_bar("run", config.operation_count);
         let report = ::ycsb::run_with_progress(&engine, &config, &|n| bar.set_position(n))?;
         bar.finish_and_clear();
@@ -292,7 +293,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
 /// What runs on what, as comment lines before the reports.
 fn print_header(args: &Args, c: &Config, path: &Path) {
     let w = &c.workload;
-    println!(
+    outln!(
         "# shale ycsb: workload {}, records {} ({} fields x {} bytes), operations {}, threads {}, seed {}",
         args.workload,
         c.record_count,
@@ -310,7 +311,7 @@ fn print_header(args: &Args, c: &Config, path: &Path) {
     } else {
         String::new()
     };
-    println!(
+    outln!(
         "# proportions read {} update {} insert {} scan {}{scans} read-modify-write {}; \
          {} requests; {} updates; {} writes; store {}",
         w.read_proportion,
@@ -327,13 +328,13 @@ fn print_header(args: &Args, c: &Config, path: &Path) {
 
 /// Prints a phase's report; lists its engine errors on stderr and returns how many there were.
 fn print_report(phase: &str, report: &Report) -> u64 {
-    println!("# {phase}");
-    print!("{report}");
+    outln!("# {phase}");
+    out!("{report}");
     let errors = report.error_count();
     if errors > 0 {
-        eprintln!("shale ycsb: {phase}: {errors} operations failed; the first:");
+        errln!("shale ycsb: {phase}: {errors} operations failed; the first:");
         for e in &report.errors {
-            eprintln!("  {e}");
+            errln!("  {e}");
         }
     }
     errors

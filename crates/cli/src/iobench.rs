@@ -6,6 +6,12 @@
 //! `randread: 85123 IOPS, 332.5 MB/s, p50 310 us, p99 900 us`
 //!
 //! MB is 10^6 bytes (as fio's MB/s); latency is each request's time from submit to reap.
+//!
+//! What it may write (promise P6: nothing already stored is lost): a missing `--path` is
+//! created (`--size` bytes) and is iobench's to write. An existing file or block device is
+//! only read (`randread`, at its own size, never grown) unless `--overwrite` says its bytes
+//! may go; a shale volume is never written, whatever the flags. A directory, FIFO, character
+//! device or socket is refused without being opened (opening a FIFO would block).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -95,7 +101,18 @@ pub struct Args {
     /// How the queue waits for completions.
     #[arg(long, value_enum, default_value_t = PollArg::Adaptive)]
     pub poll: PollArg,
+    /// Let a write pattern write over an existing file or block device (and grow a file to
+    /// --size). Without it an existing path is only read; a shale volume is never written.
+    #[arg(long)]
+    pub overwrite: bool,
 }
+
+/// Most requests in flight: a queue's bound in the io layer's backends.
+pub const QUEUE_DEPTH_MAX: u32 = 4096;
+/// Largest request: 64 MiB (each in-flight request holds a buffer of this size).
+pub const BLOCK_BYTES_MAX: u64 = 64 << 20;
+/// Longest run: about 136 years, far below where a deadline would overflow the clock.
+pub const SECONDS_MAX: f64 = 4_294_967_296.0;
 
 /// Parses a byte count with an optional binary suffix (k, m, g; case-insensitive).
 fn parse_size(text: &str) -> std::result::Result<u64, String> {
@@ -116,9 +133,100 @@ fn parse_size(text: &str) -> std::result::Result<u64, String> {
 /// Runs the benchmark and prints its result line.
 ///
 /// # Errors
-/// Bad flags ([`Error::InvalidArgument`]), or the device's error.
-pub fn run(args: &Args) -> Result<()> {
-    let (dev, created) = open(args)?;
+/// Bad flags, each named with its limit; a path iobench may not use (named, with what was
+/// found there); the device's error, naming the path.
+pub fn run(args: &Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    check_flags(args)?;
+    let existing = check_path(args)?;
+    run_on(args, existing).map_err(|e| {
+        crate::store::PathError {
+            op: "iobench on".into(),
+            path: args.path.clone(),
+            source: e.into(),
+        }
+        .into()
+    })
+}
+
+/// Refuses values beyond their limits, each named with its limit.
+fn check_flags(args: &Args) -> std::result::Result<(), String> {
+    use crate::store::in_range;
+    in_range("queue-depth", args.queue_depth, 1..=QUEUE_DEPTH_MAX, "requests in flight")?;
+    in_range("block-size", args.block_size, 1..=BLOCK_BYTES_MAX, "bytes per request")?;
+    let align = u64::from(shale_io::FILE_BLOCK_SIZE);
+    if args.block_size % align != 0 {
+        return Err(format!(
+            "--block-size={} is not a multiple of {align} (requests are O_DIRECT)",
+            args.block_size
+        ));
+    }
+    if !(args.seconds > 0.0 && args.seconds <= SECONDS_MAX) {
+        return Err(format!("--seconds={} is outside (0, {SECONDS_MAX}]", args.seconds));
+    }
+    if args.size % align != 0 {
+        return Err(format!("--size={} is not a multiple of {align}", args.size));
+    }
+    Ok(())
+}
+
+/// What `--path` holds, before anything opens it: `false` for nothing (iobench creates it),
+/// `true` for an existing file or block device iobench may use as the flags allow.
+fn check_path(args: &Args) -> std::result::Result<bool, Box<dyn std::error::Error>> {
+    use std::os::unix::fs::FileTypeExt;
+    let path = &args.path;
+    let refuse = |what: &str| -> Box<dyn std::error::Error> {
+        format!("--path {}: {what}; nothing was changed", path.display()).into()
+    };
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                return Err(refuse("a dangling symlink"));
+            }
+            return Ok(false);
+        }
+        Err(e) => {
+            let op = "examining --path";
+            return Err(crate::store::PathError {
+                op: op.into(),
+                path: path.clone(),
+                source: e.into(),
+            }
+            .into());
+        }
+    };
+    let kind = meta.file_type();
+    if !(kind.is_file() || kind.is_block_device()) {
+        return Err(refuse("not a regular file or block device"));
+    }
+    let writes = args.pattern != Pattern::Randread;
+    if writes && !args.overwrite {
+        return Err(refuse(&format!(
+            "it exists, and {} would write over it (pass --overwrite to let it, or name a new file)",
+            args.pattern.name()
+        )));
+    }
+    if writes && holds_shale_volume(path) {
+        return Err(refuse("a shale volume: iobench never writes over one"));
+    }
+    Ok(true)
+}
+
+/// Whether `path` starts with a shale volume header (either copy).
+fn holds_shale_volume(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = vec![0u8; shale_space::HEADER_AREA_BYTES as usize];
+    let Ok(()) = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)) else {
+        return false;
+    };
+    let half = shale_space::AREA_ALIGN as usize;
+    [&head[..half], &head[half..]]
+        .iter()
+        .any(|copy| copy.starts_with(shale_space::header::HEADER_MAGIC))
+}
+
+fn run_on(args: &Args, existing: bool) -> Result<()> {
+    let (dev, created) = open(args, existing)?;
     let mut queue =
         dev.open_queue(&QueueOptions { depth: args.queue_depth, poll: poll_mode(args.poll) })?;
     if created && args.pattern == Pattern::Randread {
@@ -147,16 +255,18 @@ fn poll_mode(arg: PollArg) -> PollMode {
 
 /// Opens (creating or growing to `--size`) the device, throttled if asked; says whether the
 /// file is new.
-fn open(args: &Args) -> Result<(DeviceRef, bool)> {
+fn open(args: &Args, existing: bool) -> Result<(DeviceRef, bool)> {
     let backend = match args.backend {
         BackendArg::Auto => Backend::Auto,
         BackendArg::Uring => Backend::Uring,
         BackendArg::Pread => Backend::Pread,
     };
-    let created = !args.path.exists();
+    let created = !existing;
     let opts = FileOptions { backend, direct: true, create_size: Some(args.size) };
     let mut dev = open_device(&args.path, &opts)?;
-    if dev.info().growable && dev.info().capacity < args.size {
+    // An existing file grows only where its bytes may be written anyway.
+    let may_grow = created || args.overwrite;
+    if may_grow && dev.info().growable && dev.info().capacity < args.size {
         dev.grow(args.size)?;
     }
     if let Some(name) = &args.throttle {
@@ -367,8 +477,10 @@ mod tests {
             backend: BackendArg::Auto,
             throttle: None,
             poll: PollArg::Blocking,
+            overwrite: false,
         };
-        let (dev, created) = open(&args).unwrap();
+        assert!(!check_path(&args).unwrap(), "a new file");
+        let (dev, created) = open(&args, false).unwrap();
         assert!(created);
         let mut q = dev.open_queue(&QueueOptions::default()).unwrap();
         prefill(q.as_mut(), dev.info().capacity).unwrap();

@@ -1,5 +1,29 @@
 //! The `shale` command-line tool: one subcommand per job, each in its own module.
 
+/// `println!` for `bench` and `ycsb`, which end quietly when stdout goes away ([`write_out`]).
+macro_rules! outln {
+    () => {
+        $crate::write_out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::write_out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for `bench` and `ycsb` ([`write_out`]).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_out(format_args!($($arg)*))
+    };
+}
+
+/// `eprintln!` for `bench` and `ycsb`: a closed stderr is no reason to stop, nor to panic.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::write_err(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod bench;
 mod check;
 mod inspect;
@@ -7,7 +31,9 @@ mod iobench;
 mod store;
 mod ycsb;
 
+use std::io::Write;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 use clap::{Parser, Subcommand};
 
@@ -36,18 +62,95 @@ enum Command {
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let result: Result<(), Box<dyn std::error::Error>> = match Cli::parse().command {
-        Command::Iobench(args) => iobench::run(&args).map_err(Into::into),
+    // db_bench's flags that shale has no knob for are taken out before parsing, each named
+    // once in a warning, so a db_bench command line runs unchanged.
+    let argv = match bench::strip_ignored_flags(std::env::args_os().collect()) {
+        Ok(argv) => argv,
+        Err(e) => {
+            eprintln!("shale bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let command = Cli::parse_from(argv).command;
+    if !matches!(command, Command::Bench(_) | Command::Ycsb(_)) {
+        restore_sigpipe();
+    }
+    let result: Result<(), Box<dyn std::error::Error>> = match command {
+        Command::Iobench(args) => iobench::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Ycsb(args) => ycsb::run(&args),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("shale: {e}");
+    match (result, STDOUT_FAILED.get()) {
+        // The reader went away and the command has cleaned up: end as a Unix tool ends.
+        (_, Some(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            restore_sigpipe();
+            // SAFETY: raise only sends SIGPIPE to this process, whose disposition is now the
+            // default: the process ends here.
+            unsafe {
+                libc::raise(libc::SIGPIPE);
+            }
             ExitCode::FAILURE
         }
+        (Ok(()), Some(e)) => {
+            errln!("shale: writing the results to stdout: {e}");
+            ExitCode::FAILURE
+        }
+        (Ok(()), None) => ExitCode::SUCCESS,
+        (Err(e), _) => {
+            errln!("shale: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The first error writing to stdout in `bench` or `ycsb`; set once, and from then on their
+/// output is dropped and they stop at the next benchmark or phase.
+static STDOUT_FAILED: OnceLock<std::io::Error> = OnceLock::new();
+
+/// Writes to stdout for `bench` and `ycsb`. A failed write (the reader of a pipe went away,
+/// EPIPE, or a full disk) is recorded instead of panicking as `println!` does; later output is
+/// dropped, and [`stdout_failed`] tells the command to stop, close its store and remove its
+/// temporary directory before `main` ends the process.
+pub(crate) fn write_out(args: std::fmt::Arguments<'_>) {
+    if STDOUT_FAILED.get().is_some() {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        let _ = STDOUT_FAILED.set(e);
+    }
+}
+
+/// Whether stdout failed: a command should stop starting work whose results no one can read.
+pub(crate) fn stdout_failed() -> bool {
+    STDOUT_FAILED.get().is_some()
+}
+
+/// Writes to stderr, ignoring a failure: there is nowhere left to report it.
+pub(crate) fn write_err(args: std::fmt::Arguments<'_>) {
+    let _ = std::io::stderr().lock().write_fmt(args);
+}
+
+/// Lets a closed stdout end the command quietly, as it ends `cat` or `grep`: `shale inspect |
+/// head -1` stops at the first line instead of panicking in `println!` ("failed printing to
+/// stdout: Broken pipe", exit 101).
+///
+/// Two ways, chosen by what a command leaves behind when it ends abruptly:
+/// - `inspect`, `check` and `iobench` get SIGPIPE's default disposition back (Rust sets it to
+///   ignored before `main`): the kernel ends the process at its first write to the closed
+///   pipe, exit status 128 + 13 in a shell, as Unix tools end. They hold nothing a killed
+///   process does not release (`check`'s store is left as after a crash, and recovers).
+/// - `bench` and `ycsb` often run on a temporary store: killed, they would leave its
+///   pre-allocated volume (hundreds of MB) in the temporary directory and its WAL tail in
+///   `/dev/shm`. They keep SIGPIPE ignored and write through [`write_out`], which records
+///   EPIPE instead of panicking; they then stop, close the store and remove the directory,
+///   and `main` ends the process with SIGPIPE itself.
+fn restore_sigpipe() {
+    // SAFETY: signal only installs the default disposition for SIGPIPE; no handler runs Rust
+    // code, and no other thread exists yet.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -1,31 +1,301 @@
-//! What `shale bench` and `shale ycsb` share about the store they open: emptying it, naming
-//! its compression, laying out a new volume to suit the options.
+//! What `shale bench` and `shale ycsb` share about the store they open: checking what `--db`
+//! names before anything is written, emptying a store (only a shale store, never one in use),
+//! the limits of the store flags, naming its compression, laying out a new volume to suit the
+//! options.
+//!
+//! Stages before a benchmark touches `--db` ([`prepare`]), each refusing with the path named:
+//! 1. Look at the path without opening it: a FIFO, a character device or a socket is refused
+//!    (opening a FIFO would block), so is a dangling symlink; a symlink is resolved.
+//! 2. With `--use_existing_db`: a store must be there (db_bench's "no store at PATH"), and the
+//!    store is opened without creating one ([`open`] with `create_if_blank` off).
+//! 3. Without it: the old store is destroyed by [`shale_lsm::destroy`], which takes the store
+//!    lock first and proves the file is a shale volume by its header; a directory holding
+//!    other files but no store, and a block device holding data, are refused.
 
-use std::path::Path;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
 
-use shale_lsm::Options;
 use shale_lsm::sst::Compression;
+use shale_lsm::{Db, Options};
 
 /// Smallest slot a volume is laid out with when `--target_file_size_base` asks for small SSTs.
 const SLOT_BYTES_MIN: u64 = 64 << 10;
 
-/// Removes the store at `path` so a benchmark starts empty: a directory's volume file, or the
-/// volume file itself. Nothing else is deleted; a block device is refused. `tool` names the
-/// command in the error.
-pub fn destroy(path: &Path, tool: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let target =
-        if path.is_dir() { path.join(shale_space::VOLUME_FILE_NAME) } else { path.to_path_buf() };
-    match std::fs::metadata(&target) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e.into()),
-        Ok(m) if m.is_file() => Ok(std::fs::remove_file(&target)?),
-        Ok(_) => Err(format!(
-            "--db {} is not a directory or volume file; {tool} only empties those \
-             (pass --use_existing_db to keep it)",
-            path.display()
-        )
-        .into()),
+/// An error at a path: the operation, the path, and the cause as its source.
+#[derive(Debug)]
+pub struct PathError {
+    /// What was being done ("opening the store", ...).
+    pub op: String,
+    /// Where.
+    pub path: PathBuf,
+    /// Why it failed.
+    pub source: Box<dyn std::error::Error>,
+}
+
+impl PathError {
+    fn new(op: &str, path: &Path, source: impl Into<Box<dyn std::error::Error>>) -> PathError {
+        PathError { op: op.to_string(), path: path.to_path_buf(), source: source.into() }
     }
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.op, self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for PathError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.source.as_ref())
+    }
+}
+
+/// A refusal of `--db`, naming the path and what was found there.
+fn refuse(path: &Path, why: impl std::fmt::Display) -> Box<dyn std::error::Error> {
+    format!("--db {}: {why}; nothing was changed", path.display()).into()
+}
+
+/// Checks what `--db` names before anything is written there (stages 1 to 3 of the module
+/// comment, short of opening), and returns the path to open: `path` with symlinks resolved
+/// where it exists, so that emptying a store and opening it again act on the same file.
+///
+/// # Errors
+/// A path that holds something other than a shale store could be made in (or, with
+/// `use_existing`, no store at all); the OS error of a path that cannot be examined, named.
+/// Whether the store is in use is for [`destroy`] and [`open`] to find, under the lock.
+pub fn prepare(path: &Path, use_existing: bool) -> Result<PathBuf, Box<dyn std::error::Error>> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                return Err(refuse(path, "a dangling symlink"));
+            }
+            if use_existing {
+                return Err(format!("--use_existing_db: no store at {}", path.display()).into());
+            }
+            return Ok(path.to_path_buf());
+        }
+        Err(e) => return Err(PathError::new("examining --db", path, e).into()),
+    };
+    let kind = meta.file_type();
+    if kind.is_fifo() || kind.is_char_device() || kind.is_socket() {
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() {
+            "a character device"
+        } else {
+            "a socket"
+        };
+        return Err(refuse(path, format!("{what}, not a store")));
+    }
+    let path = std::fs::canonicalize(path).map_err(|e| PathError::new("resolving", path, e))?;
+    if meta.is_dir() {
+        let volume = path.join(shale_space::VOLUME_FILE_NAME);
+        if std::fs::symlink_metadata(&volume).is_err() {
+            if use_existing {
+                return Err(format!("--use_existing_db: no store at {}", path.display()).into());
+            }
+            let entries =
+                std::fs::read_dir(&path).map_err(|e| PathError::new("listing", &path, e))?.count();
+            if entries > 0 {
+                return Err(refuse(
+                    &path,
+                    format!(
+                        "a directory of {entries} entries and no shale store ({} is missing); \
+                         give a new or empty directory",
+                        shale_space::VOLUME_FILE_NAME
+                    ),
+                ));
+            }
+        }
+    } else if kind.is_block_device() && !use_existing && !is_blank(&path)? {
+        return Err(refuse(
+            &path,
+            "a block device holding data; shale does not erase devices (pass \
+             --use_existing_db to use the store on it, or zero its first 8 KiB)",
+        ));
+    }
+    Ok(path)
+}
+
+/// Whether the first 8 KiB of a device are zero: nothing was ever stored there by shale.
+fn is_blank(path: &Path) -> Result<bool, Box<dyn std::error::Error>> {
+    use std::io::Read;
+    let mut head = vec![0u8; shale_space::HEADER_AREA_BYTES as usize];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .map_err(|e| PathError::new("reading the first 8 KiB of", path, e))?;
+    Ok(head.iter().all(|&b| b == 0))
+}
+
+/// Empties the store at `path` (a path from [`prepare`]) so a benchmark starts empty, through
+/// [`shale_lsm::destroy`]: a shale store not in use loses its volume file and WAL tail;
+/// anything else is refused untouched. A block device is never erased: a blank one is left
+/// for the open to lay out, one holding data (a store a first fill benchmark made, say) is
+/// refused.
+///
+/// # Errors
+/// The store is in use, or `path` is not a shale store or a blank device; each names the path.
+pub fn destroy(path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device()) {
+        if is_blank(path)? {
+            return Ok(());
+        }
+        return Err(refuse(
+            path,
+            "a block device holding data; shale does not erase devices (benchmarks that need \
+             an empty store cannot run twice on it: zero its first 8 KiB between runs)",
+        ));
+    }
+    shale_lsm::destroy(path).map_err(|e| PathError::new("emptying the store at", path, e).into())
+}
+
+/// A temporary directory for a run without `--db`, named in the error if it cannot be made.
+///
+/// # Errors
+/// The OS error, naming the directory it was to be made in.
+pub fn temp_dir(prefix: &str) -> Result<tempfile::TempDir, Box<dyn std::error::Error>> {
+    tempfile::Builder::new().prefix(prefix).tempdir().map_err(|e| {
+        PathError::new("making a temporary store directory in", &std::env::temp_dir(), e).into()
+    })
+}
+
+/// Opens the store at `path` (a path from [`prepare`]); with `use_existing`, only a store
+/// that is there: nothing is created.
+///
+/// # Errors
+/// The store's errors, naming the path.
+pub fn open(
+    path: &Path,
+    mut options: Options,
+    use_existing: bool,
+) -> Result<Db, Box<dyn std::error::Error>> {
+    if use_existing {
+        options.volume.create_if_blank = false;
+    } else {
+        check_room(path, &options)?;
+    }
+    // Until the store lock covers both names of a store (its directory and its volume file),
+    // a store open through one name is looked for through the other before opening it.
+    shale_lsm::destroy::check_not_open_elsewhere(path)
+        .map_err(|e| PathError::new("opening the store at", path, e))?;
+    Db::open(path, options).map_err(|e| PathError::new("opening the store at", path, e).into())
+}
+
+/// Refuses, before the volume file is pre-allocated, a layout larger than the room left on
+/// the file system: naming the flags that size it beats the "No space left on device" or
+/// "File too large" of `fallocate`.
+fn check_room(path: &Path, o: &Options) -> Result<(), Box<dyn std::error::Error>> {
+    let volume_exists = std::fs::metadata(path)
+        .map(|m| !m.is_dir() || path.join(shale_space::VOLUME_FILE_NAME).exists())
+        .unwrap_or(false);
+    if volume_exists {
+        return Ok(());
+    }
+    let l = &o.volume.layout;
+    let bytes = shale_space::HEADER_AREA_BYTES
+        + 2 * l.version_log_bytes
+        + l.wal_bytes
+        + u64::from(o.volume.initial_slots.max(1)) * l.slot_bytes;
+    // The directory that will hold the volume: `path` or its nearest existing ancestor.
+    let mut dir = path;
+    while !dir.exists() {
+        match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => dir = p,
+            _ => return Ok(()),
+        }
+    }
+    let Some(free) = free_bytes(dir) else {
+        return Ok(());
+    };
+    if bytes > free {
+        return Err(format!(
+            "a new store at {} pre-allocates {} MiB ({} MiB of WAL area: 1.5 x \
+             --write_buffer_size={} x (--max_write_buffer_number={} + 1)), more than the {} MiB \
+             free there",
+            path.display(),
+            bytes >> 20,
+            l.wal_bytes >> 20,
+            o.write_buffer_bytes,
+            o.max_write_buffer_number,
+            free >> 20
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Bytes an unprivileged process may still allocate on the file system of `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs reads the NUL-terminated path and writes only the struct it is given.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; both pointers are valid for the call.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    (rc == 0).then(|| st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+/// Refuses a flag value outside `range`, naming the flag, the value and the limit.
+///
+/// # Errors
+/// The value is outside the range.
+pub fn in_range<T: PartialOrd + std::fmt::Display>(
+    flag: &str,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+    why: &str,
+) -> Result<(), String> {
+    if range.contains(&value) {
+        Ok(())
+    } else {
+        Err(format!(
+            "--{flag}={value} is outside {}..={}{}",
+            range.start(),
+            range.end(),
+            if why.is_empty() { String::new() } else { format!(" ({why})") }
+        ))
+    }
+}
+
+/// Smallest and largest memtable (`--write_buffer_size`): the engine's floor, and a ceiling
+/// that keeps the pre-allocated WAL area (1.5 x this per WAL group) within reason.
+pub const WRITE_BUFFER_BYTES: std::ops::RangeInclusive<usize> = (64 << 10)..=(4 << 30);
+/// Memtables before writes stall (`--max_write_buffer_number`): the engine's bounds.
+pub const WRITE_BUFFER_NUMBER: std::ops::RangeInclusive<usize> = 2..=64;
+/// SST target sizes (`--target_file_size_base`): a slot's floor, and 64 GiB.
+pub const TARGET_FILE_BYTES: std::ops::RangeInclusive<u64> = (64 << 10)..=(64 << 30);
+/// Base level sizes (`--max_bytes_for_level_base`).
+pub const LEVEL_BASE_BYTES: std::ops::RangeInclusive<u64> = (64 << 10)..=(1 << 50);
+/// Bloom filter bits per key (`--bloom_bits`): RocksDB's own ceiling is 100.
+pub const BLOOM_BITS: std::ops::RangeInclusive<u32> = 0..=100;
+/// Most bytes of one key and value: an entry must fit an SST block
+/// (`BLOCK_RAW_BYTES_MAX`), with room for a key.
+pub const ENTRY_BYTES_MAX: usize = shale_lsm::sst::format::BLOCK_RAW_BYTES_MAX / 2;
+/// Bytes a batch takes in a memtable beyond its keys and values, per entry (the engine's
+/// node overhead of 160 bytes and the record framing), for the batch limit below.
+const BATCH_OVERHEAD_PER_ENTRY: usize = 192;
+
+/// Refuses batches the engine would refuse at every write: a batch must fit in half a memtable
+/// (`Db::write`'s limit), so a benchmark fails at its flags, not at its first write.
+///
+/// # Errors
+/// The batch is too large, naming the flags that size it.
+pub fn check_batch(
+    entries: usize,
+    entry_bytes: usize,
+    sizing: &str,
+    write_buffer_bytes: usize,
+) -> Result<(), String> {
+    let batch = entries.saturating_mul(entry_bytes.saturating_add(BATCH_OVERHEAD_PER_ENTRY));
+    let limit = write_buffer_bytes / 2;
+    if batch > limit {
+        return Err(format!(
+            "{sizing} makes batches of about {batch} bytes in a memtable, over the engine's \
+             limit of half a memtable ({limit} bytes with --write_buffer_size={write_buffer_bytes})"
+        ));
+    }
+    Ok(())
 }
 
 /// Names a compression the engine has (none, lz4 or zstd) and its db_bench name.

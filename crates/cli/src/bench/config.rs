@@ -7,7 +7,27 @@ use shale_lsm::Options;
 use shale_lsm::options::BACKGROUND_JOBS_MAX;
 
 use crate::bench::Args;
-use crate::store::{fit_volume, parse_compression};
+use crate::bench::workload::{Benchmark, FILLBATCH_ENTRIES, parse_benchmarks};
+use crate::store::{
+    BLOOM_BITS, ENTRY_BYTES_MAX, LEVEL_BASE_BYTES, TARGET_FILE_BYTES, WRITE_BUFFER_BYTES,
+    WRITE_BUFFER_NUMBER, check_batch, fit_volume, in_range, parse_compression,
+};
+
+/// Most threads per benchmark: each is an OS thread, and beyond this spawning them fails.
+pub const THREADS_MAX: usize = 1024;
+/// Longest `--duration` and `--stats_interval_seconds`: about 136 years, far below where a
+/// deadline would overflow the clock.
+pub const SECONDS_MAX: u64 = 1 << 32;
+/// Most `--num` for filluniquerandom, which holds a shuffled list of every key number (8 bytes
+/// each) in memory: 2 GiB.
+pub const UNIQUE_KEYS_MAX: u64 = 1 << 28;
+/// Most entries of one SST data block (`--block_size`): the floor keeps index blocks sane, the
+/// ceiling is a quarter of the engine's largest block (`BLOCK_RAW_BYTES_MAX`).
+pub const BLOCK_BYTES: std::ops::RangeInclusive<usize> =
+    256..=shale_lsm::sst::format::BLOCK_RAW_BYTES_MAX / 4;
+/// Level growth factors (`--max_bytes_for_level_multiplier`): the engine's floor, and a
+/// ceiling past which level sizes overflow.
+pub const LEVEL_MULTIPLIER: std::ops::RangeInclusive<f64> = 2.0..=1000.0;
 
 /// What the store is opened with, and how the header describes it.
 #[derive(Clone, Debug)]
@@ -38,6 +58,21 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     }
     if let Some(v) = args.max_bytes_for_level_base {
         o.max_bytes_for_level_base = v;
+    }
+    if let Some(m) = args.max_bytes_for_level_multiplier {
+        if m.fract() != 0.0 {
+            warn(format!(
+                "--max_bytes_for_level_multiplier={m}: the engine takes a whole factor, using {}",
+                m.round()
+            ));
+        }
+        o.max_bytes_for_level_multiplier = m.round() as u64;
+    }
+    if let Some(v) = args.soft_pending_compaction_bytes_limit {
+        o.soft_pending_compaction_bytes_limit = v;
+    }
+    if let Some(v) = args.hard_pending_compaction_bytes_limit {
+        o.hard_pending_compaction_bytes_limit = v;
     }
     if let Some(v) = args.level_compaction_dynamic_level_bytes {
         o.dynamic_level_bytes = v;
@@ -79,13 +114,46 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     Ok(DbPlan { options: o, compression_name: compression.1 })
 }
 
-/// Refuses benchmark shapes that cannot run as asked.
+/// Refuses benchmark shapes that cannot run as asked, and values beyond their limits, each
+/// named with its limit (so an absurd value fails here, not as an OS error later).
 fn check_shape(args: &Args) -> Result<(), String> {
-    if args.threads == 0 {
-        return Err("--threads must be at least 1".into());
+    in_range("threads", args.threads, 1..=THREADS_MAX, "each is an OS thread")?;
+    in_range("batch_size", args.batch_size, 1..=usize::MAX, "")?;
+    in_range("duration", args.duration, 0..=SECONDS_MAX, "")?;
+    in_range("stats_interval_seconds", args.stats_interval_seconds, 0..=SECONDS_MAX, "")?;
+    in_range("value_size", args.value_size, 0..=ENTRY_BYTES_MAX, "an entry must fit an SST block")?;
+    check_store_flags(args)?;
+    let benchmarks = benchmarks(args)?;
+    if benchmarks.contains(&Benchmark::FillUniqueRandom) {
+        in_range(
+            "num",
+            args.num,
+            0..=UNIQUE_KEYS_MAX,
+            "filluniquerandom shuffles every key number in memory",
+        )?;
     }
-    if args.batch_size == 0 {
-        return Err("--batch_size must be at least 1".into());
+    // A batch must fit the engine's batch limit, or every write of the benchmark fails.
+    let wbs = args.write_buffer_size.unwrap_or(Options::default().write_buffer_bytes);
+    let entry = args.key_size.saturating_add(args.value_size);
+    check_batch(
+        args.batch_size,
+        entry,
+        &format!(
+            "--batch_size={} x (--key_size={} + --value_size={})",
+            args.batch_size, args.key_size, args.value_size
+        ),
+        wbs,
+    )?;
+    if benchmarks.contains(&Benchmark::FillBatch) {
+        check_batch(
+            FILLBATCH_ENTRIES,
+            entry,
+            &format!(
+                "fillbatch's {FILLBATCH_ENTRIES} entries x (--key_size + --value_size={})",
+                args.value_size
+            ),
+            wbs,
+        )?;
     }
     if args.key_size == 0 || args.key_size > shale_lsm::options::KEY_BYTES_MAX {
         return Err(format!(
@@ -100,6 +168,67 @@ fn check_shape(args: &Args) -> Result<(), String> {
         return Err(format!(
             "--key_size={} cannot number --num={} distinct keys",
             args.key_size, args.num
+        ));
+    }
+    Ok(())
+}
+
+/// The benchmarks `--benchmarks` names, in order.
+///
+/// An empty list runs none, as db_bench's.
+///
+/// # Errors
+/// An unknown name, with the flag named.
+pub fn benchmarks(args: &Args) -> Result<Vec<Benchmark>, String> {
+    parse_benchmarks(&args.benchmarks).map_err(|e| format!("--benchmarks={}: {e}", args.benchmarks))
+}
+
+/// The store flags' limits (shared in spirit with `shale ycsb`'s: `crate::store`).
+fn check_store_flags(args: &Args) -> Result<(), String> {
+    if let Some(v) = args.write_buffer_size {
+        in_range("write_buffer_size", v, WRITE_BUFFER_BYTES, "bytes of one memtable")?;
+    }
+    if let Some(v) = args.max_write_buffer_number {
+        in_range("max_write_buffer_number", v, WRITE_BUFFER_NUMBER, "")?;
+    }
+    if let Some(v) = args.target_file_size_base {
+        in_range("target_file_size_base", v, TARGET_FILE_BYTES, "")?;
+    }
+    if let Some(v) = args.max_bytes_for_level_base {
+        in_range("max_bytes_for_level_base", v, LEVEL_BASE_BYTES, "")?;
+    }
+    if let Some(v) = args.max_bytes_for_level_multiplier {
+        in_range("max_bytes_for_level_multiplier", v, LEVEL_MULTIPLIER, "")?;
+    }
+    if let Some(v) = args.block_size {
+        in_range("block_size", v, BLOCK_BYTES, "")?;
+    }
+    check_l0_triggers(args)?;
+    if let Some(v) = args.bloom_bits.filter(|b| b.is_nan() || *b >= 0.0) {
+        in_range(
+            "bloom_bits",
+            v,
+            f64::from(*BLOOM_BITS.start())..=f64::from(*BLOOM_BITS.end()),
+            "bits per key; negative means the default",
+        )?;
+    }
+    Ok(())
+}
+
+/// The L0 triggers must be ordered, compaction <= slowdown <= stop, and the first at least 1;
+/// the engine's defaults fill in the flags not given, and the message names the flags.
+fn check_l0_triggers(args: &Args) -> Result<(), String> {
+    let d = Options::default();
+    let given = |v: Option<usize>, default: usize| v.unwrap_or(default);
+    let t = given(args.level0_file_num_compaction_trigger, d.level0_file_num_compaction_trigger);
+    let s = given(args.level0_slowdown_writes_trigger, d.level0_slowdown_writes_trigger);
+    let p = given(args.level0_stop_writes_trigger, d.level0_stop_writes_trigger);
+    in_range("level0_file_num_compaction_trigger", t, 1..=usize::MAX, "")?;
+    if t > s || s > p {
+        return Err(format!(
+            "the L0 triggers must satisfy --level0_file_num_compaction_trigger={t} <= \
+             --level0_slowdown_writes_trigger={s} <= --level0_stop_writes_trigger={p} \
+             (flags not given take the engine's defaults)"
         ));
     }
     Ok(())
@@ -213,7 +342,7 @@ mod tests {
         assert!(plan_of(&["--key_size=2", "--num=1000"]).0.is_ok());
         let err =
             plan_of(&["--level0_slowdown_writes_trigger=2", "--level0_stop_writes_trigger=1"]).0;
-        assert!(err.unwrap_err().contains("L0 triggers"));
+        assert!(err.unwrap_err().contains("--level0_stop_writes_trigger=1"));
     }
 
     #[test]

@@ -10,20 +10,28 @@
 //!
 //! Stages of one run:
 //! 1. Parse flags ([`Args`]); with no flags at all, use the default suite ([`DEFAULT_SUITE`]).
-//! 2. Map flags to the engine's [`shale_lsm::Options`], warning on stderr about each flag the
-//!    engine has no knob for ([`config`]).
-//! 3. Open the store (a fresh temporary directory without `--db`; an existing store is destroyed
-//!    unless `--use_existing_db`), print the header ([`report::print_header`]).
+//!    db_bench's flags without a shale knob are taken out first, each named once in a warning
+//!    on stderr ([`db_bench_flags`]).
+//! 2. Check every value against its limit and map the flags to the engine's
+//!    [`shale_lsm::Options`] ([`config`]); stages 1 and 2 are [`options_from_args`], which
+//!    never touches the file system.
+//! 3. Open the store (a fresh temporary directory without `--db`; an existing shale store is
+//!    destroyed unless `--use_existing_db`, and anything else at `--db` is refused untouched:
+//!    `crate::store`), print the header ([`report::print_header`]).
 //! 4. Run each benchmark on `--threads` threads ([`workload`]), print its result line and, with
 //!    `--histogram`, its latency percentiles. Fill benchmarks start from an empty store.
 //! 5. Close the store; with `--statistics`, print the engine's counters.
 
-mod config;
+pub mod config;
+pub mod db_bench_flags;
 mod histogram;
 mod keys;
+#[cfg(test)]
+mod options_props;
 mod report;
 mod workload;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -109,6 +117,15 @@ pub struct Args {
     /// Target size of L1 (static level sizing) or of the base level (dynamic).
     #[arg(long = "max_bytes_for_level_base")]
     pub max_bytes_for_level_base: Option<u64>,
+    /// Growth factor of level sizes, a whole number of at least 2 (db_bench's is a double).
+    #[arg(long = "max_bytes_for_level_multiplier", allow_negative_numbers = true)]
+    pub max_bytes_for_level_multiplier: Option<f64>,
+    /// Bytes of pending compaction from which each write is delayed.
+    #[arg(long = "soft_pending_compaction_bytes_limit")]
+    pub soft_pending_compaction_bytes_limit: Option<u64>,
+    /// Bytes of pending compaction at which writes wait for compaction.
+    #[arg(long = "hard_pending_compaction_bytes_limit")]
+    pub hard_pending_compaction_bytes_limit: Option<u64>,
     /// Size levels from the largest one up (RocksDB's default from 8.4; the engine's default).
     #[arg(long = "level_compaction_dynamic_level_bytes", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub level_compaction_dynamic_level_bytes: Option<bool>,
@@ -163,14 +180,52 @@ fn parse_bool(text: &str) -> Result<bool, String> {
 /// A run that failed: bad flags, or the store's error.
 pub type Error = Box<dyn std::error::Error>;
 
+/// Takes db_bench's flags without a shale knob out of the command line, warning once on
+/// stderr for each: `argv` is the whole command line; only `shale bench`'s are touched.
+///
+/// # Errors
+/// An ignored flag without its value, named.
+pub fn strip_ignored_flags(argv: Vec<OsString>) -> Result<Vec<OsString>, String> {
+    if argv.get(1).is_none_or(|a| a != "bench") {
+        return Ok(argv);
+    }
+    let mut argv = argv;
+    let flags = argv.split_off(2);
+    let (kept, warnings) = db_bench_flags::strip_ignored(flags)?;
+    for w in warnings {
+        errln!("shale bench: warning: {w}");
+    }
+    argv.extend(kept);
+    Ok(argv)
+}
+
+/// Stages 1 and 2 in one, without touching the file system: the flags (after `bench`) parsed,
+/// checked and mapped to the engine's options, with the warnings they earn. What the
+/// property test drives.
+///
+/// # Errors
+/// Unknown flags, bad values, values beyond a limit (each named with its limit), unknown
+/// benchmarks, options the engine refuses.
+pub fn options_from_args(
+    flags: &[&str],
+) -> Result<(Args, config::DbPlan, Vec<String>), Box<dyn std::error::Error>> {
+    let (kept, mut warnings) =
+        db_bench_flags::strip_ignored(flags.iter().map(OsString::from).collect())?;
+    let kept: Vec<String> = kept.into_iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let args = parse_args(kept.iter().map(String::as_str))?;
+    let plan = config::plan(&args, &mut |w| warnings.push(w))?;
+    Ok((args, plan, warnings))
+}
+
 /// Runs the benchmarks and prints their results.
 ///
 /// # Errors
-/// Bad flags or benchmark names, and the store's errors.
+/// Bad flags or benchmark names, a `--db` that holds something other than a shale store (or
+/// no store, with `--use_existing_db`), and the store's errors, each naming the path.
 pub fn run(args: &Args) -> Result<(), Error> {
     // argv is `shale bench` and nothing else: the default suite.
     let args = if std::env::args_os().len() <= 2 {
-        eprintln!(
+        errln!(
             "shale bench: no flags given, running the default suite: {}",
             DEFAULT_SUITE.join(" ")
         );
@@ -178,36 +233,47 @@ pub fn run(args: &Args) -> Result<(), Error> {
     } else {
         args.clone()
     };
-    let benchmarks = workload::parse_benchmarks(&args.benchmarks)?;
-    let plan = config::plan(&args, &mut |w| eprintln!("shale bench: warning: {w}"))?;
+    let plan = config::plan(&args, &mut |w| errln!("shale bench: warning: {w}"))?;
+    let benchmarks = config::benchmarks(&args)?;
     let temp = match &args.db {
         Some(_) => None,
-        None => Some(tempfile::Builder::new().prefix("shale-bench-").tempdir()?),
+        None => Some(crate::store::temp_dir("shale-bench-")?),
     };
     let path: PathBuf = match (&args.db, &temp) {
-        (Some(p), _) => p.clone(),
+        (Some(p), _) => crate::store::prepare(p, args.use_existing_db)?,
         (None, Some(t)) => t.path().to_path_buf(),
         (None, None) => unreachable!("a temporary directory exists without --db"),
     };
     if !args.use_existing_db {
-        crate::store::destroy(&path, "shale bench")?;
+        crate::store::destroy(&path)?;
     }
-    let mut db = Some(Db::open(&path, plan.options.clone())?);
+    let open = || crate::store::open(&path, plan.options.clone(), args.use_existing_db);
+    let mut db = Some(open()?);
     report::print_header(&args, &plan, &path);
     let mut seed_next = args.seed;
+    // The store is empty until a benchmark has run on it: a first fill benchmark needs no
+    // emptying (which a block device could not have: shale does not erase devices).
+    let mut empty = !args.use_existing_db;
     for bench in benchmarks {
+        if crate::stdout_failed() {
+            // No one reads the results (`| head`): stop, and clean up below.
+            break;
+        }
         if bench.needs_fresh_db() {
             if args.use_existing_db {
-                println!("{:<12} : skipped (--use_existing_db is true)", bench.name());
+                outln!("{:<12} : skipped (--use_existing_db is true)", bench.name());
                 continue;
             }
-            if let Some(old) = db.take() {
-                old.close()?;
+            if !empty {
+                if let Some(old) = db.take() {
+                    old.close()?;
+                }
+                crate::store::destroy(&path)?;
+                db = Some(open()?);
             }
-            crate::store::destroy(&path, "shale bench")?;
-            db = Some(Db::open(&path, plan.options.clone())?);
         }
         let store = db.as_ref().expect("the store is open between benchmarks");
+        empty = false;
         run_one(store, bench, &args, &mut seed_next)?;
     }
     if let Some(store) = db.take() {
@@ -236,7 +302,8 @@ fn run_one(db: &Db, bench: Benchmark, args: &Args, seed_next: &mut u64) -> Resul
     let shared = Shared::new(args, bench, *seed_next);
     let started = Instant::now();
     let stats: Stats = workload::run(db, &shared)?;
-    *seed_next += shared.threads_total() as u64;
+    // Wrapping: --seed may be any u64, as db_bench's.
+    *seed_next = seed_next.wrapping_add(shared.threads_total() as u64);
     report::print_result(bench.name(), &stats, started.elapsed());
     if args.histogram {
         report::print_histogram(bench.op_noun(), &stats);
@@ -246,7 +313,7 @@ fn run_one(db: &Db, bench: Benchmark, args: &Args, seed_next: &mut u64) -> Resul
 
 /// The default suite's flags, parsed.
 fn default_suite() -> Result<Args, Error> {
-    parse_args(DEFAULT_SUITE.iter().copied()).map_err(|e| e.to_string().into())
+    options_from_args(DEFAULT_SUITE).map(|(args, _, _)| args)
 }
 
 /// Parses bench flags (without the program and subcommand names).

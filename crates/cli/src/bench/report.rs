@@ -30,7 +30,7 @@ pub struct Progress {
 impl Progress {
     fn line(&self, text: String) {
         if self.bar.is_hidden() {
-            eprintln!("{text}");
+            errln!("{text}");
         } else {
             self.bar.println(text);
         }
@@ -222,7 +222,7 @@ pub fn print_result(name: &str, stats: &Stats, wall: Duration) {
     };
     let message =
         (stats.looked_up > 0).then(|| format!("({} of {} found)", stats.found, stats.looked_up));
-    println!(
+    outln!(
         "{}",
         format_result_line(
             name,
@@ -239,7 +239,7 @@ pub fn print_result(name: &str, stats: &Stats, wall: Duration) {
 pub fn print_histogram(op_noun: &str, stats: &Stats) {
     let empty = Histogram::default();
     let h = stats.hist.as_ref().unwrap_or(&empty);
-    println!("Microseconds per {op_noun}:\n{}", h.to_db_bench_string());
+    outln!("Microseconds per {op_noun}:\n{}", h.to_db_bench_string());
 }
 
 /// Prints db_bench's header block, describing the run before the first benchmark.
@@ -247,23 +247,23 @@ pub fn print_header(args: &Args, plan: &DbPlan, path: &Path) {
     let (cpu_count, cpu_model, cpu_cache) = cpu_info();
     let entry_bytes = |value: f64| (args.key_size as f64 + value) * args.num as f64 / MB;
     let compressed = (args.value_size as f64 * COMPRESSION_RATIO) as u64;
-    println!("shale:      version {}", env!("CARGO_PKG_VERSION"));
-    println!("Date:       {}", utc_now());
-    println!("CPU:        {cpu_count} * {cpu_model}");
-    println!("CPUCache:   {cpu_cache}");
-    println!("Keys:       {} bytes each (+ 0 bytes user-defined timestamp)", args.key_size);
-    println!("Values:     {} bytes each ({compressed} bytes after compression)", args.value_size);
-    println!("Entries:    {}", args.num);
-    println!("RawSize:    {:.1} MB (estimated)", entry_bytes(args.value_size as f64));
-    println!(
+    outln!("shale:      version {}", env!("CARGO_PKG_VERSION"));
+    outln!("Date:       {}", utc_now());
+    outln!("CPU:        {cpu_count} * {cpu_model}");
+    outln!("CPUCache:   {cpu_cache}");
+    outln!("Keys:       {} bytes each (+ 0 bytes user-defined timestamp)", args.key_size);
+    outln!("Values:     {} bytes each ({compressed} bytes after compression)", args.value_size);
+    outln!("Entries:    {}", args.num);
+    outln!("RawSize:    {:.1} MB (estimated)", entry_bytes(args.value_size as f64));
+    outln!(
         "FileSize:   {:.1} MB (estimated)",
         entry_bytes(args.value_size as f64 * COMPRESSION_RATIO)
     );
-    println!("Write rate: {} bytes/second", args.benchmark_write_rate_limit);
-    println!("Compression: {}", plan.compression_name);
-    println!("Memtablerep: SkipList");
-    println!("------------------------------------------------");
-    println!("DB path: [{}]", path.display());
+    outln!("Write rate: {} bytes/second", args.benchmark_write_rate_limit);
+    outln!("Compression: {}", plan.compression_name);
+    outln!("Memtablerep: SkipList");
+    outln!("------------------------------------------------");
+    outln!("DB path: [{}]", path.display());
 }
 
 /// CPU count, model name and cache size from /proc/cpuinfo (or "unknown").
@@ -313,21 +313,21 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 /// `stats`: the store's shape and counters.
 pub fn print_db_stats(s: &shale_lsm::Stats) {
-    println!("\n** shale stats **");
+    outln!("\n** shale stats **");
     print_levels(s);
-    println!(
+    outln!(
         "Memtables: {} holding {:.1} MB; last sequence {}",
         s.memtables,
         s.memtable_bytes as f64 / MB,
         s.last_seq
     );
-    println!(
+    outln!(
         "Flushes: {}; compactions: {}; pending compaction: {:.1} MB",
         s.flushes,
         s.compactions,
         s.pending_compaction_bytes as f64 / MB
     );
-    println!(
+    outln!(
         "Written: user {:.1} MB, WAL {:.1} MB, SST {:.1} MB, version log {:.1} MB; write amplification {:.2}",
         s.user_bytes_written as f64 / MB,
         s.wal_bytes_written as f64 / MB,
@@ -335,7 +335,7 @@ pub fn print_db_stats(s: &shale_lsm::Stats) {
         s.version_log_bytes_written as f64 / MB,
         s.write_amplification()
     );
-    println!(
+    outln!(
         "Block cache: {:.1} MB held, {} hits, {} misses, hit ratio {:.3}",
         s.block_cache_bytes as f64 / MB,
         s.block_cache_hits,
@@ -343,7 +343,7 @@ pub fn print_db_stats(s: &shale_lsm::Stats) {
         s.block_cache_hit_ratio()
     );
     let st = &s.stalls;
-    println!(
+    outln!(
         "Stalls: memtable {} ({:.3} s), L0 slowdown {} ({:.3} s), L0 stop {} ({:.3} s)",
         st.memtable.count,
         st.memtable.duration_us as f64 / 1e6,
@@ -353,29 +353,29 @@ pub fn print_db_stats(s: &shale_lsm::Stats) {
         st.l0_stop.duration_us as f64 / 1e6
     );
     if let Some(why) = &s.stopped {
-        println!("Stopped: {why}");
+        outln!("Stopped: {why}");
     }
-    println!();
+    outln!();
 }
 
 /// `levelstats`: SSTs and megabytes per level.
 pub fn print_level_stats(s: &shale_lsm::Stats) {
-    println!();
+    outln!();
     print_levels(s);
-    println!();
+    outln!();
 }
 
 fn print_levels(s: &shale_lsm::Stats) {
-    println!("Level Files Size(MB)");
-    println!("--------------------");
+    outln!("Level Files Size(MB)");
+    outln!("--------------------");
     for (level, (files, bytes)) in s.files_per_level.iter().zip(&s.bytes_per_level).enumerate() {
-        println!("{level:5} {files:5} {:8.1}", *bytes as f64 / MB);
+        outln!("{level:5} {files:5} {:8.1}", *bytes as f64 / MB);
     }
 }
 
 /// `--statistics`: the engine's counters, in RocksDB's `name COUNT : value` form.
 pub fn print_statistics(s: &shale_lsm::Stats) {
-    println!("STATISTICS:");
+    outln!("STATISTICS:");
     let counters = [
         ("shale.block.cache.hit", s.block_cache_hits),
         ("shale.block.cache.miss", s.block_cache_misses),
@@ -393,7 +393,7 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.stall.l0.stop.micros", s.stalls.l0_stop.duration_us),
     ];
     for (name, v) in counters {
-        println!("{name} COUNT : {v}");
+        outln!("{name} COUNT : {v}");
     }
 }
 

@@ -17,7 +17,7 @@ use crate::bench::keys::{KeyGen, KeyOrder, ValueGen, format_key, key};
 use crate::bench::report::{Progress, Stats, ThreadStats};
 
 /// Entries per batch of `fillbatch` (db_bench's).
-const FILLBATCH_ENTRIES: usize = 1000;
+pub(crate) const FILLBATCH_ENTRIES: usize = 1000;
 /// `fillsync` writes `--num` divided by this (db_bench's).
 const FILLSYNC_DIVISOR: u64 = 1000;
 /// Operations between clock checks when `--duration` bounds a benchmark.

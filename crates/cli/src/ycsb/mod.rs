@@ -8,7 +8,9 @@
 //! 1. Parse flags ([`Args`]) into a [`Config`] and the store's options; decide the phases
 //!    (`--phase`, default load then run; run alone with `--use_existing_db`).
 //! 2. Open the store: a fresh temporary directory without `--db`; the store at `--db`, emptied
-//!    first unless `--use_existing_db`.
+//!    first unless `--use_existing_db` (only a shale store not in use is emptied; anything else
+//!    at `--db` is refused untouched, and `--use_existing_db` needs a store there:
+//!    `crate::store`).
 //! 3. Each phase: progress on stderr, then YCSB's report on stdout after a `# ` line naming it.
 //! 4. Close the store. Engine errors (`Return=ERROR`) are listed on stderr and make the exit
 //!    status non-zero.
@@ -23,7 +25,7 @@ use ::ycsb::{
     Config, KeyFormat, Preset, RecordLayout, Report, RequestDistribution, ScanLengthDistribution,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use shale_lsm::{Db, WriteOptions};
+use shale_lsm::WriteOptions;
 
 use crate::ycsb::engine::ShaleEngine;
 
@@ -157,6 +159,7 @@ pub type Error = Box<dyn std::error::Error>;
 /// # Errors
 /// A value the driver refuses, named.
 pub fn config(args: &Args) -> Result<Config, Error> {
+    options::check_limits(args)?;
     let mut c = Config::new(args.workload);
     c.record_count = args.records;
     c.operation_count = args.operations;
@@ -179,8 +182,45 @@ pub fn config(args: &Args) -> Result<Config, Error> {
     w.min_scan_length = args.minscanlength.unwrap_or(w.min_scan_length);
     w.max_scan_length = args.maxscanlength.unwrap_or(w.max_scan_length);
     w.scan_length_distribution = args.scanlengthdistribution.unwrap_or(w.scan_length_distribution);
-    c.validate()?;
+    c.validate().map_err(|e| name_flags(&e.to_string()))?;
     Ok(c)
+}
+
+/// YCSB's property names in the driver's messages, as the flags that set them: the message
+/// then names what to change on this command line.
+fn name_flags(message: &str) -> String {
+    const FLAGS: &[(&str, &str)] = &[
+        ("recordcount", "--records"),
+        ("operationcount", "--operations"),
+        ("threads", "--threads"),
+        ("fieldcount", "--fieldcount"),
+        ("fieldlength", "--fieldlength"),
+        ("readproportion", "--readproportion"),
+        ("updateproportion", "--updateproportion"),
+        ("insertproportion", "--insertproportion"),
+        ("scanproportion", "--scanproportion"),
+        ("readmodifywriteproportion", "--readmodifywriteproportion"),
+        ("minscanlength", "--minscanlength"),
+        ("maxscanlength", "--maxscanlength"),
+    ];
+    let mut out = String::with_capacity(message.len() + 16);
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let flag = FLAGS.iter().find(|(p, _)| p == word).map(|(_, f)| *f);
+        let already = out.ends_with('-');
+        out.push_str(if already { word.as_str() } else { flag.unwrap_or(word.as_str()) });
+        word.clear();
+    };
+    for ch in message.chars() {
+        if ch.is_ascii_alphanumeric() {
+            word.push(ch);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(ch);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 /// The phases to run: (load, run).
@@ -206,20 +246,25 @@ fn phases(args: &Args) -> Result<(bool, bool), Error> {
 pub fn run(args: &Args) -> Result<(), Error> {
     let config = config(args)?;
     let (load, run) = phases(args)?;
+    if run {
+        // Checked before the store is touched, not when the run phase starts.
+        config.validate_run().map_err(|e| name_flags(&e.to_string()))?;
+    }
     let options = options::options(args)?;
     let temp = match &args.db {
         Some(_) => None,
-        None => Some(tempfile::Builder::new().prefix("shale-ycsb-").tempdir()?),
+        None => Some(crate::store::temp_dir("shale-ycsb-")?),
     };
     let path: PathBuf = match (&args.db, &temp) {
-        (Some(p), _) => p.clone(),
+        (Some(p), _) => crate::store::prepare(p, args.use_existing_db)?,
         (None, Some(t)) => t.path().to_path_buf(),
         (None, None) => unreachable!("a temporary directory exists without --db"),
     };
     if !args.use_existing_db {
-        crate::store::destroy(&path, "shale ycsb")?;
+        crate::store::destroy(&path)?;
     }
-    let engine = ShaleEngine::new(Db::open(&path, options)?, WriteOptions { sync: args.sync });
+    let db = crate::store::open(&path, options, args.use_existing_db)?;
+    let engine = ShaleEngine::new(db, WriteOptions { sync: args.sync });
     print_header(args, &config, &path);
     let mut errors = 0;
     if load {
@@ -228,7 +273,8 @@ pub fn run(args: &Args) -> Result<(), Error> {
         bar.finish_and_clear();
         errors += print_report("load", &report);
     }
-    if run {
+    // No one reads the report any more (`| head`): skip the run, and clean up below.
+    if run && !crate::stdout_failed() {
         let bar = progress_bar("run", config.operation_count);
         let report = ::ycsb::run_with_progress(&engine, &config, &|n| bar.set_position(n))?;
         bar.finish_and_clear();
@@ -247,7 +293,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
 /// What runs on what, as comment lines before the reports.
 fn print_header(args: &Args, c: &Config, path: &Path) {
     let w = &c.workload;
-    println!(
+    outln!(
         "# shale ycsb: workload {}, records {} ({} fields x {} bytes), operations {}, threads {}, seed {}",
         args.workload,
         c.record_count,
@@ -265,7 +311,7 @@ fn print_header(args: &Args, c: &Config, path: &Path) {
     } else {
         String::new()
     };
-    println!(
+    outln!(
         "# proportions read {} update {} insert {} scan {}{scans} read-modify-write {}; \
          {} requests; {} updates; {} writes; store {}",
         w.read_proportion,
@@ -282,13 +328,13 @@ fn print_header(args: &Args, c: &Config, path: &Path) {
 
 /// Prints a phase's report; lists its engine errors on stderr and returns how many there were.
 fn print_report(phase: &str, report: &Report) -> u64 {
-    println!("# {phase}");
-    print!("{report}");
+    outln!("# {phase}");
+    out!("{report}");
     let errors = report.error_count();
     if errors > 0 {
-        eprintln!("shale ycsb: {phase}: {errors} operations failed; the first:");
+        errln!("shale ycsb: {phase}: {errors} operations failed; the first:");
         for e in &report.errors {
-            eprintln!("  {e}");
+            errln!("  {e}");
         }
     }
     errors
@@ -374,6 +420,21 @@ mod tests {
         assert!(err.contains("threads"), "{err}");
         let err = config(&parse(&["--readproportion=-1"]).unwrap()).unwrap_err().to_string();
         assert!(err.contains("readproportion"), "{err}");
+    }
+
+    #[test]
+    fn driver_messages_name_the_flags() {
+        assert_eq!(
+            name_flags("recordcount is 0 but workload picks existing records"),
+            "--records is 0 but workload picks existing records"
+        );
+        assert_eq!(
+            name_flags("scan lengths 5..=1 are empty (minscanlength, maxscanlength)"),
+            "scan lengths 5..=1 are empty (--minscanlength, --maxscanlength)"
+        );
+        assert_eq!(name_flags("--threads already"), "--threads already");
+        let err = config(&parse(&["--readproportion=NaN"]).unwrap()).unwrap_err().to_string();
+        assert!(err.contains("--readproportion"), "{err}");
     }
 
     #[test]

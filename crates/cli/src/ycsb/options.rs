@@ -5,8 +5,67 @@
 
 use shale_lsm::Options;
 
-use crate::store::{fit_volume, parse_compression};
+use crate::store::{
+    BLOOM_BITS, ENTRY_BYTES_MAX, LEVEL_BASE_BYTES, TARGET_FILE_BYTES, WRITE_BUFFER_BYTES,
+    WRITE_BUFFER_NUMBER, check_batch, fit_volume, in_range, parse_compression,
+};
 use crate::ycsb::Args;
+
+/// Most client threads: each is an OS thread, and beyond this spawning them fails.
+pub const THREADS_MAX: usize = 1024;
+
+/// Refuses values beyond their limits, each named with its limit, before anything runs (an
+/// absurd record size would otherwise fail at the first write, or exhaust memory building it).
+///
+/// # Errors
+/// The first value beyond its limit.
+pub fn check_limits(args: &Args) -> Result<(), String> {
+    in_range("threads", args.threads, 1..=THREADS_MAX, "each is an OS thread")?;
+    in_range("fieldcount", args.fieldcount, 1..=ENTRY_BYTES_MAX, "")?;
+    in_range("fieldlength", args.fieldlength, 0..=ENTRY_BYTES_MAX, "")?;
+    let record = args.fieldcount.saturating_mul(args.fieldlength.saturating_add(16));
+    in_range(
+        "fieldcount x fieldlength",
+        record,
+        0..=ENTRY_BYTES_MAX,
+        "a record must fit an SST block",
+    )?;
+    // "user" and the record number, padded: a key must stay within the engine's limit.
+    in_range(
+        "zeropadding",
+        args.zeropadding,
+        1..=shale_lsm::options::KEY_BYTES_MAX - 4,
+        "digits of a key",
+    )?;
+    if let Some(v) = args.write_buffer_size {
+        in_range("write_buffer_size", v, WRITE_BUFFER_BYTES, "bytes of one memtable")?;
+    }
+    if let Some(v) = args.max_write_buffer_number {
+        in_range("max_write_buffer_number", v, WRITE_BUFFER_NUMBER, "")?;
+    }
+    if let Some(v) = args.target_file_size_base {
+        in_range("target_file_size_base", v, TARGET_FILE_BYTES, "")?;
+    }
+    if let Some(v) = args.max_bytes_for_level_base {
+        in_range("max_bytes_for_level_base", v, LEVEL_BASE_BYTES, "")?;
+    }
+    if let Some(v) = args.bloom_bits {
+        in_range("bloom_bits", v, BLOOM_BITS, "bits per key")?;
+    }
+    for (flag, v) in [
+        ("readproportion", args.readproportion),
+        ("updateproportion", args.updateproportion),
+        ("insertproportion", args.insertproportion),
+        ("scanproportion", args.scanproportion),
+        ("readmodifywriteproportion", args.readmodifywriteproportion),
+    ] {
+        if let Some(v) = v {
+            in_range(flag, v, 0.0..=1e9, "a weight among the operations")?;
+        }
+    }
+    let wbs = args.write_buffer_size.unwrap_or(Options::default().write_buffer_bytes);
+    check_batch(1, record, "--fieldcount x --fieldlength", wbs)
+}
 
 /// The engine's options for `args`.
 ///

@@ -65,7 +65,7 @@ mod compaction;
 mod picker;
 mod pool;
 mod recovery;
-mod store_lock;
+pub(crate) mod store_lock;
 mod write_group;
 // The write group takes its primitives from here (see `crate::sync`).
 use crate::sync;

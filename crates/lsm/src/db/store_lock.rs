@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 
 /// Held while the store is open.
 #[derive(Debug)]
-pub(super) struct StoreLock {
+pub(crate) struct StoreLock {
     _file: File,
 }
 

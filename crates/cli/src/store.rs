@@ -192,11 +192,13 @@ fn check_room(path: &Path, o: &Options) -> Result<(), Box<dyn std::error::Error>
     if volume_exists {
         return Ok(());
     }
-    let l = &o.volume.layout;
+    // The layout the engine will create: its WAL area derived from the options.
+    let volume = o.volume_options();
+    let l = &volume.layout;
     let bytes = shale_space::HEADER_AREA_BYTES
         + 2 * l.version_log_bytes
         + l.wal_bytes
-        + u64::from(o.volume.initial_slots.max(1)) * l.slot_bytes;
+        + u64::from(volume.initial_slots.max(1)) * l.slot_bytes;
     // The directory that will hold the volume: `path` or its nearest existing ancestor.
     let mut dir = path;
     while !dir.exists() {
@@ -258,13 +260,15 @@ pub fn in_range<T: PartialOrd + std::fmt::Display>(
     }
 }
 
-/// Smallest and largest memtable (`--write_buffer_size`): the engine's floor, and a ceiling
-/// that keeps the pre-allocated WAL area (1.5 x this per WAL group) within reason.
-pub const WRITE_BUFFER_BYTES: std::ops::RangeInclusive<usize> = (64 << 10)..=(4 << 30);
+/// Smallest and largest memtable (`--write_buffer_size`): the engine's bounds.
+pub const WRITE_BUFFER_BYTES: std::ops::RangeInclusive<usize> =
+    shale_lsm::options::WRITE_BUFFER_BYTES_MIN..=shale_lsm::options::WRITE_BUFFER_BYTES_MAX;
 /// Memtables before writes stall (`--max_write_buffer_number`): the engine's bounds.
-pub const WRITE_BUFFER_NUMBER: std::ops::RangeInclusive<usize> = 2..=64;
-/// SST target sizes (`--target_file_size_base`): a slot's floor, and 64 GiB.
-pub const TARGET_FILE_BYTES: std::ops::RangeInclusive<u64> = (64 << 10)..=(64 << 30);
+pub const WRITE_BUFFER_NUMBER: std::ops::RangeInclusive<usize> =
+    shale_lsm::options::WRITE_BUFFER_NUMBER_MIN..=shale_lsm::options::WRITE_BUFFER_NUMBER_MAX;
+/// SST target sizes (`--target_file_size_base`): a slot's floor, and the engine's ceiling.
+pub const TARGET_FILE_BYTES: std::ops::RangeInclusive<u64> =
+    (64 << 10)..=shale_lsm::options::SST_BYTES_MAX;
 /// Base level sizes (`--max_bytes_for_level_base`).
 pub const LEVEL_BASE_BYTES: std::ops::RangeInclusive<u64> = (64 << 10)..=(1 << 50);
 /// Bloom filter bits per key (`--bloom_bits`): RocksDB's own ceiling is 100.
@@ -311,16 +315,53 @@ pub fn parse_compression(name: &str) -> Result<(Compression, &'static str), Stri
     }
 }
 
-/// Lays out a new volume to suit the options: slots no larger than the target SST size, and a
-/// WAL area with room for each WAL group to hold a full memtable's batches.
+/// Lays out a new volume to suit the options: slots no larger than the target SST size. The
+/// WAL area is the engine's to size from the write buffer (`Options::volume_options`, with
+/// `volume.layout.wal_bytes` left at 0).
 pub fn fit_volume(o: &mut Options) {
-    let groups = u64::from(o.wal_groups());
     let layout = &mut o.volume.layout;
     if o.target_file_size_base < layout.slot_bytes {
         let below = 1u64 << (63 - o.target_file_size_base.max(1).leading_zeros());
         layout.slot_bytes = below.max(SLOT_BYTES_MIN);
     }
-    // A group holds a memtable's batches plus record framing: half as much again is room.
-    let group = (o.write_buffer_bytes as u64 * 3 / 2).next_multiple_of(shale_space::AREA_ALIGN);
-    layout.wal_bytes = layout.wal_bytes.max(group * groups);
+}
+
+/// The engine's option names and the flags of `shale bench` and `shale ycsb` that set them, so
+/// that an option the engine refuses is named as the user wrote it.
+const FLAG_OF_OPTION: &[(&str, &str)] = &[
+    ("write_buffer_bytes", "--write_buffer_size"),
+    ("max_write_buffer_number", "--max_write_buffer_number"),
+    ("target_file_size_base", "--target_file_size_base"),
+    ("max_bytes_for_level_base", "--max_bytes_for_level_base"),
+    ("max_bytes_for_level_multiplier", "--max_bytes_for_level_multiplier"),
+    ("soft_pending_compaction_bytes_limit", "--soft_pending_compaction_bytes_limit"),
+    ("hard_pending_compaction_bytes_limit", "--hard_pending_compaction_bytes_limit"),
+    ("max_background_jobs", "--max_background_jobs"),
+    ("level0_file_num_compaction_trigger", "--level0_file_num_compaction_trigger"),
+    ("level0_slowdown_writes_trigger", "--level0_slowdown_writes_trigger"),
+    ("level0_stop_writes_trigger", "--level0_stop_writes_trigger"),
+    ("block_cache_bytes", "--cache_size"),
+    ("sst.block_bytes", "--block_size"),
+    ("sst.bloom_bits_per_key", "--bloom_bits"),
+];
+
+/// Checks the options with the engine's own validation, naming the flags behind the option it
+/// refuses.
+///
+/// # Errors
+/// The engine's message, with the flags that set the options it names.
+pub fn validate_for_flags(o: &Options) -> Result<(), String> {
+    o.validate().map_err(|e| {
+        let msg = e.to_string();
+        let flags: Vec<&str> = FLAG_OF_OPTION
+            .iter()
+            .filter(|(option, _)| msg.contains(option))
+            .map(|(_, flag)| *flag)
+            .collect();
+        if flags.is_empty() {
+            format!("the engine refuses these options: {msg}")
+        } else {
+            format!("{}: the engine refuses these options: {msg}", flags.join(", "))
+        }
+    })
 }

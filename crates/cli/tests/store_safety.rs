@@ -136,11 +136,11 @@ fn absurd_write_buffer_size_failed_as_file_too_large_without_naming_it() {
     for (flags, needle) in [
         (
             &["--write_buffer_size=1000000000000000"][..],
-            "--write_buffer_size=1000000000000000 is outside 65536..=4294967296",
+            "--write_buffer_size=1000000000000000 is outside 65536..=2147483648",
         ),
         (
-            &["--write_buffer_size=4294967296", "--max_write_buffer_number=64"][..],
-            "--write_buffer_size=4294967296",
+            &["--write_buffer_size=2147483648", "--max_write_buffer_number=64"][..],
+            "--write_buffer_size=2147483648",
         ),
     ] {
         let mut args = vec!["bench", &db, "--num=10", "--benchmarks=fillseq"];

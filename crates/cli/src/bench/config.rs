@@ -110,7 +110,7 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     let compression = parse_compression(args.compression_type.as_deref().unwrap_or("none"))?;
     o.sst.compression = compression.0;
     fit_volume(&mut o);
-    o.validate().map_err(|e| format!("the engine refuses these options: {e}"))?;
+    crate::store::validate_for_flags(&o)?;
     Ok(DbPlan { options: o, compression_name: compression.1 })
 }
 
@@ -350,6 +350,6 @@ mod tests {
         let o = plan_of(&["--target_file_size_base=300000"]).0.unwrap().options;
         assert_eq!(o.volume.layout.slot_bytes, 256 << 10);
         let big = plan_of(&["--write_buffer_size=268435456"]).0.unwrap().options;
-        assert!(big.volume.layout.wal_bytes >= 3 * (256 << 20));
+        assert!(big.volume_options().layout.wal_bytes >= 3 * (256 << 20));
     }
 }

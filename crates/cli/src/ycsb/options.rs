@@ -93,6 +93,6 @@ pub fn options(args: &Args) -> Result<Options, String> {
     }
     o.sst.compression = parse_compression(&args.compression_type)?.0;
     fit_volume(&mut o);
-    o.validate().map_err(|e| format!("the engine refuses these options: {e}"))?;
+    crate::store::validate_for_flags(&o)?;
     Ok(o)
 }

@@ -118,7 +118,9 @@ fn print_levels(
 /// Whatever opening the volume reports (foreign, damaged, newer format, I/O).
 pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let opts = VolumeOptions { create_if_blank: false, ..VolumeOptions::default() };
-    let opened = Volume::open_path(&args.path, &opts, &FileOptions::default())?;
+    // Read-only all the way down (O_RDONLY, no creation, no commit), so it works on a
+    // read-only mount; it takes no store lock, so it also reads a store open for writing.
+    let opened = Volume::open_path_read_only(&args.path, &opts, &FileOptions::default())?;
     let v = &opened.volume;
     let h = v.header();
     let l = h.layout;

@@ -206,7 +206,8 @@ impl Db {
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
         let path = path.as_ref();
-        if !path.exists() && opts.volume.create_if_blank {
+        // (A dangling symlink is left to the lock, which says its target does not exist.)
+        if !path.exists() && path.symlink_metadata().is_err() && opts.volume.create_if_blank {
             std::fs::create_dir_all(path)
                 .map_err(|e| shale_io::Error::at_path(shale_io::PathOp::CreateDir, path, e))?;
         }

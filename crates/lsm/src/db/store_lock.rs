@@ -35,7 +35,22 @@ use crate::error::{Error, Result};
 /// Held while the store is open.
 #[derive(Debug)]
 pub(crate) struct StoreLock {
-    _file: File,
+    file: File,
+    /// The empty volume file this lock made for a new store ([`StoreLock::acquire_creating`]).
+    created: Option<PathBuf>,
+}
+
+impl Drop for StoreLock {
+    fn drop(&mut self) {
+        // A creation that failed (no room for the volume, say) leaves no empty file behind:
+        // a store's volume file is never empty once made. Removed while still locked, so no
+        // other handle can be using it.
+        if let Some(p) = &self.created {
+            if self.file.metadata().is_ok_and(|m| m.len() == 0) {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
 }
 
 /// What an open needs from the other handles of a store.
@@ -140,7 +155,8 @@ fn take(path: &Path, mode: Mode, create: bool) -> Result<StoreLock> {
         }),
         _ => shale_io::Error::at_path(PathOp::Lock, &target, e).into(),
     })?;
-    Ok(StoreLock { _file: file })
+    let created = (create && meta.is_none()).then_some(target);
+    Ok(StoreLock { file, created })
 }
 
 /// The volume file, and the name it was reached by where that differs.

@@ -253,3 +253,47 @@ fn store_lock_reader_child_entry_point() {
     std::io::stdout().flush().unwrap();
     std::thread::sleep(std::time::Duration::from_secs(600));
 }
+
+/// A loop device for a test, detached when dropped.
+struct Loop(String);
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+    }
+}
+
+/// A block device: held by a writer through its node, nothing else opens it (O_EXCL and the
+/// OFD lock), through a symlink either (as `/dev/disk/by-id` names are); readers share it.
+#[test]
+fn a_block_device_is_locked_through_every_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("disk");
+    std::fs::File::create(&backing).unwrap().set_len(64 << 20).unwrap();
+    let out = Command::new("losetup").args(["-f", "--show"]).arg(&backing).output();
+    let dev = match out {
+        Ok(o) if o.status.success() => String::from_utf8(o.stdout).unwrap().trim().to_string(),
+        other => {
+            println!("skipped: no loop device ({other:?})");
+            return;
+        }
+    };
+    let _loop = Loop(dev.clone());
+    let alias = dir.path().join("by-id-alias");
+    std::os::unix::fs::symlink(&dev, &alias).unwrap();
+    let db = Db::open(&dev, Options::small_for_tests()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    for name in [Path::new(&dev), alias.as_path()] {
+        expect_in_use(Db::open(name, Options::small_for_tests()), "writer on a block device");
+        expect_in_use(Db::open_read_only(name, Options::small_for_tests()), "writer on a device");
+    }
+    db.close().unwrap();
+    let a = Db::open_read_only(&dev, Options::small_for_tests()).unwrap();
+    let b = Db::open_read_only(&alias, Options::small_for_tests()).unwrap();
+    assert_eq!(b.get(b"k").unwrap(), Some(b"v".to_vec()));
+    expect_in_use(Db::open(&alias, Options::small_for_tests()), "readers on a block device");
+    drop((a, b));
+    let db = Db::open(&alias, Options::small_for_tests()).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+    db.close().unwrap();
+}

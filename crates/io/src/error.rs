@@ -128,9 +128,12 @@ impl fmt::Display for Error {
             Error::Busy => f.write_str("queue is full; reap completions and resubmit"),
             Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
             Error::Unsupported(what) => write!(f, "unsupported: {what}"),
-            Error::Path { op: op @ PathOp::Grow { .. }, path, source } => {
-                write!(f, "cannot {op} {}: {source}", path.display())
-            }
+            Error::Path { op: PathOp::Grow { from, to }, path, source } => write!(
+                f,
+                "cannot grow {} from {from} to {to} bytes ({} more): {source}",
+                path.display(),
+                to.saturating_sub(*from)
+            ),
             Error::Path { op, path, source } if source.kind() == std::io::ErrorKind::NotFound => {
                 write!(f, "{} does not exist (cannot {op} it: {source})", path.display())
             }

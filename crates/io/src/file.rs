@@ -434,6 +434,7 @@ impl Device for FileDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::QueueExt;
 
     fn refuse_direct(path: &Path, caching: Caching) -> io::Result<File> {
         match caching {
@@ -539,7 +540,51 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let opts = FileOptions { direct: false, ..FileOptions::default() };
         let err = open_device(dir.path(), &opts).unwrap_err();
-        // Opening a directory read-write fails in the OS before the type check can.
-        assert!(matches!(err, Error::Io { .. } | Error::InvalidArgument(_)), "{err}");
+        // Opening a directory read-write fails in the OS (EISDIR) before the type check can;
+        // the error names the path and the operation, not a byte offset.
+        assert!(matches!(err, Error::Path { op: PathOp::Open, .. }), "{err}");
+        assert!(err.to_string().contains(&dir.path().display().to_string()), "{err}");
+        // Read-only, the open succeeds and the type check refuses it.
+        let err = open_device_read_only(dir.path(), &opts).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(ref s) if s.contains("a directory")), "{err}");
+    }
+
+    #[test]
+    fn a_read_only_device_reads_and_refuses_to_grow() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 8192]).unwrap();
+        let dev = open_device_read_only(&path, &FileOptions::default()).unwrap();
+        assert_eq!(dev.info().capacity, 8192);
+        assert!(!dev.info().growable);
+        assert!(matches!(dev.grow(16384), Err(Error::Unsupported(_))));
+        let mut q = dev.open_queue(&QueueOptions::default()).unwrap();
+        assert_eq!(&q.read_at(0, 4096).unwrap()[..], &[7u8; 4096][..]);
+        let buf = crate::AlignedBuf::padded_copy(b"x", 4096);
+        assert!(q.write_at(0, buf, false).is_err(), "a read-only device took a write");
+        assert_eq!(std::fs::read(&path).unwrap(), vec![7u8; 8192]);
+        let opts = FileOptions { create_size: Some(4096), ..FileOptions::default() };
+        assert!(matches!(open_device_read_only(&path, &opts), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn a_full_file_system_names_the_file_and_the_size() {
+        // An ENOSPC from pre-allocation, as `create_if_absent` reports it.
+        let e = Error::at_path(
+            PathOp::Allocate { bytes: 8 << 20 },
+            "/mnt/db/volume.shale",
+            io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        assert!(e.is_no_space());
+        let msg = e.to_string();
+        assert!(msg.starts_with("cannot pre-allocate 8388608 bytes for /mnt/db/volume.shale: "));
+        let e = Error::at_path(
+            PathOp::Grow { from: 4096, to: 12288 },
+            "/v",
+            io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        assert!(e.to_string().starts_with("cannot grow /v from 4096 to 12288 bytes (8192 more)"));
+        let source = std::error::Error::source(&e).unwrap().downcast_ref::<io::Error>().unwrap();
+        assert_eq!(source.raw_os_error(), Some(libc::ENOSPC));
     }
 }

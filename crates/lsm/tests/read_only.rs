@@ -231,8 +231,12 @@ fn a_full_file_system_refused_even_a_read() {
     assert_eq!(contents(at.path()), before, "a read-only open wrote on a full file system");
     // A read-write open either finds room for its recovery or says it cannot get the size.
     match Db::open(&store, options(tails.path())) {
-        Ok(db) => assert_all_there(&db, acked),
+        Ok(db) => {
+            println!("the read-write open found room for its recovery");
+            assert_all_there(&db, acked);
+        }
         Err(Error::NoSpace(why)) => {
+            println!("the read-write open said: {why}");
             assert!(why.contains("volume.shale"), "{why}");
             assert!(why.contains("bytes"), "{why}");
         }

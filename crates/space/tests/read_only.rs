@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use shale_io::{Device, MemoryDevice};
+use shale_io::MemoryDevice;
 use shale_space::{Edit, Error, Volume, VolumeOptions};
 
 #[test]

@@ -456,6 +456,30 @@ mod tests {
     }
 
     #[test]
+    fn read_records_changes_nothing_and_makes_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = WalTail::Dir(dir.path().to_path_buf());
+        assert!(TailLog::read_records(&spec, &ID).unwrap().is_empty());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "a read made a tail file");
+        let (mut t, _) = open(&spec);
+        let a = t.append(b"first");
+        t.append(b"second");
+        t.trim_to(a);
+        let file = tail_path(dir.path(), &ID);
+        let before = std::fs::read(&file).unwrap();
+        assert_eq!(TailLog::read_records(&spec, &ID).unwrap(), vec![b"second".to_vec()]);
+        // Another volume's tail is neither replayed nor formatted over.
+        let other = *b"fedcba9876543210";
+        std::fs::copy(&file, tail_path(dir.path(), &other)).unwrap();
+        assert!(TailLog::read_records(&spec, &other).unwrap().is_empty());
+        assert_eq!(std::fs::read(tail_path(dir.path(), &other)).unwrap(), before);
+        assert_eq!(std::fs::read(&file).unwrap(), before, "a read changed the tail");
+        let mem = MemoryTail::new();
+        assert!(TailLog::read_records(&WalTail::Memory(mem.clone()), &ID).unwrap().is_empty());
+        assert_eq!(mem.len(), 0, "a read sized the memory tail");
+    }
+
+    #[test]
     fn trimmed_records_are_gone_and_a_foreign_tail_is_ignored() {
         let mem = MemoryTail::new();
         let (mut t, _) = open(&WalTail::Memory(mem.clone()));

@@ -297,3 +297,30 @@ fn a_block_device_is_locked_through_every_name() {
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
     db.close().unwrap();
 }
+
+/// A bind mount is one more name for the same inode: a writer through the original directory
+/// locks out the store through the mount, and the other way round.
+#[test]
+fn a_bind_mount_of_the_store_meets_the_same_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = tempfile::tempdir().unwrap();
+    Db::open(dir.path(), Options::small_for_tests()).unwrap().close().unwrap();
+    let bound = Command::new("mount").arg("--bind").arg(dir.path()).arg(at.path()).status();
+    if !bound.is_ok_and(|s| s.success()) {
+        println!("skipped: cannot bind-mount (not root?)");
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(at.path());
+    for (held, other) in [(dir.path(), at.path()), (at.path(), dir.path())] {
+        let db = Db::open(held, Options::small_for_tests()).unwrap();
+        expect_in_use(Db::open(other, Options::small_for_tests()), "through a bind mount");
+        expect_in_use(Db::open_read_only(other, Options::small_for_tests()), "bind mount, reader");
+        drop(db);
+    }
+}

@@ -1,4 +1,4 @@
-//! `shale check PATH`: recover a store, verify every checksum (range-deletion blocks read again
+//! `shale check PATH`: recover a store read-only, verify every checksum (range-deletion blocks read again
 //! from the device included) and the LSM invariants, and exit non-zero naming what is wrong.
 
 use std::path::PathBuf;
@@ -12,15 +12,19 @@ pub struct Args {
     path: PathBuf,
 }
 
-/// Runs the command. Opening a store recovers it (replays its WAL into an L0 SST), which
-/// writes; a store that cannot be recovered is reported as such.
+/// Runs the command. The store is opened read-only ([`Db::open_read_only`]): its WAL and WAL
+/// tail are replayed into memory and checked there, and nothing is written, so a check never
+/// changes what it verifies, works on a read-only mount or a full file system, and runs beside
+/// other readers (a store open for writing is refused as in use). A store that cannot be
+/// recovered is reported as such.
 ///
 /// # Errors
 /// The first problem found.
 pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut opts = Options::default();
     opts.volume.create_if_blank = false;
-    let db = Db::open(&args.path, opts).map_err(|e| format!("cannot open the store: {e}"))?;
+    let db =
+        Db::open_read_only(&args.path, opts).map_err(|e| format!("cannot open the store: {e}"))?;
     let report = db.check().map_err(|e| format!("check failed: {e}"))?;
     let stats = db.stats();
     println!(

@@ -118,11 +118,15 @@ fn print_levels(
 /// Whatever opening the volume reports (foreign, damaged, newer format, I/O).
 pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let opts = VolumeOptions { create_if_blank: false, ..VolumeOptions::default() };
-    let opened = Volume::open_path(&args.path, &opts, &FileOptions::default())?;
+    // Read-only all the way down (O_RDONLY, no creation, no commit), so it works on a
+    // read-only mount; it takes no store lock, so it also reads a store open for writing.
+    let opened = Volume::open_path_read_only(&args.path, &opts, &FileOptions::default())?;
     let v = &opened.volume;
     let h = v.header();
     let l = h.layout;
     let info = v.device().info();
+    let path_is_file =
+        std::fs::metadata(shale_space::volume_file(&args.path)).is_ok_and(|m| m.is_file());
     println!("volume        {}", hex(&h.volume_id));
     println!("path          {}", shale_space::volume_file(&args.path).display());
     println!(
@@ -135,7 +139,8 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         info.capacity,
         info.capacity as f64 / MIB,
         info.block_size,
-        if info.growable { "growable" } else { "fixed size" }
+        // Opened read-only, a file cannot grow now; it is still a file that grows in use.
+        if info.growable || path_is_file { "growable" } else { "fixed size" }
     );
     println!("layout        area           offset        bytes");
     println!("              header         {:>12}  {:>12}", 0, shale_space::HEADER_AREA_BYTES);

@@ -262,7 +262,11 @@ fn open(args: &Args, existing: bool) -> Result<(DeviceRef, bool)> {
         BackendArg::Pread => Backend::Pread,
     };
     let created = !existing;
-    let opts = FileOptions { backend, direct: true, create_size: Some(args.size) };
+    // Only a new file is created: the io layer takes an existing empty file for an absent one
+    // (a store's volume file is made empty before its creation), and iobench must not fill
+    // a file of the user's that happens to be empty.
+    let create_size = created.then_some(args.size);
+    let opts = FileOptions { backend, direct: true, create_size };
     let mut dev = open_device(&args.path, &opts)?;
     // An existing file grows only where its bytes may be written anyway.
     let may_grow = created || args.overwrite;

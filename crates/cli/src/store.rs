@@ -175,10 +175,6 @@ pub fn open(
     } else {
         check_room(path, &options)?;
     }
-    // Until the store lock covers both names of a store (its directory and its volume file),
-    // a store open through one name is looked for through the other before opening it.
-    shale_lsm::destroy::check_not_open_elsewhere(path)
-        .map_err(|e| PathError::new("opening the store at", path, e))?;
     Db::open(path, options).map_err(|e| PathError::new("opening the store at", path, e).into())
 }
 

@@ -1,6 +1,7 @@
 //! The io layer's error type.
 
 use std::fmt;
+use std::path::PathBuf;
 
 /// What an I/O request was doing when it failed; carried in errors and counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -50,6 +51,71 @@ pub enum Error {
     InvalidArgument(String),
     /// The backend cannot do this here (no io_uring, no O_DIRECT, cannot grow).
     Unsupported(String),
+    /// An operation on a named file, directory or device failed before or outside any
+    /// request on it (open, create, pre-allocate, grow, lock, map): which operation on which
+    /// path, with the operating system's error as the source. Requests at byte offsets on an
+    /// open device fail as [`Error::Io`] instead.
+    Path {
+        /// What was being done.
+        op: PathOp,
+        /// The path it was done to.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+}
+
+/// The operation of an [`Error::Path`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PathOp {
+    /// Open an existing file, directory or device.
+    Open,
+    /// Create a file.
+    Create,
+    /// Create a directory (and its missing parents).
+    CreateDir,
+    /// Read a file's metadata (type, size).
+    Stat,
+    /// Pre-allocate a new file of this many bytes.
+    Allocate {
+        /// Bytes wanted.
+        bytes: u64,
+    },
+    /// Grow a file from one size to another.
+    Grow {
+        /// Size before, in bytes.
+        from: u64,
+        /// Size wanted, in bytes.
+        to: u64,
+    },
+    /// Make a file's data and metadata durable.
+    Sync,
+    /// Take or test a lock on it.
+    Lock,
+    /// Map it into memory.
+    Map,
+    /// Remove it.
+    Remove,
+}
+
+impl fmt::Display for PathOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PathOp::Open => f.write_str("open"),
+            PathOp::Create => f.write_str("create"),
+            PathOp::CreateDir => f.write_str("create the directory"),
+            PathOp::Stat => f.write_str("read the metadata of"),
+            PathOp::Allocate { bytes } => write!(f, "pre-allocate {bytes} bytes for"),
+            PathOp::Grow { from, to } => {
+                write!(f, "grow from {from} to {to} bytes ({} more)", to.saturating_sub(*from))
+            }
+            PathOp::Sync => f.write_str("sync"),
+            PathOp::Lock => f.write_str("lock"),
+            PathOp::Map => f.write_str("map"),
+            PathOp::Remove => f.write_str("remove"),
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -62,6 +128,18 @@ impl fmt::Display for Error {
             Error::Busy => f.write_str("queue is full; reap completions and resubmit"),
             Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
             Error::Unsupported(what) => write!(f, "unsupported: {what}"),
+            Error::Path { op: PathOp::Grow { from, to }, path, source } => write!(
+                f,
+                "cannot grow {} from {from} to {to} bytes ({} more): {source}",
+                path.display(),
+                to.saturating_sub(*from)
+            ),
+            Error::Path { op, path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+                write!(f, "{} does not exist (cannot {op} it: {source})", path.display())
+            }
+            Error::Path { op, path, source } => {
+                write!(f, "cannot {op} {}: {source}", path.display())
+            }
         }
     }
 }
@@ -69,7 +147,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Io { source, .. } => Some(source),
+            Error::Io { source, .. } | Error::Path { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -99,6 +177,36 @@ impl Error {
             Error::Busy => Error::Busy,
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::Unsupported(s) => Error::Unsupported(s.clone()),
+            Error::Path { op, path, source } => Error::Path {
+                op: *op,
+                path: path.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+        }
+    }
+
+    /// An operation on `path` failed with `source`.
+    pub fn at_path(op: PathOp, path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Path { op, path: path.into(), source }
+    }
+
+    /// Whether the device or the file system holding it is full: [`Error::NoSpace`], or an
+    /// [`Error::Path`] that failed with ENOSPC (a file that could not be made or grown).
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            Error::NoSpace { .. } => true,
+            Error::Path { source, .. } => source.raw_os_error() == Some(libc::ENOSPC),
+            _ => false,
+        }
+    }
+
+    /// Whether the operating system refused because the file system is mounted read-only.
+    pub fn is_read_only_fs(&self) -> bool {
+        match self {
+            Error::Io { source, .. } | Error::Path { source, .. } => {
+                source.raw_os_error() == Some(libc::EROFS)
+            }
+            _ => false,
         }
     }
 }

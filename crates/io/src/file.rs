@@ -10,20 +10,24 @@
 //!    where a sandbox forbids it) falls back to pread/pwrite.
 //!
 //! Each fallback logs exactly one warning saying why, so a slow run can be explained.
+//!
+//! [`open_device_read_only`] runs stages 2 to 4 with O_RDONLY: it creates nothing, works on a
+//! read-only mount, and the device refuses to grow. Every failure of these stages names the
+//! path and the operation ([`Error::Path`]), never a byte offset no request was made at.
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
 use crate::device::{Device, DeviceInfo, DeviceRef, Queue, QueueOptions};
-use crate::error::{Error, OpKind, Result};
+use crate::error::{Error, OpKind, PathOp, Result};
 use crate::inline::InlineQueue;
 use crate::pread::PreadBackend;
 use crate::uring::UringQueue;
@@ -86,6 +90,8 @@ pub(crate) enum Caching {
 /// An open file or block device, shared by the device and all its queues.
 pub(crate) struct OpenFile {
     file: File,
+    /// The path it was opened by, for error messages.
+    path: PathBuf,
     capacity: AtomicU64,
     block_size: u32,
     growable: bool,
@@ -149,41 +155,83 @@ pub fn open_device(path: &Path, opts: &FileOptions) -> Result<DeviceRef> {
     }
     let (file, caching) = open_with_fallback(path, opts, open_file)?;
     let backend = pick_backend(opts.backend, caching, UringQueue::probe)?;
-    let open = describe(file, backend)?;
+    let open = describe(file, path, backend)?;
     Ok(Arc::new(FileDevice { file: Arc::new(open), grow_lock: Mutex::new(()) }))
 }
 
-fn os_error(source: io::Error) -> Error {
-    Error::from_os(OpKind::Write, 0, source)
+/// Opens the file or block device at `path` for reading only (O_RDONLY): nothing is created,
+/// a read-only mount is fine, [`Device::grow`] is refused, and a write request fails in the
+/// operating system (EBADF). `opts.create_size` must be `None`.
+///
+/// # Errors
+/// As [`open_device`]; [`Error::InvalidArgument`] for a `create_size`.
+pub fn open_device_read_only(path: &Path, opts: &FileOptions) -> Result<DeviceRef> {
+    if let Some(size) = opts.create_size {
+        return Err(Error::InvalidArgument(format!(
+            "a read-only open creates nothing (create_size {size} given for {})",
+            path.display()
+        )));
+    }
+    let (file, caching) = open_with_fallback(path, opts, open_file_read_only)?;
+    let backend = pick_backend(opts.backend, caching, UringQueue::probe)?;
+    let mut open = describe(file, path, backend)?;
+    open.growable = false;
+    Ok(Arc::new(FileDevice { file: Arc::new(open), grow_lock: Mutex::new(()) }))
 }
 
-/// Stage 1: creates a pre-allocated file of `size` bytes unless one exists.
+/// Stage 1: creates a pre-allocated file of `size` bytes unless one exists. An empty regular
+/// file counts as absent: the store lock makes the volume file empty before creating a store
+/// in it (so that two creators meet on one lock), and a crash can leave it so.
 fn create_if_absent(path: &Path, size: u64) -> Result<()> {
     if size == 0 || size % u64::from(FILE_BLOCK_SIZE) != 0 {
         return Err(Error::InvalidArgument(format!(
             "create_size {size} is not a positive multiple of {FILE_BLOCK_SIZE}"
         )));
     }
-    let file = match OpenOptions::new().write(true).create_new(true).open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
-        Err(e) => return Err(os_error(e)),
+    let file = match std::fs::metadata(path) {
+        // Something is there: it is used as it is (a non-file is refused when described).
+        Ok(m) if !m.is_file() || m.len() > 0 => return Ok(()),
+        Ok(_) => OpenOptions::new().write(true).open(path),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            OpenOptions::new().write(true).create_new(true).open(path)
+        }
+        Err(e) => return Err(Error::at_path(PathOp::Stat, path, e)),
     };
-    allocate(&file, 0, size)?;
-    file.sync_all().map_err(os_error)?;
+    let file = match file {
+        Ok(file) => file,
+        // Another creator won the race between the check and the open: use its file.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(Error::at_path(PathOp::Create, path, e)),
+    };
+    if let Err(e) = allocate(&file, 0, size) {
+        // Leave no half-allocated file behind: an empty one reads as absent next time.
+        let _ = file.set_len(0);
+        return Err(match e {
+            Error::Io { source, .. } => {
+                Error::at_path(PathOp::Allocate { bytes: size }, path, source)
+            }
+            other => other,
+        });
+    }
+    file.sync_all().map_err(|e| Error::at_path(PathOp::Sync, path, e))?;
     // The new directory entry must be durable too, or a crash could lose the whole file.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        File::open(dir).and_then(|d| d.sync_all()).map_err(os_error)?;
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::at_path(PathOp::Sync, dir, e))?;
     }
     Ok(())
 }
 
-/// Makes `[offset, offset + len)` of the file allocated, extending its size.
+/// Makes `[offset, offset + len)` of the file allocated, extending its size. A failure is an
+/// [`Error::Io`] write at `offset` holding the operating system's error (ENOSPC included:
+/// callers name the path and the sizes).
 fn allocate(file: &File, offset: u64, len: u64) -> Result<()> {
     let (off, size) = match (i64::try_from(offset), i64::try_from(len)) {
         (Ok(o), Ok(l)) => (o, l),
         _ => return Err(Error::InvalidArgument(format!("range {offset}+{len} too large"))),
     };
+    let failed = |source| Error::Io { op: OpKind::Write, offset, source };
     loop {
         // SAFETY: fallocate only reads its integer arguments; the fd is open for the call.
         let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, off, size) };
@@ -194,12 +242,8 @@ fn allocate(file: &File, offset: u64, len: u64) -> Result<()> {
         match err.raw_os_error() {
             Some(libc::EINTR) => continue,
             // Some file systems cannot pre-allocate; a sparse extension still gives the size.
-            Some(libc::EOPNOTSUPP) => {
-                return file
-                    .set_len(offset + len)
-                    .map_err(|e| Error::from_os(OpKind::Write, offset, e));
-            }
-            _ => return Err(Error::from_os(OpKind::Write, offset, err)),
+            Some(libc::EOPNOTSUPP) => return file.set_len(offset + len).map_err(failed),
+            _ => return Err(failed(err)),
         }
     }
 }
@@ -212,6 +256,16 @@ pub(crate) fn open_file(path: &Path, caching: Caching) -> io::Result<File> {
     OpenOptions::new().read(true).write(true).custom_flags(flags).open(path)
 }
 
+/// As [`open_file`], O_RDONLY. O_NONBLOCK too: reading a FIFO would otherwise block until
+/// a writer came; regular files and block devices ignore it.
+pub(crate) fn open_file_read_only(path: &Path, caching: Caching) -> io::Result<File> {
+    let mut flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
+    if caching == Caching::Direct {
+        flags |= libc::O_DIRECT;
+    }
+    OpenOptions::new().read(true).custom_flags(flags).open(path)
+}
+
 /// Stage 2: opens the file, falling back from O_DIRECT to buffered I/O under `Auto`.
 /// `open` is a parameter so tests can play a file system that refuses O_DIRECT.
 pub(crate) fn open_with_fallback(
@@ -219,6 +273,7 @@ pub(crate) fn open_with_fallback(
     opts: &FileOptions,
     open: impl Fn(&Path, Caching) -> io::Result<File>,
 ) -> Result<(File, Caching)> {
+    let os_error = |e| Error::at_path(PathOp::Open, path, e);
     if !opts.direct {
         return Ok((open(path, Caching::Buffered).map_err(os_error)?, Caching::Buffered));
     }
@@ -266,34 +321,59 @@ pub(crate) fn pick_backend(
 }
 
 /// Stage 3: size, block size and growability of what was opened.
-pub(crate) fn describe(file: File, backend: Backend) -> Result<OpenFile> {
-    let meta = file.metadata().map_err(os_error)?;
+pub(crate) fn describe(file: File, path: &Path, backend: Backend) -> Result<OpenFile> {
+    let meta = file.metadata().map_err(|e| Error::at_path(PathOp::Stat, path, e))?;
     let ft = meta.file_type();
     let (capacity, block_size, growable) = if ft.is_block_device() {
-        let (capacity, block_size) = block_device_geometry(&file)?;
+        let (capacity, block_size) = block_device_geometry(&file, path)?;
         (capacity, block_size, false)
     } else if ft.is_file() {
         // A tail shorter than a block cannot be addressed by an aligned request.
         let capacity = meta.len() - meta.len() % u64::from(FILE_BLOCK_SIZE);
         (capacity, FILE_BLOCK_SIZE, true)
     } else {
-        return Err(Error::InvalidArgument(
-            "a device must be a regular file or a block device".to_string(),
-        ));
+        return Err(Error::InvalidArgument(format!(
+            "{} is {}, not a regular file or a block device",
+            path.display(),
+            file_kind(&ft)
+        )));
     };
-    Ok(OpenFile { file, capacity: AtomicU64::new(capacity), block_size, growable, backend })
+    let path = path.to_path_buf();
+    Ok(OpenFile { file, path, capacity: AtomicU64::new(capacity), block_size, growable, backend })
 }
 
-fn block_device_geometry(file: &File) -> Result<(u64, u32)> {
+/// What kind of file `ft` is, as a phrase for messages ("a directory").
+pub fn file_kind(ft: &std::fs::FileType) -> &'static str {
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_file() {
+        "a regular file"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a file of an unknown kind"
+    }
+}
+
+fn block_device_geometry(file: &File, path: &Path) -> Result<(u64, u32)> {
+    let failed = || Error::at_path(PathOp::Stat, path, io::Error::last_os_error());
     let mut capacity: u64 = 0;
     // SAFETY: BLKGETSIZE64 writes one u64 through the pointer, which points at a live u64.
     if unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64, &mut capacity as *mut u64) } != 0 {
-        return Err(os_error(io::Error::last_os_error()));
+        return Err(failed());
     }
     let mut block_size: libc::c_int = 0;
     // SAFETY: BLKSSZGET writes one int through the pointer, which points at a live c_int.
     if unsafe { libc::ioctl(file.as_raw_fd(), libc::BLKSSZGET, &mut block_size as *mut _) } != 0 {
-        return Err(os_error(io::Error::last_os_error()));
+        return Err(failed());
     }
     let block_size = u32::try_from(block_size)
         .ok()
@@ -320,7 +400,10 @@ impl Device for FileDevice {
 
     fn grow(&self, capacity: u64) -> Result<()> {
         if !self.file.growable {
-            return Err(Error::Unsupported("a block device cannot grow".to_string()));
+            return Err(Error::Unsupported(format!(
+                "{} cannot grow (a block device, or opened read-only)",
+                self.file.path.display()
+            )));
         }
         if capacity % u64::from(self.file.block_size) != 0 {
             return Err(Error::InvalidArgument(format!(
@@ -333,9 +416,16 @@ impl Device for FileDevice {
         if capacity <= current {
             return Ok(());
         }
-        allocate(self.file.file(), current, capacity - current)?;
+        let path = &self.file.path;
+        allocate(self.file.file(), current, capacity - current).map_err(|e| match e {
+            // Named by path and sizes: "no space at byte offset N" says nothing of what to free.
+            Error::Io { source, .. } => {
+                Error::at_path(PathOp::Grow { from: current, to: capacity }, path, source)
+            }
+            other => other,
+        })?;
         // The new size is file metadata: only a full fsync makes it survive a crash.
-        self.file.file().sync_all().map_err(|e| Error::from_os(OpKind::Flush, 0, e))?;
+        self.file.file().sync_all().map_err(|e| Error::at_path(PathOp::Sync, path, e))?;
         self.file.capacity.store(capacity, Ordering::Release);
         Ok(())
     }
@@ -344,6 +434,7 @@ impl Device for FileDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::QueueExt;
 
     fn refuse_direct(path: &Path, caching: Caching) -> io::Result<File> {
         match caching {
@@ -449,7 +540,51 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let opts = FileOptions { direct: false, ..FileOptions::default() };
         let err = open_device(dir.path(), &opts).unwrap_err();
-        // Opening a directory read-write fails in the OS before the type check can.
-        assert!(matches!(err, Error::Io { .. } | Error::InvalidArgument(_)), "{err}");
+        // Opening a directory read-write fails in the OS (EISDIR) before the type check can;
+        // the error names the path and the operation, not a byte offset.
+        assert!(matches!(err, Error::Path { op: PathOp::Open, .. }), "{err}");
+        assert!(err.to_string().contains(&dir.path().display().to_string()), "{err}");
+        // Read-only, the open succeeds and the type check refuses it.
+        let err = open_device_read_only(dir.path(), &opts).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(ref s) if s.contains("a directory")), "{err}");
+    }
+
+    #[test]
+    fn a_read_only_device_reads_and_refuses_to_grow() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 8192]).unwrap();
+        let dev = open_device_read_only(&path, &FileOptions::default()).unwrap();
+        assert_eq!(dev.info().capacity, 8192);
+        assert!(!dev.info().growable);
+        assert!(matches!(dev.grow(16384), Err(Error::Unsupported(_))));
+        let mut q = dev.open_queue(&QueueOptions::default()).unwrap();
+        assert_eq!(&q.read_at(0, 4096).unwrap()[..], &[7u8; 4096][..]);
+        let buf = crate::AlignedBuf::padded_copy(b"x", 4096);
+        assert!(q.write_at(0, buf, false).is_err(), "a read-only device took a write");
+        assert_eq!(std::fs::read(&path).unwrap(), vec![7u8; 8192]);
+        let opts = FileOptions { create_size: Some(4096), ..FileOptions::default() };
+        assert!(matches!(open_device_read_only(&path, &opts), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn a_full_file_system_names_the_file_and_the_size() {
+        // An ENOSPC from pre-allocation, as `create_if_absent` reports it.
+        let e = Error::at_path(
+            PathOp::Allocate { bytes: 8 << 20 },
+            "/mnt/db/volume.shale",
+            io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        assert!(e.is_no_space());
+        let msg = e.to_string();
+        assert!(msg.starts_with("cannot pre-allocate 8388608 bytes for /mnt/db/volume.shale: "));
+        let e = Error::at_path(
+            PathOp::Grow { from: 4096, to: 12288 },
+            "/v",
+            io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        assert!(e.to_string().starts_with("cannot grow /v from 4096 to 12288 bytes (8192 more)"));
+        let source = std::error::Error::source(&e).unwrap().downcast_ref::<io::Error>().unwrap();
+        assert_eq!(source.raw_os_error(), Some(libc::ENOSPC));
     }
 }

@@ -32,8 +32,11 @@ pub use device::{
     QueueOptions, Request, check_request,
 };
 pub use dispatch::{Dispatcher, Weights};
-pub use error::{Error, OpKind, Result};
-pub use file::{Backend, FILE_BLOCK_SIZE, FileDevice, FileOptions, open_device};
+pub use error::{Error, OpKind, PathOp, Result};
+pub use file::{
+    Backend, FILE_BLOCK_SIZE, FileDevice, FileOptions, file_kind, open_device,
+    open_device_read_only,
+};
 pub use inline::{InlineQueue, SyncBackend};
 pub use memory::MemoryDevice;
 pub use sim::{Damage, Fault, FaultPlan, SimDevice, SimStats};

@@ -329,7 +329,8 @@ mod tests {
     fn queue_on(dir: &std::path::Path) -> UringQueue {
         let path = dir.join("f");
         std::fs::write(&path, file_bytes()).unwrap();
-        let file = describe(open_file(&path, Caching::Direct).unwrap(), Backend::Uring).unwrap();
+        let file =
+            describe(open_file(&path, Caching::Direct).unwrap(), &path, Backend::Uring).unwrap();
         UringQueue::new(Arc::new(file), &QueueOptions::default()).unwrap()
     }
 

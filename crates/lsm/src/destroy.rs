@@ -25,7 +25,6 @@
 
 use std::fs::{File, FileType};
 use std::io::Read;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
@@ -68,30 +67,10 @@ pub fn destroy(path: &Path) -> Result<()> {
     let Some(volume) = volume_to_destroy(path)? else {
         return Ok(());
     };
-    probe_other_lock(path, &volume)?;
     let _lock = StoreLock::acquire(path)?;
     let header = read_header(&volume)?;
     std::fs::remove_file(&volume).map_err(|e| io_error(&volume, "removing the volume file", e))?;
     remove_tail(&tail_path(Path::new(SHM_DIR), &header.volume_id))
-}
-
-/// Fails with [`Error::InUse`] if the store at `path` is open through its other name: the
-/// volume file when `path` is its directory, the directory when `path` is the volume file in
-/// it. A stopgap for callers about to open a store by path, until the store lock locks the
-/// volume file itself whatever path opened it; `Ok` where there is no store to look at.
-///
-/// # Errors
-/// [`Error::InUse`] as above; [`Error::Io`] when the path cannot be examined.
-pub fn check_not_open_elsewhere(path: &Path) -> Result<()> {
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() || m.is_file() => {}
-        _ => return Ok(()),
-    }
-    let volume = if path.is_dir() { path.join(VOLUME_FILE_NAME) } else { path.to_path_buf() };
-    match std::fs::canonicalize(&volume) {
-        Ok(volume) if volume.is_file() => probe_other_lock(path, &volume),
-        _ => Ok(()),
-    }
 }
 
 /// Stage 1: the volume file `path` names, or `None` if there is nothing to destroy. Only file
@@ -146,49 +125,6 @@ fn check_kind(path: &Path, kind: FileType) -> Result<()> {
         "neither a regular file nor a directory"
     };
     Err(not_a_store(path, what))
-}
-
-/// Until the store lock locks the volume file itself whatever path opened it, a store opened
-/// through its volume file locks that file and one opened through its directory locks the
-/// directory. Before taking the lock through `path`, make sure nobody holds it through the
-/// other name either. The probe is released before [`StoreLock::acquire`], so it can never
-/// collide with the lock this function takes itself, whatever kind of lock that is.
-fn probe_other_lock(path: &Path, volume: &Path) -> Result<()> {
-    let other = if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-        volume.to_path_buf()
-    } else if volume.file_name().is_some_and(|n| n == VOLUME_FILE_NAME) {
-        match volume.parent() {
-            Some(dir) => dir.to_path_buf(),
-            None => return Ok(()),
-        }
-    } else {
-        return Ok(());
-    };
-    let Ok(file) = File::open(&other) else {
-        // Unopenable (gone, no permission): nobody can hold a lock through it either that
-        // this process could see; the lock taken next still guards `path`.
-        return Ok(());
-    };
-    loop {
-        // SAFETY: flock reads only its integer arguments; the fd is open for the call.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc == 0 {
-            // Closing `file` releases the probe.
-            return Ok(());
-        }
-        match std::io::Error::last_os_error().raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EWOULDBLOCK) => {
-                return Err(Error::InUse(format!(
-                    "{} is open by another handle (through {})",
-                    path.display(),
-                    other.display()
-                )));
-            }
-            // A file system without flock: the lock taken next decides.
-            _ => return Ok(()),
-        }
-    }
 }
 
 /// Stage 3: the volume's header, proving the file is a shale volume this build can read.
@@ -406,22 +342,6 @@ mod tests {
         assert_eq!(db.get(b"still").unwrap(), Some(b"here".to_vec()));
         db.close().unwrap();
         destroy(dir.path()).unwrap();
-    }
-
-    #[test]
-    fn a_store_open_through_one_name_is_seen_through_the_other() {
-        let dir = tempfile::tempdir().unwrap();
-        let volume = dir.path().join(VOLUME_FILE_NAME);
-        check_not_open_elsewhere(dir.path()).unwrap();
-        let db = Db::open(dir.path(), Options::small_for_tests()).unwrap();
-        assert!(matches!(check_not_open_elsewhere(&volume), Err(Error::InUse(_))));
-        db.close().unwrap();
-        let db = Db::open(&volume, Options::small_for_tests()).unwrap();
-        assert!(matches!(check_not_open_elsewhere(dir.path()), Err(Error::InUse(_))));
-        db.close().unwrap();
-        check_not_open_elsewhere(dir.path()).unwrap();
-        check_not_open_elsewhere(&volume).unwrap();
-        check_not_open_elsewhere(&dir.path().join("absent")).unwrap();
     }
 
     #[test]

@@ -27,6 +27,10 @@ pub enum Error {
     Space(shale_space::Error),
     /// The store is open already, in this process or another.
     InUse(String),
+    /// A write (or flush, compaction, option change) on a store opened with
+    /// [`crate::Db::open_read_only`], or a read-write open of a store on a read-only file
+    /// system.
+    ReadOnly(String),
 }
 
 impl fmt::Display for Error {
@@ -42,6 +46,7 @@ impl fmt::Display for Error {
             Error::Stopped(s) => write!(f, "store stopped after a failed write ({s}); reopen it"),
             Error::Space(e) => write!(f, "{e}"),
             Error::InUse(s) => write!(f, "store in use: {s}"),
+            Error::ReadOnly(s) => write!(f, "read-only: {s}"),
         }
     }
 }
@@ -64,6 +69,8 @@ impl From<shale_io::Error> for Error {
             }
             shale_io::Error::InvalidArgument(s) => Error::InvalidArgument(s),
             shale_io::Error::Busy => Error::Busy,
+            // A file that could not be made or grown: the message names it and the sizes.
+            other if other.is_no_space() => Error::NoSpace(other.to_string()),
             other => Error::Io(other),
         }
     }
@@ -77,6 +84,7 @@ impl From<shale_space::Error> for Error {
             shale_space::Error::InvalidArgument(s) => Error::InvalidArgument(s),
             shale_space::Error::NoSpace(s) => Error::NoSpace(s),
             shale_space::Error::Stopped(s) => Error::Stopped(s),
+            shale_space::Error::ReadOnly(s) => Error::ReadOnly(s),
             other => Error::Space(other),
         }
     }

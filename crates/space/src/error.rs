@@ -35,6 +35,9 @@ pub enum Error {
     /// A write or flush of the version log failed earlier: the volume accepts no more commits
     /// until it is reopened, because a failed sync cannot be trusted or retried (promise P5).
     Stopped(String),
+    /// The volume was opened read-only ([`crate::Volume::open_read_only`]): it allocates
+    /// and commits nothing.
+    ReadOnly(String),
 }
 
 impl fmt::Display for Error {
@@ -52,6 +55,7 @@ impl fmt::Display for Error {
             Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
             Error::NoSpace(s) => write!(f, "no space: {s}"),
             Error::Stopped(s) => write!(f, "volume stopped after a failed write ({s}); reopen it"),
+            Error::ReadOnly(s) => write!(f, "volume opened read-only: {s}"),
         }
     }
 }
@@ -72,6 +76,8 @@ impl From<shale_io::Error> for Error {
                 Error::NoSpace(format!("device full (write at byte offset {offset})"))
             }
             shale_io::Error::InvalidArgument(s) => Error::InvalidArgument(s),
+            // A file that could not be made or grown: the message names it and the sizes.
+            other if other.is_no_space() => Error::NoSpace(other.to_string()),
             other => Error::Io(other),
         }
     }

@@ -122,6 +122,8 @@ struct Inner {
 pub struct Volume {
     device: DeviceRef,
     header: Header,
+    /// Opened by [`Volume::open_read_only`]: allocations and commits are refused.
+    read_only: bool,
     counters: Arc<IoCounters>,
     grow_slots_min: u32,
     inner: Mutex<Inner>,
@@ -150,11 +152,27 @@ impl Volume {
     /// [`Error::Io`] for device errors. Nothing is written to the device in any error case
     /// except a failed creation of a blank device.
     pub fn open(device: DeviceRef, opts: &VolumeOptions) -> Result<Opened> {
+        Self::open_as(device, opts, false)
+    }
+
+    /// Opens the volume on `device` without writing to it: a blank device is refused rather
+    /// than created on, recovery only reads (as it always does), and [`Volume::allocate`] and
+    /// [`Volume::commit`] answer [`Error::ReadOnly`]. Open the device read-only too
+    /// ([`Volume::open_path_read_only`] does), so a stray write fails in the OS as well.
+    ///
+    /// # Errors
+    /// As [`Volume::open`]; [`Error::Foreign`] for a blank device.
+    pub fn open_read_only(device: DeviceRef, opts: &VolumeOptions) -> Result<Opened> {
+        Self::open_as(device, opts, true)
+    }
+
+    fn open_as(device: DeviceRef, opts: &VolumeOptions, read_only: bool) -> Result<Opened> {
         let info = device.info();
         if info.capacity < HEADER_AREA_BYTES {
             return Err(Error::InvalidArgument(format!(
-                "device of {} bytes is smaller than a volume header",
-                info.capacity
+                "device of {} bytes (whole {}-byte blocks) is smaller than a volume header \
+                 ({HEADER_AREA_BYTES} bytes)",
+                info.capacity, info.block_size
             )));
         }
         let counters = Arc::new(IoCounters::default());
@@ -172,6 +190,11 @@ impl Volume {
             // was ever completed here.
             [HeaderCopy::Blank | HeaderCopy::Damaged, HeaderCopy::Blank]
             | [HeaderCopy::Blank, HeaderCopy::Damaged] => {
+                if read_only {
+                    return Err(Error::Foreign {
+                        why: "the device is blank (a read-only open creates nothing)".into(),
+                    });
+                }
                 if !opts.create_if_blank {
                     return Err(Error::Foreign {
                         why: "the device is blank and creating a volume was not allowed".into(),
@@ -190,7 +213,7 @@ impl Volume {
                 });
             }
         };
-        Self::recover(device, header, opts, counters)
+        Self::recover(device, header, opts, counters, read_only)
     }
 
     fn raw_queue(
@@ -247,7 +270,7 @@ impl Volume {
             slots.usage().total,
             layout.slot_bytes
         );
-        let volume = Volume::assemble(device, header, counters, opts, log, slots);
+        let volume = Volume::assemble(device, header, counters, opts, log, slots, false);
         Ok(Opened { volume, versions: Versions::default(), created: true })
     }
 
@@ -256,6 +279,7 @@ impl Volume {
         header: Header,
         opts: &VolumeOptions,
         counters: Arc<IoCounters>,
+        read_only: bool,
     ) -> Result<Opened> {
         let layout = header.layout;
         let info = device.info();
@@ -290,7 +314,7 @@ impl Volume {
             slots.usage().live,
             started.elapsed()
         );
-        let volume = Volume::assemble(device, header, counters, opts, log, slots);
+        let volume = Volume::assemble(device, header, counters, opts, log, slots, read_only);
         Ok(Opened { volume, versions, created: false })
     }
 
@@ -301,14 +325,28 @@ impl Volume {
         opts: &VolumeOptions,
         log: VersionLog,
         slots: Allocator,
+        read_only: bool,
     ) -> Volume {
         Volume {
             device,
             header,
+            read_only,
             counters,
             grow_slots_min: opts.grow_slots_min.max(1),
             inner: Mutex::new(Inner { log, slots, stopped: None }),
         }
+    }
+
+    /// Whether the volume was opened read-only ([`Volume::open_read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn refuse_if_read_only(&self, what: &str) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly(format!("{what} refused")));
+        }
+        Ok(())
     }
 
     /// The volume's header.
@@ -362,6 +400,7 @@ impl Volume {
     /// [`Error::NoSpace`] when no free run is long enough after a full pass and the device
     /// cannot grow; [`Error::InvalidArgument`] for zero slots.
     pub fn allocate(&self, slots: u32) -> Result<Extent> {
+        self.refuse_if_read_only("allocation")?;
         if slots == 0 {
             return Err(Error::InvalidArgument("allocation of zero slots".into()));
         }
@@ -411,6 +450,7 @@ impl Volume {
         edit: &Edit,
         engine_state: &mut dyn FnMut() -> Vec<u8>,
     ) -> Result<CommitKind> {
+        self.refuse_if_read_only("commit")?;
         let mut inner = self.inner.lock();
         if let Some(why) = &inner.stopped {
             return Err(Error::Stopped(why.clone()));

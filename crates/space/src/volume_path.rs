@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use shale_io::{FileOptions, open_device};
+use shale_io::{FileOptions, PathOp, open_device, open_device_read_only};
 
 use crate::error::{Error, Result};
-use crate::layout::Layout;
+use crate::layout::{HEADER_AREA_BYTES, Layout};
 use crate::volume::{Opened, Volume, VolumeOptions};
 
 /// Name of the volume file inside a directory.
@@ -36,15 +36,18 @@ impl Volume {
     /// ```
     ///
     /// # Errors
-    /// As [`Volume::open`], plus [`Error::Io`] when the directory or file cannot be made.
+    /// As [`Volume::open`], plus [`Error::Io`] holding a [`shale_io::Error::Path`] when the
+    /// path does not exist (and may not be created) or the directory or file cannot be made,
+    /// [`Error::NoSpace`] naming the size when the file system has no room for a new volume
+    /// file, and [`Error::InvalidArgument`] for a file too short to be a volume.
     pub fn open_path(path: &Path, opts: &VolumeOptions, file: &FileOptions) -> Result<Opened> {
         let mut file = file.clone();
         if !path.exists() {
             if !opts.create_if_blank {
-                return Err(Error::InvalidArgument(format!("{} does not exist", path.display())));
+                return Err(not_found(path));
             }
             std::fs::create_dir_all(path)
-                .map_err(|e| Error::Io(shale_io::Error::from_os(shale_io::OpKind::Write, 0, e)))?;
+                .map_err(|e| shale_io::Error::at_path(PathOp::CreateDir, path, e))?;
         }
         if path.is_dir() && opts.create_if_blank {
             opts.layout.validate()?;
@@ -61,7 +64,61 @@ impl Volume {
                 target.display()
             )));
         }
+        if file.create_size.is_none() {
+            check_size(&target)?;
+        }
         let device = open_device(&target, &file)?;
         Volume::open(device, opts)
     }
+
+    /// Opens the volume at `path` (a directory holding a volume file, a volume file or a block
+    /// device) without writing anything: the device is opened O_RDONLY, nothing is created,
+    /// and the volume refuses allocations and commits ([`Volume::open_read_only`]). Works on
+    /// a read-only mount and on a full file system.
+    ///
+    /// # Errors
+    /// As [`Volume::open_path`]; [`Error::Foreign`] for a blank device.
+    pub fn open_path_read_only(
+        path: &Path,
+        opts: &VolumeOptions,
+        file: &FileOptions,
+    ) -> Result<Opened> {
+        if !path.exists() {
+            return Err(not_found(path));
+        }
+        let target = volume_file(path);
+        if !target.exists() {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds no volume ({} is missing)",
+                path.display(),
+                target.display()
+            )));
+        }
+        check_size(&target)?;
+        let file = FileOptions { create_size: None, ..file.clone() };
+        let device = open_device_read_only(&target, &file)?;
+        Volume::open_read_only(device, opts)
+    }
+}
+
+/// The error for a path that does not exist, with the OS's error as its source.
+fn not_found(path: &Path) -> Error {
+    let source = std::io::Error::from_raw_os_error(libc::ENOENT);
+    Error::Io(shale_io::Error::at_path(PathOp::Open, path, source))
+}
+
+/// Refuses a regular file too short to hold a volume header, naming its real size: the device
+/// sees only whole 4 KiB blocks, so its own message would call a 32-byte file "0 bytes".
+fn check_size(target: &Path) -> Result<()> {
+    let meta =
+        std::fs::metadata(target).map_err(|e| shale_io::Error::at_path(PathOp::Stat, target, e))?;
+    if meta.is_file() && meta.len() < HEADER_AREA_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "{} is {} bytes, shorter than the smallest volume ({HEADER_AREA_BYTES} bytes of \
+             header alone); not a shale volume, nothing was written",
+            target.display(),
+            meta.len()
+        )));
+    }
+    Ok(())
 }

@@ -64,6 +64,7 @@ use crate::wal::{AppendError, WalWriter};
 mod compaction;
 mod picker;
 mod pool;
+mod read_only;
 mod recovery;
 pub(crate) mod store_lock;
 mod write_group;
@@ -118,6 +119,8 @@ struct Inner {
     volume: Arc<Volume>,
     pool: Arc<QueuePool>,
     cache: Arc<BlockCache>,
+    /// Opened by [`Db::open_read_only`]: every write, flush and compaction is refused.
+    read_only: bool,
     state: Mutex<State>,
     /// Wakes the worker (work queued) and waiters (work done, room made).
     cv: Condvar,
@@ -205,13 +208,56 @@ impl Db {
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
         let path = path.as_ref();
-        if !path.exists() && opts.volume.create_if_blank {
+        // (A dangling symlink is left to the lock, which says its target does not exist.)
+        if !path.exists() && path.symlink_metadata().is_err() && opts.volume.create_if_blank {
             std::fs::create_dir_all(path)
-                .map_err(|e| Error::Io(shale_io::Error::from_os(shale_io::OpKind::Write, 0, e)))?;
+                .map_err(|e| shale_io::Error::at_path(shale_io::PathOp::CreateDir, path, e))?;
         }
-        let lock = StoreLock::acquire(path)?;
+        // The lock is on the volume file (made empty here for a new store), whatever name
+        // `path` gives the store (`store_lock.rs`).
+        let lock = if opts.volume.create_if_blank {
+            StoreLock::acquire_creating(path)?
+        } else {
+            StoreLock::acquire(path)?
+        };
         let opened = Volume::open_path(path, &opts.volume_options(), &FileOptions::default())?;
         let mut db = Db::open_volume(opened, opts)?;
+        db._lock = Some(lock);
+        Ok(db)
+    }
+
+    /// Opens the store at `path` (its directory, its volume file or its block device) for
+    /// reading only, writing nothing anywhere, as RocksDB's `OpenForReadOnly`: the WAL and
+    /// the WAL tail are replayed into memory, the tail is left where it is, and the volume
+    /// is opened O_RDONLY, so it works on a read-only mount and on a full file system. Other
+    /// read-only handles may be open at the same time, a read-write one may not (in either
+    /// order). Writes, flushes, compactions and option changes answer [`Error::ReadOnly`].
+    ///
+    /// ```
+    /// use shale_lsm::{Db, Error, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::small_for_tests())?;
+    /// db.put(b"k", b"v")?;
+    /// drop(db);
+    /// let a = Db::open_read_only(dir.path(), Options::small_for_tests())?;
+    /// let b = Db::open_read_only(dir.path().join("volume.shale"), Options::small_for_tests())?;
+    /// assert_eq!(b.get(b"k")?, Some(b"v".to_vec()));
+    /// assert!(matches!(a.put(b"k", b"w"), Err(Error::ReadOnly(_))));
+    /// assert!(matches!(Db::open(dir.path(), Options::small_for_tests()), Err(Error::InUse(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Db::open`] ([`Error::InUse`] only while a read-write handle is open); nothing is
+    /// ever created, so a missing path or blank volume is an error.
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let path = path.as_ref();
+        let lock = StoreLock::acquire_shared(path)?;
+        let opened =
+            Volume::open_path_read_only(path, &opts.volume_options(), &FileOptions::default())?;
+        let mut db = Db::open_volume_read_only(opened, opts)?;
         db._lock = Some(lock);
         Ok(db)
     }
@@ -282,6 +328,7 @@ impl Db {
     /// # Errors
     /// As [`Db::put`].
     pub fn write(&self, batch: &WriteBatch, opts: &WriteOptions) -> Result<()> {
+        self.inner.refuse_if_read_only("write")?;
         self.inner.write(batch, opts)
     }
 
@@ -319,6 +366,7 @@ impl Db {
     /// # Errors
     /// [`Error::Stopped`] if a background failure stopped the store.
     pub fn flush(&self) -> Result<()> {
+        self.inner.refuse_if_read_only("flush")?;
         self.inner.flush()
     }
 
@@ -327,6 +375,7 @@ impl Db {
     /// # Errors
     /// As [`Db::flush`].
     pub fn compact_range(&self) -> Result<()> {
+        self.inner.refuse_if_read_only("compaction")?;
         self.inner.flush()?;
         let mut st = self.inner.state.lock();
         st.full_compaction = true;
@@ -342,6 +391,10 @@ impl Db {
     /// # Errors
     /// [`Error::Stopped`] if a background failure stopped the store.
     pub fn wait_for_compaction(&self) -> Result<()> {
+        if self.inner.read_only {
+            // No background thread runs: nothing will ever be done, so nothing is waited for.
+            return Ok(());
+        }
         let mut st = self.inner.state.lock();
         while self.inner.work_pending(&st) && st.stopped.is_none() {
             self.inner.cv.notify_all();
@@ -356,6 +409,7 @@ impl Db {
     /// # Errors
     /// [`Error::InvalidArgument`] below 64 KiB, or where a batch already accepted could not fit.
     pub fn set_write_buffer_bytes(&self, bytes: usize) -> Result<()> {
+        self.inner.refuse_if_read_only("set_write_buffer_bytes")?;
         if bytes < 64 << 10 {
             return Err(Error::InvalidArgument(format!(
                 "write buffer of {bytes} bytes is below 64 KiB"
@@ -372,6 +426,7 @@ impl Db {
     /// # Errors
     /// [`Error::InvalidArgument`] below one slot.
     pub fn set_target_file_size(&self, bytes: u64) -> Result<()> {
+        self.inner.refuse_if_read_only("set_target_file_size")?;
         let slot = self.inner.volume.layout().slot_bytes;
         if bytes < slot {
             return Err(Error::InvalidArgument(format!(
@@ -413,6 +468,11 @@ impl Db {
     /// # Errors
     /// The flush's error.
     pub fn close(mut self) -> Result<()> {
+        if self.inner.read_only {
+            // Nothing to flush, and the WAL tail stays for the next read-write open.
+            self.shutdown();
+            return Ok(());
+        }
         let flushed = self.inner.flush();
         self.shutdown();
         if flushed.is_ok() {
@@ -436,6 +496,10 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         self.shutdown();
+        if self.inner.read_only {
+            // Nothing was written, and the WAL tail stays for the next read-write open.
+            return;
+        }
         // Dropped without `close`: write out and sync the WAL's last pages, so the writes kept
         // only in the WAL tail also survive a power cut from now on and the tail file can go.
         // On failure the tail stays, for the next open to replay.

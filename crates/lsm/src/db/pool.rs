@@ -174,6 +174,7 @@ impl Db {
     /// start stay).
     pub fn set_background_jobs(&self, jobs: usize) -> Result<()> {
         check_jobs(jobs)?;
+        self.inner.refuse_if_read_only("set_background_jobs")?;
         // Resizes run one at a time, so the handles and the counts move together.
         let mut workers = self.workers.lock();
         let missing = {

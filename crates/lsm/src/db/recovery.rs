@@ -9,6 +9,9 @@
 //! 3. The replayed records become L0 SSTs committed in one edit that marks every old WAL
 //!    generation flushed, before any new write.
 //! 4. A new WAL group starts, and the flush and compaction threads (`pool.rs`).
+//!
+//! A read-only open (`read_only.rs`) runs 1 and 2 the same way, reading the WAL tail without
+//! changing it, and keeps the replayed records in memtables instead of 3 and 4.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -28,13 +31,54 @@ use crate::sst::QueuePool;
 use crate::stats::StallCounters;
 use crate::version::Version;
 use crate::version_edit::{SstMeta, VersionEdit};
-use crate::wal::{TailLog, WalLayout, WalWriter};
+use crate::wal::{RecoveredGroup, TailLog, WalLayout, WalWriter};
 
 use super::{Db, Inner, MEMTABLE_OVERHEAD_PER_OP, State, WAL_QUEUE_DEPTH, WriteQueue, open_sst};
+
+/// What stages 1 and 2 found: the engine with its committed version, and the WAL's records
+/// to replay (the device's groups, then the tail's).
+pub(super) struct Recovered {
+    pub(super) inner: Arc<Inner>,
+    pub(super) groups: Vec<RecoveredGroup>,
+    pub(super) tail_records: Vec<Vec<u8>>,
+}
 
 impl Db {
     pub(super) fn open_volume(opened: Opened, opts: Options) -> Result<Db> {
         let started = Instant::now();
+        let Recovered { inner, groups, tail_records } = Db::recover(opened, opts)?;
+        let l = inner.volume.layout();
+        // 3. Replay the WAL into memtables and flush them before accepting writes, so every
+        //    old group can be recycled and recovery work stays bounded.
+        let records: usize = groups.iter().map(|g| g.records.len()).sum();
+        let from_tail = inner.replay_wal(&groups, &tail_records)?;
+        {
+            let mut wal = inner.wal.lock();
+            wal.clear_tail();
+            let mut st = inner.state.lock();
+            let ltn = st.next_ltn;
+            st.next_ltn += 1;
+            wal.start_group(ltn)?.ok_or_else(|| {
+                Error::corruption("no free WAL group after recovery", l.wal_offset)
+            })?;
+            st.mem_ltn = ltn;
+        }
+        log::info!(
+            "opened store: {} WAL records replayed from {} groups and {} from the WAL tail, \
+             last sequence {}, {:?}",
+            records,
+            groups.len(),
+            from_tail,
+            inner.state.lock().last_seq,
+            started.elapsed()
+        );
+        Db::start_workers(inner)
+    }
+
+    /// Stages 1 and 2, for a read-write open or (on a read-only volume) a read-only one: the
+    /// only difference is the WAL tail, opened to be written on, or only read.
+    pub(super) fn recover(opened: Opened, opts: Options) -> Result<Recovered> {
+        let read_only = opened.volume.is_read_only();
         let volume = Arc::new(opened.volume);
         let pool = Arc::new(QueuePool::new(volume.clone()));
         let cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
@@ -72,12 +116,17 @@ impl Db {
             meta.generation = generation;
         }
         // The WAL tail: records of writes without sync whose pages had not completed.
-        let (tail, tail_records) = match TailLog::open(&opts.wal_tail, &volume.header().volume_id)?
-        {
-            Some((t, records)) => (Some(t), records),
-            None => (None, Vec::new()),
+        let volume_id = &volume.header().volume_id;
+        let (tail, tail_records) = if read_only {
+            (None, TailLog::read_records(&opts.wal_tail, volume_id)?)
+        } else {
+            match TailLog::open(&opts.wal_tail, volume_id)? {
+                Some((t, records)) => (Some(t), records),
+                None => (None, Vec::new()),
+            }
         };
         let inner = Arc::new(Inner {
+            read_only,
             opts: opts.clone(),
             volume: volume.clone(),
             pool,
@@ -114,31 +163,7 @@ impl Db {
             write_buffer_bytes: AtomicU64::new(opts.write_buffer_bytes as u64),
             target_file_bytes: AtomicU64::new(opts.target_file_size_base),
         });
-        // 3. Replay the WAL into memtables and flush them before accepting writes, so every
-        //    old group can be recycled and recovery work stays bounded.
-        let records: usize = groups.iter().map(|g| g.records.len()).sum();
-        let from_tail = inner.replay_wal(&groups, &tail_records)?;
-        {
-            let mut wal = inner.wal.lock();
-            wal.clear_tail();
-            let mut st = inner.state.lock();
-            let ltn = st.next_ltn;
-            st.next_ltn += 1;
-            wal.start_group(ltn)?.ok_or_else(|| {
-                Error::corruption("no free WAL group after recovery", l.wal_offset)
-            })?;
-            st.mem_ltn = ltn;
-        }
-        log::info!(
-            "opened store: {} WAL records replayed from {} groups and {} from the WAL tail, \
-             last sequence {}, {:?}",
-            records,
-            groups.len(),
-            from_tail,
-            inner.state.lock().last_seq,
-            started.elapsed()
-        );
-        Db::start_workers(inner)
+        Ok(Recovered { inner, groups, tail_records })
     }
 }
 
@@ -149,15 +174,40 @@ impl Inner {
     ///
     /// Then the records of the WAL tail that continue the sequence numbers: writes without
     /// sync whose pages had not completed when the process died. Returns how many of those.
-    fn replay_wal(
+    fn replay_wal(&self, groups: &[RecoveredGroup], tail_records: &[Vec<u8>]) -> Result<usize> {
+        let mut outputs = Vec::new();
+        let (last_seq, from_tail) = self.replay_records(groups, tail_records, &mut |mem| {
+            outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
+            Ok(())
+        })?;
+        let mut st = self.state.lock();
+        st.last_seq = last_seq;
+        let edit = VersionEdit {
+            last_seq,
+            oldest_unflushed_ltn: st.next_ltn,
+            added: outputs.iter().map(|m| (0, m.clone())).collect(),
+            ..Default::default()
+        };
+        let extents = outputs.iter().map(|m| m.extent).collect();
+        self.commit_edit(&mut st, edit, extents, Vec::new())?;
+        let next = st.next_ltn;
+        drop(st);
+        self.wal.lock().free_generations_below(next);
+        Ok(from_tail)
+    }
+
+    /// Applies the device's WAL records, then the tail's that continue them, to memtables of
+    /// the write buffer's size, handing each full one (and the last, if not empty) to `seal`.
+    /// Returns the last sequence number replayed and how many records came from the tail.
+    pub(super) fn replay_records(
         &self,
-        groups: &[crate::wal::RecoveredGroup],
+        groups: &[RecoveredGroup],
         tail_records: &[Vec<u8>],
-    ) -> Result<usize> {
+        seal: &mut dyn FnMut(Arc<Memtable>) -> Result<()>,
+    ) -> Result<(u64, usize)> {
         let new_mem = || Arc::new(Memtable::new(2 * self.write_buffer_bytes()));
         let mut mem = new_mem();
         let mut mem_bytes = 0;
-        let mut outputs = Vec::new();
         let mut last_seq = self.state.lock().last_seq;
         // The device's records, then the tail's that carry on from them: a tail record wholly
         // below the last sequence number is already in (or was flushed); the first one that
@@ -184,8 +234,7 @@ impl Inner {
             }
             let footprint: usize = rec.len() + b.ops.len() * MEMTABLE_OVERHEAD_PER_OP;
             if mem_bytes + footprint > self.opts.write_buffer_bytes && !mem.is_empty() {
-                outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
-                mem = new_mem();
+                seal(std::mem::replace(&mut mem, new_mem()))?;
                 mem_bytes = 0;
             }
             mem_bytes += footprint;
@@ -201,21 +250,8 @@ impl Inner {
             last_seq = last_seq.max(last);
         }
         if !mem.is_empty() {
-            outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
+            seal(mem)?;
         }
-        let mut st = self.state.lock();
-        st.last_seq = last_seq;
-        let edit = VersionEdit {
-            last_seq,
-            oldest_unflushed_ltn: st.next_ltn,
-            added: outputs.iter().map(|m| (0, m.clone())).collect(),
-            ..Default::default()
-        };
-        let extents = outputs.iter().map(|m| m.extent).collect();
-        self.commit_edit(&mut st, edit, extents, Vec::new())?;
-        let next = st.next_ltn;
-        drop(st);
-        self.wal.lock().free_generations_below(next);
-        Ok(from_tail)
+        Ok((last_seq, from_tail))
     }
 }

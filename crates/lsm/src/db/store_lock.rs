@@ -1,53 +1,193 @@
-//! One open store per volume: an exclusive `flock` on the store's path while it is open.
+//! One writer or many readers per store: an open file description (OFD) lock on the store's
+//! volume file or block device while a handle is open.
 //!
-//! Why: two handles on one volume would allocate the same slots and append to the same WAL
-//! and WAL tail. The lock is advisory (it binds shale, not other programs), is taken before
-//! the volume is read, and is released by the kernel when the process dies, so a killed
-//! process never leaves a stale lock behind. `shale inspect` reads without it.
+//! Why on the volume, not on the path the caller named: a store has many names (its
+//! directory, the volume file inside it, symlinks to either, bind mounts, `/dev/disk/by-id`
+//! aliases of a device), and a lock on the name lets each name lock on its own. Every name
+//! resolves to one inode, so the lock is taken there: a directory is first resolved to its
+//! volume file ([`shale_space::volume_file`]), and the lock is placed on the file opened
+//! through it, following symlinks. (Issue #9: `shale check D/volume.shale` took a lock on the
+//! file while a writer held one on `D`, recovered the store under it and deleted the writer's
+//! WAL tail; a kill -9 of the writer then lost about 10,000 acknowledged writes.)
+//!
+//! Why OFD locks (`fcntl(F_OFD_SETLK)`): they belong to the open file description, so two
+//! handles in one process conflict just as two processes do (POSIX `F_SETLK` locks do not,
+//! and one `close` of any fd of the file drops them), and the kernel drops them when the
+//! process dies, so a killed process never leaves a stale lock. A read-write open takes a
+//! write lock (`F_WRLCK`), a read-only open a read lock (`F_RDLCK`): readers share, a writer
+//! excludes everyone. The locks are advisory: they bind shale, not other programs.
+//!
+//! A block device is additionally opened with `O_EXCL` by a writer, which the kernel refuses
+//! (EBUSY) while the device is mounted or opened `O_EXCL` by anyone, through any device node.
+//! A reader does not take `O_EXCL` (two readers would exclude each other); it meets a writer
+//! through the OFD lock, which lives on the device node's inode: a second device node made
+//! with mknod for the same device would escape that, not the writer's `O_EXCL`.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::path::Path;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use shale_io::PathOp;
 
 use crate::error::{Error, Result};
 
 /// Held while the store is open.
 #[derive(Debug)]
 pub(crate) struct StoreLock {
-    _file: File,
+    file: File,
+    /// The empty volume file this lock made for a new store ([`StoreLock::acquire_creating`]).
+    created: Option<PathBuf>,
+}
+
+impl Drop for StoreLock {
+    fn drop(&mut self) {
+        // A creation that failed (no room for the volume, say) leaves no empty file behind:
+        // a store's volume file is never empty once made. Removed while still locked, so no
+        // other handle can be using it.
+        if let Some(p) = &self.created {
+            if self.file.metadata().is_ok_and(|m| m.len() == 0) {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}
+
+/// What an open needs from the other handles of a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// A read-write open: no other handle at all.
+    Exclusive,
+    /// A read-only open: no read-write handle.
+    Shared,
 }
 
 impl StoreLock {
-    /// Locks `path` (a directory, a volume file or a block device), which must exist.
+    /// Locks the store at `path` (its directory, its volume file or its block device, which
+    /// must exist) for a read-write handle.
     ///
     /// # Errors
-    /// [`Error::InUse`] when another handle holds it; [`Error::Io`] if it cannot be opened.
+    /// [`Error::InUse`] when another handle holds it, read-only or read-write, in this process
+    /// or another; [`Error::InvalidArgument`] when `path` names no store;
+    /// [`Error::ReadOnly`] on a read-only file system; [`Error::Io`] if it cannot be opened.
     pub fn acquire(path: &Path) -> Result<StoreLock> {
-        let file = File::open(path)
-            .map_err(|e| Error::Io(shale_io::Error::from_os(shale_io::OpKind::Read, 0, e)))?;
-        loop {
-            // SAFETY: flock reads only its integer arguments; the fd is open for the call.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-            if rc == 0 {
-                return Ok(StoreLock { _file: file });
+        take(path, Mode::Exclusive, false)
+    }
+
+    /// As [`StoreLock::acquire`], but a directory without a volume file gets an empty one to
+    /// lock, which the volume then grows into a new volume ([`shale_space::Volume::open_path`]
+    /// takes an empty volume file for a missing one). Two processes creating a store at once
+    /// so meet on one lock.
+    pub(crate) fn acquire_creating(path: &Path) -> Result<StoreLock> {
+        take(path, Mode::Exclusive, true)
+    }
+
+    /// Locks the store at `path` for a read-only handle: other read-only handles may hold it
+    /// too, a read-write one may not.
+    ///
+    /// # Errors
+    /// As [`StoreLock::acquire`] ([`Error::InUse`] only for a read-write handle).
+    pub(crate) fn acquire_shared(path: &Path) -> Result<StoreLock> {
+        take(path, Mode::Shared, false)
+    }
+}
+
+fn take(path: &Path, mode: Mode, create: bool) -> Result<StoreLock> {
+    let target = shale_space::volume_file(path);
+    let named = || describe(path, &target);
+    let meta = match std::fs::metadata(&target) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && path.is_dir() => {
+            if !create {
+                return Err(Error::InvalidArgument(format!(
+                    "{} holds no store ({} is missing)",
+                    path.display(),
+                    target.display()
+                )));
             }
-            let err = std::io::Error::last_os_error();
-            match err.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EWOULDBLOCK) => {
-                    return Err(Error::InUse(format!(
-                        "{} is open by another handle (in this process or another)",
-                        path.display()
-                    )));
-                }
-                _ => {
-                    return Err(Error::Io(shale_io::Error::from_os(
-                        shale_io::OpKind::Read,
-                        0,
-                        err,
-                    )));
-                }
-            }
+            None
+        }
+        Err(e) => return Err(shale_io::Error::at_path(PathOp::Open, path, e).into()),
+    };
+    let block_device = meta.as_ref().is_some_and(|m| m.file_type().is_block_device());
+    if let Some(m) = &meta {
+        let ft = m.file_type();
+        if !ft.is_file() && !block_device {
+            // Checked before opening: opening a FIFO waits for a writer.
+            return Err(Error::InvalidArgument(format!(
+                "{} is {}, not a store (a directory, a volume file or a block device)",
+                named(),
+                shale_io::file_kind(&ft)
+            )));
+        }
+    }
+    let mut options = OpenOptions::new();
+    options.read(true);
+    if mode == Mode::Exclusive {
+        // F_WRLCK needs a descriptor open for writing.
+        options.write(true).create(create && meta.is_none());
+        if block_device {
+            options.custom_flags(libc::O_EXCL);
+        }
+    }
+    let file = options.open(&target).map_err(|e| match e.raw_os_error() {
+        Some(libc::EBUSY) if block_device => Error::InUse(format!(
+            "{} is in use: mounted, or opened exclusively by another program or handle",
+            named()
+        )),
+        Some(libc::EROFS) => Error::ReadOnly(format!(
+            "{} is on a read-only file system: open it read-only (Db::open_read_only)",
+            named()
+        )),
+        _ => shale_io::Error::at_path(PathOp::Open, &target, e).into(),
+    })?;
+    lock(&file, mode).map_err(|e| match e.raw_os_error() {
+        Some(libc::EAGAIN | libc::EACCES) => Error::InUse(match mode {
+            Mode::Exclusive => format!(
+                "{} is open by another handle (read-only or read-write, in this process or \
+                 another)",
+                named()
+            ),
+            Mode::Shared => format!(
+                "{} is open by another handle for writing (in this process or another)",
+                named()
+            ),
+        }),
+        _ => shale_io::Error::at_path(PathOp::Lock, &target, e).into(),
+    })?;
+    let created = (create && meta.is_none()).then_some(target);
+    Ok(StoreLock { file, created })
+}
+
+/// The volume file, and the name it was reached by where that differs.
+fn describe(path: &Path, target: &PathBuf) -> String {
+    if path == target {
+        target.display().to_string()
+    } else {
+        format!("{} (the store at {})", target.display(), path.display())
+    }
+}
+
+/// Takes an OFD lock on the whole file without waiting.
+fn lock(file: &File, mode: Mode) -> std::io::Result<()> {
+    // SAFETY: an all-zero `flock` is a valid value of the plain C struct; the fields that
+    // matter are set below (l_start = l_len = 0: the whole file; l_pid must be 0 for OFD locks).
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = match mode {
+        Mode::Exclusive => libc::F_WRLCK,
+        Mode::Shared => libc::F_RDLCK,
+    } as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    loop {
+        // SAFETY: F_OFD_SETLK reads the `flock` through the pointer, which points at a live
+        // value for the call; the fd is open for the call.
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &fl as *const _) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
         }
     }
 }

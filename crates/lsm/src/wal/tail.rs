@@ -190,10 +190,51 @@ impl TailLog {
         Ok(Some((tail, records)))
     }
 
+    /// The records the tail of volume `volume_id` holds, oldest first, read without changing
+    /// anything: no file is made, sized or formatted and no record is trimmed (a read-only
+    /// open of the store: the tail stays for the next read-write open to replay).
+    ///
+    /// # Errors
+    /// [`Error::Io`] when a tail file exists but cannot be opened or mapped.
+    pub fn read_records(spec: &WalTail, volume_id: &[u8; 16]) -> Result<Vec<Vec<u8>>> {
+        let region: Box<dyn Region> = match spec {
+            WalTail::Off => return Ok(Vec::new()),
+            WalTail::Memory(m) if m.len() == 0 => return Ok(Vec::new()),
+            WalTail::Memory(m) => Box::new(m.clone()),
+            WalTail::Dir(dir) => match map_file_read_only(&tail_path(dir, volume_id))? {
+                Some(m) => Box::new(m),
+                None => return Ok(Vec::new()),
+            },
+            WalTail::Shm => {
+                match map_file_read_only(&tail_path(Path::new("/dev/shm"), volume_id))? {
+                    Some(m) => Box::new(m),
+                    None => return Ok(Vec::new()),
+                }
+            }
+        };
+        let mut tail = TailLog { region, ring: 0, start: 0, end: 0, path: None };
+        Ok(tail.read_existing(volume_id).unwrap_or_default())
+    }
+
     /// Reads the header and the records, or formats the region afresh where it holds no tail
     /// of this volume.
     fn load(&mut self, volume_id: &[u8; 16]) -> Vec<Vec<u8>> {
+        match self.read_existing(volume_id) {
+            Some(records) => records,
+            None => {
+                let len = self.region.len() as u64;
+                self.format(volume_id, len - HEADER_BYTES);
+                Vec::new()
+            }
+        }
+    }
+
+    /// The records of this volume's tail, or `None` where the region holds no tail of it.
+    fn read_existing(&mut self, volume_id: &[u8; 16]) -> Option<Vec<Vec<u8>>> {
         let len = self.region.len() as u64;
+        if len < HEADER_BYTES {
+            return None;
+        }
         let h = self.region.read(0, HEADER_BYTES as usize);
         let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
         let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap());
@@ -206,8 +247,7 @@ impl TailLog {
             && u64_at(START_AT) <= u64_at(END_AT)
             && u64_at(END_AT) - u64_at(START_AT) <= ring;
         if !ours {
-            self.format(volume_id, len - HEADER_BYTES);
-            return Vec::new();
+            return None;
         }
         self.ring = ring;
         self.start = u64_at(START_AT);
@@ -232,7 +272,7 @@ impl TailLog {
             records.push(body);
             pos = body_at + n;
         }
-        records
+        Some(records)
     }
 
     fn format(&mut self, volume_id: &[u8; 16], ring: u64) {
@@ -323,25 +363,65 @@ impl TailLog {
 }
 
 fn map_file(path: &Path) -> Result<Mapped> {
-    let io = |e: std::io::Error| Error::Io(shale_io::Error::from_os(shale_io::OpKind::Write, 0, e));
+    use shale_io::PathOp;
+    let failed = |op| move |e| Error::from(shale_io::Error::at_path(op, path, e));
     let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(path)
-        .map_err(io)?;
+        .map_err(failed(PathOp::Open))?;
     let want = HEADER_BYTES + u64::from(DEFAULT_RING_BYTES);
-    let len = file.metadata().map_err(io)?.len();
-    if len < HEADER_BYTES + 8 || len > HEADER_BYTES + u64::from(u32::MAX) {
+    let len = file.metadata().map_err(failed(PathOp::Stat))?.len();
+    if !usable_len(len) {
         // New (or unusable): size it; `load` formats it.
-        file.set_len(0).map_err(io)?;
-        file.set_len(want).map_err(io)?;
+        file.set_len(0).map_err(failed(PathOp::Allocate { bytes: want }))?;
+        file.set_len(want).map_err(failed(PathOp::Allocate { bytes: want }))?;
     }
     // SAFETY: the file is private to this store (named after its volume id, which only one
     // open store uses at a time), so no one else resizes or writes it while it is mapped.
-    let map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(io)?;
+    let map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(failed(PathOp::Map))?;
     Ok(Mapped(map))
+}
+
+/// Whether a tail file of `len` bytes can hold a tail at all.
+fn usable_len(len: u64) -> bool {
+    (HEADER_BYTES + 8..=HEADER_BYTES + u64::from(u32::MAX)).contains(&len)
+}
+
+/// A tail file mapped for reading only (a read-only open of the store).
+struct MappedReadOnly(memmap2::Mmap);
+
+impl Region for MappedReadOnly {
+    fn write(&mut self, _offset: usize, _bytes: &[u8]) {
+        unreachable!("a tail read for a read-only open is never written");
+    }
+    fn read(&self, offset: usize, len: usize) -> Vec<u8> {
+        self.0[offset..offset + len].to_vec()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Maps an existing tail file read-only; `None` where there is none (or it is too short or
+/// long to be one).
+fn map_file_read_only(path: &Path) -> Result<Option<MappedReadOnly>> {
+    use shale_io::PathOp;
+    let failed = |op| move |e| Error::from(shale_io::Error::at_path(op, path, e));
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(failed(PathOp::Open)(e)),
+    };
+    if !usable_len(file.metadata().map_err(failed(PathOp::Stat))?.len()) {
+        return Ok(None);
+    }
+    // SAFETY: as in `map_file`; the writer that may change the file holds the store's lock
+    // exclusively, so it is not running while a read-only handle holds it shared.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(failed(PathOp::Map))?;
+    Ok(Some(MappedReadOnly(map)))
 }
 
 #[cfg(test)]
@@ -373,6 +453,30 @@ mod tests {
         }
         let (_, got) = open(&WalTail::Memory(mem.crash_copy()));
         assert_eq!(got, recs);
+    }
+
+    #[test]
+    fn read_records_changes_nothing_and_makes_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = WalTail::Dir(dir.path().to_path_buf());
+        assert!(TailLog::read_records(&spec, &ID).unwrap().is_empty());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "a read made a tail file");
+        let (mut t, _) = open(&spec);
+        let a = t.append(b"first");
+        t.append(b"second");
+        t.trim_to(a);
+        let file = tail_path(dir.path(), &ID);
+        let before = std::fs::read(&file).unwrap();
+        assert_eq!(TailLog::read_records(&spec, &ID).unwrap(), vec![b"second".to_vec()]);
+        // Another volume's tail is neither replayed nor formatted over.
+        let other = *b"fedcba9876543210";
+        std::fs::copy(&file, tail_path(dir.path(), &other)).unwrap();
+        assert!(TailLog::read_records(&spec, &other).unwrap().is_empty());
+        assert_eq!(std::fs::read(tail_path(dir.path(), &other)).unwrap(), before);
+        assert_eq!(std::fs::read(&file).unwrap(), before, "a read changed the tail");
+        let mem = MemoryTail::new();
+        assert!(TailLog::read_records(&WalTail::Memory(mem.clone()), &ID).unwrap().is_empty());
+        assert_eq!(mem.len(), 0, "a read sized the memory tail");
     }
 
     #[test]

@@ -361,3 +361,31 @@ pub fn validate_for_flags(o: &Options) -> Result<(), String> {
         }
     })
 }
+
+/// The store flags `shale bench` and `shale ycsb` share, each checked against its limit.
+pub struct StoreSizeFlags {
+    pub write_buffer_size: Option<usize>,
+    pub max_write_buffer_number: Option<usize>,
+    pub target_file_size_base: Option<u64>,
+    pub max_bytes_for_level_base: Option<u64>,
+}
+
+/// Checks the shared store flags, naming the first one past its limit.
+///
+/// # Errors
+/// The flag, its value and its range.
+pub fn check_store_sizes(f: &StoreSizeFlags) -> Result<(), String> {
+    if let Some(v) = f.write_buffer_size {
+        in_range("write_buffer_size", v, WRITE_BUFFER_BYTES, "bytes of one memtable")?;
+    }
+    if let Some(v) = f.max_write_buffer_number {
+        in_range("max_write_buffer_number", v, WRITE_BUFFER_NUMBER, "")?;
+    }
+    if let Some(v) = f.target_file_size_base {
+        in_range("target_file_size_base", v, TARGET_FILE_BYTES, "")?;
+    }
+    if let Some(v) = f.max_bytes_for_level_base {
+        in_range("max_bytes_for_level_base", v, LEVEL_BASE_BYTES, "")?;
+    }
+    Ok(())
+}

@@ -112,19 +112,6 @@ fn expect(command: &str, kind: &str) -> Expect {
     }
 }
 
-/// Pseudo-random bytes (no store header could be among them).
-fn noise(len: usize) -> Vec<u8> {
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 /// Makes a path of `kind` inside `dir`.
 fn make(kind: &str, dir: &Path) -> PathBuf {
     if let Some(target) = kind.strip_prefix("link-") {
@@ -137,12 +124,12 @@ fn make(kind: &str, dir: &Path) -> PathBuf {
     match kind {
         "missing" => {}
         "empty" => std::fs::write(&p, b"").unwrap(),
-        "binary" => std::fs::write(&p, noise(64 << 10)).unwrap(),
+        "binary" => std::fs::write(&p, child::noise(64 << 10)).unwrap(),
         "text" => std::fs::write(&p, b"hi\n").unwrap(),
         "dir" => {
             std::fs::create_dir(&p).unwrap();
             std::fs::write(p.join("notes.txt"), b"a user's file\n").unwrap();
-            std::fs::write(p.join("data.bin"), noise(10_000)).unwrap();
+            std::fs::write(p.join("data.bin"), child::noise(10_000)).unwrap();
         }
         "fifo" => child::mkfifo(&p),
         "chardev" => return PathBuf::from("/dev/null"),

@@ -15,19 +15,6 @@ fn fill(dir: &Path, num: u64) {
     child::run(&["bench", &db, &format!("--num={num}"), "--benchmarks=fillseq"]).assert_ok("fill");
 }
 
-/// Pseudo-random bytes (no store header could be among them).
-fn noise(len: usize) -> Vec<u8> {
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 #[test]
 fn bench_replaced_a_text_file_at_db_with_a_store() {
     let dir = tempfile::tempdir().unwrap();
@@ -44,7 +31,7 @@ fn bench_replaced_a_text_file_at_db_with_a_store() {
 fn bench_and_ycsb_load_replaced_a_random_file_with_a_store() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("random.bin");
-    let bytes = noise(10 << 20);
+    let bytes = child::noise(10 << 20);
     std::fs::write(&file, &bytes).unwrap();
     let db = format!("--db={}", file.display());
     child::run(&["bench", &db, "--num=100", "--benchmarks=fillseq"])

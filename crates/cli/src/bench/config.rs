@@ -9,8 +9,7 @@ use shale_lsm::options::BACKGROUND_JOBS_MAX;
 use crate::bench::Args;
 use crate::bench::workload::{Benchmark, FILLBATCH_ENTRIES, parse_benchmarks};
 use crate::store::{
-    BLOOM_BITS, ENTRY_BYTES_MAX, LEVEL_BASE_BYTES, TARGET_FILE_BYTES, WRITE_BUFFER_BYTES,
-    WRITE_BUFFER_NUMBER, check_batch, fit_volume, in_range, parse_compression,
+    BLOOM_BITS, ENTRY_BYTES_MAX, check_batch, fit_volume, in_range, parse_compression,
 };
 
 /// Most threads per benchmark: each is an OS thread, and beyond this spawning them fails.
@@ -185,18 +184,12 @@ pub fn benchmarks(args: &Args) -> Result<Vec<Benchmark>, String> {
 
 /// The store flags' limits (shared in spirit with `shale ycsb`'s: `crate::store`).
 fn check_store_flags(args: &Args) -> Result<(), String> {
-    if let Some(v) = args.write_buffer_size {
-        in_range("write_buffer_size", v, WRITE_BUFFER_BYTES, "bytes of one memtable")?;
-    }
-    if let Some(v) = args.max_write_buffer_number {
-        in_range("max_write_buffer_number", v, WRITE_BUFFER_NUMBER, "")?;
-    }
-    if let Some(v) = args.target_file_size_base {
-        in_range("target_file_size_base", v, TARGET_FILE_BYTES, "")?;
-    }
-    if let Some(v) = args.max_bytes_for_level_base {
-        in_range("max_bytes_for_level_base", v, LEVEL_BASE_BYTES, "")?;
-    }
+    crate::store::check_store_sizes(&crate::store::StoreSizeFlags {
+        write_buffer_size: args.write_buffer_size,
+        max_write_buffer_number: args.max_write_buffer_number,
+        target_file_size_base: args.target_file_size_base,
+        max_bytes_for_level_base: args.max_bytes_for_level_base,
+    })?;
     if let Some(v) = args.max_bytes_for_level_multiplier {
         in_range("max_bytes_for_level_multiplier", v, LEVEL_MULTIPLIER, "")?;
     }

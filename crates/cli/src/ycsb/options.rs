@@ -6,8 +6,7 @@
 use shale_lsm::Options;
 
 use crate::store::{
-    BLOOM_BITS, ENTRY_BYTES_MAX, LEVEL_BASE_BYTES, TARGET_FILE_BYTES, WRITE_BUFFER_BYTES,
-    WRITE_BUFFER_NUMBER, check_batch, fit_volume, in_range, parse_compression,
+    BLOOM_BITS, ENTRY_BYTES_MAX, check_batch, fit_volume, in_range, parse_compression,
 };
 use crate::ycsb::Args;
 
@@ -37,18 +36,12 @@ pub fn check_limits(args: &Args) -> Result<(), String> {
         1..=shale_lsm::options::KEY_BYTES_MAX - 4,
         "digits of a key",
     )?;
-    if let Some(v) = args.write_buffer_size {
-        in_range("write_buffer_size", v, WRITE_BUFFER_BYTES, "bytes of one memtable")?;
-    }
-    if let Some(v) = args.max_write_buffer_number {
-        in_range("max_write_buffer_number", v, WRITE_BUFFER_NUMBER, "")?;
-    }
-    if let Some(v) = args.target_file_size_base {
-        in_range("target_file_size_base", v, TARGET_FILE_BYTES, "")?;
-    }
-    if let Some(v) = args.max_bytes_for_level_base {
-        in_range("max_bytes_for_level_base", v, LEVEL_BASE_BYTES, "")?;
-    }
+    crate::store::check_store_sizes(&crate::store::StoreSizeFlags {
+        write_buffer_size: args.write_buffer_size,
+        max_write_buffer_number: args.max_write_buffer_number,
+        target_file_size_base: args.target_file_size_base,
+        max_bytes_for_level_base: args.max_bytes_for_level_base,
+    })?;
     if let Some(v) = args.bloom_bits {
         in_range("bloom_bits", v, BLOOM_BITS, "bits per key")?;
     }

@@ -118,3 +118,16 @@ pub fn mkfifo(path: &Path) {
     // SAFETY: mkfifo reads the NUL-terminated path for the call.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
 }
+
+/// Pseudo-random bytes (xorshift; no store header could be among them), for foreign files.
+pub fn noise(len: usize) -> Vec<u8> {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}

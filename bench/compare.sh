@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# shale against RocksDB 7.8.3 (its own db_bench, and the library through the rocksdb crate)
-# and fjall, on this machine, in one session. Installs what is missing (Debian packages
-# rocksdb-tools, librocksdb-dev, libclang-dev), builds `shale` and the harness in release, runs
-# the suites and writes markdown tables, SVG charts, CSVs and every run's raw output to
+# shale against RocksDB and fjall, on this machine, in one session. The yardstick is db_bench
+# of RocksDB 11.8.1 built in release mode (NDEBUG, -O2) from the source the crate
+# librocksdb-sys 0.19.0+11.8.1 ships: bench/compare/build_rocksdb.sh builds it once and caches
+# it (DB_BENCH=path skips that). Debian's rocksdb-tools 7.8.3 is NOT used: it is built with
+# assertions on. The ycsb suite still links Debian's librocksdb 7.8.3 through the rocksdb crate
+# 0.19 (librocksdb-dev, libclang-dev), until the harness moves to the crate 0.25's bundled
+# release build; its report says so. Builds `shale` and the harness in release, runs the
+# suites and writes markdown tables, SVG charts, CSVs and every run's raw output to
 # bench/results/<UTC date>/ (or $OUT).
 #
 # Usage: bench/compare.sh [dbbench] [timeline] [ycsb]      (no argument: all three)
@@ -21,11 +25,20 @@ for s in "${suites[@]}"; do
   case $s in dbbench | timeline | ycsb) ;; *) echo "unknown suite $s (dbbench, timeline, ycsb)" >&2; exit 2 ;; esac
 done
 
-# Debian's RocksDB: db_bench for dbbench and timeline, the shared library and libclang (for
-# the rocksdb crate's bindgen) for ycsb. Linking the system library avoids building RocksDB's
-# C++ sources, which takes very long on a small machine.
+# The yardstick's db_bench (dbbench and timeline): built once, then cached.
+needs_db_bench=false
+for s in "${suites[@]}"; do
+  case $s in dbbench | timeline) needs_db_bench=true ;; esac
+done
+if $needs_db_bench; then
+  DB_BENCH=${DB_BENCH:-$(bench/compare/build_rocksdb.sh | tail -1)}
+  echo "yardstick: $("$DB_BENCH" --version 2>&1 | head -1) ($DB_BENCH, release build)"
+fi
+
+# The ycsb suite's RocksDB: Debian's shared library and libclang (for the rocksdb crate's
+# bindgen).
 missing=()
-for p in rocksdb-tools librocksdb-dev libclang-dev; do
+for p in librocksdb-dev libclang-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -47,11 +60,11 @@ mkdir -p "$OUT" "$WORK"
 for s in "${suites[@]}"; do
   case $s in
     dbbench)
-      "$HARNESS" dbbench --shale "$SHALE" --work-dir "$WORK" --out "$OUT" \
+      "$HARNESS" dbbench --shale "$SHALE" --db-bench "$DB_BENCH" --work-dir "$WORK" --out "$OUT" \
         --num "${NUM:-1000000}" --repeats "${REPEATS:-3}" \
         ${BENCHMARKS:+--benchmarks "$BENCHMARKS"} ;;
     timeline)
-      "$HARNESS" timeline --shale "$SHALE" --work-dir "$WORK" --out "$OUT" \
+      "$HARNESS" timeline --shale "$SHALE" --db-bench "$DB_BENCH" --work-dir "$WORK" --out "$OUT" \
         --seconds "${TIMELINE_SECONDS:-600}" --mode "${TIMELINE_MODE:-buffered}" ;;
     ycsb)
       "$HARNESS" ycsb --shale "$SHALE" --work-dir "$WORK" --out "$OUT" \

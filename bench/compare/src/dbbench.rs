@@ -1,5 +1,7 @@
-//! `shale-compare dbbench`: `shale bench` against RocksDB 7.8.3's own `db_bench`, with the
-//! same flags, alternating runs, in two RocksDB modes.
+//! `shale-compare dbbench`: `shale bench` against RocksDB's own `db_bench` (the yardstick:
+//! 11.8.1 built in release mode by `bench/compare/build_rocksdb.sh`), with the same flags,
+//! alternating runs, in two RocksDB modes. The report names db_bench's version from its own
+//! header.
 //!
 //! Stages:
 //! 1. Plan the processes: each *group* is one process per engine whose `--benchmarks` list
@@ -71,7 +73,8 @@ pub struct Args {
     /// The `shale` binary (built in release by bench/compare.sh).
     #[arg(long, default_value = "target/release/shale")]
     pub shale: PathBuf,
-    /// RocksDB's db_bench (Debian's rocksdb-tools).
+    /// RocksDB's db_bench: the release build of 11.8.1 that `bench/compare/build_rocksdb.sh`
+    /// prints (never Debian's rocksdb-tools 7.8.3, which has assertions on).
     #[arg(long, default_value = "db_bench")]
     pub db_bench: PathBuf,
     /// Where the stores live while running (emptied before each run, removed at the end).
@@ -183,12 +186,13 @@ pub fn common_flags(a: &Args, group: &Group, db: &Path) -> Vec<String> {
         format!("--value_size={}", a.value_size),
         "--compression_type=none".into(),
         "--bloom_bits=10".into(),
-        // shale sizes levels dynamically by default, RocksDB 7.8.3 statically: the same for both.
+        // Both size levels dynamically by default (RocksDB since 8.4): said explicitly, so an
+        // older db_bench given by --db-bench runs alike.
         "--level_compaction_dynamic_level_bytes=true".into(),
         format!("--write_buffer_size={}", a.write_buffer_size),
         format!("--cache_size={}", a.cache_size),
-        // Each engine caches the blocks of the SSTs it writes: RocksDB 7.8.3 can for flushes
-        // only, shale for flushes and compactions (its default).
+        // Each engine caches the blocks of the SSTs it writes: RocksDB for flushes only, shale
+        // for flushes and compactions (its default).
         "--prepopulate_block_cache=1".into(),
         format!("--seed={}", a.seed),
         "--histogram=1".into(),
@@ -211,9 +215,10 @@ pub fn command_line(a: &Args, engine: Engine, group: &Group, db: &Path) -> (Path
         }
         Engine::RocksBuffered | Engine::RocksDirect => {
             if group.name == "fillsync" {
-                // db_bench 7.8.3 divides --num by 1000 for fillsync's keys but then writes
-                // --writes entries per thread, which defaults to --num: pass it, so that both
-                // tools write --num/1000 entries per thread as db_bench's help says.
+                // db_bench (7.8.3 and 11.8.1 alike) divides --num by 1000 for fillsync's keys
+                // but then writes --writes entries per thread, which defaults to --num: pass
+                // it, so that both tools write --num/1000 entries per thread as db_bench's help
+                // says.
                 flags.push(format!("--writes={}", fillsync_writes(a.num)));
             }
             if engine == Engine::RocksDirect {
@@ -779,7 +784,7 @@ impl Report<'_> {
             "\nshale / peer is the ratio of medians; a target is met when the ratio reaches it. P99 is \
              the median over runs of each run's 99th percentile from `--histogram` (microseconds per \
              operation). fillsync runs on {FILLSYNC_THREADS} threads, each writing --num/1000 entries with sync (db_bench also gets `--writes=` that number: \
-             without it db_bench 7.8.3 writes --num entries per thread to --num/1000 keys).\n"
+             without it db_bench writes --num entries per thread to --num/1000 keys).\n"
         );
         let _ =
             writeln!(s, "## Write amplification, bytes on disk, memory (medians per process)\n");
@@ -925,7 +930,7 @@ impl Report<'_> {
     }
 }
 
-/// `7.8.3` from db_bench's stderr header, or "unknown".
+/// The version (`11.8.1`) from db_bench's stderr header, or "unknown".
 fn rocksdb_version(runs: &[Run]) -> String {
     runs.iter()
         .filter(|r| r.engine != Engine::Shale)

@@ -45,7 +45,7 @@ pub struct Args {
     /// The `shale` binary.
     #[arg(long, default_value = "target/release/shale")]
     pub shale: PathBuf,
-    /// RocksDB's db_bench.
+    /// RocksDB's db_bench: the release build of 11.8.1 from `bench/compare/build_rocksdb.sh`.
     #[arg(long, default_value = "db_bench")]
     pub db_bench: PathBuf,
     /// Where the stores live while running.
@@ -70,7 +70,8 @@ pub fn command_line(a: &Args, engine: Engine, db: &std::path::Path) -> (PathBuf,
         format!("--value_size={}", a.value_size),
         "--compression_type=none".into(),
         "--bloom_bits=10".into(),
-        // shale sizes levels dynamically by default, RocksDB 7.8.3 statically: the same for both.
+        // Both size levels dynamically by default (RocksDB since 8.4): said explicitly, so an
+        // older db_bench given by --db-bench runs alike.
         "--level_compaction_dynamic_level_bytes=true".into(),
         format!("--write_buffer_size={}", a.write_buffer_size),
         format!("--cache_size={}", a.cache_size),

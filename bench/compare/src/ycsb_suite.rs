@@ -602,7 +602,7 @@ impl Report<'_> {
         let _ = writeln!(s, "{}", machine::describe());
         let _ = writeln!(
             s,
-            "- shale: {}; RocksDB 7.8.3 (Debian's librocksdb, `rocksdb` crate 0.19, {}); fjall 3.\n\
+            "- shale: {}; RocksDB 7.8.3 (Debian's librocksdb, built with assertions on: not yet the release yardstick; `rocksdb` crate 0.19, {}); fjall 3.\n\
              - {} records of 10 x 100-byte fields, {} operations per workload, {} client threads, \
              {} MiB block cache and {} MiB memtable for every engine, no compression, bloom 10 \
              bits, WAL on and not synced; medians of {} runs per engine, alternating {}.\n",

@@ -165,14 +165,25 @@ fn read_header(volume: &Path) -> Result<Header> {
 
 /// Stage 4's second half: the WAL tail, if it is there and is one.
 fn remove_tail(tail: &Path) -> Result<()> {
-    let mut magic = [0u8; 8];
-    match File::open(tail).and_then(|mut f| f.read_exact(&mut magic)) {
+    let file = match std::fs::OpenOptions::new().read(true).write(true).open(tail) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_error(tail, "opening the WAL tail", e)),
+        Ok(f) => f,
+    };
+    // A store holding the tail is a copy of this volume (same id, same tail name) that is
+    // open elsewhere: the tail is that store's now, and stays (`wal/tail.rs`).
+    if crate::db::store_lock::lock(&file, crate::db::store_lock::Mode::Exclusive).is_err() {
+        log::info!("{} is held by another store (a copy of this volume): left", tail.display());
+        return Ok(());
+    }
+    let mut magic = [0u8; 8];
+    match (&file).read_exact(&mut magic) {
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
         Err(e) => return Err(io_error(tail, "reading the WAL tail", e)),
         Ok(()) if &magic != TAIL_MAGIC => return Ok(()),
         Ok(()) => {}
     }
+    // Removed while its lock is held, so no store can be mapping it meanwhile.
     match std::fs::remove_file(tail) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(io_error(tail, "removing the WAL tail", e))

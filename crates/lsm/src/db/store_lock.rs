@@ -55,7 +55,7 @@ impl Drop for StoreLock {
 
 /// What an open needs from the other handles of a store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
+pub(crate) enum Mode {
     /// A read-write open: no other handle at all.
     Exclusive,
     /// A read-only open: no read-write handle.
@@ -168,8 +168,8 @@ fn describe(path: &Path, target: &PathBuf) -> String {
     }
 }
 
-/// Takes an OFD lock on the whole file without waiting.
-fn lock(file: &File, mode: Mode) -> std::io::Result<()> {
+/// Takes an OFD lock on the whole file without waiting (also the WAL tail's lock, `wal/tail.rs`).
+pub(crate) fn lock(file: &File, mode: Mode) -> std::io::Result<()> {
     // SAFETY: an all-zero `flock` is a valid value of the plain C struct; the fields that
     // matter are set below (l_start = l_len = 0: the whole file; l_pid must be 0 for OFD locks).
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };

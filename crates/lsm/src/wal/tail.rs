@@ -31,6 +31,17 @@
 //! A record's bytes are stored before `end` moves past it, by the same thread, so a process
 //! killed at any instruction leaves `[start, end)` holding complete records only. `start` and
 //! `end` are aligned 8-byte stores, never torn.
+//!
+//! The tail file is named after the volume id, so two copies of one volume (a `cp` of a store)
+//! name the same tail. A read-write store holds an exclusive OFD lock on its tail file while
+//! it has it mapped (the store lock's kind, `db/store_lock.rs`), and removes it only while
+//! holding that lock; a second store finding it locked is refused (`Error::InUse`: it could
+//! neither replay the records nor share the file), so a copy opened beside its original needs
+//! a tail of its own (`WalTail::Dir`) or none (`WalTail::Off`). A file at the tail's name that
+//! is not this volume's tail (no magic, or another volume id) is never resized or formatted:
+//! the open is refused and the file is left as it was. A read-only open takes the tail's
+//! lock shared, and skips a tail a writer holds (that writer is a copy's: this volume's own
+//! writer would hold the store lock).
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
@@ -38,6 +49,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::db::store_lock::{Mode, lock};
 use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"SHALTAIL";
@@ -95,7 +107,9 @@ trait Region: Send {
     fn len(&self) -> usize;
 }
 
-struct Mapped(memmap2::MmapMut);
+/// A tail file mapped for writing, with the file kept open: its OFD lock lives as long as
+/// the descriptor.
+struct Mapped(memmap2::MmapMut, #[allow(dead_code)] std::fs::File);
 
 impl Region for Mapped {
     fn write(&mut self, offset: usize, bytes: &[u8]) {
@@ -168,12 +182,15 @@ impl TailLog {
             }
             WalTail::Dir(dir) => {
                 let path = tail_path(dir, volume_id);
-                (Box::new(map_file(&path)?), Some(path))
+                (Box::new(map_file(&path, volume_id)?), Some(path))
             }
             WalTail::Shm => {
                 let path = tail_path(Path::new("/dev/shm"), volume_id);
-                match map_file(&path) {
+                match map_file(&path, volume_id) {
                     Ok(m) => (Box::new(m), Some(path)),
+                    // Held by another store, or not a tail of this volume: running without a
+                    // tail would skip records this store may need replayed; refuse instead.
+                    Err(e @ (Error::InUse(_) | Error::InvalidArgument(_))) => return Err(e),
                     Err(e) => {
                         log::warn!(
                             "WAL tail unusable at {} ({e}): writes without sync will each wait \
@@ -362,7 +379,7 @@ impl TailLog {
     }
 }
 
-fn map_file(path: &Path) -> Result<Mapped> {
+fn map_file(path: &Path, volume_id: &[u8; 16]) -> Result<Mapped> {
     use shale_io::PathOp;
     let failed = |op| move |e| Error::from(shale_io::Error::at_path(op, path, e));
     let file = OpenOptions::new()
@@ -372,17 +389,55 @@ fn map_file(path: &Path) -> Result<Mapped> {
         .truncate(false)
         .open(path)
         .map_err(failed(PathOp::Open))?;
+    lock_tail(&file, path, Mode::Exclusive)?;
     let want = HEADER_BYTES + u64::from(DEFAULT_RING_BYTES);
     let len = file.metadata().map_err(failed(PathOp::Stat))?.len();
+    if len > 0 {
+        check_ours(&file, path, volume_id)?;
+    }
     if !usable_len(len) {
-        // New (or unusable): size it; `load` formats it.
+        // New (or ours but of a size no tail has: damaged; its records cannot be read back
+        // anyway): size it; `load` formats it.
+        if len > 0 {
+            log::warn!(
+                "WAL tail {} has an unusable size of {len} bytes: made anew",
+                path.display()
+            );
+        }
         file.set_len(0).map_err(failed(PathOp::Allocate { bytes: want }))?;
         file.set_len(want).map_err(failed(PathOp::Allocate { bytes: want }))?;
     }
-    // SAFETY: the file is private to this store (named after its volume id, which only one
-    // open store uses at a time), so no one else resizes or writes it while it is mapped.
+    // SAFETY: the file is this store's alone while it holds the tail's exclusive lock (taken
+    // above, kept with the mapping): no one else resizes or writes it while it is mapped.
     let map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(failed(PathOp::Map))?;
-    Ok(Mapped(map))
+    Ok(Mapped(map, file))
+}
+
+/// Takes the tail's lock, or says who holds it.
+fn lock_tail(file: &std::fs::File, path: &Path, mode: Mode) -> Result<()> {
+    lock(file, mode).map_err(|e| match e.raw_os_error() {
+        Some(libc::EAGAIN | libc::EACCES) => Error::InUse(format!(
+            "WAL tail {} is held by another store (a copy of this volume, opened elsewhere)",
+            path.display()
+        )),
+        _ => Error::from(shale_io::Error::at_path(shale_io::PathOp::Lock, path, e)),
+    })
+}
+
+/// Refuses a non-empty file at the tail's name that does not begin as this volume's tail:
+/// it is left exactly as it was.
+fn check_ours(file: &std::fs::File, path: &Path, volume_id: &[u8; 16]) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; 32];
+    let read = file.read_exact_at(&mut head, 0);
+    if read.is_err() || &head[..8] != MAGIC || head[16..32] != volume_id[..] {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not this store's WAL tail (no tail magic or another volume's id); it was \
+             left untouched: move it away, or choose another WalTail",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Whether a tail file of `len` bytes can hold a tail at all.
@@ -391,7 +446,7 @@ fn usable_len(len: u64) -> bool {
 }
 
 /// A tail file mapped for reading only (a read-only open of the store).
-struct MappedReadOnly(memmap2::Mmap);
+struct MappedReadOnly(memmap2::Mmap, #[allow(dead_code)] std::fs::File);
 
 impl Region for MappedReadOnly {
     fn write(&mut self, _offset: usize, _bytes: &[u8]) {
@@ -418,10 +473,16 @@ fn map_file_read_only(path: &Path) -> Result<Option<MappedReadOnly>> {
     if !usable_len(file.metadata().map_err(failed(PathOp::Stat))?.len()) {
         return Ok(None);
     }
-    // SAFETY: as in `map_file`; the writer that may change the file holds the store's lock
-    // exclusively, so it is not running while a read-only handle holds it shared.
+    // A writer holding the tail while this handle holds the store shared is another copy's
+    // writer (this volume's own writer would hold the store lock): its records are not ours.
+    if let Err(e) = lock_tail(&file, path, Mode::Shared) {
+        log::warn!("{e}: its records are not replayed");
+        return Ok(None);
+    }
+    // SAFETY: as in `map_file`; the tail's shared lock, held with the mapping, keeps any
+    // writer from mapping it for writing meanwhile.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(failed(PathOp::Map))?;
-    Ok(Some(MappedReadOnly(map)))
+    Ok(Some(MappedReadOnly(map, file)))
 }
 
 #[cfg(test)]
@@ -465,6 +526,10 @@ mod tests {
         let a = t.append(b"first");
         t.append(b"second");
         t.trim_to(a);
+        // The writer is gone (a crash): a read-only open of the store reads what it left. (A
+        // read beside this volume's own writer cannot happen: the store lock keeps them
+        // apart; beside a copy's writer the tail is skipped, see the test below.)
+        drop(t);
         let file = tail_path(dir.path(), &ID);
         let before = std::fs::read(&file).unwrap();
         assert_eq!(TailLog::read_records(&spec, &ID).unwrap(), vec![b"second".to_vec()]);
@@ -534,5 +599,49 @@ mod tests {
         assert!(path.exists());
         t.remove_file();
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_tail_held_by_another_store_was_shared_by_copies_of_a_volume() {
+        // Two copies of a volume have one id, so they name one tail: the first to open holds
+        // it, and the second is refused instead of writing into (or, on close, removing) the
+        // first one's records.
+        let dir = tempfile::tempdir().unwrap();
+        let spec = WalTail::Dir(dir.path().to_path_buf());
+        let (mut first, _) = open(&spec);
+        first.append(b"the first copy's record");
+        match TailLog::open(&spec, &ID) {
+            Err(Error::InUse(msg)) => assert!(msg.contains("another store"), "{msg}"),
+            other => panic!("a held tail was opened again: {:?}", other.map(|_| ())),
+        }
+        // A read-only open skips the held tail, and changes nothing.
+        assert!(TailLog::read_records(&spec, &ID).unwrap().is_empty());
+        drop(first);
+        let (_, got) = open(&spec);
+        assert_eq!(got, vec![b"the first copy's record".to_vec()]);
+    }
+
+    #[test]
+    fn a_foreign_file_at_the_tail_name_was_truncated_and_formatted() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = WalTail::Dir(dir.path().to_path_buf());
+        let path = tail_path(dir.path(), &ID);
+        for foreign in [b"somebody's notes\n".to_vec(), vec![0u8; 4096], {
+            // A tail of another volume, at this volume's name.
+            let mut h = vec![0u8; HEADER_BYTES as usize + 64];
+            h[..8].copy_from_slice(MAGIC);
+            h[16..32].copy_from_slice(b"fedcba9876543210");
+            h
+        }] {
+            std::fs::write(&path, &foreign).unwrap();
+            match TailLog::open(&spec, &ID) {
+                Err(Error::InvalidArgument(msg)) => assert!(msg.contains("untouched"), "{msg}"),
+                other => panic!("a foreign file was taken as the tail: {:?}", other.map(|_| ())),
+            }
+            assert_eq!(std::fs::read(&path).unwrap(), foreign, "the foreign file changed");
+        }
+        // An empty file is no one's: it is made into the tail.
+        std::fs::write(&path, b"").unwrap();
+        open(&spec).0.remove_file();
     }
 }

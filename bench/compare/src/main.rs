@@ -8,6 +8,7 @@ mod dbbench;
 mod engines;
 mod machine;
 mod parse;
+mod scratch;
 mod summary;
 mod svg;
 mod table;

@@ -169,16 +169,13 @@ pub fn run(a: &Args) -> Result<(), Error> {
 /// Runs one engine's fillrandom, its output going to `raw`.stdout/.stderr.
 fn run_engine(a: &Args, engine: Engine, raw: &std::path::Path) -> Result<child::Finished, Error> {
     let db = a.work_dir.join(format!("timeline-{}", engine.name()));
-    if db.exists() {
-        std::fs::remove_dir_all(&db)?;
-    }
-    std::fs::create_dir_all(&db)?;
+    crate::scratch::fresh(&db)?;
     let (bin, flags) = command_line(a, engine, &db);
     eprintln!("shale-compare: timeline {}: {} {}", engine.name(), bin.display(), flags.join(" "));
     let mut cmd = Command::new(&bin);
     cmd.args(&flags);
     let f = child::run(cmd, raw)?;
-    std::fs::remove_dir_all(&db)?;
+    crate::scratch::remove(&db)?;
     if f.exit_code != Some(0) {
         return Err(format!("{} exited with {:?}", bin.display(), f.exit_code).into());
     }

@@ -157,8 +157,7 @@ pub fn run_engine(a: &EngineArgs) -> Result<(), Error> {
                     // cancelled_write_bytes), which would hide the first load's writes of a
                     // buffered engine and not those of shale's direct ones.
                     child::fsync_tree(&a.dir)?;
-                    std::fs::remove_dir_all(&a.dir)?;
-                    std::fs::create_dir_all(&a.dir)?;
+                    crate::scratch::fresh(&a.dir)?;
                     engine = Some(engines::open(&a.engine, &a.dir, &settings)?);
                 }
                 let e = engine.as_deref().expect("the engine is open");
@@ -306,10 +305,7 @@ pub fn run(a: &Args) -> Result<(), Error> {
     for repeat in 1..=a.repeats {
         for engine in &engines {
             let dir = a.work_dir.join(format!("ycsb-{engine}"));
-            if dir.exists() {
-                std::fs::remove_dir_all(&dir)?;
-            }
-            std::fs::create_dir_all(&dir)?;
+            crate::scratch::fresh(&dir)?;
             let mut cmd = Command::new(&exe);
             cmd.args(engine_flags(a, engine, &dir));
             let load_before = crate::dbbench::load_average();
@@ -326,7 +322,7 @@ pub fn run(a: &Args) -> Result<(), Error> {
                 failures.push(why);
             }
             let disk_bytes = store_bytes(engine, &a.shale, &dir).ok();
-            std::fs::remove_dir_all(&dir)?;
+            crate::scratch::remove(&dir)?;
             runs.push(Run {
                 repeat,
                 engine: engine.clone(),

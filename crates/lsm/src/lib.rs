@@ -56,5 +56,5 @@ pub use db::{Db, Snapshot};
 pub use db_iter::DbIterator;
 pub use destroy::destroy;
 pub use error::{Error, Result};
-pub use options::{MemoryTail, Options, ReadOptions, WalTail, WriteOptions};
+pub use options::{CompactionPri, MemoryTail, Options, ReadOptions, WalTail, WriteOptions};
 pub use stats::{Stall, StallTotal, Stalls, Stats};

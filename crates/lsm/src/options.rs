@@ -84,6 +84,8 @@ pub struct Options {
     /// rounded down to whole slots: an output is cut before the entry that would make it spill
     /// into one more slot. Changeable while running (`Db::set_target_file_size`).
     pub target_file_size_base: u64,
+    /// Which SST of a level (below L0) a compaction takes: RocksDB's `compaction_pri`.
+    pub compaction_pri: CompactionPri,
     /// LDS's odd-chunk rule: the last, part-filled output of a compaction from Ln (n >= 1)
     /// into Ln+1 stays in Ln when it overlaps nothing there, and is merged into a later
     /// compaction, so part-filled SSTs do not pile up in the levels (at most one per level).
@@ -138,6 +140,7 @@ impl Default for Options {
             max_bytes_for_level_multiplier: 10,
             dynamic_level_bytes: true,
             target_file_size_base: 64 << 20,
+            compaction_pri: CompactionPri::default(),
             odd_chunk_rule: true,
             max_background_jobs: 2,
             soft_pending_compaction_bytes_limit: 64 << 30,
@@ -332,6 +335,18 @@ fn note(e: Error, why: &str) -> Error {
         Error::InvalidArgument(s) => Error::InvalidArgument(format!("{s} ({why})")),
         other => other,
     }
+}
+
+/// Which SST of a level a compaction takes (RocksDB's `compaction_pri`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CompactionPri {
+    /// The SST that overlaps the fewest bytes of the next level per byte of its own
+    /// (RocksDB's `kMinOverlappingRatio`, its default): each compaction rewrites the least
+    /// below for what it moves down, so write amplification is lowest.
+    #[default]
+    MinOverlappingRatio,
+    /// The SSTs in key order, one after the other (RocksDB's `kRoundRobin`).
+    RoundRobin,
 }
 
 /// Options of one write.

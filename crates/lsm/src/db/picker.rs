@@ -8,10 +8,14 @@
 //!    highest first.
 //! 2. L0 compacts into the base level, all its SSTs at once, and only one such compaction runs
 //!    at a time (L0's SSTs overlap each other, so two could not split them by key).
-//! 3. Ln (n >= 1) gives one SST, the first after the level's compact pointer (round robin in
-//!    key order), with the level's odd chunk attached when it is that SST's neighbour (LDS:
-//!    the odd chunk "is attached to its next adjacent chunk that will participate in the next
-//!    compaction of Ln"), and takes every SST of Ln+1 that overlaps them.
+//! 3. Ln (n >= 1) gives one SST, with the level's odd chunk attached when it is that SST's
+//!    neighbour (LDS: the odd chunk "is attached to its next adjacent chunk that will
+//!    participate in the next compaction of Ln"), and takes every SST of Ln+1 that overlaps
+//!    them. Which SST: by default the one whose overlap in Ln+1 is smallest for its size
+//!    (RocksDB's `kMinOverlappingRatio`, its default: it rewrites the fewest bytes below per
+//!    byte moved down); with [`CompactionPri::RoundRobin`], the first after the level's
+//!    compact pointer, in key order. Either way the next candidate is tried when one cannot
+//!    run beside the running compactions.
 //! 4. A candidate is passed over when one of its SSTs is already being compacted, or when its
 //!    key range (inputs and overlap together) meets the range of a running compaction into the
 //!    same output level: the outputs of concurrent compactions into one level never overlap,
@@ -30,7 +34,7 @@ use std::sync::Arc;
 
 use crate::key;
 use crate::level_targets::LevelTargets;
-use crate::options::Options;
+use crate::options::{CompactionPri, Options};
 use crate::version::{LEVELS, SstHandle};
 use crate::version_edit::SstMeta;
 
@@ -210,29 +214,37 @@ impl CompactionState {
             if level == 0 {
                 self.plan(levels, 0, targets.base_level, (0..l0).collect(), false)
             } else {
-                self.pick_from_level(levels, level, opts.odd_chunk_rule)
+                self.pick_from_level(levels, level, opts)
             }
         })
     }
 
-    /// One SST of `level` in round-robin order (with the odd chunk when it is a neighbour)
-    /// that can be compacted beside the running compactions.
+    /// One SST of `level` (with the odd chunk when it is a neighbour) that can be compacted
+    /// beside the running compactions, tried in the order of `opts.compaction_pri`.
     fn pick_from_level<T: Sst>(
         &self,
         levels: &[Vec<T>],
         level: usize,
-        odd_chunk_rule: bool,
+        opts: &Options,
     ) -> Option<Plan> {
         let files = &levels[level];
-        let pointer = self.pointer[level].as_slice();
-        let start =
-            files.iter().position(|f| key::user_key(&f.meta().smallest) > pointer).unwrap_or(0);
-        (0..files.len()).map(|k| (start + k) % files.len()).find_map(|i| {
+        let order = match opts.compaction_pri {
+            CompactionPri::MinOverlappingRatio => by_overlap_ratio(files, &levels[level + 1]),
+            CompactionPri::RoundRobin => {
+                let pointer = self.pointer[level].as_slice();
+                let start = files
+                    .iter()
+                    .position(|f| key::user_key(&f.meta().smallest) > pointer)
+                    .unwrap_or(0);
+                (0..files.len()).map(|k| (start + k) % files.len()).collect()
+            }
+        };
+        order.into_iter().find_map(|i| {
             if self.is_busy(files[i].meta().id) {
                 return None;
             }
             let mut inputs = vec![i];
-            if let Some(odd) = self.odd_chunk[level].filter(|_| odd_chunk_rule) {
+            if let Some(odd) = self.odd_chunk[level].filter(|_| opts.odd_chunk_rule) {
                 let neighbours = [i.checked_sub(1), Some(i + 1)];
                 for j in neighbours.into_iter().flatten().filter(|&j| j < files.len()) {
                     if files[j].meta().id == odd && !self.is_busy(odd) {
@@ -356,6 +368,35 @@ impl CompactionState {
         self.odd_chunk[level] = Some(sst);
         self.odd_chunks_kept += 1;
     }
+}
+
+/// Indexes of `files` (one level, sorted by key, disjoint) ordered by the bytes of `below`
+/// (the next level, also sorted and disjoint) that each overlaps, per byte of its own:
+/// smallest first, ties in key order. One pass over both levels: both are sorted, and each SST
+/// of `below` overlaps a run of consecutive SSTs of `files`.
+fn by_overlap_ratio<T: Sst>(files: &[T], below: &[T]) -> Vec<usize> {
+    let mut overlap = vec![0u64; files.len()];
+    let mut first = 0;
+    let user = key::user_key;
+    for b in below.iter().map(Sst::meta) {
+        // SSTs wholly before `b` overlap nothing from here on.
+        while first < files.len() && user(&files[first].meta().largest) < user(&b.smallest) {
+            first += 1;
+        }
+        let mut i = first;
+        while i < files.len() && user(&files[i].meta().smallest) <= user(&b.largest) {
+            overlap[i] += b.bytes;
+            i += 1;
+        }
+    }
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    // Compare overlap_a / size_a with overlap_b / size_b without division: cross-multiply in
+    // u128 (sizes are at least one slot, so never zero).
+    order.sort_by(|&a, &b| {
+        let (sa, sb) = (files[a].meta().bytes.max(1), files[b].meta().bytes.max(1));
+        (u128::from(overlap[a]) * u128::from(sb)).cmp(&(u128::from(overlap[b]) * u128::from(sa)))
+    });
+    order
 }
 
 #[cfg(test)]
@@ -482,6 +523,34 @@ mod tests {
     }
 
     #[test]
+    fn the_sst_with_the_least_overlap_below_per_byte_goes_first() {
+        let o = Options { max_bytes_for_level_base: 1 << 20, ..opts() };
+        let mut levels = vec![Vec::new(); LEVELS];
+        // a-c (2 MiB) overlaps 8 MiB below, d-f (1 MiB) 5 MiB, g-k (4 MiB) 3 MiB: ratios
+        // 4, 5 and 0.75.
+        levels[1] = vec![sst(1, "a", "c", 2), sst(2, "d", "f", 1), sst(3, "g", "k", 4)];
+        levels[2] = vec![
+            sst(11, "a", "b", 4),
+            sst(12, "c", "d", 4),
+            sst(13, "e", "g", 1),
+            sst(14, "h", "z", 2),
+        ];
+        assert_eq!(by_overlap_ratio(&levels[1], &levels[2]), vec![2, 0, 1]);
+        let t = targets(&levels, &o);
+        let mut book = CompactionState::default();
+        let p = book.pick(&levels, &o, &t, false).unwrap();
+        assert_eq!((ids(&levels, 1, &p.inputs), ids(&levels, 2, &p.next)), (vec![3], vec![13, 14]));
+        // While it runs (e..z of L2), the next best that stays clear of it: a-c.
+        book.start(&levels, &p);
+        let p = book.pick(&levels, &o, &t, false).unwrap();
+        assert_eq!((ids(&levels, 1, &p.inputs), ids(&levels, 2, &p.next)), (vec![1], vec![11, 12]));
+        // In key order instead, a-c first.
+        let rr = Options { compaction_pri: CompactionPri::RoundRobin, ..o.clone() };
+        let p = CompactionState::default().pick(&levels, &rr, &t, false).unwrap();
+        assert_eq!(ids(&levels, 1, &p.inputs), vec![1]);
+    }
+
+    #[test]
     fn dynamic_sizing_sends_l0_to_the_base_level() {
         let o = Options { dynamic_level_bytes: true, ..opts() };
         let mut levels = vec![Vec::new(); LEVELS];
@@ -498,7 +567,8 @@ mod tests {
 
     #[test]
     fn the_odd_chunk_travels_with_its_neighbour() {
-        let o = opts();
+        // In key order, so the neighbour is picked first.
+        let o = Options { compaction_pri: CompactionPri::RoundRobin, ..opts() };
         let mut levels = vec![Vec::new(); LEVELS];
         levels[1] = vec![sst(1, "a", "c", 2), sst(2, "d", "e", 1), sst(3, "f", "h", 2)];
         levels[2] = vec![sst(9, "a", "b", 2)];

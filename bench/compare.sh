@@ -12,6 +12,8 @@
 # Usage: bench/compare.sh [dbbench] [timeline] [ycsb]      (no argument: all three)
 # Sizes (environment):
 #   NUM=1000000 REPEATS=3 BENCHMARKS=fillseq,...   dbbench (see shale-compare dbbench --help)
+#   MEMORY_LIMIT=BYTES                              dbbench: each process in a memory cgroup of
+#                                                   that size, page cache included (0: unbounded)
 #   TIMELINE_SECONDS=600 TIMELINE_MODE=buffered     timeline
 #   YCSB_RECORDS=1000000 YCSB_OPS=1000000 YCSB_THREADS=2 YCSB_REPEATS=3   ycsb
 #   OUT=bench/results/<date>                        where the files go
@@ -62,6 +64,7 @@ for s in "${suites[@]}"; do
     dbbench)
       "$HARNESS" dbbench --shale "$SHALE" --db-bench "$DB_BENCH" --work-dir "$WORK" --out "$OUT" \
         --num "${NUM:-1000000}" --repeats "${REPEATS:-3}" \
+        --memory-limit "${MEMORY_LIMIT:-0}" \
         ${BENCHMARKS:+--benchmarks "$BENCHMARKS"} ;;
     timeline)
       "$HARNESS" timeline --shale "$SHALE" --db-bench "$DB_BENCH" --work-dir "$WORK" --out "$OUT" \

@@ -20,6 +20,9 @@ pub struct Finished {
     pub stderr: String,
     /// Peak resident set size, in bytes.
     pub peak_rss_bytes: u64,
+    /// Peak memory of its memory cgroup: RSS and the page cache it caused, in bytes
+    /// (`cgroup.rs`); `None` where it ran without a group.
+    pub peak_memory_bytes: Option<u64>,
     /// Bytes it sent toward storage (`write_bytes - cancelled_write_bytes` of /proc/PID/io:
     /// page-cache pages it dirtied that were not discarded before writeback, plus direct
     /// writes), or `None` where the kernel does not account I/O per task.
@@ -28,11 +31,35 @@ pub struct Finished {
     pub wall: Duration,
 }
 
-/// Runs `cmd` to completion, writing its output to `log_prefix.stdout` and `.stderr`.
+/// Runs `cmd` to completion, writing its output to `log_prefix.stdout` and `.stderr`, in a
+/// memory cgroup of its own where one can be made (unbounded).
 ///
 /// # Errors
 /// Spawning or waiting failed, or the output files could not be written or read.
-pub fn run(mut cmd: Command, log_prefix: &Path) -> io::Result<Finished> {
+pub fn run(cmd: Command, log_prefix: &Path) -> io::Result<Finished> {
+    run_limited(cmd, log_prefix, None)
+}
+
+/// As [`run`], in a memory cgroup bounded to `memory_limit_bytes` (RSS and page cache
+/// together) when given.
+///
+/// # Errors
+/// As [`run`]; a limit asked for where no memory cgroup can be made.
+pub fn run_limited(
+    mut cmd: Command,
+    log_prefix: &Path,
+    memory_limit_bytes: Option<u64>,
+) -> io::Result<Finished> {
+    let group = crate::cgroup::MemoryGroup::create(memory_limit_bytes);
+    match &group {
+        Some(g) => g.attach(&mut cmd)?,
+        None if memory_limit_bytes.is_some() => {
+            return Err(io::Error::other(
+                "a memory limit needs the cgroup v1 memory controller, writable (root)",
+            ));
+        }
+        None => {}
+    }
     let out_path = with_suffix(log_prefix, "stdout");
     let err_path = with_suffix(log_prefix, "stderr");
     cmd.stdout(File::create(&out_path)?).stderr(File::create(&err_path)?);
@@ -79,6 +106,7 @@ pub fn run(mut cmd: Command, log_prefix: &Path) -> io::Result<Finished> {
         stderr: std::fs::read_to_string(&err_path)?,
         // ru_maxrss is in kilobytes on Linux.
         peak_rss_bytes: usage.ru_maxrss.max(0) as u64 * 1024,
+        peak_memory_bytes: group.as_ref().and_then(|g| g.peak_bytes()),
         storage_write_bytes,
         wall: started.elapsed(),
     })

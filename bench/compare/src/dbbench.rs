@@ -83,6 +83,12 @@ pub struct Args {
     /// Where the tables, charts, CSVs and raw outputs go.
     #[arg(long)]
     pub out: PathBuf,
+    /// Run each process in a memory cgroup bounded to this many bytes, RSS and page cache
+    /// together (cgroup v1, root): the regime where the data outgrows the memory the process
+    /// may use. 0: unbounded (every process still runs in a group of its own, so its peak
+    /// memory with page cache is reported).
+    #[arg(long, default_value_t = 0)]
+    pub memory_limit: u64,
     /// Run nothing: write the tables and chart again from the raw outputs and
     /// dbbench-process.csv of a finished run in --out (with the same flags).
     #[arg(long)]
@@ -361,7 +367,7 @@ fn run_one(a: &Args, engine: Engine, group: &Group, repeat: usize) -> Result<Run
         bin.display(),
         flags.join(" ")
     );
-    let process = child::run(cmd, &log)?;
+    let process = child::run_limited(cmd, &log, (a.memory_limit > 0).then_some(a.memory_limit))?;
     if process.exit_code != Some(0) {
         return Err(format!(
             "{} exited with {:?}; its output is in {}.stdout/.stderr",
@@ -554,6 +560,8 @@ fn replot(a: &Args, plan: &[Group]) -> Result<(Vec<Run>, String), Error> {
             stdout: std::fs::read_to_string(raw.with_extension("stdout"))?,
             stderr: std::fs::read_to_string(raw.with_extension("stderr"))?,
             peak_rss_bytes: f[c_rss].parse()?,
+            // A CSV written before the column existed has none.
+            peak_memory_bytes: col("peak_memory_bytes").ok().and_then(|c| f.get(c)?.parse().ok()),
             storage_write_bytes: f[c_io].parse().ok(),
             wall: std::time::Duration::from_secs_f64(f[c_wall].parse()?),
         };
@@ -697,7 +705,7 @@ impl Report<'_> {
         let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut t = Table::new(&refs);
         type Figure = (&'static str, fn(&Run) -> Option<f64>, fn(Option<f64>) -> String, bool);
-        let figures: [Figure; 5] = [
+        let figures: [Figure; 6] = [
             ("write amplification", |r| r.write_amp(), |v| table::fixed(v, 2), true),
             ("bytes on disk (a)", |r| r.disk_bytes.map(|b| b as f64), table::mib, true),
             ("SST bytes (b)", |r| r.sst_bytes.map(|b| b as f64), table::mib, false),
@@ -708,6 +716,12 @@ impl Report<'_> {
                 false,
             ),
             ("peak RSS", |r| Some(r.process.peak_rss_bytes as f64), table::mib, false),
+            (
+                "peak memory, RSS + page cache (d)",
+                |r| r.process.peak_memory_bytes.map(|b| b as f64),
+                table::mib,
+                true,
+            ),
         ];
         for g in self.groups {
             for (name, get, fmt, has_target) in &figures {
@@ -801,7 +815,11 @@ impl Report<'_> {
              (b) RocksDB: the `*.sst` files; shale: the live SST slots.\n\
              (c) `write_bytes - cancelled_write_bytes` of the process in /proc/PID/io: what the kernel \
              sent (or will send) to storage on its behalf, by one meter for both engines; buffered \
-             writes count when dirtied.\n"
+             writes count when dirtied.\n\
+             (d) `memory.max_usage_in_bytes` of the memory cgroup (v1) each process runs in: its RSS \
+             and the page cache it caused, by one meter for both engines (RocksDB's reads go through \
+             the page cache, which RSS does not show); empty where no cgroup could be made. With \
+             `--memory-limit` the group also bounds both.\n"
         );
         if !self.failures.is_empty() {
             let _ = writeln!(s, "## FAILED processes (their figures are missing above)\n");
@@ -874,13 +892,13 @@ impl Report<'_> {
     /// One row per process.
     pub fn process_csv(&self) -> String {
         let mut s = String::from(
-            "repeat,group,engine,user_bytes,device_bytes,write_amp,disk_bytes,sst_bytes,storage_write_bytes,stall_micros,peak_rss_bytes,wall_s,load_before\n",
+            "repeat,group,engine,user_bytes,device_bytes,write_amp,disk_bytes,sst_bytes,storage_write_bytes,stall_micros,peak_rss_bytes,wall_s,load_before,peak_memory_bytes\n",
         );
         let opt = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
         for r in self.runs {
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{},{:.3},{:.2}",
+                "{},{},{},{},{},{},{},{},{},{},{},{:.3},{:.2},{}",
                 r.repeat,
                 r.group,
                 r.engine.name(),
@@ -893,7 +911,8 @@ impl Report<'_> {
                 opt(r.stall_micros()),
                 r.process.peak_rss_bytes,
                 r.process.wall.as_secs_f64(),
-                r.load_before
+                r.load_before,
+                opt(r.process.peak_memory_bytes)
             );
         }
         s

@@ -3,6 +3,7 @@
 //! Kept apart from the engine's workspace so the engine never depends on RocksDB. See
 //! README.md beside this crate for what each subcommand runs and how its figures are taken.
 
+mod cgroup;
 mod child;
 mod dbbench;
 mod engines;

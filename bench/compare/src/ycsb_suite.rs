@@ -376,6 +376,8 @@ fn replot(a: &Args) -> Result<(Vec<Run>, String), Error> {
             stdout: std::fs::read_to_string(raw.with_extension("stdout"))?,
             stderr: std::fs::read_to_string(raw.with_extension("stderr"))?,
             peak_rss_bytes: f[c_rss].parse()?,
+            // Not in the ycsb CSV (yet): the db_bench suite reports it.
+            peak_memory_bytes: None,
             storage_write_bytes: f[c_io].parse().ok(),
             wall: std::time::Duration::ZERO,
         };

@@ -409,7 +409,6 @@ pub const IGNORED: &[Ignored] = &[
     ("write_batch_protection_bytes_per_key", Kind::Value, None),
     ("write_thread_max_yield_usec", Kind::Value, None),
     ("write_thread_slow_yield_usec", Kind::Value, None),
-    ("writes", Kind::Value, None),
     ("writes_before_delete_range", Kind::Value, None),
     ("writes_per_range_tombstone", Kind::Value, None),
 ];

@@ -72,6 +72,10 @@ pub struct Args {
     /// Reads per read benchmark; negative means --num.
     #[arg(long = "reads", default_value_t = -1, allow_negative_numbers = true)]
     pub reads: i64,
+    /// Writes per thread of a write benchmark; negative (or 0) means --num, as in db_bench
+    /// (fillsync too: it writes this many over --num/1000 keys).
+    #[arg(long = "writes", default_value_t = -1, allow_negative_numbers = true)]
+    pub writes: i64,
     /// Concurrent threads per benchmark (readwhilewriting adds one writer).
     #[arg(long = "threads", default_value_t = 1)]
     pub threads: usize,

@@ -18,7 +18,7 @@ use crate::bench::report::{Progress, Stats, ThreadStats};
 
 /// Entries per batch of `fillbatch` (db_bench's).
 pub(crate) const FILLBATCH_ENTRIES: usize = 1000;
-/// `fillsync` writes `--num` divided by this (db_bench's).
+/// `fillsync` writes over `--num` divided by this many keys (db_bench's).
 const FILLSYNC_DIVISOR: u64 = 1000;
 /// Operations between clock checks when `--duration` bounds a benchmark.
 const DURATION_CHECK_OPS: u64 = 1000;
@@ -140,6 +140,8 @@ pub struct Shared {
     bench: Benchmark,
     num: u64,
     reads: u64,
+    /// Writes per thread of a write benchmark (`--writes`, default `--num`).
+    writes: u64,
     threads: usize,
     key_size: usize,
     value_size: usize,
@@ -161,6 +163,9 @@ impl Shared {
             bench,
             num: args.num,
             reads: u64::try_from(args.reads).unwrap_or(args.num),
+            // db_bench: `writes_ = FLAGS_writes < 0 ? FLAGS_num : FLAGS_writes`, taken before
+            // fillsync divides the key space, and 0 means num again (`DoWrite`).
+            writes: u64::try_from(args.writes).ok().filter(|&w| w > 0).unwrap_or(args.num),
             threads: args.threads,
             key_size: args.key_size,
             value_size: args.value_size,
@@ -177,7 +182,9 @@ impl Shared {
         };
         match bench {
             Benchmark::FillSync => {
-                sh.num /= FILLSYNC_DIVISOR;
+                // db_bench 11.8.1: the keys are --num/1000, the writes per thread stay
+                // --writes (default --num), each synced.
+                sh.num = (sh.num / FILLSYNC_DIVISOR).max(1);
                 sh.write.sync = true;
             }
             Benchmark::FillBatch => sh.batch_size = FILLBATCH_ENTRIES,
@@ -199,7 +206,8 @@ impl Shared {
             ReadSeq | ReadReverse | ReadRandom | ReadMissing | MultiReadRandom | SeekRandom
             | ReadWhileWriting => self.reads,
             Flush | Compact | WaitForCompaction => 1,
-            _ => self.num,
+            DeleteRandom => self.num,
+            _ => self.writes,
         }
     }
 }
@@ -507,9 +515,14 @@ mod tests {
         let sync = Shared::new(&args, Benchmark::FillSync, 0);
         assert_eq!(
             (fill.ops_per_thread(), read.ops_per_thread(), sync.ops_per_thread()),
-            (10, 3, 0)
+            (10, 3, 10)
         );
         assert!(sync.write.sync);
+        // fillsync: --num/1000 keys (at least one), --writes writes per thread, as db_bench.
+        let args = crate::bench::parse_args(["--num=5000", "--writes=7"]).unwrap();
+        let sync = Shared::new(&args, Benchmark::FillSync, 0);
+        assert_eq!((sync.num, sync.ops_per_thread()), (5, 7));
+        assert_eq!(Shared::new(&args, Benchmark::Overwrite, 0).ops_per_thread(), 7);
         let mut b = Budget::new(&read);
         assert!(!b.done(2) && b.done(3));
         let rww = Shared::new(&args, Benchmark::ReadWhileWriting, 0);

@@ -56,7 +56,9 @@ echo "building db_bench $VERSION (release) in $src/rocksdb: this takes a while" 
 # PORTABLE=1: no -march=native, so the binary means the same on any x86-64 machine.
 # DISABLE_WARNING_AS_ERROR=1: built without snappy, 11.8.1's util/compression.cc has an unused
 # parameter, which -Werror (the Makefile's default) turns into a failed build.
-make -C "$src/rocksdb" DEBUG_LEVEL=0 PORTABLE=1 USE_RTTI=1 DISABLE_WARNING_AS_ERROR=1 -j"$(nproc)" db_bench >"$CACHE/build.log" 2>&1 || {
+# AUTO_CLEAN=1: objects left by an earlier attempt with other parameters are rebuilt, not
+# refused.
+make -C "$src/rocksdb" DEBUG_LEVEL=0 PORTABLE=1 USE_RTTI=1 DISABLE_WARNING_AS_ERROR=1 AUTO_CLEAN=1 -j"$(nproc)" db_bench >"$CACHE/build.log" 2>&1 || {
   tail -30 "$CACHE/build.log" >&2
   echo "db_bench build failed; the full log is $CACHE/build.log" >&2
   exit 1

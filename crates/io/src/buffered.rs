@@ -132,7 +132,7 @@ impl BufferedReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AlignedBuf, Device, FileOptions, QueueExt, QueueOptions, open_device};
+    use crate::{AlignedBuf, FileOptions, QueueExt, QueueOptions, open_device};
 
     #[test]
     fn reads_what_an_o_direct_device_wrote_over_a_dropped_page() {

@@ -118,6 +118,25 @@ impl BufferedReader {
         })
     }
 
+    /// Asks the kernel to read `[offset, offset + len)` into the page cache in the
+    /// background (`POSIX_FADV_WILLNEED`), so later reads of it hit memory.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the path if the kernel refuses.
+    pub fn prefetch(&self, offset: u64, len: u64) -> Result<()> {
+        self.advise(offset, len, libc::POSIX_FADV_WILLNEED).map_err(|e| Error::Io {
+            op: OpKind::Read,
+            offset,
+            source: io::Error::new(
+                e.kind(),
+                format!(
+                    "posix_fadvise(POSIX_FADV_WILLNEED) of {len} bytes on {}: {e}",
+                    self.path.display()
+                ),
+            ),
+        })
+    }
+
     fn advise(&self, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
         let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));

@@ -104,7 +104,7 @@ pub struct Options {
     /// kernel's page cache (`false`, the default, as RocksDB's and db_bench's
     /// `use_direct_reads`). Through the page cache, data bigger than the block cache but
     /// smaller than RAM is read from memory: on 2M keys of 400 B with a 256 MiB block cache,
-    /// readrandom ran 4 to 9 times faster (docs/lsm.md, "Reads through the page cache"). New
+    /// readrandom ran about 9 times faster (docs/lsm.md, "Reads through the page cache"). New
     /// SSTs are then prefetched into the page cache as they are written (a device read of
     /// each), so reads after a compaction do not start cold.
     /// Direct reads keep the store's memory to the block cache and leave the page cache to

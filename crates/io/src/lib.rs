@@ -15,6 +15,7 @@
 //! ```
 
 mod buf;
+mod buffered;
 mod device;
 mod dispatch;
 mod error;
@@ -27,6 +28,7 @@ mod throttle;
 mod uring;
 
 pub use buf::{AlignedBuf, BUF_ALIGN, SECTOR_SIZE};
+pub use buffered::BufferedReader;
 pub use device::{
     Completion, Device, DeviceInfo, DeviceRef, Op, PollMode, QUEUE_DEPTH_MAX, Queue, QueueExt,
     QueueOptions, Request, check_request,

@@ -130,6 +130,13 @@ pub struct Stats {
     pub block_cache_misses: u64,
     /// Bytes held by the block cache.
     pub block_cache_bytes: usize,
+    /// Bytes of SSTs read with O_DIRECT since open (block-cache misses, scans' readahead,
+    /// compaction inputs), whole device blocks: all of it came from the device.
+    pub sst_bytes_read_direct: u64,
+    /// Bytes of SSTs read through the page cache since open (`use_direct_reads = false`):
+    /// an upper bound on what came from the device, since the kernel served some or all of
+    /// it from memory.
+    pub sst_bytes_read_buffered: u64,
     /// Write stalls by kind.
     pub stalls: Stalls,
     /// Why the store stopped, if it did.

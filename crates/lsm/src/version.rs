@@ -3,19 +3,18 @@
 //! A version is replaced whole (copy-on-write) by each flush or compaction; readers and
 //! iterators keep the `Arc<Version>` they started with, so the SSTs they use stay readable.
 //! An SST dropped by a compaction is marked obsolete, and its extent goes back to the volume
-//! only when the last handle on it is dropped (the commit held it, see `Edit::hold_removed`).
+//! only when the last handle on it is dropped (the commit held it, see `Edit::hold_removed`),
+//! after its blocks left the block cache and its pages the page cache.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
-use shale_space::Volume;
-
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key;
-use crate::sst::{SstIter, SstReader};
+use crate::sst::{QueuePool, SstIter, SstReader};
 use crate::version_edit::{LEVELS_MAX, SstMeta, VersionEdit};
 
 /// Number of levels.
@@ -29,19 +28,20 @@ pub struct SstHandle {
     /// Its reader.
     pub reader: SstReader,
     obsolete: AtomicBool,
-    volume: Arc<Volume>,
+    /// How its extent is read; the extent goes back to the pool's volume on last drop.
+    pool: Arc<QueuePool>,
     cache: Arc<BlockCache>,
 }
 
 impl SstHandle {
-    /// Wraps an open reader.
+    /// Wraps an open reader of an SST in `pool`'s volume.
     pub fn new(
         meta: SstMeta,
         reader: SstReader,
-        volume: Arc<Volume>,
+        pool: Arc<QueuePool>,
         cache: Arc<BlockCache>,
     ) -> SstHandle {
-        SstHandle { meta, reader, obsolete: AtomicBool::new(false), volume, cache }
+        SstHandle { meta, reader, obsolete: AtomicBool::new(false), pool, cache }
     }
 
     /// Marks the SST as dropped by a committed edit: its extent is released on last drop.
@@ -58,7 +58,13 @@ impl Drop for SstHandle {
     fn drop(&mut self) {
         if self.obsolete.load(AtomicOrdering::Acquire) {
             self.cache.forget(self.meta.id);
-            self.volume.release(self.meta.extent);
+            // Before the slots can be handed out again: a later SST written into them with
+            // O_DIRECT bypasses the page cache, so a page of this SST left cached would be
+            // read in its place, and it would pass the checksum (a real block of an older
+            // SST at the same offset): wrong data, not Corruption. The block cache is keyed
+            // by SST id and cannot mix them up; the page cache is keyed by offset and can.
+            self.pool.forget_pages(self.meta.extent);
+            self.pool.volume().release(self.meta.extent);
         }
     }
 }

@@ -97,6 +97,9 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     if let Some(v) = args.block_size {
         o.sst.block_bytes = v;
     }
+    if let Some(v) = args.use_direct_reads {
+        o.use_direct_reads = v;
+    }
     if let Some(bits) = args.bloom_bits.filter(|b| *b >= 0.0) {
         if bits.fract() != 0.0 {
             warn(format!(
@@ -278,10 +281,15 @@ mod tests {
             "--bloom_bits=6",
             "--compression_type=lz4",
             "--level_compaction_dynamic_level_bytes=false",
+            "--use_direct_reads=1",
         ]);
         let o = plan.unwrap().options;
         assert!(warnings.is_empty(), "{warnings:?}");
         assert!(!o.dynamic_level_bytes);
+        assert!(o.use_direct_reads);
+        assert!(!plan_of(&[]).0.unwrap().options.use_direct_reads, "db_bench's default: buffered");
+        assert!(!plan_of(&["--use_direct_reads=false"]).0.unwrap().options.use_direct_reads);
+        assert!(plan_of(&["--use_direct_reads"]).0.unwrap().options.use_direct_reads);
         assert!(plan_of(&[]).0.unwrap().options.dynamic_level_bytes, "the engine's default");
         assert_eq!((o.write_buffer_bytes, o.max_write_buffer_number), (1 << 20, 3));
         assert_eq!((o.target_file_size_base, o.max_bytes_for_level_base), (2 << 20, 8 << 20));

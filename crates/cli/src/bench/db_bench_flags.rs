@@ -373,7 +373,6 @@ pub const IGNORED: &[Ignored] = &[
         Kind::Bool,
         Some(("true", "shale always writes SSTs with O_DIRECT")),
     ),
-    ("use_direct_reads", Kind::Bool, Some(("true", "shale always reads with O_DIRECT"))),
     ("use_existing_keys", Kind::Bool, None),
     ("use_fsync", Kind::Bool, None),
     ("use_hash_search", Kind::Bool, None),
@@ -513,9 +512,11 @@ mod tests {
         for mapped in ["num", "benchmarks", "db", "write_buffer_size", "use_existing_db"] {
             assert!(IGNORED.iter().all(|e| e.0 != mapped), "{mapped}");
         }
-        for issue_9 in ["max_open_files", "open_files", "use_direct_reads", "mmap_read"] {
+        for issue_9 in ["max_open_files", "open_files", "mmap_read"] {
             assert!(IGNORED.iter().any(|e| e.0 == issue_9), "{issue_9}");
         }
+        // Mapped since issue 14: `--use_direct_reads` chooses the engine's read path.
+        assert!(IGNORED.iter().all(|e| e.0 != "use_direct_reads"));
     }
 
     #[test]
@@ -535,7 +536,11 @@ mod tests {
             "--open_files=3",
         ])
         .unwrap();
-        assert_eq!(kept, ["--num=5", "--sync", "--", "--open_files=3"]);
+        // `--use_direct_reads` is shale's own flag now: it stays, with its value.
+        assert_eq!(
+            kept,
+            ["--num=5", "--use_direct_reads", "true", "--sync", "--", "--open_files=3"]
+        );
         assert_eq!(warnings.len(), 4, "{warnings:?}");
         let (_, w) = strip(&["--noverify_checksum", "--verify_checksum=1"]).unwrap();
         assert_eq!(
@@ -548,7 +553,10 @@ mod tests {
         assert!(warnings[1].starts_with("--open_files has no effect"), "{warnings:?}");
         assert!(warnings[2].contains("never reads through mmap"), "{warnings:?}");
         assert!(warnings[3].starts_with("--use_fsync has no effect"), "{warnings:?}");
-        // use_direct_reads=true is what shale does anyway: silent.
+        let (_, w) = strip(&["--use_direct_io_for_flush_and_compaction=true"]).unwrap();
+        assert!(w.is_empty(), "shale always writes SSTs with O_DIRECT: {w:?}");
+        let (_, w) = strip(&["--use_direct_io_for_flush_and_compaction=false"]).unwrap();
+        assert_eq!(w.len(), 1, "false cannot be honoured and says so: {w:?}");
     }
 
     #[test]

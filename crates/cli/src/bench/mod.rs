@@ -155,6 +155,10 @@ pub struct Args {
     /// as it is written, 0 does not (default: the engine's, 1).
     #[arg(long = "prepopulate_block_cache", value_parser = clap::value_parser!(u8).range(0..=1))]
     pub prepopulate_block_cache: Option<u8>,
+    /// Read SST blocks that miss the block cache with O_DIRECT (true) or through the page
+    /// cache (false, db_bench's and the engine's default: `Options::use_direct_reads`).
+    #[arg(long = "use_direct_reads", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub use_direct_reads: Option<bool>,
     /// Uncompressed bytes per SST data block.
     #[arg(long = "block_size")]
     pub block_size: Option<usize>,

@@ -261,6 +261,8 @@ pub fn print_header(args: &Args, plan: &DbPlan, path: &Path) {
     );
     outln!("Write rate: {} bytes/second", args.benchmark_write_rate_limit);
     outln!("Compression: {}", plan.compression_name);
+    let reads = if plan.options.use_direct_reads { "direct (O_DIRECT)" } else { "page cache" };
+    outln!("SST reads:  {reads}");
     outln!("Memtablerep: SkipList");
     outln!("------------------------------------------------");
     outln!("DB path: [{}]", path.display());
@@ -379,6 +381,8 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
     let counters = [
         ("shale.block.cache.hit", s.block_cache_hits),
         ("shale.block.cache.miss", s.block_cache_misses),
+        ("shale.sst.bytes.read.direct", s.sst_bytes_read_direct),
+        ("shale.sst.bytes.read.buffered", s.sst_bytes_read_buffered),
         ("shale.bytes.written", s.user_bytes_written),
         ("shale.wal.bytes", s.wal_bytes_written),
         ("shale.sst.bytes.written", s.sst_bytes_written),
@@ -395,6 +399,13 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
     for (name, v) in counters {
         outln!("{name} COUNT : {v}");
     }
+    // Bytes read with O_DIRECT all came from the device; buffered ones may have come from
+    // the page cache, so their sum is an upper bound on what the device read.
+    outln!("shale.block.cache.hit.ratio : {:.4}", s.block_cache_hit_ratio());
+    outln!(
+        "shale.sst.bytes.read.device.max : {}",
+        s.sst_bytes_read_direct + s.sst_bytes_read_buffered
+    );
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use shale_io::{DeviceRef, FileOptions};
+use shale_io::{BufferedReader, DeviceRef, FileOptions};
 use shale_space::{Edit, Extent, IoClass, Volume};
 
 use crate::batch::{BatchOp, WriteBatch, record_ops};
@@ -54,7 +54,7 @@ use crate::merge::MergingIterator;
 use crate::options::{KEY_BYTES_MAX, Options, ReadOptions, WriteOptions};
 use crate::range_del::RangeTombstone;
 use crate::sst::{
-    QueuePool, SstBuilder, SstReader, VolumeSource, bloom_hash, prepopulate_block_cache, write_sst,
+    QueuePool, SstBuilder, SstReader, VolumeSource, bloom_hash, prepopulate_block_cache,
 };
 use crate::stats::{Stall, StallCounters, Stats};
 use crate::version::{LEVELS, SstHandle, Version};
@@ -221,7 +221,8 @@ impl Db {
             StoreLock::acquire(path)?
         };
         let opened = Volume::open_path(path, &opts.volume_options(), &FileOptions::default())?;
-        let mut db = Db::open_volume(opened, opts)?;
+        let reads = buffered_reads(path, &opts)?;
+        let mut db = Db::open_volume(opened, opts, reads)?;
         db._lock = Some(lock);
         Ok(db)
     }
@@ -257,19 +258,22 @@ impl Db {
         let lock = StoreLock::acquire_shared(path)?;
         let opened =
             Volume::open_path_read_only(path, &opts.volume_options(), &FileOptions::default())?;
-        let mut db = Db::open_volume_read_only(opened, opts)?;
+        let reads = buffered_reads(path, &opts)?;
+        let mut db = Db::open_volume_read_only(opened, opts, reads)?;
         db._lock = Some(lock);
         Ok(db)
     }
 
-    /// Opens the store on a device (a simulated one in tests, say).
+    /// Opens the store on a device (a simulated one in tests, say). SSTs are read with
+    /// O_DIRECT through the device's queues whatever [`Options::use_direct_reads`] says:
+    /// without a path there is no file to read through the page cache.
     ///
     /// # Errors
     /// As [`Db::open`].
     pub fn open_device(device: DeviceRef, opts: Options) -> Result<Db> {
         opts.validate()?;
         let opened = Volume::open(device, &opts.volume_options())?;
-        Db::open_volume(opened, opts)
+        Db::open_volume(opened, opts, None)
     }
 
     /// Sets `key` to `value`.
@@ -526,15 +530,21 @@ fn stopped_error(st: &State) -> Result<()> {
     }
 }
 
-fn open_sst(
-    volume: &Arc<Volume>,
-    pool: &Arc<QueuePool>,
-    cache: &Arc<BlockCache>,
-    m: &SstMeta,
-) -> Result<Arc<SstHandle>> {
+/// The buffered descriptor SST reads go through (`sst/volume_io.rs`), on the volume file or
+/// block device that `path` names, unless the options ask for direct reads. Opened after the
+/// volume, so the file exists (a new store's was just created).
+fn buffered_reads(path: &Path, opts: &Options) -> Result<Option<Arc<BufferedReader>>> {
+    if opts.use_direct_reads {
+        return Ok(None);
+    }
+    let target = shale_space::volume_file(path);
+    Ok(Some(Arc::new(BufferedReader::open(&target)?)))
+}
+
+fn open_sst(pool: &Arc<QueuePool>, cache: &Arc<BlockCache>, m: &SstMeta) -> Result<Arc<SstHandle>> {
     let source = Arc::new(VolumeSource::new(pool.clone(), m.extent));
     let reader = SstReader::open(source, cache.clone(), m.id)?;
-    Ok(Arc::new(SstHandle::new(m.clone(), reader, volume.clone(), cache.clone())))
+    Ok(Arc::new(SstHandle::new(m.clone(), reader, pool.clone(), cache.clone())))
 }
 
 /// An SST being built, with the range of sequence numbers added to it.
@@ -877,7 +887,7 @@ impl Inner {
         } else {
             Ok(())
         }
-        .and_then(|()| write_sst(&self.volume, &image))
+        .and_then(|()| self.pool.write_sst(&image))
         .inspect_err(|_| self.cache.forget(id))?;
         let p = &image.properties;
         Ok(vec![SstMeta {
@@ -908,7 +918,7 @@ impl Inner {
         if edit.oldest_unflushed_ltn == 0 {
             edit.oldest_unflushed_ltn = st.imm.front().map_or(st.mem_ltn, |(_, l)| *l);
         }
-        let mut open = |m: &SstMeta| open_sst(&self.volume, &self.pool, &self.cache, m);
+        let mut open = |m: &SstMeta| open_sst(&self.pool, &self.cache, m);
         let (version, dropped) = match st.version.apply(&edit, &mut open) {
             Ok(v) => v,
             Err(e) => {
@@ -1106,6 +1116,8 @@ impl Inner {
             block_cache_hits: self.cache.hits(),
             block_cache_misses: self.cache.misses(),
             block_cache_bytes: self.cache.usage_bytes(),
+            sst_bytes_read_direct: self.pool.bytes_read().direct,
+            sst_bytes_read_buffered: self.pool.bytes_read().buffered,
             stalls: self.stalls.snapshot(),
             stopped: st.stopped.clone(),
         }

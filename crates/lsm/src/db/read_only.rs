@@ -20,6 +20,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use shale_io::BufferedReader;
 use shale_space::Opened;
 
 use crate::error::{Error, Result};
@@ -31,10 +32,14 @@ use super::{Db, Inner};
 
 impl Db {
     /// Stages 3 and 4 on a read-only volume.
-    pub(super) fn open_volume_read_only(opened: Opened, opts: Options) -> Result<Db> {
+    pub(super) fn open_volume_read_only(
+        opened: Opened,
+        opts: Options,
+        reads: Option<Arc<BufferedReader>>,
+    ) -> Result<Db> {
         assert!(opened.volume.is_read_only(), "a read-only open needs a read-only volume");
         let started = Instant::now();
-        let Recovered { inner, groups, tail_records } = Db::recover(opened, opts)?;
+        let Recovered { inner, groups, tail_records } = Db::recover(opened, opts, reads)?;
         let mut sealed: Vec<Arc<Memtable>> = Vec::new();
         let (last_seq, from_tail) = inner.replay_records(&groups, &tail_records, &mut |mem| {
             sealed.push(mem);

@@ -19,7 +19,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
-use shale_io::QueueOptions;
+use shale_io::{BufferedReader, QueueOptions};
 use shale_space::{IoClass, Opened};
 
 use crate::batch;
@@ -44,9 +44,13 @@ pub(super) struct Recovered {
 }
 
 impl Db {
-    pub(super) fn open_volume(opened: Opened, opts: Options) -> Result<Db> {
+    pub(super) fn open_volume(
+        opened: Opened,
+        opts: Options,
+        reads: Option<Arc<BufferedReader>>,
+    ) -> Result<Db> {
         let started = Instant::now();
-        let Recovered { inner, groups, tail_records } = Db::recover(opened, opts)?;
+        let Recovered { inner, groups, tail_records } = Db::recover(opened, opts, reads)?;
         let l = inner.volume.layout();
         // 3. Replay the WAL into memtables and flush them before accepting writes, so every
         //    old group can be recycled and recovery work stays bounded.
@@ -77,10 +81,15 @@ impl Db {
 
     /// Stages 1 and 2, for a read-write open or (on a read-only volume) a read-only one: the
     /// only difference is the WAL tail, opened to be written on, or only read.
-    pub(super) fn recover(opened: Opened, opts: Options) -> Result<Recovered> {
+    /// SSTs are read through `reads` when given (the page cache), else with O_DIRECT.
+    pub(super) fn recover(
+        opened: Opened,
+        opts: Options,
+        reads: Option<Arc<BufferedReader>>,
+    ) -> Result<Recovered> {
         let read_only = opened.volume.is_read_only();
         let volume = Arc::new(opened.volume);
-        let pool = Arc::new(QueuePool::new(volume.clone()));
+        let pool = Arc::new(QueuePool::with_reads(volume.clone(), reads));
         let cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
         // 1. The committed version: fold the base's complete state and each delta into the set
         //    of live SSTs first, then open only those (see `version_edit::fold`).
@@ -94,7 +103,7 @@ impl Db {
         let max_id = folded.max_sst_id;
         let live = folded.live;
         let all_live = VersionEdit { added: live.into_values().collect(), ..Default::default() };
-        let mut open = |m: &SstMeta| open_sst(&volume, &pool, &cache, m);
+        let mut open = |m: &SstMeta| open_sst(&pool, &cache, m);
         let version = Version::empty().apply(&all_live, &mut open)?.0;
         // 2. The WAL: the groups of unflushed generations.
         let l = volume.layout();

@@ -15,6 +15,8 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
+mod common;
+
 use shale_lsm::{Db, Error, Options};
 
 /// Longest a single open may take before it counts as a hang.
@@ -151,6 +153,7 @@ fn link(root: &Path, name: &str, to: &Path) -> PathBuf {
 
 #[test]
 fn every_kind_of_bad_path_gets_a_typed_error_and_changes_nothing() {
+    let _serial = common::serial();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let missing = root.join("missing");
@@ -218,6 +221,7 @@ fn every_kind_of_bad_path_gets_a_typed_error_and_changes_nothing() {
 
 #[test]
 fn a_store_in_use_is_refused_through_each_name_and_a_newer_one_is_refused() {
+    let _serial = common::serial();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let store = root.join("store");
@@ -280,6 +284,7 @@ fn mount(args: &[&str], at: &Path) -> Option<Mount> {
 
 #[test]
 fn a_read_only_mount_and_a_full_file_system() {
+    let _serial = common::serial();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let store = root.join("store");
@@ -333,6 +338,7 @@ fn a_read_only_mount_and_a_full_file_system() {
 /// Was "a device of 0 bytes": sizes were rounded down to whole 4 KiB blocks before printing.
 #[test]
 fn a_32_byte_file_was_called_a_device_of_0_bytes() {
+    let _serial = common::serial();
     let tmp = tempfile::tempdir().unwrap();
     let f = tmp.path().join("small");
     std::fs::write(&f, [b'x'; 32]).unwrap();
@@ -348,6 +354,7 @@ fn a_32_byte_file_was_called_a_device_of_0_bytes() {
 /// Was "device read failed at byte offset 0".
 #[test]
 fn a_missing_path_was_called_a_failed_device_read() {
+    let _serial = common::serial();
     let tmp = tempfile::tempdir().unwrap();
     let p = tmp.path().join("nothing-here");
     let mut opts = options();
@@ -364,6 +371,7 @@ fn a_missing_path_was_called_a_failed_device_read() {
 /// Was "device write failed at byte offset 0".
 #[test]
 fn a_failed_mkdir_was_called_a_failed_device_write() {
+    let _serial = common::serial();
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("file");
     std::fs::write(&file, b"x").unwrap();
@@ -378,6 +386,7 @@ fn a_failed_mkdir_was_called_a_failed_device_write() {
 /// Was "device write failed at byte offset 0": the lock's open of the volume file failed.
 #[test]
 fn a_failed_lock_file_open_was_called_a_failed_device_write() {
+    let _serial = common::serial();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("store");
     std::fs::create_dir(&dir).unwrap();
@@ -396,6 +405,7 @@ fn a_failed_lock_file_open_was_called_a_failed_device_write() {
 /// opened, naming the option and the path.
 #[test]
 fn a_failed_tail_map_was_called_a_failed_device_write() {
+    let _serial = common::serial();
     let tmp = tempfile::tempdir().unwrap();
     let not_a_dir = tmp.path().join("tails");
     std::fs::write(&not_a_dir, b"x").unwrap();

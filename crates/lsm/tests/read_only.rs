@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
 use shale_lsm::{Db, Error, Options, WalTail, WriteOptions};
 
 /// A mount made for a test, lazily unmounted when dropped.
@@ -107,6 +109,7 @@ fn assert_read_only(e: Result<(), Error>, what: &str) {
 
 #[test]
 fn a_read_only_open_writes_nothing_and_refuses_writes() {
+    let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let tails = tempfile::tempdir().unwrap();
     make_store(dir.path(), tails.path());
@@ -136,6 +139,7 @@ fn a_read_only_open_writes_nothing_and_refuses_writes() {
 
 #[test]
 fn a_read_only_open_creates_nothing() {
+    let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing");
     match Db::open_read_only(&missing, Options::small_for_tests()) {
@@ -154,6 +158,7 @@ fn a_read_only_open_creates_nothing() {
 /// write failed at byte offset 0: Read-only file system".
 #[test]
 fn a_read_only_mount_failed_to_open() {
+    let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let tails = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
@@ -200,6 +205,7 @@ fn fill(dir: &Path) {
 /// Item 7: after ENOSPC stopped the store, it could not be opened at all, not even to read.
 #[test]
 fn a_full_file_system_refused_even_a_read() {
+    let _serial = common::serial();
     let at = tempfile::tempdir().unwrap();
     let tails = tempfile::tempdir().unwrap();
     let _mount = match small_tmpfs(at.path(), 24 << 20) {
@@ -247,6 +253,7 @@ fn a_full_file_system_refused_even_a_read() {
 /// Item 7: a new store on a full file system says which file could not get how many bytes.
 #[test]
 fn a_new_store_on_a_full_file_system_names_the_size() {
+    let _serial = common::serial();
     let at = tempfile::tempdir().unwrap();
     let _mount = match small_tmpfs(at.path(), 4 << 20) {
         Ok(m) => m,

@@ -10,21 +10,13 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use shale_lsm::{Db, Error, Options, WalTail, WriteOptions};
+mod common;
 
-/// The tests of this file run one at a time. An OFD lock belongs to the open file description,
-/// and a process forked by another test thread (`Command::spawn`: losetup, mount, a child
-/// store) holds a duplicate of every descriptor until its exec closes them: for that moment
-/// a store just dropped here still looks locked. Serialising the tests keeps their spawns
-/// from meeting each other's stores.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+use shale_lsm::{Db, Error, Options, WalTail, WriteOptions};
 
 #[test]
 fn a_second_open_is_refused_until_the_first_closes() {
-    let _serial = serial();
+    let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::small_for_tests()).unwrap();
     db.put(b"k", b"v").unwrap();
@@ -73,7 +65,7 @@ fn options_with_tail(tail_dir: &Path) -> Options {
 /// writes (in the WAL tail) stay intact and readable.
 #[test]
 fn check_through_the_volume_file_bypassed_the_lock_of_the_directory() {
-    let _serial = serial();
+    let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let links = tempfile::tempdir().unwrap();
     let tails = tempfile::tempdir().unwrap();
@@ -109,7 +101,7 @@ fn check_through_the_volume_file_bypassed_the_lock_of_the_directory() {
 
 #[test]
 fn readers_share_a_store_and_exclude_a_writer() {
-    let _serial = serial();
+    let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let links = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::small_for_tests()).unwrap();
@@ -185,7 +177,7 @@ fn store_lock_child_entry_point() {
 /// with SIGKILL and every write it acknowledged is there (P2), replayed from its WAL tail.
 #[test]
 fn a_writer_in_another_process_locks_out_every_name_and_survives_sigkill() {
-    let _serial = serial();
+    let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let links = tempfile::tempdir().unwrap();
     let tails = tempfile::tempdir().unwrap();
@@ -231,7 +223,7 @@ fn a_writer_in_another_process_locks_out_every_name_and_survives_sigkill() {
 /// A reader in another process keeps a writer out, and other readers in.
 #[test]
 fn a_reader_in_another_process_shares_with_readers_and_excludes_a_writer() {
-    let _serial = serial();
+    let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::small_for_tests()).unwrap();
     db.put(b"k", b"v").unwrap();
@@ -282,7 +274,7 @@ impl Drop for Loop {
 /// OFD lock), through a symlink either (as `/dev/disk/by-id` names are); readers share it.
 #[test]
 fn a_block_device_is_locked_through_every_name() {
-    let _serial = serial();
+    let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let backing = dir.path().join("disk");
     std::fs::File::create(&backing).unwrap().set_len(64 << 20).unwrap();
@@ -318,7 +310,7 @@ fn a_block_device_is_locked_through_every_name() {
 /// locks out the store through the mount, and the other way round.
 #[test]
 fn a_bind_mount_of_the_store_meets_the_same_lock() {
-    let _serial = serial();
+    let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();
     let at = tempfile::tempdir().unwrap();
     Db::open(dir.path(), Options::small_for_tests()).unwrap().close().unwrap();

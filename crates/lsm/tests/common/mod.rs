@@ -82,3 +82,13 @@ pub fn scan_state(db: &Db, len_max: usize) -> shale_lsm::Result<State> {
     it.status()?;
     Ok(state)
 }
+
+/// Runs the tests of one file one at a time (hold the guard for the whole test). An OFD lock
+/// belongs to the open file description, and a process forked by another test thread
+/// (`Command::spawn`: mount, mkfifo, losetup, a child store) holds a duplicate of every
+/// descriptor until its exec closes them: for that moment a store just dropped in this thread
+/// still looks locked. Tests that spawn processes and reopen stores serialise on this.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -351,8 +351,9 @@ pub fn load_average() -> f64 {
 
 /// Runs one process of `group` and collects its figures.
 fn run_one(a: &Args, engine: Engine, group: &Group, repeat: usize) -> Result<Run, Error> {
-    let db = a.work_dir.join(format!("{}-{}", engine.name(), group.name));
-    crate::scratch::fresh(&db)?;
+    let scratch = a.work_dir.join(format!("{}-{}", engine.name(), group.name));
+    crate::scratch::fresh(&scratch)?;
+    let db = crate::scratch::store(&scratch);
     let (bin, flags) = command_line(a, engine, group, &db);
     let mut cmd = Command::new(&bin);
     cmd.args(&flags);
@@ -391,7 +392,7 @@ fn run_one(a: &Args, engine: Engine, group: &Group, repeat: usize) -> Result<Run
         Ok((d, s)) => (run.disk_bytes, run.sst_bytes) = (Some(d), Some(s)),
         Err(e) => eprintln!("shale-compare: warning: store size of {}: {e}", db.display()),
     }
-    crate::scratch::remove(&db)?;
+    crate::scratch::remove(&scratch)?;
     for m in &group.measured {
         let ops = run.result(m).map_or(0.0, |r| r.ops_per_sec);
         eprintln!("shale-compare:   {m}: {ops:.0} ops/sec");

@@ -57,12 +57,7 @@ impl Shale {
         };
         o.sst.bloom_bits_per_key = 10;
         o.sst.compression = shale::lsm::sst::Compression::None;
-        // As `shale bench` lays out a new volume: room in the WAL area for each WAL group to
-        // hold a full memtable's batches plus record framing.
-        let group =
-            (o.write_buffer_bytes as u64 * 3 / 2).next_multiple_of(shale::space::AREA_ALIGN);
-        let groups = u64::from(o.wal_groups());
-        o.volume.layout.wal_bytes = o.volume.layout.wal_bytes.max(group * groups);
+        // The WAL area is the engine's to size from the write buffer (as for `shale bench`).
         Ok(Shale { db: Some(shale::Db::open(dir, o)?) })
     }
 

@@ -26,6 +26,13 @@ pub fn fresh(dir: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// Where an engine's store goes inside the scratch directory `dir`: a directory of its own,
+/// not made yet, since an engine may ask for a new or empty one (shale refuses a directory
+/// holding anything but its store, the marker included).
+pub fn store(dir: &Path) -> std::path::PathBuf {
+    dir.join("store")
+}
+
 /// Removes the scratch directory `dir` with everything in it, if the harness made it; an
 /// empty directory goes too, and a missing one is fine.
 ///

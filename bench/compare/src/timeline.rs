@@ -168,14 +168,15 @@ pub fn run(a: &Args) -> Result<(), Error> {
 
 /// Runs one engine's fillrandom, its output going to `raw`.stdout/.stderr.
 fn run_engine(a: &Args, engine: Engine, raw: &std::path::Path) -> Result<child::Finished, Error> {
-    let db = a.work_dir.join(format!("timeline-{}", engine.name()));
-    crate::scratch::fresh(&db)?;
+    let scratch = a.work_dir.join(format!("timeline-{}", engine.name()));
+    crate::scratch::fresh(&scratch)?;
+    let db = crate::scratch::store(&scratch);
     let (bin, flags) = command_line(a, engine, &db);
     eprintln!("shale-compare: timeline {}: {} {}", engine.name(), bin.display(), flags.join(" "));
     let mut cmd = Command::new(&bin);
     cmd.args(&flags);
     let f = child::run(cmd, raw)?;
-    crate::scratch::remove(&db)?;
+    crate::scratch::remove(&scratch)?;
     if f.exit_code != Some(0) {
         return Err(format!("{} exited with {:?}", bin.display(), f.exit_code).into());
     }

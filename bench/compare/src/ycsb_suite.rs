@@ -146,7 +146,10 @@ pub fn run_engine(a: &EngineArgs) -> Result<(), Error> {
         rocksdb_direct: a.rocksdb_direct,
     };
     let workloads = parse_workloads(&a.workloads)?;
-    let mut engine = Some(engines::open(&a.engine, &a.dir, &settings)?);
+    // The store goes in a directory of its own inside --dir (the parent's scratch directory,
+    // whose marker file a store directory must not hold).
+    let store = crate::scratch::store(&a.dir);
+    let mut engine = Some(engines::open(&a.engine, &store, &settings)?);
     for phase in phases(&workloads) {
         let report = match phase.as_str() {
             "load" | "reload" => {
@@ -158,7 +161,7 @@ pub fn run_engine(a: &EngineArgs) -> Result<(), Error> {
                     // buffered engine and not those of shale's direct ones.
                     child::fsync_tree(&a.dir)?;
                     crate::scratch::fresh(&a.dir)?;
-                    engine = Some(engines::open(&a.engine, &a.dir, &settings)?);
+                    engine = Some(engines::open(&a.engine, &store, &settings)?);
                 }
                 let e = engine.as_deref().expect("the engine is open");
                 ycsb::load(e, &config(a, workloads[0]))?
@@ -321,7 +324,7 @@ pub fn run(a: &Args) -> Result<(), Error> {
                 eprintln!("shale-compare: FAILED: {why}");
                 failures.push(why);
             }
-            let disk_bytes = store_bytes(engine, &a.shale, &dir).ok();
+            let disk_bytes = store_bytes(engine, &a.shale, &crate::scratch::store(&dir)).ok();
             crate::scratch::remove(&dir)?;
             runs.push(Run {
                 repeat,

@@ -109,20 +109,13 @@ fn metadata(path: &Path) -> Result<Option<std::fs::Metadata>> {
 
 /// Refuses anything but a regular file as a volume to remove.
 fn check_kind(path: &Path, kind: FileType) -> Result<()> {
-    let what = if kind.is_file() {
+    if kind.is_file() {
         return Ok(());
-    } else if kind.is_block_device() {
+    }
+    let what = if kind.is_block_device() {
         "a block device: shale does not erase devices (zero its first 8 KiB to reuse it)"
-    } else if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_socket() {
-        "a socket"
     } else {
-        "neither a regular file nor a directory"
+        shale_io::file_kind(&kind)
     };
     Err(not_a_store(path, what))
 }

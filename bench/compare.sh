@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
-# shale against RocksDB and fjall, on this machine, in one session. The yardstick is db_bench
-# of RocksDB 11.8.1 built in release mode (NDEBUG, -O2) from the source the crate
-# librocksdb-sys 0.19.0+11.8.1 ships: bench/compare/build_rocksdb.sh builds it once and caches
-# it (DB_BENCH=path skips that). Debian's rocksdb-tools 7.8.3 is NOT used: it is built with
-# assertions on. The ycsb suite still links Debian's librocksdb 7.8.3 through the rocksdb crate
-# 0.19 (librocksdb-dev, libclang-dev), until the harness moves to the crate 0.25's bundled
-# release build; its report says so. Builds `shale` and the harness in release, runs the
-# suites and writes markdown tables, SVG charts, CSVs and every run's raw output to
-# bench/results/<UTC date>/ (or $OUT).
+# shale against RocksDB and fjall, on this machine, in one session. The yardstick is RocksDB
+# 11.8.1 built in release mode (NDEBUG, -O2) from the source the crate librocksdb-sys
+# 0.19.0+11.8.1 ships: bench/compare/build_rocksdb.sh builds it once and caches db_bench (the
+# dbbench and timeline suites) and librocksdb.a, which the rocksdb crate 0.25 links for the
+# ycsb suite. Debian's rocksdb-tools 7.8.3 is NOT used: it is built with assertions on. Builds
+# `shale` and the harness in release, runs the suites and writes markdown tables, SVG charts,
+# CSVs and every run's raw output to bench/results/<UTC date>/ (or $OUT).
 #
 # Usage: bench/compare.sh [dbbench] [timeline] [ycsb]      (no argument: all three)
 # Sizes (environment):
@@ -16,6 +14,7 @@
 #                                                   that size, page cache included (0: unbounded)
 #   TIMELINE_SECONDS=600 TIMELINE_MODE=buffered     timeline
 #   YCSB_RECORDS=1000000 YCSB_OPS=1000000 YCSB_THREADS=2 YCSB_REPEATS=3   ycsb
+#   YCSB_CACHE_SIZE=BYTES (default 32 MiB, every engine's default) YCSB_MEMORY_LIMIT=BYTES
 #   OUT=bench/results/<date>                        where the files go
 # The issue #4 suite is the default; bench/compare/README.md says what each figure means.
 set -euo pipefail
@@ -27,27 +26,18 @@ for s in "${suites[@]}"; do
   case $s in dbbench | timeline | ycsb) ;; *) echo "unknown suite $s (dbbench, timeline, ycsb)" >&2; exit 2 ;; esac
 done
 
-# The yardstick's db_bench (dbbench and timeline): built once, then cached.
-needs_db_bench=false
-for s in "${suites[@]}"; do
-  case $s in dbbench | timeline) needs_db_bench=true ;; esac
-done
-if $needs_db_bench; then
-  DB_BENCH=${DB_BENCH:-$(bench/compare/build_rocksdb.sh | tail -1)}
-  echo "yardstick: $("$DB_BENCH" --version 2>&1 | head -1) ($DB_BENCH, release build)"
-fi
+# The yardstick, built once, then cached: db_bench (dbbench and timeline) and librocksdb.a
+# (ycsb, through bench/compare/rocksdb-lib, which the repository's .cargo/config.toml names).
+built=$(bench/compare/build_rocksdb.sh | tail -2)
+DB_BENCH=${DB_BENCH:-$(echo "$built" | head -1)}
+export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-$(echo "$built" | tail -1)} ROCKSDB_STATIC=1
+echo "yardstick: $("$DB_BENCH" --version 2>&1 | head -1) ($DB_BENCH, release build)"
 
-# The ycsb suite's RocksDB: Debian's shared library and libclang (for the rocksdb crate's
-# bindgen).
-missing=()
-for p in librocksdb-dev libclang-dev; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+# libclang, for the rocksdb crate's bindgen.
+if ! dpkg -s libclang-dev >/dev/null 2>&1; then
   apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q libclang-dev
 fi
-export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-/usr/lib/x86_64-linux-gnu}
 
 cargo build --release -q -p shale-cli
 cargo build --release -q --manifest-path bench/compare/Cargo.toml
@@ -72,7 +62,8 @@ for s in "${suites[@]}"; do
     ycsb)
       "$HARNESS" ycsb --shale "$SHALE" --work-dir "$WORK" --out "$OUT" \
         --records "${YCSB_RECORDS:-1000000}" --operations "${YCSB_OPS:-1000000}" \
-        --threads "${YCSB_THREADS:-2}" --repeats "${YCSB_REPEATS:-3}" ;;
+        --threads "${YCSB_THREADS:-2}" --repeats "${YCSB_REPEATS:-3}" \
+        --cache-size "${YCSB_CACHE_SIZE:-33554432}" --memory-limit "${YCSB_MEMORY_LIMIT:-0}" ;;
   esac
 done
 rmdir "$WORK" 2>/dev/null || true

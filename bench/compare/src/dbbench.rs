@@ -51,10 +51,14 @@ pub struct Args {
     )]
     pub benchmarks: String,
     /// Block cache bytes, the same for every engine. The default holds the whole data set of
-    /// 1M keys (about 140 MiB), as the page cache does for RocksDB buffered; shale reads with
-    /// O_DIRECT, so its block cache is all it has.
+    /// 1M keys (about 140 MiB): regime (a). Smaller than the data, reads that miss it go to
+    /// the page cache (both engines' default) or, with direct reads, to the device.
     #[arg(long, default_value_t = 1 << 30)]
     pub cache_size: u64,
+    /// shale reads its SSTs with O_DIRECT too (`--use_direct_reads=true`), for regime (d):
+    /// run it with `--modes direct`, so that both engines read around the page cache.
+    #[arg(long)]
+    pub direct_reads: bool,
     /// Memtable bytes (db_bench's --write_buffer_size).
     #[arg(long, default_value_t = 64 << 20)]
     pub write_buffer_size: u64,
@@ -224,6 +228,10 @@ pub fn command_line(a: &Args, engine: Engine, group: &Group, db: &Path) -> (Path
     match engine {
         Engine::Shale => {
             flags.insert(0, "bench".into());
+            if a.direct_reads {
+                // shale writes SSTs with O_DIRECT whatever the flags: reads are its choice.
+                flags.push("--use_direct_reads=true".into());
+            }
             (a.shale.clone(), flags)
         }
         Engine::RocksBuffered | Engine::RocksDirect => {
@@ -309,33 +317,25 @@ pub fn stall_micros(engine: Engine, counters: &BTreeMap<String, u64>) -> Option<
     names.iter().map(|n| counters.get(*n).copied()).sum()
 }
 
-/// The store's bytes after a run, and its SST bytes:
-/// - RocksDB: every file in its directory (SSTs, WAL, MANIFEST, OPTIONS) except the info
-///   `LOG` files, which are diagnostics; SSTs are the `*.sst` files.
-/// - shale: its volume file is pre-allocated and grows in steps, so its size says little. We
-///   count what `shale inspect` reports in use: the header, both version-log areas and the WAL
-///   area (all reserved when the volume is laid out) plus the slots of live SSTs; SSTs are the
-///   live slots.
+/// The store's bytes on disk after a run, and its SST bytes:
+/// - bytes on disk: what the file system has allocated to the store's files (`du`), by one
+///   meter for both engines; RocksDB's info `LOG` files are left out (diagnostics). For shale
+///   that is its volume file: the header, the version-log areas, the WAL groups in use and
+///   every slot the volume has grown to, live or free.
+/// - SST bytes: RocksDB's `*.sst` files; shale's live SST slots, by `shale inspect`.
 pub fn store_bytes(engine: Engine, shale: &Path, db: &Path) -> Result<(u64, u64), Error> {
+    let on_disk = child::dir_allocated_bytes(db, &|n| !is_info_log(n))?;
     match engine {
         Engine::Shale => {
             let out = Command::new(shale).arg("inspect").arg(db).output()?;
             let text = String::from_utf8_lossy(&out.stdout);
             let i = parse::parse_inspect(&text)
                 .ok_or_else(|| format!("shale inspect {}: no figures in {text:?}", db.display()))?;
-            let reserved = SHALE_HEADER_BYTES + 2 * i.version_log_bytes + i.wal_area_bytes;
-            Ok((reserved + i.live_slot_bytes(), i.live_slot_bytes()))
+            Ok((on_disk, i.live_slot_bytes()))
         }
-        _ => {
-            let all = child::dir_bytes(db, &|n| !is_info_log(n))?;
-            let sst = child::dir_bytes(db, &|n| n.ends_with(".sst"))?;
-            Ok((all, sst))
-        }
+        _ => Ok((on_disk, child::dir_bytes(db, &|n| n.ends_with(".sst"))?)),
     }
 }
-
-/// The header area of a shale volume (`shale inspect` prints it; it is a format constant).
-const SHALE_HEADER_BYTES: u64 = 8192;
 
 fn is_info_log(name: &str) -> bool {
     name == "LOG" || name.starts_with("LOG.old")
@@ -778,8 +778,8 @@ impl Report<'_> {
         let _ = writeln!(
             s,
             "- RocksDB: {}; shale: {}\n- {} keys of {} B, values of {} B, no compression, bloom 10 bits, \
-             {} MiB write buffer, {} MiB block cache for every engine; medians of {} alternating runs \
-             per engine; 1-minute load average {lo:.2} to {hi:.2} before the runs.\n",
+             {} MiB write buffer, {} MiB block cache for every engine{}; shale reads {}; medians of {} \
+             alternating runs per engine; 1-minute load average {lo:.2} to {hi:.2} before the runs.\n",
             rocksdb_version(self.runs),
             self.shale_version,
             a.num,
@@ -787,6 +787,19 @@ impl Report<'_> {
             a.value_size,
             a.write_buffer_size >> 20,
             a.cache_size >> 20,
+            if a.memory_limit > 0 {
+                format!(
+                    ", each process in a memory cgroup of {} MiB (RSS and page cache)",
+                    a.memory_limit >> 20
+                )
+            } else {
+                String::new()
+            },
+            if a.direct_reads {
+                "with O_DIRECT (`--use_direct_reads=true`)"
+            } else {
+                "through the page cache where its block cache misses (its default)"
+            },
             a.repeats
         );
         let _ = writeln!(s, "## Throughput (median ops/s) and P99 latency\n");
@@ -809,10 +822,10 @@ impl Report<'_> {
              has no counter), shale `shale.wal.bytes + shale.sst.bytes.written + shale.version.log.bytes`. \
              Each process ends with `flush,waitforcompaction`, so the figure includes the work a write \
              leaves behind.\n\n\
-             (a) RocksDB: every file in its directory after the run except the info LOG files. shale: \
-             its volume file is pre-allocated, so its size says little; this is what `shale inspect` \
-             reports in use: the header, both version-log areas and the WAL area (reserved when the \
-             volume is laid out, sized for the write buffer) plus the slots of live SSTs.\n\
+             (a) What the file system has allocated to the store's files after the run (`du`: \
+             `st_blocks`), by one meter for both engines; RocksDB's info LOG files are left out. For \
+             shale that is its volume file: header, version-log areas, the WAL groups in use and every \
+             slot the volume has grown to, live or free.\n\
              (b) RocksDB: the `*.sst` files; shale: the live SST slots.\n\
              (c) `write_bytes - cancelled_write_bytes` of the process in /proc/PID/io: what the kernel \
              sent (or will send) to storage on its behalf, by one meter for both engines; buffered \

@@ -1,5 +1,6 @@
-//! The engines YCSB drives, behind `ycsb::Engine`: shale, RocksDB (Debian's 7.8.3 through the
-//! `rocksdb` crate) and fjall, opened with the same settings in spirit:
+//! The engines YCSB drives, behind `ycsb::Engine`: shale, RocksDB (11.8.1 through the `rocksdb`
+//! crate 0.25, linked to the release build of `build_rocksdb.sh`) and fjall, opened with the same
+//! settings in spirit:
 //!
 //! | setting | shale | RocksDB | fjall |
 //! |---|---|---|---|
@@ -38,6 +39,39 @@ pub fn open(name: &str, dir: &Path, s: &Settings) -> Result<Box<dyn Engine>, cra
         "fjall" => Box::new(Fjall::open(dir, s)?),
         other => return Err(format!("unknown engine {other:?} (shale, rocksdb, fjall)").into()),
     })
+}
+
+/// The version of engine `name` that this harness runs, for the report: RocksDB's from the
+/// OPTIONS file it wrote into `store` (the library linked, whatever the crate says), fjall's
+/// from this harness's Cargo.lock; `None` for shale (the report names its commit) and where
+/// it cannot be read.
+pub fn version(name: &str, store: &Path) -> Option<String> {
+    match name {
+        "rocksdb" => std::fs::read_dir(store)
+            .ok()?
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("OPTIONS-"))
+            .find_map(|e| {
+                let text = std::fs::read_to_string(e.path()).ok()?;
+                text.lines().find_map(|l| {
+                    l.trim().strip_prefix("rocksdb_version=").map(|v| v.trim().to_string())
+                })
+            }),
+        "fjall" => locked_version(include_str!("../Cargo.lock"), "fjall"),
+        _ => None,
+    }
+}
+
+/// The version of package `name` in a Cargo.lock's text.
+fn locked_version(lock: &str, name: &str) -> Option<String> {
+    let mut lines = lock.lines();
+    while let Some(l) = lines.next() {
+        if l.trim() == format!("name = \"{name}\"") {
+            let v = lines.next()?.trim().strip_prefix("version = \"")?.strip_suffix('"')?;
+            return Some(v.to_string());
+        }
+    }
+    None
 }
 
 /// The engines, in the order a repeat runs them.
@@ -120,13 +154,13 @@ impl Rocks {
         o.set_write_buffer_size(s.write_buffer_bytes as usize);
         // db_bench's default, so the two RocksDB suites run alike.
         o.set_max_background_jobs(2);
-        // shale's default; RocksDB 7.8.3's is static sizing.
+        // shale's default, and RocksDB's since 8.4.
         o.set_level_compaction_dynamic_level_bytes(true);
         if s.rocksdb_direct {
             o.set_use_direct_reads(true);
             o.set_use_direct_io_for_flush_and_compaction(true);
         }
-        let cache = rocksdb::Cache::new_lru_cache(s.cache_bytes as usize)?;
+        let cache = rocksdb::Cache::new_lru_cache(s.cache_bytes as usize);
         let mut table = rocksdb::BlockBasedOptions::default();
         table.set_block_cache(&cache);
         table.set_bloom_filter(10.0, false);
@@ -250,5 +284,30 @@ mod tests {
             std::fs::remove_dir_all(&dir).unwrap();
         }
         assert!(open("leveldb", Path::new("/nonexistent"), &s).is_err());
+    }
+
+    /// The report names the RocksDB it ran from the store's own OPTIONS file.
+    #[test]
+    fn versions_come_from_the_store_and_the_lock_file() {
+        let s =
+            Settings { cache_bytes: 1 << 20, write_buffer_bytes: 4 << 20, rocksdb_direct: false };
+        let dir = tempfile_dir("version");
+        drop(open("rocksdb", &dir, &s).unwrap());
+        assert_eq!(version("rocksdb", &dir).as_deref(), Some("11.8.1"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let fjall = version("fjall", &dir).unwrap();
+        assert!(fjall.starts_with("3."), "{fjall}");
+        assert_eq!(version("shale", &dir), None);
+        let lock = "[[package]]\nname = \"a\"\nversion = \"1.2.3\"\n";
+        assert_eq!(locked_version(lock, "a").as_deref(), Some("1.2.3"));
+        assert_eq!(locked_version(lock, "b"), None);
+    }
+
+    fn tempfile_dir(what: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir()
+            .join(format!("shale-compare-engine-{what}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
     }
 }

@@ -45,11 +45,17 @@ pub struct Args {
     /// Engines, run in this order within each repeat.
     #[arg(long, default_value = "rocksdb,shale,fjall")]
     pub engines: String,
-    /// Block cache bytes, the same for every engine. The default holds 1M records of 1 KB
-    /// (about 1.1 GB), as the page cache does for RocksDB and fjall; shale reads with O_DIRECT,
-    /// so its block cache is all it has.
-    #[arg(long, default_value_t = 2 << 30)]
+    /// Block cache bytes, the same for every engine. The default is 32 MiB, the default of
+    /// all three (RocksDB's LRU cache, fjall's `cache_size`, shale's `block_cache_bytes`):
+    /// what a user gets who sets nothing. Each engine reads what misses it through the page
+    /// cache (shale's `use_direct_reads` is off by default, as RocksDB's).
+    #[arg(long, default_value_t = 32 << 20)]
     pub cache_size: u64,
+    /// Run each engine's process in a memory cgroup bounded to this many bytes, RSS and page
+    /// cache together (cgroup v1, root): the regime where the data outgrows the memory the
+    /// process may use (0: unbounded, the group still measures peak memory).
+    #[arg(long, default_value_t = 0)]
+    pub memory_limit: u64,
     /// Memtable bytes, the same for every engine.
     #[arg(long, default_value_t = 64 << 20)]
     pub write_buffer_size: u64,
@@ -150,6 +156,10 @@ pub fn run_engine(a: &EngineArgs) -> Result<(), Error> {
     // whose marker file a store directory must not hold).
     let store = crate::scratch::store(&a.dir);
     let mut engine = Some(engines::open(&a.engine, &store, &settings)?);
+    // Before the first phase, so parse_phases skips it; the report names what it ran.
+    if let Some(v) = engines::version(&a.engine, &store) {
+        println!("{ENGINE_VERSION}{v}");
+    }
     for phase in phases(&workloads) {
         let report = match phase.as_str() {
             "load" | "reload" => {
@@ -177,6 +187,16 @@ pub fn run_engine(a: &EngineArgs) -> Result<(), Error> {
     }
     drop(engine);
     Ok(())
+}
+
+/// The line a child prints before its phases, naming the engine's version.
+const ENGINE_VERSION: &str = "engine version: ";
+
+/// The version engine `name` printed in its first run that printed one.
+fn printed_version(runs: &[Run], name: &str) -> Option<String> {
+    runs.iter().filter(|r| r.engine == name).find_map(|r| {
+        r.process.stdout.lines().find_map(|l| l.strip_prefix(ENGINE_VERSION).map(str::to_string))
+    })
 }
 
 /// One phase's figures from a YCSB report.
@@ -313,7 +333,9 @@ pub fn run(a: &Args) -> Result<(), Error> {
             cmd.args(engine_flags(a, engine, &dir));
             let load_before = crate::dbbench::load_average();
             eprintln!("shale-compare: ycsb run {repeat} {engine} (load {load_before:.2})");
-            let process = child::run(cmd, &raw.join(format!("ycsb-{engine}-{repeat}")))?;
+            let limit = (a.memory_limit > 0).then_some(a.memory_limit);
+            let process =
+                child::run_limited(cmd, &raw.join(format!("ycsb-{engine}-{repeat}")), limit)?;
             if process.exit_code != Some(0) {
                 // Reported, never dropped: the phases it finished still count.
                 let why = format!(
@@ -379,8 +401,8 @@ fn replot(a: &Args) -> Result<(Vec<Run>, String), Error> {
             stdout: std::fs::read_to_string(raw.with_extension("stdout"))?,
             stderr: std::fs::read_to_string(raw.with_extension("stderr"))?,
             peak_rss_bytes: f[c_rss].parse()?,
-            // Not in the ycsb CSV (yet): the db_bench suite reports it.
-            peak_memory_bytes: None,
+            // Absent from CSVs written before the column existed.
+            peak_memory_bytes: col("peak_memory_bytes").ok().and_then(|c| f.get(c)?.parse().ok()),
             storage_write_bytes: f[c_io].parse().ok(),
             wall: std::time::Duration::ZERO,
         };
@@ -428,7 +450,7 @@ fn store_bytes(engine: &str, shale: &Path, dir: &Path) -> Result<u64, Error> {
     match engine {
         "shale" => Ok(crate::dbbench::store_bytes(E::Shale, shale, dir)?.0),
         "rocksdb" => Ok(crate::dbbench::store_bytes(E::RocksBuffered, shale, dir)?.0),
-        _ => Ok(child::dir_bytes(dir, &|_| true)?),
+        _ => Ok(child::dir_allocated_bytes(dir, &|_| true)?),
     }
 }
 
@@ -554,12 +576,18 @@ impl Report<'_> {
         let rb = record_bytes();
         type Figure<'f> =
             (&'static str, Box<dyn Fn(&Run) -> Option<f64> + 'f>, fn(Option<f64>) -> String, bool);
-        let figures: [Figure; 4] = [
+        let figures: [Figure; 5] = [
             (
                 "peak RSS",
                 Box::new(|r: &Run| Some(r.process.peak_rss_bytes as f64)),
                 table::mib,
                 false,
+            ),
+            (
+                "peak memory, RSS + page cache (c)",
+                Box::new(|r: &Run| r.process.peak_memory_bytes.map(|b| b as f64)),
+                table::mib,
+                true,
             ),
             (
                 "bytes on disk after the last phase (a)",
@@ -603,12 +631,14 @@ impl Report<'_> {
         let _ = writeln!(s, "{}", machine::describe());
         let _ = writeln!(
             s,
-            "- shale: {}; RocksDB 7.8.3 (Debian's librocksdb, built with assertions on: not yet the release yardstick; `rocksdb` crate 0.19, {}); fjall 3.\n\
+            "- shale: {}; RocksDB {} (release build, `rocksdb` crate 0.25, {}); fjall {}.\n\
              - {} records of 10 x 100-byte fields, {} operations per workload, {} client threads, \
              {} MiB block cache and {} MiB memtable for every engine, no compression, bloom 10 \
              bits, WAL on and not synced; medians of {} runs per engine, alternating {}.\n",
             self.shale_version,
+            printed_version(self.runs, "rocksdb").unwrap_or_else(|| "(version not read)".into()),
             if a.rocksdb_direct { "direct I/O" } else { "buffered I/O" },
+            printed_version(self.runs, "fjall").unwrap_or_else(|| "3".into()),
             a.records,
             a.operations,
             a.threads,
@@ -633,15 +663,26 @@ impl Report<'_> {
         s.push_str(&self.cost_table().to_markdown());
         let _ = writeln!(
             s,
-            "\n(a) RocksDB and fjall: the files of their directories (without RocksDB's info \
-             LOG); shale: what `shale inspect` reports in use (header, version-log and WAL areas, \
-             live SST slots), as in the db_bench suite.\n\
+            "\n(a) What the file system has allocated to the store's files (`du`: `st_blocks`), \
+             RocksDB's info LOG left out, as in the db_bench suite.\n\
              (b) `write_bytes - cancelled_write_bytes` of the engine's process in /proc/PID/io, \
              one meter for all three; write amplification divides it by the records written \
              (YCSB's INSERT and UPDATE operations, loads included) times {} bytes per record \
              (keys left out). Cost targets (no higher than RocksDB) apply to (a) and the write \
-             amplification.\n",
-            record_bytes()
+             amplification.\n\
+             (c) `memory.max_usage_in_bytes` of the memory cgroup (v1) each engine's process runs \
+             in: its RSS and the page cache it caused (RocksDB and fjall read through the page \
+             cache, which RSS does not show); empty where no cgroup could be made.{}\n",
+            record_bytes(),
+            if a.memory_limit > 0 {
+                format!(
+                    " Each group was bounded to {} MiB (`--memory-limit`), RSS and page cache \
+                     together.",
+                    a.memory_limit >> 20
+                )
+            } else {
+                String::new()
+            }
         );
         if !self.failures.is_empty() {
             let _ = writeln!(s, "## FAILED engine runs (phases after the failure are missing)\n");
@@ -684,7 +725,7 @@ impl Report<'_> {
 
     pub fn csv(&self) -> String {
         let mut s = String::from(
-            "repeat,engine,phase,ops_per_sec,errors,operations,p99_us,peak_rss_bytes,disk_bytes,storage_write_bytes,records_written,load_before\n",
+            "repeat,engine,phase,ops_per_sec,errors,operations,p99_us,peak_rss_bytes,disk_bytes,storage_write_bytes,records_written,load_before,peak_memory_bytes\n",
         );
         for r in self.runs {
             for p in &self.phases {
@@ -693,7 +734,7 @@ impl Report<'_> {
                 let ops: Vec<String> = x.ops.iter().map(|(op, v)| format!("{op}={v}")).collect();
                 let _ = writeln!(
                     s,
-                    "{},{},{},{},{},{},{},{},{},{},{},{:.2}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{:.2},{}",
                     r.repeat,
                     r.engine,
                     p,
@@ -705,7 +746,8 @@ impl Report<'_> {
                     r.disk_bytes.map_or(String::new(), |b| b.to_string()),
                     r.process.storage_write_bytes.map_or(String::new(), |b| b.to_string()),
                     r.records_written(),
-                    r.load_before
+                    r.load_before,
+                    r.process.peak_memory_bytes.map_or(String::new(), |b| b.to_string())
                 );
             }
         }

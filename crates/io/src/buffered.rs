@@ -233,11 +233,7 @@ impl BufferedWriter {
             offset,
             source: io::Error::new(
                 e.kind(),
-                format!(
-                    "buffered write of {} bytes to {}: {e}",
-                    data.len(),
-                    self.path.display()
-                ),
+                format!("buffered write of {} bytes to {}: {e}", data.len(), self.path.display()),
             ),
         })
     }

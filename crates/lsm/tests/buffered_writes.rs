@@ -15,7 +15,10 @@
 //! - a SIGKILL while compactions write buffered loses an acknowledged write or leaves a
 //!   committed SST unsynced (`sigkill_mid_compaction_with_buffered_writes_loses_no_acked_write`);
 //! - the option does something on a store without a file
-//!   (`a_store_on_a_device_writes_directly_whatever_the_option_says`).
+//!   (`a_store_on_a_device_writes_directly_whatever_the_option_says`);
+//! - a block device's page cache behaves otherwise than a file's
+//!   (`a_store_on_a_loop_device_writes_buffered_and_reads_back_by_either_path`, skipped
+//!   where no loop device can be set up).
 //!
 //! Each test checks that its SSTs really took the path it means (the per-path byte counters).
 
@@ -350,6 +353,44 @@ fn a_store_on_a_device_writes_directly_whatever_the_option_says() {
     let s = db.stats();
     assert!(s.sst_bytes_written_direct > 0 && s.sst_bytes_written_buffered == 0, "{s:?}");
     assert!(s.sst_bytes_read_direct > 0 && s.sst_bytes_read_buffered == 0, "{s:?}");
+}
+
+/// A loop device for a test, detached when dropped.
+struct Loop(String);
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+    }
+}
+
+#[test]
+fn a_store_on_a_loop_device_writes_buffered_and_reads_back_by_either_path() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("disk");
+    std::fs::File::create(&backing).unwrap().set_len(64 << 20).unwrap();
+    let out = Command::new("losetup").args(["-f", "--show"]).arg(&backing).output();
+    let dev = match out {
+        Ok(o) if o.status.success() => String::from_utf8(o.stdout).unwrap().trim().to_string(),
+        other => {
+            println!("skipped: no loop device ({other:?})");
+            return;
+        }
+    };
+    let _loop = Loop(dev.clone());
+    let mut rng = SmallRng::seed_from_u64(17);
+    let (mut model, mut write) = (Model::new(), 0u64);
+    for direct_reads in [false, true, false] {
+        let ctx = format!("{dev}, direct reads {direct_reads}");
+        let db = Db::open(&dev, options(direct_reads)).unwrap();
+        check_against(&db, &model, &format!("{ctx}, opened"));
+        overwrite_rounds(&db, &mut model, &mut rng, &mut write, &ctx);
+        assert_written_buffered(&db, &ctx);
+        assert_read_by(&db, direct_reads, &ctx);
+        db.check().unwrap();
+        db.close().unwrap();
+    }
 }
 
 // The kill test: a child process writes batches (one in eight synced, the rest kept by the

@@ -130,9 +130,9 @@ pub struct Options {
     /// write nothing.
     pub use_direct_io_for_flush_and_compaction: bool,
     /// Put each flush and compaction output's blocks into the block cache as it is written
-    /// (RocksDB's `prepopulate_block_cache`, there for flushes only). SSTs are written with
-    /// O_DIRECT, so no page cache holds them, and a compaction retires its inputs' cached
-    /// blocks: without this, reads after a compaction go to the device until the cache warms.
+    /// (RocksDB's `prepopulate_block_cache`, there for flushes only). A compaction retires its
+    /// inputs' cached blocks, and with O_DIRECT SST writes or reads no page cache holds the
+    /// new SST: without this, reads after a compaction go to the device until the cache warms.
     pub prepopulate_block_cache: bool,
     /// The volume: layout of a new one, growth. A `volume.layout.wal_bytes` of 0 (the
     /// default) sizes the WAL area of a new volume from these options

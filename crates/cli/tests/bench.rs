@@ -115,3 +115,39 @@ fn flags_without_an_engine_knob_warn_and_run() {
     assert!(err.contains("--max_background_jobs=1: the engine runs one flush thread"), "{err}");
     result_line(&out, "fillseq");
 }
+
+#[test]
+fn use_direct_io_for_flush_and_compaction_is_accepted_both_ways_and_reported() {
+    for (value, shown, path) in [
+        ("false", "SST writes: page cache (synced before commit)\n", "buffered"),
+        ("true", "SST writes: direct (O_DIRECT)\n", "direct"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = format!("--db={}", dir.path().display());
+        let flag = format!("--use_direct_io_for_flush_and_compaction={value}");
+        let (ok, out, err) = shale_bench(&[
+            "--benchmarks=fillrandom,compact,readrandom",
+            "--num=3000",
+            "--statistics",
+            &flag,
+            &db,
+        ]);
+        assert!(ok, "{flag}: {err}");
+        assert!(!err.contains("use_direct_io_for_flush_and_compaction"), "{flag}: {err}");
+        assert!(out.contains(shown), "{flag}: {out}");
+        result_line(&out, "readrandom");
+        // The counters say which path wrote the SSTs.
+        let counter = |name: &str| -> u64 {
+            let line = out.lines().find(|l| l.starts_with(&format!("{name} COUNT : ")));
+            line.unwrap_or_else(|| panic!("{name} in:\n{out}"))
+                .rsplit(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let other = if path == "direct" { "buffered" } else { "direct" };
+        assert!(counter(&format!("shale.sst.bytes.written.{path}")) > 0, "{flag}: {out}");
+        assert_eq!(counter(&format!("shale.sst.bytes.written.{other}")), 0, "{flag}: {out}");
+    }
+}

@@ -1,22 +1,40 @@
-//! Reads through the kernel's page cache, beside a device that writes with O_DIRECT.
+//! The kernel's page cache beside a device that writes with O_DIRECT: buffered reads of SSTs
+//! ([`BufferedReader`]) and buffered writes of them ([`BufferedWriter`]).
 //!
 //! An engine that reads what it wrote with O_DIRECT only through its own block cache leaves
 //! the rest of the machine's memory idle: data bigger than the block cache but smaller than
 //! RAM goes to the device on every miss, where RocksDB (buffered reads by default) hits the
 //! page cache. A [`BufferedReader`] is a second file descriptor on the same file or block
-//! device, opened O_RDONLY without O_DIRECT, read with `pread`. Writes stay on the O_DIRECT
-//! device.
+//! device, opened O_RDONLY without O_DIRECT, read with `pread`.
 //!
-//! Two descriptors on one file share one page cache, and O_DIRECT writes bypass it, so the
-//! caller owns the coherence rule: a range rewritten with O_DIRECT must have its cached pages
-//! dropped ([`BufferedReader::drop_cached`]) before anything reads the new bytes through this
-//! reader. Linux invalidates the cached pages of a range written with O_DIRECT as well, but a
-//! page it fails to invalidate (it only warns) would serve old bytes with a valid checksum.
+//! A [`BufferedWriter`] is a third, opened O_RDWR without O_DIRECT: `pwrite` into the page
+//! cache, then [`BufferedWriter::sync`] (`fdatasync`) before anything may rely on the bytes,
+//! as RocksDB writes its SST files when `use_direct_io_for_flush_and_compaction` is false.
+//! The written pages stay cached, so reads through a [`BufferedReader`] hit them at once.
 //!
-//! The descriptor is advised `POSIX_FADV_RANDOM`: the kernel reads exactly the pages asked for
-//! and no readahead around them, so a point read neither wastes device bandwidth nor pulls in
-//! pages of neighbouring ranges that are about to be rewritten. Callers that scan read large
-//! ranges themselves.
+//! All descriptors on one file share one page cache (per inode, or per block device), so:
+//! - a `pwrite` replaces the cached pages of its range, whatever they held: buffered writes
+//!   followed by buffered reads are coherent, even where the range held other bytes before;
+//! - O_DIRECT writes bypass the cache, so the caller owns a coherence rule for them: a range
+//!   rewritten with O_DIRECT must have its cached pages dropped
+//!   ([`BufferedReader::drop_cached`]) before anything reads the new bytes through a reader.
+//!   Linux invalidates the cached pages of a range written with O_DIRECT as well, but a page
+//!   it fails to invalidate (it only warns) would serve old bytes with a valid checksum;
+//! - an O_DIRECT read of a range with dirty cached pages has the kernel write them back
+//!   first, and after [`BufferedWriter::sync`] they are clean and on the device anyway.
+//!
+//! Write-back errors: Linux reports an error writing back a dirty page once to each open
+//! file description, at its next `fsync`/`fdatasync`; a second call on the same descriptor
+//! returns success although the page never reached the device. Several threads write SSTs
+//! through one [`BufferedWriter`], so an error caused by one thread's pages could be reported
+//! to another's sync, and the first thread's own sync would then succeed. So a writer's syncs
+//! are serialized and the first failure is sticky: every later [`BufferedWriter::sync`]
+//! fails too (DESIGN.md P5: a failed sync is never retried and trusted).
+//!
+//! The reader's descriptor is advised `POSIX_FADV_RANDOM`: the kernel reads exactly the pages
+//! asked for and no readahead around them, so a point read neither wastes device bandwidth nor
+//! pulls in pages of neighbouring ranges that are about to be rewritten. Callers that scan
+//! read large ranges themselves.
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -24,6 +42,8 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
 
 use crate::error::{Error, OpKind, PathOp, Result};
 
@@ -138,13 +158,154 @@ impl BufferedReader {
     }
 
     fn advise(&self, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
-        let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        advise(&self.file, offset, len, advice)
+    }
+}
+
+fn advise(file: &File, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
+    let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    // SAFETY: posix_fadvise only reads its integer arguments; the fd is open for the call.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), off, len, advice) };
+    // posix_fadvise returns the error number instead of setting errno.
+    if rc == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(rc)) }
+}
+
+/// A read-write, buffered (page-cache) descriptor on a file or block device, for writes that
+/// are made durable by [`BufferedWriter::sync`] before anything relies on them (see the
+/// module's comment on write-back errors).
+pub struct BufferedWriter {
+    file: File,
+    path: PathBuf,
+    /// Held across each `fdatasync`; true once one failed (sticky, see the module's comment).
+    sync_failed: Mutex<bool>,
+}
+
+impl fmt::Debug for BufferedWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BufferedWriter").field("path", &self.path).finish()
+    }
+}
+
+impl BufferedWriter {
+    /// Opens `path` (an existing regular file or block device) for buffered writes.
+    ///
+    /// ```
+    /// use shale_io::{BufferedReader, BufferedWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("f");
+    /// std::fs::write(&path, [0u8; 8192])?;
+    /// let w = BufferedWriter::open(&path)?;
+    /// w.write_at(4096, b"through the page cache")?;
+    /// w.sync()?;
+    /// assert_eq!(BufferedReader::open(&path)?.read_at(4096 + 12, 4)?, b"page");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Path`] naming the path when it cannot be opened for writing.
+    pub fn open(path: &Path) -> Result<BufferedWriter> {
+        // O_NONBLOCK: a FIFO put where a volume was expected must not block the open.
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| Error::at_path(PathOp::Open, path, e))?;
+        Ok(BufferedWriter { file, path: path.to_path_buf(), sync_failed: Mutex::new(false) })
+    }
+
+    /// The path it was opened by.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes all of `data` at `offset` into the page cache (`pwrite`). No alignment is
+    /// needed; nothing is durable until [`BufferedWriter::sync`] returns.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (a write at `offset`) whose message names the path.
+    pub fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.file.write_all_at(data, offset).map_err(|e| Error::Io {
+            op: OpKind::Write,
+            offset,
+            source: io::Error::new(
+                e.kind(),
+                format!("buffered write of {} bytes to {}: {e}", data.len(), self.path.display()),
+            ),
+        })
+    }
+
+    /// Starts writing back the dirty pages of `[offset, offset + len)` without waiting
+    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`), so a long write streams to the device
+    /// instead of piling up for [`BufferedWriter::sync`]. It makes nothing durable and
+    /// reports no write-back error (that is left to `sync`, which sees every one).
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the path if the kernel refuses the call.
+    pub fn start_writeback(&self, offset: u64, len: u64) -> Result<()> {
+        let (Ok(off), Ok(n)) = (libc::off64_t::try_from(offset), libc::off64_t::try_from(len))
+        else {
+            return Err(self.flush_error(offset, io::Error::from_raw_os_error(libc::EINVAL)));
         };
-        // SAFETY: posix_fadvise only reads its integer arguments; the fd is open for the call.
-        let rc = unsafe { libc::posix_fadvise(self.file.as_raw_fd(), off, len, advice) };
-        // posix_fadvise returns the error number instead of setting errno.
-        if rc == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(rc)) }
+        // SAFETY: sync_file_range only reads its integer arguments; the fd is open.
+        let rc = unsafe {
+            libc::sync_file_range(self.file.as_raw_fd(), off, n, libc::SYNC_FILE_RANGE_WRITE)
+        };
+        if rc == 0 { Ok(()) } else { Err(self.flush_error(offset, io::Error::last_os_error())) }
+    }
+
+    /// Makes every write through this writer so far durable (`fdatasync`: the dirty pages,
+    /// the file's block mapping, and a flush of the device's volatile cache). Syncs are
+    /// serialized; after one failure every later call fails too, without syncing again.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (a flush) naming the path, for this failure or an earlier one.
+    pub fn sync(&self) -> Result<()> {
+        let mut failed = self.sync_failed.lock();
+        if *failed {
+            return Err(self.flush_error(
+                0,
+                io::Error::other("an earlier sync failed; buffered writes are not trusted"),
+            ));
+        }
+        self.file.sync_data().map_err(|e| {
+            *failed = true;
+            self.flush_error(0, e)
+        })
+    }
+
+    /// Drops the cached pages of `[offset, offset + len)` (`POSIX_FADV_DONTNEED`), as
+    /// [`BufferedReader::drop_cached`] does: clean pages go at once; dirty ones are written
+    /// back first and may stay.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the path if the kernel refuses.
+    pub fn drop_cached(&self, offset: u64, len: u64) -> Result<()> {
+        advise(&self.file, offset, len, libc::POSIX_FADV_DONTNEED).map_err(|e| Error::Io {
+            op: OpKind::Read,
+            offset,
+            source: io::Error::new(
+                e.kind(),
+                format!(
+                    "posix_fadvise(POSIX_FADV_DONTNEED) of {len} bytes on {}: {e}",
+                    self.path.display()
+                ),
+            ),
+        })
+    }
+
+    fn flush_error(&self, offset: u64, e: io::Error) -> Error {
+        Error::Io {
+            op: OpKind::Flush,
+            offset,
+            source: io::Error::new(
+                e.kind(),
+                format!("sync of buffered writes to {}: {e}", self.path.display()),
+            ),
+        }
     }
 }
 
@@ -168,6 +329,44 @@ mod tests {
         q.write_at(8192, AlignedBuf::padded_copy(b"new", 4096), true).unwrap();
         assert_eq!(r.read_at(8192, 3).unwrap(), b"new");
         assert_eq!(r.read_at(8193, 5).unwrap(), b"ew\0\0\0");
+    }
+
+    #[test]
+    fn buffered_writes_replace_cached_pages_and_reach_o_direct_reads_after_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let opts = FileOptions { create_size: Some(1 << 20), ..FileOptions::default() };
+        let dev = open_device(&path, &opts).unwrap();
+        let mut q = dev.open_queue(&QueueOptions::default()).unwrap();
+        let r = BufferedReader::open(&path).unwrap();
+        let w = BufferedWriter::open(&path).unwrap();
+        w.write_at(8192, &[b'o'; 4096]).unwrap();
+        w.sync().unwrap();
+        // The old bytes are cached now (written, then read); a rewrite replaces them there.
+        assert_eq!(r.read_at(8192, 3).unwrap(), b"ooo");
+        w.write_at(8192, &[b'n'; 4096]).unwrap();
+        assert_eq!(r.read_at(8192, 3).unwrap(), b"nnn", "a buffered read of a rewrite");
+        w.start_writeback(8192, 4096).unwrap();
+        w.sync().unwrap();
+        assert_eq!(&q.read_at(8192, 4096).unwrap()[..], &[b'n'; 4096][..], "O_DIRECT read");
+        w.drop_cached(8192, 4096).unwrap();
+        assert_eq!(r.read_at(12287, 1).unwrap(), b"n");
+    }
+
+    #[test]
+    fn a_failed_sync_is_never_retried_and_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, [0u8; 4096]).unwrap();
+        let w = BufferedWriter::open(&path).unwrap();
+        w.sync().unwrap();
+        // As a failed fdatasync leaves it: the kernel would report the error only once.
+        *w.sync_failed.lock() = true;
+        w.write_at(0, b"x").unwrap();
+        let err = w.sync().unwrap_err();
+        assert!(matches!(err, Error::Io { op: OpKind::Flush, .. }), "{err}");
+        assert!(err.to_string().contains("earlier sync failed"), "{err}");
+        assert!(w.sync().is_err(), "the failure is sticky");
     }
 
     #[test]

@@ -28,7 +28,7 @@ mod throttle;
 mod uring;
 
 pub use buf::{AlignedBuf, BUF_ALIGN, SECTOR_SIZE};
-pub use buffered::BufferedReader;
+pub use buffered::{BufferedReader, BufferedWriter};
 pub use device::{
     Completion, Device, DeviceInfo, DeviceRef, Op, PollMode, QUEUE_DEPTH_MAX, Queue, QueueExt,
     QueueOptions, Request, check_request,

@@ -110,14 +110,29 @@ pub struct Options {
     /// SSTs are then prefetched into the page cache as they are written (a device read of
     /// each), so reads after a compaction do not start cold.
     /// Direct reads keep the store's memory to the block cache and leave the page cache to
-    /// others. Writes are O_DIRECT either way. A store opened on a device rather than a path
-    /// ([`crate::Db::open_device`]) has no file to read through the page cache and reads
-    /// directly whatever this says.
+    /// others. How SSTs are written is [`Options::use_direct_io_for_flush_and_compaction`];
+    /// with buffered writes nothing is prefetched, the written pages being in the page cache
+    /// already. A store opened on a device rather than a path ([`crate::Db::open_device`])
+    /// has no file to read through the page cache and reads directly whatever this says.
     pub use_direct_reads: bool,
+    /// Write the SSTs of flushes and compactions with O_DIRECT (`true`), or through the
+    /// kernel's page cache (`false`, the default, as RocksDB's and db_bench's
+    /// `use_direct_io_for_flush_and_compaction`). RocksDB then writes SST files buffered and
+    /// syncs each before the MANIFEST names it; shale `pwrite`s each SST into its extent
+    /// through a buffered read-write descriptor of the volume file or block device and
+    /// `fdatasync`s it before the version edit naming it is committed, so the durability
+    /// promises are the same either way. The written pages stay cached, so reads through the
+    /// page cache find new SSTs there without the prefetch that O_DIRECT writes need (a device
+    /// read of each SST); the cost is page-cache memory and a sync of the whole volume file
+    /// per SST. WAL pages and the version log are written with O_DIRECT either way. A store
+    /// opened on a device rather than a path ([`crate::Db::open_device`]) has no file to
+    /// write through the page cache and writes directly whatever this says; read-only opens
+    /// write nothing.
+    pub use_direct_io_for_flush_and_compaction: bool,
     /// Put each flush and compaction output's blocks into the block cache as it is written
-    /// (RocksDB's `prepopulate_block_cache`, there for flushes only). SSTs are written with
-    /// O_DIRECT, so no page cache holds them, and a compaction retires its inputs' cached
-    /// blocks: without this, reads after a compaction go to the device until the cache warms.
+    /// (RocksDB's `prepopulate_block_cache`, there for flushes only). A compaction retires its
+    /// inputs' cached blocks, and with O_DIRECT SST writes or reads no page cache holds the
+    /// new SST: without this, reads after a compaction go to the device until the cache warms.
     pub prepopulate_block_cache: bool,
     /// The volume: layout of a new one, growth. A `volume.layout.wal_bytes` of 0 (the
     /// default) sizes the WAL area of a new volume from these options
@@ -160,6 +175,7 @@ impl Default for Options {
             sst: SstOptions::default(),
             block_cache_bytes: 32 << 20,
             use_direct_reads: false,
+            use_direct_io_for_flush_and_compaction: false,
             prepopulate_block_cache: true,
             // The layout's `wal_bytes` is 0: a new volume's WAL area is sized from these
             // options ([`Options::volume_options`]).
@@ -402,6 +418,14 @@ mod tests {
         assert!(!Options::default().use_direct_reads);
         assert!(!Options::small_for_tests().use_direct_reads);
         Options { use_direct_reads: true, ..Options::default() }.validate().unwrap();
+    }
+
+    #[test]
+    fn flushes_and_compactions_write_through_the_page_cache_by_default_as_rocksdb_s() {
+        assert!(!Options::default().use_direct_io_for_flush_and_compaction);
+        assert!(!Options::small_for_tests().use_direct_io_for_flush_and_compaction);
+        let direct = Options { use_direct_io_for_flush_and_compaction: true, ..Options::default() };
+        direct.validate().unwrap();
     }
 
     #[test]

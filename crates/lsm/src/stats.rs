@@ -122,6 +122,12 @@ pub struct Stats {
     pub wal_bytes_written: u64,
     /// Bytes of SSTs written since open.
     pub sst_bytes_written: u64,
+    /// Bytes of flush and compaction outputs written with O_DIRECT since open
+    /// (`use_direct_io_for_flush_and_compaction = true`, or a store on a device).
+    pub sst_bytes_written_direct: u64,
+    /// Bytes of flush and compaction outputs written through the page cache (and synced)
+    /// since open (`use_direct_io_for_flush_and_compaction = false`).
+    pub sst_bytes_written_buffered: u64,
     /// Bytes written to the version log since open.
     pub version_log_bytes_written: u64,
     /// Block cache hits.

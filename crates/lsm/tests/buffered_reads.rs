@@ -28,10 +28,13 @@ use shale_lsm::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// Small sizes that make every round flush and compact, and a block cache too small to hold
-/// anything, so every block read goes to the page cache.
+/// anything, so every block read goes to the page cache. SSTs are written with O_DIRECT, the
+/// pair whose coherence rests on dropping cached pages (`tests/buffered_writes.rs` has the
+/// buffered writes).
 fn buffered_options() -> Options {
     let mut o = small_options();
     o.use_direct_reads = false;
+    o.use_direct_io_for_flush_and_compaction = true;
     o.block_cache_bytes = 0;
     o.prepopulate_block_cache = false;
     o

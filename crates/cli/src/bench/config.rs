@@ -100,6 +100,9 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     if let Some(v) = args.use_direct_reads {
         o.use_direct_reads = v;
     }
+    if let Some(v) = args.use_direct_io_for_flush_and_compaction {
+        o.use_direct_io_for_flush_and_compaction = v;
+    }
     if let Some(bits) = args.bloom_bits.filter(|b| *b >= 0.0) {
         if bits.fract() != 0.0 {
             warn(format!(
@@ -290,6 +293,13 @@ mod tests {
         assert!(!plan_of(&[]).0.unwrap().options.use_direct_reads, "db_bench's default: buffered");
         assert!(!plan_of(&["--use_direct_reads=false"]).0.unwrap().options.use_direct_reads);
         assert!(plan_of(&["--use_direct_reads"]).0.unwrap().options.use_direct_reads);
+        let direct_writes = |flags: &[&str]| {
+            plan_of(flags).0.unwrap().options.use_direct_io_for_flush_and_compaction
+        };
+        assert!(!direct_writes(&[]), "db_bench's default: buffered SST writes");
+        assert!(!direct_writes(&["--use_direct_io_for_flush_and_compaction=false"]));
+        assert!(direct_writes(&["--use_direct_io_for_flush_and_compaction=true"]));
+        assert!(direct_writes(&["--use_direct_io_for_flush_and_compaction"]));
         assert!(plan_of(&[]).0.unwrap().options.dynamic_level_bytes, "the engine's default");
         assert_eq!((o.write_buffer_bytes, o.max_write_buffer_number), (1 << 20, 3));
         assert_eq!((o.target_file_size_base, o.max_bytes_for_level_base), (2 << 20, 8 << 20));

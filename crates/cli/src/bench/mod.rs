@@ -159,6 +159,11 @@ pub struct Args {
     /// cache (false, db_bench's and the engine's default: `Options::use_direct_reads`).
     #[arg(long = "use_direct_reads", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub use_direct_reads: Option<bool>,
+    /// Write the SSTs of flushes and compactions with O_DIRECT (true) or through the page
+    /// cache, synced before they are committed (false, db_bench's and the engine's default:
+    /// `Options::use_direct_io_for_flush_and_compaction`).
+    #[arg(long = "use_direct_io_for_flush_and_compaction", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub use_direct_io_for_flush_and_compaction: Option<bool>,
     /// Uncompressed bytes per SST data block.
     #[arg(long = "block_size")]
     pub block_size: Option<usize>,

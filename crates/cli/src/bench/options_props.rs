@@ -46,6 +46,7 @@ const FLAGS: &[&str] = &[
     "max_open_files",
     "open_files",
     "use_direct_reads",
+    "use_direct_io_for_flush_and_compaction",
     "mmap_read",
     "nommap_read",
     "compression_ratio",

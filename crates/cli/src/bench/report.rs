@@ -263,6 +263,12 @@ pub fn print_header(args: &Args, plan: &DbPlan, path: &Path) {
     outln!("Compression: {}", plan.compression_name);
     let reads = if plan.options.use_direct_reads { "direct (O_DIRECT)" } else { "page cache" };
     outln!("SST reads:  {reads}");
+    let writes = if plan.options.use_direct_io_for_flush_and_compaction {
+        "direct (O_DIRECT)"
+    } else {
+        "page cache (synced before commit)"
+    };
+    outln!("SST writes: {writes}");
     outln!("Memtablerep: SkipList");
     outln!("------------------------------------------------");
     outln!("DB path: [{}]", path.display());
@@ -386,6 +392,8 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.bytes.written", s.user_bytes_written),
         ("shale.wal.bytes", s.wal_bytes_written),
         ("shale.sst.bytes.written", s.sst_bytes_written),
+        ("shale.sst.bytes.written.direct", s.sst_bytes_written_direct),
+        ("shale.sst.bytes.written.buffered", s.sst_bytes_written_buffered),
         ("shale.version.log.bytes", s.version_log_bytes_written),
         ("shale.flush.count", s.flushes),
         ("shale.compaction.count", s.compactions),

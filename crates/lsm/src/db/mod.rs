@@ -39,7 +39,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use shale_io::{BufferedReader, DeviceRef, FileOptions};
+use shale_io::{BufferedReader, BufferedWriter, DeviceRef, FileOptions};
 use shale_space::{Edit, Extent, IoClass, Volume};
 
 use crate::batch::{BatchOp, WriteBatch, record_ops};
@@ -54,7 +54,8 @@ use crate::merge::MergingIterator;
 use crate::options::{KEY_BYTES_MAX, Options, ReadOptions, WriteOptions};
 use crate::range_del::RangeTombstone;
 use crate::sst::{
-    QueuePool, SstBuilder, SstReader, VolumeSource, bloom_hash, prepopulate_block_cache,
+    PageCacheFiles, QueuePool, SstBuilder, SstReader, VolumeSource, bloom_hash,
+    prepopulate_block_cache,
 };
 use crate::stats::{Stall, StallCounters, Stats};
 use crate::version::{LEVELS, SstHandle, Version};
@@ -221,8 +222,8 @@ impl Db {
             StoreLock::acquire(path)?
         };
         let opened = Volume::open_path(path, &opts.volume_options(), &FileOptions::default())?;
-        let reads = buffered_reads(path, &opts)?;
-        let mut db = Db::open_volume(opened, opts, reads)?;
+        let files = page_cache_files(path, &opts, Access::ReadWrite)?;
+        let mut db = Db::open_volume(opened, opts, files)?;
         db._lock = Some(lock);
         Ok(db)
     }
@@ -258,22 +259,23 @@ impl Db {
         let lock = StoreLock::acquire_shared(path)?;
         let opened =
             Volume::open_path_read_only(path, &opts.volume_options(), &FileOptions::default())?;
-        let reads = buffered_reads(path, &opts)?;
-        let mut db = Db::open_volume_read_only(opened, opts, reads)?;
+        let files = page_cache_files(path, &opts, Access::ReadOnly)?;
+        let mut db = Db::open_volume_read_only(opened, opts, files)?;
         db._lock = Some(lock);
         Ok(db)
     }
 
-    /// Opens the store on a device (a simulated one in tests, say). SSTs are read with
-    /// O_DIRECT through the device's queues whatever [`Options::use_direct_reads`] says:
-    /// without a path there is no file to read through the page cache.
+    /// Opens the store on a device (a simulated one in tests, say). SSTs are read and written
+    /// through the device's queues whatever [`Options::use_direct_reads`] and
+    /// [`Options::use_direct_io_for_flush_and_compaction`] say: without a path there is no
+    /// file to read or write through the page cache.
     ///
     /// # Errors
     /// As [`Db::open`].
     pub fn open_device(device: DeviceRef, opts: Options) -> Result<Db> {
         opts.validate()?;
         let opened = Volume::open(device, &opts.volume_options())?;
-        Db::open_volume(opened, opts, None)
+        Db::open_volume(opened, opts, PageCacheFiles::default())
     }
 
     /// Sets `key` to `value`.
@@ -530,15 +532,27 @@ fn stopped_error(st: &State) -> Result<()> {
     }
 }
 
-/// The buffered descriptor SST reads go through (`sst/volume_io.rs`), on the volume file or
-/// block device that `path` names, unless the options ask for direct reads. Opened after the
-/// volume, so the file exists (a new store's was just created).
-fn buffered_reads(path: &Path, opts: &Options) -> Result<Option<Arc<BufferedReader>>> {
-    if opts.use_direct_reads {
-        return Ok(None);
-    }
+/// How a store is opened, for [`page_cache_files`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    ReadWrite,
+    ReadOnly,
+}
+
+/// The buffered descriptors SSTs are read and written through (`sst/volume_io.rs`), on the
+/// volume file or block device that `path` names, unless the options ask for direct reads
+/// or direct writes; a read-only store writes nothing. Opened after the volume, so the file
+/// exists (a new store's was just created).
+fn page_cache_files(path: &Path, opts: &Options, access: Access) -> Result<PageCacheFiles> {
     let target = shale_space::volume_file(path);
-    Ok(Some(Arc::new(BufferedReader::open(&target)?)))
+    let reads =
+        if opts.use_direct_reads { None } else { Some(Arc::new(BufferedReader::open(&target)?)) };
+    let writes = if opts.use_direct_io_for_flush_and_compaction || access == Access::ReadOnly {
+        None
+    } else {
+        Some(Arc::new(BufferedWriter::open(&target)?))
+    };
+    Ok(PageCacheFiles { reads, writes })
 }
 
 fn open_sst(pool: &Arc<QueuePool>, cache: &Arc<BlockCache>, m: &SstMeta) -> Result<Arc<SstHandle>> {
@@ -1111,7 +1125,10 @@ impl Inner {
             write_groups: self.write_groups.load(Ordering::Relaxed),
             parallel_insert_groups: self.parallel_insert_groups.load(Ordering::Relaxed),
             wal_bytes_written: io(IoClass::Wal).write_bytes,
-            sst_bytes_written: io(IoClass::Slot).write_bytes,
+            // Buffered SST writes go around the volume's queues and their counters.
+            sst_bytes_written: io(IoClass::Slot).write_bytes + self.pool.bytes_written().buffered,
+            sst_bytes_written_direct: self.pool.bytes_written().direct,
+            sst_bytes_written_buffered: self.pool.bytes_written().buffered,
             version_log_bytes_written: io(IoClass::VersionLog).write_bytes,
             block_cache_hits: self.cache.hits(),
             block_cache_misses: self.cache.misses(),

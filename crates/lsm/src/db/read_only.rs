@@ -20,12 +20,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use shale_io::BufferedReader;
 use shale_space::Opened;
 
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
 use crate::options::Options;
+use crate::sst::PageCacheFiles;
 
 use super::recovery::Recovered;
 use super::{Db, Inner};
@@ -35,11 +35,11 @@ impl Db {
     pub(super) fn open_volume_read_only(
         opened: Opened,
         opts: Options,
-        reads: Option<Arc<BufferedReader>>,
+        files: PageCacheFiles,
     ) -> Result<Db> {
         assert!(opened.volume.is_read_only(), "a read-only open needs a read-only volume");
         let started = Instant::now();
-        let Recovered { inner, groups, tail_records } = Db::recover(opened, opts, reads)?;
+        let Recovered { inner, groups, tail_records } = Db::recover(opened, opts, files)?;
         let mut sealed: Vec<Arc<Memtable>> = Vec::new();
         let (last_seq, from_tail) = inner.replay_records(&groups, &tail_records, &mut |mem| {
             sealed.push(mem);

@@ -19,7 +19,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
-use shale_io::{BufferedReader, QueueOptions};
+use shale_io::QueueOptions;
 use shale_space::{IoClass, Opened};
 
 use crate::batch;
@@ -27,7 +27,7 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::sst::QueuePool;
+use crate::sst::{PageCacheFiles, QueuePool};
 use crate::stats::StallCounters;
 use crate::version::Version;
 use crate::version_edit::{SstMeta, VersionEdit};
@@ -44,13 +44,9 @@ pub(super) struct Recovered {
 }
 
 impl Db {
-    pub(super) fn open_volume(
-        opened: Opened,
-        opts: Options,
-        reads: Option<Arc<BufferedReader>>,
-    ) -> Result<Db> {
+    pub(super) fn open_volume(opened: Opened, opts: Options, files: PageCacheFiles) -> Result<Db> {
         let started = Instant::now();
-        let Recovered { inner, groups, tail_records } = Db::recover(opened, opts, reads)?;
+        let Recovered { inner, groups, tail_records } = Db::recover(opened, opts, files)?;
         let l = inner.volume.layout();
         // 3. Replay the WAL into memtables and flush them before accepting writes, so every
         //    old group can be recycled and recovery work stays bounded.
@@ -81,15 +77,16 @@ impl Db {
 
     /// Stages 1 and 2, for a read-write open or (on a read-only volume) a read-only one: the
     /// only difference is the WAL tail, opened to be written on, or only read.
-    /// SSTs are read through `reads` when given (the page cache), else with O_DIRECT.
+    /// SSTs are read and written through `files` where given (the page cache), else with
+    /// O_DIRECT.
     pub(super) fn recover(
         opened: Opened,
         opts: Options,
-        reads: Option<Arc<BufferedReader>>,
+        files: PageCacheFiles,
     ) -> Result<Recovered> {
         let read_only = opened.volume.is_read_only();
         let volume = Arc::new(opened.volume);
-        let pool = Arc::new(QueuePool::with_reads(volume.clone(), reads));
+        let pool = Arc::new(QueuePool::with_page_cache(volume.clone(), files));
         let cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
         // 1. The committed version: fold the base's complete state and each delta into the set
         //    of live SSTs first, then open only those (see `version_edit::fold`).

@@ -52,7 +52,10 @@ pub use builder::{SstBuilder, SstImage, SstOptions};
 pub use format::{Compression, SstProperties};
 pub use prepopulate::prepopulate_block_cache;
 pub use reader::{BlockSource, SstIter, SstReader};
-pub use volume_io::{QueuePool, SstBytesRead, VolumeSource, write_sst};
+pub use volume_io::{
+    PageCacheFiles, QueuePool, SstBytesRead, SstBytesWritten, VolumeSource, write_sst,
+    write_sst_buffered,
+};
 
 use crate::error::Error;
 

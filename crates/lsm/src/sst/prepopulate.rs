@@ -1,8 +1,9 @@
 //! Filling the block cache from an SST image as it is written (RocksDB's
 //! `prepopulate_block_cache`, for flush and compaction outputs alike).
 //!
-//! Why: shale writes SSTs with O_DIRECT, so unlike an engine on buffered files it finds none of
-//! a new SST in the page cache, and a compaction also retires the cached blocks of its inputs.
+//! Why: with O_DIRECT SST writes (`use_direct_io_for_flush_and_compaction`), or direct reads,
+//! shale finds none of a new SST in the page cache, unlike an engine on buffered files, and a
+//! compaction also retires the cached blocks of its inputs.
 //! Without this, every read after a compaction goes to the device until the cache warms again,
 //! although the writer held each block in memory a moment before. Decoding the image's blocks
 //! here costs a copy of the image and one cache insert per block; the LRU evicts what does not

@@ -1,43 +1,69 @@
 //! Writing SST images into extents of a volume, and reading them back.
 //!
-//! Writing runs these stages, in order:
+//! Writing takes one of two paths, chosen once per store ([`QueuePool`]):
+//! - *direct* (`Options::use_direct_io_for_flush_and_compaction = true`, or a store on a
+//!   device rather than a path): O_DIRECT writes through a slot queue, around the page cache;
+//! - *buffered* (`false`, the default, as RocksDB's, on a store opened by path): `pwrite` on a
+//!   read-write descriptor of the volume file without O_DIRECT ([`BufferedWriter`]), so the
+//!   new SST's pages are in the page cache when it is first read, as an engine writing
+//!   buffered files finds them.
+//!
+//! Either path runs these stages, in order:
 //! 1. Allocate `image bytes / slot bytes` contiguous slots (the extent stays pending).
-//! 2. Write the image in requests of up to [`WRITE_BYTES_MAX`], [`WRITES_IN_FLIGHT_MAX`] in
-//!    flight on one slot queue.
-//! 3. Flush, so the SST is durable before anyone commits a version naming its extent.
+//! 2. Write the image in requests of up to [`WRITE_BYTES_MAX`]: direct, [`WRITES_IN_FLIGHT_MAX`]
+//!    in flight on one slot queue; buffered, one `pwrite` each, followed by a non-waiting
+//!    `sync_file_range` so write-back streams instead of piling up for stage 3.
+//! 3. Make it durable (direct: the queue's flush; buffered: `fdatasync`), so the SST is on
+//!    the device before anyone commits a version naming its extent. The promises of
+//!    DESIGN.md hold the same on both paths: nothing names an SST before stage 3 returned. A
+//!    failed buffered sync is sticky ([`BufferedWriter::sync`]): the kernel reports a
+//!    write-back error once per descriptor, and several threads share this one.
 //!
 //! Any failure releases the extent, after reaping every request still in flight, so no
 //! request can land in slots that were given back.
 //!
-//! Reading takes one of two paths, chosen once per store ([`QueuePool`]):
+//! Reading takes one of two paths, chosen once per store as well:
 //! - *direct*: O_DIRECT reads of whole device blocks through pooled slot queues (io_uring or
 //!   pread); the block cache is the only cache.
 //! - *buffered* (`Options::use_direct_reads = false` on a store opened by path): `pread` on a
 //!   second, read-only descriptor without O_DIRECT ([`BufferedReader`]), so a block-cache miss
-//!   can hit the kernel's page cache. Writes stay O_DIRECT.
+//!   can hit the kernel's page cache.
 //!
-//! The buffered path has one rule of its own, because slots are reused: an SST's extent goes
-//! back to the volume after a compaction drops it, and a later SST is written into the same
-//! slots with O_DIRECT, around the page cache. A page cached from the old SST would then be
-//! read in place of the new bytes, and it would pass every check: it is a block of a real SST,
-//! with a valid checksum, at the right offset. That is wrong data, not `Corruption` (P4). So
-//! the cached pages of an extent are dropped ([`QueuePool::forget_pages`]) when the extent is
-//! released (`SstHandle`'s drop, before `Volume::release` can hand the slots out again), and
-//! once more after a new SST is written into it ([`QueuePool::write_sst`]), which also covers
-//! pages another process left behind before a crash. Linux invalidates the cached pages of a
-//! range written with O_DIRECT too; shale does not rely on that alone, because the kernel only
-//! warns when it fails to. Kernel readahead is off on the buffered descriptor
-//! (`POSIX_FADV_RANDOM`), so a point read never pulls in pages of neighbouring slots that may
-//! be rewritten next; scans read ahead themselves (`SstIter`'s readahead), within their SST.
-//! A new SST is prefetched into the page cache once written (`QueuePool::prefetch`), so reads
-//! after a flush or compaction do not start cold.
+//! Slots are reused: an SST's extent goes back to the volume after a compaction drops it, and
+//! a later SST is written into the same slots. A page cached from the old SST, read in place
+//! of the new bytes, would pass every check: it is a block of a real SST, with a valid
+//! checksum, at the right offset. That is wrong data, not `Corruption` (P4). Per pair of paths:
+//! - buffered writes, buffered reads: `pwrite` replaces the cached pages of the range it
+//!   writes, and an SST covers whole pages of its extent (slots are whole pages), so no page
+//!   of the old SST survives the write, whatever was cached before, by this process or by
+//!   one before a crash. Nothing is dropped after the write and nothing prefetched: the
+//!   written pages are the cache.
+//! - buffered writes, direct reads: O_DIRECT reads ignore clean cached pages, and the kernel
+//!   writes dirty ones back before a direct read of their range; after stage 3 there are none.
+//! - direct writes, buffered reads: O_DIRECT writes go around the page cache, so the cached
+//!   pages of the extent are dropped once the new SST is written ([`QueuePool::write_sst`]),
+//!   which also covers pages another process left behind before a crash. Linux invalidates
+//!   the cached pages of a range written with O_DIRECT too (writing back dirty ones first,
+//!   such as a buffered write a crashed process left); shale does not rely on that alone,
+//!   because the kernel only warns when it fails to. The new SST is then prefetched into the
+//!   page cache (`QueuePool::prefetch`), so reads after a flush or compaction do not start cold.
+//! - direct writes, direct reads: the page cache is not involved.
+//!
+//! Whenever a page-cache descriptor exists, the cached pages of an extent are also dropped
+//! when the extent is released ([`QueuePool::forget_pages`], `SstHandle`'s drop, before
+//! `Volume::release` can hand the slots out again): needed for coherence on the direct-write,
+//! buffered-read pair, and on the others it frees the memory as deleting an SST file would.
+//! Kernel readahead is off on the buffered read descriptor (`POSIX_FADV_RANDOM`), so a point
+//! read never pulls in pages of neighbouring slots that may be rewritten next; scans read
+//! ahead themselves (`SstIter`'s readahead), within their SST.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use shale_io::{
-    AlignedBuf, BufferedReader, Completion, Op, Queue, QueueExt, QueueOptions, Request,
+    AlignedBuf, BufferedReader, BufferedWriter, Completion, Op, Queue, QueueExt, QueueOptions,
+    Request,
 };
 use shale_space::{Extent, IoClass, Volume, VolumeQueue};
 
@@ -65,16 +91,7 @@ const READ_QUEUE_DEPTH: u32 = 1;
 /// [`Error::InvalidArgument`] if the image is not whole slots of this volume; [`Error::NoSpace`]
 /// without room; the device's errors. The extent is released on every error.
 pub fn write_sst(volume: &Volume, image: &SstImage) -> Result<Extent> {
-    let slot_bytes = volume.layout().slot_bytes;
-    let len = image.bytes.len() as u64;
-    if len % slot_bytes != 0 {
-        return Err(Error::InvalidArgument(format!(
-            "SST image of {len} bytes is not whole {slot_bytes}-byte slots"
-        )));
-    }
-    let slots = u32::try_from(len / slot_bytes)
-        .map_err(|_| Error::InvalidArgument(format!("SST image of {len} bytes is too large")))?;
-    let extent = volume.allocate(slots)?;
+    let extent = volume.allocate(slots_of(volume, image)?)?;
     let start = volume.extent_range(extent).start;
     let written = volume
         .queue(
@@ -90,6 +107,53 @@ pub fn write_sst(volume: &Volume, image: &SstImage) -> Result<Extent> {
             Err(e)
         }
     }
+}
+
+/// Writes `image` as [`write_sst`] does, but buffered, through `writer` (a read-write
+/// descriptor on the volume's file or block device), and syncs it.
+///
+/// # Errors
+/// As [`write_sst`]; a failed sync, or any sync after one failed.
+pub fn write_sst_buffered(
+    volume: &Volume,
+    writer: &BufferedWriter,
+    image: &SstImage,
+) -> Result<Extent> {
+    let extent = volume.allocate(slots_of(volume, image)?)?;
+    let range = volume.extent_range(extent);
+    assert_eq!(range.end - range.start, image.bytes.len() as u64, "an extent of the image's size");
+    let written = write_image_buffered(writer, range.start, &image.bytes);
+    match written {
+        Ok(()) => Ok(extent),
+        Err(e) => {
+            volume.release(extent);
+            Err(e)
+        }
+    }
+}
+
+/// Stage 1's check: the slots `image` takes on `volume`.
+fn slots_of(volume: &Volume, image: &SstImage) -> Result<u32> {
+    let slot_bytes = volume.layout().slot_bytes;
+    let len = image.bytes.len() as u64;
+    if len % slot_bytes != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "SST image of {len} bytes is not whole {slot_bytes}-byte slots"
+        )));
+    }
+    u32::try_from(len / slot_bytes)
+        .map_err(|_| Error::InvalidArgument(format!("SST image of {len} bytes is too large")))
+}
+
+/// Stage 2 and 3, buffered: `pwrite`s `image` at `start` chunk by chunk, starting each
+/// chunk's write-back at once, then syncs.
+fn write_image_buffered(writer: &BufferedWriter, start: u64, image: &[u8]) -> Result<()> {
+    for (i, chunk) in image.chunks(WRITE_BYTES_MAX).enumerate() {
+        let offset = start + (i * WRITE_BYTES_MAX) as u64;
+        writer.write_at(offset, chunk)?;
+        writer.start_writeback(offset, chunk.len() as u64)?;
+    }
+    Ok(writer.sync()?)
 }
 
 /// Stage 2 and 3: streams `image` to `start` and flushes. Every submitted request is reaped
@@ -138,16 +202,39 @@ pub struct SstBytesRead {
     pub buffered: u64,
 }
 
-/// How the SSTs of one volume are read: slot queues shared by the readers (a read takes one,
-/// or opens one when all are busy, and gives it back), or a buffered descriptor on the volume
-/// file when the store reads through the page cache.
+/// Bytes of SSTs written by flushes and compactions, per path, since open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SstBytesWritten {
+    /// Written with O_DIRECT.
+    pub direct: u64,
+    /// Written through the page cache (and synced).
+    pub buffered: u64,
+}
+
+/// The page-cache descriptors of a store opened by path; none for a store on a device.
+#[derive(Clone, Debug, Default)]
+pub struct PageCacheFiles {
+    /// SST reads go through it when present (`Options::use_direct_reads = false`).
+    pub reads: Option<Arc<BufferedReader>>,
+    /// Flush and compaction outputs are written through it when present
+    /// (`Options::use_direct_io_for_flush_and_compaction = false`).
+    pub writes: Option<Arc<BufferedWriter>>,
+}
+
+/// How the SSTs of one volume are written and read: slot queues shared by the readers (a read
+/// takes one, or opens one when all are busy, and gives it back), or buffered descriptors on
+/// the volume file when the store reads or writes through the page cache.
 pub struct QueuePool {
     volume: Arc<Volume>,
     idle: Mutex<Vec<VolumeQueue>>,
     /// Present when reads go through the page cache (see the module's comment).
     buffered: Option<Arc<BufferedReader>>,
+    /// Present when SSTs are written through the page cache (see the module's comment).
+    writer: Option<Arc<BufferedWriter>>,
     direct_bytes: AtomicU64,
     buffered_bytes: AtomicU64,
+    direct_written_bytes: AtomicU64,
+    buffered_written_bytes: AtomicU64,
 }
 
 impl std::fmt::Debug for QueuePool {
@@ -155,6 +242,7 @@ impl std::fmt::Debug for QueuePool {
         f.debug_struct("QueuePool")
             .field("idle", &self.idle.lock().len())
             .field("buffered", &self.buffered)
+            .field("writer", &self.writer)
             .finish()
     }
 }
@@ -168,12 +256,22 @@ impl QueuePool {
     /// A pool on `volume` that reads through `buffered` (a descriptor on the same file or
     /// block device) when given, else with O_DIRECT.
     pub fn with_reads(volume: Arc<Volume>, buffered: Option<Arc<BufferedReader>>) -> QueuePool {
+        QueuePool::with_page_cache(volume, PageCacheFiles { reads: buffered, writes: None })
+    }
+
+    /// A pool on `volume` that reads through `files.reads` and writes SSTs through
+    /// `files.writes` (descriptors on the same file or block device) where given, else with
+    /// O_DIRECT.
+    pub fn with_page_cache(volume: Arc<Volume>, files: PageCacheFiles) -> QueuePool {
         QueuePool {
             volume,
             idle: Mutex::new(Vec::new()),
-            buffered,
+            buffered: files.reads,
+            writer: files.writes,
             direct_bytes: AtomicU64::new(0),
             buffered_bytes: AtomicU64::new(0),
+            direct_written_bytes: AtomicU64::new(0),
+            buffered_written_bytes: AtomicU64::new(0),
         }
     }
 
@@ -187,6 +285,19 @@ impl QueuePool {
         self.buffered.is_some()
     }
 
+    /// Whether SSTs are written through the page cache.
+    pub fn writes_buffered(&self) -> bool {
+        self.writer.is_some()
+    }
+
+    /// Bytes of SSTs written through [`QueuePool::write_sst`] so far, per path.
+    pub fn bytes_written(&self) -> SstBytesWritten {
+        SstBytesWritten {
+            direct: self.direct_written_bytes.load(Ordering::Relaxed),
+            buffered: self.buffered_written_bytes.load(Ordering::Relaxed),
+        }
+    }
+
     /// Bytes read from SSTs so far, per path.
     pub fn bytes_read(&self) -> SstBytesRead {
         SstBytesRead {
@@ -195,15 +306,24 @@ impl QueuePool {
         }
     }
 
-    /// Writes `image` as [`write_sst`] does, then drops whatever the page cache holds of its
-    /// extent (nothing can have read the new SST yet, so any cached page there is older), then
+    /// Writes `image` durably into a new extent. Through the page cache when the pool has a
+    /// writer ([`write_sst_buffered`]): its pages stay cached, nothing else to do. Else with
+    /// O_DIRECT, as [`write_sst`] does, then drops whatever the page cache holds of its extent
+    /// (nothing can have read the new SST yet, so any cached page there is older), then
     /// prefetches the new SST into the page cache when reads go through it.
     ///
     /// # Errors
     /// As [`write_sst`]; a refused page drop releases the extent and fails too, since the
     /// new SST could not be read safely.
     pub fn write_sst(&self, image: &SstImage) -> Result<Extent> {
+        let len = image.bytes.len() as u64;
+        if let Some(writer) = &self.writer {
+            let extent = write_sst_buffered(&self.volume, writer, image)?;
+            self.buffered_written_bytes.fetch_add(len, Ordering::Relaxed);
+            return Ok(extent);
+        }
         let extent = write_sst(&self.volume, image)?;
+        self.direct_written_bytes.fetch_add(len, Ordering::Relaxed);
         if let Err(e) = self.drop_pages(extent) {
             self.volume.release(extent);
             return Err(e);
@@ -214,7 +334,9 @@ impl QueuePool {
 
     /// Drops the page cache's pages of `extent` before it goes back to the volume: after
     /// that, the slots may be rewritten with O_DIRECT, and a page left behind would be read
-    /// in place of the new SST's bytes (see the module's comment). A no-op on direct reads.
+    /// in place of the new SST's bytes (see the module's comment); with buffered writes it
+    /// frees the memory, as deleting an SST file would. A no-op without page-cache
+    /// descriptors.
     /// A failure is logged: the kernel's own invalidation on the O_DIRECT write and the drop
     /// after that write ([`QueuePool::write_sst`]) still stand between it and a reader.
     pub fn forget_pages(&self, extent: Extent) {
@@ -247,9 +369,14 @@ impl QueuePool {
     }
 
     fn drop_pages(&self, extent: Extent) -> Result<()> {
-        let Some(buffered) = &self.buffered else { return Ok(()) };
         let range = self.volume.extent_range(extent);
-        Ok(buffered.drop_cached(range.start, range.end - range.start)?)
+        let len = range.end - range.start;
+        // Either descriptor drops the pages of the one file they share.
+        match (&self.buffered, &self.writer) {
+            (Some(reader), _) => Ok(reader.drop_cached(range.start, len)?),
+            (None, Some(writer)) => Ok(writer.drop_cached(range.start, len)?),
+            (None, None) => Ok(()),
+        }
     }
 
     fn take(&self) -> Result<VolumeQueue> {

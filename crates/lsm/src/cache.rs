@@ -1,4 +1,5 @@
-//! The block cache: decoded SST blocks (data, index, filter), shared by every reader.
+//! The block cache: decoded SST blocks (data, and index and filter with
+//! `Options::cache_index_and_filter_blocks`), shared by every reader.
 //!
 //! Sharded CLOCK (second chance) with a byte budget. A key is `(cache_id, block offset)`, where
 //! the cache id is unique per open SST. Each shard is a mutex over a hash map (key -> slot) and
@@ -9,6 +10,14 @@
 //! ticks) cost a tree removal and insertion on every hit, 5% of a read-only YCSB run.
 //! Sharding keeps readers on different blocks from queueing on one lock. A capacity of 0
 //! disables caching: `insert` hands the block straight back and `get` always misses.
+//!
+//! There are no priorities: RocksDB's LRU cache keeps index and filter blocks in a
+//! high-priority pool (`cache_index_and_filter_blocks_with_high_priority`), this cache treats
+//! every entry alike. An SST's index and filter are looked up on every point read of that SST,
+//! so CLOCK's referenced bit keeps them about as well as a priority would while the SST is
+//! read at all; a pool of its own would need a second ring per shard and a split budget.
+//! Hits, misses and charged bytes are counted per [`BlockKind`], so what the index and filter
+//! cost the cache can be seen.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,11 +31,37 @@ use crate::sst::bloom::BloomFilter;
 /// Shards of a cache: enough that two cores rarely meet on one lock.
 pub const CACHE_SHARDS: usize = 16;
 
+/// What a cached block is to its SST; hits, misses and bytes are counted per kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    /// A data block.
+    Data,
+    /// The index block.
+    Index,
+    /// The filter block.
+    Filter,
+}
+
+/// Kinds of blocks, for per-kind counters.
+const KINDS: usize = 3;
+
+impl BlockKind {
+    fn at(self) -> usize {
+        match self {
+            BlockKind::Data => 0,
+            BlockKind::Index => 1,
+            BlockKind::Filter => 2,
+        }
+    }
+}
+
 /// What the cache holds.
 #[derive(Debug)]
 pub enum Cached {
-    /// A data or index block.
-    Block(Arc<Block>),
+    /// A data block.
+    Data(Arc<Block>),
+    /// An index block.
+    Index(Arc<Block>),
     /// A filter block.
     Filter(BloomFilter),
 }
@@ -35,8 +70,17 @@ impl Cached {
     /// Bytes charged against the budget.
     pub fn charge_bytes(&self) -> usize {
         match self {
-            Cached::Block(b) => b.bytes(),
+            Cached::Data(b) | Cached::Index(b) => b.bytes(),
             Cached::Filter(f) => f.bytes(),
+        }
+    }
+
+    /// Which kind of block this is.
+    pub fn kind(&self) -> BlockKind {
+        match self {
+            Cached::Data(_) => BlockKind::Data,
+            Cached::Index(_) => BlockKind::Index,
+            Cached::Filter(_) => BlockKind::Filter,
         }
     }
 }
@@ -58,6 +102,8 @@ struct Shard {
     free: Vec<usize>,
     hand: usize,
     usage_bytes: usize,
+    /// `usage_bytes` split by [`BlockKind`].
+    kind_bytes: [usize; KINDS],
 }
 
 impl Shard {
@@ -72,6 +118,7 @@ impl Shard {
         let slot = self.slots[at].take().expect("removing a live slot");
         self.index.remove(&slot.key);
         self.usage_bytes -= slot.value.charge_bytes();
+        self.kind_bytes[slot.value.kind().at()] -= slot.value.charge_bytes();
         self.free.push(at);
     }
 
@@ -100,6 +147,7 @@ impl Shard {
 
     fn insert(&mut self, key: CacheKey, value: Arc<Cached>) {
         let charge = value.charge_bytes();
+        let kind = value.kind();
         let slot = Slot { key, value, referenced: false };
         let at = match self.free.pop() {
             Some(at) => {
@@ -113,6 +161,7 @@ impl Shard {
         };
         self.index.insert(key, at);
         self.usage_bytes += charge;
+        self.kind_bytes[kind.at()] += charge;
     }
 }
 
@@ -120,8 +169,9 @@ impl Shard {
 pub struct BlockCache {
     shards: Vec<Mutex<Shard>>,
     shard_capacity_bytes: usize,
-    hits: AtomicU64,
-    misses: AtomicU64,
+    /// Lookups that found their block, and that did not, by the kind looked for.
+    hits: [AtomicU64; KINDS],
+    misses: [AtomicU64; KINDS],
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -139,8 +189,8 @@ impl BlockCache {
         BlockCache {
             shards: (0..CACHE_SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             shard_capacity_bytes: capacity_bytes / CACHE_SHARDS,
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
+            hits: Default::default(),
+            misses: Default::default(),
         }
     }
 
@@ -152,11 +202,12 @@ impl BlockCache {
         &self.shards[(h >> 60) as usize % CACHE_SHARDS]
     }
 
-    /// The block at `offset` of SST `cache_id`, if cached; counts a hit or a miss.
-    pub fn get(&self, cache_id: u64, offset: u64) -> Option<Arc<Cached>> {
+    /// The block at `offset` of SST `cache_id`, if cached; counts a hit or a miss of `kind`,
+    /// the kind of block the caller looks for.
+    pub fn get(&self, cache_id: u64, offset: u64, kind: BlockKind) -> Option<Arc<Cached>> {
         let found = self.shard((cache_id, offset)).lock().touch((cache_id, offset));
         let counter = if found.is_some() { &self.hits } else { &self.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
+        counter[kind.at()].fetch_add(1, Ordering::Relaxed);
         found
     }
 
@@ -193,17 +244,32 @@ impl BlockCache {
 
     /// Lookups that found their block.
     pub fn hits(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed)
+        self.hits.iter().map(|c| c.load(Ordering::Relaxed)).sum()
     }
 
     /// Lookups that did not.
     pub fn misses(&self) -> u64 {
-        self.misses.load(Ordering::Relaxed)
+        self.misses.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Lookups for a block of `kind` that found it.
+    pub fn hits_of(&self, kind: BlockKind) -> u64 {
+        self.hits[kind.at()].load(Ordering::Relaxed)
+    }
+
+    /// Lookups for a block of `kind` that did not.
+    pub fn misses_of(&self, kind: BlockKind) -> u64 {
+        self.misses[kind.at()].load(Ordering::Relaxed)
     }
 
     /// Bytes of the cached blocks.
     pub fn usage_bytes(&self) -> usize {
         self.shards.iter().map(|s| s.lock().usage_bytes).sum()
+    }
+
+    /// Bytes of the cached blocks of `kind`.
+    pub fn usage_bytes_of(&self, kind: BlockKind) -> usize {
+        self.shards.iter().map(|s| s.lock().kind_bytes[kind.at()]).sum()
     }
 
     /// The budget: the sum of the shards' budgets.
@@ -224,7 +290,7 @@ mod tests {
         data.extend_from_slice(&1u32.to_le_bytes());
         let b = Block::new(data, 0).unwrap();
         assert_eq!(b.bytes(), bytes);
-        Cached::Block(Arc::new(b))
+        Cached::Data(Arc::new(b))
     }
 
     #[test]
@@ -236,8 +302,8 @@ mod tests {
         }
         // Each shard holds at most four 1 KiB blocks.
         assert!(cache.usage_bytes() > cache.capacity_bytes() / 2);
-        assert!(cache.get(1, 999 * 4096).is_some());
-        assert!(cache.get(1, 0).is_none());
+        assert!(cache.get(1, 999 * 4096, BlockKind::Data).is_some());
+        assert!(cache.get(1, 0, BlockKind::Data).is_none());
         assert_eq!((cache.hits(), cache.misses()), (1, 1));
     }
 
@@ -253,15 +319,18 @@ mod tests {
         for &o in &same[..3] {
             cache.insert(7, o, block(1024));
         }
-        assert!(cache.get(7, same[0]).is_some()); // referenced: the sweep passes it over
+        // Referenced: the sweep passes it over.
+        assert!(cache.get(7, same[0], BlockKind::Data).is_some());
         cache.insert(7, same[3], block(1024));
-        assert!(cache.get(7, same[1]).is_none());
+        assert!(cache.get(7, same[1], BlockKind::Data).is_none());
         for o in [same[0], same[2], same[3]] {
-            assert!(cache.get(7, o).is_some());
+            assert!(cache.get(7, o, BlockKind::Data).is_some());
         }
         // All three are referenced now: the sweep clears every bit and evicts one of them.
         cache.insert(7, same[1], block(1024));
-        let kept = [same[0], same[2], same[3]].into_iter().filter(|&o| cache.get(7, o).is_some());
+        let kept = [same[0], same[2], same[3]]
+            .into_iter()
+            .filter(|&o| cache.get(7, o, BlockKind::Data).is_some());
         assert_eq!(kept.count(), 2);
         assert!(cache.usage_bytes() <= cache.capacity_bytes());
         cache.forget(7);
@@ -269,11 +338,42 @@ mod tests {
     }
 
     #[test]
+    fn hits_misses_and_bytes_are_counted_per_kind() {
+        let cache = BlockCache::new(CACHE_SHARDS * 8 * 1024);
+        let Cached::Data(b) = block(1024) else { unreachable!() };
+        cache.insert(1, 0, Cached::Data(b.clone()));
+        cache.insert(1, 4096, Cached::Index(b.clone()));
+        let mut data = vec![0xffu8; 512];
+        data.push(6); // probes
+        cache.insert(1, 8192, Cached::Filter(BloomFilter::new(data, 8192).unwrap()));
+        assert_eq!(cache.usage_bytes_of(BlockKind::Data), 1024);
+        assert_eq!(cache.usage_bytes_of(BlockKind::Index), 1024);
+        assert_eq!(cache.usage_bytes_of(BlockKind::Filter), 512);
+        assert_eq!(cache.usage_bytes(), 2560);
+        assert!(cache.get(1, 4096, BlockKind::Index).is_some());
+        assert!(cache.get(1, 8192, BlockKind::Filter).is_some());
+        assert!(cache.get(2, 4096, BlockKind::Index).is_none());
+        assert!(cache.get(2, 0, BlockKind::Data).is_none());
+        assert_eq!((cache.hits_of(BlockKind::Index), cache.misses_of(BlockKind::Index)), (1, 1));
+        assert_eq!((cache.hits_of(BlockKind::Filter), cache.misses_of(BlockKind::Filter)), (1, 0));
+        assert_eq!((cache.hits_of(BlockKind::Data), cache.misses_of(BlockKind::Data)), (0, 1));
+        assert_eq!((cache.hits(), cache.misses()), (2, 2));
+        // Replacing an entry by one of another kind moves its bytes; forgetting clears them.
+        cache.insert(1, 4096, Cached::Data(b));
+        assert_eq!(cache.usage_bytes_of(BlockKind::Index), 0);
+        assert_eq!(cache.usage_bytes_of(BlockKind::Data), 2048);
+        cache.forget(1);
+        for kind in [BlockKind::Data, BlockKind::Index, BlockKind::Filter] {
+            assert_eq!(cache.usage_bytes_of(kind), 0, "{kind:?}");
+        }
+    }
+
+    #[test]
     fn zero_capacity_disables_and_oversized_blocks_pass_through() {
         let cache = BlockCache::new(0);
         let v = cache.insert(1, 0, block(64));
         assert_eq!(v.charge_bytes(), 64);
-        assert!(cache.get(1, 0).is_none());
+        assert!(cache.get(1, 0, BlockKind::Data).is_none());
         assert_eq!(cache.usage_bytes(), 0);
         let small = BlockCache::new(CACHE_SHARDS * 100);
         small.insert(1, 0, block(128));
@@ -281,7 +381,7 @@ mod tests {
         let mut b = BlockBuilder::new(16);
         b.add(&crate::key::encode(b"k", 1, crate::key::Kind::Put), b"v");
         let reinserted =
-            small.insert(1, 0, Cached::Block(Arc::new(Block::new(b.finish(), 0).unwrap())));
+            small.insert(1, 0, Cached::Data(Arc::new(Block::new(b.finish(), 0).unwrap())));
         assert!(reinserted.charge_bytes() <= 100);
         assert_eq!(small.usage_bytes(), reinserted.charge_bytes());
     }

@@ -43,7 +43,7 @@ use shale_io::{BufferedReader, DeviceRef, FileOptions};
 use shale_space::{Edit, Extent, IoClass, Volume};
 
 use crate::batch::{BatchOp, WriteBatch, record_ops};
-use crate::cache::BlockCache;
+use crate::cache::{BlockCache, BlockKind};
 use crate::db_iter::{DbIterator, IterBounds};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -541,9 +541,15 @@ fn buffered_reads(path: &Path, opts: &Options) -> Result<Option<Arc<BufferedRead
     Ok(Some(Arc::new(BufferedReader::open(&target)?)))
 }
 
-fn open_sst(pool: &Arc<QueuePool>, cache: &Arc<BlockCache>, m: &SstMeta) -> Result<Arc<SstHandle>> {
+/// Opens the reader of SST `m`, its index and filter held or cached as `opts` says.
+fn open_sst(
+    pool: &Arc<QueuePool>,
+    cache: &Arc<BlockCache>,
+    opts: &Options,
+    m: &SstMeta,
+) -> Result<Arc<SstHandle>> {
     let source = Arc::new(VolumeSource::new(pool.clone(), m.extent));
-    let reader = SstReader::open(source, cache.clone(), m.id)?;
+    let reader = SstReader::open(source, cache.clone(), m.id, opts.index_and_filter())?;
     Ok(Arc::new(SstHandle::new(m.clone(), reader, pool.clone(), cache.clone())))
 }
 
@@ -883,7 +889,8 @@ impl Inner {
         let image = out.builder.finish(self.volume.layout().slot_bytes);
         let id = self.next_sst_id.fetch_add(1, Ordering::Relaxed);
         let extent = if self.opts.prepopulate_block_cache {
-            prepopulate_block_cache(&self.cache, id, &image.bytes).map(|_| ())
+            let place = self.opts.index_and_filter();
+            prepopulate_block_cache(&self.cache, id, &image.bytes, place).map(|_| ())
         } else {
             Ok(())
         }
@@ -918,7 +925,7 @@ impl Inner {
         if edit.oldest_unflushed_ltn == 0 {
             edit.oldest_unflushed_ltn = st.imm.front().map_or(st.mem_ltn, |(_, l)| *l);
         }
-        let mut open = |m: &SstMeta| open_sst(&self.pool, &self.cache, m);
+        let mut open = |m: &SstMeta| open_sst(&self.pool, &self.cache, &self.opts, m);
         let (version, dropped) = match st.version.apply(&edit, &mut open) {
             Ok(v) => v,
             Err(e) => {
@@ -1116,6 +1123,18 @@ impl Inner {
             block_cache_hits: self.cache.hits(),
             block_cache_misses: self.cache.misses(),
             block_cache_bytes: self.cache.usage_bytes(),
+            block_cache_index_and_filter_bytes: self.cache.usage_bytes_of(BlockKind::Index)
+                + self.cache.usage_bytes_of(BlockKind::Filter),
+            block_cache_index_hits: self.cache.hits_of(BlockKind::Index),
+            block_cache_index_misses: self.cache.misses_of(BlockKind::Index),
+            block_cache_filter_hits: self.cache.hits_of(BlockKind::Filter),
+            block_cache_filter_misses: self.cache.misses_of(BlockKind::Filter),
+            sst_index_and_filter_held_bytes: v
+                .levels
+                .iter()
+                .flatten()
+                .map(|h| h.reader.held_bytes() as u64)
+                .sum(),
             sst_bytes_read_direct: self.pool.bytes_read().direct,
             sst_bytes_read_buffered: self.pool.bytes_read().buffered,
             stalls: self.stalls.snapshot(),

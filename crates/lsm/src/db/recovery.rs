@@ -103,7 +103,7 @@ impl Db {
         let max_id = folded.max_sst_id;
         let live = folded.live;
         let all_live = VersionEdit { added: live.into_values().collect(), ..Default::default() };
-        let mut open = |m: &SstMeta| open_sst(&pool, &cache, m);
+        let mut open = |m: &SstMeta| open_sst(&pool, &cache, &opts, m);
         let version = Version::empty().apply(&all_live, &mut open)?.0;
         // 2. The WAL: the groups of unflushed generations.
         let l = volume.layout();

@@ -257,6 +257,24 @@ impl SstReader {
         Ok(found.len() as u64)
     }
 
+    /// Reads the index and filter blocks from the source again, past the reader's copies and
+    /// the block cache, and checks their checksums and structure (what `check` does: with
+    /// [`IndexAndFilter::Held`] no lookup reads them after the open).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a damaged block; the source's errors.
+    pub fn verify_index_and_filter(&self) -> Result<()> {
+        let h = self.inner.footer.index;
+        Block::new(decode_block(&self.read_meta_block(h)?, h, "index block")?, h.offset)?;
+        if let Some(h) = self.inner.footer.filter {
+            BloomFilter::new(
+                decode_block(&self.read_meta_block(h)?, h, "filter block")?,
+                h.offset,
+            )?;
+        }
+        Ok(())
+    }
+
     /// What the SST holds.
     pub fn properties(&self) -> &SstProperties {
         &self.inner.properties

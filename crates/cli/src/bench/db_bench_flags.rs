@@ -63,7 +63,6 @@ pub const IGNORED: &[Ignored] = &[
     ("build_info", Kind::Bool, None),
     ("bytes_per_sync", Kind::Value, None),
     ("cache_high_pri_pool_ratio", Kind::Value, None),
-    ("cache_index_and_filter_blocks", Kind::Bool, None),
     ("cache_low_pri_pool_ratio", Kind::Value, None),
     ("cache_numshardbits", Kind::Value, None),
     ("cache_type", Kind::Value, None),
@@ -517,6 +516,8 @@ mod tests {
         }
         // Mapped since issue 14: `--use_direct_reads` chooses the engine's read path.
         assert!(IGNORED.iter().all(|e| e.0 != "use_direct_reads"));
+        // Mapped: `--cache_index_and_filter_blocks` places SSTs' index and filter blocks.
+        assert!(IGNORED.iter().all(|e| e.0 != "cache_index_and_filter_blocks"));
     }
 
     #[test]

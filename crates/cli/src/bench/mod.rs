@@ -159,6 +159,11 @@ pub struct Args {
     /// cache (false, db_bench's and the engine's default: `Options::use_direct_reads`).
     #[arg(long = "use_direct_reads", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub use_direct_reads: Option<bool>,
+    /// Keep SSTs' index and filter blocks in the block cache, charged and evictable (true),
+    /// or held by each SST's reader outside it (false, db_bench's and the engine's default:
+    /// `Options::cache_index_and_filter_blocks`).
+    #[arg(long = "cache_index_and_filter_blocks", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub cache_index_and_filter_blocks: Option<bool>,
     /// Uncompressed bytes per SST data block.
     #[arg(long = "block_size")]
     pub block_size: Option<usize>,

@@ -46,6 +46,7 @@ const FLAGS: &[&str] = &[
     "max_open_files",
     "open_files",
     "use_direct_reads",
+    "cache_index_and_filter_blocks",
     "mmap_read",
     "nommap_read",
     "compression_ratio",

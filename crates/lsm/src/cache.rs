@@ -8,8 +8,10 @@
 //! That approximates LRU (an entry used since the hand last passed survives one more sweep) at
 //! the cost of one hash lookup per hit: an exact LRU list in safe code (a map of last-use
 //! ticks) cost a tree removal and insertion on every hit, 5% of a read-only YCSB run.
-//! Sharding keeps readers on different blocks from queueing on one lock. A capacity of 0
-//! disables caching: `insert` hands the block straight back and `get` always misses.
+//! Sharding keeps readers on different blocks from queueing on one lock; a cache below
+//! 16 x [`SHARD_BYTES_MIN`] has fewer shards, so that an SST's index or filter block fits one.
+//! A capacity of 0 disables caching: `insert` hands the block straight back and `get` always
+//! misses.
 //!
 //! There are no priorities: RocksDB's LRU cache keeps index and filter blocks in a
 //! high-priority pool (`cache_index_and_filter_blocks_with_high_priority`), this cache treats
@@ -28,8 +30,16 @@ use rustc_hash::FxHashMap;
 use crate::sst::block::Block;
 use crate::sst::bloom::BloomFilter;
 
-/// Shards of a cache: enough that two cores rarely meet on one lock.
+/// Most shards of a cache: enough that two cores rarely meet on one lock.
 pub const CACHE_SHARDS: usize = 16;
+/// Smallest budget of a shard: a cache smaller than [`CACHE_SHARDS`] of these has fewer
+/// shards (at least one). A block larger than its shard's budget is never cached, and an
+/// index or filter block of a 64 MiB SST is several hundred KiB: with 16 shards of 512 KiB (an
+/// 8 MiB cache) a 560 KB filter never fitted, and with `cache_index_and_filter_blocks` every
+/// lookup read it again (readrandom at 3,578 ops/s against 194,327 with the blocks held,
+/// docs/lsm.md). RocksDB's HyperClockCache takes shards of at least 32 MiB for the same
+/// reason; 4 MiB keeps 16 shards from a 64 MiB cache up.
+pub const SHARD_BYTES_MIN: usize = 4 << 20;
 
 /// What a cached block is to its SST; hits, misses and bytes are counted per kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,11 +194,13 @@ impl std::fmt::Debug for BlockCache {
 }
 
 impl BlockCache {
-    /// A cache of about `capacity_bytes` (split evenly over the shards; 0 disables it).
+    /// A cache of about `capacity_bytes` (split evenly over the shards, of at least
+    /// [`SHARD_BYTES_MIN`] each where there are several; 0 disables it).
     pub fn new(capacity_bytes: usize) -> BlockCache {
+        let shards = (capacity_bytes / SHARD_BYTES_MIN).clamp(1, CACHE_SHARDS);
         BlockCache {
-            shards: (0..CACHE_SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
-            shard_capacity_bytes: capacity_bytes / CACHE_SHARDS,
+            shards: (0..shards).map(|_| Mutex::new(Shard::default())).collect(),
+            shard_capacity_bytes: capacity_bytes / shards,
             hits: Default::default(),
             misses: Default::default(),
         }
@@ -199,7 +211,7 @@ impl BlockCache {
         // the blocks of one SST spread over every shard.
         let h =
             (key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ key.1).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
-        &self.shards[(h >> 60) as usize % CACHE_SHARDS]
+        &self.shards[(h >> 32) as usize % self.shards.len()]
     }
 
     /// The block at `offset` of SST `cache_id`, if cached; counts a hit or a miss of `kind`,
@@ -274,7 +286,7 @@ impl BlockCache {
 
     /// The budget: the sum of the shards' budgets.
     pub fn capacity_bytes(&self) -> usize {
-        self.shard_capacity_bytes * CACHE_SHARDS
+        self.shard_capacity_bytes * self.shards.len()
     }
 }
 
@@ -300,7 +312,7 @@ mod tests {
             cache.insert(1, i * 4096, block(1024));
             assert!(cache.usage_bytes() <= cache.capacity_bytes());
         }
-        // Each shard holds at most four 1 KiB blocks.
+        // One shard (the cache is far below `SHARD_BYTES_MIN`) of 64 1 KiB blocks.
         assert!(cache.usage_bytes() > cache.capacity_bytes() / 2);
         assert!(cache.get(1, 999 * 4096, BlockKind::Data).is_some());
         assert!(cache.get(1, 0, BlockKind::Data).is_none());
@@ -309,8 +321,8 @@ mod tests {
 
     #[test]
     fn a_block_used_since_the_last_sweep_gets_a_second_chance() {
-        // One shard's worth of budget per shard: 3 blocks of 1 KiB fit, a fourth evicts.
-        let cache = BlockCache::new(CACHE_SHARDS * 3 * 1024);
+        // One shard: 3 blocks of 1 KiB fit, a fourth evicts.
+        let cache = BlockCache::new(3 * 1024);
         // Find four offsets of one shard.
         let shard_of = |o: u64| cache.shard((7, o)) as *const _;
         let first = shard_of(0);
@@ -338,8 +350,33 @@ mod tests {
     }
 
     #[test]
+    fn small_caches_have_fewer_shards_so_large_blocks_fit() {
+        for (capacity, shards) in [
+            (0, 1),
+            (8 << 20, 2),
+            (SHARD_BYTES_MIN * 5 + 7, 5),
+            (64 << 20, CACHE_SHARDS),
+            (1 << 30, CACHE_SHARDS),
+        ] {
+            let cache = BlockCache::new(capacity);
+            assert_eq!(cache.shards.len(), shards, "{capacity}");
+            assert!(cache.capacity_bytes() <= capacity);
+            assert!(cache.capacity_bytes() + shards > capacity, "{capacity}");
+        }
+        // In an 8 MiB cache a 1 MiB block (a large SST's filter) is cached, and every shard
+        // is used.
+        let cache = BlockCache::new(8 << 20);
+        cache.insert(1, 0, block(1 << 20));
+        assert!(cache.get(1, 0, BlockKind::Data).is_some());
+        for i in 1..64 {
+            cache.insert(1, i * 4096, block(1024));
+        }
+        assert!(cache.shards.iter().all(|s| s.lock().usage_bytes > 0));
+    }
+
+    #[test]
     fn hits_misses_and_bytes_are_counted_per_kind() {
-        let cache = BlockCache::new(CACHE_SHARDS * 8 * 1024);
+        let cache = BlockCache::new(8 * 1024);
         let Cached::Data(b) = block(1024) else { unreachable!() };
         cache.insert(1, 0, Cached::Data(b.clone()));
         cache.insert(1, 4096, Cached::Index(b.clone()));
@@ -375,7 +412,7 @@ mod tests {
         assert_eq!(v.charge_bytes(), 64);
         assert!(cache.get(1, 0, BlockKind::Data).is_none());
         assert_eq!(cache.usage_bytes(), 0);
-        let small = BlockCache::new(CACHE_SHARDS * 100);
+        let small = BlockCache::new(100);
         small.insert(1, 0, block(128));
         assert_eq!(small.usage_bytes(), 0);
         let mut b = BlockBuilder::new(16);

@@ -18,6 +18,11 @@ use shale_lsm::{Db, Error, Options};
 
 const KEYS: u32 = 3000;
 const DEVICE_BYTES: u64 = 64 << 20;
+/// A block cache (of one shard) that holds the index (about 2 KiB) and filter (about 2.5 KiB)
+/// of every SST with a few data blocks beside them: the data (about 330 KB) is twenty times
+/// larger. With 128 KiB, the index and filter blocks, touched by every lookup of their SST,
+/// were never evicted.
+const TINY_CACHE_BYTES: usize = 16 << 10;
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
@@ -84,9 +89,7 @@ fn with_false_the_cache_holds_data_blocks_only_and_with_true_index_and_filter_to
 
 #[test]
 fn with_true_and_a_tiny_cache_index_and_filter_are_evicted_and_read_again() {
-    // 8 KiB a shard: an SST's index (about 2 KiB) or filter (about 2.5 KiB) fits, but the
-    // data (about 330 KB) is far larger than the 128 KiB cache.
-    let (_dev, db) = loaded(options(true, 16 * 8192));
+    let (_dev, db) = loaded(options(true, TINY_CACHE_BYTES));
     let before = db.stats();
     for seed in 0..3 {
         read_all(&db, seed);
@@ -95,7 +98,7 @@ fn with_true_and_a_tiny_cache_index_and_filter_are_evicted_and_read_again() {
     let reread = (s.block_cache_index_misses - before.block_cache_index_misses)
         + (s.block_cache_filter_misses - before.block_cache_filter_misses);
     assert!(reread > 100, "index and filter read again only {reread} times: {s:?}");
-    assert!(s.block_cache_bytes <= 16 * 8192, "{s:?}");
+    assert!(s.block_cache_bytes <= TINY_CACHE_BYTES, "{s:?}");
     assert_eq!(s.sst_index_and_filter_held_bytes, 0, "{s:?}");
     // Scans too: each SST iterator fetches its index once and holds it.
     let mut n = 0;
@@ -144,7 +147,7 @@ fn corruptions_reading(db: &Db, rounds: u64) -> usize {
 
 #[test]
 fn with_true_a_flipped_index_byte_read_after_eviction_is_corruption() {
-    let (dev, db) = loaded(options(true, 16 * 8192));
+    let (dev, db) = loaded(options(true, TINY_CACHE_BYTES));
     read_all(&db, 0); // the index and filter are cached, and read at least once
     let flips = index_bytes(&dev, &db);
     assert!(flips.len() >= 2, "{flips:?}");
@@ -169,7 +172,7 @@ fn with_true_a_flipped_index_byte_read_after_eviction_is_corruption() {
 fn with_false_the_readers_copy_is_used_after_the_open() {
     // What RocksDB's default means: the index is read once, at open, and held. Damage on the
     // device afterwards is not read by lookups (`Db::check` reads the device again).
-    let (dev, db) = loaded(options(false, 16 * 8192));
+    let (dev, db) = loaded(options(false, TINY_CACHE_BYTES));
     for &at in &index_bytes(&dev, &db) {
         dev.corrupt(at, 0x10);
     }

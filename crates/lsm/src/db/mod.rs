@@ -861,7 +861,8 @@ impl Inner {
     /// Writes the oldest sealed memtable as one L0 SST, commits it, and recycles its WAL
     /// group (generation `ltn`).
     fn flush_memtable(&self, mem: &Arc<Memtable>, ltn: u64) -> Result<()> {
-        let output = self.write_output(self.memtable_builder(mem)?)?;
+        let (output, opened): (Vec<SstMeta>, Vec<SstReader>) =
+            self.write_output(self.memtable_builder(mem)?)?.into_iter().unzip();
         let mut st = self.state.lock();
         let oldest_unflushed =
             st.imm.iter().map(|(_, x)| *x).filter(|x| *x > ltn).min().unwrap_or(st.mem_ltn);
@@ -872,7 +873,7 @@ impl Inner {
             ..Default::default()
         };
         let extents = output.iter().map(|m| m.extent).collect();
-        self.commit_edit(&mut st, edit, extents, Vec::new())?;
+        self.commit_edit(&mut st, edit, extents, Vec::new(), opened)?;
         st.freed_ltns.push(ltn);
         st.imm.retain(|(_, x)| *x != ltn);
         st.flushes += 1;
@@ -880,8 +881,9 @@ impl Inner {
         Ok(())
     }
 
-    /// Writes one SST from a builder (nothing for an empty one).
-    fn write_output(&self, out: OutputSst) -> Result<Vec<SstMeta>> {
+    /// Writes one SST from a builder (nothing for an empty one), and opens its reader from the
+    /// image in memory, before the state lock is taken to commit it.
+    fn write_output(&self, out: OutputSst) -> Result<Vec<(SstMeta, SstReader)>> {
         if out.builder.is_empty() {
             return Ok(Vec::new());
         }
@@ -896,8 +898,15 @@ impl Inner {
         }
         .and_then(|()| self.pool.write_sst(&image))
         .inspect_err(|_| self.cache.forget(id))?;
+        let source = Arc::new(VolumeSource::new(self.pool.clone(), extent));
+        let place = self.opts.index_and_filter();
+        let reader = SstReader::open_image(source, self.cache.clone(), id, place, &image.bytes)
+            .inspect_err(|_| {
+                self.cache.forget(id);
+                self.volume.release(extent);
+            })?;
         let p = &image.properties;
-        Ok(vec![SstMeta {
+        let meta = SstMeta {
             id,
             extent,
             bytes: image.bytes.len() as u64,
@@ -906,17 +915,20 @@ impl Inner {
             largest_seq,
             smallest: image.smallest.clone(),
             largest: image.largest.clone(),
-        }])
+        };
+        Ok(vec![(meta, reader)])
     }
 
     /// Commits an edit to the volume and installs the new version. `added`/`removed` are the
-    /// extents of SSTs written/dropped by it.
+    /// extents of SSTs written/dropped by it; `opened` holds readers of added SSTs opened
+    /// already (by `write_output`), the others are opened here.
     fn commit_edit(
         &self,
         st: &mut MutexGuard<'_, State>,
         mut edit: VersionEdit,
         added: Vec<Extent>,
         removed: Vec<Extent>,
+        mut opened: Vec<SstReader>,
     ) -> Result<()> {
         edit.next_ltn = st.next_ltn;
         // Every edit, and so every base after a trim, carries the highest sequence ever made
@@ -925,7 +937,18 @@ impl Inner {
         if edit.oldest_unflushed_ltn == 0 {
             edit.oldest_unflushed_ltn = st.imm.front().map_or(st.mem_ltn, |(_, l)| *l);
         }
-        let mut open = |m: &SstMeta| open_sst(&self.pool, &self.cache, &self.opts, m);
+        let mut open = |m: &SstMeta| match opened.iter().position(|r| r.cache_id() == m.id) {
+            Some(at) => {
+                let reader = opened.swap_remove(at);
+                Ok(Arc::new(SstHandle::new(
+                    m.clone(),
+                    reader,
+                    self.pool.clone(),
+                    self.cache.clone(),
+                )))
+            }
+            None => open_sst(&self.pool, &self.cache, &self.opts, m),
+        };
         let (version, dropped) = match st.version.apply(&edit, &mut open) {
             Ok(v) => v,
             Err(e) => {

@@ -184,9 +184,12 @@ impl Inner {
     /// Then the records of the WAL tail that continue the sequence numbers: writes without
     /// sync whose pages had not completed when the process died. Returns how many of those.
     fn replay_wal(&self, groups: &[RecoveredGroup], tail_records: &[Vec<u8>]) -> Result<usize> {
-        let mut outputs = Vec::new();
+        let (mut outputs, mut opened) = (Vec::new(), Vec::new());
         let (last_seq, from_tail) = self.replay_records(groups, tail_records, &mut |mem| {
-            outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
+            for (meta, reader) in self.write_output(self.memtable_builder(&mem)?)? {
+                outputs.push(meta);
+                opened.push(reader);
+            }
             Ok(())
         })?;
         let mut st = self.state.lock();
@@ -198,7 +201,7 @@ impl Inner {
             ..Default::default()
         };
         let extents = outputs.iter().map(|m| m.extent).collect();
-        self.commit_edit(&mut st, edit, extents, Vec::new())?;
+        self.commit_edit(&mut st, edit, extents, Vec::new(), opened)?;
         let next = st.next_ltn;
         drop(st);
         self.wal.lock().free_generations_below(next);

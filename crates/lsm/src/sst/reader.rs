@@ -18,6 +18,7 @@
 //! tombstones and must not hide them. An iterator fetches the index once, when it is made,
 //! and holds it while it lives (RocksDB's iterators pin theirs too).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::cache::{BlockCache, BlockKind, Cached};
@@ -126,13 +127,14 @@ impl std::fmt::Debug for SstReader {
     }
 }
 
-/// The bytes already read from the end of the image, to spare reads of blocks inside them.
-struct Tail {
+/// The bytes already read from the end of the image (or the whole image, when the writer
+/// still holds it), to spare reads of blocks inside them.
+struct Tail<'a> {
     start: u64,
-    bytes: Vec<u8>,
+    bytes: Cow<'a, [u8]>,
 }
 
-impl Tail {
+impl Tail<'_> {
     fn get(&self, h: BlockHandle) -> Option<&[u8]> {
         let from = usize::try_from(h.offset.checked_sub(self.start)?).ok()?;
         self.bytes.get(from..from.checked_add(usize::try_from(h.stored_bytes()).ok()?)?)
@@ -157,7 +159,45 @@ impl SstReader {
             return Err(Error::corruption("SST image shorter than its footer", 0));
         }
         let start = image_bytes.saturating_sub(TAIL_READ_BYTES);
-        let tail = Tail { start, bytes: source.read(start, (image_bytes - start) as usize)? };
+        let bytes = Cow::Owned(source.read(start, (image_bytes - start) as usize)?);
+        Self::open_with_tail(source, cache, cache_id, index_and_filter, Tail { start, bytes })
+    }
+
+    /// [`SstReader::open`] for an SST just written from `image`, which `source` holds: what
+    /// the open reads (footer, properties, index, filter, range deletions) comes from `image`
+    /// instead of the device. A flush or compaction output is opened so while the version that
+    /// names it is installed, under the store's state lock, where a device read of a large
+    /// SST's index and filter (hundreds of KiB each) would hold up every reader.
+    ///
+    /// # Errors
+    /// As [`SstReader::open`]; [`Error::InvalidArgument`] if `image` is not as long as
+    /// `source`.
+    pub fn open_image(
+        source: Arc<dyn BlockSource>,
+        cache: Arc<BlockCache>,
+        cache_id: u64,
+        index_and_filter: IndexAndFilter,
+        image: &[u8],
+    ) -> Result<SstReader> {
+        if image.len() as u64 != source.len() {
+            return Err(Error::InvalidArgument(format!(
+                "SST image of {} bytes for an extent of {}",
+                image.len(),
+                source.len()
+            )));
+        }
+        let tail = Tail { start: 0, bytes: Cow::Borrowed(image) };
+        Self::open_with_tail(source, cache, cache_id, index_and_filter, tail)
+    }
+
+    fn open_with_tail(
+        source: Arc<dyn BlockSource>,
+        cache: Arc<BlockCache>,
+        cache_id: u64,
+        index_and_filter: IndexAndFilter,
+        tail: Tail<'_>,
+    ) -> Result<SstReader> {
+        let image_bytes = source.len();
         let footer = Footer::decode(&tail.bytes, image_bytes)?;
         let read = |h: BlockHandle, what: &str| -> Result<Vec<u8>> {
             match tail.get(h) {
@@ -273,6 +313,11 @@ impl SstReader {
             )?;
         }
         Ok(())
+    }
+
+    /// The id its blocks are cached under (the SST's id, in a store).
+    pub fn cache_id(&self) -> u64 {
+        self.inner.cache_id
     }
 
     /// What the SST holds.

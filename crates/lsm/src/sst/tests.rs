@@ -585,3 +585,35 @@ fn a_forward_scan_reads_ahead_and_a_random_one_does_not() {
     assert!(seek_reads <= 50, "{seek_reads} reads for 50 scattered seeks");
     assert!(scan_backward(&r).unwrap() == e, "a backward scan after readahead differs");
 }
+
+#[test]
+fn an_sst_opened_from_its_image_reads_nothing_until_a_data_block_is_needed() {
+    use std::sync::atomic::Ordering;
+    let mut rng = SmallRng::seed_from_u64(13);
+    let e = entries(&mut rng, 2000);
+    let image = build(&e, &SstOptions::default(), 4096);
+    let bytes = image.bytes.to_vec();
+    let mut b = SstBuilder::new(&SstOptions::default());
+    for (k, v) in &e {
+        b.add(k, v);
+    }
+    for t in tombstones() {
+        b.add_range_tombstone(t);
+    }
+    let with_tombstones = b.finish(4096).bytes.to_vec();
+    for place in [IndexAndFilter::Held, IndexAndFilter::Cached] {
+        for image in [&bytes, &with_tombstones] {
+            let source = Arc::new(Counting { bytes: image.clone(), reads: 0.into() });
+            let cache = Arc::new(BlockCache::new(1 << 20));
+            let r = SstReader::open_image(source.clone(), cache, 1, place, image).unwrap();
+            assert_eq!(source.reads.load(Ordering::Relaxed), 0, "{place:?}: the open read");
+            assert_eq!(r.range_tombstones().len(), usize::from(image == &with_tombstones) * 4);
+            assert_eq!(scan_forward(&r).unwrap(), e, "{place:?}");
+            assert!(source.reads.load(Ordering::Relaxed) > 0, "data blocks come from the source");
+        }
+    }
+    let short = Arc::new(bytes[..bytes.len() - 4096].to_vec());
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let wrong = SstReader::open_image(short, cache, 1, IndexAndFilter::Held, &bytes);
+    assert!(matches!(wrong, Err(Error::InvalidArgument(_))), "{wrong:?}");
+}

@@ -350,6 +350,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_mapped_boolean_flag_takes_gflags_noflag() {
+        let cmd = <Args as clap::Args>::augment_args(clap::Command::new("bench"));
+        let booleans: Vec<String> = cmd
+            .get_arguments()
+            // The boolean flags are those that may go without a value (`--flag`).
+            .filter(|a| a.get_num_args().is_some_and(|n| n.min_values() == 0))
+            .filter_map(|a| a.get_long().map(str::to_string))
+            .collect();
+        let mut sorted = booleans.clone();
+        sorted.sort();
+        assert_eq!(sorted, db_bench_flags::MAPPED_BOOLS, "db_bench_flags::MAPPED_BOOLS");
+        for name in booleans {
+            let (_, plan, _) = options_from_args(&[&format!("--no{name}")]).unwrap();
+            let (_, plan_false, _) = options_from_args(&[&format!("--{name}=false")]).unwrap();
+            assert_eq!(format!("{:?}", plan.options), format!("{:?}", plan_false.options));
+        }
+        let (args, plan, _) = options_from_args(&["--nocache_index_and_filter_blocks"]).unwrap();
+        assert_eq!(args.cache_index_and_filter_blocks, Some(false));
+        assert!(!plan.options.cache_index_and_filter_blocks);
+    }
+
+    #[test]
     fn defaults_are_db_bench_defaults() {
         let a = parse_args([]).unwrap();
         assert_eq!((a.num, a.reads, a.threads, a.duration), (1_000_000, -1, 1, 0));

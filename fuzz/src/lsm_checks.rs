@@ -16,7 +16,8 @@ use shale_lsm::sst::footer::{FOOTER_BYTES, SST_MAGIC};
 use shale_lsm::sst::format::{BLOCK_TRAILER_BYTES, BlockHandle};
 use shale_lsm::sst::range_del_block;
 use shale_lsm::sst::{
-    BlockSource, Compression, SstBuilder, SstOptions, SstProperties, SstReader, bloom_hash,
+    BlockSource, Compression, IndexAndFilter, SstBuilder, SstOptions, SstProperties, SstReader,
+    bloom_hash,
 };
 use shale_lsm::wal::meta::WalMeta;
 use shale_lsm::wal::page::{self, FragmentType, PAGE_BYTES, PAGE_PAYLOAD_BYTES, PageBuf};
@@ -87,11 +88,17 @@ pub fn sst_block(data: &[u8]) {
     }
 }
 
-/// Opens an SST image and reads all of it every way.
+/// Opens an SST image and reads all of it every way, with its index and filter held by the
+/// reader and again with them in a cache so small that every lookup reads them again.
 fn read_image(image: Vec<u8>) {
-    let cache = Arc::new(BlockCache::new(1 << 20));
     let source: Arc<dyn BlockSource> = Arc::new(image);
-    if let Ok(reader) = SstReader::open(source, cache, 1) {
+    for (place, cache_bytes) in [(IndexAndFilter::Held, 1 << 20), (IndexAndFilter::Cached, 0)] {
+        read_image_with(source.clone(), Arc::new(BlockCache::new(cache_bytes)), place);
+    }
+}
+
+fn read_image_with(source: Arc<dyn BlockSource>, cache: Arc<BlockCache>, place: IndexAndFilter) {
+    if let Ok(reader) = SstReader::open(source, cache, 1, place) {
         let mut it = reader.iter();
         let keys = walk(&mut it);
         seek_around(&mut it, &keys);

@@ -151,3 +151,40 @@ fn use_direct_io_for_flush_and_compaction_is_accepted_both_ways_and_reported() {
         assert_eq!(counter(&format!("shale.sst.bytes.written.{other}")), 0, "{flag}: {out}");
     }
 }
+
+#[test]
+fn cache_index_and_filter_blocks_is_an_engine_knob_shown_in_the_report() {
+    let run = |flag: &str| {
+        let (ok, out, err) = shale_bench(&[
+            "--benchmarks=fillrandom,flush,readrandom,stats",
+            "--num=2000",
+            "--statistics",
+            flag,
+        ]);
+        assert!(ok, "{flag}: exit status; stderr:\n{err}");
+        assert!(!err.contains("cache_index_and_filter_blocks"), "{flag}: no warning: {err}");
+        result_line(&out, "readrandom");
+        out
+    };
+    let counter = |out: &str, name: &str| -> u64 {
+        let prefix = format!("{name} COUNT : ");
+        let line = out.lines().find(|l| l.starts_with(&prefix)).expect(name);
+        line[prefix.len()..].parse().unwrap()
+    };
+    let cached = run("--cache_index_and_filter_blocks=true");
+    assert!(
+        cached.contains(
+            "Index and filter blocks: in the block cache (cache_index_and_filter_blocks=true)\n"
+        ),
+        "{cached}"
+    );
+    assert!(counter(&cached, "shale.block.cache.index.hit") > 0, "{cached}");
+    assert!(cached.contains("held by SST readers outside the block cache: 0.0 MB"), "{cached}");
+    for flag in ["--cache_index_and_filter_blocks=false", "--cache_index_and_filter_blocks=0"] {
+        let held = run(flag);
+        assert!(held.contains("Index and filter blocks: held by SST readers, outside the block cache (cache_index_and_filter_blocks=false)\n"), "{held}");
+        assert_eq!(counter(&held, "shale.block.cache.index.hit"), 0, "{held}");
+        assert_eq!(counter(&held, "shale.block.cache.filter.miss"), 0, "{held}");
+        assert!(held.contains(" MB held (0.0 MB index and filter), "), "{held}");
+    }
+}

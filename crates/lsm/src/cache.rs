@@ -1,4 +1,5 @@
-//! The block cache: decoded SST blocks (data, index, filter), shared by every reader.
+//! The block cache: decoded SST blocks (data, and index and filter with
+//! `Options::cache_index_and_filter_blocks`), shared by every reader.
 //!
 //! Sharded CLOCK (second chance) with a byte budget. A key is `(cache_id, block offset)`, where
 //! the cache id is unique per open SST. Each shard is a mutex over a hash map (key -> slot) and
@@ -7,8 +8,18 @@
 //! That approximates LRU (an entry used since the hand last passed survives one more sweep) at
 //! the cost of one hash lookup per hit: an exact LRU list in safe code (a map of last-use
 //! ticks) cost a tree removal and insertion on every hit, 5% of a read-only YCSB run.
-//! Sharding keeps readers on different blocks from queueing on one lock. A capacity of 0
-//! disables caching: `insert` hands the block straight back and `get` always misses.
+//! Sharding keeps readers on different blocks from queueing on one lock; a cache below
+//! 16 x [`SHARD_BYTES_MIN`] has fewer shards, so that an SST's index or filter block fits one.
+//! A capacity of 0 disables caching: `insert` hands the block straight back and `get` always
+//! misses.
+//!
+//! There are no priorities: RocksDB's LRU cache keeps index and filter blocks in a
+//! high-priority pool (`cache_index_and_filter_blocks_with_high_priority`), this cache treats
+//! every entry alike. An SST's index and filter are looked up on every point read of that SST,
+//! so CLOCK's referenced bit keeps them about as well as a priority would while the SST is
+//! read at all; a pool of its own would need a second ring per shard and a split budget.
+//! Hits, misses and charged bytes are counted per [`BlockKind`], so what the index and filter
+//! cost the cache can be seen.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,14 +30,48 @@ use rustc_hash::FxHashMap;
 use crate::sst::block::Block;
 use crate::sst::bloom::BloomFilter;
 
-/// Shards of a cache: enough that two cores rarely meet on one lock.
+/// Most shards of a cache: enough that two cores rarely meet on one lock.
 pub const CACHE_SHARDS: usize = 16;
+/// Smallest budget of a shard: a cache smaller than [`CACHE_SHARDS`] of these has fewer
+/// shards (at least one). A block larger than its shard's budget is never cached, and an
+/// index or filter block of a 64 MiB SST is several hundred KiB: with 16 shards of 512 KiB (an
+/// 8 MiB cache) a 560 KB filter never fitted, and with `cache_index_and_filter_blocks` every
+/// lookup read it again (readrandom at 3,578 ops/s against 194,327 with the blocks held,
+/// docs/lsm.md). RocksDB's HyperClockCache takes shards of at least 32 MiB for the same
+/// reason; 4 MiB keeps 16 shards from a 64 MiB cache up.
+pub const SHARD_BYTES_MIN: usize = 4 << 20;
+
+/// What a cached block is to its SST; hits, misses and bytes are counted per kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    /// A data block.
+    Data,
+    /// The index block.
+    Index,
+    /// The filter block.
+    Filter,
+}
+
+/// Kinds of blocks, for per-kind counters.
+const KINDS: usize = 3;
+
+impl BlockKind {
+    fn at(self) -> usize {
+        match self {
+            BlockKind::Data => 0,
+            BlockKind::Index => 1,
+            BlockKind::Filter => 2,
+        }
+    }
+}
 
 /// What the cache holds.
 #[derive(Debug)]
 pub enum Cached {
-    /// A data or index block.
-    Block(Arc<Block>),
+    /// A data block.
+    Data(Arc<Block>),
+    /// An index block.
+    Index(Arc<Block>),
     /// A filter block.
     Filter(BloomFilter),
 }
@@ -35,8 +80,17 @@ impl Cached {
     /// Bytes charged against the budget.
     pub fn charge_bytes(&self) -> usize {
         match self {
-            Cached::Block(b) => b.bytes(),
+            Cached::Data(b) | Cached::Index(b) => b.bytes(),
             Cached::Filter(f) => f.bytes(),
+        }
+    }
+
+    /// Which kind of block this is.
+    pub fn kind(&self) -> BlockKind {
+        match self {
+            Cached::Data(_) => BlockKind::Data,
+            Cached::Index(_) => BlockKind::Index,
+            Cached::Filter(_) => BlockKind::Filter,
         }
     }
 }
@@ -58,6 +112,8 @@ struct Shard {
     free: Vec<usize>,
     hand: usize,
     usage_bytes: usize,
+    /// `usage_bytes` split by [`BlockKind`].
+    kind_bytes: [usize; KINDS],
 }
 
 impl Shard {
@@ -72,6 +128,7 @@ impl Shard {
         let slot = self.slots[at].take().expect("removing a live slot");
         self.index.remove(&slot.key);
         self.usage_bytes -= slot.value.charge_bytes();
+        self.kind_bytes[slot.value.kind().at()] -= slot.value.charge_bytes();
         self.free.push(at);
     }
 
@@ -100,6 +157,7 @@ impl Shard {
 
     fn insert(&mut self, key: CacheKey, value: Arc<Cached>) {
         let charge = value.charge_bytes();
+        let kind = value.kind();
         let slot = Slot { key, value, referenced: false };
         let at = match self.free.pop() {
             Some(at) => {
@@ -113,6 +171,7 @@ impl Shard {
         };
         self.index.insert(key, at);
         self.usage_bytes += charge;
+        self.kind_bytes[kind.at()] += charge;
     }
 }
 
@@ -120,8 +179,9 @@ impl Shard {
 pub struct BlockCache {
     shards: Vec<Mutex<Shard>>,
     shard_capacity_bytes: usize,
-    hits: AtomicU64,
-    misses: AtomicU64,
+    /// Lookups that found their block, and that did not, by the kind looked for.
+    hits: [AtomicU64; KINDS],
+    misses: [AtomicU64; KINDS],
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -134,13 +194,15 @@ impl std::fmt::Debug for BlockCache {
 }
 
 impl BlockCache {
-    /// A cache of about `capacity_bytes` (split evenly over the shards; 0 disables it).
+    /// A cache of about `capacity_bytes` (split evenly over the shards, of at least
+    /// [`SHARD_BYTES_MIN`] each where there are several; 0 disables it).
     pub fn new(capacity_bytes: usize) -> BlockCache {
+        let shards = (capacity_bytes / SHARD_BYTES_MIN).clamp(1, CACHE_SHARDS);
         BlockCache {
-            shards: (0..CACHE_SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
-            shard_capacity_bytes: capacity_bytes / CACHE_SHARDS,
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
+            shards: (0..shards).map(|_| Mutex::new(Shard::default())).collect(),
+            shard_capacity_bytes: capacity_bytes / shards,
+            hits: Default::default(),
+            misses: Default::default(),
         }
     }
 
@@ -149,14 +211,15 @@ impl BlockCache {
         // the blocks of one SST spread over every shard.
         let h =
             (key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ key.1).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
-        &self.shards[(h >> 60) as usize % CACHE_SHARDS]
+        &self.shards[(h >> 32) as usize % self.shards.len()]
     }
 
-    /// The block at `offset` of SST `cache_id`, if cached; counts a hit or a miss.
-    pub fn get(&self, cache_id: u64, offset: u64) -> Option<Arc<Cached>> {
+    /// The block at `offset` of SST `cache_id`, if cached; counts a hit or a miss of `kind`,
+    /// the kind of block the caller looks for.
+    pub fn get(&self, cache_id: u64, offset: u64, kind: BlockKind) -> Option<Arc<Cached>> {
         let found = self.shard((cache_id, offset)).lock().touch((cache_id, offset));
         let counter = if found.is_some() { &self.hits } else { &self.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
+        counter[kind.at()].fetch_add(1, Ordering::Relaxed);
         found
     }
 
@@ -193,12 +256,22 @@ impl BlockCache {
 
     /// Lookups that found their block.
     pub fn hits(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed)
+        self.hits.iter().map(|c| c.load(Ordering::Relaxed)).sum()
     }
 
     /// Lookups that did not.
     pub fn misses(&self) -> u64 {
-        self.misses.load(Ordering::Relaxed)
+        self.misses.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Lookups for a block of `kind` that found it.
+    pub fn hits_of(&self, kind: BlockKind) -> u64 {
+        self.hits[kind.at()].load(Ordering::Relaxed)
+    }
+
+    /// Lookups for a block of `kind` that did not.
+    pub fn misses_of(&self, kind: BlockKind) -> u64 {
+        self.misses[kind.at()].load(Ordering::Relaxed)
     }
 
     /// Bytes of the cached blocks.
@@ -206,9 +279,14 @@ impl BlockCache {
         self.shards.iter().map(|s| s.lock().usage_bytes).sum()
     }
 
+    /// Bytes of the cached blocks of `kind`.
+    pub fn usage_bytes_of(&self, kind: BlockKind) -> usize {
+        self.shards.iter().map(|s| s.lock().kind_bytes[kind.at()]).sum()
+    }
+
     /// The budget: the sum of the shards' budgets.
     pub fn capacity_bytes(&self) -> usize {
-        self.shard_capacity_bytes * CACHE_SHARDS
+        self.shard_capacity_bytes * self.shards.len()
     }
 }
 
@@ -224,7 +302,7 @@ mod tests {
         data.extend_from_slice(&1u32.to_le_bytes());
         let b = Block::new(data, 0).unwrap();
         assert_eq!(b.bytes(), bytes);
-        Cached::Block(Arc::new(b))
+        Cached::Data(Arc::new(b))
     }
 
     #[test]
@@ -234,17 +312,17 @@ mod tests {
             cache.insert(1, i * 4096, block(1024));
             assert!(cache.usage_bytes() <= cache.capacity_bytes());
         }
-        // Each shard holds at most four 1 KiB blocks.
+        // One shard (the cache is far below `SHARD_BYTES_MIN`) of 64 1 KiB blocks.
         assert!(cache.usage_bytes() > cache.capacity_bytes() / 2);
-        assert!(cache.get(1, 999 * 4096).is_some());
-        assert!(cache.get(1, 0).is_none());
+        assert!(cache.get(1, 999 * 4096, BlockKind::Data).is_some());
+        assert!(cache.get(1, 0, BlockKind::Data).is_none());
         assert_eq!((cache.hits(), cache.misses()), (1, 1));
     }
 
     #[test]
     fn a_block_used_since_the_last_sweep_gets_a_second_chance() {
-        // One shard's worth of budget per shard: 3 blocks of 1 KiB fit, a fourth evicts.
-        let cache = BlockCache::new(CACHE_SHARDS * 3 * 1024);
+        // One shard: 3 blocks of 1 KiB fit, a fourth evicts.
+        let cache = BlockCache::new(3 * 1024);
         // Find four offsets of one shard.
         let shard_of = |o: u64| cache.shard((7, o)) as *const _;
         let first = shard_of(0);
@@ -253,15 +331,18 @@ mod tests {
         for &o in &same[..3] {
             cache.insert(7, o, block(1024));
         }
-        assert!(cache.get(7, same[0]).is_some()); // referenced: the sweep passes it over
+        // Referenced: the sweep passes it over.
+        assert!(cache.get(7, same[0], BlockKind::Data).is_some());
         cache.insert(7, same[3], block(1024));
-        assert!(cache.get(7, same[1]).is_none());
+        assert!(cache.get(7, same[1], BlockKind::Data).is_none());
         for o in [same[0], same[2], same[3]] {
-            assert!(cache.get(7, o).is_some());
+            assert!(cache.get(7, o, BlockKind::Data).is_some());
         }
         // All three are referenced now: the sweep clears every bit and evicts one of them.
         cache.insert(7, same[1], block(1024));
-        let kept = [same[0], same[2], same[3]].into_iter().filter(|&o| cache.get(7, o).is_some());
+        let kept = [same[0], same[2], same[3]]
+            .into_iter()
+            .filter(|&o| cache.get(7, o, BlockKind::Data).is_some());
         assert_eq!(kept.count(), 2);
         assert!(cache.usage_bytes() <= cache.capacity_bytes());
         cache.forget(7);
@@ -269,19 +350,75 @@ mod tests {
     }
 
     #[test]
+    fn small_caches_have_fewer_shards_so_large_blocks_fit() {
+        for (capacity, shards) in [
+            (0, 1),
+            (8 << 20, 2),
+            (SHARD_BYTES_MIN * 5 + 7, 5),
+            (64 << 20, CACHE_SHARDS),
+            (1 << 30, CACHE_SHARDS),
+        ] {
+            let cache = BlockCache::new(capacity);
+            assert_eq!(cache.shards.len(), shards, "{capacity}");
+            assert!(cache.capacity_bytes() <= capacity);
+            assert!(cache.capacity_bytes() + shards > capacity, "{capacity}");
+        }
+        // In an 8 MiB cache a 1 MiB block (a large SST's filter) is cached, and every shard
+        // is used.
+        let cache = BlockCache::new(8 << 20);
+        cache.insert(1, 0, block(1 << 20));
+        assert!(cache.get(1, 0, BlockKind::Data).is_some());
+        for i in 1..64 {
+            cache.insert(1, i * 4096, block(1024));
+        }
+        assert!(cache.shards.iter().all(|s| s.lock().usage_bytes > 0));
+    }
+
+    #[test]
+    fn hits_misses_and_bytes_are_counted_per_kind() {
+        let cache = BlockCache::new(8 * 1024);
+        let Cached::Data(b) = block(1024) else { unreachable!() };
+        cache.insert(1, 0, Cached::Data(b.clone()));
+        cache.insert(1, 4096, Cached::Index(b.clone()));
+        let mut data = vec![0xffu8; 512];
+        data.push(6); // probes
+        cache.insert(1, 8192, Cached::Filter(BloomFilter::new(data, 8192).unwrap()));
+        assert_eq!(cache.usage_bytes_of(BlockKind::Data), 1024);
+        assert_eq!(cache.usage_bytes_of(BlockKind::Index), 1024);
+        assert_eq!(cache.usage_bytes_of(BlockKind::Filter), 512);
+        assert_eq!(cache.usage_bytes(), 2560);
+        assert!(cache.get(1, 4096, BlockKind::Index).is_some());
+        assert!(cache.get(1, 8192, BlockKind::Filter).is_some());
+        assert!(cache.get(2, 4096, BlockKind::Index).is_none());
+        assert!(cache.get(2, 0, BlockKind::Data).is_none());
+        assert_eq!((cache.hits_of(BlockKind::Index), cache.misses_of(BlockKind::Index)), (1, 1));
+        assert_eq!((cache.hits_of(BlockKind::Filter), cache.misses_of(BlockKind::Filter)), (1, 0));
+        assert_eq!((cache.hits_of(BlockKind::Data), cache.misses_of(BlockKind::Data)), (0, 1));
+        assert_eq!((cache.hits(), cache.misses()), (2, 2));
+        // Replacing an entry by one of another kind moves its bytes; forgetting clears them.
+        cache.insert(1, 4096, Cached::Data(b));
+        assert_eq!(cache.usage_bytes_of(BlockKind::Index), 0);
+        assert_eq!(cache.usage_bytes_of(BlockKind::Data), 2048);
+        cache.forget(1);
+        for kind in [BlockKind::Data, BlockKind::Index, BlockKind::Filter] {
+            assert_eq!(cache.usage_bytes_of(kind), 0, "{kind:?}");
+        }
+    }
+
+    #[test]
     fn zero_capacity_disables_and_oversized_blocks_pass_through() {
         let cache = BlockCache::new(0);
         let v = cache.insert(1, 0, block(64));
         assert_eq!(v.charge_bytes(), 64);
-        assert!(cache.get(1, 0).is_none());
+        assert!(cache.get(1, 0, BlockKind::Data).is_none());
         assert_eq!(cache.usage_bytes(), 0);
-        let small = BlockCache::new(CACHE_SHARDS * 100);
+        let small = BlockCache::new(100);
         small.insert(1, 0, block(128));
         assert_eq!(small.usage_bytes(), 0);
         let mut b = BlockBuilder::new(16);
         b.add(&crate::key::encode(b"k", 1, crate::key::Kind::Put), b"v");
         let reinserted =
-            small.insert(1, 0, Cached::Block(Arc::new(Block::new(b.finish(), 0).unwrap())));
+            small.insert(1, 0, Cached::Data(Arc::new(Block::new(b.finish(), 0).unwrap())));
         assert!(reinserted.charge_bytes() <= 100);
         assert_eq!(small.usage_bytes(), reinserted.charge_bytes());
     }

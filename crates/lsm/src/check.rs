@@ -21,7 +21,8 @@ pub struct CheckReport {
 }
 
 /// Reads every SST of `version` block by block (every block checksum is verified on read; the
-/// range-deletion block is read again from the device, past the copy the reader keeps) and
+/// index, filter and range-deletion blocks are read again from the device, past the copies the
+/// reader or the block cache keeps) and
 /// checks the invariants: entries and range tombstones in order and inside their SST's
 /// recorded range, levels below L0 sorted and disjoint, and the volume's live extents exactly
 /// the SSTs' extents.
@@ -92,6 +93,7 @@ pub fn check_version(
                     0,
                 ));
             }
+            f.reader.verify_index_and_filter()?;
             report.range_tombstones += check_range_tombstones(f)?;
             report.ssts += 1;
             report.entries += entries;

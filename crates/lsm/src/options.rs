@@ -3,7 +3,7 @@
 use shale_space::{AREA_ALIGN, LayoutOptions, VolumeOptions};
 
 use crate::error::{Error, Result};
-use crate::sst::SstOptions;
+use crate::sst::{IndexAndFilter, SstOptions};
 use crate::wal::page::PAGE_BYTES;
 pub use crate::wal::{MemoryTail, WalTail};
 
@@ -100,8 +100,22 @@ pub struct Options {
     pub hard_pending_compaction_bytes_limit: u64,
     /// Block size, restart interval, bloom bits and compression of SSTs.
     pub sst: SstOptions,
-    /// Byte budget of the block cache (data, index and filter blocks).
+    /// Byte budget of the block cache: data blocks, and index and filter blocks with
+    /// `cache_index_and_filter_blocks`.
     pub block_cache_bytes: usize,
+    /// Where each SST's index and filter blocks live (RocksDB's
+    /// `BlockBasedTableOptions::cache_index_and_filter_blocks` and db_bench's flag, `false` by
+    /// default in both). `false`: read when the SST is opened and held by its reader, outside
+    /// the block cache: never charged to it nor evicted, so the cache's budget is all for data
+    /// blocks, and a lookup never waits for an index or filter read; their memory grows with
+    /// the data and no budget bounds it (`Stats::sst_index_and_filter_held_bytes`). `true`:
+    /// they live in the block cache like data blocks, charged to it and evictable, so the
+    /// cache bounds all of a store's block memory; a lookup that finds one evicted reads it
+    /// again (and checks its checksum). The cache has no high-priority pool (RocksDB's
+    /// `cache_index_and_filter_blocks_with_high_priority`): they compete with data blocks on
+    /// equal terms, kept by being used on every lookup of their SST. With `true` and a block
+    /// cache of 0 every lookup reads both again.
+    pub cache_index_and_filter_blocks: bool,
     /// Read SST blocks that miss the block cache with O_DIRECT (`true`), or through the
     /// kernel's page cache (`false`, the default, as RocksDB's and db_bench's
     /// `use_direct_reads`). Through the page cache, data bigger than the block cache but
@@ -174,6 +188,7 @@ impl Default for Options {
             hard_pending_compaction_bytes_limit: 256 << 30,
             sst: SstOptions::default(),
             block_cache_bytes: 32 << 20,
+            cache_index_and_filter_blocks: false,
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             prepopulate_block_cache: true,
@@ -256,6 +271,11 @@ impl Options {
         self.sst.validate()?;
         self.validate_volume()?;
         self.validate_wal_tail()
+    }
+
+    /// Where SST readers keep index and filter blocks (`cache_index_and_filter_blocks`).
+    pub fn index_and_filter(&self) -> IndexAndFilter {
+        IndexAndFilter::from_option(self.cache_index_and_filter_blocks)
     }
 
     fn validate_sizes(&self) -> Result<()> {
@@ -426,6 +446,15 @@ mod tests {
         assert!(!Options::small_for_tests().use_direct_io_for_flush_and_compaction);
         let direct = Options { use_direct_io_for_flush_and_compaction: true, ..Options::default() };
         direct.validate().unwrap();
+    }
+
+    #[test]
+    fn index_and_filter_blocks_stay_out_of_the_cache_by_default_as_rocksdb_s() {
+        assert!(!Options::default().cache_index_and_filter_blocks);
+        assert_eq!(Options::default().index_and_filter(), IndexAndFilter::Held);
+        let cached = Options { cache_index_and_filter_blocks: true, ..Options::default() };
+        cached.validate().unwrap();
+        assert_eq!(cached.index_and_filter(), IndexAndFilter::Cached);
     }
 
     #[test]

@@ -136,6 +136,24 @@ pub struct Stats {
     pub block_cache_misses: u64,
     /// Bytes held by the block cache.
     pub block_cache_bytes: usize,
+    /// Of `block_cache_bytes`, those of index and filter blocks: 0 unless
+    /// `Options::cache_index_and_filter_blocks`.
+    pub block_cache_index_and_filter_bytes: usize,
+    /// Lookups of index blocks in the block cache that found them (counted in
+    /// `block_cache_hits` too; RocksDB's `rocksdb.block.cache.index.hit`). Only with
+    /// `Options::cache_index_and_filter_blocks`, save for SSTs opened with it unset, whose
+    /// readers hold their index.
+    pub block_cache_index_hits: u64,
+    /// Lookups of index blocks that missed the block cache: each read the block again.
+    pub block_cache_index_misses: u64,
+    /// Lookups of filter blocks in the block cache that found them.
+    pub block_cache_filter_hits: u64,
+    /// Lookups of filter blocks that missed the block cache: each read the block again.
+    pub block_cache_filter_misses: u64,
+    /// Bytes of index and filter blocks the live SSTs' readers hold outside the block cache
+    /// (RocksDB's `rocksdb.estimate-table-readers-mem`, roughly): 0 with
+    /// `Options::cache_index_and_filter_blocks`; memory no cache budget bounds without it.
+    pub sst_index_and_filter_held_bytes: u64,
     /// Bytes of SSTs read with O_DIRECT since open (block-cache misses, scans' readahead,
     /// compaction inputs), whole device blocks: all of it came from the device.
     pub sst_bytes_read_direct: u64,

@@ -56,7 +56,8 @@ fn seeds_decode_as_intended() {
         }
         if name.starts_with("image") {
             let cache = Arc::new(shale_lsm::cache::BlockCache::new(1 << 20));
-            let r = shale_lsm::sst::SstReader::open(Arc::new(bytes), cache, 1).unwrap();
+            let held = shale_lsm::sst::IndexAndFilter::Held;
+            let r = shale_lsm::sst::SstReader::open(Arc::new(bytes), cache, 1, held).unwrap();
             assert_eq!(r.range_tombstones().len(), 4, "{name}");
             assert_eq!(r.verify_range_del_block().unwrap(), 4, "{name}");
             let mut it = r.iter();

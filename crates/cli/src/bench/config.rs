@@ -103,6 +103,9 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     if let Some(v) = args.use_direct_io_for_flush_and_compaction {
         o.use_direct_io_for_flush_and_compaction = v;
     }
+    if let Some(v) = args.cache_index_and_filter_blocks {
+        o.cache_index_and_filter_blocks = v;
+    }
     if let Some(bits) = args.bloom_bits.filter(|b| *b >= 0.0) {
         if bits.fract() != 0.0 {
             warn(format!(
@@ -285,6 +288,7 @@ mod tests {
             "--compression_type=lz4",
             "--level_compaction_dynamic_level_bytes=false",
             "--use_direct_reads=1",
+            "--cache_index_and_filter_blocks=true",
         ]);
         let o = plan.unwrap().options;
         assert!(warnings.is_empty(), "{warnings:?}");
@@ -300,6 +304,12 @@ mod tests {
         assert!(!direct_writes(&["--use_direct_io_for_flush_and_compaction=false"]));
         assert!(direct_writes(&["--use_direct_io_for_flush_and_compaction=true"]));
         assert!(direct_writes(&["--use_direct_io_for_flush_and_compaction"]));
+        assert!(o.cache_index_and_filter_blocks);
+        let cached =
+            |flags: &[&str]| plan_of(flags).0.unwrap().options.cache_index_and_filter_blocks;
+        assert!(!cached(&[]), "db_bench's default: held by the readers");
+        assert!(!cached(&["--cache_index_and_filter_blocks=0"]));
+        assert!(cached(&["--cache_index_and_filter_blocks"]));
         assert!(plan_of(&[]).0.unwrap().options.dynamic_level_bytes, "the engine's default");
         assert_eq!((o.write_buffer_bytes, o.max_write_buffer_number), (1 << 20, 3));
         assert_eq!((o.target_file_size_base, o.max_bytes_for_level_base), (2 << 20, 8 << 20));

@@ -63,7 +63,6 @@ pub const IGNORED: &[Ignored] = &[
     ("build_info", Kind::Bool, None),
     ("bytes_per_sync", Kind::Value, None),
     ("cache_high_pri_pool_ratio", Kind::Value, None),
-    ("cache_index_and_filter_blocks", Kind::Bool, None),
     ("cache_low_pri_pool_ratio", Kind::Value, None),
     ("cache_numshardbits", Kind::Value, None),
     ("cache_type", Kind::Value, None),
@@ -407,9 +406,24 @@ pub const IGNORED: &[Ignored] = &[
     ("writes_per_range_tombstone", Kind::Value, None),
 ];
 
+/// db_bench's boolean flags that `shale bench` maps ([`super::Args`]), sorted: gflags'
+/// `--noflag` of each reaches the parser as `--flag=false`.
+pub const MAPPED_BOOLS: &[&str] = &[
+    "cache_index_and_filter_blocks",
+    "disable_wal",
+    "histogram",
+    "level_compaction_dynamic_level_bytes",
+    "statistics",
+    "sync",
+    "use_direct_io_for_flush_and_compaction",
+    "use_direct_reads",
+    "use_existing_db",
+];
+
 /// The ignored flags given in `flags` (the arguments after `bench`), removed: returns the
 /// arguments left for the parser, and one warning per ignored flag given (once however often
-/// it is repeated), in the order first given.
+/// it is repeated), in the order first given. A `--noflag` of a mapped boolean flag is
+/// handed on as `--flag=false`.
 ///
 /// # Errors
 /// An ignored flag without the value it needs, or a boolean one with a value that is no
@@ -427,7 +441,10 @@ pub fn strip_ignored(flags: Vec<OsString>) -> Result<(Vec<OsString>, Vec<String>
             break;
         }
         let Some((entry, inline, negated)) = arg.to_str().and_then(lookup) else {
-            kept.push(arg);
+            match arg.to_str().and_then(negated_mapped_bool) {
+                Some(name) => kept.push(format!("--{name}=false").into()),
+                None => kept.push(arg),
+            }
             continue;
         };
         let (name, kind, builtin) = *entry;
@@ -464,6 +481,12 @@ pub fn strip_ignored(flags: Vec<OsString>) -> Result<(Vec<OsString>, Vec<String>
         }
     }
     Ok((kept, warnings))
+}
+
+/// The mapped boolean flag that `arg` turns off, if it is its gflags `--noflag` form.
+fn negated_mapped_bool(arg: &str) -> Option<&'static str> {
+    let name = arg.strip_prefix("--no")?;
+    MAPPED_BOOLS.binary_search(&name).ok().map(|i| MAPPED_BOOLS[i])
 }
 
 /// The ignored flag `arg` gives, with its inline value and whether it is a `--noflag`.
@@ -510,11 +533,45 @@ mod tests {
         for issue_9 in ["max_open_files", "open_files", "mmap_read"] {
             assert!(IGNORED.iter().any(|e| e.0 == issue_9), "{issue_9}");
         }
-        // Mapped since issue 14: `--use_direct_reads` chooses the engine's read path; and
-        // `--use_direct_io_for_flush_and_compaction` its SST write path.
-        for mapped in ["use_direct_reads", "use_direct_io_for_flush_and_compaction"] {
+        // Mapped since issue 14: `--use_direct_reads` chooses the engine's read path,
+        // `--use_direct_io_for_flush_and_compaction` its SST write path and
+        // `--cache_index_and_filter_blocks` where SSTs' index and filter blocks live.
+        for mapped in [
+            "use_direct_reads",
+            "use_direct_io_for_flush_and_compaction",
+            "cache_index_and_filter_blocks",
+        ] {
             assert!(IGNORED.iter().all(|e| e.0 != mapped), "{mapped}");
         }
+        assert!(MAPPED_BOOLS.windows(2).all(|w| w[0] < w[1]), "binary search needs order");
+        for mapped in MAPPED_BOOLS {
+            assert!(IGNORED.iter().all(|e| e.0 != *mapped), "{mapped}");
+        }
+    }
+
+    #[test]
+    fn noflag_of_a_mapped_boolean_reaches_the_parser_as_false() {
+        let (kept, warnings) = strip(&[
+            "--nocache_index_and_filter_blocks",
+            "--nouse_direct_reads",
+            "--nohistogram=1",
+            "--nosuch_flag",
+            "--",
+            "--nosync",
+        ])
+        .unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            kept,
+            [
+                "--cache_index_and_filter_blocks=false",
+                "--use_direct_reads=false",
+                "--nohistogram=1",
+                "--nosuch_flag",
+                "--",
+                "--nosync"
+            ]
+        );
     }
 
     #[test]

@@ -164,6 +164,11 @@ pub struct Args {
     /// `Options::use_direct_io_for_flush_and_compaction`).
     #[arg(long = "use_direct_io_for_flush_and_compaction", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub use_direct_io_for_flush_and_compaction: Option<bool>,
+    /// Keep SSTs' index and filter blocks in the block cache, charged and evictable (true),
+    /// or held by each SST's reader outside it (false, db_bench's and the engine's default:
+    /// `Options::cache_index_and_filter_blocks`).
+    #[arg(long = "cache_index_and_filter_blocks", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub cache_index_and_filter_blocks: Option<bool>,
     /// Uncompressed bytes per SST data block.
     #[arg(long = "block_size")]
     pub block_size: Option<usize>,
@@ -348,6 +353,28 @@ pub(crate) fn parse_args<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_mapped_boolean_flag_takes_gflags_noflag() {
+        let cmd = <Args as clap::Args>::augment_args(clap::Command::new("bench"));
+        let booleans: Vec<String> = cmd
+            .get_arguments()
+            // The boolean flags are those that may go without a value (`--flag`).
+            .filter(|a| a.get_num_args().is_some_and(|n| n.min_values() == 0))
+            .filter_map(|a| a.get_long().map(str::to_string))
+            .collect();
+        let mut sorted = booleans.clone();
+        sorted.sort();
+        assert_eq!(sorted, db_bench_flags::MAPPED_BOOLS, "db_bench_flags::MAPPED_BOOLS");
+        for name in booleans {
+            let (_, plan, _) = options_from_args(&[&format!("--no{name}")]).unwrap();
+            let (_, plan_false, _) = options_from_args(&[&format!("--{name}=false")]).unwrap();
+            assert_eq!(format!("{:?}", plan.options), format!("{:?}", plan_false.options));
+        }
+        let (args, plan, _) = options_from_args(&["--nocache_index_and_filter_blocks"]).unwrap();
+        assert_eq!(args.cache_index_and_filter_blocks, Some(false));
+        assert!(!plan.options.cache_index_and_filter_blocks);
+    }
 
     #[test]
     fn defaults_are_db_bench_defaults() {

@@ -47,6 +47,7 @@ const FLAGS: &[&str] = &[
     "open_files",
     "use_direct_reads",
     "use_direct_io_for_flush_and_compaction",
+    "cache_index_and_filter_blocks",
     "mmap_read",
     "nommap_read",
     "compression_ratio",

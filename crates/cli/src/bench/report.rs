@@ -269,6 +269,12 @@ pub fn print_header(args: &Args, plan: &DbPlan, path: &Path) {
         "page cache (synced before commit)"
     };
     outln!("SST writes: {writes}");
+    let index_and_filter = if plan.options.cache_index_and_filter_blocks {
+        "in the block cache (cache_index_and_filter_blocks=true)"
+    } else {
+        "held by SST readers, outside the block cache (cache_index_and_filter_blocks=false)"
+    };
+    outln!("Index and filter blocks: {index_and_filter}");
     outln!("Memtablerep: SkipList");
     outln!("------------------------------------------------");
     outln!("DB path: [{}]", path.display());
@@ -344,11 +350,16 @@ pub fn print_db_stats(s: &shale_lsm::Stats) {
         s.write_amplification()
     );
     outln!(
-        "Block cache: {:.1} MB held, {} hits, {} misses, hit ratio {:.3}",
+        "Block cache: {:.1} MB held ({:.1} MB index and filter), {} hits, {} misses, hit ratio {:.3}",
         s.block_cache_bytes as f64 / MB,
+        s.block_cache_index_and_filter_bytes as f64 / MB,
         s.block_cache_hits,
         s.block_cache_misses,
         s.block_cache_hit_ratio()
+    );
+    outln!(
+        "Index and filter blocks held by SST readers outside the block cache: {:.1} MB",
+        s.sst_index_and_filter_held_bytes as f64 / MB
     );
     let st = &s.stalls;
     outln!(
@@ -387,6 +398,10 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
     let counters = [
         ("shale.block.cache.hit", s.block_cache_hits),
         ("shale.block.cache.miss", s.block_cache_misses),
+        ("shale.block.cache.index.hit", s.block_cache_index_hits),
+        ("shale.block.cache.index.miss", s.block_cache_index_misses),
+        ("shale.block.cache.filter.hit", s.block_cache_filter_hits),
+        ("shale.block.cache.filter.miss", s.block_cache_filter_misses),
         ("shale.sst.bytes.read.direct", s.sst_bytes_read_direct),
         ("shale.sst.bytes.read.buffered", s.sst_bytes_read_buffered),
         ("shale.bytes.written", s.user_bytes_written),

@@ -108,7 +108,7 @@ impl Inner {
                 ..Default::default()
             };
             let mut st = self.state.lock();
-            self.commit_edit(&mut st, edit, Vec::new(), Vec::new())?;
+            self.commit_edit(&mut st, edit, Vec::new(), Vec::new(), Vec::new())?;
             self.finish_compaction(&mut st, &c, None);
             return Ok(());
         }
@@ -142,6 +142,7 @@ impl Inner {
             })
             .collect();
         let mut outputs = Vec::new();
+        let mut opened = Vec::new();
         let mut builder = OutputSst::new(&self.opts);
         // User keys from here on belong to the next output (`None`: from the first key on).
         let mut output_lower: Option<Vec<u8>> = None;
@@ -159,7 +160,10 @@ impl Inner {
                     let mut full = std::mem::replace(&mut builder, OutputSst::new(&self.opts));
                     let lower = output_lower.replace(p.user_key.to_vec());
                     add_clipped(&mut full, &kept_tombstones, lower.as_deref(), Some(p.user_key));
-                    outputs.extend(self.write_output(full)?);
+                    for (meta, reader) in self.write_output(full)? {
+                        outputs.push(meta);
+                        opened.push(reader);
+                    }
                 }
                 current_key = Some(p.user_key.to_vec());
                 last_seq_for_key = SEQ_MAX;
@@ -179,7 +183,10 @@ impl Inner {
         merged.status()?;
         add_clipped(&mut builder, &kept_tombstones, output_lower.as_deref(), None);
         let last_used_bytes = builder.builder.estimated_bytes() as u64;
-        outputs.extend(self.write_output(builder)?);
+        for (meta, reader) in self.write_output(builder)? {
+            outputs.push(meta);
+            opened.push(reader);
+        }
         let added_extents = outputs.iter().map(|m| m.extent).collect();
         let removed_extents = c.inputs.iter().chain(&c.next).map(|f| f.meta.extent).collect();
         let mut st = self.state.lock();
@@ -192,7 +199,7 @@ impl Inner {
             })
             .collect();
         let edit = VersionEdit { removed: removed_ids, added, ..Default::default() };
-        self.commit_edit(&mut st, edit, added_extents, removed_extents)?;
+        self.commit_edit(&mut st, edit, added_extents, removed_extents, opened)?;
         self.finish_compaction(&mut st, &c, odd);
         Ok(())
     }

@@ -43,7 +43,7 @@ use shale_io::{BufferedReader, BufferedWriter, DeviceRef, FileOptions};
 use shale_space::{Edit, Extent, IoClass, Volume};
 
 use crate::batch::{BatchOp, WriteBatch, record_ops};
-use crate::cache::BlockCache;
+use crate::cache::{BlockCache, BlockKind};
 use crate::db_iter::{DbIterator, IterBounds};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -555,9 +555,15 @@ fn page_cache_files(path: &Path, opts: &Options, access: Access) -> Result<PageC
     Ok(PageCacheFiles { reads, writes })
 }
 
-fn open_sst(pool: &Arc<QueuePool>, cache: &Arc<BlockCache>, m: &SstMeta) -> Result<Arc<SstHandle>> {
+/// Opens the reader of SST `m`, its index and filter held or cached as `opts` says.
+fn open_sst(
+    pool: &Arc<QueuePool>,
+    cache: &Arc<BlockCache>,
+    opts: &Options,
+    m: &SstMeta,
+) -> Result<Arc<SstHandle>> {
     let source = Arc::new(VolumeSource::new(pool.clone(), m.extent));
-    let reader = SstReader::open(source, cache.clone(), m.id)?;
+    let reader = SstReader::open(source, cache.clone(), m.id, opts.index_and_filter())?;
     Ok(Arc::new(SstHandle::new(m.clone(), reader, pool.clone(), cache.clone())))
 }
 
@@ -869,7 +875,8 @@ impl Inner {
     /// Writes the oldest sealed memtable as one L0 SST, commits it, and recycles its WAL
     /// group (generation `ltn`).
     fn flush_memtable(&self, mem: &Arc<Memtable>, ltn: u64) -> Result<()> {
-        let output = self.write_output(self.memtable_builder(mem)?)?;
+        let (output, opened): (Vec<SstMeta>, Vec<SstReader>) =
+            self.write_output(self.memtable_builder(mem)?)?.into_iter().unzip();
         let mut st = self.state.lock();
         let oldest_unflushed =
             st.imm.iter().map(|(_, x)| *x).filter(|x| *x > ltn).min().unwrap_or(st.mem_ltn);
@@ -880,7 +887,7 @@ impl Inner {
             ..Default::default()
         };
         let extents = output.iter().map(|m| m.extent).collect();
-        self.commit_edit(&mut st, edit, extents, Vec::new())?;
+        self.commit_edit(&mut st, edit, extents, Vec::new(), opened)?;
         st.freed_ltns.push(ltn);
         st.imm.retain(|(_, x)| *x != ltn);
         st.flushes += 1;
@@ -888,8 +895,9 @@ impl Inner {
         Ok(())
     }
 
-    /// Writes one SST from a builder (nothing for an empty one).
-    fn write_output(&self, out: OutputSst) -> Result<Vec<SstMeta>> {
+    /// Writes one SST from a builder (nothing for an empty one), and opens its reader from the
+    /// image in memory, before the state lock is taken to commit it.
+    fn write_output(&self, out: OutputSst) -> Result<Vec<(SstMeta, SstReader)>> {
         if out.builder.is_empty() {
             return Ok(Vec::new());
         }
@@ -897,14 +905,22 @@ impl Inner {
         let image = out.builder.finish(self.volume.layout().slot_bytes);
         let id = self.next_sst_id.fetch_add(1, Ordering::Relaxed);
         let extent = if self.opts.prepopulate_block_cache {
-            prepopulate_block_cache(&self.cache, id, &image.bytes).map(|_| ())
+            let place = self.opts.index_and_filter();
+            prepopulate_block_cache(&self.cache, id, &image.bytes, place).map(|_| ())
         } else {
             Ok(())
         }
         .and_then(|()| self.pool.write_sst(&image))
         .inspect_err(|_| self.cache.forget(id))?;
+        let source = Arc::new(VolumeSource::new(self.pool.clone(), extent));
+        let place = self.opts.index_and_filter();
+        let reader = SstReader::open_image(source, self.cache.clone(), id, place, &image.bytes)
+            .inspect_err(|_| {
+                self.cache.forget(id);
+                self.volume.release(extent);
+            })?;
         let p = &image.properties;
-        Ok(vec![SstMeta {
+        let meta = SstMeta {
             id,
             extent,
             bytes: image.bytes.len() as u64,
@@ -913,17 +929,20 @@ impl Inner {
             largest_seq,
             smallest: image.smallest.clone(),
             largest: image.largest.clone(),
-        }])
+        };
+        Ok(vec![(meta, reader)])
     }
 
     /// Commits an edit to the volume and installs the new version. `added`/`removed` are the
-    /// extents of SSTs written/dropped by it.
+    /// extents of SSTs written/dropped by it; `opened` holds readers of added SSTs opened
+    /// already (by `write_output`), the others are opened here.
     fn commit_edit(
         &self,
         st: &mut MutexGuard<'_, State>,
         mut edit: VersionEdit,
         added: Vec<Extent>,
         removed: Vec<Extent>,
+        mut opened: Vec<SstReader>,
     ) -> Result<()> {
         edit.next_ltn = st.next_ltn;
         // Every edit, and so every base after a trim, carries the highest sequence ever made
@@ -932,7 +951,18 @@ impl Inner {
         if edit.oldest_unflushed_ltn == 0 {
             edit.oldest_unflushed_ltn = st.imm.front().map_or(st.mem_ltn, |(_, l)| *l);
         }
-        let mut open = |m: &SstMeta| open_sst(&self.pool, &self.cache, m);
+        let mut open = |m: &SstMeta| match opened.iter().position(|r| r.cache_id() == m.id) {
+            Some(at) => {
+                let reader = opened.swap_remove(at);
+                Ok(Arc::new(SstHandle::new(
+                    m.clone(),
+                    reader,
+                    self.pool.clone(),
+                    self.cache.clone(),
+                )))
+            }
+            None => open_sst(&self.pool, &self.cache, &self.opts, m),
+        };
         let (version, dropped) = match st.version.apply(&edit, &mut open) {
             Ok(v) => v,
             Err(e) => {
@@ -1133,6 +1163,18 @@ impl Inner {
             block_cache_hits: self.cache.hits(),
             block_cache_misses: self.cache.misses(),
             block_cache_bytes: self.cache.usage_bytes(),
+            block_cache_index_and_filter_bytes: self.cache.usage_bytes_of(BlockKind::Index)
+                + self.cache.usage_bytes_of(BlockKind::Filter),
+            block_cache_index_hits: self.cache.hits_of(BlockKind::Index),
+            block_cache_index_misses: self.cache.misses_of(BlockKind::Index),
+            block_cache_filter_hits: self.cache.hits_of(BlockKind::Filter),
+            block_cache_filter_misses: self.cache.misses_of(BlockKind::Filter),
+            sst_index_and_filter_held_bytes: v
+                .levels
+                .iter()
+                .flatten()
+                .map(|h| h.reader.held_bytes() as u64)
+                .sum(),
             sst_bytes_read_direct: self.pool.bytes_read().direct,
             sst_bytes_read_buffered: self.pool.bytes_read().buffered,
             stalls: self.stalls.snapshot(),

@@ -100,7 +100,7 @@ impl Db {
         let max_id = folded.max_sst_id;
         let live = folded.live;
         let all_live = VersionEdit { added: live.into_values().collect(), ..Default::default() };
-        let mut open = |m: &SstMeta| open_sst(&pool, &cache, m);
+        let mut open = |m: &SstMeta| open_sst(&pool, &cache, &opts, m);
         let version = Version::empty().apply(&all_live, &mut open)?.0;
         // 2. The WAL: the groups of unflushed generations.
         let l = volume.layout();
@@ -181,9 +181,12 @@ impl Inner {
     /// Then the records of the WAL tail that continue the sequence numbers: writes without
     /// sync whose pages had not completed when the process died. Returns how many of those.
     fn replay_wal(&self, groups: &[RecoveredGroup], tail_records: &[Vec<u8>]) -> Result<usize> {
-        let mut outputs = Vec::new();
+        let (mut outputs, mut opened) = (Vec::new(), Vec::new());
         let (last_seq, from_tail) = self.replay_records(groups, tail_records, &mut |mem| {
-            outputs.extend(self.write_output(self.memtable_builder(&mem)?)?);
+            for (meta, reader) in self.write_output(self.memtable_builder(&mem)?)? {
+                outputs.push(meta);
+                opened.push(reader);
+            }
             Ok(())
         })?;
         let mut st = self.state.lock();
@@ -195,7 +198,7 @@ impl Inner {
             ..Default::default()
         };
         let extents = outputs.iter().map(|m| m.extent).collect();
-        self.commit_edit(&mut st, edit, extents, Vec::new())?;
+        self.commit_edit(&mut st, edit, extents, Vec::new(), opened)?;
         let next = st.next_ltn;
         drop(st);
         self.wal.lock().free_generations_below(next);

@@ -195,6 +195,14 @@ impl Block {
         Ok(block)
     }
 
+    /// A block without entries: what an iterator walks when the index of its SST could not
+    /// be read.
+    pub fn empty() -> Arc<Block> {
+        let mut data = 0u32.to_le_bytes().to_vec(); // one restart, at 0
+        data.extend_from_slice(&1u32.to_le_bytes());
+        Arc::new(Block::new(data, 0).expect("one restart at offset 0 is a valid block"))
+    }
+
     /// The block's bytes, restart array included.
     pub fn bytes(&self) -> usize {
         self.data.len()

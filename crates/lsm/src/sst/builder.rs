@@ -380,7 +380,8 @@ mod tests {
         let image = b.finish(4096);
         let cache = std::sync::Arc::new(crate::cache::BlockCache::new(0));
         let source = std::sync::Arc::new(image.bytes.to_vec());
-        let reader = crate::sst::SstReader::open(source, cache, 1).unwrap();
+        let held = crate::sst::IndexAndFilter::Held;
+        let reader = crate::sst::SstReader::open(source, cache, 1, held).unwrap();
         let lookup = crate::key::encode(b"big", 1, Kind::SEEK);
         let (_, got) = reader.get(&lookup, bloom_hash(b"big")).unwrap().unwrap();
         assert!(got == value);

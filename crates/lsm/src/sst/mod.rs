@@ -15,7 +15,7 @@
 //! use shale_lsm::cache::BlockCache;
 //! use shale_lsm::iter::InternalIterator;
 //! use shale_lsm::key::{self, Kind};
-//! use shale_lsm::sst::{SstBuilder, SstOptions, SstReader, bloom_hash};
+//! use shale_lsm::sst::{IndexAndFilter, SstBuilder, SstOptions, SstReader, bloom_hash};
 //!
 //! let mut builder = SstBuilder::new(&SstOptions::default());
 //! builder.add(&key::encode(b"apple", 7, Kind::Put), b"red");
@@ -25,7 +25,7 @@
 //!
 //! // Any BlockSource will do; an extent on a volume is `VolumeSource`.
 //! let cache = Arc::new(BlockCache::new(8 << 20));
-//! let reader = SstReader::open(Arc::new(image.bytes.to_vec()), cache, 1)?;
+//! let reader = SstReader::open(Arc::new(image.bytes.to_vec()), cache, 1, IndexAndFilter::Held)?;
 //! let lookup = key::encode(b"apple", 9, Kind::SEEK); // what a read at sequence 9 sees
 //! let (found, value) = reader.get(&lookup, bloom_hash(b"apple"))?.expect("present");
 //! assert_eq!((key::parse(&found).unwrap().seq, &value[..]), (7, &b"red"[..]));
@@ -51,7 +51,7 @@ pub use bloom::bloom_hash;
 pub use builder::{SstBuilder, SstImage, SstOptions};
 pub use format::{Compression, SstProperties};
 pub use prepopulate::prepopulate_block_cache;
-pub use reader::{BlockSource, SstIter, SstReader};
+pub use reader::{BlockSource, IndexAndFilter, SstIter, SstReader};
 pub use volume_io::{
     PageCacheFiles, QueuePool, SstBytesRead, SstBytesWritten, VolumeSource, write_sst,
     write_sst_buffered,

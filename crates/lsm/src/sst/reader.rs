@@ -2,20 +2,26 @@
 //!
 //! Opening runs these stages, in order:
 //! 1. Read the image's last 4 KiB (or all of a shorter image) and decode the footer.
-//! 2. Load the properties, then the index and filter blocks through the block cache; blocks
-//!    that lie inside the tail already read are taken from it rather than read again.
+//! 2. Load the properties, then the index and filter blocks; blocks that lie inside the tail
+//!    already read are taken from it rather than read again. Where the index and filter go
+//!    is [`IndexAndFilter`] (RocksDB's `cache_index_and_filter_blocks`): held by the reader,
+//!    outside the block cache (the default), or inserted in the block cache and not held, so
+//!    that each lookup finds them there or reads and checks them again.
 //! 3. Load the range-deletion block, if any, whole and outside the cache: every read of the
 //!    SST needs its tombstones, so they stay with the reader, fragmented for lookups.
 //!
 //! A point lookup ([`SstReader::get`]) checks the bloom filter with the caller's hash, seeks the
 //! index for the first data block whose last key is at or after the lookup key, and seeks that
-//! block (from the cache, or read, checked and cached). It sees point entries only; the
-//! caller asks [`SstReader::max_covering_tombstone_seq`] first, since the filter knows nothing
-//! of range tombstones and must not hide them.
+//! block (from the cache, or read, checked and cached). With cached index and filter blocks it
+//! fetches those two the same way first. It sees point entries only; the caller asks
+//! [`SstReader::max_covering_tombstone_seq`] first, since the filter knows nothing of range
+//! tombstones and must not hide them. An iterator fetches the index once, when it is made,
+//! and holds it while it lives (RocksDB's iterators pin theirs too).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::cache::{BlockCache, Cached};
+use crate::cache::{BlockCache, BlockKind, Cached};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key;
@@ -64,14 +70,43 @@ impl BlockSource for Vec<u8> {
     }
 }
 
+/// Where an SST reader keeps its index and filter blocks: RocksDB's
+/// `cache_index_and_filter_blocks` (`Options::cache_index_and_filter_blocks`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexAndFilter {
+    /// Read at open and held by the reader while it lives, outside the block cache: never
+    /// charged to it, never evicted, so the cache's budget is all for data blocks (`false`,
+    /// RocksDB's default).
+    #[default]
+    Held,
+    /// In the block cache like data blocks: charged to it and evictable. The reader keeps
+    /// only their handles; a lookup that finds one evicted reads it again and checks its
+    /// checksum (`true`).
+    Cached,
+}
+
+impl IndexAndFilter {
+    /// `Cached` if `cache_index_and_filter_blocks`, else `Held`.
+    pub fn from_option(cache_index_and_filter_blocks: bool) -> IndexAndFilter {
+        if cache_index_and_filter_blocks { IndexAndFilter::Cached } else { IndexAndFilter::Held }
+    }
+}
+
+/// The index and filter blocks a reader holds ([`IndexAndFilter::Held`]).
+struct HeldBlocks {
+    index: Arc<Block>,
+    filter: Option<BloomFilter>,
+}
+
 struct Inner {
     source: Arc<dyn BlockSource>,
     cache: Arc<BlockCache>,
     cache_id: u64,
     footer: Footer,
     properties: SstProperties,
-    index: Arc<Cached>,
-    filter: Option<Arc<Cached>>,
+    /// The index and filter, or `None` when they live in the block cache
+    /// ([`IndexAndFilter::Cached`]) and are fetched by their handles in the footer.
+    held: Option<HeldBlocks>,
     /// The range tombstones as stored, and fragmented for lookups.
     range_tombstones: Vec<RangeTombstone>,
     range_fragments: Fragments,
@@ -92,13 +127,14 @@ impl std::fmt::Debug for SstReader {
     }
 }
 
-/// The bytes already read from the end of the image, to spare reads of blocks inside them.
-struct Tail {
+/// The bytes already read from the end of the image (or the whole image, when the writer
+/// still holds it), to spare reads of blocks inside them.
+struct Tail<'a> {
     start: u64,
-    bytes: Vec<u8>,
+    bytes: Cow<'a, [u8]>,
 }
 
-impl Tail {
+impl Tail<'_> {
     fn get(&self, h: BlockHandle) -> Option<&[u8]> {
         let from = usize::try_from(h.offset.checked_sub(self.start)?).ok()?;
         self.bytes.get(from..from.checked_add(usize::try_from(h.stored_bytes()).ok()?)?)
@@ -107,7 +143,8 @@ impl Tail {
 
 impl SstReader {
     /// Opens the SST in `source`, whose blocks are cached in `cache` under `cache_id` (unique
-    /// per SST among the cache's users).
+    /// per SST among the cache's users), its index and filter blocks held or cached as
+    /// `index_and_filter` says.
     ///
     /// # Errors
     /// [`Error::Corruption`] for a damaged or foreign image; the source's errors.
@@ -115,13 +152,52 @@ impl SstReader {
         source: Arc<dyn BlockSource>,
         cache: Arc<BlockCache>,
         cache_id: u64,
+        index_and_filter: IndexAndFilter,
     ) -> Result<SstReader> {
         let image_bytes = source.len();
         if image_bytes < FOOTER_BYTES as u64 {
             return Err(Error::corruption("SST image shorter than its footer", 0));
         }
         let start = image_bytes.saturating_sub(TAIL_READ_BYTES);
-        let tail = Tail { start, bytes: source.read(start, (image_bytes - start) as usize)? };
+        let bytes = Cow::Owned(source.read(start, (image_bytes - start) as usize)?);
+        Self::open_with_tail(source, cache, cache_id, index_and_filter, Tail { start, bytes })
+    }
+
+    /// [`SstReader::open`] for an SST just written from `image`, which `source` holds: what
+    /// the open reads (footer, properties, index, filter, range deletions) comes from `image`
+    /// instead of the device. A flush or compaction output is opened so while the version that
+    /// names it is installed, under the store's state lock, where a device read of a large
+    /// SST's index and filter (hundreds of KiB each) would hold up every reader.
+    ///
+    /// # Errors
+    /// As [`SstReader::open`]; [`Error::InvalidArgument`] if `image` is not as long as
+    /// `source`.
+    pub fn open_image(
+        source: Arc<dyn BlockSource>,
+        cache: Arc<BlockCache>,
+        cache_id: u64,
+        index_and_filter: IndexAndFilter,
+        image: &[u8],
+    ) -> Result<SstReader> {
+        if image.len() as u64 != source.len() {
+            return Err(Error::InvalidArgument(format!(
+                "SST image of {} bytes for an extent of {}",
+                image.len(),
+                source.len()
+            )));
+        }
+        let tail = Tail { start: 0, bytes: Cow::Borrowed(image) };
+        Self::open_with_tail(source, cache, cache_id, index_and_filter, tail)
+    }
+
+    fn open_with_tail(
+        source: Arc<dyn BlockSource>,
+        cache: Arc<BlockCache>,
+        cache_id: u64,
+        index_and_filter: IndexAndFilter,
+        tail: Tail<'_>,
+    ) -> Result<SstReader> {
+        let image_bytes = source.len();
         let footer = Footer::decode(&tail.bytes, image_bytes)?;
         let read = |h: BlockHandle, what: &str| -> Result<Vec<u8>> {
             match tail.get(h) {
@@ -139,14 +215,30 @@ impl SstReader {
                 footer.properties.offset,
             ));
         }
-        let index = load_cached(&cache, cache_id, footer.index, |h| {
-            Ok(Cached::Block(Arc::new(Block::new(read(h, "index block")?, h.offset)?)))
-        })?;
-        let filter = match footer.filter {
-            None => None,
-            Some(fh) => Some(load_cached(&cache, cache_id, fh, |h| {
-                Ok(Cached::Filter(BloomFilter::new(read(h, "filter block")?, h.offset)?))
-            })?),
+        let held = match index_and_filter {
+            IndexAndFilter::Held => Some(HeldBlocks {
+                index: Arc::new(Block::new(
+                    read(footer.index, "index block")?,
+                    footer.index.offset,
+                )?),
+                filter: match footer.filter {
+                    None => None,
+                    Some(h) => Some(BloomFilter::new(read(h, "filter block")?, h.offset)?),
+                },
+            }),
+            IndexAndFilter::Cached => {
+                // Loaded now all the same, through the cache: damage is found at open either
+                // way, and the first reads find both cached (RocksDB prefetches them too).
+                load_cached(&cache, cache_id, footer.index, BlockKind::Index, |h| {
+                    Ok(Cached::Index(Arc::new(Block::new(read(h, "index block")?, h.offset)?)))
+                })?;
+                if let Some(fh) = footer.filter {
+                    load_cached(&cache, cache_id, fh, BlockKind::Filter, |h| {
+                        Ok(Cached::Filter(BloomFilter::new(read(h, "filter block")?, h.offset)?))
+                    })?;
+                }
+                None
+            }
         };
         let range_tombstones = match properties.range_del {
             None => Vec::new(),
@@ -167,8 +259,7 @@ impl SstReader {
             cache_id,
             footer,
             properties,
-            index,
-            filter,
+            held,
             range_tombstones,
             range_fragments,
         };
@@ -206,9 +297,41 @@ impl SstReader {
         Ok(found.len() as u64)
     }
 
+    /// Reads the index and filter blocks from the source again, past the reader's copies and
+    /// the block cache, and checks their checksums and structure (what `check` does: with
+    /// [`IndexAndFilter::Held`] no lookup reads them after the open).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a damaged block; the source's errors.
+    pub fn verify_index_and_filter(&self) -> Result<()> {
+        let h = self.inner.footer.index;
+        Block::new(decode_block(&self.read_meta_block(h)?, h, "index block")?, h.offset)?;
+        if let Some(h) = self.inner.footer.filter {
+            BloomFilter::new(
+                decode_block(&self.read_meta_block(h)?, h, "filter block")?,
+                h.offset,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The id its blocks are cached under (the SST's id, in a store).
+    pub fn cache_id(&self) -> u64 {
+        self.inner.cache_id
+    }
+
     /// What the SST holds.
     pub fn properties(&self) -> &SstProperties {
         &self.inner.properties
+    }
+
+    /// Bytes of the index and filter blocks this reader holds outside the block cache (0 when
+    /// they live in the cache): memory that no cache budget bounds.
+    pub fn held_bytes(&self) -> usize {
+        self.inner
+            .held
+            .as_ref()
+            .map_or(0, |h| h.index.bytes() + h.filter.as_ref().map_or(0, BloomFilter::bytes))
     }
 
     /// The first entry at or after `lookup_ikey` whose user key is the lookup's: the newest
@@ -219,20 +342,17 @@ impl SstReader {
     /// # Errors
     /// [`Error::Corruption`] for damaged blocks; the source's errors.
     pub fn get(&self, lookup_ikey: &[u8], bloom_hash: u64) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        if let Some(f) = &self.inner.filter {
-            let Cached::Filter(filter) = &**f else { unreachable!("filter slot holds a filter") };
-            if !filter.may_contain_hash(bloom_hash) {
-                return Ok(None);
-            }
+        if !self.filter_may_contain(bloom_hash)? {
+            return Ok(None);
         }
-        let mut index = self.index_iter();
+        let mut index = self.index_block()?.iter();
         index.seek(lookup_ikey);
         if !index.valid() {
             return index.status().map(|()| None);
         }
         let handle = decode_handle(index.value(), self.inner.footer.index.offset)?;
         let block = self.data_block(handle)?;
-        let mut it = block_iter(&block);
+        let mut it = block_iter(&block, handle.offset)?;
         it.seek(lookup_ikey);
         if !it.valid() {
             // The index key (this block's last key) is at or after the lookup key, so a block
@@ -250,19 +370,56 @@ impl SstReader {
         }
     }
 
-    /// An iterator over every entry, unpositioned.
+    /// An iterator over every entry, unpositioned. It holds the index block while it lives;
+    /// if a cached index cannot be read, the iterator is empty and its status is the error.
     pub fn iter(&self) -> SstIter {
-        SstIter {
-            reader: self.clone(),
-            index: self.index_iter(),
-            data: None,
-            error: None,
-            readahead: Readahead::default(),
+        let (index, error) = match self.index_block() {
+            Ok(index) => (index.iter(), None),
+            Err(e) => (Block::empty().iter(), Some(e)),
+        };
+        SstIter { reader: self.clone(), index, data: None, error, readahead: Readahead::default() }
+    }
+
+    /// The index block: held, else from the cache, else read from the source, checked and
+    /// cached.
+    fn index_block(&self) -> Result<Arc<Block>> {
+        let inner = &*self.inner;
+        if let Some(held) = &inner.held {
+            return Ok(held.index.clone());
+        }
+        let cached =
+            load_cached(&inner.cache, inner.cache_id, inner.footer.index, BlockKind::Index, |h| {
+                let raw = decode_block(&self.read_meta_block(h)?, h, "index block")?;
+                Ok(Cached::Index(Arc::new(Block::new(raw, h.offset)?)))
+            })?;
+        match &*cached {
+            Cached::Index(index) => Ok(index.clone()),
+            _ => Err(cached_as_other_kind("index", inner.footer.index.offset)),
         }
     }
 
-    fn index_iter(&self) -> BlockIter {
-        block_iter(&self.inner.index)
+    /// Whether the filter lets a key of hash `bloom_hash` through (always, without a filter).
+    /// The filter is held, else from the cache, else read from the source, checked and cached.
+    fn filter_may_contain(&self, bloom_hash: u64) -> Result<bool> {
+        let inner = &*self.inner;
+        if let Some(held) = &inner.held {
+            return Ok(held.filter.as_ref().is_none_or(|f| f.may_contain_hash(bloom_hash)));
+        }
+        let Some(fh) = inner.footer.filter else { return Ok(true) };
+        let cached = load_cached(&inner.cache, inner.cache_id, fh, BlockKind::Filter, |h| {
+            let raw = decode_block(&self.read_meta_block(h)?, h, "filter block")?;
+            Ok(Cached::Filter(BloomFilter::new(raw, h.offset)?))
+        })?;
+        match &*cached {
+            Cached::Filter(filter) => Ok(filter.may_contain_hash(bloom_hash)),
+            _ => Err(cached_as_other_kind("filter", fh.offset)),
+        }
+    }
+
+    /// The stored bytes of an index or filter block evicted from the cache: read alone, from
+    /// the source (the footer checked at open that it lies before the footer).
+    fn read_meta_block(&self, h: BlockHandle) -> Result<Vec<u8>> {
+        self.inner.source.read(h.offset, h.stored_bytes() as usize)
     }
 
     fn data_block(&self, h: BlockHandle) -> Result<Arc<Cached>> {
@@ -281,14 +438,14 @@ impl SstReader {
         if !h.fits_before(readable) {
             return Err(Error::corruption("SST index: data block outside the image", h.offset));
         }
-        load_cached(&inner.cache, inner.cache_id, h, |h| {
+        load_cached(&inner.cache, inner.cache_id, h, BlockKind::Data, |h| {
             let len = h.stored_bytes() as usize;
             let stored = match readahead {
                 Some(ra) => ra.read(&*inner.source, h.offset, len, readable)?,
                 None => inner.source.read(h.offset, len)?,
             };
             let raw = decode_block(&stored, h, "data block")?;
-            Ok(Cached::Block(Arc::new(Block::new(raw, h.offset)?)))
+            Ok(Cached::Data(Arc::new(Block::new(raw, h.offset)?)))
         })
     }
 }
@@ -315,20 +472,30 @@ fn decode_range_del(stored: &[u8], h: BlockHandle, count: u64) -> Result<Vec<Ran
     Ok(tombstones)
 }
 
-fn block_iter(cached: &Arc<Cached>) -> BlockIter {
+/// An iterator over the data block the cache gave for offset `at`.
+fn block_iter(cached: &Arc<Cached>, at: u64) -> Result<BlockIter> {
     match &**cached {
-        Cached::Block(block) => block.iter(),
-        Cached::Filter(_) => unreachable!("block slot holds a block"),
+        Cached::Data(block) => Ok(block.iter()),
+        _ => Err(cached_as_other_kind("data", at)),
     }
 }
 
+/// A block looked up as one kind and cached as another: only a damaged (checksum-forged)
+/// image names one offset for two blocks.
+fn cached_as_other_kind(what: &str, offset: u64) -> Error {
+    Error::corruption(format!("SST {what} block: its offset holds another kind of block"), offset)
+}
+
+/// The block at `h` from the cache, counted as a lookup for a block of `kind`, else loaded and
+/// cached.
 fn load_cached(
     cache: &BlockCache,
     cache_id: u64,
     h: BlockHandle,
+    kind: BlockKind,
     load: impl FnOnce(BlockHandle) -> Result<Cached>,
 ) -> Result<Arc<Cached>> {
-    if let Some(hit) = cache.get(cache_id, h.offset) {
+    if let Some(hit) = cache.get(cache_id, h.offset, kind) {
         return Ok(hit);
     }
     Ok(cache.insert(cache_id, h.offset, load(h)?))
@@ -422,9 +589,9 @@ impl SstIter {
         }
         let readahead = &mut self.readahead;
         let loaded = decode_handle(self.index.value(), self.reader.inner.footer.index.offset)
-            .and_then(|h| self.reader.data_block_via(h, Some(readahead)));
+            .and_then(|h| block_iter(&self.reader.data_block_via(h, Some(readahead))?, h.offset));
         match loaded {
-            Ok(block) => self.data = Some(block_iter(&block)),
+            Ok(block) => self.data = Some(block),
             Err(e) => self.fail(e),
         }
     }

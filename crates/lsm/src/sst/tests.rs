@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 
 use super::footer::{FOOTER_BYTES, Footer};
 use super::*;
-use crate::cache::BlockCache;
+use crate::cache::{BlockCache, BlockKind};
 use crate::error::Error;
 use crate::iter::InternalIterator;
 use crate::key::{self, Kind};
@@ -48,7 +48,11 @@ fn build(e: &Entries, opts: &SstOptions, slot_bytes: u64) -> SstImage {
 }
 
 fn open(bytes: Vec<u8>) -> crate::Result<SstReader> {
-    SstReader::open(Arc::new(bytes), Arc::new(BlockCache::new(1 << 20)), 1)
+    open_with(bytes, IndexAndFilter::Held)
+}
+
+fn open_with(bytes: Vec<u8>, place: IndexAndFilter) -> crate::Result<SstReader> {
+    SstReader::open(Arc::new(bytes), Arc::new(BlockCache::new(1 << 20)), 1, place)
 }
 
 fn scan_forward(r: &SstReader) -> crate::Result<Entries> {
@@ -181,7 +185,8 @@ fn bloom_filter_skips_absent_keys_without_reading_data() {
     let e = entries(&mut rng, 2000);
     let image = build(&e, &SstOptions::default(), 4096);
     let cache = Arc::new(BlockCache::new(1 << 20));
-    let r = SstReader::open(Arc::new(image.bytes.to_vec()), cache.clone(), 9).unwrap();
+    let r = SstReader::open(Arc::new(image.bytes.to_vec()), cache.clone(), 9, IndexAndFilter::Held)
+        .unwrap();
     let before = cache.hits() + cache.misses();
     let mut passed = 0;
     for i in 0..2000 {
@@ -213,11 +218,12 @@ fn flipped_bytes_give_corruption_never_wrong_data() {
             positions.extend([s, s + 1, end - 6, end - 5, end - 1]);
         }
         positions.push(blocks_end + 10); // zero padding: harmless
-        for pos in positions {
+        for (i, pos) in positions.into_iter().enumerate() {
             let mut bad = good.clone();
             bad[pos] ^= 0x20;
             let must_fail = pos < blocks_end || pos >= len - FOOTER_BYTES;
-            let outcome = damaged_outcome(bad, &e);
+            let place = [IndexAndFilter::Held, IndexAndFilter::Cached][i % 2];
+            let outcome = damaged_outcome(bad, &e, place);
             match outcome {
                 Err(Error::Corruption { .. }) => {}
                 Err(other) => panic!("flip at {pos}: {other}, not corruption"),
@@ -230,8 +236,8 @@ fn flipped_bytes_give_corruption_never_wrong_data() {
 }
 
 /// Opens a damaged image and reads all of it every way; any entry returned must be right.
-fn damaged_outcome(bad: Vec<u8>, e: &Entries) -> crate::Result<()> {
-    let r = open(bad)?;
+fn damaged_outcome(bad: Vec<u8>, e: &Entries, place: IndexAndFilter) -> crate::Result<()> {
+    let r = open_with(bad, place)?;
     let mut first_error = None;
     match scan_forward(&r) {
         Ok(got) => assert_eq!(&got, e, "forward scan returned wrong data"),
@@ -272,20 +278,156 @@ fn truncated_and_foreign_images_are_corruption() {
 }
 
 #[test]
-fn index_and_filter_go_through_the_cache() {
+fn held_index_and_filter_stay_out_of_the_cache() {
+    let mut rng = SmallRng::seed_from_u64(1);
+    let e = entries(&mut rng, 1000);
+    let bytes = build(&e, &SstOptions::default(), 4096).bytes.to_vec();
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let r = SstReader::open(Arc::new(bytes), cache.clone(), 3, IndexAndFilter::Held).unwrap();
+    assert_eq!((cache.hits(), cache.misses(), cache.usage_bytes()), (0, 0, 0), "open");
+    assert!(r.held_bytes() > 0);
+    assert_eq!(scan_forward(&r).unwrap(), e);
+    for (k, _) in e.iter().step_by(7) {
+        let user = key::user_key(k);
+        r.get(&key::encode(user, key::SEQ_MAX, Kind::SEEK), bloom_hash(user)).unwrap().unwrap();
+    }
+    // Only data blocks were looked up, and only data blocks are charged.
+    assert!(cache.usage_bytes() > 0);
+    assert_eq!(cache.usage_bytes(), cache.usage_bytes_of(BlockKind::Data));
+    for kind in [BlockKind::Index, BlockKind::Filter] {
+        assert_eq!((cache.hits_of(kind), cache.misses_of(kind)), (0, 0), "{kind:?}");
+    }
+}
+
+#[test]
+fn cached_index_and_filter_go_through_the_cache() {
     let mut rng = SmallRng::seed_from_u64(1);
     let e = entries(&mut rng, 1000);
     let bytes = build(&e, &SstOptions::default(), 4096).bytes.to_vec();
     let cache = Arc::new(BlockCache::new(1 << 20));
     let source: Arc<dyn BlockSource> = Arc::new(bytes);
-    let _a = SstReader::open(source.clone(), cache.clone(), 3).unwrap();
+    let _a = SstReader::open(source.clone(), cache.clone(), 3, IndexAndFilter::Cached).unwrap();
     assert_eq!((cache.hits(), cache.misses()), (0, 2));
-    let b = SstReader::open(source, cache.clone(), 3).unwrap();
+    let b = SstReader::open(source, cache.clone(), 3, IndexAndFilter::Cached).unwrap();
     assert_eq!((cache.hits(), cache.misses()), (2, 2));
+    assert_eq!(b.held_bytes(), 0);
+    assert!(cache.usage_bytes_of(BlockKind::Index) > 0);
+    assert!(cache.usage_bytes_of(BlockKind::Filter) > 0);
     assert_eq!(scan_forward(&b).unwrap(), e);
     let misses = cache.misses();
     assert_eq!(scan_forward(&b).unwrap(), e);
     assert_eq!(cache.misses(), misses, "second scan missed the cache");
+    // A lookup asks the cache for the filter and the index, then the data block.
+    let index_hits = cache.hits_of(BlockKind::Index);
+    let filter_hits = cache.hits_of(BlockKind::Filter);
+    let user = key::user_key(&e[0].0);
+    b.get(&key::encode(user, key::SEQ_MAX, Kind::SEEK), bloom_hash(user)).unwrap().unwrap();
+    assert_eq!(cache.hits_of(BlockKind::Index), index_hits + 1);
+    assert_eq!(cache.hits_of(BlockKind::Filter), filter_hits + 1);
+    assert_eq!(cache.misses(), misses);
+}
+
+/// Inserts data blocks of another SST into `cache` until no index or filter block is left.
+fn evict_index_and_filter(cache: &BlockCache) {
+    let mut b = crate::sst::block::BlockBuilder::new(16);
+    b.add(&key::encode(b"filler", 1, Kind::Put), &[0; 1000]);
+    let filler = Arc::new(crate::sst::block::Block::new(b.finish(), 0).unwrap());
+    for offset in 0.. {
+        let meta = cache.usage_bytes_of(BlockKind::Index) + cache.usage_bytes_of(BlockKind::Filter);
+        if meta == 0 {
+            return;
+        }
+        assert!(offset < 100_000, "the index and filter were never evicted");
+        cache.insert(999, offset, crate::cache::Cached::Data(filler.clone()));
+    }
+}
+
+/// An image whose bytes a test may damage after the reader opened it.
+struct Shared(parking_lot::Mutex<Vec<u8>>, std::sync::atomic::AtomicU64);
+
+impl BlockSource for Shared {
+    fn read(&self, offset: u64, len: usize) -> crate::Result<Vec<u8>> {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.0.lock().read(offset, len)
+    }
+    fn len(&self) -> u64 {
+        self.0.lock().len() as u64
+    }
+}
+
+#[test]
+fn evicted_index_and_filter_are_read_again_and_checked() {
+    use std::sync::atomic::Ordering;
+    let mut rng = SmallRng::seed_from_u64(11);
+    let e = entries(&mut rng, 1000);
+    let image = build(&e, &SstOptions::default(), 4096);
+    let len = image.bytes.len();
+    let footer = Footer::decode(&image.bytes[len - FOOTER_BYTES..], len as u64).unwrap();
+    let (index, filter) = (footer.index, footer.filter.unwrap());
+    let source = Arc::new(Shared(parking_lot::Mutex::new(image.bytes.to_vec()), 0.into()));
+    // 4 KiB a shard: room for the index (about 2 KiB) and the filter (1.25 KiB), not much more.
+    let cache = Arc::new(BlockCache::new(16 * 4096));
+    let r = SstReader::open(source.clone(), cache.clone(), 5, IndexAndFilter::Cached).unwrap();
+    assert!(index.size < 4096 && filter.size < 4096, "{index:?} {filter:?}: cacheable");
+    // Evicted, then read again on the next lookup, with the right answers.
+    for (n, (k, _)) in e.iter().step_by(50).enumerate() {
+        evict_index_and_filter(&cache);
+        let (index_misses, filter_misses) =
+            (cache.misses_of(BlockKind::Index), cache.misses_of(BlockKind::Filter));
+        let reads = source.1.load(Ordering::Relaxed);
+        let user = key::user_key(k);
+        let seq = key::parse(k).unwrap().seq;
+        let got = r.get(&key::encode(user, seq, Kind::SEEK), bloom_hash(user)).unwrap();
+        assert_eq!(got, expected_get(&e, user, seq), "lookup {n} after eviction");
+        assert_eq!(cache.misses_of(BlockKind::Index), index_misses + 1);
+        assert_eq!(cache.misses_of(BlockKind::Filter), filter_misses + 1);
+        assert!(source.1.load(Ordering::Relaxed) >= reads + 3, "filter, index, data read");
+    }
+    evict_index_and_filter(&cache);
+    assert_eq!(scan_forward(&r).unwrap(), e, "a scan after eviction");
+    // Damage read after an eviction is Corruption, from a lookup and from an iterator, for
+    // either block, whichever byte (first, middle, last of the block, its trailer).
+    for h in [index, filter] {
+        let end = (h.offset + h.stored_bytes()) as usize;
+        for pos in [h.offset as usize, (h.offset as usize + end) / 2, end - 6, end - 1] {
+            source.0.lock()[pos] ^= 0x04;
+            evict_index_and_filter(&cache);
+            let user = key::user_key(&e[0].0);
+            let got = r.get(&key::encode(user, key::SEQ_MAX, Kind::SEEK), bloom_hash(user));
+            assert!(matches!(got, Err(Error::Corruption { .. })), "flip at {pos}: {got:?}");
+            evict_index_and_filter(&cache);
+            if h == index {
+                let mut it = r.iter();
+                it.seek_to_first();
+                assert!(!it.valid());
+                assert!(matches!(it.status(), Err(Error::Corruption { .. })), "flip at {pos}");
+            }
+            source.0.lock()[pos] ^= 0x04;
+        }
+    }
+    evict_index_and_filter(&cache);
+    assert_eq!(scan_forward(&r).unwrap(), e, "repaired: read again and right");
+}
+
+#[test]
+fn cached_index_and_filter_with_no_cache_are_read_for_every_lookup() {
+    use std::sync::atomic::Ordering;
+    let mut rng = SmallRng::seed_from_u64(12);
+    let e = entries(&mut rng, 300);
+    let image = build(&e, &SstOptions::default(), 4096);
+    let source = Arc::new(Shared(parking_lot::Mutex::new(image.bytes.to_vec()), 0.into()));
+    let cache = Arc::new(BlockCache::new(0));
+    let r = SstReader::open(source.clone(), cache.clone(), 5, IndexAndFilter::Cached).unwrap();
+    for (k, _) in e.iter().step_by(3) {
+        let reads = source.1.load(Ordering::Relaxed);
+        let user = key::user_key(k);
+        let seq = key::parse(k).unwrap().seq;
+        let got = r.get(&key::encode(user, seq, Kind::SEEK), bloom_hash(user)).unwrap();
+        assert_eq!(got, expected_get(&e, user, seq));
+        assert_eq!(source.1.load(Ordering::Relaxed), reads + 3, "filter, index, data");
+    }
+    assert_eq!(scan_backward(&r).unwrap(), e);
+    assert_eq!(cache.usage_bytes(), 0);
 }
 
 fn tombstones() -> Vec<crate::range_del::RangeTombstone> {
@@ -371,17 +513,9 @@ fn a_flipped_byte_in_the_range_deletion_block_is_corruption() {
 
     // Damage after the open: `verify_range_del_block` reads the block again, past the copy
     // the reader keeps (what `check` relies on).
-    struct Shared(parking_lot::Mutex<Vec<u8>>);
-    impl BlockSource for Shared {
-        fn read(&self, offset: u64, len: usize) -> crate::Result<Vec<u8>> {
-            self.0.lock().read(offset, len)
-        }
-        fn len(&self) -> u64 {
-            self.0.lock().len() as u64
-        }
-    }
-    let shared = Arc::new(Shared(parking_lot::Mutex::new(good)));
-    let r = SstReader::open(shared.clone(), Arc::new(BlockCache::new(1 << 20)), 1).unwrap();
+    let shared = Arc::new(Shared(parking_lot::Mutex::new(good), 0.into()));
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let r = SstReader::open(shared.clone(), cache, 1, IndexAndFilter::Held).unwrap();
     r.verify_range_del_block().unwrap();
     shared.0.lock()[h.offset as usize + 5] ^= 1;
     assert!(matches!(r.verify_range_del_block(), Err(Error::Corruption { .. })));
@@ -433,7 +567,8 @@ fn a_forward_scan_reads_ahead_and_a_random_one_does_not() {
     let blocks = image.properties.data_blocks;
     let source = Arc::new(Counting { bytes: image.bytes.to_vec(), reads: 0.into() });
     // A cache too small to hold the scan: every block is a miss.
-    let r = SstReader::open(source.clone(), Arc::new(BlockCache::new(64 << 10)), 1).unwrap();
+    let cache = Arc::new(BlockCache::new(64 << 10));
+    let r = SstReader::open(source.clone(), cache, 1, IndexAndFilter::Held).unwrap();
     let opened = source.reads.load(Ordering::Relaxed);
     assert!(scan_forward(&r).unwrap() == e, "readahead changed what a scan returns");
     let scan_reads = source.reads.load(Ordering::Relaxed) - opened;
@@ -449,4 +584,36 @@ fn a_forward_scan_reads_ahead_and_a_random_one_does_not() {
     let seek_reads = source.reads.load(Ordering::Relaxed) - before;
     assert!(seek_reads <= 50, "{seek_reads} reads for 50 scattered seeks");
     assert!(scan_backward(&r).unwrap() == e, "a backward scan after readahead differs");
+}
+
+#[test]
+fn an_sst_opened_from_its_image_reads_nothing_until_a_data_block_is_needed() {
+    use std::sync::atomic::Ordering;
+    let mut rng = SmallRng::seed_from_u64(13);
+    let e = entries(&mut rng, 2000);
+    let image = build(&e, &SstOptions::default(), 4096);
+    let bytes = image.bytes.to_vec();
+    let mut b = SstBuilder::new(&SstOptions::default());
+    for (k, v) in &e {
+        b.add(k, v);
+    }
+    for t in tombstones() {
+        b.add_range_tombstone(t);
+    }
+    let with_tombstones = b.finish(4096).bytes.to_vec();
+    for place in [IndexAndFilter::Held, IndexAndFilter::Cached] {
+        for image in [&bytes, &with_tombstones] {
+            let source = Arc::new(Counting { bytes: image.clone(), reads: 0.into() });
+            let cache = Arc::new(BlockCache::new(1 << 20));
+            let r = SstReader::open_image(source.clone(), cache, 1, place, image).unwrap();
+            assert_eq!(source.reads.load(Ordering::Relaxed), 0, "{place:?}: the open read");
+            assert_eq!(r.range_tombstones().len(), usize::from(image == &with_tombstones) * 4);
+            assert_eq!(scan_forward(&r).unwrap(), e, "{place:?}");
+            assert!(source.reads.load(Ordering::Relaxed) > 0, "data blocks come from the source");
+        }
+    }
+    let short = Arc::new(bytes[..bytes.len() - 4096].to_vec());
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let wrong = SstReader::open_image(short, cache, 1, IndexAndFilter::Held, &bytes);
+    assert!(matches!(wrong, Err(Error::InvalidArgument(_))), "{wrong:?}");
 }

@@ -467,7 +467,7 @@ mod tests {
     use crate::iter::InternalIterator;
     use crate::key::{self, Kind};
     use crate::sst::footer::{FOOTER_BYTES, Footer};
-    use crate::sst::{SstBuilder, SstOptions, SstReader, bloom_hash};
+    use crate::sst::{IndexAndFilter, SstBuilder, SstOptions, SstReader, bloom_hash};
     use shale_io::{Fault, FaultPlan, MemoryDevice, OpKind, SimDevice};
     use shale_space::VolumeOptions;
 
@@ -516,7 +516,7 @@ mod tests {
         }
         assert!(source.read(range.end - range.start, 1).is_err());
         let cache = Arc::new(BlockCache::new(8 << 20));
-        let r = SstReader::open(source, cache, 1).unwrap();
+        let r = SstReader::open(source, cache, 1, IndexAndFilter::Cached).unwrap();
         assert_eq!(r.properties(), &image.properties);
         let mut it = r.iter();
         it.seek_to_first();

@@ -103,6 +103,14 @@ impl Device for MemoryDevice {
         }
         Ok(())
     }
+
+    /// Zeroes the range, as a file system's punched hole reads.
+    fn release_range(&self, offset: u64, len: u64) -> Result<()> {
+        crate::device::check_range(&self.info(), "release", offset, len)?;
+        let mut bytes = self.inner.bytes.write();
+        bytes[offset as usize..(offset + len) as usize].fill(0);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

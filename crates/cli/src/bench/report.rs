@@ -385,6 +385,7 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.sst.bytes.read.buffered", s.sst_bytes_read_buffered),
         ("shale.bytes.written", s.user_bytes_written),
         ("shale.wal.bytes", s.wal_bytes_written),
+        ("shale.wal.bytes.allocated", s.wal_bytes_allocated),
         ("shale.sst.bytes.written", s.sst_bytes_written),
         ("shale.version.log.bytes", s.version_log_bytes_written),
         ("shale.flush.count", s.flushes),

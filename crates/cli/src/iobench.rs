@@ -266,7 +266,7 @@ fn open(args: &Args, existing: bool) -> Result<(DeviceRef, bool)> {
     // (a store's volume file is made empty before its creation), and iobench must not fill
     // a file of the user's that happens to be empty.
     let create_size = created.then_some(args.size);
-    let opts = FileOptions { backend, direct: true, create_size };
+    let opts = FileOptions { backend, direct: true, create_size, create_sparse: None };
     let mut dev = open_device(&args.path, &opts)?;
     // An existing file grows only where its bytes may be written anyway.
     let may_grow = created || args.overwrite;

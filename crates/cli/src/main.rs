@@ -142,8 +142,8 @@ pub(crate) fn write_err(args: std::fmt::Arguments<'_>) {
 ///   ignored before `main`): the kernel ends the process at its first write to the closed
 ///   pipe, exit status 128 + 13 in a shell, as Unix tools end. They hold nothing a killed
 ///   process does not release (`check`'s store is left as after a crash, and recovers).
-/// - `bench` and `ycsb` often run on a temporary store: killed, they would leave its
-///   pre-allocated volume (hundreds of MB) in the temporary directory and its WAL tail in
+/// - `bench` and `ycsb` often run on a temporary store: killed, they would leave its volume
+///   file (tens of MB on disk, hundreds long) in the temporary directory and its WAL tail in
 ///   `/dev/shm`. They keep SIGPIPE ignored and write through [`write_out`], which records
 ///   EPIPE instead of panicking; they then stop, close the store and remove the directory,
 ///   and `main` ends the process with SIGPIPE itself.

@@ -178,9 +178,10 @@ pub fn open(
     Db::open(path, options).map_err(|e| PathError::new("opening the store at", path, e).into())
 }
 
-/// Refuses, before the volume file is pre-allocated, a layout larger than the room left on
-/// the file system: naming the flags that size it beats the "No space left on device" or
-/// "File too large" of `fallocate`.
+/// Refuses, before the volume file is created, a layout larger than the room left on the
+/// file system: naming the flags that size it beats the "No space left on device" or "File
+/// too large" of `fallocate`. The WAL area counts whole although a new volume leaves it a
+/// hole: a busy WAL fills every group, and would stop the store when the room ran out.
 fn check_room(path: &Path, o: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let volume_exists = std::fs::metadata(path)
         .map(|m| !m.is_dir() || path.join(shale_space::VOLUME_FILE_NAME).exists())
@@ -208,7 +209,7 @@ fn check_room(path: &Path, o: &Options) -> Result<(), Box<dyn std::error::Error>
     };
     if bytes > free {
         return Err(format!(
-            "a new store at {} pre-allocates {} MiB ({} MiB of WAL area: 1.5 x \
+            "a new store at {} needs {} MiB ({} MiB of WAL area: 1.5 x \
              --write_buffer_size={} x (--max_write_buffer_number={} + 1)), more than the {} MiB \
              free there",
             path.display(),

@@ -217,6 +217,33 @@ pub trait Device: Send + Sync + fmt::Debug {
         let _ = capacity;
         Err(Error::Unsupported(format!("{} device cannot grow", self.info().backend)))
     }
+
+    /// Makes sure storage backs `[offset, offset + len)` (block-aligned, within the device),
+    /// so that later writes there need not allocate: on a file, an O_DIRECT write into a hole
+    /// is slower and may find the file system full halfway through a log. The range's bytes
+    /// are unchanged. Storage already there counts; the default (a device that has all its
+    /// storage from the start) only checks the range.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a misaligned or out-of-range range; [`Error::Io`] or
+    /// [`Error::NoSpace`] when the storage cannot be had.
+    fn allocate_range(&self, offset: u64, len: u64) -> Result<()> {
+        check_range(&self.info(), "allocation", offset, len)
+    }
+
+    /// Gives back the storage behind `[offset, offset + len)` (block-aligned, within the
+    /// device): the caller holds nothing there any more. Until written again the range reads
+    /// as zeros or as its old bytes, whichever the device does, so a caller must take neither
+    /// for data. A release is as durable as a write without FUA: a power cut before the next
+    /// flush may undo it. The default (a device whose storage cannot be given back) only
+    /// checks the range.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a misaligned or out-of-range range; [`Error::Io`] when
+    /// the device fails the release.
+    fn release_range(&self, offset: u64, len: u64) -> Result<()> {
+        check_range(&self.info(), "release", offset, len)
+    }
 }
 
 /// A shared handle on a device.
@@ -241,6 +268,27 @@ pub fn check_request(info: &DeviceInfo, op: &Op) -> Result<()> {
         _ => Err(Error::InvalidArgument(format!(
             "{} of {len} bytes at {offset} runs past the device's {} bytes",
             op.kind(),
+            info.capacity
+        ))),
+    }
+}
+
+/// Checks a range of [`Device::allocate_range`] or [`Device::release_range`] as
+/// [`check_request`] checks a request: aligned to the block size and within the capacity.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming `what`, the range and the device's size.
+pub fn check_range(info: &DeviceInfo, what: &str, offset: u64, len: u64) -> Result<()> {
+    let bs = u64::from(info.block_size);
+    if offset % bs != 0 || len % bs != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{what} of {len} bytes at {offset} is not aligned to the {bs}-byte block size"
+        )));
+    }
+    match offset.checked_add(len) {
+        Some(end) if end <= info.capacity => Ok(()),
+        _ => Err(Error::InvalidArgument(format!(
+            "{what} of {len} bytes at {offset} runs past the device's {} bytes",
             info.capacity
         ))),
     }

@@ -2,7 +2,8 @@
 //!
 //! Opening a device goes through these stages, in order:
 //! 1. create the file if asked and absent (pre-allocated, so later writes cannot hit ENOSPC
-//!    halfway through a volume that believes it owns the space);
+//!    halfway through a volume that believes it owns the space), but for a range the caller
+//!    asks to leave sparse and allocates itself as it fills it ([`Device::allocate_range`]);
 //! 2. open it, with O_DIRECT when asked; under [`Backend::Auto`] a file system that refuses
 //!    O_DIRECT (EINVAL) falls back to buffered pread/pwrite;
 //! 3. find its size and block size (fstat for a file, ioctls for a block device);
@@ -18,6 +19,7 @@
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::ops::Range;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -72,11 +74,16 @@ pub struct FileOptions {
     /// If no file exists at the path, create a regular file of this many bytes (a multiple of
     /// [`FILE_BLOCK_SIZE`]), pre-allocated with fallocate. An existing file is used as it is.
     pub create_size: Option<u64>,
+    /// A byte range of a file created by `create_size` to leave unallocated (a hole, reading
+    /// as zeros): storage its user allocates piece by piece as it fills it, with
+    /// [`Device::allocate_range`]. Block-aligned and within `create_size`; ignored when no
+    /// file is created.
+    pub create_sparse: Option<Range<u64>>,
 }
 
 impl Default for FileOptions {
     fn default() -> FileOptions {
-        FileOptions { backend: Backend::Auto, direct: true, create_size: None }
+        FileOptions { backend: Backend::Auto, direct: true, create_size: None, create_sparse: None }
     }
 }
 
@@ -95,6 +102,8 @@ pub(crate) struct OpenFile {
     capacity: AtomicU64,
     block_size: u32,
     growable: bool,
+    /// A block device rather than a regular file.
+    block_device: bool,
     backend: Backend,
 }
 
@@ -151,7 +160,7 @@ impl fmt::Debug for FileDevice {
 /// [`Error::Io`] for other failures of the operating system.
 pub fn open_device(path: &Path, opts: &FileOptions) -> Result<DeviceRef> {
     if let Some(size) = opts.create_size {
-        create_if_absent(path, size)?;
+        create_if_absent(path, size, opts.create_sparse.clone())?;
     }
     let (file, caching) = open_with_fallback(path, opts, open_file)?;
     let backend = pick_backend(opts.backend, caching, UringQueue::probe)?;
@@ -179,13 +188,21 @@ pub fn open_device_read_only(path: &Path, opts: &FileOptions) -> Result<DeviceRe
     Ok(Arc::new(FileDevice { file: Arc::new(open), grow_lock: Mutex::new(()) }))
 }
 
-/// Stage 1: creates a pre-allocated file of `size` bytes unless one exists. An empty regular
-/// file counts as absent: the store lock makes the volume file empty before creating a store
-/// in it (so that two creators meet on one lock), and a crash can leave it so.
-fn create_if_absent(path: &Path, size: u64) -> Result<()> {
-    if size == 0 || size % u64::from(FILE_BLOCK_SIZE) != 0 {
+/// Stage 1: creates a file of `size` bytes unless one exists, pre-allocated but for `sparse`.
+/// An empty regular file counts as absent: the store lock makes the volume file empty before
+/// creating a store in it (so that two creators meet on one lock), and a crash can leave it so.
+fn create_if_absent(path: &Path, size: u64, sparse: Option<Range<u64>>) -> Result<()> {
+    let bs = u64::from(FILE_BLOCK_SIZE);
+    if size == 0 || size % bs != 0 {
         return Err(Error::InvalidArgument(format!(
             "create_size {size} is not a positive multiple of {FILE_BLOCK_SIZE}"
+        )));
+    }
+    let hole = sparse.unwrap_or(size..size);
+    if hole.start > hole.end || hole.end > size || hole.start % bs != 0 || hole.end % bs != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "create_sparse {hole:?} is not a range of {FILE_BLOCK_SIZE}-byte blocks within \
+             create_size {size}"
         )));
     }
     let file = match std::fs::metadata(path) {
@@ -203,7 +220,15 @@ fn create_if_absent(path: &Path, size: u64) -> Result<()> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
         Err(e) => return Err(Error::at_path(PathOp::Create, path, e)),
     };
-    if let Err(e) = allocate(&file, 0, size) {
+    // Allocating past the end extends the file, so the part after the hole makes it whole;
+    // a hole at the very end needs the size set.
+    let allocated = allocate(&file, 0, hole.start)
+        .and_then(|()| allocate(&file, hole.end, size - hole.end))
+        .and_then(|()| match file.set_len(size) {
+            Ok(()) => Ok(()),
+            Err(source) => Err(Error::Io { op: OpKind::Write, offset: size, source }),
+        });
+    if let Err(e) = allocated {
         // Leave no half-allocated file behind: an empty one reads as absent next time.
         let _ = file.set_len(0);
         return Err(match e {
@@ -227,24 +252,17 @@ fn create_if_absent(path: &Path, size: u64) -> Result<()> {
 /// [`Error::Io`] write at `offset` holding the operating system's error (ENOSPC included:
 /// callers name the path and the sizes).
 fn allocate(file: &File, offset: u64, len: u64) -> Result<()> {
-    let (off, size) = match (i64::try_from(offset), i64::try_from(len)) {
-        (Ok(o), Ok(l)) => (o, l),
-        _ => return Err(Error::InvalidArgument(format!("range {offset}+{len} too large"))),
-    };
+    if len == 0 {
+        return Ok(());
+    }
     let failed = |source| Error::Io { op: OpKind::Write, offset, source };
-    loop {
-        // SAFETY: fallocate only reads its integer arguments; the fd is open for the call.
-        let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, off, size) };
-        if rc == 0 {
-            return Ok(());
+    match fallocate(file, 0, offset, len) {
+        Ok(()) => Ok(()),
+        // Some file systems cannot pre-allocate; a sparse extension still gives the size.
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+            file.set_len(offset + len).map_err(failed)
         }
-        let err = io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            // Some file systems cannot pre-allocate; a sparse extension still gives the size.
-            Some(libc::EOPNOTSUPP) => return file.set_len(offset + len).map_err(failed),
-            _ => return Err(failed(err)),
-        }
+        Err(e) => Err(failed(e)),
     }
 }
 
@@ -339,7 +357,9 @@ pub(crate) fn describe(file: File, path: &Path, backend: Backend) -> Result<Open
         )));
     };
     let path = path.to_path_buf();
-    Ok(OpenFile { file, path, capacity: AtomicU64::new(capacity), block_size, growable, backend })
+    let block_device = ft.is_block_device();
+    let capacity = AtomicU64::new(capacity);
+    Ok(OpenFile { file, path, capacity, block_size, growable, block_device, backend })
 }
 
 /// What kind of file `ft` is, as a phrase for messages ("a directory").
@@ -429,6 +449,59 @@ impl Device for FileDevice {
         self.file.capacity.store(capacity, Ordering::Release);
         Ok(())
     }
+
+    /// fallocate(mode 0) within the file's size. A block device has all its storage from
+    /// the start: nothing to do. A file system without fallocate (EOPNOTSUPP) gets nothing
+    /// either: its writes allocate as they come, as they did in a file created sparse.
+    fn allocate_range(&self, offset: u64, len: u64) -> Result<()> {
+        crate::device::check_range(&self.info(), "allocation", offset, len)?;
+        if self.file.block_device || len == 0 {
+            return Ok(());
+        }
+        match fallocate(self.file.file(), 0, offset, len) {
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => Err(Error::NoSpace { offset }),
+            Err(source) => Err(Error::Io { op: OpKind::Write, offset, source }),
+            Ok(()) => Ok(()),
+        }
+    }
+
+    /// fallocate(PUNCH_HOLE | KEEP_SIZE): the range reads as zeros and its storage goes back
+    /// to the file system; the file keeps its size. Ignored where the file system cannot
+    /// punch holes (EOPNOTSUPP): the bytes stay, which the contract allows. A block device
+    /// does nothing: its size is fixed whatever it holds, and a discard (BLKDISCARD) would
+    /// need care, since some devices do not zero discarded blocks and others lose
+    /// performance to it; a released range keeps its old bytes there, which the contract
+    /// allows too.
+    fn release_range(&self, offset: u64, len: u64) -> Result<()> {
+        crate::device::check_range(&self.info(), "release", offset, len)?;
+        if self.file.block_device || len == 0 {
+            return Ok(());
+        }
+        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        match fallocate(self.file.file(), mode, offset, len) {
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(()),
+            Err(source) => Err(Error::Io { op: OpKind::Write, offset, source }),
+            Ok(()) => Ok(()),
+        }
+    }
+}
+
+/// fallocate(2) on `[offset, offset + len)` with `mode`, retried on EINTR.
+fn fallocate(file: &File, mode: libc::c_int, offset: u64, len: u64) -> io::Result<()> {
+    let (Ok(off), Ok(size)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return Err(io::Error::from_raw_os_error(libc::EFBIG));
+    };
+    loop {
+        // SAFETY: fallocate only reads its integer arguments; the fd is open for the call.
+        if unsafe { libc::fallocate(file.as_raw_fd(), mode, off, size) } == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -475,7 +548,7 @@ mod tests {
     fn auto_falls_back_to_buffered_when_o_direct_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        create_if_absent(&path, 8192).unwrap();
+        create_if_absent(&path, 8192, None).unwrap();
         let name = path.display().to_string();
         assert!(warnings_about(&name).is_empty());
         let (_, caching) =
@@ -494,7 +567,7 @@ mod tests {
     fn explicit_backend_does_not_fall_back_from_o_direct() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        create_if_absent(&path, 8192).unwrap();
+        create_if_absent(&path, 8192, None).unwrap();
         let opts = FileOptions { backend: Backend::Uring, ..FileOptions::default() };
         let err = open_with_fallback(&path, &opts, refuse_direct).unwrap_err();
         assert!(matches!(err, Error::Unsupported(_)), "{err}");
@@ -520,10 +593,52 @@ mod tests {
     fn create_size_must_be_block_aligned_and_existing_files_are_kept() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        assert!(matches!(create_if_absent(&path, 1000), Err(Error::InvalidArgument(_))));
-        create_if_absent(&path, 3 * 4096).unwrap();
-        create_if_absent(&path, 4096).unwrap();
+        assert!(matches!(create_if_absent(&path, 1000, None), Err(Error::InvalidArgument(_))));
+        create_if_absent(&path, 3 * 4096, None).unwrap();
+        create_if_absent(&path, 4096, None).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 3 * 4096);
+    }
+
+    /// Bytes the file system has allocated to the file.
+    fn allocated_bytes(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).unwrap().blocks() * 512
+    }
+
+    #[test]
+    fn a_sparse_range_is_left_unallocated_and_allocated_and_released_on_demand() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mib = 1u64 << 20;
+        let opts = FileOptions {
+            create_size: Some(8 * mib),
+            create_sparse: Some(mib..7 * mib),
+            direct: false,
+            ..FileOptions::default()
+        };
+        let dev = open_device(&path, &opts).unwrap();
+        assert_eq!(dev.info().capacity, 8 * mib);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 8 * mib);
+        // Where fallocate works (ext4, xfs, btrfs, tmpfs): the hole takes no space.
+        let allocated = allocated_bytes(&path);
+        assert!(allocated <= 2 * mib, "{allocated} bytes allocated");
+        dev.allocate_range(mib, 2 * mib).unwrap();
+        assert!(allocated_bytes(&path) >= allocated + 2 * mib);
+        let mut q = dev.open_queue(&QueueOptions::default()).unwrap();
+        q.write_at(mib, crate::AlignedBuf::padded_copy(b"data", 4096), true).unwrap();
+        dev.release_range(mib, 2 * mib).unwrap();
+        assert_eq!(allocated_bytes(&path), allocated);
+        assert!(q.read_at(mib, 4096).unwrap().iter().all(|&b| b == 0), "a hole reads as zeros");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 8 * mib, "the size is kept");
+        for bad in [(100, 4096), (0, 100), (8 * mib - 4096, 8192)] {
+            let e = dev.release_range(bad.0, bad.1).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+            let e = dev.allocate_range(bad.0, bad.1).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        }
+        let bad = FileOptions { create_sparse: Some(0..9 * mib), ..opts };
+        let e = open_device(&dir.path().join("g"), &bad).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub use buf::{AlignedBuf, BUF_ALIGN, SECTOR_SIZE};
 pub use buffered::{BufferedReader, BufferedWriter};
 pub use device::{
     Completion, Device, DeviceInfo, DeviceRef, Op, PollMode, QUEUE_DEPTH_MAX, Queue, QueueExt,
-    QueueOptions, Request, check_request,
+    QueueOptions, Request, check_range, check_request,
 };
 pub use dispatch::{Dispatcher, Weights};
 pub use error::{Error, OpKind, PathOp, Result};

@@ -103,6 +103,14 @@ impl Device for MemoryDevice {
         }
         Ok(())
     }
+
+    /// Zeroes the range, as a file system's punched hole reads.
+    fn release_range(&self, offset: u64, len: u64) -> Result<()> {
+        crate::device::check_range(&self.info(), "release", offset, len)?;
+        let mut bytes = self.inner.bytes.write();
+        bytes[offset as usize..(offset + len) as usize].fill(0);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -160,5 +168,20 @@ mod tests {
         assert_eq!(dev.info().capacity, 3 * 4096);
         assert_eq!(&q.read_at(0, 4096).unwrap()[..4], b"keep");
         q.read_at(2 * 4096, 4096).unwrap();
+    }
+
+    #[test]
+    fn a_released_range_reads_as_zeros() {
+        let dev = MemoryDevice::new(4 * 4096, 4096).unwrap();
+        let mut q = dev.open_queue(&QueueOptions::default()).unwrap();
+        let mut buf = AlignedBuf::zeroed(4 * 4096);
+        buf.fill(7);
+        q.write_at(0, buf, true).unwrap();
+        dev.allocate_range(0, 4 * 4096).unwrap();
+        dev.release_range(4096, 2 * 4096).unwrap();
+        let back = q.read_at(0, 4 * 4096).unwrap();
+        assert!(back[..4096].iter().chain(&back[3 * 4096..]).all(|&b| b == 7));
+        assert!(back[4096..3 * 4096].iter().all(|&b| b == 0));
+        assert!(matches!(dev.release_range(4096, 4 * 4096), Err(Error::InvalidArgument(_))));
     }
 }

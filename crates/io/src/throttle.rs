@@ -186,6 +186,15 @@ impl Device for ThrottledDevice {
     fn grow(&self, capacity: u64) -> Result<()> {
         self.inner.grow(capacity)
     }
+
+    // Allocating and releasing move no data: they pass through unthrottled.
+    fn allocate_range(&self, offset: u64, len: u64) -> Result<()> {
+        self.inner.allocate_range(offset, len)
+    }
+
+    fn release_range(&self, offset: u64, len: u64) -> Result<()> {
+        self.inner.release_range(offset, len)
+    }
 }
 
 /// A request on its way through a throttled queue.

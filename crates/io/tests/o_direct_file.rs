@@ -27,7 +27,8 @@ fn regular_file_on_ext4_is_opened_with_o_direct() {
     let dir = common::scratch_dir();
     for backend in [Backend::Auto, Backend::Uring, Backend::Pread] {
         let path = dir.path().join(format!("{backend:?}"));
-        let opts = FileOptions { backend, direct: true, create_size: Some(1 << 20) };
+        let opts =
+            FileOptions { backend, direct: true, create_size: Some(1 << 20), create_sparse: None };
         let dev = open_device(&path, &opts).unwrap();
         let want = if backend == Backend::Pread { "pread" } else { "uring" };
         assert_eq!(dev.info().backend, want);

@@ -120,6 +120,12 @@ pub struct Stats {
     pub parallel_insert_groups: u64,
     /// Bytes written to the WAL area since open.
     pub wal_bytes_written: u64,
+    /// Bytes of the WAL area the store holds allocated on its device: the groups in use as
+    /// far as written (4 MiB at a time), one free group kept for reuse, and the metadata
+    /// pages. On a volume file that is its WAL area's disk usage, give or take the file
+    /// system's rounding; the rest of the area is a hole. Counted from the open, which
+    /// releases every group.
+    pub wal_bytes_allocated: u64,
     /// Bytes of SSTs written since open.
     pub sst_bytes_written: u64,
     /// Bytes of flush and compaction outputs written with O_DIRECT since open

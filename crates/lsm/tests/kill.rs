@@ -1,5 +1,5 @@
-//! Kill test: a real child process writes batches through io_uring with O_DIRECT, one in
-//! eight synced, and prints each acknowledged batch; it is killed with SIGKILL at a random
+//! Kill test: a real child process writes batches (the WAL through io_uring with O_DIRECT,
+//! flush and compaction outputs through the page cache: the defaults), one in eight synced, and prints each acknowledged batch; it is killed with SIGKILL at a random
 //! moment; the store is reopened, must pass `Db::check` (every checksum, the LSM and slot
 //! invariants), and must hold every acknowledged batch, synced or not (P1, P2), and every batch
 //! all-or-nothing. Even rounds keep unsynced writes in the default WAL tail (`/dev/shm`), odd

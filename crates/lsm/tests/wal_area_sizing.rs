@@ -8,6 +8,13 @@
 //! `INITIAL_SLOTS_DEFAULT` slots; an explicit `wal_bytes` is kept as given. An existing volume
 //! keeps the layout its header records: reopened with another write buffer it still works,
 //! its batches bounded by the WAL group it has.
+//!
+//! The WAL area takes disk space only for what it holds. Before: a new volume file was
+//! pre-allocated whole, WAL area included, so a default store of two keys took about 308 MB
+//! on disk where RocksDB takes kilobytes. Now the WAL area of a new volume file is a hole;
+//! the WAL allocates its metadata pages and the active group 4 MiB at a time as it writes,
+//! releases a freed group's storage (keeping one free group allocated for reuse), and at open
+//! releases every group once the replay is committed.
 
 use shale_lsm::batch::WriteBatch;
 use shale_lsm::options::INITIAL_SLOTS_DEFAULT;
@@ -21,6 +28,21 @@ fn defaults_with_write_buffer(write_buffer_bytes: usize) -> Options {
 fn volume_file_bytes(dir: &std::path::Path) -> u64 {
     std::fs::metadata(dir.join(shale_space::VOLUME_FILE_NAME)).unwrap().len()
 }
+
+/// Bytes the file system has allocated to the volume file (`du`).
+fn volume_disk_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir.join(shale_space::VOLUME_FILE_NAME)).unwrap().blocks() * 512
+}
+
+/// Disk bytes of the WAL area: the file's disk usage less its other areas, which are
+/// allocated whole (header, version log, slots).
+fn wal_disk_bytes(dir: &std::path::Path, l: &shale_space::Layout) -> u64 {
+    volume_disk_bytes(dir).saturating_sub(volume_file_bytes(dir) - l.wal_bytes)
+}
+
+/// Room for the file system's own blocks (extent tree) in a disk usage.
+const FS_SLACK_BYTES: u64 = 64 << 10;
 
 #[test]
 fn a_new_store_with_default_options_sizes_its_wal_area_from_the_write_buffer() {
@@ -130,4 +152,116 @@ fn a_store_reopened_with_another_write_buffer_keeps_its_layout_and_works() {
         db.check().unwrap();
         db.close().unwrap();
     }
+}
+
+#[test]
+fn a_new_default_store_takes_disk_space_for_what_its_wal_holds_not_for_its_wal_area() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = defaults_with_write_buffer(Options::default().write_buffer_bytes);
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let l = db.volume().layout();
+    assert_eq!(l.wal_bytes, 8192 + 3 * (96 << 20));
+    for i in 0..10u32 {
+        db.write(&one_put(i), &WriteOptions { sync: i % 2 == 0 }).unwrap();
+    }
+    // The metadata pages and the first 4 MiB of the active group: the rest is a hole.
+    let wal_allocated = 8192 + (4 << 20);
+    assert_eq!(db.stats().wal_bytes_allocated, wal_allocated);
+    let (wal_disk, disk) = (wal_disk_bytes(dir.path(), &l), volume_disk_bytes(dir.path()));
+    assert!(wal_disk <= wal_allocated + FS_SLACK_BYTES, "WAL area: {wal_disk} bytes on disk");
+    assert!(disk < l.wal_bytes / 8, "{disk} bytes on disk for a WAL area of {}", l.wal_bytes);
+    assert_eq!(volume_file_bytes(dir.path()), l.capacity_for(INITIAL_SLOTS_DEFAULT));
+
+    // Dropped without close (as a process crash leaves it, plus a WAL sync): the records are
+    // only in the WAL, which the reopen replays, flushes and releases.
+    drop(db);
+    let db = Db::open(dir.path(), o).unwrap();
+    for i in 0..10u32 {
+        assert_eq!(db.get(&key_of(i)).unwrap(), Some(value_of(i)), "key {i}");
+    }
+    assert_eq!(db.stats().wal_bytes_allocated, 8192);
+    assert!(wal_disk_bytes(dir.path(), &l) <= 8192 + FS_SLACK_BYTES);
+    db.check().unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn freed_wal_groups_are_released_and_a_crash_after_cycling_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // 7 groups of 1.5 MiB (1 MiB memtables, 6 of them).
+    let mut o = defaults_with_write_buffer(1 << 20);
+    o.max_write_buffer_number = 6;
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let l = db.volume().layout();
+    let group_bytes = 3 << 19;
+    assert_eq!(l.wal_bytes, 8192 + 7 * group_bytes);
+    let value = vec![b'v'; 1000];
+    let put = |i: u32| db.put(format!("key{i:06}").as_bytes(), &value).unwrap();
+    for i in 0..20_000u32 {
+        put(i);
+    }
+    db.flush().unwrap();
+    let flushes = db.stats().flushes;
+    assert!(flushes >= 14, "{flushes} flushes: the groups must be recycled, twice over");
+    // Every sealed memtable is flushed; the next write frees their groups. What stays: the
+    // active group, one free group kept for reuse, the metadata pages.
+    put(20_000);
+    let allocated = db.stats().wal_bytes_allocated;
+    assert_eq!(allocated, 8192 + 2 * group_bytes);
+    let wal_disk = wal_disk_bytes(dir.path(), &l);
+    assert!(wal_disk <= allocated + FS_SLACK_BYTES, "WAL area: {wal_disk} bytes on disk");
+
+    // More writes, then dropped without close: the unflushed memtable is only in the WAL.
+    for i in 20_001..25_000u32 {
+        put(i);
+    }
+    drop(db);
+    let db = Db::open(dir.path(), o).unwrap();
+    for i in (0..25_000u32).step_by(97).chain([24_999]) {
+        assert_eq!(db.get(format!("key{i:06}").as_bytes()).unwrap(), Some(value.clone()));
+    }
+    // Replayed, committed, every group released; the new active group's first pages.
+    assert_eq!(db.stats().wal_bytes_allocated, 8192);
+    assert!(wal_disk_bytes(dir.path(), &l) <= 8192 + FS_SLACK_BYTES);
+    db.check().unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn opening_a_volume_whose_wal_area_is_allocated_whole_releases_it() {
+    // As an older shale made it: the whole file allocated, WAL area included.
+    let dir = tempfile::tempdir().unwrap();
+    let o = defaults_with_write_buffer(1 << 20);
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let l = db.volume().layout();
+    db.put(b"k", b"v").unwrap();
+    db.close().unwrap();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join(shale_space::VOLUME_FILE_NAME))
+        .unwrap();
+    let len = i64::try_from(volume_file_bytes(dir.path())).unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: fallocate reads its integer arguments only; the file is open.
+    assert_eq!(unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) }, 0);
+    drop(file);
+    assert!(wal_disk_bytes(dir.path(), &l) >= l.wal_bytes);
+    let db = Db::open(dir.path(), o).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+    assert!(wal_disk_bytes(dir.path(), &l) <= 8192 + FS_SLACK_BYTES);
+    db.close().unwrap();
+}
+
+fn key_of(i: u32) -> Vec<u8> {
+    format!("key{i}").into_bytes()
+}
+
+fn value_of(i: u32) -> Vec<u8> {
+    format!("value{i}").into_bytes()
+}
+
+fn one_put(i: u32) -> WriteBatch {
+    let mut b = WriteBatch::new();
+    b.put(&key_of(i), &value_of(i));
+    b
 }

@@ -1,6 +1,7 @@
 //! Crash-point enumeration for the WAL on the simulated device: random batches (some spanning
 //! several pages), random sync flags, memtable switches (seal a group, start the next) and
-//! flushes (free the oldest group). After a power cut at every device write, in several damage
+//! flushes (free the oldest group or two; a group freed beyond the one kept allocated is released,
+//! a write of zeros). After a power cut at every device write, in several damage
 //! variants, recovery must return a prefix of the appended batches with no hole, containing
 //! every batch acknowledged with sync (P1, P3); under `Damage::Keep`, which is what a killed
 //! process leaves (every completed write reached the device), every acknowledged batch (P2).
@@ -27,6 +28,8 @@ struct Run {
     batches: Vec<Appended>,
     /// (write count, oldest unflushed LTN from then on)
     flushed: Vec<(u64, u64)>,
+    /// Groups whose storage the writer released.
+    releases: u64,
 }
 
 fn layout_of(volume: &Volume) -> WalLayout {
@@ -50,12 +53,13 @@ fn workload(dev: &SimDevice, volume: &Volume, seed: u64, batches: u64) -> Run {
     let mut wal = WalWriter::new(
         layout,
         Box::new(queue),
+        volume.device().clone(),
         shale_lsm::wal::meta::WalMeta::empty(GROUPS, layout.pages_per_group),
     );
     let mut ltn = 1;
     let mut live_ltns = vec![ltn];
     wal.start_group(ltn).unwrap().unwrap();
-    let mut run = Run { batches: Vec::new(), flushed: vec![(0, 1)] };
+    let mut run = Run { batches: Vec::new(), flushed: vec![(0, 1)], releases: 0 };
     for seq in 1..=batches {
         let sync = rng.gen_bool(0.3);
         let rec = batch_for(seq, &mut rng).encode(seq);
@@ -65,12 +69,20 @@ fn workload(dev: &SimDevice, volume: &Volume, seed: u64, batches: u64) -> Run {
                 Err(AppendError::GroupFull) => {}
                 Err(AppendError::Failed(e)) => panic!("append: {e}"),
             }
-            // Memtable switch: seal this group; if none is free, "flush" the oldest first.
+            // Memtable switch: seal this group; if none is free, "flush" the oldest first, or
+            // the two oldest, so that more than one group is free and the writer releases
+            // one beyond the one it keeps allocated (a write of zeros on the simulated
+            // device). The flush's version edit is durable before the groups are freed.
             wal.seal_group().unwrap();
             if !wal.has_free_group() {
-                let oldest = live_ltns.remove(0);
-                wal.free_group(oldest);
-                run.flushed.push((dev.writes(), live_ltns[0]));
+                let flushed = if rng.gen_bool(0.5) { 2 } else { 1 };
+                let oldest: Vec<u64> = live_ltns.drain(..flushed).collect();
+                run.flushed.push((dev.writes(), live_ltns.first().copied().unwrap_or(ltn + 1)));
+                let before = dev.stats().releases;
+                for ltn in oldest {
+                    wal.free_group(ltn).unwrap();
+                }
+                run.releases += dev.stats().releases - before;
             }
             ltn += 1;
             live_ltns.push(ltn);
@@ -134,6 +146,7 @@ fn every_crash_point_recovers_an_acknowledged_prefix() {
         let start = dev.writes();
         let run = workload(&dev, &opened.volume, seed, 300);
         assert!(run.flushed.len() > 2, "the workload must recycle groups");
+        assert!(run.releases > 0, "the workload must release groups");
         for k in start..=dev.writes() {
             let s = seed * 1_000_003 + k;
             for (damage, keep) in [

@@ -7,7 +7,9 @@
 //! ```
 //! Every area starts on a 4 KiB boundary (O_DIRECT on files needs it, WAL pages are 4 KiB).
 //! The slot count is not stored: it follows from the device's capacity, so a volume file grows
-//! by growing the file.
+//! by growing the file. A new volume file has storage for every area but the WAL area, which
+//! is a hole its engine allocates as it writes and releases as it frees
+//! ([`shale_io::Device::allocate_range`], [`shale_io::Device::release_range`]).
 
 use crate::error::{Error, Result};
 
@@ -26,7 +28,8 @@ pub struct LayoutOptions {
     /// Size of each of the two version log mirrors (a multiple of 4 KiB within
     /// `VERSION_LOG_BYTES_MIN..=VERSION_LOG_BYTES_MAX`).
     pub version_log_bytes: u64,
-    /// Size of the WAL area kept for an engine's WAL (a multiple of 4 KiB). 0, the default,
+    /// Size of the WAL area kept for an engine's WAL (a multiple of 4 KiB): address space,
+    /// not disk space, in a volume file (see the module doc). 0, the default,
     /// leaves no WAL area to the space layer; the lsm engine reads 0 as "size it from my
     /// options" and fills in the size before it creates a volume (`Options::volume_options`).
     pub wal_bytes: u64,

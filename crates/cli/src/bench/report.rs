@@ -406,6 +406,7 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.sst.bytes.read.buffered", s.sst_bytes_read_buffered),
         ("shale.bytes.written", s.user_bytes_written),
         ("shale.wal.bytes", s.wal_bytes_written),
+        ("shale.wal.bytes.allocated", s.wal_bytes_allocated),
         ("shale.sst.bytes.written", s.sst_bytes_written),
         ("shale.sst.bytes.written.direct", s.sst_bytes_written_direct),
         ("shale.sst.bytes.written.buffered", s.sst_bytes_written_buffered),

@@ -137,6 +137,13 @@ impl FaultState {
         target.map_or(WriteFate::Land, WriteFate::Misdirect)
     }
 
+    /// Counts a release (a write of zeros) at `offset`; `Some` if an Eio fault fails it.
+    /// NoSpace and misdirection do not apply: a release needs no room and moves no data.
+    pub(crate) fn on_release(&mut self, offset: u64) -> Option<Error> {
+        self.writes += 1;
+        self.eio(OpKind::Write, self.writes, offset)
+    }
+
     /// Counts a read at `offset` and decides its fate.
     pub(crate) fn on_read(&mut self, offset: u64) -> ReadFate {
         self.reads += 1;

@@ -16,6 +16,12 @@
 //!   power cut right after write `k`, treating unsynced writes per [`Damage`]; the same
 //!   arguments give the same image, always.
 //! - A failed flush has no effect: writes it should have made durable stay unsynced.
+//! - [`Device::release_range`] is a write of zeros without FUA, as a file system's punched
+//!   hole reads back: numbered, traced and counted with the writes (so crash points fall
+//!   before and after it and an [`Fault::Eio`] on writes can fail it), unsynced until the next
+//!   flush, so a power cut may lose or tear it like any other such write. [`Fault::NoSpace`]
+//!   and [`Fault::Misdirect`] spare it: giving storage back needs none, and it moves no data.
+//!   [`Device::allocate_range`] only checks its range: every byte of the device is there.
 //!
 //! Invariants the tests check: `current_image() == crash_image(writes(), Damage::Keep)` and
 //! `durable_image() == crash_image(writes(), Damage::Lose)`.
@@ -78,6 +84,8 @@ pub struct SimStats {
     pub bytes_written: u64,
     /// Requests that an injected fault failed or altered.
     pub faults: u64,
+    /// Releases received ([`Device::release_range`]), also counted in `writes`.
+    pub releases: u64,
 }
 
 /// A simulated device; clones are cheap handles on the same device.
@@ -217,6 +225,31 @@ impl Device for SimDevice {
     fn open_queue(&self, opts: &QueueOptions) -> Result<Box<dyn Queue>> {
         opts.validate()?;
         Ok(Box::new(InlineQueue::new(self.inner.clone(), opts.depth as usize)))
+    }
+
+    fn release_range(&self, offset: u64, len: u64) -> Result<()> {
+        crate::device::check_range(&self.info(), "release", offset, len)?;
+        self.inner.release(offset, len)
+    }
+}
+
+impl SimBackend {
+    /// A release: a traced write of zeros without FUA (see the module doc).
+    fn release(&self, offset: u64, len: u64) -> Result<()> {
+        let mut state = self.state.lock();
+        let number = state.trace.begin_write();
+        state.stats.writes += 1;
+        state.stats.releases += 1;
+        if let Some(err) = state.faults.on_release(offset) {
+            state.stats.faults += 1;
+            return Err(err);
+        }
+        let (start, end) = (offset as usize, (offset + len) as usize);
+        state.current[start..end].fill(0);
+        state.unsynced_ranges.push((start, end));
+        let data = vec![0; end - start].into_boxed_slice();
+        state.trace.push(Event::Write { number, offset, data, durable: false });
+        Ok(())
     }
 }
 

@@ -442,6 +442,7 @@ fn stats_count_requests_and_bytes() {
             bytes_read: 2048,
             bytes_written: 1536,
             faults: 1,
+            releases: 0,
         }
     );
 }
@@ -496,4 +497,44 @@ fn random_histories_keep_the_live_images_equal_to_their_replays() {
         let back = q.read_at(0, CAP as usize).unwrap();
         assert_eq!(&back[..], &dev.current_image()[..]);
     }
+}
+
+#[test]
+fn a_release_reads_as_zeros_and_is_durable_only_after_a_flush() {
+    let (dev, mut q) = device();
+    put(&mut q, 0, filled(4096, 0xAA), true);
+    dev.release_range(1024, 2048).unwrap();
+    assert_eq!(dev.writes(), 2, "a release is a numbered write: crash points fall around it");
+    let now = q.read_at(0, 4096).unwrap();
+    assert!(all(&now, 0, 1024, 0xAA) && all(&now, 1024, 2048, 0) && all(&now, 3072, 1024, 0xAA));
+    // Unsynced: a power cut may undo it.
+    assert!(all(&dev.crash_image(2, Damage::Lose), 0, 4096, 0xAA));
+    assert!(all(&dev.crash_image(2, Damage::Keep), 1024, 2048, 0));
+    q.flush().unwrap();
+    assert!(all(&dev.durable_image(), 1024, 2048, 0));
+    assert_eq!(dev.current_image(), dev.crash_image(dev.writes(), Damage::Keep));
+    let stats = dev.stats();
+    assert_eq!((stats.writes, stats.releases, stats.bytes_written), (2, 1, 4096));
+    // Misaligned or past the end: refused before it reaches the device, not counted.
+    assert!(matches!(dev.release_range(100, 512), Err(Error::InvalidArgument(_))));
+    assert!(matches!(dev.release_range(CAP - 512, 1024), Err(Error::InvalidArgument(_))));
+    dev.allocate_range(0, CAP).unwrap();
+    assert_eq!(dev.writes(), 2);
+}
+
+#[test]
+fn an_eio_on_writes_fails_a_release_and_leaves_the_bytes() {
+    let (dev, mut q) = device();
+    put(&mut q, 0, filled(1024, 0x55), true);
+    dev.set_faults(FaultPlan {
+        faults: vec![
+            Fault::Eio { op: OpKind::Write, nth: 1, sticky: false },
+            Fault::NoSpace { from_offset: 0 },
+        ],
+    });
+    assert!(matches!(dev.release_range(0, 1024), Err(Error::Io { .. })));
+    assert!(all(&q.read_at(0, 1024).unwrap(), 0, 1024, 0x55));
+    // The second write: NoSpace would fail a write, not a release.
+    dev.release_range(0, 1024).unwrap();
+    assert!(all(&q.read_at(0, 1024).unwrap(), 0, 1024, 0));
 }

@@ -15,7 +15,7 @@ pub fn scratch_dir() -> tempfile::TempDir {
 
 /// A new device of `size` bytes at `dir/name`, opened with O_DIRECT.
 pub fn new_device(dir: &Path, name: &str, size: u64, backend: Backend) -> DeviceRef {
-    let opts = FileOptions { backend, direct: true, create_size: Some(size) };
+    let opts = FileOptions { backend, direct: true, create_size: Some(size), create_sparse: None };
     open_device(&dir.join(name), &opts).expect("open device")
 }
 

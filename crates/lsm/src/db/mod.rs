@@ -136,14 +136,18 @@ struct Inner {
     /// The WAL, owned by the write-group leader (and by whoever switches memtables). Lock
     /// order: `wal` before `state`.
     wal: Mutex<WalWriter>,
+    /// The WAL's allocated bytes ([`WalWriter::allocated_bytes`]), read by `stats` without
+    /// the WAL lock.
+    wal_bytes_allocated: Arc<AtomicU64>,
     writers: WriteQueue,
     /// Compaction output size, changeable while running (`set_target_file_size`).
     target_file_bytes: AtomicU64,
 }
 
 struct State {
-    /// Generations whose flush committed; their WAL groups are freed by the next memtable
-    /// switch (under the WAL lock, which the flush thread never takes).
+    /// Generations whose flush committed; their WAL groups are freed, and their storage
+    /// released, by the next write or memtable switch (under the WAL lock, which the flush
+    /// thread never takes).
     freed_ltns: Vec<u64>,
     mem: Arc<Memtable>,
     /// Bytes the batches in `mem` take, by the write path's own estimate (the arena counts
@@ -710,6 +714,11 @@ impl Inner {
         let sync = group.iter().any(|p| p.sync);
         let mut st = self.state.lock();
         stopped_error(&st)?;
+        if !st.freed_ltns.is_empty() {
+            // A flush committed since the last write: its group's storage goes back now
+            // rather than at the next memtable switch.
+            self.free_wal_groups(wal, &mut st)?;
+        }
         st = self.make_room(st, wal, footprint)?;
         let mut seq = st.last_seq + 1;
         let mut firsts = Vec::with_capacity(group.len());
@@ -829,9 +838,7 @@ impl Inner {
             stopped_error(st)?;
             self.stall(st, Stall::Memtable);
         }
-        for ltn in std::mem::take(&mut st.freed_ltns) {
-            wal.free_group(ltn);
-        }
+        self.free_wal_groups(wal, st)?;
         let result = (|| {
             wal.seal_group()?;
             let ltn = st.next_ltn;
@@ -853,6 +860,20 @@ impl Inner {
         let old_ltn = std::mem::replace(&mut st.mem_ltn, ltn);
         st.imm.push_back((full, old_ltn));
         self.cv.notify_all();
+        Ok(())
+    }
+
+    /// Frees the WAL groups of the generations whose flush committed, releasing their storage
+    /// ([`WalWriter::free_group`]); a failed release stops the store, as a failed WAL write
+    /// does (P5).
+    fn free_wal_groups(&self, wal: &mut WalWriter, st: &mut MutexGuard<'_, State>) -> Result<()> {
+        for ltn in std::mem::take(&mut st.freed_ltns) {
+            if let Err(e) = wal.free_group(ltn) {
+                st.stopped = Some(format!("WAL group release failed: {e}"));
+                self.cv.notify_all();
+                return Err(e);
+            }
+        }
         Ok(())
     }
 
@@ -1155,6 +1176,7 @@ impl Inner {
             write_groups: self.write_groups.load(Ordering::Relaxed),
             parallel_insert_groups: self.parallel_insert_groups.load(Ordering::Relaxed),
             wal_bytes_written: io(IoClass::Wal).write_bytes,
+            wal_bytes_allocated: self.wal_bytes_allocated.load(Ordering::Relaxed),
             // Buffered SST writes go around the volume's queues and their counters.
             sst_bytes_written: io(IoClass::Slot).write_bytes + self.pool.bytes_written().buffered,
             sst_bytes_written_direct: self.pool.bytes_written().direct,

@@ -131,13 +131,16 @@ impl Db {
                 None => (None, Vec::new()),
             }
         };
+        let device = volume.device().clone();
+        let wal = WalWriter::new(wanted, Box::new(q), device, meta).with_tail(tail);
         let inner = Arc::new(Inner {
             read_only,
             opts: opts.clone(),
             volume: volume.clone(),
             pool,
             cache,
-            wal: Mutex::new(WalWriter::new(wanted, Box::new(q), meta).with_tail(tail)),
+            wal_bytes_allocated: wal.allocated_bytes(),
+            wal: Mutex::new(wal),
             writers: WriteQueue::default(),
             state: Mutex::new(State {
                 freed_ltns: Vec::new(),
@@ -201,7 +204,8 @@ impl Inner {
         self.commit_edit(&mut st, edit, extents, Vec::new(), opened)?;
         let next = st.next_ltn;
         drop(st);
-        self.wal.lock().free_generations_below(next);
+        // Committed: no old group is read again, so their storage goes back too.
+        self.wal.lock().free_generations_below(next)?;
         Ok(from_tail)
     }
 

@@ -18,6 +18,22 @@
 //!    its pages and all earlier pages completed: no holes.
 //! 3. For a sync append, make everything durable: durable writes if every earlier page is
 //!    already durable, else plain writes followed by a flush.
+//!
+//! Disk space. A new volume file leaves its WAL area a hole (`Volume::open_path`), so the
+//! area takes disk space only for what the WAL holds, as RocksDB's live log files do:
+//! - the metadata pages are allocated before their first write, and the active group 4 MiB
+//!   at a time ahead of its page writes (`Device::allocate_range`), so O_DIRECT writes land
+//!   in allocated storage and a full file system fails an allocation before a write;
+//! - when a group is freed (its generation's flush committed, so recovery never reads it
+//!   again) its storage is released (`Device::release_range`), except for one free group
+//!   kept allocated for the next group to start in ([`FREE_GROUPS_KEPT_ALLOCATED`]);
+//! - at open, once the recovered groups are flushed and committed, every group is free and
+//!   released whole, which also shrinks volumes whose whole WAL area was allocated.
+//!
+//! A released group reads as zeros (a hole) or, on a block device, as its old pages: zeros
+//! are no valid page, and old pages carry an older LTN, so either way recovery reads no
+//! record from it. A release is a metadata change a crash may undo; that brings back old
+//! pages of a generation already flushed, which recovery skips as before.
 
 pub mod meta;
 pub mod page;
@@ -27,7 +43,7 @@ mod writer;
 
 pub use recovery::{RecoveredGroup, recover};
 pub use tail::{MemoryTail, TailLog, WalTail};
-pub use writer::{AppendError, WalWriter};
+pub use writer::{AppendError, FREE_GROUPS_KEPT_ALLOCATED, WalWriter};
 
 use crate::error::{Error, Result};
 use page::PAGE_BYTES;

@@ -1,8 +1,11 @@
-//! Appending to the active log group (see the module doc for the stages of an append).
+//! Appending to the active log group (see the module doc for the stages of an append), and
+//! the disk space of the WAL area (see the module doc, "Disk space").
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use shale_io::{AlignedBuf, Completion, Op, Queue, QueueExt, Request};
+use shale_io::{AlignedBuf, Completion, DeviceRef, Op, Queue, QueueExt, Request};
 
 use super::WalLayout;
 use super::meta::{GroupEntry, GroupState, WalMeta};
@@ -38,6 +41,17 @@ struct Active {
 /// time (perf, `shale bench --benchmarks=fillseq`).
 const RUN_PAGES: u32 = 16;
 
+/// Pages of the active group allocated at once, ahead of the writes ([`WalWriter::submit`]):
+/// 4 MiB, one fallocate call per 1,024 pages, so a store that has written a few records
+/// holds 4 MiB of its group, not the whole group.
+const ALLOCATE_AHEAD_PAGES: u32 = 1024;
+
+/// Free groups kept allocated when a group is freed, for the next group to start in: one,
+/// so that a store cycling through its groups overwrites written pages instead of writing
+/// into freshly allocated ones (which a file system marks written, one metadata change per
+/// write, costly under RWF_DSYNC). The others are released.
+pub const FREE_GROUPS_KEPT_ALLOCATED: usize = 1;
+
 /// A write of consecutive pages submitted and not yet known complete.
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
@@ -66,6 +80,15 @@ struct Run {
 pub struct WalWriter {
     layout: WalLayout,
     queue: Box<dyn Queue>,
+    /// The device under `queue`, for allocating and releasing groups' storage.
+    device: DeviceRef,
+    /// Pages of each group from its first that this writer allocated and has not released.
+    allocated_pages: Vec<u32>,
+    /// Whether this writer allocated the two metadata pages.
+    meta_allocated: bool,
+    /// Bytes of the WAL area this writer holds allocated (metadata pages and groups), shared
+    /// with the engine's statistics.
+    allocated_bytes: Arc<AtomicU64>,
     meta: WalMeta,
     active: Option<Active>,
     /// Index of the page `page` will be written as.
@@ -94,11 +117,24 @@ pub struct WalWriter {
 
 impl WalWriter {
     /// A writer continuing from recovered (or empty) metadata, with no tail: every append
-    /// waits for its pages. No group is active.
-    pub fn new(layout: WalLayout, queue: Box<dyn Queue>, meta: WalMeta) -> WalWriter {
+    /// waits for its pages. No group is active. `device` is the device under `queue`: the
+    /// writer allocates a group's storage before writing it and releases the storage of
+    /// freed groups. It takes nothing in the WAL area to be allocated, and knows nothing of
+    /// what an earlier writer left allocated: [`WalWriter::free_generations_below`] releases
+    /// that.
+    pub fn new(
+        layout: WalLayout,
+        queue: Box<dyn Queue>,
+        device: DeviceRef,
+        meta: WalMeta,
+    ) -> WalWriter {
         WalWriter {
             layout,
             queue,
+            device,
+            allocated_pages: vec![0; layout.groups as usize],
+            meta_allocated: false,
+            allocated_bytes: Arc::new(AtomicU64::new(0)),
             meta,
             active: None,
             next_page: 0,
@@ -146,6 +182,13 @@ impl WalWriter {
         &self.meta
     }
 
+    /// Bytes of the WAL area this writer holds allocated: the metadata pages, the active and
+    /// sealed groups as far as written (rounded up to [`ALLOCATE_AHEAD_PAGES`]), and up to
+    /// [`FREE_GROUPS_KEPT_ALLOCATED`] free groups. The counter stays current as it changes.
+    pub fn allocated_bytes(&self) -> Arc<AtomicU64> {
+        self.allocated_bytes.clone()
+    }
+
     /// The group and generation being appended to.
     pub fn active(&self) -> Option<(u32, u64)> {
         self.active.map(|a| (a.group, a.ltn))
@@ -168,7 +211,11 @@ impl WalWriter {
     pub fn start_group(&mut self, ltn: u64) -> Result<Option<u32>> {
         assert!(self.active.is_none(), "start_group with a group still active");
         assert!(self.meta.groups.iter().all(|g| g.ltn < ltn), "LTN {ltn} does not grow");
-        let Some(group) = self.meta.groups.iter().position(|g| g.state == GroupState::Free) else {
+        // The free group with the most storage allocated: one kept for reuse, if any.
+        let free =
+            (0..self.meta.groups.len()).filter(|&g| self.meta.groups[g].state == GroupState::Free);
+        let Some(group) = free.min_by_key(|&g| (std::cmp::Reverse(self.allocated_pages[g]), g))
+        else {
             return Ok(None);
         };
         self.meta.groups[group] = GroupEntry { ltn, state: GroupState::Active, end: 0 };
@@ -210,28 +257,96 @@ impl WalWriter {
         self.write_meta()
     }
 
-    /// Marks the group of generation `ltn` free once its memtable's flush has committed. The
-    /// change reaches the device with the next metadata write; until then recovery skips the
-    /// group anyway, because the engine passes it the oldest unflushed LTN.
-    pub fn free_group(&mut self, ltn: u64) {
+    /// Marks the group of generation `ltn` free once its memtable's flush has committed, and
+    /// releases the storage of free groups beyond the [`FREE_GROUPS_KEPT_ALLOCATED`] kept for
+    /// reuse. The change of state reaches the device with the next metadata write; until then
+    /// recovery skips the group anyway, because the engine passes it the oldest unflushed LTN,
+    /// and for the same reason a released group (zeros, or its old pages) is never read.
+    ///
+    /// # Errors
+    /// The device's error for a release; the log must not be used again (P5).
+    pub fn free_group(&mut self, ltn: u64) -> Result<()> {
         for g in &mut self.meta.groups {
             if g.ltn == ltn && g.state == GroupState::Sealed {
                 *g = GroupEntry { ltn: g.ltn, state: GroupState::Free, end: 0 };
             }
         }
+        let mut kept: Vec<usize> = (0..self.meta.groups.len())
+            .filter(|&g| self.meta.groups[g].state == GroupState::Free)
+            .filter(|&g| self.allocated_pages[g] > 0)
+            .collect();
+        kept.sort_by_key(|&g| (std::cmp::Reverse(self.allocated_pages[g]), g));
+        for &g in kept.iter().skip(FREE_GROUPS_KEPT_ALLOCATED) {
+            let pages = self.allocated_pages[g];
+            self.release_pages(g as u32, pages)?;
+        }
+        Ok(())
     }
 
     /// Marks free every group of a generation below `ltn`, whatever its state: at open, once
-    /// the recovered groups are flushed, including the group a crash or close left active.
-    pub fn free_generations_below(&mut self, ltn: u64) {
+    /// the recovered groups are flushed (committed), including the group a crash or close
+    /// left active. Then releases every free group whole, and the pages past the last group:
+    /// what an earlier writer (or an older shale, which allocated the whole area) left
+    /// allocated is not known.
+    ///
+    /// # Errors
+    /// The device's error for a release; the log must not be used again (P5).
+    pub fn free_generations_below(&mut self, ltn: u64) -> Result<()> {
         for g in &mut self.meta.groups {
             if g.ltn < ltn && g.state != GroupState::Free {
                 *g = GroupEntry { ltn: g.ltn, state: GroupState::Free, end: 0 };
             }
         }
+        for g in 0..self.layout.groups {
+            if self.meta.groups[g as usize].state == GroupState::Free {
+                self.release_pages(g, self.layout.pages_per_group)?;
+            }
+        }
+        let past_groups = self.layout.page_offset(self.layout.groups, 0);
+        let area_end = self.layout.area_offset + self.layout.area_bytes;
+        if area_end > past_groups {
+            self.device.release_range(past_groups, area_end - past_groups)?;
+        }
+        Ok(())
+    }
+
+    /// Releases pages `[0, pages)` of a free group.
+    fn release_pages(&mut self, group: u32, pages: u32) -> Result<()> {
+        let g = group as usize;
+        assert_eq!(self.meta.groups[g].state, GroupState::Free, "release of a group in use");
+        let len = u64::from(pages) * PAGE_BYTES as u64;
+        self.device.release_range(self.layout.page_offset(group, 0), len)?;
+        let held = u64::from(self.allocated_pages[g]) * PAGE_BYTES as u64;
+        self.allocated_bytes.fetch_sub(held, Ordering::Relaxed);
+        self.allocated_pages[g] = 0;
+        Ok(())
+    }
+
+    /// Allocates the active group's storage through page `end` (exclusive) and
+    /// [`ALLOCATE_AHEAD_PAGES`] beyond, before a write there: an O_DIRECT write into a hole of
+    /// a file is slower, and would find the file system full in the middle of a log.
+    fn allocate_through(&mut self, group: u32, end: u32) -> Result<()> {
+        let g = group as usize;
+        let from = self.allocated_pages[g];
+        if end <= from {
+            return Ok(());
+        }
+        let to =
+            end.max(from.saturating_add(ALLOCATE_AHEAD_PAGES)).min(self.layout.pages_per_group);
+        let len = u64::from(to - from) * PAGE_BYTES as u64;
+        self.device.allocate_range(self.layout.page_offset(group, from), len)?;
+        self.allocated_pages[g] = to;
+        self.allocated_bytes.fetch_add(len, Ordering::Relaxed);
+        Ok(())
     }
 
     fn write_meta(&mut self) -> Result<()> {
+        if !self.meta_allocated {
+            let len = 2 * PAGE_BYTES as u64;
+            self.device.allocate_range(self.layout.meta_offset(0), len)?;
+            self.meta_allocated = true;
+            self.allocated_bytes.fetch_add(len, Ordering::Relaxed);
+        }
         self.meta.generation += 1;
         let copy = self.meta.generation % 2;
         let buf = AlignedBuf::padded_copy(&self.meta.encode(), PAGE_BYTES);
@@ -456,6 +571,8 @@ impl WalWriter {
         tail_end: Option<u64>,
     ) -> Result<()> {
         let durable = self.durable_writes;
+        let active = self.active.expect("pages are written to the active group");
+        self.allocate_through(active.group, index + (buf.len() / PAGE_BYTES) as u32)?;
         while self.queue.in_flight() >= self.queue.depth() {
             self.reap(1)?;
         }

@@ -505,7 +505,16 @@ fn sigkill_mid_compaction_with_buffered_writes_loses_no_acked_write() {
         }
         drop(it);
         next_batch = per_batch.keys().next_back().map_or(next_batch, |n| n + 1).max(next_batch);
-        // The recovery's flush wrote buffered too.
+        // An SST written in this open, whatever the kill left to replay (a child killed before
+        // its first batch leaves nothing, and compacting a compacted store writes nothing): a
+        // whole batch of the next number, so later rounds count it whole, flushed.
+        let mut batch = WriteBatch::new();
+        for i in 0..KEYS_PER_BATCH {
+            batch.put(format!("b{next_batch:08}-{i}").as_bytes(), b"written after recovery");
+        }
+        db.write(&batch, &WriteOptions::default()).unwrap();
+        next_batch += 1;
+        db.flush().unwrap();
         db.compact_range().unwrap();
         assert_written_buffered(&db, &format!("round {round}, after recovery"));
         acked_total += acked.len() as u64;

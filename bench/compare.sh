@@ -12,6 +12,8 @@
 #   NUM=1000000 REPEATS=3 BENCHMARKS=fillseq,...   dbbench (see shale-compare dbbench --help)
 #   MEMORY_LIMIT=BYTES                              dbbench: each process in a memory cgroup of
 #                                                   that size, page cache included (0: unbounded)
+#   CACHE_SIZE=1073741824 MODES=buffered,direct     dbbench: block cache; RocksDB's read modes
+#   DIRECT_READS=1                                  dbbench: shale reads with O_DIRECT (regime d)
 #   TIMELINE_SECONDS=600 TIMELINE_MODE=buffered     timeline
 #   YCSB_RECORDS=1000000 YCSB_OPS=1000000 YCSB_THREADS=2 YCSB_REPEATS=3   ycsb
 #   YCSB_CACHE_SIZE=BYTES (default 32 MiB, every engine's default) YCSB_MEMORY_LIMIT=BYTES
@@ -54,7 +56,8 @@ for s in "${suites[@]}"; do
     dbbench)
       "$HARNESS" dbbench --shale "$SHALE" --db-bench "$DB_BENCH" --work-dir "$WORK" --out "$OUT" \
         --num "${NUM:-1000000}" --repeats "${REPEATS:-3}" \
-        --memory-limit "${MEMORY_LIMIT:-0}" \
+        --memory-limit "${MEMORY_LIMIT:-0}" --cache-size "${CACHE_SIZE:-1073741824}" \
+        --modes "${MODES:-buffered,direct}" ${DIRECT_READS:+--direct-reads} \
         ${BENCHMARKS:+--benchmarks "$BENCHMARKS"} ;;
     timeline)
       "$HARNESS" timeline --shale "$SHALE" --db-bench "$DB_BENCH" --work-dir "$WORK" --out "$OUT" \

@@ -38,13 +38,12 @@ impl MemoryGroup {
             PathBuf::from(MEMORY_ROOT).join(format!("shale-compare-{}-{n}", std::process::id()));
         std::fs::create_dir(&dir).ok()?;
         let group = MemoryGroup { dir };
-        if let Some(limit) = limit_bytes {
-            if let Err(e) =
+        if let Some(limit) = limit_bytes
+            && let Err(e) =
                 std::fs::write(group.dir.join("memory.limit_in_bytes"), limit.to_string())
-            {
-                eprintln!("shale-compare: warning: memory limit {limit}: {e}");
-                return None;
-            }
+        {
+            eprintln!("shale-compare: warning: memory limit {limit}: {e}");
+            return None;
         }
         Some(group)
     }

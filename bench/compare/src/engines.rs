@@ -102,10 +102,10 @@ impl Shale {
 
 impl Drop for Shale {
     fn drop(&mut self) {
-        if let Some(db) = self.db.take() {
-            if let Err(e) = db.close() {
-                eprintln!("shale-compare: closing shale: {e}");
-            }
+        if let Some(db) = self.db.take()
+            && let Err(e) = db.close()
+        {
+            eprintln!("shale-compare: closing shale: {e}");
         }
     }
 }

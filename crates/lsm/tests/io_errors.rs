@@ -44,6 +44,9 @@ enum Phase {
     Flush,
     Compaction,
     End,
+    /// One more write and a flush: a failure no earlier call could report (the release of a
+    /// compaction's inputs after `compact_range` returned) surfaces at the next commit.
+    Probe,
 }
 
 struct Run {
@@ -118,13 +121,19 @@ fn run_with(plan: FaultPlan, tail: &Option<MemoryTail>) -> (SimDevice, Db, Run) 
             }),
             Phase::Flush => db.flush(),
             Phase::Compaction | Phase::End => db.compact_range(),
+            Phase::Probe => {
+                w += 1;
+                write_one(db, run, w).and_then(|()| db.flush())
+            }
         };
         if let Err(e) = result {
             run.failed = Some((phase, e));
         }
         run.failed.is_some()
     };
-    for phase in [Phase::Append, Phase::Flush, Phase::Append, Phase::Compaction, Phase::End] {
+    let phases =
+        [Phase::Append, Phase::Flush, Phase::Append, Phase::Compaction, Phase::End, Phase::Probe];
+    for phase in phases {
         if step(phase, &db, &mut run) {
             break;
         }

@@ -238,6 +238,11 @@ impl Allocator {
     }
 
     /// Live extents, sorted by first slot.
+    /// The free runs, in slot order.
+    pub(crate) fn free_extents(&self) -> Vec<Extent> {
+        self.free.0.iter().map(|(&first, &count)| Extent { first, count }).collect()
+    }
+
     pub(crate) fn live_extents(&self) -> Vec<Extent> {
         self.live.0.iter().map(|(&first, &count)| Extent { first, count }).collect()
     }

@@ -315,6 +315,9 @@ impl Volume {
             started.elapsed()
         );
         let volume = Volume::assemble(device, header, counters, opts, log, slots, read_only);
+        if !read_only {
+            volume.release_free_storage();
+        }
         Ok(Opened { volume, versions, created: false })
     }
 
@@ -334,6 +337,19 @@ impl Volume {
             counters,
             grow_slots_min: opts.grow_slots_min.max(1),
             inner: Mutex::new(Inner { log, slots, stopped: None }),
+        }
+    }
+
+    /// Gives back the storage of every free run at open: slots freed before a crash cut in
+    /// after their commit, and volumes of versions that kept free slots allocated.
+    fn release_free_storage(&self) {
+        let free = self.inner.lock().slots.free_extents();
+        for e in free {
+            let r = self.extent_range(e);
+            if let Err(err) = self.device.release_range(r.start, r.end - r.start) {
+                log::warn!("could not give back the storage of free slots {e:?}: {err}");
+                return;
+            }
         }
     }
 
@@ -404,6 +420,27 @@ impl Volume {
         if slots == 0 {
             return Err(Error::InvalidArgument("allocation of zero slots".into()));
         }
+        let e = self.allocate_slots(slots)?;
+        // The slots of a released extent are holes in a volume file (`release`): give them
+        // storage before the SST is written, so a full file system is a typed error here
+        // rather than a failed write-back later.
+        let r = self.extent_range(e);
+        if let Err(err) = self.device.allocate_range(r.start, r.end - r.start) {
+            self.inner.lock().slots.release(e);
+            return Err(match err {
+                shale_io::Error::Io { source, .. }
+                    if source.raw_os_error() == Some(libc::ENOSPC) =>
+                {
+                    Error::NoSpace(format!("no storage for {slots} slots at {}: {source}", r.start))
+                }
+                other => other.into(),
+            });
+        }
+        Ok(e)
+    }
+
+    /// The allocator's part of [`Volume::allocate`]: a free run, growing the device if needed.
+    fn allocate_slots(&self, slots: u32) -> Result<Extent> {
         let mut inner = self.inner.lock();
         if let Some(e) = inner.slots.allocate(slots) {
             return Ok(e);
@@ -435,6 +472,20 @@ impl Volume {
     /// If the extent is not pending (a bug in the caller).
     pub fn release(&self, e: Extent) {
         self.inner.lock().slots.release(e);
+        // Free slots take no disk space: a volume file gives their storage back (a hole, as
+        // deleting an SST file would), a block device keeps it. Nothing reads a released
+        // extent, and a crash cannot bring it back to life: it is released only after the
+        // commit that dropped it is durable, or it was never committed. A failed release
+        // loses nothing, but the device failed an operation: the volume stops as for a failed
+        // write (P5), and the next commit says why.
+        let r = self.extent_range(e);
+        if let Err(err) = self.device.release_range(r.start, r.end - r.start) {
+            log::error!("could not give back the storage of free slots {e:?}: {err}");
+            let mut inner = self.inner.lock();
+            if inner.stopped.is_none() {
+                inner.stopped = Some(format!("giving back the storage of free slots: {err}"));
+            }
+        }
     }
 
     /// Commits an edit durably, as a delta or, when the version log needs room, as a new base

@@ -320,10 +320,15 @@ fn a_read_only_mount_and_a_full_file_system() {
     make_store(&full.join("store"));
     std::fs::create_dir(full.join("new")).unwrap();
     let mut filler = std::fs::File::create(full.join("filler")).unwrap();
-    for chunk in [1 << 20, 4 << 10, 512] {
-        while std::io::Write::write_all(&mut filler, &vec![1u8; chunk]).is_ok() {}
-    }
+    let mut fill = || {
+        for chunk in [1 << 20, 4 << 10, 512] {
+            while std::io::Write::write_all(&mut filler, &vec![1u8; chunk]).is_ok() {}
+        }
+    };
+    fill();
     case(root, "full file system, store", &full.join("store"), Expect::Opens, Expect::Opens);
+    // Opening the store gave back the storage of its free slots: fill that too.
+    fill();
     case(
         root,
         "full file system, new store",

@@ -55,8 +55,8 @@ pub struct Args {
     /// the page cache (both engines' default) or, with direct reads, to the device.
     #[arg(long, default_value_t = 1 << 30)]
     pub cache_size: u64,
-    /// shale reads its SSTs with O_DIRECT too (`--use_direct_reads=true`), for regime (d):
-    /// run it with `--modes direct`, so that both engines read around the page cache.
+    /// shale reads and writes its SSTs with O_DIRECT too (RocksDB direct's two flags), for
+    /// regime (d): run it with `--modes direct`, so that both engines go around the page cache.
     #[arg(long)]
     pub direct_reads: bool,
     /// Memtable bytes (db_bench's --write_buffer_size).
@@ -229,8 +229,8 @@ pub fn command_line(a: &Args, engine: Engine, group: &Group, db: &Path) -> (Path
         Engine::Shale => {
             flags.insert(0, "bench".into());
             if a.direct_reads {
-                // shale writes SSTs with O_DIRECT whatever the flags: reads are its choice.
-                flags.push("--use_direct_reads=true".into());
+                // RocksDB direct's flags exactly: reads and flush/compaction writes O_DIRECT.
+                flags.extend(DIRECT_FLAGS.iter().map(|s| s.to_string()));
             }
             (a.shale.clone(), flags)
         }
@@ -796,9 +796,9 @@ impl Report<'_> {
                 String::new()
             },
             if a.direct_reads {
-                "with O_DIRECT (`--use_direct_reads=true`)"
+                "and writes SSTs with O_DIRECT (RocksDB direct's flags)"
             } else {
-                "through the page cache where its block cache misses (its default)"
+                "and writes SSTs through the page cache (its defaults)"
             },
             a.repeats
         );

@@ -315,9 +315,6 @@ impl Volume {
             started.elapsed()
         );
         let volume = Volume::assemble(device, header, counters, opts, log, slots, read_only);
-        if !read_only {
-            volume.release_free_storage();
-        }
         Ok(Opened { volume, versions, created: false })
     }
 
@@ -340,17 +337,27 @@ impl Volume {
         }
     }
 
-    /// Gives back the storage of every free run at open: slots freed before a crash cut in
-    /// after their commit, and volumes of versions that kept free slots allocated.
-    fn release_free_storage(&self) {
-        let free = self.inner.lock().slots.free_extents();
-        for e in free {
+    /// Gives back the storage of every free run: slots freed before a crash cut in after
+    /// their commit, and volumes of versions that kept free slots allocated. The engine calls
+    /// it once its recovery is done; recovery itself writes nothing.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`] on a read-only volume; the device's error for a release, after
+    /// which the volume is stopped (as for a failed release in [`Volume::release`]).
+    pub fn release_free_storage(&self) -> Result<()> {
+        self.refuse_if_read_only("giving back free slots")?;
+        // Under the lock, so that no slot is allocated and written while its run is released.
+        let mut inner = self.inner.lock();
+        for e in inner.slots.free_extents() {
             let r = self.extent_range(e);
             if let Err(err) = self.device.release_range(r.start, r.end - r.start) {
-                log::warn!("could not give back the storage of free slots {e:?}: {err}");
-                return;
+                if inner.stopped.is_none() {
+                    inner.stopped = Some(format!("giving back the storage of free slots: {err}"));
+                }
+                return Err(err.into());
             }
         }
+        Ok(())
     }
 
     /// Whether the volume was opened read-only ([`Volume::open_read_only`]).
@@ -471,17 +478,20 @@ impl Volume {
     /// # Panics
     /// If the extent is not pending (a bug in the caller).
     pub fn release(&self, e: Extent) {
-        self.inner.lock().slots.release(e);
         // Free slots take no disk space: a volume file gives their storage back (a hole, as
-        // deleting an SST file would), a block device keeps it. Nothing reads a released
-        // extent, and a crash cannot bring it back to life: it is released only after the
-        // commit that dropped it is durable, or it was never committed. A failed release
-        // loses nothing, but the device failed an operation: the volume stops as for a failed
-        // write (P5), and the next commit says why.
+        // deleting an SST file would), a block device keeps it. The hole is made while the
+        // extent is still the caller's, before the allocator frees it: after that another
+        // thread may allocate the slots and write an SST there, which a late release would
+        // zero. Nothing reads the extent any more, and a crash cannot bring it back to life:
+        // it is released only after the commit that dropped it is durable, or it was never
+        // committed. A failed release loses nothing, but the device failed an operation: the
+        // volume stops as for a failed write (P5), and the next commit says why.
         let r = self.extent_range(e);
-        if let Err(err) = self.device.release_range(r.start, r.end - r.start) {
+        let given_back = self.device.release_range(r.start, r.end - r.start);
+        let mut inner = self.inner.lock();
+        inner.slots.release(e);
+        if let Err(err) = given_back {
             log::error!("could not give back the storage of free slots {e:?}: {err}");
-            let mut inner = self.inner.lock();
             if inner.stopped.is_none() {
                 inner.stopped = Some(format!("giving back the storage of free slots: {err}"));
             }

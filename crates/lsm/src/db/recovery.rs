@@ -52,6 +52,9 @@ impl Db {
         //    old group can be recycled and recovery work stays bounded.
         let records: usize = groups.iter().map(|g| g.records.len()).sum();
         let from_tail = inner.replay_wal(&groups, &tail_records)?;
+        // Free slots take no disk space: give back any a crash or an older version left
+        // allocated (the WAL's free groups were given back with the replay's commit).
+        inner.volume.release_free_storage()?;
         {
             let mut wal = inner.wal.lock();
             wal.clear_tail();

@@ -137,17 +137,7 @@ pub fn parse_proc_io(text: &str) -> Option<u64> {
 
 /// Total size of the files under `dir` whose names `keep` accepts, in bytes.
 pub fn dir_bytes(dir: &Path, keep: &dyn Fn(&str) -> bool) -> io::Result<u64> {
-    let mut total = 0;
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let meta = entry.metadata()?;
-        if meta.is_dir() {
-            total += dir_bytes(&entry.path(), keep)?;
-        } else if keep(&entry.file_name().to_string_lossy()) {
-            total += meta.len();
-        }
-    }
-    Ok(total)
+    dir_sum(dir, keep, &|m| m.len())
 }
 
 /// Bytes the file system has allocated to the files under `dir` whose names `keep` accepts
@@ -158,14 +148,23 @@ pub fn dir_bytes(dir: &Path, keep: &dyn Fn(&str) -> bool) -> io::Result<u64> {
 /// A directory or file that cannot be read.
 pub fn dir_allocated_bytes(dir: &Path, keep: &dyn Fn(&str) -> bool) -> io::Result<u64> {
     use std::os::unix::fs::MetadataExt;
+    dir_sum(dir, keep, &|m| m.blocks() * 512)
+}
+
+/// `measure` summed over the files under `dir` whose names `keep` accepts.
+fn dir_sum(
+    dir: &Path,
+    keep: &dyn Fn(&str) -> bool,
+    measure: &dyn Fn(&std::fs::Metadata) -> u64,
+) -> io::Result<u64> {
     let mut total = 0;
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let meta = entry.metadata()?;
         if meta.is_dir() {
-            total += dir_allocated_bytes(&entry.path(), keep)?;
+            total += dir_sum(&entry.path(), keep, measure)?;
         } else if keep(&entry.file_name().to_string_lossy()) {
-            total += meta.blocks() * 512;
+            total += measure(&meta);
         }
     }
     Ok(total)

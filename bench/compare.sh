@@ -10,6 +10,8 @@
 # Usage: bench/compare.sh [dbbench] [timeline] [ycsb]      (no argument: all three)
 # Sizes (environment):
 #   NUM=1000000 REPEATS=3 BENCHMARKS=fillseq,...   dbbench (see shale-compare dbbench --help)
+#   READS=N MULTIREAD_BATCH=16                      dbbench: operations of each read benchmark
+#                                                   (default NUM), keys per multireadrandom op
 #   MEMORY_LIMIT=BYTES                              dbbench: each process in a memory cgroup of
 #                                                   that size, page cache included (0: unbounded)
 #   CACHE_SIZE=1073741824 MODES=buffered,direct     dbbench: block cache; RocksDB's read modes
@@ -35,11 +37,13 @@ DB_BENCH=${DB_BENCH:-$(echo "$built" | head -1)}
 export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-$(echo "$built" | tail -1)} ROCKSDB_STATIC=1
 echo "yardstick: $("$DB_BENCH" --version 2>&1 | head -1) ($DB_BENCH, release build)"
 
-# libclang, for the rocksdb crate's bindgen.
-if ! dpkg -s libclang-dev >/dev/null 2>&1; then
-  apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q libclang-dev
-fi
+# libclang, for the rocksdb crate's bindgen; fio, for the device's limit beside readrandom16.
+for pkg in libclang-dev fio; do
+  if ! dpkg -s "$pkg" >/dev/null 2>&1; then
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$pkg"
+  fi
+done
 
 cargo build --release -q -p shale-cli
 cargo build --release -q --manifest-path bench/compare/Cargo.toml
@@ -58,6 +62,7 @@ for s in "${suites[@]}"; do
         --num "${NUM:-1000000}" --repeats "${REPEATS:-3}" \
         --memory-limit "${MEMORY_LIMIT:-0}" --cache-size "${CACHE_SIZE:-1073741824}" \
         --modes "${MODES:-buffered,direct}" ${DIRECT_READS:+--direct-reads} \
+        ${READS:+--reads "$READS"} --multiread-batch "${MULTIREAD_BATCH:-16}" \
         ${BENCHMARKS:+--benchmarks "$BENCHMARKS"} ;;
     timeline)
       "$HARNESS" timeline --shale "$SHALE" --db-bench "$DB_BENCH" --work-dir "$WORK" --out "$OUT" \

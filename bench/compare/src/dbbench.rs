@@ -28,8 +28,21 @@ use crate::table::{self, Table};
 use crate::{Error, machine};
 
 /// The benchmarks of the target suite, in the order they are reported.
-pub const SUITE: &[&str] =
-    &["fillseq", "fillrandom", "overwrite", "readrandom", "seekrandom", "readseq", "fillsync"];
+pub const SUITE: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "readrandom",
+    "seekrandom",
+    "readseq",
+    "multireadrandom",
+    "readrandom16",
+    "fillsync",
+];
+
+/// Threads of `readrandom16`: readrandom on the random process's store with this many readers,
+/// measured against fio's 4 KiB random reads at the same queue depth on the same file.
+pub const READERS: usize = 16;
 
 /// Threads of `fillsync` (the issue's target is for 16 writers syncing each write).
 pub const FILLSYNC_THREADS: usize = 16;
@@ -44,12 +57,22 @@ pub struct Args {
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
     /// Benchmarks to report, from: fillseq, fillrandom, overwrite, readrandom, seekrandom,
-    /// readseq, fillsync.
+    /// readseq, multireadrandom, readrandom16 (readrandom on 16 threads, with fio's IOPS beside
+    /// it), fillsync.
     #[arg(
         long,
-        default_value = "fillseq,fillrandom,overwrite,readrandom,seekrandom,readseq,fillsync"
+        default_value = "fillseq,fillrandom,overwrite,readrandom,seekrandom,readseq,multireadrandom,readrandom16,fillsync"
     )]
     pub benchmarks: String,
+    /// Operations of each read benchmark (db_bench's --reads; readrandom16 divides them among
+    /// its threads). Default: --num. Bounds the reads of a store too big to read whole in
+    /// the time at hand, such as regime (c)'s 50M keys.
+    #[arg(long)]
+    pub reads: Option<u64>,
+    /// Keys per multireadrandom operation (db_bench's --batch_size, with
+    /// --multiread_batched: RocksDB's batched MultiGet).
+    #[arg(long, default_value_t = 16)]
+    pub multiread_batch: u64,
     /// Block cache bytes, the same for every engine. The default holds the whole data set of
     /// 1M keys (about 140 MiB): regime (a). Smaller than the data, reads that miss it go to
     /// the page cache (both engines' default) or, with direct reads, to the device.
@@ -137,6 +160,33 @@ pub struct Group {
     /// Benchmarks whose result lines are reported.
     pub measured: Vec<&'static str>,
     pub threads: usize,
+    /// The group whose store this one opens (`--use_existing_db`), instead of an empty one.
+    pub reuses: Option<&'static str>,
+    /// A result line the report names otherwise: (the tool's name, the report's name).
+    pub rename: Option<(&'static str, &'static str)>,
+}
+
+impl Group {
+    fn new(name: &'static str, benchmarks: &str, measured: Vec<&'static str>) -> Group {
+        Group {
+            name,
+            benchmarks: benchmarks.into(),
+            measured,
+            threads: 1,
+            reuses: None,
+            rename: None,
+        }
+    }
+
+    /// The group whose store this process works on (itself, or the one it reuses).
+    pub fn store_group(&self) -> &'static str {
+        self.reuses.unwrap_or(self.name)
+    }
+
+    /// Whether its benchmarks read (and so take `--reads`).
+    fn reads(&self) -> bool {
+        !matches!(self.name, "fillseq" | "fillsync")
+    }
 }
 
 /// The processes that cover `wanted` benchmarks:
@@ -144,6 +194,9 @@ pub struct Group {
 /// - `fillrandom,flush,waitforcompaction,readrandom,seekrandom,readseq,overwrite,flush,waitforcompaction`
 ///   (the reads run after fillrandom and waitforcompaction, overwrite on the filled store)
 /// - `fillsync` on 16 threads.
+/// - `multireadrandom` (batches of `--multiread_batch` keys) and `readrandom` on 16 threads,
+///   each a process of its own on the store the random process left (`--use_existing_db`):
+///   their flags (--batch_size, --threads) would change the random process's writes.
 ///
 /// Each write ends with `flush,waitforcompaction` so that the write amplification and the
 /// bytes on disk include the work a write leaves behind (a memtable not yet flushed, a
@@ -153,19 +206,15 @@ pub fn groups(wanted: &[&str]) -> Vec<Group> {
     let has = |b: &str| wanted.contains(&b);
     let mut out = Vec::new();
     if has("fillseq") {
-        out.push(Group {
-            name: "fillseq",
-            benchmarks: "fillseq,flush,waitforcompaction".into(),
-            measured: vec!["fillseq"],
-            threads: 1,
-        });
+        out.push(Group::new("fillseq", "fillseq,flush,waitforcompaction", vec!["fillseq"]));
     }
     let random: Vec<&'static str> =
         ["fillrandom", "readrandom", "seekrandom", "readseq", "overwrite"]
             .into_iter()
             .filter(|b| has(b))
             .collect();
-    if !random.is_empty() {
+    let reusing = has("multireadrandom") || has("readrandom16");
+    if !random.is_empty() || reusing {
         let mut list = vec!["fillrandom", "flush", "waitforcompaction"];
         list.extend(random.iter().filter(|b| b.starts_with("read") || b.starts_with("seek")));
         if has("overwrite") {
@@ -173,14 +222,26 @@ pub fn groups(wanted: &[&str]) -> Vec<Group> {
         }
         let mut measured = vec!["fillrandom"];
         measured.extend(random.iter().filter(|b| **b != "fillrandom"));
-        out.push(Group { name: "random", benchmarks: list.join(","), measured, threads: 1 });
+        out.push(Group::new("random", &list.join(","), measured));
+    }
+    if has("multireadrandom") {
+        out.push(Group {
+            reuses: Some("random"),
+            ..Group::new("multiread", "multireadrandom", vec!["multireadrandom"])
+        });
+    }
+    if has("readrandom16") {
+        out.push(Group {
+            threads: READERS,
+            reuses: Some("random"),
+            rename: Some(("readrandom", "readrandom16")),
+            ..Group::new("readers", "readrandom", vec!["readrandom16"])
+        });
     }
     if has("fillsync") {
         out.push(Group {
-            name: "fillsync",
-            benchmarks: "fillsync".into(),
-            measured: vec!["fillsync"],
             threads: FILLSYNC_THREADS,
+            ..Group::new("fillsync", "fillsync", vec!["fillsync"])
         });
     }
     out
@@ -188,7 +249,7 @@ pub fn groups(wanted: &[&str]) -> Vec<Group> {
 
 /// The flags both tools get for `group`.
 pub fn common_flags(a: &Args, group: &Group, db: &Path) -> Vec<String> {
-    vec![
+    let mut flags = vec![
         format!("--benchmarks={}", group.benchmarks),
         format!("--num={}", a.num),
         format!("--threads={}", group.threads),
@@ -208,7 +269,20 @@ pub fn common_flags(a: &Args, group: &Group, db: &Path) -> Vec<String> {
         "--histogram=1".into(),
         "--statistics=1".into(),
         format!("--db={}", db.display()),
-    ]
+    ];
+    if group.reuses.is_some() {
+        flags.push("--use_existing_db=1".into());
+    }
+    if group.reads() {
+        let reads = a.reads.unwrap_or(a.num);
+        // db_bench's --reads is per thread: the readers share the same total.
+        flags.push(format!("--reads={}", (reads / group.threads as u64).max(1)));
+    }
+    if group.name == "multiread" {
+        flags.push(format!("--batch_size={}", a.multiread_batch));
+        flags.push("--multiread_batched=true".into());
+    }
+    flags
 }
 
 /// RocksDB's direct-I/O flags.
@@ -267,6 +341,9 @@ pub struct Run {
     pub disk_bytes: Option<u64>,
     /// Bytes of SSTs in the store after the run.
     pub sst_bytes: Option<u64>,
+    /// fio's 4 KiB random-read IOPS on the store's largest file at the group's queue depth
+    /// (shale's readrandom16 run only).
+    pub fio_iops: Option<f64>,
     pub process: Finished,
 }
 
@@ -350,9 +427,24 @@ pub fn load_average() -> f64 {
 }
 
 /// Runs one process of `group` and collects its figures.
-fn run_one(a: &Args, engine: Engine, group: &Group, repeat: usize) -> Result<Run, Error> {
-    let scratch = a.work_dir.join(format!("{}-{}", engine.name(), group.name));
-    crate::scratch::fresh(&scratch)?;
+///
+/// `keep`: a later group opens the store this one leaves, so it stays.
+fn run_one(
+    a: &Args,
+    engine: Engine,
+    group: &Group,
+    repeat: usize,
+    keep: bool,
+) -> Result<Run, Error> {
+    let scratch = a.work_dir.join(format!("{}-{}", engine.name(), group.store_group()));
+    if group.reuses.is_none() {
+        crate::scratch::fresh(&scratch)?;
+    } else if a.memory_limit > 0 {
+        // The pages the filling process read or wrote stay cached when its group goes (the
+        // kernel charges them to the parent): without this a reopened store would be read
+        // from memory the new group is not charged for.
+        drop_page_cache();
+    }
     let db = crate::scratch::store(&scratch);
     let (bin, flags) = command_line(a, engine, group, &db);
     let mut cmd = Command::new(&bin);
@@ -392,7 +484,21 @@ fn run_one(a: &Args, engine: Engine, group: &Group, repeat: usize) -> Result<Run
         Ok((d, s)) => (run.disk_bytes, run.sst_bytes) = (Some(d), Some(s)),
         Err(e) => eprintln!("shale-compare: warning: store size of {}: {e}", db.display()),
     }
-    crate::scratch::remove(&scratch)?;
+    if engine == Engine::Shale && group.name == "readers" {
+        match crate::fio::random_read_iops(&db, group.threads) {
+            Ok(iops) => {
+                eprintln!(
+                    "shale-compare:   fio 4 KiB random reads, depth {}: {iops:.0} IOPS",
+                    group.threads
+                );
+                run.fio_iops = Some(iops);
+            }
+            Err(e) => eprintln!("shale-compare: warning: fio on {}: {e}", db.display()),
+        }
+    }
+    if !keep {
+        crate::scratch::remove(&scratch)?;
+    }
     for m in &group.measured {
         let ops = run.result(m).map_or(0.0, |r| r.ops_per_sec);
         eprintln!("shale-compare:   {m}: {ops:.0} ops/sec");
@@ -410,7 +516,14 @@ impl Run {
         process: Finished,
         entry_bytes: u64,
     ) -> Run {
-        let results = parse::result_lines(&process.stdout);
+        let mut results = parse::result_lines(&process.stdout);
+        let mut percentiles = parse::percentiles_by_benchmark(&process.stdout);
+        if let Some((from, to)) = group.rename {
+            results.iter_mut().filter(|r| r.name == from).for_each(|r| r.name = to.into());
+            if let Some(p) = percentiles.remove(from) {
+                percentiles.insert(to.into(), p);
+            }
+        }
         let counters = parse::statistics(&process.stdout);
         let user_bytes =
             results.iter().filter(|r| is_write(&r.name)).map(|r| r.operations * entry_bytes).sum();
@@ -419,15 +532,25 @@ impl Run {
             repeat,
             engine,
             load_before: f64::NAN,
-            percentiles: parse::percentiles_by_benchmark(&process.stdout),
+            percentiles,
             device_bytes: device_bytes(engine, &counters),
             results,
             counters,
             user_bytes,
             disk_bytes: None,
             sst_bytes: None,
+            fio_iops: None,
             process,
         }
+    }
+}
+
+/// Drops clean pages from the page cache (after `sync`), so that a reopened store is read
+/// from the device by any engine alike; a warning where that is not allowed.
+fn drop_page_cache() {
+    let _ = Command::new("sync").status();
+    if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", "1") {
+        eprintln!("shale-compare: warning: cannot drop the page cache: {e}");
     }
 }
 
@@ -499,10 +622,11 @@ pub fn run(a: &Args) -> Result<(), Error> {
     let mut runs = Vec::new();
     let mut failures = Vec::new();
     for repeat in 1..=a.repeats {
-        for g in &plan {
+        for (i, g) in plan.iter().enumerate() {
+            let keep = plan[i + 1..].iter().any(|h| h.reuses == Some(g.store_group()));
             for e in &engines {
                 // A failed process is reported, never dropped silently; the others go on.
-                match run_one(a, *e, g, repeat) {
+                match run_one(a, *e, g, repeat, keep) {
                     Ok(run) => runs.push(run),
                     Err(err) => {
                         eprintln!("shale-compare: FAILED: {err}");
@@ -570,6 +694,7 @@ fn replot(a: &Args, plan: &[Group]) -> Result<(Vec<Run>, String), Error> {
         run.disk_bytes = f[c_disk].parse().ok();
         run.sst_bytes = f[c_sst].parse().ok();
         run.load_before = f[c_load].parse().unwrap_or(f64::NAN);
+        run.fio_iops = col("fio_iops").ok().and_then(|c| f.get(c)?.parse().ok());
         runs.push(run);
     }
     let old = std::fs::read_to_string(a.out.join("dbbench.md")).unwrap_or_default();
@@ -584,10 +709,12 @@ fn replot(a: &Args, plan: &[Group]) -> Result<(Vec<Run>, String), Error> {
 pub fn target(bench: &str, peer: Engine) -> Option<Target> {
     match bench {
         "fillseq" | "fillrandom" | "overwrite" => Some(Target::at_least(1.5)),
-        "readrandom" | "seekrandom" | "readseq" => Some(Target::at_least(match peer {
-            Engine::RocksDirect => 1.2,
-            _ => 1.0,
-        })),
+        "readrandom" | "seekrandom" | "readseq" | "multireadrandom" | "readrandom16" => {
+            Some(Target::at_least(match peer {
+                Engine::RocksDirect => 1.2,
+                _ => 1.0,
+            }))
+        }
         "fillsync" => Some(Target::at_least(2.0)),
         _ => None,
     }
@@ -811,6 +938,9 @@ impl Report<'_> {
              operation). fillsync runs on {FILLSYNC_THREADS} threads, each writing --num/1000 entries with sync (db_bench also gets `--writes=` that number: \
              without it db_bench writes --num entries per thread to --num/1000 keys).\n"
         );
+        if let Some(fio) = self.fio_section() {
+            s.push_str(&fio);
+        }
         let _ =
             writeln!(s, "## Write amplification, bytes on disk, memory (medians per process)\n");
         s.push_str(&self.cost_table().to_markdown());
@@ -847,7 +977,9 @@ impl Report<'_> {
         let _ = writeln!(s, "\n## Commands\n");
         let _ = writeln!(
             s,
-            "Runs alternate {} within each repeat; each process starts from an empty directory.\n",
+            "Runs alternate {} within each repeat; each process starts from an empty directory, \
+             except those with `--use_existing_db=1`, which open the store the random process left \
+             (after dropping the page cache when a memory limit is set).\n",
             {
                 let mut e: Vec<&str> = self.peers.iter().map(|p| p.title()).collect();
                 e.insert(1, "shale");
@@ -869,6 +1001,40 @@ impl Report<'_> {
         }
         s.push_str("```\n");
         s
+    }
+
+    /// readrandom on [`READERS`] threads against fio's IOPS at the same depth on shale's
+    /// volume file (measured right after shale's run, on its store), if that ran.
+    fn fio_section(&self) -> Option<String> {
+        let fio = median_of(self.runs_of(Engine::Shale, "readers").map(|r| r.fio_iops))?;
+        let shale = self.median_ops(Engine::Shale, "readrandom16");
+        let r = ratio(shale, Some(fio));
+        let target = Target::at_least(0.7);
+        let mut s = String::new();
+        let _ = writeln!(s, "### readrandom on {READERS} threads against the device\n");
+        let mut t = Table::new(&["figure", "median", "shale / fio", "target", "verdict"]);
+        t.row(vec![
+            format!("fio 4 KiB random reads, O_DIRECT, io_uring depth {READERS}, IOPS"),
+            table::count(Some(fio)),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]);
+        t.row(vec![
+            format!("shale readrandom, {READERS} threads, ops/s"),
+            table::count(shale),
+            table::ratio(r),
+            target.label(),
+            verdict(Some(target), r),
+        ]);
+        s.push_str(&t.to_markdown());
+        let _ = writeln!(
+            s,
+            "\nfio reads shale's volume file for 20 s after each shale run of readrandom16 \
+             (`bench/compare/src/fio.rs`); a lookup that the bloom filter and the caches do not \
+             answer costs one 4 KiB read.\n"
+        );
+        Some(s)
     }
 
     /// One row per run and measured benchmark.
@@ -906,13 +1072,13 @@ impl Report<'_> {
     /// One row per process.
     pub fn process_csv(&self) -> String {
         let mut s = String::from(
-            "repeat,group,engine,user_bytes,device_bytes,write_amp,disk_bytes,sst_bytes,storage_write_bytes,stall_micros,peak_rss_bytes,wall_s,load_before,peak_memory_bytes\n",
+            "repeat,group,engine,user_bytes,device_bytes,write_amp,disk_bytes,sst_bytes,storage_write_bytes,stall_micros,peak_rss_bytes,wall_s,load_before,peak_memory_bytes,fio_iops\n",
         );
         let opt = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
         for r in self.runs {
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{},{:.3},{:.2},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{:.3},{:.2},{},{}",
                 r.repeat,
                 r.group,
                 r.engine.name(),
@@ -926,7 +1092,8 @@ impl Report<'_> {
                 r.process.peak_rss_bytes,
                 r.process.wall.as_secs_f64(),
                 r.load_before,
-                opt(r.process.peak_memory_bytes)
+                opt(r.process.peak_memory_bytes),
+                r.fio_iops.map_or(String::new(), |x| format!("{x:.0}"))
             );
         }
         s
@@ -981,7 +1148,7 @@ mod tests {
     #[test]
     fn groups_cover_the_suite_once() {
         let all = groups(SUITE);
-        assert_eq!(all.len(), 3);
+        assert_eq!(all.len(), 5);
         assert_eq!(
             all[1].benchmarks,
             "fillrandom,flush,waitforcompaction,readrandom,seekrandom,readseq,overwrite,flush,waitforcompaction"
@@ -990,7 +1157,11 @@ mod tests {
         for b in SUITE {
             assert_eq!(measured.iter().filter(|m| *m == b).count(), 1, "{b}");
         }
-        assert_eq!(all[2].threads, FILLSYNC_THREADS);
+        assert_eq!(all[4].threads, FILLSYNC_THREADS);
+        assert_eq!((all[2].reuses, all[3].reuses), (Some("random"), Some("random")));
+        assert_eq!(all[3].threads, READERS);
+        let reuse_only = groups(&["readrandom16"]);
+        assert_eq!(reuse_only[0].name, "random", "a reusing group brings the store's maker");
         let reads = groups(&["readseq"]);
         assert_eq!(reads.len(), 1);
         assert_eq!(reads[0].benchmarks, "fillrandom,flush,waitforcompaction,readseq");
@@ -1021,6 +1192,22 @@ mod tests {
         assert!(rocks.contains(&"--threads=16".to_string()));
         // Both get it: shale bench follows db_bench's --writes.
         assert!(shale.contains(&"--writes=1000".to_string()));
+        assert!(!shale.iter().any(|f| f.starts_with("--reads")), "fillsync reads nothing");
+        let plan = groups(SUITE);
+        let (_, multi) = command_line(&a, Engine::RocksBuffered, &plan[2], db);
+        for f in [
+            "--use_existing_db=1",
+            "--batch_size=16",
+            "--multiread_batched=true",
+            "--reads=1000000",
+        ] {
+            assert!(multi.contains(&f.to_string()), "{f}");
+        }
+        let (_, readers) = command_line(&a, Engine::Shale, &plan[3], db);
+        assert!(readers.contains(&"--threads=16".to_string()));
+        assert!(readers.contains(&"--reads=62500".to_string()), "the same total over 16 threads");
+        let (_, random) = command_line(&a, Engine::Shale, &plan[1], db);
+        assert!(!random.iter().any(|f| f.starts_with("--use_existing_db")));
     }
 
     #[test]

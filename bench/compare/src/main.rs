@@ -7,6 +7,7 @@ mod cgroup;
 mod child;
 mod dbbench;
 mod engines;
+mod fio;
 mod machine;
 mod parse;
 mod scratch;

@@ -82,6 +82,14 @@ fn read_damaged(image: Vec<u8>, want: &State, ctx: &str) -> Outcome {
         }
     };
     let mut detected = false;
+    // First, on a cold cache: every block a batch needs is read by its batch.
+    match multi_get_state(&db, KEYS, 32, VALUE_FILLER_MAX) {
+        Ok(got) => assert_eq!(&got, want, "{ctx}: a multi_get returned wrong data"),
+        Err(e) => {
+            corruption_or_panic(e, &format!("{ctx}: multi_get"));
+            detected = true;
+        }
+    }
     for n in 0..KEYS {
         match db.get(&key(n)) {
             Ok(got) => {

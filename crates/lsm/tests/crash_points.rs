@@ -118,6 +118,9 @@ fn open_and_read(dev: &SimDevice, ctx: &str) -> State {
     let db = Db::open_device(Arc::new(dev.clone()), small_options())
         .unwrap_or_else(|e| panic!("{ctx}: open failed: {e}"));
     let state = scan_state(&db, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
+    let batched = multi_get_state(&db, KEYS, 16, VALUE_FILLER_MAX)
+        .unwrap_or_else(|e| panic!("{ctx}: multi_get: {e}"));
+    assert_eq!(batched, state, "{ctx}: multi_get and the scan disagree");
     db.check().unwrap_or_else(|e| panic!("{ctx}: check: {e}"));
     state
 }

@@ -207,10 +207,17 @@ fn run(seed: u64, steps: usize) -> Counts {
                 record(&mut model, sync);
             }
             58..=69 => {
-                for _ in 0..5 {
-                    let k = key(&mut rng);
-                    assert_eq!(db.get(&k).unwrap(), model.now.get(&k).cloned(), "{ctx}: get");
+                let keys: Vec<Vec<u8>> = (0..5).map(|_| key(&mut rng)).collect();
+                for k in &keys {
+                    assert_eq!(db.get(k).unwrap(), model.now.get(k).cloned(), "{ctx}: get");
                 }
+                let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                let want: Vec<_> = keys.iter().map(|k| model.now.get(k).cloned()).collect();
+                assert_eq!(
+                    db.multi_get(&refs, &ReadOptions::default()).unwrap(),
+                    want,
+                    "{ctx}: multi_get"
+                );
             }
             70..=76 => {
                 let lo = rng.gen_bool(0.5).then(|| key(&mut rng));
@@ -273,6 +280,10 @@ fn run(seed: u64, steps: usize) -> Counts {
                     frozen.get(&k).cloned(),
                     "{ctx}: snapshot get"
                 );
+                let keys: Vec<Vec<u8>> = (0..8).map(|_| key(&mut rng)).collect();
+                let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                let want: Vec<_> = keys.iter().map(|k| frozen.get(k).cloned()).collect();
+                assert_eq!(db.multi_get(&refs, &opts).unwrap(), want, "{ctx}: snapshot multi_get");
                 assert_eq!(
                     scan(&db, &opts),
                     in_bounds(&frozen, &None, &None),

@@ -88,7 +88,7 @@ pub struct Args {
     /// Bytes per value.
     #[arg(long = "value_size", default_value_t = 100)]
     pub value_size: usize,
-    /// Entries per write batch (and keys per multireadrandom operation).
+    /// Entries per write batch (and keys per multireadrandom operation: one `Db::multi_get`).
     #[arg(long = "batch_size", default_value_t = 1)]
     pub batch_size: usize,
     /// Base of the random generators' seeds; each benchmark's threads get the next seeds.

@@ -339,7 +339,7 @@ fn thread_main(
         ReadRandom => read_random(db, sh, &mut st, random(), sh.key_size, 1),
         // As db_bench: a key one byte longer than every stored key is never found.
         ReadMissing => read_random(db, sh, &mut st, random(), sh.key_size + 1, 1),
-        MultiReadRandom => read_random(db, sh, &mut st, random(), sh.key_size, sh.batch_size),
+        MultiReadRandom => multi_read_random(db, sh, &mut st, random(), sh.batch_size),
         SeekRandom => seek_random(db, sh, &mut st, random()),
         ReadWhileWriting if tid == sh.threads => {
             let r = write_until_readers_done(db, sh, &mut st, random(), seed);
@@ -421,6 +421,36 @@ fn read_random(
         for _ in 0..per_op {
             format_key(keys.next_number(), &mut k);
             if let Some(v) = db.get(&k)? {
+                found += 1;
+                bytes += (k.len() + v.len()) as u64;
+            }
+        }
+        st.looked_up(per_op as u64, found);
+        st.finished_ops(per_op as u64, bytes);
+    }
+    Ok(())
+}
+
+/// `--batch_size` random keys per [`Db::multi_get`], one operation per key (db_bench's
+/// multireadrandom).
+fn multi_read_random(
+    db: &Db,
+    sh: &Shared,
+    st: &mut ThreadStats,
+    mut keys: KeyGen,
+    per_op: usize,
+) -> Result<()> {
+    let mut batch = vec![vec![0; sh.key_size]; per_op];
+    let mut budget = Budget::new(sh);
+    let opts = ReadOptions::default();
+    while !budget.done(st.ops()) {
+        for k in &mut batch {
+            format_key(keys.next_number(), k);
+        }
+        let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+        let (mut found, mut bytes) = (0, 0);
+        for (k, v) in batch.iter().zip(db.multi_get(&refs, &opts)?) {
+            if let Some(v) = v {
                 found += 1;
                 bytes += (k.len() + v.len()) as u64;
             }

@@ -63,6 +63,7 @@ use crate::version_edit::{SstMeta, VersionEdit};
 use crate::wal::{AppendError, WalWriter};
 
 mod compaction;
+mod multi_get;
 mod picker;
 mod pool;
 mod read_only;
@@ -356,6 +357,30 @@ impl Db {
     /// As [`Db::get`].
     pub fn get_opt(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
         self.inner.get(key, opts)
+    }
+
+    /// The values of `keys`, in their order (`None` where a key has none), as one
+    /// [`Db::get`] per key would answer at one snapshot taken at the call. The data blocks
+    /// the keys need that the block cache does not hold are read together, one batch per
+    /// round, so a batch whose keys miss the cache waits for about one read, not one per
+    /// key (`multi_get.rs`).
+    ///
+    /// ```
+    /// use shale_lsm::{Db, Options, ReadOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::small_for_tests())?;
+    /// db.put(b"a", b"1")?;
+    /// db.put(b"c", b"3")?;
+    /// let got = db.multi_get(&[b"a", b"b", b"c"], &ReadOptions::default())?;
+    /// assert_eq!(got, [Some(b"1".to_vec()), None, Some(b"3".to_vec())]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Db::get`]: a damaged block read for any key fails the whole call.
+    pub fn multi_get(&self, keys: &[&[u8]], opts: &ReadOptions) -> Result<Vec<Option<Vec<u8>>>> {
+        self.inner.multi_get(keys, opts)
     }
 
     /// An iterator over the store (as of a snapshot, within bounds or a prefix).

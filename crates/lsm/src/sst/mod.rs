@@ -51,7 +51,7 @@ pub use bloom::bloom_hash;
 pub use builder::{SstBuilder, SstImage, SstOptions};
 pub use format::{Compression, SstProperties};
 pub use prepopulate::prepopulate_block_cache;
-pub use reader::{BlockSource, IndexAndFilter, SstIter, SstReader};
+pub use reader::{BlockSource, IndexAndFilter, Probe, SstIter, SstReader};
 pub use volume_io::{
     PageCacheFiles, QueuePool, SstBytesRead, SstBytesWritten, VolumeSource, write_sst,
     write_sst_buffered,

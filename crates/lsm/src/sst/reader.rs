@@ -342,32 +342,60 @@ impl SstReader {
     /// # Errors
     /// [`Error::Corruption`] for damaged blocks; the source's errors.
     pub fn get(&self, lookup_ikey: &[u8], bloom_hash: u64) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        match self.probe(lookup_ikey, bloom_hash)? {
+            Probe::Absent => Ok(None),
+            Probe::Found(entry) => Ok(entry),
+            Probe::NeedsBlock(h) => {
+                let stored = self.inner.source.read(h.offset, h.stored_bytes() as usize)?;
+                self.search_read_block(lookup_ikey, h, &stored)
+            }
+        }
+    }
+
+    /// A point lookup as far as it goes without the device: the filter, the index, then the
+    /// data block if the cache holds it. [`Probe::NeedsBlock`] names the block to read
+    /// (its stored bytes: [`BlockHandle::stored_bytes`] at [`BlockHandle::offset`] of the
+    /// SST), which [`SstReader::search_read_block`] then searches; a multi-get reads the
+    /// blocks of many lookups at once in between.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a damaged index or block handle; the source's errors.
+    pub fn probe(&self, lookup_ikey: &[u8], bloom_hash: u64) -> Result<Probe> {
         if !self.filter_may_contain(bloom_hash)? {
-            return Ok(None);
+            return Ok(Probe::Absent);
         }
         let mut index = self.index_block()?.iter();
         index.seek(lookup_ikey);
         if !index.valid() {
-            return index.status().map(|()| None);
+            return index.status().map(|()| Probe::Absent);
         }
-        let handle = decode_handle(index.value(), self.inner.footer.index.offset)?;
-        let block = self.data_block(handle)?;
-        let mut it = block_iter(&block, handle.offset)?;
-        it.seek(lookup_ikey);
-        if !it.valid() {
-            // The index key (this block's last key) is at or after the lookup key, so a block
-            // with no such entry is damaged.
-            it.status()?;
-            return Err(Error::corruption(
-                "SST data block ends before its index key",
-                handle.offset,
-            ));
+        let h = decode_handle(index.value(), self.inner.footer.index.offset)?;
+        let readable = self.inner.footer.image_bytes - FOOTER_BYTES as u64;
+        if !h.fits_before(readable) {
+            return Err(Error::corruption("SST index: data block outside the image", h.offset));
         }
-        if key::user_key(it.key()) == key::user_key(lookup_ikey) {
-            Ok(Some((it.key().to_vec(), it.value().to_vec())))
-        } else {
-            Ok(None)
+        match self.inner.cache.get(self.inner.cache_id, h.offset, BlockKind::Data) {
+            Some(block) => Ok(Probe::Found(search_block(&block, h, lookup_ikey)?)),
+            None => Ok(Probe::NeedsBlock(h)),
         }
+    }
+
+    /// Searches the data block at `h` whose stored bytes (with the trailer) the caller read,
+    /// after checking them ([`Error::Corruption`] on a bad checksum or structure, never
+    /// another entry), and caches it.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a damaged block.
+    pub fn search_read_block(
+        &self,
+        lookup_ikey: &[u8],
+        h: BlockHandle,
+        stored: &[u8],
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let raw = decode_block(stored, h, "data block")?;
+        let block = Cached::Data(Arc::new(Block::new(raw, h.offset)?));
+        let block = self.inner.cache.insert(self.inner.cache_id, h.offset, block);
+        search_block(&block, h, lookup_ikey)
     }
 
     /// An iterator over every entry, unpositioned. It holds the index block while it lives;
@@ -420,10 +448,6 @@ impl SstReader {
     /// the source (the footer checked at open that it lies before the footer).
     fn read_meta_block(&self, h: BlockHandle) -> Result<Vec<u8>> {
         self.inner.source.read(h.offset, h.stored_bytes() as usize)
-    }
-
-    fn data_block(&self, h: BlockHandle) -> Result<Arc<Cached>> {
-        self.data_block_via(h, None)
     }
 
     /// The data block at `h`, from the cache, else from `readahead` when it holds the block,
@@ -499,6 +523,40 @@ fn load_cached(
         return Ok(hit);
     }
     Ok(cache.insert(cache_id, h.offset, load(h)?))
+}
+
+/// How far [`SstReader::probe`] got.
+#[derive(Debug)]
+pub enum Probe {
+    /// The filter or the index rules the key out of this SST.
+    Absent,
+    /// The newest visible entry of the key (internal key, value), or none, from a cached
+    /// data block.
+    Found(Option<(Vec<u8>, Vec<u8>)>),
+    /// The data block at this handle decides, and the cache does not hold it.
+    NeedsBlock(BlockHandle),
+}
+
+/// The first entry of `block` (at `h`) at or after `lookup_ikey`, if its user key is the
+/// lookup's.
+fn search_block(
+    block: &Arc<Cached>,
+    h: BlockHandle,
+    lookup_ikey: &[u8],
+) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    let mut it = block_iter(block, h.offset)?;
+    it.seek(lookup_ikey);
+    if !it.valid() {
+        // The index key (this block's last key) is at or after the lookup key, so a block
+        // with no such entry is damaged.
+        it.status()?;
+        return Err(Error::corruption("SST data block ends before its index key", h.offset));
+    }
+    if key::user_key(it.key()) == key::user_key(lookup_ikey) {
+        Ok(Some((it.key().to_vec(), it.value().to_vec())))
+    } else {
+        Ok(None)
+    }
 }
 
 fn decode_handle(b: &[u8], index_offset: u64) -> Result<BlockHandle> {

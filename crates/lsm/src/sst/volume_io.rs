@@ -83,6 +83,9 @@ pub const POOL_QUEUES_IDLE_MAX: usize = 8;
 const PREFETCH_CHUNK_BYTES: u64 = 128 << 10;
 /// Depth of a pooled read queue: reads through it are one at a time.
 const READ_QUEUE_DEPTH: u32 = 1;
+/// Depth of a pooled batch queue ([`QueuePool::read_many`]): the reads of one multi-get in
+/// flight together.
+const BATCH_QUEUE_DEPTH: u32 = 32;
 
 /// Writes `image` into a newly allocated extent of `volume`, durably, and returns the extent
 /// (pending: the caller commits it in a version edit or releases it).
@@ -227,6 +230,8 @@ pub struct PageCacheFiles {
 pub struct QueuePool {
     volume: Arc<Volume>,
     idle: Mutex<Vec<VolumeQueue>>,
+    /// Idle queues of [`BATCH_QUEUE_DEPTH`], for [`QueuePool::read_many`].
+    batch_idle: Mutex<Vec<VolumeQueue>>,
     /// Present when reads go through the page cache (see the module's comment).
     buffered: Option<Arc<BufferedReader>>,
     /// Present when SSTs are written through the page cache (see the module's comment).
@@ -266,6 +271,7 @@ impl QueuePool {
         QueuePool {
             volume,
             idle: Mutex::new(Vec::new()),
+            batch_idle: Mutex::new(Vec::new()),
             buffered: files.reads,
             writer: files.writes,
             direct_bytes: AtomicU64::new(0),
@@ -377,6 +383,97 @@ impl QueuePool {
             (None, Some(writer)) => Ok(writer.drop_cached(range.start, len)?),
             (None, None) => Ok(()),
         }
+    }
+
+    /// Reads `(offset, len)` ranges of the volume's slot area (absolute offsets, inside
+    /// extents of live SSTs) all at once, answered in order: through the page cache's
+    /// [`BufferedReader::read_many`] when reads are buffered, else with O_DIRECT on a queue of
+    /// [`BATCH_QUEUE_DEPTH`], whole device blocks around each range. The device works on
+    /// them together, so a batch costs about one read's latency, not one per range.
+    pub fn read_many(&self, reqs: &[(u64, usize)]) -> Vec<Result<Vec<u8>>> {
+        if let Some(buffered) = &self.buffered {
+            let out: Vec<Result<Vec<u8>>> =
+                buffered.read_many(reqs).into_iter().map(|r| r.map_err(Error::from)).collect();
+            let bytes: usize =
+                reqs.iter().zip(&out).filter(|(_, r)| r.is_ok()).map(|(q, _)| q.1).sum();
+            self.buffered_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+            return out;
+        }
+        match self.read_many_direct(reqs) {
+            Ok(out) => out,
+            // The queue itself failed: every range gets the error.
+            Err(e) => reqs
+                .iter()
+                .map(|&(offset, _)| {
+                    Err(Error::Io(shale_io::Error::Io {
+                        op: shale_io::OpKind::Read,
+                        offset,
+                        source: std::io::Error::other(format!("batch read queue failed: {e}")),
+                    }))
+                })
+                .collect(),
+        }
+    }
+
+    fn read_many_direct(&self, reqs: &[(u64, usize)]) -> Result<Vec<Result<Vec<u8>>>> {
+        let bs = u64::from(self.volume.device().info().block_size);
+        let mut q = match self.batch_idle.lock().pop() {
+            Some(q) => q,
+            None => {
+                let opts = QueueOptions { depth: BATCH_QUEUE_DEPTH, ..QueueOptions::default() };
+                self.volume.queue(IoClass::Slot, &opts)?
+            }
+        };
+        let mut out: Vec<Option<Result<Vec<u8>>>> = (0..reqs.len()).map(|_| None).collect();
+        let mut done = Vec::new();
+        let settle = |done: &mut Vec<Completion>, out: &mut Vec<Option<Result<Vec<u8>>>>| {
+            for c in done.drain(..) {
+                let i = c.tag as usize;
+                let (offset, len) = reqs[i];
+                let from = (offset % bs) as usize;
+                out[i] = Some(match (c.result, c.buf) {
+                    (Ok(()), Some(buf)) => {
+                        self.direct_bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
+                        Ok(buf[from..from + len].to_vec())
+                    }
+                    (Err(e), _) => Err(Error::from(e)),
+                    (Ok(()), None) => {
+                        Err(Error::corruption("a read completed without its buffer", offset))
+                    }
+                });
+            }
+        };
+        for (i, &(offset, len)) in reqs.iter().enumerate() {
+            let start = (offset / bs) * bs;
+            let end = (offset + len as u64).div_ceil(bs) * bs;
+            let mut req = Request {
+                tag: i as u64,
+                op: Op::Read { offset: start, buf: AlignedBuf::zeroed((end - start) as usize) },
+            };
+            loop {
+                match q.submit(req) {
+                    Ok(()) => break,
+                    Err((shale_io::Error::Busy, back)) => {
+                        req = back;
+                        q.reap(1, &mut done)?;
+                        settle(&mut done, &mut out);
+                    }
+                    Err((e, _)) => {
+                        out[i] = Some(Err(Error::from(e)));
+                        break;
+                    }
+                }
+            }
+        }
+        while q.in_flight() > 0 {
+            q.reap(q.in_flight(), &mut done)?;
+            settle(&mut done, &mut out);
+        }
+        let mut idle = self.batch_idle.lock();
+        if idle.len() < POOL_QUEUES_IDLE_MAX {
+            idle.push(q);
+        }
+        Ok(out.into_iter().map(|r| r.expect("every read was reaped")).collect())
     }
 
     fn take(&self) -> Result<VolumeQueue> {

@@ -83,6 +83,41 @@ pub fn scan_state(db: &Db, len_max: usize) -> shale_lsm::Result<State> {
     Ok(state)
 }
 
+/// The entries of keys `0..keys` as [`State`], read by [`Db::multi_get`] in batches of
+/// `batch` keys (each key twice in a batch when `batch` is even, in shuffled order: a block
+/// two keys need, and a key asked twice, must each be answered once and right); panics on a
+/// value never written for its key.
+pub fn multi_get_state(
+    db: &Db,
+    keys: u16,
+    batch: usize,
+    len_max: usize,
+) -> shale_lsm::Result<State> {
+    let mut order: Vec<u16> = (0..keys).collect();
+    // A fixed shuffle: batches span SSTs and levels in no order.
+    order.sort_by_key(|n| (u32::from(*n) * 2_654_435_761u32).rotate_left(7));
+    let mut state = State::new();
+    for chunk in order.chunks(batch.div_ceil(2).max(1)) {
+        let mut asked: Vec<Vec<u8>> = chunk.iter().map(|&n| key(n)).collect();
+        if batch % 2 == 0 {
+            asked.extend(chunk.iter().rev().map(|&n| key(n)));
+        }
+        let refs: Vec<&[u8]> = asked.iter().map(Vec::as_slice).collect();
+        let got = db.multi_get(&refs, &ReadOptions::default())?;
+        assert_eq!(got.len(), asked.len(), "one answer per key asked");
+        for (k, v) in asked.iter().zip(got) {
+            let n = key_number(k).expect("a key of ours");
+            let Some(v) = v else { continue };
+            let stamp = stamp_of(n, &v, len_max)
+                .unwrap_or_else(|| panic!("key {n}: a value never written for it"));
+            if let Some(before) = state.insert(n, stamp) {
+                assert_eq!(before, stamp, "key {n}: two answers in one batch");
+            }
+        }
+    }
+    Ok(state)
+}
+
 /// Runs the tests of one file one at a time (hold the guard for the whole test). An OFD lock
 /// belongs to the open file description, and a process forked by another test thread
 /// (`Command::spawn`: mount, mkfifo, losetup, a child store) holds a duplicate of every

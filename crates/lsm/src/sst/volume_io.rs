@@ -652,7 +652,7 @@ mod tests {
         }
         device.set_faults(FaultPlan::default());
         let not_slots = SstImage {
-            bytes: AlignedBuf::zeroed(4096),
+            bytes: vec![0; 4096],
             properties: image.properties.clone(),
             smallest: Vec::new(),
             largest: Vec::new(),

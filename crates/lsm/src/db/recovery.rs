@@ -33,7 +33,10 @@ use crate::version::Version;
 use crate::version_edit::{SstMeta, VersionEdit};
 use crate::wal::{RecoveredGroup, TailLog, WalLayout, WalWriter};
 
-use super::{Db, Inner, MEMTABLE_OVERHEAD_PER_OP, State, WAL_QUEUE_DEPTH, WriteQueue, open_sst};
+use super::{
+    Db, Inner, MEMTABLE_OVERHEAD_PER_OP, State, WAL_QUEUE_DEPTH, WriteQueue, memtable_has_room,
+    new_memtable, open_sst,
+};
 
 /// What stages 1 and 2 found: the engine with its committed version, and the WAL's records
 /// to replay (the device's groups, then the tail's).
@@ -147,7 +150,7 @@ impl Db {
             writers: WriteQueue::default(),
             state: Mutex::new(State {
                 freed_ltns: Vec::new(),
-                mem: Arc::new(Memtable::new(2 * opts.write_buffer_bytes)),
+                mem: Arc::new(new_memtable(opts.write_buffer_bytes)),
                 mem_bytes: 0,
                 mem_ltn: 0,
                 imm: VecDeque::new(),
@@ -187,9 +190,11 @@ impl Inner {
     /// Then the records of the WAL tail that continue the sequence numbers: writes without
     /// sync whose pages had not completed when the process died. Returns how many of those.
     fn replay_wal(&self, groups: &[RecoveredGroup], tail_records: &[Vec<u8>]) -> Result<usize> {
+        // No snapshot exists while the store opens: only each key's newest version is kept.
+        const NO_SNAPSHOT: u64 = u64::MAX;
         let (mut outputs, mut opened) = (Vec::new(), Vec::new());
         let (last_seq, from_tail) = self.replay_records(groups, tail_records, &mut |mem| {
-            for (meta, reader) in self.write_output(self.memtable_builder(&mem)?)? {
+            for (meta, reader) in self.write_output(self.memtable_builder(&mem, NO_SNAPSHOT)?)? {
                 outputs.push(meta);
                 opened.push(reader);
             }
@@ -221,7 +226,7 @@ impl Inner {
         tail_records: &[Vec<u8>],
         seal: &mut dyn FnMut(Arc<Memtable>) -> Result<()>,
     ) -> Result<(u64, usize)> {
-        let new_mem = || Arc::new(Memtable::new(2 * self.write_buffer_bytes()));
+        let new_mem = || Arc::new(new_memtable(self.write_buffer_bytes()));
         let mut mem = new_mem();
         let mut mem_bytes = 0;
         let mut last_seq = self.state.lock().last_seq;
@@ -249,7 +254,8 @@ impl Inner {
                 from_tail += 1;
             }
             let footprint: usize = rec.len() + b.ops.len() * MEMTABLE_OVERHEAD_PER_OP;
-            if mem_bytes + footprint > self.opts.write_buffer_bytes && !mem.is_empty() {
+            let room = memtable_has_room(&mem, mem_bytes, footprint, self.opts.write_buffer_bytes);
+            if !room && !mem.is_empty() {
                 seal(std::mem::replace(&mut mem, new_mem()))?;
                 mem_bytes = 0;
             }

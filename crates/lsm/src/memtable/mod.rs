@@ -230,6 +230,13 @@ impl Memtable {
         self.list.arena().allocated_bytes()
     }
 
+    /// Bytes its entries take: every node with its index tower, key and value, as allocated
+    /// (in-flight inserts count once allocated). What a write buffer size is compared with,
+    /// as RocksDB compares its memtable's arena usage.
+    pub fn used_bytes(&self) -> usize {
+        self.list.node_bytes()
+    }
+
     /// The memory bound given at creation, in bytes.
     pub fn capacity_bytes(&self) -> usize {
         self.list.arena().capacity_bytes()

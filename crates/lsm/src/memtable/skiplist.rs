@@ -154,6 +154,9 @@ pub(crate) struct SkipList {
     height: AtomicUsize,
     /// Nodes linked at level 0.
     len: AtomicUsize,
+    /// Bytes of every node allocated (towers, keys and values, aligned): what the entries
+    /// take, without the arena's unused chunk tails.
+    node_bytes: AtomicUsize,
     /// State of the height generator (a SplitMix64 counter).
     rng: AtomicU64,
 }
@@ -167,6 +170,7 @@ impl SkipList {
             head: std::array::from_fn(|_| Link::new(ptr::null_mut())),
             height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
+            node_bytes: AtomicUsize::new(0),
             rng: AtomicU64::new(0x5eed_f00d_5ca1_ab1e),
         }
     }
@@ -224,6 +228,7 @@ impl SkipList {
         let layout = Layout::from_size_align(bytes, align_of::<Node>().max(align_of::<Link>()))
             .expect("node layout");
         let ptr = self.arena.alloc(layout)?.cast::<Node>();
+        self.node_bytes.fetch_add(layout.pad_to_align().size(), Mem::Relaxed);
         let header = Node {
             key_len: key_len as u32,
             value_len: value.len() as u32,
@@ -356,6 +361,11 @@ impl SkipList {
     /// Nodes linked at level 0.
     pub(crate) fn len(&self) -> usize {
         self.len.load(Mem::Relaxed)
+    }
+
+    /// Bytes of the nodes allocated so far (see the field).
+    pub(crate) fn node_bytes(&self) -> usize {
+        self.node_bytes.load(Mem::Relaxed)
     }
 
     /// The arena the nodes live in.

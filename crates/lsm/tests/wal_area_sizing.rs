@@ -265,3 +265,28 @@ fn one_put(i: u32) -> WriteBatch {
     b.put(&key_of(i), &value_of(i));
     b
 }
+
+#[test]
+fn a_kept_free_group_keeps_only_its_first_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    // Groups of 48 MiB (32 MiB memtables); one memtable of about 30 MB of records.
+    let o = defaults_with_write_buffer(32 << 20);
+    let db = Db::open(dir.path(), o).unwrap();
+    let l = db.volume().layout();
+    let value = vec![b'w'; 1000];
+    for i in 0..30_000u32 {
+        db.put(format!("key{i:06}").as_bytes(), &value).unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(db.stats().flushes, 1, "one memtable, one group");
+    // The next write frees the flushed group: kept for reuse, but only its first 16 MiB.
+    db.put(b"after", b"flush").unwrap();
+    let kept = u64::from(shale_lsm::wal::KEPT_GROUP_PAGES_MAX) * 4096;
+    let active = 4 << 20;
+    assert_eq!(db.stats().wal_bytes_allocated, 8192 + kept + active);
+    let wal_disk = wal_disk_bytes(dir.path(), &l);
+    assert!(wal_disk <= 8192 + kept + active + FS_SLACK_BYTES, "WAL area: {wal_disk} bytes");
+    assert_eq!(db.get(b"key012345").unwrap(), Some(value));
+    db.check().unwrap();
+    db.close().unwrap();
+}

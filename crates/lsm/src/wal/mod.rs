@@ -26,7 +26,8 @@
 //!   in allocated storage and a full file system fails an allocation before a write;
 //! - when a group is freed (its generation's flush committed, so recovery never reads it
 //!   again) its storage is released (`Device::release_range`), except for one free group
-//!   kept allocated for the next group to start in ([`FREE_GROUPS_KEPT_ALLOCATED`]);
+//!   kept allocated for the next group to start in ([`FREE_GROUPS_KEPT_ALLOCATED`]), and of
+//!   that one only its first 16 MiB ([`KEPT_GROUP_PAGES_MAX`]);
 //! - at open, once the recovered groups are flushed and committed, every group is free and
 //!   released whole, which also shrinks volumes whose whole WAL area was allocated.
 //!
@@ -43,7 +44,7 @@ mod writer;
 
 pub use recovery::{RecoveredGroup, recover};
 pub use tail::{MemoryTail, TailLog, WalTail};
-pub use writer::{AppendError, FREE_GROUPS_KEPT_ALLOCATED, WalWriter};
+pub use writer::{AppendError, FREE_GROUPS_KEPT_ALLOCATED, KEPT_GROUP_PAGES_MAX, WalWriter};
 
 use crate::error::{Error, Result};
 use page::PAGE_BYTES;

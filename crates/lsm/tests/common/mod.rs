@@ -95,7 +95,7 @@ pub fn multi_get_state(
 ) -> shale_lsm::Result<State> {
     let mut order: Vec<u16> = (0..keys).collect();
     // A fixed shuffle: batches span SSTs and levels in no order.
-    order.sort_by_key(|n| (u32::from(*n) * 2_654_435_761u32).rotate_left(7));
+    order.sort_by_key(|n| u32::from(*n).wrapping_mul(2_654_435_761).rotate_left(7));
     let mut state = State::new();
     for chunk in order.chunks(batch.div_ceil(2).max(1)) {
         let mut asked: Vec<Vec<u8>> = chunk.iter().map(|&n| key(n)).collect();

@@ -36,14 +36,13 @@
 //! pulls in pages of neighbouring ranges that are about to be rewritten. Callers that scan
 //! read large ranges themselves.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-
-use std::cell::RefCell;
 
 use io_uring::{IoUring, opcode, types};
 use parking_lot::Mutex;

@@ -44,13 +44,13 @@ impl SstHandle {
         SstHandle { meta, reader, obsolete: AtomicBool::new(false), pool, cache }
     }
 
-    /// Marks the SST as dropped by a committed edit: its extent is released on last drop.
     /// The volume's byte offset of `sst_offset` in this SST (for batched reads of its
     /// blocks through the pool, [`QueuePool::read_many`]).
     pub fn volume_offset(&self, sst_offset: u64) -> u64 {
         self.pool.volume().extent_range(self.meta.extent).start + sst_offset
     }
 
+    /// Marks the SST as dropped by a committed edit: its extent is released on last drop.
     pub fn mark_obsolete(&self) {
         self.obsolete.store(true, AtomicOrdering::Release);
     }

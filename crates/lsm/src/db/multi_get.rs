@@ -14,8 +14,8 @@
 
 use std::sync::Arc;
 
-use super::{Inner, visible_value};
-use crate::error::{Error, Result};
+use super::{Inner, visible_sst_value};
+use crate::error::Result;
 use crate::key::{self, Kind};
 use crate::options::ReadOptions;
 use crate::sst::{Probe, bloom_hash};
@@ -33,7 +33,6 @@ struct Lookup<'k> {
     next: usize,
     /// The newest range tombstone over the key seen so far.
     covering: u64,
-    snapshot: u64,
 }
 
 /// Where a lookup stopped.
@@ -49,42 +48,33 @@ impl Inner {
         keys: &[&[u8]],
         opts: &ReadOptions,
     ) -> Result<Vec<Option<Vec<u8>>>> {
-        let (mems, version, snapshot) = {
-            let st = self.state.lock();
-            let mut mems = vec![st.mem.clone()];
-            mems.extend(st.imm.iter().rev().map(|(m, _)| m.clone()));
-            (mems, st.version.clone(), opts.snapshot.unwrap_or(st.last_seq))
-        };
+        let view = self.read_view(opts);
+        let snapshot = view.snapshot;
         let mut answers: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
         let mut walking = Vec::new();
-        'keys: for (slot, user_key) in keys.iter().enumerate() {
-            let mut covering = 0;
-            for m in &mems {
-                covering = covering.max(m.max_covering_tombstone_seq(user_key, snapshot));
-                if let Some((seq, kind, value)) = m.get_entry(user_key, snapshot) {
-                    answers[slot] = visible_value(seq, kind, value, covering);
-                    continue 'keys;
+        for (slot, user_key) in keys.iter().enumerate() {
+            let covering = match view.memtables(user_key) {
+                Ok(answer) => {
+                    answers[slot] = answer;
+                    continue;
                 }
-                if covering > 0 {
-                    continue 'keys;
-                }
-            }
+                Err(covering) => covering,
+            };
             walking.push(Lookup {
                 slot,
                 user_key,
                 ikey: key::encode(user_key, snapshot, Kind::SEEK),
                 hash: bloom_hash(user_key),
-                candidates: version.candidates(user_key),
+                candidates: view.version.candidates(user_key),
                 next: 0,
                 covering,
-                snapshot,
             });
         }
         while !walking.is_empty() {
             // Each key as far as it goes without the device.
             let mut reads = Vec::new();
             for mut l in walking.drain(..) {
-                match walk(&mut l)? {
+                match walk(&mut l, snapshot)? {
                     Step::Answered(v) => answers[l.slot] = v,
                     Step::Read(h) => reads.push((l, h)),
                 }
@@ -111,9 +101,7 @@ impl Inner {
                 let f = &l.candidates[l.next];
                 match f.reader.search_read_block(&l.ikey, h, stored)? {
                     Some((ikey, value)) => {
-                        let p = key::parse(&ikey)
-                            .ok_or_else(|| Error::corruption("SST entry: bad internal key", 0))?;
-                        answers[l.slot] = visible_value(p.seq, p.kind, value, l.covering);
+                        answers[l.slot] = visible_sst_value(&ikey, value, l.covering)?;
                     }
                     None if l.covering > 0 => {}
                     None => {
@@ -128,14 +116,12 @@ impl Inner {
 }
 
 /// Takes `l` down its candidates until an answer or a block the cache does not hold.
-fn walk(l: &mut Lookup<'_>) -> Result<Step> {
+fn walk(l: &mut Lookup<'_>, snapshot: u64) -> Result<Step> {
     while let Some(f) = l.candidates.get(l.next) {
-        l.covering = l.covering.max(f.reader.max_covering_tombstone_seq(l.user_key, l.snapshot));
+        l.covering = l.covering.max(f.reader.max_covering_tombstone_seq(l.user_key, snapshot));
         match f.reader.probe(&l.ikey, l.hash)? {
             Probe::Found(Some((ikey, value))) => {
-                let p = key::parse(&ikey)
-                    .ok_or_else(|| Error::corruption("SST entry: bad internal key", 0))?;
-                return Ok(Step::Answered(visible_value(p.seq, p.kind, value, l.covering)));
+                return Ok(Step::Answered(visible_sst_value(&ikey, value, l.covering)?));
             }
             Probe::NeedsBlock(h) => return Ok(Step::Read(h)),
             Probe::Found(None) | Probe::Absent => {}

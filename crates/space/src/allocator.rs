@@ -168,6 +168,21 @@ impl Allocator {
         self.free.insert_merged(e);
     }
 
+    /// Gives back the tail of a pending extent, keeping its first `keep` slots pending: an SST
+    /// written into an extent reserved for its largest size ends up using fewer slots.
+    ///
+    /// # Panics
+    /// If `e` is not exactly a pending extent, or `keep` is not in `1..=e.count`.
+    pub(crate) fn shrink(&mut self, e: Extent, keep: u32) -> Extent {
+        assert!(self.pending.contains_exact(e), "shrink of {e:?}, which is not pending");
+        assert!((1..=e.count).contains(&keep), "shrink of {e:?} to {keep} slots");
+        if keep < e.count {
+            self.pending.0.insert(e.first, keep);
+            self.free.insert_merged(Extent { first: e.first + keep, count: e.count - keep });
+        }
+        Extent { first: e.first, count: keep }
+    }
+
     /// Checks that an edit may be committed: every added extent is pending, every removed one
     /// live, none twice.
     pub(crate) fn validate_edit(&self, removed: &[Extent], added: &[Extent]) -> Result<(), String> {
@@ -363,6 +378,30 @@ mod tests {
         a.release(ext(0, 2));
         a.check().unwrap();
         assert_eq!(a.usage().free, 4);
+    }
+
+    #[test]
+    fn shrink_frees_the_tail_and_keeps_the_head_pending() {
+        let mut a = Allocator::rebuild(10, &[ext(8, 2)]).unwrap();
+        let e = a.allocate(6).unwrap();
+        assert_eq!(a.shrink(e, 6), e, "keeping every slot changes nothing");
+        let kept = a.shrink(e, 2);
+        assert_eq!(kept, ext(0, 2));
+        a.check().unwrap();
+        let u = a.usage();
+        assert_eq!((u.live, u.pending, u.free, u.free_runs), (2, 2, 6, 1));
+        assert!(a.validate_edit(&[], &[e]).is_err(), "the reserved extent is gone");
+        a.validate_edit(&[], &[kept]).unwrap();
+        a.apply_edit(&[], &[kept]);
+        a.check().unwrap();
+        assert_eq!(a.allocate(6), Some(ext(2, 6)), "the tail is free again");
+    }
+
+    #[test]
+    #[should_panic(expected = "not pending")]
+    fn shrink_of_a_live_extent_is_a_bug() {
+        let mut a = Allocator::rebuild(4, &[ext(0, 4)]).unwrap();
+        a.shrink(ext(0, 4), 1);
     }
 
     #[test]

@@ -498,6 +498,31 @@ impl Volume {
         }
     }
 
+    /// Gives back the slots of a pending extent from [`Volume::allocate`] past its first
+    /// `slots`, and returns the extent of those it keeps (still pending). An SST streamed into
+    /// an extent reserved for the largest size it could reach gives back what it did not use.
+    ///
+    /// # Panics
+    /// If the extent is not pending, or `slots` is not in `1..=e.count` (bugs in the caller).
+    pub fn shrink(&self, e: Extent, slots: u32) -> Extent {
+        assert!((1..=e.count).contains(&slots), "shrink of {e:?} to {slots} slots");
+        if slots == e.count {
+            return e;
+        }
+        // As in `release`: the hole is made while the tail is still the caller's.
+        let tail = self.extent_range(Extent { first: e.first + slots, count: e.count - slots });
+        let given_back = self.device.release_range(tail.start, tail.end - tail.start);
+        let mut inner = self.inner.lock();
+        let kept = inner.slots.shrink(e, slots);
+        if let Err(err) = given_back {
+            log::error!("could not give back the storage of free slots {tail:?}: {err}");
+            if inner.stopped.is_none() {
+                inner.stopped = Some(format!("giving back the storage of free slots: {err}"));
+            }
+        }
+        kept
+    }
+
     /// Commits an edit durably, as a delta or, when the version log needs room, as a new base
     /// whose engine bytes come from `engine_state` (the engine's complete state *after* this
     /// edit). Removed extents are freed only once the commit is durable.

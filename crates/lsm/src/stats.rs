@@ -134,6 +134,10 @@ pub struct Stats {
     /// Bytes of flush and compaction outputs written through the page cache (and synced)
     /// since open (`use_direct_io_for_flush_and_compaction = false`).
     pub sst_bytes_written_buffered: u64,
+    /// Flush and compaction outputs that outgrew the extent reserved for them as they were
+    /// streamed, and were copied to a larger one (each costs a read and a write of the part
+    /// streamed before; see `sst::writer`).
+    pub sst_relocations: u64,
     /// Bytes written to the version log since open.
     pub version_log_bytes_written: u64,
     /// Block cache hits.

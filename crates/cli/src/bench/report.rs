@@ -410,6 +410,7 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.sst.bytes.written", s.sst_bytes_written),
         ("shale.sst.bytes.written.direct", s.sst_bytes_written_direct),
         ("shale.sst.bytes.written.buffered", s.sst_bytes_written_buffered),
+        ("shale.sst.relocations", s.sst_relocations),
         ("shale.version.log.bytes", s.version_log_bytes_written),
         ("shale.flush.count", s.flushes),
         ("shale.compaction.count", s.compactions),

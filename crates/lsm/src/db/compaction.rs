@@ -143,7 +143,12 @@ impl Inner {
             .collect();
         let mut outputs = Vec::new();
         let mut opened = Vec::new();
-        let mut builder = OutputSst::new(&self.opts);
+        // An output ends before the entry that would take it past the cut size, except that
+        // the versions of one user key stay together: two slots more cover most of those. It
+        // holds no more than its inputs either (a small store's target may pass its device).
+        let input_bytes: u64 = c.inputs.iter().chain(&c.next).map(|f| f.meta.bytes).sum();
+        let reserve = cut_bytes.min(input_bytes) + 2 * self.volume.layout().slot_bytes;
+        let mut builder = self.new_output(reserve);
         // User keys from here on belong to the next output (`None`: from the first key on).
         let mut output_lower: Option<Vec<u8>> = None;
         let mut current_key: Option<Vec<u8>> = None;
@@ -157,7 +162,7 @@ impl Inner {
                 // Cut outputs only between user keys, so levels stay disjoint by user key.
                 let after = builder.builder.bytes_after_adding(ikey.len(), merged.value().len());
                 if builder.builder.entries() > 0 && after as u64 > cut_bytes {
-                    let mut full = std::mem::replace(&mut builder, OutputSst::new(&self.opts));
+                    let mut full = std::mem::replace(&mut builder, self.new_output(reserve));
                     let lower = output_lower.replace(p.user_key.to_vec());
                     add_clipped(&mut full, &kept_tombstones, lower.as_deref(), Some(p.user_key));
                     for (meta, reader) in self.write_output(full)? {
@@ -176,7 +181,7 @@ impl Inner {
             let range_deleted = p.seq < covering.max_covering_seq(p.user_key, smallest_snapshot);
             last_seq_for_key = p.seq;
             if !shadowed && !dead_tombstone && !range_deleted {
-                builder.add(ikey, merged.value());
+                builder.add(ikey, merged.value())?;
             }
             merged.next();
         }

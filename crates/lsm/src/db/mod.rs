@@ -52,11 +52,7 @@ use crate::level_targets::LevelTargets;
 use crate::memtable::Memtable;
 use crate::merge::MergingIterator;
 use crate::options::{KEY_BYTES_MAX, Options, ReadOptions, WriteOptions};
-use crate::range_del::RangeTombstone;
-use crate::sst::{
-    PageCacheFiles, QueuePool, SstBuilder, SstReader, VolumeSource, bloom_hash,
-    prepopulate_block_cache,
-};
+use crate::sst::{PageCacheFiles, QueuePool, SstReader, VolumeSource, bloom_hash};
 use crate::stats::{Stall, StallCounters, Stats};
 use crate::version::{LEVELS, SstHandle, Version};
 use crate::version_edit::{SstMeta, VersionEdit};
@@ -64,6 +60,7 @@ use crate::wal::{AppendError, WalWriter};
 
 mod compaction;
 mod multi_get;
+mod output;
 mod picker;
 mod pool;
 mod read_only;
@@ -74,6 +71,7 @@ mod write_group;
 use crate::sync;
 use crate::write_controller::{self, Pressure};
 use compaction::Compaction;
+use output::OutputSst;
 use picker::CompactionState;
 use pool::{PoolSize, panic_message};
 use store_lock::StoreLock;
@@ -658,32 +656,6 @@ fn open_sst(
     Ok(Arc::new(SstHandle::new(m.clone(), reader, pool.clone(), cache.clone())))
 }
 
-/// An SST being built, with the range of sequence numbers added to it.
-struct OutputSst {
-    builder: SstBuilder,
-    smallest_seq: u64,
-    largest_seq: u64,
-}
-
-impl OutputSst {
-    fn new(opts: &Options) -> OutputSst {
-        OutputSst { builder: SstBuilder::new(&opts.sst), smallest_seq: u64::MAX, largest_seq: 0 }
-    }
-
-    fn add(&mut self, ikey: &[u8], value: &[u8]) {
-        let seq = key::trailer_of(ikey) >> 8;
-        self.smallest_seq = self.smallest_seq.min(seq);
-        self.largest_seq = self.largest_seq.max(seq);
-        self.builder.add(ikey, value);
-    }
-
-    fn add_range_tombstone(&mut self, t: RangeTombstone) {
-        self.smallest_seq = self.smallest_seq.min(t.seq);
-        self.largest_seq = self.largest_seq.max(t.seq);
-        self.builder.add_range_tombstone(t);
-    }
-}
-
 impl Inner {
     fn check_batch(&self, batch: &WriteBatch) -> Result<usize> {
         for op in batch.ops() {
@@ -974,7 +946,12 @@ impl Inner {
     /// keys, 302 MB without them (RocksDB 295 MB). Tombstones stay (they hide older SSTs'
     /// entries).
     fn memtable_builder(&self, mem: &Arc<Memtable>, smallest_snapshot: u64) -> Result<OutputSst> {
-        let mut builder = OutputSst::new(&self.opts);
+        // The SST holds the entries' bytes and less per entry than a skiplist node, plus its
+        // filter and index: an eighth more covers those (a shorter reservation only costs a
+        // relocation).
+        let slot_bytes = self.volume.layout().slot_bytes;
+        let reserve = mem.used_bytes() as u64 * 9 / 8 + 2 * slot_bytes;
+        let mut builder = self.new_output(reserve);
         let mut it = mem.iter();
         it.seek_to_first();
         // The current user key, and the sequence of its version just before (newer), if any.
@@ -989,7 +966,7 @@ impl Inner {
                 newer_seq = None;
             }
             if newer_seq.is_none_or(|newer| newer > smallest_snapshot) {
-                builder.add(it.key(), it.value());
+                builder.add(it.key(), it.value())?;
             }
             newer_seq = Some(p.seq);
             it.next();
@@ -1028,44 +1005,6 @@ impl Inner {
         st.flushes += 1;
         self.cv.notify_all();
         Ok(())
-    }
-
-    /// Writes one SST from a builder (nothing for an empty one), and opens its reader from the
-    /// image in memory, before the state lock is taken to commit it.
-    fn write_output(&self, out: OutputSst) -> Result<Vec<(SstMeta, SstReader)>> {
-        if out.builder.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (smallest_seq, largest_seq) = (out.smallest_seq, out.largest_seq);
-        let image = out.builder.finish(self.volume.layout().slot_bytes);
-        let id = self.next_sst_id.fetch_add(1, Ordering::Relaxed);
-        let extent = if self.opts.prepopulate_block_cache {
-            let place = self.opts.index_and_filter();
-            prepopulate_block_cache(&self.cache, id, &image.bytes, place).map(|_| ())
-        } else {
-            Ok(())
-        }
-        .and_then(|()| self.pool.write_sst(&image))
-        .inspect_err(|_| self.cache.forget(id))?;
-        let source = Arc::new(VolumeSource::new(self.pool.clone(), extent));
-        let place = self.opts.index_and_filter();
-        let reader = SstReader::open_image(source, self.cache.clone(), id, place, &image.bytes)
-            .inspect_err(|_| {
-                self.cache.forget(id);
-                self.volume.release(extent);
-            })?;
-        let p = &image.properties;
-        let meta = SstMeta {
-            id,
-            extent,
-            bytes: image.bytes.len() as u64,
-            entries: p.entries,
-            smallest_seq,
-            largest_seq,
-            smallest: image.smallest.clone(),
-            largest: image.largest.clone(),
-        };
-        Ok(vec![(meta, reader)])
     }
 
     /// Commits an edit to the volume and installs the new version. `added`/`removed` are the
@@ -1294,6 +1233,7 @@ impl Inner {
             sst_bytes_written: io(IoClass::Slot).write_bytes + self.pool.bytes_written().buffered,
             sst_bytes_written_direct: self.pool.bytes_written().direct,
             sst_bytes_written_buffered: self.pool.bytes_written().buffered,
+            sst_relocations: self.pool.relocations(),
             version_log_bytes_written: io(IoClass::VersionLog).write_bytes,
             block_cache_hits: self.cache.hits(),
             block_cache_misses: self.cache.misses(),

@@ -9,6 +9,14 @@
 //! 3. `finish`: the last data block, then the filter, range-deletion (sorted, the pieces of
 //!    one tombstone joined), index and properties blocks, then zero padding and the footer, so
 //!    that the image is whole slots and the footer ends it.
+//!
+//! The image need not stay in memory while it grows: `take_written` hands out the bytes of
+//! the data blocks written so far (aligned for O_DIRECT) to be written to the device at once,
+//! and `finish` returns only what follows them (`SstImage::base`). A flush or compaction
+//! output thus holds about one write request of its SST instead of all of it (a 64 MiB SST
+//! was 64 MiB of heap, two or three of them at a time: what got the process killed in a
+//! 1 GiB memory cgroup, BENCHMARKS.md, regime (c)). `set_block_sink` gives each data block
+//! away as it is cut, uncompressed, to fill the block cache from.
 
 use shale_io::SECTOR_SIZE;
 
@@ -98,14 +106,17 @@ const VARINT32_BYTES_MAX: usize = 5;
 /// A block entry's overhead beyond its key and value: three varints and a restart point.
 const ENTRY_OVERHEAD_MAX: usize = 3 * VARINT32_BYTES_MAX + 4;
 
-/// A finished SST, not yet on a device.
+/// A finished SST, or the part of it not yet handed out by [`SstBuilder::take_written`].
 #[derive(Debug)]
 pub struct SstImage {
-    /// The image: a whole number of slots, the footer in its last bytes. A plain vector: the
+    /// Offset of `bytes` in the SST: the bytes before it were taken out while building.
+    /// Always a multiple of the alignment they were taken at.
+    pub base: u64,
+    /// The image from `base` on: its end is a whole number of slots, the footer in its last
+    /// bytes, and it holds every block but data blocks before `base`. A plain vector: the
     /// builder's own buffer, padded in place (the O_DIRECT writer copies it a request at a
     /// time into aligned buffers, the buffered writer needs no alignment), so a finished
-    /// image is never held twice: copying it into an aligned buffer made the largest
-    /// transient allocation of a compaction (72 MB of a 554 MB heap peak, heaptrack, 4M keys).
+    /// image is never held twice.
     pub bytes: Vec<u8>,
     /// What it holds.
     pub properties: SstProperties,
@@ -117,11 +128,28 @@ pub struct SstImage {
     pub largest: Vec<u8>,
 }
 
+impl SstImage {
+    /// Bytes of the whole SST: whole slots.
+    pub fn len(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
+
+    /// Whether the image has no bytes (never, for a finished one: it has a footer).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Receives each data block as it is cut: its offset in the SST and its uncompressed bytes.
+pub type BlockSink = Box<dyn FnMut(u64, Vec<u8>) + Send>;
+
 /// Builds one SST from entries in ascending internal key order.
-#[derive(Debug)]
 pub struct SstBuilder {
     opts: SstOptions,
+    /// Bytes of the image handed out by `take_written`; `image` holds what follows.
+    taken: u64,
     image: Vec<u8>,
+    block_sink: Option<BlockSink>,
     data: BlockBuilder,
     index: BlockBuilder,
     hashes: Vec<u64>,
@@ -129,6 +157,18 @@ pub struct SstBuilder {
     props: SstProperties,
     range_tombstones: Vec<RangeTombstone>,
     range_tombstone_bytes: usize,
+}
+
+impl std::fmt::Debug for SstBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SstBuilder")
+            .field("opts", &self.opts)
+            .field("taken", &self.taken)
+            .field("held", &self.image.len())
+            .field("entries", &self.props.entries)
+            .field("block_sink", &self.block_sink.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl SstBuilder {
@@ -141,7 +181,9 @@ impl SstBuilder {
         assert!(opts.block_bytes > 0, "block_bytes of zero");
         SstBuilder {
             opts: opts.clone(),
+            taken: 0,
             image: Vec::new(),
+            block_sink: None,
             data: BlockBuilder::new(opts.restart_interval),
             index: BlockBuilder::new(INDEX_RESTART_INTERVAL),
             hashes: Vec::new(),
@@ -155,6 +197,53 @@ impl SstBuilder {
             range_tombstones: Vec::new(),
             range_tombstone_bytes: 0,
         }
+    }
+
+    /// Has every data block cut from now on given to `sink` as well, uncompressed, with its
+    /// offset in the SST (to prepopulate the block cache without decoding the image again).
+    pub fn set_block_sink(&mut self, sink: BlockSink) {
+        self.block_sink = Some(sink);
+    }
+
+    /// Bytes of the image so far that no later block changes: the written blocks, whether
+    /// still held or taken out.
+    pub fn written_bytes(&self) -> u64 {
+        self.taken + self.image.len() as u64
+    }
+
+    /// Bytes of the image held by the builder: written blocks not taken out yet.
+    pub fn held_bytes(&self) -> usize {
+        self.image.len()
+    }
+
+    /// Takes the held bytes of the image written so far, in a multiple of `align` bytes, out of
+    /// the builder, with their offset in the SST, when there are at least `min` of them. The
+    /// caller writes them at that offset; the image `finish` returns starts after them.
+    ///
+    /// # Panics
+    /// If `align` is zero.
+    pub fn take_written(&mut self, min: usize, align: usize) -> Option<(u64, Vec<u8>)> {
+        assert!(align > 0, "alignment of zero");
+        let n = self.image.len() / align * align;
+        if n == 0 || n < min {
+            return None;
+        }
+        // The rest (less than `align`) moves to a new buffer sized for the next take, so the
+        // taken one is handed out as it is, without a copy.
+        let mut rest = Vec::with_capacity(n.max(min) + self.opts.block_bytes);
+        rest.extend_from_slice(&self.image[n..]);
+        let mut taken = std::mem::replace(&mut self.image, rest);
+        taken.truncate(n);
+        let at = self.taken;
+        self.taken += n as u64;
+        Some((at, taken))
+    }
+
+    /// Appends a block to the image, returning its handle (offsets count the bytes taken).
+    fn put_block(&mut self, raw: &[u8], compression: Compression) -> BlockHandle {
+        let mut handle = write_block(&mut self.image, raw, compression);
+        handle.offset += self.taken;
+        handle
     }
 
     /// Adds a range tombstone, in any order relative to entries and other tombstones. It is
@@ -211,10 +300,13 @@ impl SstBuilder {
         // to decompress more than BLOCK_RAW_BYTES_MAX, so such a block is stored as it is.
         let compression =
             if raw.len() > BLOCK_RAW_BYTES_MAX { Compression::None } else { self.opts.compression };
-        let handle = write_block(&mut self.image, &raw, compression);
+        let handle = self.put_block(&raw, compression);
         self.index.add(&self.last_key, &handle.encode());
         self.props.data_blocks += 1;
         self.props.data_bytes += handle.stored_bytes();
+        if let Some(sink) = &mut self.block_sink {
+            sink(handle.offset, raw);
+        }
     }
 
     /// Entries added so far.
@@ -226,7 +318,7 @@ impl SstBuilder {
     /// block, the index, filter and range tombstones so far, and the footer.
     pub fn estimated_bytes(&self) -> usize {
         let filter = self.hashes.len() * self.opts.bloom_bits_per_key as usize / 8;
-        self.image.len()
+        self.written_bytes() as usize
             + self.data.estimated_bytes()
             + self.index.estimated_bytes()
             + filter
@@ -258,7 +350,13 @@ impl SstBuilder {
         };
         let smallest = if self.props.entries == 0 { key_len } else { self.props.smallest.len() };
         let properties = PROPERTIES_FIXED_BYTES + smallest + 4 + key_len + BLOCK_TRAILER_BYTES;
-        self.image.len() + data + BLOCK_TRAILER_BYTES + index + filter + properties + FOOTER_BYTES
+        self.written_bytes() as usize
+            + data
+            + BLOCK_TRAILER_BYTES
+            + index
+            + filter
+            + properties
+            + FOOTER_BYTES
     }
 
     /// Finishes the image, padded with zeros to a multiple of `slot_bytes` so that the footer
@@ -276,28 +374,29 @@ impl SstBuilder {
             if self.props.entries > 0 { self.last_key.clone() } else { Vec::new() };
         let filter = (self.opts.bloom_bits_per_key > 0).then(|| {
             let block = build_filter(&self.hashes, self.opts.bloom_bits_per_key);
-            write_block(&mut self.image, &block, Compression::None)
+            self.put_block(&block, Compression::None)
         });
         let tombstones = range_del::normalize(std::mem::take(&mut self.range_tombstones));
         if !tombstones.is_empty() {
             let block = range_del_block::encode(&tombstones);
             self.props.range_tombstones = tombstones.len() as u64;
-            self.props.range_del = Some(write_block(&mut self.image, &block, Compression::None));
+            self.props.range_del = Some(self.put_block(&block, Compression::None));
         }
         let (smallest, largest) = self.bounds(&tombstones);
         let index_raw = self.index.finish();
-        let index = write_block(&mut self.image, &index_raw, Compression::None);
-        let properties = write_block(&mut self.image, &self.props.encode(), Compression::None);
-        let used = self.image.len() as u64 + FOOTER_BYTES as u64;
+        let index = self.put_block(&index_raw, Compression::None);
+        let props = self.props.encode();
+        let properties = self.put_block(&props, Compression::None);
+        let used = self.written_bytes() + FOOTER_BYTES as u64;
         let image_bytes = used.div_ceil(slot_bytes) * slot_bytes;
         let footer =
             Footer { format_version: SST_FORMAT_VERSION, filter, index, properties, image_bytes };
         let mut bytes = std::mem::take(&mut self.image);
-        bytes.resize(usize::try_from(image_bytes).expect("image fits memory"), 0);
+        bytes.resize(usize::try_from(image_bytes - self.taken).expect("image fits memory"), 0);
         let footer_at = bytes.len() - FOOTER_BYTES;
         bytes[footer_at..].copy_from_slice(&footer.encode());
         debug_assert!(filter.is_none_or(|f| f != BlockHandle::default()));
-        SstImage { bytes, properties: self.props, smallest, largest }
+        SstImage { base: self.taken, bytes, properties: self.props, smallest, largest }
     }
 
     /// The union of the point entries' keys and the tombstones' bounds.
@@ -388,6 +487,64 @@ mod tests {
         let lookup = crate::key::encode(b"big", 1, Kind::SEEK);
         let (_, got) = reader.get(&lookup, bloom_hash(b"big")).unwrap().unwrap();
         assert!(got == value);
+    }
+
+    #[test]
+    fn an_image_taken_out_while_building_is_the_image_built_whole() {
+        let opts =
+            SstOptions { block_bytes: 700, compression: Compression::Lz4, ..SstOptions::default() };
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..3000u32)
+            .map(|i| {
+                let user = format!("key{i:08}");
+                let value = format!("{i}-{}", "v".repeat((i % 97) as usize)).into_bytes();
+                (crate::key::encode(user.as_bytes(), u64::from(i) + 1, Kind::Put), value)
+            })
+            .collect();
+        let mut whole = SstBuilder::new(&opts);
+        let mut streamed = SstBuilder::new(&opts);
+        let blocks = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let sink_blocks = blocks.clone();
+        streamed.set_block_sink(Box::new(move |at, raw| sink_blocks.lock().push((at, raw))));
+        let mut taken = Vec::new();
+        for (i, (k, v)) in entries.iter().enumerate() {
+            whole.add(k, v);
+            streamed.add(k, v);
+            if i % 50 == 0 {
+                if let Some((at, bytes)) = streamed.take_written(4096, 512) {
+                    assert_eq!(at, taken.len() as u64, "taken bytes follow each other");
+                    assert!(bytes.len() >= 4096 && bytes.len() % 512 == 0, "{}", bytes.len());
+                    taken.extend_from_slice(&bytes);
+                }
+            }
+        }
+        let whole = whole.finish(4096);
+        let streamed = streamed.finish(4096);
+        assert!(streamed.base > 0 && streamed.base == taken.len() as u64);
+        assert_eq!(streamed.len(), whole.len());
+        taken.extend_from_slice(&streamed.bytes);
+        assert!(taken == whole.bytes, "the streamed image differs from the whole one");
+        // Every data block reached the sink, at its offset, as the reader decodes it.
+        let blocks = blocks.lock();
+        assert_eq!(blocks.len() as u64, whole.properties.data_blocks);
+        let footer = Footer::decode(&taken[taken.len() - FOOTER_BYTES..], whole.len()).unwrap();
+        let stored = |h: BlockHandle| {
+            let bytes = &taken[h.offset as usize..(h.offset + h.stored_bytes()) as usize];
+            crate::sst::format::decode_block(bytes, h, "block").unwrap()
+        };
+        use crate::iter::InternalIterator;
+        let index =
+            std::sync::Arc::new(crate::sst::block::Block::new(stored(footer.index), 0).unwrap());
+        let mut it = index.iter();
+        let mut n = 0;
+        it.seek_to_first();
+        while it.valid() {
+            let h = BlockHandle::decode(it.value()).unwrap();
+            assert_eq!(blocks[n].0, h.offset);
+            assert!(stored(h) == blocks[n].1, "block {n} differs");
+            n += 1;
+            it.next();
+        }
+        assert_eq!(n, blocks.len());
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! SSTs: immutable sorted runs of internal keys, built in memory and written into an extent of
-//! slots (LDS's chunks), read back through the block cache.
+//! SSTs: immutable sorted runs of internal keys, built and streamed into an extent of slots
+//! (LDS's chunks), read back through the block cache.
 //!
 //! - `format`: the image layout, block trailers and handles, compression, properties.
 //! - `block`: data and index blocks (prefix-compressed entries, restart points).
@@ -8,7 +8,9 @@
 //! - `range_del_block`: the range tombstones (format version 2 on).
 //! - `builder` / `reader`: making and reading an image.
 //! - `prepopulate`: caching a new image's blocks as it is written.
-//! - `volume_io`: writing an image into an extent and reading it back.
+//! - `volume_io`: the pool of queues and page-cache descriptors SSTs are read and written
+//!   through, and reading an SST in an extent.
+//! - `writer`: streaming an SST into an extent while it is built.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -46,16 +48,15 @@ pub mod prepopulate;
 pub mod range_del_block;
 pub mod reader;
 pub mod volume_io;
+pub mod writer;
 
 pub use bloom::bloom_hash;
-pub use builder::{SstBuilder, SstImage, SstOptions};
+pub use builder::{BlockSink, SstBuilder, SstImage, SstOptions};
 pub use format::{Compression, SstProperties};
-pub use prepopulate::prepopulate_block_cache;
+pub use prepopulate::{data_block_sink, prepopulate_meta_blocks};
 pub use reader::{BlockSource, IndexAndFilter, Probe, SstIter, SstReader};
-pub use volume_io::{
-    PageCacheFiles, QueuePool, SstBytesRead, SstBytesWritten, VolumeSource, write_sst,
-    write_sst_buffered,
-};
+pub use volume_io::{PageCacheFiles, QueuePool, SstBytesRead, SstBytesWritten, VolumeSource};
+pub use writer::SstWriter;
 
 use crate::error::Error;
 

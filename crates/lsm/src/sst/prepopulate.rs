@@ -1,88 +1,110 @@
-//! Filling the block cache from an SST image as it is written (RocksDB's
-//! `prepopulate_block_cache`, for flush and compaction outputs alike).
+//! Filling the block cache from an SST as it is written (RocksDB's `prepopulate_block_cache`,
+//! for flush and compaction outputs alike).
 //!
 //! Why: with O_DIRECT SST writes (`use_direct_io_for_flush_and_compaction`), or direct reads,
 //! shale finds none of a new SST in the page cache, unlike an engine on buffered files, and a
 //! compaction also retires the cached blocks of its inputs.
 //! Without this, every read after a compaction goes to the device until the cache warms again,
-//! although the writer held each block in memory a moment before. Decoding the image's blocks
-//! here costs a copy of the image and one cache insert per block; the LRU evicts what does not
-//! fit, as the page cache would.
+//! although the writer held each block in memory a moment before. The builder hands each data
+//! block to [`data_block_sink`] as it cuts it, uncompressed, so caching it costs one insert and
+//! no copy (the SST is streamed to the device and never whole in memory); the index and filter
+//! come from the finished image's tail ([`prepopulate_meta_blocks`]). The LRU evicts what does
+//! not fit, as the page cache would.
 
 use std::sync::Arc;
 
 use crate::cache::{BlockCache, Cached};
-use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
+use crate::error::Result;
 use crate::sst::block::Block;
 use crate::sst::bloom::BloomFilter;
-use crate::sst::footer::Footer;
+use crate::sst::builder::{BlockSink, SstImage};
+use crate::sst::footer::{FOOTER_BYTES, Footer};
 use crate::sst::format::{BlockHandle, decode_block};
-use crate::sst::reader::{IndexAndFilter, TAIL_READ_BYTES};
+use crate::sst::reader::IndexAndFilter;
 
-/// Caches every data block of `image` (a finished SST, footer in its last bytes) under
-/// `cache_id`, at the offsets the reader will look them up by, and its index and filter too
-/// where the reader looks for them in the cache ([`IndexAndFilter::Cached`]). Returns the
-/// number of data blocks cached (or offered, for blocks larger than a cache shard).
+/// A sink for [`SstBuilder::set_block_sink`] that caches every data block under `cache_id`, at
+/// the offset the reader will look it up by; `None` for a cache of no capacity.
+///
+/// [`SstBuilder::set_block_sink`]: crate::sst::SstBuilder::set_block_sink
+pub fn data_block_sink(cache: Arc<BlockCache>, cache_id: u64) -> Option<BlockSink> {
+    if cache.capacity_bytes() == 0 {
+        return None;
+    }
+    Some(Box::new(move |offset, raw| match Block::new(raw, offset) {
+        Ok(block) => {
+            cache.insert(cache_id, offset, Cached::Data(Arc::new(block)));
+        }
+        // The builder made the block a moment ago: a bug, and only the cache loses it.
+        Err(e) => debug_assert!(false, "a block the builder cut does not decode: {e}"),
+    }))
+}
+
+/// Caches the index and filter of the finished `image` (of which only the tail from
+/// `image.base` is in memory: every meta block is there) under `cache_id`, where the reader
+/// looks for them ([`IndexAndFilter::Cached`]); with [`IndexAndFilter::Held`] the reader holds
+/// them itself, and nothing is done.
 ///
 /// # Errors
-/// [`Error::Corruption`] if the image does not decode: it was built by this process, so that is
-/// a bug, and the caller must not commit the SST.
-pub fn prepopulate_block_cache(
+/// [`Error::Corruption`](crate::Error::Corruption) if the tail does not decode: the image was
+/// built by this process, so that is a bug, and the caller must not commit the SST.
+pub fn prepopulate_meta_blocks(
     cache: &BlockCache,
     cache_id: u64,
-    image: &[u8],
+    image: &SstImage,
     index_and_filter: IndexAndFilter,
-) -> Result<usize> {
-    if cache.capacity_bytes() == 0 {
-        return Ok(0);
+) -> Result<()> {
+    if cache.capacity_bytes() == 0 || index_and_filter == IndexAndFilter::Held {
+        return Ok(());
     }
-    let image_bytes = image.len() as u64;
-    let tail_start = image.len().saturating_sub(TAIL_READ_BYTES as usize);
-    let footer = Footer::decode(&image[tail_start..], image_bytes)?;
+    let tail = &image.bytes;
+    let footer = Footer::decode(&tail[tail.len().saturating_sub(FOOTER_BYTES)..], image.len())?;
     let stored = |h: BlockHandle, what: &str| -> Result<Vec<u8>> {
-        let bytes = usize::try_from(h.offset)
-            .ok()
-            .and_then(|s| image.get(s..s.checked_add(usize::try_from(h.stored_bytes()).ok()?)?))
-            .ok_or_else(|| Error::corruption("SST image: block outside the image", h.offset))?;
+        let bytes = h
+            .offset
+            .checked_sub(image.base)
+            .and_then(|s| usize::try_from(s).ok())
+            .and_then(|s| tail.get(s..s.checked_add(usize::try_from(h.stored_bytes()).ok()?)?))
+            .ok_or_else(|| {
+                crate::Error::corruption("SST image: meta block outside its tail", h.offset)
+            })?;
         decode_block(bytes, h, what)
     };
-    let index = Arc::new(Block::new(stored(footer.index, "index block")?, footer.index.offset)?);
-    let cache_meta = index_and_filter == IndexAndFilter::Cached;
-    if let Some(fh) = footer.filter.filter(|_| cache_meta) {
+    let index = Block::new(stored(footer.index, "index block")?, footer.index.offset)?;
+    if let Some(fh) = footer.filter {
         let filter = BloomFilter::new(stored(fh, "filter block")?, fh.offset)?;
         cache.insert(cache_id, fh.offset, Cached::Filter(filter));
     }
-    let mut blocks = 0;
-    let mut it = index.iter();
-    it.seek_to_first();
-    while it.valid() {
-        let h = BlockHandle::decode(it.value())
-            .ok_or_else(|| Error::corruption("SST index: bad block handle", footer.index.offset))?;
-        let data = Block::new(stored(h, "data block")?, h.offset)?;
-        cache.insert(cache_id, h.offset, Cached::Data(Arc::new(data)));
-        blocks += 1;
-        it.next();
-    }
-    it.status()?;
-    if cache_meta {
-        cache.insert(cache_id, footer.index.offset, Cached::Index(index));
-    }
-    Ok(blocks)
+    cache.insert(cache_id, footer.index.offset, Cached::Index(Arc::new(index)));
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::iter::InternalIterator;
     use crate::key::{self, Kind};
     use crate::sst::{SstBuilder, SstOptions, SstReader, bloom_hash};
 
-    fn image(entries: u32) -> Vec<u8> {
+    /// An SST of `entries` entries built with the cache's sink, its data blocks taken out as
+    /// they are written (as a flush streams them), and the meta blocks cached from its tail;
+    /// returns the whole image.
+    fn build_into(cache: &Arc<BlockCache>, entries: u32, place: IndexAndFilter) -> Vec<u8> {
         let mut b = SstBuilder::new(&SstOptions::default());
+        if let Some(sink) = data_block_sink(cache.clone(), 9) {
+            b.set_block_sink(sink);
+        }
+        let mut whole = Vec::new();
         for i in 0..entries {
             b.add(&key::encode(format!("key{i:06}").as_bytes(), 1, Kind::Put), &[7u8; 100]);
+            if let Some((_, bytes)) = b.take_written(16 << 10, 4096) {
+                whole.extend_from_slice(&bytes);
+            }
         }
-        b.finish(4096).bytes.to_vec()
+        let image = b.finish(4096);
+        assert!(entries < 1000 || image.base > 0, "part of the image was taken out");
+        prepopulate_meta_blocks(cache, 9, &image, place).unwrap();
+        whole.extend_from_slice(&image.bytes);
+        whole
     }
 
     #[test]
@@ -94,9 +116,9 @@ mod tests {
 
     fn every_block_a_reader_needs_is_cached_with(place: IndexAndFilter) {
         use crate::cache::BlockKind;
-        let img = image(2000);
         let cache = Arc::new(BlockCache::new(64 << 20));
-        let blocks = prepopulate_block_cache(&cache, 9, &img, place).unwrap();
+        let img = build_into(&cache, 2000, place);
+        let blocks = cache.usage_bytes_of(BlockKind::Data) / 4096;
         assert!(blocks > 50, "2000 entries of ~120 B fill many 4 KiB blocks: {blocks}");
         // The index and filter are cached only where the reader will look for them.
         let meta = cache.usage_bytes_of(BlockKind::Index) + cache.usage_bytes_of(BlockKind::Filter);
@@ -126,18 +148,21 @@ mod tests {
     }
 
     #[test]
-    fn a_zero_cache_is_left_alone_and_a_damaged_image_is_refused() {
-        let img = image(100);
-        assert_eq!(
-            prepopulate_block_cache(&BlockCache::new(0), 1, &img, IndexAndFilter::Cached).unwrap(),
-            0
-        );
-        let mut bad = img.clone();
-        let last = bad.len() - 1;
-        bad[last] ^= 0xff;
+    fn a_zero_cache_is_left_alone_and_a_damaged_tail_is_refused() {
+        let none = Arc::new(BlockCache::new(0));
+        assert!(data_block_sink(none.clone(), 1).is_none());
+        build_into(&none, 100, IndexAndFilter::Cached);
+        assert_eq!(none.usage_bytes(), 0);
+        let mut b = SstBuilder::new(&SstOptions::default());
+        b.add(&key::encode(b"k", 1, Kind::Put), b"v");
+        let mut image = b.finish(4096);
+        let last = image.bytes.len() - 1;
+        image.bytes[last] ^= 0xff;
+        let cache = BlockCache::new(1 << 20);
         assert!(matches!(
-            prepopulate_block_cache(&BlockCache::new(1 << 20), 1, &bad, IndexAndFilter::Held),
-            Err(Error::Corruption { .. })
+            prepopulate_meta_blocks(&cache, 1, &image, IndexAndFilter::Cached),
+            Err(crate::Error::Corruption { .. })
         ));
+        prepopulate_meta_blocks(&cache, 1, &image, IndexAndFilter::Held).unwrap();
     }
 }

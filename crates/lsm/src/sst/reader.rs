@@ -28,6 +28,7 @@ use crate::key;
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::block::{Block, BlockIter};
 use crate::sst::bloom::BloomFilter;
+use crate::sst::builder::SstImage;
 use crate::sst::footer::{FOOTER_BYTES, Footer};
 use crate::sst::format::{BlockHandle, SstProperties, decode_block};
 use crate::sst::range_del_block;
@@ -164,10 +165,11 @@ impl SstReader {
     }
 
     /// [`SstReader::open`] for an SST just written from `image`, which `source` holds: what
-    /// the open reads (footer, properties, index, filter, range deletions) comes from `image`
-    /// instead of the device. A flush or compaction output is opened so while the version that
-    /// names it is installed, under the store's state lock, where a device read of a large
-    /// SST's index and filter (hundreds of KiB each) would hold up every reader.
+    /// the open reads (footer, properties, index, filter, range deletions) comes from the
+    /// image's tail in memory (every meta block is in it) instead of the device. A flush or
+    /// compaction output is opened so while the version that names it is installed, under the
+    /// store's state lock, where a device read of a large SST's index and filter (hundreds of
+    /// KiB each) would hold up every reader.
     ///
     /// # Errors
     /// As [`SstReader::open`]; [`Error::InvalidArgument`] if `image` is not as long as
@@ -177,16 +179,16 @@ impl SstReader {
         cache: Arc<BlockCache>,
         cache_id: u64,
         index_and_filter: IndexAndFilter,
-        image: &[u8],
+        image: &SstImage,
     ) -> Result<SstReader> {
-        if image.len() as u64 != source.len() {
+        if image.len() != source.len() {
             return Err(Error::InvalidArgument(format!(
                 "SST image of {} bytes for an extent of {}",
                 image.len(),
                 source.len()
             )));
         }
-        let tail = Tail { start: 0, bytes: Cow::Borrowed(image) };
+        let tail = Tail { start: image.base, bytes: Cow::Borrowed(&image.bytes) };
         Self::open_with_tail(source, cache, cache_id, index_and_filter, tail)
     }
 

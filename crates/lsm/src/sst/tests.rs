@@ -600,20 +600,36 @@ fn an_sst_opened_from_its_image_reads_nothing_until_a_data_block_is_needed() {
     for t in tombstones() {
         b.add_range_tombstone(t);
     }
-    let with_tombstones = b.finish(4096).bytes.to_vec();
+    let with_tombstones = b.finish(4096);
+    // Streamed: the data blocks taken out as they were written, only the tail kept.
+    let mut b = SstBuilder::new(&SstOptions::default());
+    let mut taken = Vec::new();
+    for (k, v) in &e {
+        b.add(k, v);
+        if let Some((_, chunk)) = b.take_written(8192, 4096) {
+            taken.extend_from_slice(&chunk);
+        }
+    }
+    let streamed = b.finish(4096);
+    assert!(streamed.base > 0);
+    taken.extend_from_slice(&streamed.bytes);
+    assert!(taken == bytes, "a streamed image is the image built whole");
     for place in [IndexAndFilter::Held, IndexAndFilter::Cached] {
-        for image in [&bytes, &with_tombstones] {
-            let source = Arc::new(Counting { bytes: image.clone(), reads: 0.into() });
+        for (whole, img) in
+            [(&bytes, &image), (&with_tombstones.bytes, &with_tombstones), (&taken, &streamed)]
+        {
+            let source = Arc::new(Counting { bytes: whole.clone(), reads: 0.into() });
             let cache = Arc::new(BlockCache::new(1 << 20));
-            let r = SstReader::open_image(source.clone(), cache, 1, place, image).unwrap();
+            let r = SstReader::open_image(source.clone(), cache, 1, place, img).unwrap();
             assert_eq!(source.reads.load(Ordering::Relaxed), 0, "{place:?}: the open read");
-            assert_eq!(r.range_tombstones().len(), usize::from(image == &with_tombstones) * 4);
+            let tombstones = usize::from(std::ptr::eq(img, &with_tombstones)) * 4;
+            assert_eq!(r.range_tombstones().len(), tombstones);
             assert_eq!(scan_forward(&r).unwrap(), e, "{place:?}");
             assert!(source.reads.load(Ordering::Relaxed) > 0, "data blocks come from the source");
         }
     }
     let short = Arc::new(bytes[..bytes.len() - 4096].to_vec());
     let cache = Arc::new(BlockCache::new(1 << 20));
-    let wrong = SstReader::open_image(short, cache, 1, IndexAndFilter::Held, &bytes);
+    let wrong = SstReader::open_image(short, cache, 1, IndexAndFilter::Held, &image);
     assert!(matches!(wrong, Err(Error::InvalidArgument(_))), "{wrong:?}");
 }

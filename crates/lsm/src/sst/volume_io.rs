@@ -1,26 +1,21 @@
 //! Writing SST images into extents of a volume, and reading them back.
 //!
-//! Writing takes one of two paths, chosen once per store ([`QueuePool`]):
+//! Writing takes one of two paths, chosen once per store ([`QueuePool`]); the stages of writing
+//! one SST, streamed while it is built, are `writer`'s ([`SstWriter`]):
 //! - *direct* (`Options::use_direct_io_for_flush_and_compaction = true`, or a store on a
 //!   device rather than a path): O_DIRECT writes through a slot queue, around the page cache;
 //! - *buffered* (`false`, the default, as RocksDB's, on a store opened by path): `pwrite` on a
 //!   read-write descriptor of the volume file without O_DIRECT ([`BufferedWriter`]), so the
 //!   new SST's pages are in the page cache when it is first read, as an engine writing
-//!   buffered files finds them.
+//!   buffered files finds them. Each request's write-back starts at once (a non-waiting
+//!   `sync_file_range`), so it streams instead of piling up for the final `fdatasync`. A
+//!   failed buffered sync is sticky ([`BufferedWriter::sync`]): the kernel reports a
+//!   write-back error once per descriptor, and several threads share this one.
 //!
-//! Either path runs these stages, in order:
-//! 1. Allocate `image bytes / slot bytes` contiguous slots (the extent stays pending).
-//! 2. Write the image in requests of up to [`WRITE_BYTES_MAX`]: direct, [`WRITES_IN_FLIGHT_MAX`]
-//!    in flight on one slot queue; buffered, one `pwrite` each, followed by a non-waiting
-//!    `sync_file_range` so write-back streams instead of piling up for stage 3.
-//! 3. Make it durable (direct: the queue's flush; buffered: `fdatasync`), so the SST is on
-//!    the device before anyone commits a version naming its extent. The promises of
-//!    DESIGN.md hold the same on both paths: nothing names an SST before stage 3 returned. A
-//!    failed buffered sync is sticky ([`BufferedWriter::sync`]): the kernel reports a
-//!    write-back error once per descriptor, and several threads share this one.
+//! The promises of DESIGN.md hold the same on both paths: nothing names an SST before its
+//! writer's `finish` made it durable.
 //!
-//! Any failure releases the extent, after reaping every request still in flight, so no
-//! request can land in slots that were given back.
+//! [`SstWriter`]: crate::sst::SstWriter
 //!
 //! Reading takes one of two paths, chosen once per store as well:
 //! - *direct*: O_DIRECT reads of whole device blocks through pooled slot queues (io_uring or
@@ -87,115 +82,6 @@ const READ_QUEUE_DEPTH: u32 = 1;
 /// flight together.
 const BATCH_QUEUE_DEPTH: u32 = 32;
 
-/// Writes `image` into a newly allocated extent of `volume`, durably, and returns the extent
-/// (pending: the caller commits it in a version edit or releases it).
-///
-/// # Errors
-/// [`Error::InvalidArgument`] if the image is not whole slots of this volume; [`Error::NoSpace`]
-/// without room; the device's errors. The extent is released on every error.
-pub fn write_sst(volume: &Volume, image: &SstImage) -> Result<Extent> {
-    let extent = volume.allocate(slots_of(volume, image)?)?;
-    let start = volume.extent_range(extent).start;
-    let written = volume
-        .queue(
-            IoClass::Slot,
-            &QueueOptions { depth: WRITES_IN_FLIGHT_MAX, ..QueueOptions::default() },
-        )
-        .map_err(Error::from)
-        .and_then(|mut q| write_image(&mut q, start, &image.bytes));
-    match written {
-        Ok(()) => Ok(extent),
-        Err(e) => {
-            volume.release(extent);
-            Err(e)
-        }
-    }
-}
-
-/// Writes `image` as [`write_sst`] does, but buffered, through `writer` (a read-write
-/// descriptor on the volume's file or block device), and syncs it.
-///
-/// # Errors
-/// As [`write_sst`]; a failed sync, or any sync after one failed.
-pub fn write_sst_buffered(
-    volume: &Volume,
-    writer: &BufferedWriter,
-    image: &SstImage,
-) -> Result<Extent> {
-    let extent = volume.allocate(slots_of(volume, image)?)?;
-    let range = volume.extent_range(extent);
-    assert_eq!(range.end - range.start, image.bytes.len() as u64, "an extent of the image's size");
-    let written = write_image_buffered(writer, range.start, &image.bytes);
-    match written {
-        Ok(()) => Ok(extent),
-        Err(e) => {
-            volume.release(extent);
-            Err(e)
-        }
-    }
-}
-
-/// Stage 1's check: the slots `image` takes on `volume`.
-fn slots_of(volume: &Volume, image: &SstImage) -> Result<u32> {
-    let slot_bytes = volume.layout().slot_bytes;
-    let len = image.bytes.len() as u64;
-    if len % slot_bytes != 0 {
-        return Err(Error::InvalidArgument(format!(
-            "SST image of {len} bytes is not whole {slot_bytes}-byte slots"
-        )));
-    }
-    u32::try_from(len / slot_bytes)
-        .map_err(|_| Error::InvalidArgument(format!("SST image of {len} bytes is too large")))
-}
-
-/// Stage 2 and 3, buffered: `pwrite`s `image` at `start` chunk by chunk, starting each
-/// chunk's write-back at once, then syncs.
-fn write_image_buffered(writer: &BufferedWriter, start: u64, image: &[u8]) -> Result<()> {
-    for (i, chunk) in image.chunks(WRITE_BYTES_MAX).enumerate() {
-        let offset = start + (i * WRITE_BYTES_MAX) as u64;
-        writer.write_at(offset, chunk)?;
-        writer.start_writeback(offset, chunk.len() as u64)?;
-    }
-    Ok(writer.sync()?)
-}
-
-/// Stage 2 and 3: streams `image` to `start` and flushes. Every submitted request is reaped
-/// before this returns, even on error.
-fn write_image(q: &mut VolumeQueue, start: u64, image: &[u8]) -> Result<()> {
-    let mut first_error: Option<Error> = None;
-    let mut done = Vec::new();
-    let mut chunks = image.chunks(WRITE_BYTES_MAX).enumerate();
-    loop {
-        while first_error.is_none() && q.in_flight() < q.depth() {
-            let Some((i, chunk)) = chunks.next() else { break };
-            let mut buf = AlignedBuf::zeroed(chunk.len());
-            buf.copy_from_slice(chunk);
-            let offset = start + (i * WRITE_BYTES_MAX) as u64;
-            let op = Op::Write { offset, buf, durable: false };
-            if let Err((e, _)) = q.submit(Request { tag: i as u64, op }) {
-                first_error = Some(e.into());
-            }
-        }
-        if q.in_flight() == 0 {
-            break;
-        }
-        done.clear();
-        if let Err(e) = q.reap(1, &mut done) {
-            // A broken ring reaps nothing more; the requests in it are lost to us.
-            return Err(e.into());
-        }
-        for Completion { result, .. } in done.drain(..) {
-            if let (Err(e), None) = (result, &first_error) {
-                first_error = Some(e.into());
-            }
-        }
-    }
-    match first_error {
-        Some(e) => Err(e),
-        None => q.flush().map_err(Error::from),
-    }
-}
-
 /// Bytes read by SST reads that missed the block cache, per path, since open.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SstBytesRead {
@@ -240,6 +126,7 @@ pub struct QueuePool {
     buffered_bytes: AtomicU64,
     direct_written_bytes: AtomicU64,
     buffered_written_bytes: AtomicU64,
+    relocations: AtomicU64,
 }
 
 impl std::fmt::Debug for QueuePool {
@@ -278,6 +165,7 @@ impl QueuePool {
             buffered_bytes: AtomicU64::new(0),
             direct_written_bytes: AtomicU64::new(0),
             buffered_written_bytes: AtomicU64::new(0),
+            relocations: AtomicU64::new(0),
         }
     }
 
@@ -296,7 +184,8 @@ impl QueuePool {
         self.writer.is_some()
     }
 
-    /// Bytes of SSTs written through [`QueuePool::write_sst`] so far, per path.
+    /// Bytes of SSTs written so far, per path (a relocated SST's streamed part counts twice:
+    /// it was written twice).
     pub fn bytes_written(&self) -> SstBytesWritten {
         SstBytesWritten {
             direct: self.direct_written_bytes.load(Ordering::Relaxed),
@@ -312,30 +201,63 @@ impl QueuePool {
         }
     }
 
-    /// Writes `image` durably into a new extent. Through the page cache when the pool has a
-    /// writer ([`write_sst_buffered`]): its pages stay cached, nothing else to do. Else with
-    /// O_DIRECT, as [`write_sst`] does, then drops whatever the page cache holds of its extent
-    /// (nothing can have read the new SST yet, so any cached page there is older), then
-    /// prefetches the new SST into the page cache when reads go through it.
+    /// Writes a whole SST `image` (`base` 0) durably into a new extent, as an
+    /// [`SstWriter`](crate::sst::SstWriter) streaming it would.
     ///
     /// # Errors
-    /// As [`write_sst`]; a refused page drop releases the extent and fails too, since the
-    /// new SST could not be read safely.
-    pub fn write_sst(&self, image: &SstImage) -> Result<Extent> {
-        let len = image.bytes.len() as u64;
-        if let Some(writer) = &self.writer {
-            let extent = write_sst_buffered(&self.volume, writer, image)?;
-            self.buffered_written_bytes.fetch_add(len, Ordering::Relaxed);
-            return Ok(extent);
+    /// [`Error::InvalidArgument`] if the image is not whole slots of the volume; as
+    /// [`QueuePool::sst_writer`] and `SstWriter::finish`.
+    pub fn write_sst(self: &Arc<Self>, image: &SstImage) -> Result<Extent> {
+        let slot_bytes = self.volume.layout().slot_bytes;
+        if image.base != 0 || image.len() % slot_bytes != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "SST image of {} bytes from {} is not whole {slot_bytes}-byte slots",
+                image.len(),
+                image.base
+            )));
         }
-        let extent = write_sst(&self.volume, image)?;
-        self.direct_written_bytes.fetch_add(len, Ordering::Relaxed);
+        self.sst_writer(image.len())?.finish(image)
+    }
+
+    /// SSTs that outgrew the extent reserved for them and were moved to a larger one since
+    /// open (`SstWriter`'s relocation).
+    pub fn relocations(&self) -> u64 {
+        self.relocations.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_relocation(&self) {
+        self.relocations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The page-cache descriptor SSTs are written through, if they are.
+    pub(crate) fn page_cache_writer(&self) -> Option<&Arc<BufferedWriter>> {
+        self.writer.as_ref()
+    }
+
+    /// Counts `bytes` of SSTs written, through the page cache or not.
+    pub(crate) fn count_written(&self, bytes: u64, buffered: bool) {
+        let counter =
+            if buffered { &self.buffered_written_bytes } else { &self.direct_written_bytes };
+        counter.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// After an SST was written durably into `extent` with O_DIRECT (`direct`): drops whatever
+    /// the page cache holds of the extent (nothing can have read the new SST yet, so any
+    /// cached page there is older), then prefetches the new SST into the page cache when
+    /// reads go through it. Nothing to do after buffered writes: their pages are the cache.
+    ///
+    /// # Errors
+    /// A refused page drop, after releasing the extent: the new SST could not be read safely.
+    pub(crate) fn after_direct_write(&self, extent: Extent, direct: bool) -> Result<()> {
+        if !direct {
+            return Ok(());
+        }
         if let Err(e) = self.drop_pages(extent) {
             self.volume.release(extent);
             return Err(e);
         }
         self.prefetch(extent);
-        Ok(extent)
+        Ok(())
     }
 
     /// Drops the page cache's pages of `extent` before it goes back to the volume: after
@@ -590,7 +512,8 @@ mod tests {
         let slot_bytes = volume.layout().slot_bytes;
         let image = image(30_000, slot_bytes);
         assert!(image.bytes.len() > 2 * WRITE_BYTES_MAX, "several write requests wanted");
-        let extent = write_sst(&volume, &image).unwrap();
+        let pool = Arc::new(QueuePool::new(volume.clone()));
+        let extent = pool.write_sst(&image).unwrap();
         assert_eq!(u64::from(extent.count) * slot_bytes, image.bytes.len() as u64);
         assert_eq!(volume.slot_usage().pending, extent.count);
         assert!(volume.io(IoClass::Slot).flushes >= 1);
@@ -604,7 +527,6 @@ mod tests {
         let footer = Footer::decode(tail, range.end - range.start).unwrap();
         assert_eq!(footer.image_bytes, range.end - range.start);
 
-        let pool = Arc::new(QueuePool::new(volume.clone()));
         let source = Arc::new(VolumeSource::new(pool.clone(), extent));
         // Unaligned reads come back exactly.
         for (offset, len) in [(0, 1), (4095, 2), (5000, 10_000), (range.end - range.start - 3, 3)] {
@@ -632,13 +554,83 @@ mod tests {
             assert!(value.starts_with(format!("value {i} ").as_bytes()));
         }
         assert_eq!(pool.idle_queues(), 1, "one reader thread needs one queue");
+        assert_eq!(pool.bytes_written().direct, image.len());
+    }
+
+    /// Builds `entries` entries as a flush does, streaming through a writer reserved for
+    /// `reserve` bytes; returns the extent and the whole image (for comparison).
+    fn stream(pool: &Arc<QueuePool>, entries: u32, reserve: u64) -> Result<(Extent, Vec<u8>)> {
+        let mut b = SstBuilder::new(&SstOptions::default());
+        let mut w = pool.sst_writer(reserve)?;
+        let mut whole = Vec::new();
+        for i in 0..entries {
+            let value = format!("value {i} {}", "v".repeat((i % 200) as usize));
+            b.add(&key::encode(format!("k{i:07}").as_bytes(), 7, Kind::Put), value.as_bytes());
+            if w.fits(b.written_bytes()) {
+                if let Some((at, bytes)) = b.take_written(WRITE_BYTES_MAX, WRITE_BYTES_MAX) {
+                    w.write(at, &bytes)?;
+                    whole.extend_from_slice(&bytes);
+                }
+            }
+        }
+        let image = b.finish(pool.volume().layout().slot_bytes);
+        whole.extend_from_slice(&image.bytes);
+        Ok((w.finish(&image)?, whole))
+    }
+
+    #[test]
+    fn a_streamed_sst_keeps_the_slots_it_uses_and_gives_back_the_rest() {
+        let (device, volume) = volume();
+        let slot_bytes = volume.layout().slot_bytes;
+        let pool = Arc::new(QueuePool::new(volume.clone()));
+        let before = volume.slot_usage();
+        // Reserved with room to spare: the unused slots go back.
+        let (extent, whole) = stream(&pool, 30_000, 16 << 20).unwrap();
+        assert_eq!(u64::from(extent.count) * slot_bytes, whole.len() as u64);
+        assert_eq!(volume.slot_usage().pending, extent.count);
+        assert_eq!(volume.slot_usage().free, before.free - extent.count);
+        let range = volume.extent_range(extent);
+        assert!(device.snapshot()[range.start as usize..range.end as usize] == whole[..]);
+        assert_eq!(pool.bytes_written().direct, whole.len() as u64);
+        volume.release(extent);
+
+        // Reserved too small: relocated, the same bytes in an extent of the right size, the
+        // reservation given back, the streamed part counted as written twice.
+        let written_before = pool.bytes_written().direct;
+        let (moved, whole2) = stream(&pool, 30_000, 2 * WRITE_BYTES_MAX as u64).unwrap();
+        assert!(whole2 == whole);
+        assert_eq!(u64::from(moved.count) * slot_bytes, whole.len() as u64);
+        assert_eq!(volume.slot_usage().pending, moved.count, "the reservation went back");
+        let range = volume.extent_range(moved);
+        assert!(device.snapshot()[range.start as usize..range.end as usize] == whole[..]);
+        assert_eq!(
+            pool.bytes_written().direct - written_before,
+            whole.len() as u64 + WRITE_BYTES_MAX as u64,
+            "one request streamed (the next would have passed the reservation), then copied"
+        );
+        volume.release(moved);
+        volume.check_slots().unwrap();
+        assert_eq!(volume.slot_usage(), before);
+    }
+
+    #[test]
+    fn an_abandoned_writer_releases_its_reservation() {
+        let (_, volume) = volume();
+        let pool = Arc::new(QueuePool::new(volume.clone()));
+        let before = volume.slot_usage();
+        let mut w = pool.sst_writer(8 << 20).unwrap();
+        assert!(volume.slot_usage().pending > 0);
+        w.write(0, &vec![1u8; 3 * WRITE_BYTES_MAX]).unwrap();
+        drop(w);
+        assert_eq!(volume.slot_usage(), before);
     }
 
     #[test]
     fn failed_writes_release_the_extent() {
         let device = Arc::new(SimDevice::new(24 << 20, 4096, 1).unwrap());
         let opts = VolumeOptions::small_for_tests();
-        let volume = Volume::open(device.clone(), &opts).unwrap().volume;
+        let volume = Arc::new(Volume::open(device.clone(), &opts).unwrap().volume);
+        let pool = Arc::new(QueuePool::new(volume.clone()));
         let slot_bytes = volume.layout().slot_bytes;
         let image = image(30_000, slot_bytes);
         let before = volume.slot_usage();
@@ -647,18 +639,30 @@ mod tests {
             Fault::Eio { op: OpKind::Flush, nth: 1, sticky: false },
         ] {
             device.set_faults(FaultPlan { faults: vec![fault.clone()] });
-            assert!(write_sst(&volume, &image).is_err(), "{fault:?} went unnoticed");
+            assert!(pool.write_sst(&image).is_err(), "{fault:?} went unnoticed");
             assert_eq!(volume.slot_usage(), before, "{fault:?} leaked the extent");
+            // Streamed, and relocated (reading back the streamed part) after the fault.
+            for reserve in [16 << 20, 2 * WRITE_BYTES_MAX as u64] {
+                device.set_faults(FaultPlan { faults: vec![fault.clone()] });
+                assert!(stream(&pool, 30_000, reserve).is_err(), "{fault:?} went unnoticed");
+                assert_eq!(volume.slot_usage(), before, "{fault:?} leaked a reservation");
+            }
         }
+        device.set_faults(FaultPlan {
+            faults: vec![Fault::Eio { op: OpKind::Read, nth: 1, sticky: false }],
+        });
+        assert!(stream(&pool, 30_000, 2 * WRITE_BYTES_MAX as u64).is_err(), "a failed copy");
+        assert_eq!(volume.slot_usage(), before, "a failed relocation leaked an extent");
         device.set_faults(FaultPlan::default());
         let not_slots = SstImage {
+            base: 0,
             bytes: vec![0; 4096],
             properties: image.properties.clone(),
             smallest: Vec::new(),
             largest: Vec::new(),
         };
-        assert!(matches!(write_sst(&volume, &not_slots), Err(Error::InvalidArgument(_))));
-        let extent = write_sst(&volume, &image).unwrap();
+        assert!(matches!(pool.write_sst(&not_slots), Err(Error::InvalidArgument(_))));
+        let extent = pool.write_sst(&image).unwrap();
         assert_eq!(volume.slot_usage().pending, extent.count);
     }
 }

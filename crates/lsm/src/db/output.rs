@@ -1,0 +1,167 @@
+//! A flush or compaction output: one SST built from entries in order and streamed to the volume
+//! while it grows, so that an output holds about one write request of its SST in memory, not
+//! the whole SST (`sst::writer`).
+//!
+//! Stages, in order:
+//! 1. `Inner::new_output`: the SST's id is taken at once, so that each data block can go to
+//!    the block cache under it as the builder cuts it (`prepopulate_block_cache`).
+//! 2. `OutputSst::add`: an entry goes into the builder; once the builder holds a whole write
+//!    request of finished blocks, an extent is reserved for the most the SST should reach
+//!    (given at creation: the memtable's bytes for a flush, the cut size for a compaction) and
+//!    the request is written there. Bytes that would pass the reservation stay in memory, as
+//!    does the whole SST when the volume has no free run that long.
+//! 3. `Inner::write_output`: the builder finishes; the meta blocks go to the cache when it holds
+//!    them; the rest of the image is written and the SST made durable (relocated if it
+//!    outgrew its reservation), the unused reserved slots given back; the reader is opened
+//!    from the image's tail. The caller commits it.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::error::{Error, Result};
+use crate::key;
+use crate::range_del::RangeTombstone;
+use crate::sst::volume_io::WRITE_BYTES_MAX;
+use crate::sst::{
+    QueuePool, SstBuilder, SstReader, SstWriter, VolumeSource, data_block_sink,
+    prepopulate_meta_blocks,
+};
+use crate::version_edit::SstMeta;
+use shale_space::AREA_ALIGN;
+
+use super::Inner;
+
+/// An SST being built and streamed, with the range of sequence numbers added to it.
+pub(super) struct OutputSst {
+    pub(super) builder: SstBuilder,
+    smallest_seq: u64,
+    largest_seq: u64,
+    id: u64,
+    pool: Arc<QueuePool>,
+    /// Bytes to reserve for the SST at its first write request.
+    reserve_bytes: u64,
+    /// Bytes of a write request: a quarter slot (256 KiB with the default 1 MiB slots), at
+    /// most [`WRITE_BYTES_MAX`]. Tied to the slot so that the SSTs of small volumes stream
+    /// too: the crash enumeration's SSTs of a few 64 KiB slots cross every stage.
+    request_bytes: usize,
+    writer: Option<SstWriter>,
+    /// False once no extent could be reserved: the SST is then built in memory and written
+    /// whole at the end, in exactly its slots, as before streaming.
+    streaming: bool,
+}
+
+impl OutputSst {
+    /// Adds an entry (in ascending internal key order), and writes out a request's worth of
+    /// finished blocks when the builder holds one.
+    ///
+    /// # Errors
+    /// No room for the reservation; the device's errors.
+    pub(super) fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let seq = key::trailer_of(ikey) >> 8;
+        self.smallest_seq = self.smallest_seq.min(seq);
+        self.largest_seq = self.largest_seq.max(seq);
+        self.builder.add(ikey, value);
+        self.stream()
+    }
+
+    pub(super) fn add_range_tombstone(&mut self, t: RangeTombstone) {
+        self.smallest_seq = self.smallest_seq.min(t.seq);
+        self.largest_seq = self.largest_seq.max(t.seq);
+        self.builder.add_range_tombstone(t);
+    }
+
+    fn stream(&mut self) -> Result<()> {
+        if !self.streaming || self.builder.held_bytes() < self.request_bytes {
+            return Ok(());
+        }
+        let writer = match &mut self.writer {
+            Some(w) => w,
+            None => match self.pool.sst_writer(self.reserve_bytes) {
+                Ok(w) => self.writer.insert(w),
+                // A nearly full volume may lack a run as long as the reservation and still
+                // hold the SST itself.
+                Err(Error::NoSpace(why)) => {
+                    log::debug!("an SST is built in memory: no room to reserve ({why})");
+                    self.streaming = false;
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        // Past the reservation the bytes stay here, and the writer relocates the SST at the
+        // end: rare (a key with many versions kept for snapshots), and never lost.
+        if !writer.fits(self.builder.written_bytes()) {
+            return Ok(());
+        }
+        let request = self.request_bytes;
+        if let Some((at, bytes)) = self.builder.take_written(request, request) {
+            writer.write(at, &bytes)?;
+        }
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// A new output for an SST of at most about `reserve_bytes` (more is written all the same,
+    /// at the cost of a relocation).
+    pub(super) fn new_output(&self, reserve_bytes: u64) -> OutputSst {
+        let id = self.next_sst_id.fetch_add(1, Ordering::Relaxed);
+        let mut builder = SstBuilder::new(&self.opts.sst);
+        if self.opts.prepopulate_block_cache {
+            if let Some(sink) = data_block_sink(self.cache.clone(), id) {
+                builder.set_block_sink(sink);
+            }
+        }
+        OutputSst {
+            builder,
+            smallest_seq: u64::MAX,
+            largest_seq: 0,
+            id,
+            pool: self.pool.clone(),
+            reserve_bytes,
+            request_bytes: (self.volume.layout().slot_bytes as usize / 4)
+                .clamp(AREA_ALIGN as usize, WRITE_BYTES_MAX),
+            writer: None,
+            streaming: true,
+        }
+    }
+
+    /// Finishes an output and writes the rest of it durably (nothing for an empty one), and
+    /// opens its reader from the image's tail, before the state lock is taken to commit it.
+    pub(super) fn write_output(&self, out: OutputSst) -> Result<Vec<(SstMeta, SstReader)>> {
+        if out.builder.is_empty() {
+            return Ok(Vec::new());
+        }
+        let OutputSst { builder, smallest_seq, largest_seq, id, writer, .. } = out;
+        let image = builder.finish(self.volume.layout().slot_bytes);
+        let place = self.opts.index_and_filter();
+        let extent = if self.opts.prepopulate_block_cache {
+            prepopulate_meta_blocks(&self.cache, id, &image, place)
+        } else {
+            Ok(())
+        }
+        .and_then(|()| match writer {
+            Some(w) => w.finish(&image),
+            None => self.pool.write_sst(&image),
+        })
+        .inspect_err(|_| self.cache.forget(id))?;
+        let source = Arc::new(VolumeSource::new(self.pool.clone(), extent));
+        let reader = SstReader::open_image(source, self.cache.clone(), id, place, &image)
+            .inspect_err(|_| {
+                self.cache.forget(id);
+                self.volume.release(extent);
+            })?;
+        let p = &image.properties;
+        let meta = SstMeta {
+            id,
+            extent,
+            bytes: image.len(),
+            entries: p.entries,
+            smallest_seq,
+            largest_seq,
+            smallest: image.smallest.clone(),
+            largest: image.largest.clone(),
+        };
+        Ok(vec![(meta, reader)])
+    }
+}

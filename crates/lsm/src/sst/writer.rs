@@ -1,0 +1,268 @@
+//! Streaming one SST into an extent of the volume while it is built.
+//!
+//! A flush or compaction output does not know its final size when it starts, and an extent is
+//! contiguous, so the writer reserves an extent for the most the SST should reach
+//! ([`QueuePool::sst_writer`]) and gives back the slots it did not use when the SST is done.
+//! Stages, in order:
+//! 1. Reserve: allocate the slots of the reservation (pending, as any new extent).
+//! 2. Stream: the builder's finished bytes ([`SstBuilder::take_written`], whole write requests
+//!    at their offsets, in order) are written as they come: direct, up to
+//!    [`WRITES_IN_FLIGHT_MAX`] requests in flight on one slot queue; buffered, one `pwrite` and
+//!    a non-waiting `sync_file_range` each. The builder holds about one request of its SST.
+//! 3. Finish ([`SstWriter::finish`]): write the rest of the image (the last data blocks, the
+//!    meta blocks and the footer), wait for every request, make it durable (the queue's flush,
+//!    or `fdatasync`), then give back the reserved slots past the image
+//!    ([`shale_space::Volume::shrink`]). Nothing names the SST before this returns (DESIGN.md's
+//!    promises hold as for an SST written whole).
+//! 4. With O_DIRECT writes: drop the page cache's pages of the extent, then prefetch the new SST
+//!    into it when reads go through it (see `volume_io`'s comment on slot reuse).
+//!
+//! An SST that outgrows its reservation (a key with many versions kept for snapshots, or an
+//! estimate that was short) is not lost: its builder stops handing bytes out once they would
+//! pass the reservation ([`SstWriter::fits`]), and `finish` *relocates* it: a new extent of the
+//! final size, the part already written copied over from the device, the rest written after it,
+//! the old reservation released. Correct, and costs a read and a write of the streamed part.
+//!
+//! Any failure, or a writer dropped before `finish` (a compaction that failed half-way),
+//! reaps every request still in flight and releases the reservation, so no request can land in
+//! slots that were given back.
+//!
+//! [`SstBuilder::take_written`]: crate::sst::SstBuilder::take_written
+
+use std::sync::Arc;
+
+use shale_io::{
+    AlignedBuf, BufferedWriter, Completion, Op, Queue, QueueExt, QueueOptions, Request,
+};
+use shale_space::{Extent, IoClass, VolumeQueue};
+
+use crate::error::{Error, Result};
+use crate::sst::builder::SstImage;
+use crate::sst::volume_io::{QueuePool, WRITE_BYTES_MAX, WRITES_IN_FLIGHT_MAX};
+
+/// Where the bytes go.
+enum Path {
+    /// O_DIRECT through a slot queue; the first failure of a request is kept until `finish`.
+    Direct { q: VolumeQueue, failed: Option<Error> },
+    /// Through the page cache.
+    Buffered(Arc<BufferedWriter>),
+}
+
+/// One SST being written into its reserved extent (see the module's comment).
+pub struct SstWriter {
+    pool: Arc<QueuePool>,
+    /// The reservation; `None` once finished or released.
+    reserved: Option<Extent>,
+    /// Absolute offset of the reservation's first byte.
+    start: u64,
+    /// Bytes of the reservation.
+    capacity: u64,
+    /// Bytes written so far, from the SST's first byte on.
+    written: u64,
+    path: Path,
+}
+
+impl std::fmt::Debug for SstWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SstWriter")
+            .field("reserved", &self.reserved)
+            .field("capacity", &self.capacity)
+            .field("written", &self.written)
+            .field("direct", &matches!(self.path, Path::Direct { .. }))
+            .finish()
+    }
+}
+
+impl QueuePool {
+    /// Reserves an extent of at least `reserve_bytes` (at least one slot) for an SST to be
+    /// streamed into it: through the page cache when the pool has a writer, else with
+    /// O_DIRECT.
+    ///
+    /// # Errors
+    /// [`Error::NoSpace`] without a free run of that many slots; the device's errors.
+    pub fn sst_writer(self: &Arc<Self>, reserve_bytes: u64) -> Result<SstWriter> {
+        let volume = self.volume();
+        let slot_bytes = volume.layout().slot_bytes;
+        let slots = u32::try_from(reserve_bytes.div_ceil(slot_bytes).max(1)).map_err(|_| {
+            Error::InvalidArgument(format!("an SST of {reserve_bytes} bytes is too large"))
+        })?;
+        let path = match self.page_cache_writer() {
+            Some(w) => Path::Buffered(w.clone()),
+            None => {
+                let opts = QueueOptions { depth: WRITES_IN_FLIGHT_MAX, ..QueueOptions::default() };
+                Path::Direct { q: volume.queue(IoClass::Slot, &opts)?, failed: None }
+            }
+        };
+        let extent = volume.allocate(slots)?;
+        let range = volume.extent_range(extent);
+        Ok(SstWriter {
+            pool: self.clone(),
+            reserved: Some(extent),
+            start: range.start,
+            capacity: range.end - range.start,
+            written: 0,
+            path,
+        })
+    }
+}
+
+impl SstWriter {
+    /// Bytes of the reservation.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Whether the SST's bytes up to `end` fit the reservation: the builder hands out no bytes
+    /// that do not (they stay in its image, and `finish` relocates the SST).
+    pub fn fits(&self, end: u64) -> bool {
+        end <= self.capacity
+    }
+
+    /// Writes `bytes` at offset `at` of the SST: the next bytes after those written before,
+    /// inside the reservation, a whole number of device blocks (as
+    /// [`SstBuilder::take_written`] hands them out).
+    ///
+    /// # Errors
+    /// The device's errors (direct: the first failed request, now or at a later call).
+    ///
+    /// # Panics
+    /// If `at` does not follow the bytes written, or the bytes pass the reservation.
+    ///
+    /// [`SstBuilder::take_written`]: crate::sst::SstBuilder::take_written
+    pub fn write(&mut self, at: u64, bytes: &[u8]) -> Result<()> {
+        assert_eq!(at, self.written, "SST bytes written out of order");
+        assert!(self.fits(at + bytes.len() as u64), "SST bytes past the reservation");
+        let offset = self.start + at;
+        self.written += bytes.len() as u64;
+        match &mut self.path {
+            Path::Buffered(w) => {
+                for (i, chunk) in bytes.chunks(WRITE_BYTES_MAX).enumerate() {
+                    let o = offset + (i * WRITE_BYTES_MAX) as u64;
+                    w.write_at(o, chunk)?;
+                    w.start_writeback(o, chunk.len() as u64)?;
+                }
+                self.pool.count_written(bytes.len() as u64, true);
+                Ok(())
+            }
+            Path::Direct { q, failed } => {
+                for (i, chunk) in bytes.chunks(WRITE_BYTES_MAX).enumerate() {
+                    if failed.is_some() {
+                        break;
+                    }
+                    if q.in_flight() >= q.depth() {
+                        reap(q, 1, failed)?;
+                    }
+                    let mut buf = AlignedBuf::zeroed(chunk.len());
+                    buf.copy_from_slice(chunk);
+                    let o = offset + (i * WRITE_BYTES_MAX) as u64;
+                    let op = Op::Write { offset: o, buf, durable: false };
+                    if let Err((e, _)) = q.submit(Request { tag: o, op }) {
+                        failed.get_or_insert(e.into());
+                    }
+                }
+                self.pool.count_written(bytes.len() as u64, false);
+                failed.take().map_or(Ok(()), Err)
+            }
+        }
+    }
+
+    /// Writes the rest of the SST (`image`, from `image.base` on: every byte not written yet),
+    /// makes the whole SST durable and returns its extent, pending, of exactly its slots; the
+    /// rest of the reservation is given back. Relocates an SST larger than its reservation.
+    ///
+    /// # Errors
+    /// The device's errors; a refused page drop. The reservation (and any new extent) is
+    /// released on every error.
+    ///
+    /// # Panics
+    /// If `image` does not start where the written bytes end.
+    pub fn finish(mut self, image: &SstImage) -> Result<Extent> {
+        assert_eq!(image.base, self.written, "the image does not follow the bytes written");
+        if !self.fits(image.len()) {
+            return self.relocate(image);
+        }
+        self.write(image.base, &image.bytes)?;
+        self.wait_durable()?;
+        let pool = self.pool.clone();
+        let volume = pool.volume();
+        let reserved = self.reserved.take().expect("a writer is finished once");
+        let slots = image.len() / volume.layout().slot_bytes;
+        let extent = volume.shrink(reserved, u32::try_from(slots).expect("fits the reservation"));
+        pool.after_direct_write(extent, matches!(self.path, Path::Direct { .. }))?;
+        Ok(extent)
+    }
+
+    /// `finish` for an SST that outgrew its reservation: copies what was written into a new
+    /// extent of the image's size, finishes the SST there, and releases the reservation (when
+    /// `self` drops).
+    fn relocate(mut self, image: &SstImage) -> Result<Extent> {
+        self.wait_durable()?;
+        log::debug!(
+            "an SST of {} bytes outgrew its reservation of {}: relocated",
+            image.len(),
+            self.capacity
+        );
+        self.pool.count_relocation();
+        let mut to = self.pool.sst_writer(image.len())?;
+        let slot_queue = QueueOptions { depth: 1, ..QueueOptions::default() };
+        let mut q = self.pool.volume().queue(IoClass::Slot, &slot_queue)?;
+        let mut at = 0;
+        while at < self.written {
+            let len = (self.written - at).min(WRITE_BYTES_MAX as u64) as usize;
+            let bytes = q.read_at(self.start + at, len)?;
+            to.write(at, &bytes)?;
+            at += len as u64;
+        }
+        to.finish(image)
+    }
+
+    /// Waits for every request in flight, then makes the written bytes durable.
+    fn wait_durable(&mut self) -> Result<()> {
+        match &mut self.path {
+            Path::Buffered(w) => Ok(w.sync()?),
+            Path::Direct { q, failed } => {
+                while q.in_flight() > 0 {
+                    reap(q, q.in_flight(), failed)?;
+                }
+                match failed.take() {
+                    Some(e) => Err(e),
+                    None => Ok(q.flush()?),
+                }
+            }
+        }
+    }
+}
+
+impl Drop for SstWriter {
+    /// Releases the reservation of a writer not finished, after reaping every request in
+    /// flight: none may land in slots given back.
+    fn drop(&mut self) {
+        let Some(extent) = self.reserved.take() else { return };
+        if let Path::Direct { q, failed } = &mut self.path {
+            while q.in_flight() > 0 {
+                if let Err(e) = reap(q, q.in_flight(), failed) {
+                    // A broken ring reaps nothing more, and its requests may still land:
+                    // keep the slots out of reach rather than hand them out again.
+                    log::error!("cannot reap the writes of an abandoned SST ({extent:?}): {e}");
+                    return;
+                }
+            }
+        }
+        self.pool.volume().release(extent);
+    }
+}
+
+/// Reaps at least `min` completions, keeping the first failed request's error in `failed`.
+///
+/// # Errors
+/// The queue's own failure (a broken ring: its requests are lost to us).
+fn reap(q: &mut VolumeQueue, min: usize, failed: &mut Option<Error>) -> Result<()> {
+    let mut done = Vec::with_capacity(min);
+    q.reap(min, &mut done)?;
+    for Completion { result, .. } in done {
+        if let Err(e) = result {
+            failed.get_or_insert(e.into());
+        }
+    }
+    Ok(())
+}

@@ -24,6 +24,15 @@ macro_rules! errln {
     };
 }
 
+/// mimalloc rather than glibc's malloc. glibc keeps what a thread frees in that thread's
+/// arena: blocks that flushes and compactions put into the block cache are freed by whichever
+/// thread evicts them, so once readers took over the cache, a background arena still held the
+/// cache's worth of freed memory (regime (c) of BENCHMARKS.md: +236 MB of RSS over a 256 MiB
+/// block cache in 13 s of readrandom, and the 1 GiB memory cgroup killed the process). An
+/// application embedding `shale-lsm` picks its own allocator; this is the tool's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod bench;
 mod check;
 mod inspect;

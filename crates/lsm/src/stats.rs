@@ -144,6 +144,9 @@ pub struct Stats {
     pub block_cache_hits: u64,
     /// Block cache misses.
     pub block_cache_misses: u64,
+    /// Blocks added to the block cache: by reads that missed it, and by flushes and
+    /// compactions with `prepopulate_block_cache` (compactions' own reads add none).
+    pub block_cache_adds: u64,
     /// Bytes held by the block cache.
     pub block_cache_bytes: usize,
     /// Of `block_cache_bytes`, those of index and filter blocks: 0 unless

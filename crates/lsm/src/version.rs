@@ -233,6 +233,13 @@ impl HandleIter {
         let iter = handle.reader.iter();
         HandleIter { _handle: handle, iter }
     }
+
+    /// Iterates one SST for a compaction, leaving the block cache as it finds it
+    /// ([`SstReader::iter_for_compaction`](crate::sst::SstReader::iter_for_compaction)).
+    pub fn for_compaction(handle: Arc<SstHandle>) -> HandleIter {
+        let iter = handle.reader.iter_for_compaction();
+        HandleIter { _handle: handle, iter }
+    }
 }
 
 impl InternalIterator for HandleIter {

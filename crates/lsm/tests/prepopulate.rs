@@ -1,6 +1,7 @@
 //! `Options::prepopulate_block_cache` through the engine: after flushes and a full compaction
 //! every key reads from the block cache with it on (no miss), and with it off the same reads
-//! go to the device (the cache starts cold for every SST the compaction wrote).
+//! go to the device (the cache starts cold for every SST the compaction wrote). Compactions'
+//! own reads add nothing to the cache.
 
 use std::sync::Arc;
 
@@ -33,4 +34,37 @@ fn misses_of_reading_back(prepopulate: bool) -> u64 {
 fn new_ssts_are_read_from_the_cache_only_when_prepopulated() {
     assert_eq!(misses_of_reading_back(true), 0);
     assert!(misses_of_reading_back(false) > 0);
+}
+
+/// A compaction reads its inputs without caching them (RocksDB's `fill_cache = false`): each
+/// block is read once and retired at the commit, and caching it evicted what readers use.
+/// Blocks the cache holds are still used.
+#[test]
+fn compactions_add_nothing_to_the_block_cache() {
+    let mut o = Options::small_for_tests();
+    o.block_cache_bytes = 16 << 20;
+    o.prepopulate_block_cache = false;
+    let dev = SimDevice::new(64 << 20, 4096, 1).unwrap();
+    let db = Db::open_device(Arc::new(dev), o).unwrap();
+    for round in 0..3u32 {
+        for i in 0..KEYS {
+            db.put(format!("key{i:06}").as_bytes(), &[(i + round) as u8; 100]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    // Readers cache blocks of the flushed SSTs, which the compaction then reads.
+    for i in (0..KEYS).step_by(3) {
+        db.get(format!("key{i:06}").as_bytes()).unwrap();
+    }
+    let before = db.stats();
+    assert!(before.block_cache_adds > 0, "reads that miss add their blocks: {before:?}");
+    db.compact_range().unwrap();
+    let after = db.stats();
+    assert!(after.compactions > before.compactions, "{after:?}");
+    assert!(after.block_cache_hits > before.block_cache_hits, "cached inputs were used");
+    assert_eq!(after.block_cache_adds, before.block_cache_adds, "the compaction cached blocks");
+    for i in 0..KEYS {
+        let v = db.get(format!("key{i:06}").as_bytes()).unwrap();
+        assert_eq!(v.as_deref(), Some(&[(i + 2) as u8; 100][..]), "key {i}");
+    }
 }

@@ -203,8 +203,9 @@ fn freed_wal_groups_are_released_and_a_crash_after_cycling_loses_nothing() {
     db.flush().unwrap();
     let flushes = db.stats().flushes;
     assert!(flushes >= 14, "{flushes} flushes: the groups must be recycled, twice over");
-    // Every sealed memtable is flushed; the next write frees their groups. What stays: the
-    // active group, one free group kept for reuse, the metadata pages.
+    // Every sealed memtable is flushed, and its group freed by the flush (no writer held the
+    // WAL). What stays: the active group, one free group kept for reuse, the metadata pages.
+    assert!(db.stats().wal_bytes_allocated <= 8192 + 2 * group_bytes);
     put(20_000);
     let allocated = db.stats().wal_bytes_allocated;
     assert_eq!(allocated, 8192 + 2 * group_bytes);
@@ -279,10 +280,13 @@ fn a_kept_free_group_keeps_only_its_first_pages() {
     }
     db.flush().unwrap();
     assert_eq!(db.stats().flushes, 1, "one memtable, one group");
-    // The next write frees the flushed group: kept for reuse, but only its first 16 MiB.
-    db.put(b"after", b"flush").unwrap();
+    // The flush freed its group: kept for reuse, but only its first 16 MiB, with no write
+    // after it (a store whose writes stopped kept the whole group before).
     let kept = u64::from(shale_lsm::wal::KEPT_GROUP_PAGES_MAX) * 4096;
     let active = 4 << 20;
+    assert!(db.stats().wal_bytes_allocated <= 8192 + kept + active, "{:?}", db.stats());
+    assert!(wal_disk_bytes(dir.path(), &l) <= 8192 + kept + active + FS_SLACK_BYTES);
+    db.put(b"after", b"flush").unwrap();
     assert_eq!(db.stats().wal_bytes_allocated, 8192 + kept + active);
     let wal_disk = wal_disk_bytes(dir.path(), &l);
     assert!(wal_disk <= 8192 + kept + active + FS_SLACK_BYTES, "WAL area: {wal_disk} bytes");

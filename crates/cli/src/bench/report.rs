@@ -350,11 +350,12 @@ pub fn print_db_stats(s: &shale_lsm::Stats) {
         s.write_amplification()
     );
     outln!(
-        "Block cache: {:.1} MB held ({:.1} MB index and filter), {} hits, {} misses, hit ratio {:.3}",
+        "Block cache: {:.1} MB held ({:.1} MB index and filter), {} hits, {} misses, {} adds, hit ratio {:.3}",
         s.block_cache_bytes as f64 / MB,
         s.block_cache_index_and_filter_bytes as f64 / MB,
         s.block_cache_hits,
         s.block_cache_misses,
+        s.block_cache_adds,
         s.block_cache_hit_ratio()
     );
     outln!(
@@ -398,6 +399,7 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
     let counters = [
         ("shale.block.cache.hit", s.block_cache_hits),
         ("shale.block.cache.miss", s.block_cache_misses),
+        ("shale.block.cache.add", s.block_cache_adds),
         ("shale.block.cache.index.hit", s.block_cache_index_hits),
         ("shale.block.cache.index.miss", s.block_cache_index_misses),
         ("shale.block.cache.filter.hit", s.block_cache_filter_hits),

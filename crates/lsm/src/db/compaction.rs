@@ -121,7 +121,7 @@ impl Inner {
             .inputs
             .iter()
             .chain(&c.next)
-            .map(|f| Box::new(HandleIter::new(f.clone())) as Box<dyn InternalIterator>)
+            .map(|f| Box::new(HandleIter::for_compaction(f.clone())) as Box<dyn InternalIterator>)
             .collect();
         let mut merged = MergingIterator::new(children);
         merged.seek_to_first();

@@ -407,7 +407,23 @@ impl SstReader {
             Ok(index) => (index.iter(), None),
             Err(e) => (Block::empty().iter(), Some(e)),
         };
-        SstIter { reader: self.clone(), index, data: None, error, readahead: Readahead::default() }
+        SstIter {
+            reader: self.clone(),
+            index,
+            data: None,
+            error,
+            readahead: Readahead::default(),
+            fill_cache: true,
+        }
+    }
+
+    /// [`SstReader::iter`] for a compaction: data blocks the cache holds are used, those it
+    /// does not are read (with readahead) and not cached, as RocksDB's compactions read
+    /// (`fill_cache = false`). A compaction reads each block of its inputs once, and the
+    /// inputs are dropped when it commits: caching them evicted the blocks readers use, and
+    /// churned a cache's worth of memory per compaction.
+    pub fn iter_for_compaction(&self) -> SstIter {
+        SstIter { fill_cache: false, ..self.iter() }
     }
 
     /// The index block: held, else from the cache, else read from the source, checked and
@@ -453,18 +469,19 @@ impl SstReader {
     }
 
     /// The data block at `h`, from the cache, else from `readahead` when it holds the block,
-    /// else read alone; a block read is cached.
+    /// else read alone; a block read is cached when `fill_cache` says so.
     fn data_block_via(
         &self,
         h: BlockHandle,
         readahead: Option<&mut Readahead>,
+        fill_cache: bool,
     ) -> Result<Arc<Cached>> {
         let inner = &self.inner;
         let readable = inner.footer.image_bytes - FOOTER_BYTES as u64;
         if !h.fits_before(readable) {
             return Err(Error::corruption("SST index: data block outside the image", h.offset));
         }
-        load_cached(&inner.cache, inner.cache_id, h, BlockKind::Data, |h| {
+        let load = |h: BlockHandle| {
             let len = h.stored_bytes() as usize;
             let stored = match readahead {
                 Some(ra) => ra.read(&*inner.source, h.offset, len, readable)?,
@@ -472,7 +489,14 @@ impl SstReader {
             };
             let raw = decode_block(&stored, h, "data block")?;
             Ok(Cached::Data(Arc::new(Block::new(raw, h.offset)?)))
-        })
+        };
+        if fill_cache {
+            return load_cached(&inner.cache, inner.cache_id, h, BlockKind::Data, load);
+        }
+        match inner.cache.get(inner.cache_id, h.offset, BlockKind::Data) {
+            Some(hit) => Ok(hit),
+            None => Ok(Arc::new(load(h)?)),
+        }
     }
 }
 
@@ -627,6 +651,8 @@ pub struct SstIter {
     data: Option<BlockIter>,
     error: Option<Error>,
     readahead: Readahead,
+    /// Whether data blocks read go into the block cache (not for compactions).
+    fill_cache: bool,
 }
 
 impl SstIter {
@@ -647,9 +673,11 @@ impl SstIter {
             }
             return;
         }
-        let readahead = &mut self.readahead;
+        let (readahead, fill) = (&mut self.readahead, self.fill_cache);
         let loaded = decode_handle(self.index.value(), self.reader.inner.footer.index.offset)
-            .and_then(|h| block_iter(&self.reader.data_block_via(h, Some(readahead))?, h.offset));
+            .and_then(|h| {
+                block_iter(&self.reader.data_block_via(h, Some(readahead), fill)?, h.offset)
+            });
         match loaded {
             Ok(block) => self.data = Some(block),
             Err(e) => self.fail(e),

@@ -208,7 +208,8 @@ pub trait Device: Send + Sync + fmt::Debug {
     fn open_queue(&self, opts: &QueueOptions) -> Result<Box<dyn Queue>>;
 
     /// Adds capacity so that the device holds at least `capacity` bytes (a multiple of the
-    /// block size), durably (the new size survives a crash once this returns).
+    /// block size), durably (the new size survives a crash once this returns). On a file the
+    /// new range is sparse: [`Device::allocate_range`] gives it storage before it is written.
     ///
     /// # Errors
     /// [`Error::Unsupported`] where the device cannot grow; [`Error::NoSpace`] if the room is

@@ -20,6 +20,10 @@ fn grow_extends_the_file_durably() {
         dev.grow(1 << 20).unwrap();
         assert_eq!(dev.info().capacity, 1 << 20);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 1 << 20);
+        // Sparse: the new range takes no storage until it is allocated.
+        use std::os::unix::fs::MetadataExt;
+        let on_disk = std::fs::metadata(&path).unwrap().blocks() * 512;
+        assert!(on_disk < 512 * 1024, "{on_disk} bytes on disk after growing to 1 MiB");
         // Shrinking is not growing: a smaller capacity leaves the device as it is.
         dev.grow(4096).unwrap();
         assert_eq!(dev.info().capacity, 1 << 20);

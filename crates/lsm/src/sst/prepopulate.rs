@@ -31,22 +31,18 @@ pub fn data_block_sink(cache: Arc<BlockCache>, cache_id: u64) -> Option<BlockSin
         return None;
     }
     Some(Box::new(move |offset, mut raw: Vec<u8>| {
-        // The builder's buffer grew by doubling: a 4 KiB block sits in 8 KiB, and the cache
-        // charges a block its bytes, so a 256 MiB cache of such blocks held 512 MiB (it got
-        // the process killed in a 1 GiB cgroup). Shrinking in place costs no copy.
+        // The cache charges a block its bytes, not its buffer's capacity: the builder's buffer
+        // has room to spare (before it was sized from the last block, it had doubled, and a
+        // 4 KiB block sat in 8 KiB), so it is trimmed to the bytes before it is cached.
         raw.shrink_to_fit();
-        insert_data_block(&cache, cache_id, offset, raw);
-    }))
-}
-
-fn insert_data_block(cache: &BlockCache, cache_id: u64, offset: u64, raw: Vec<u8>) {
-    match Block::new(raw, offset) {
-        Ok(block) => {
-            cache.insert(cache_id, offset, Cached::Data(Arc::new(block)));
+        match Block::new(raw, offset) {
+            Ok(block) => {
+                cache.insert(cache_id, offset, Cached::Data(Arc::new(block)));
+            }
+            // The builder made the block a moment ago: a bug, and only the cache loses it.
+            Err(e) => debug_assert!(false, "a block the builder cut does not decode: {e}"),
         }
-        // The builder made the block a moment ago: a bug, and only the cache loses it.
-        Err(e) => debug_assert!(false, "a block the builder cut does not decode: {e}"),
-    }
+    }))
 }
 
 /// Caches the index and filter of the finished `image` (of which only the tail from

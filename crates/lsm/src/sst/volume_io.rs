@@ -34,10 +34,12 @@
 //!   one before a crash. Nothing is dropped after the write and nothing prefetched: the
 //!   written pages are the cache.
 //! - buffered writes, direct reads: O_DIRECT reads ignore clean cached pages, and the kernel
-//!   writes dirty ones back before a direct read of their range; after stage 3 there are none.
+//!   writes dirty ones back before a direct read of their range; after the writer's sync
+//!   (`SstWriter::finish`) there are none.
 //! - direct writes, buffered reads: O_DIRECT writes go around the page cache, so the cached
-//!   pages of the extent are dropped once the new SST is written ([`QueuePool::write_sst`]),
-//!   which also covers pages another process left behind before a crash. Linux invalidates
+//!   pages of the extent are dropped once the new SST is written
+//!   (`QueuePool::after_direct_write`), which also covers pages another process left behind
+//!   before a crash. Linux invalidates
 //!   the cached pages of a range written with O_DIRECT too (writing back dirty ones first,
 //!   such as a buffered write a crashed process left); shale does not rely on that alone,
 //!   because the kernel only warns when it fails to. The new SST is then prefetched into the
@@ -310,7 +312,7 @@ impl QueuePool {
     /// Reads `(offset, len)` ranges of the volume's slot area (absolute offsets, inside
     /// extents of live SSTs) all at once, answered in order: through the page cache's
     /// [`BufferedReader::read_many`] when reads are buffered, else with O_DIRECT on a queue of
-    /// [`BATCH_QUEUE_DEPTH`], whole device blocks around each range. The device works on
+    /// `BATCH_QUEUE_DEPTH`, whole device blocks around each range. The device works on
     /// them together, so a batch costs about one read's latency, not one per range.
     pub fn read_many(&self, reqs: &[(u64, usize)]) -> Vec<Result<Vec<u8>>> {
         if let Some(buffered) = &self.buffered {

@@ -107,11 +107,6 @@ impl QueuePool {
 }
 
 impl SstWriter {
-    /// Bytes of the reservation.
-    pub fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
     /// Whether the SST's bytes up to `end` fit the reservation: the builder hands out no bytes
     /// that do not (they stay in its image, and `finish` relocates the SST).
     pub fn fits(&self, end: u64) -> bool {

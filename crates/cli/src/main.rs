@@ -29,7 +29,9 @@ macro_rules! errln {
 /// thread evicts them, so once readers took over the cache, a background arena still held the
 /// cache's worth of freed memory (regime (c) of BENCHMARKS.md: +236 MB of RSS over a 256 MiB
 /// block cache in 13 s of readrandom, and the 1 GiB memory cgroup killed the process). An
-/// application embedding `shale-lsm` picks its own allocator; this is the tool's.
+/// application embedding `shale-lsm` picks its own allocator; this is the tool's. Built with
+/// `--no-default-features`, the tool uses the system allocator (for heap profilers).
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

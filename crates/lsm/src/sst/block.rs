@@ -214,6 +214,17 @@ impl Block {
         self.data.len()
     }
 
+    /// Bytes of the block's buffer: its bytes and the room past them (a buffer the block cache
+    /// reused may be a little larger than the block). What the cache charges the block.
+    pub fn allocated_bytes(&self) -> usize {
+        self.data.capacity()
+    }
+
+    /// The block's buffer, for the block cache to reuse once the block is evicted.
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
+    }
+
     fn restart(&self, i: usize) -> usize {
         read_u32(&self.data, self.restarts_at + i * U32_BYTES) as usize
     }

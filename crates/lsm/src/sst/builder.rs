@@ -141,7 +141,7 @@ impl SstImage {
 }
 
 /// Receives each data block as it is cut: its offset in the SST and its uncompressed bytes.
-pub type BlockSink = Box<dyn FnMut(u64, Vec<u8>) + Send>;
+pub type BlockSink = Box<dyn FnMut(u64, &[u8]) + Send>;
 
 /// Builds one SST from entries in ascending internal key order.
 pub struct SstBuilder {
@@ -305,7 +305,7 @@ impl SstBuilder {
         self.props.data_blocks += 1;
         self.props.data_bytes += handle.stored_bytes();
         if let Some(sink) = &mut self.block_sink {
-            sink(handle.offset, raw);
+            sink(handle.offset, &raw);
         }
     }
 
@@ -504,7 +504,8 @@ mod tests {
         let mut streamed = SstBuilder::new(&opts);
         let blocks = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
         let sink_blocks = blocks.clone();
-        streamed.set_block_sink(Box::new(move |at, raw| sink_blocks.lock().push((at, raw))));
+        streamed
+            .set_block_sink(Box::new(move |at, raw| sink_blocks.lock().push((at, raw.to_vec()))));
         let mut taken = Vec::new();
         for (i, (k, v)) in entries.iter().enumerate() {
             whole.add(k, v);

@@ -122,10 +122,13 @@ impl Compression {
         Some(out)
     }
 
-    /// Undoes [`Compression::compress`]; `None` when the stored bytes are damaged.
-    fn decompress(self, stored: &[u8]) -> Option<Vec<u8>> {
+    /// Undoes [`Compression::compress`] into `out` (cleared first, its capacity reused);
+    /// `None` when the stored bytes are damaged.
+    fn decompress_into(self, stored: &[u8], out: &mut Vec<u8>) -> Option<()> {
+        out.clear();
         if self == Compression::None {
-            return Some(stored.to_vec());
+            out.extend_from_slice(stored);
+            return Some(());
         }
         let (len, codec) = stored.split_first_chunk::<4>()?;
         let len = u32::from_le_bytes(*len) as usize;
@@ -135,13 +138,14 @@ impl Compression {
         match self {
             Compression::None => unreachable!("handled above"),
             Compression::Lz4 => {
-                let mut out = vec![0; len];
-                let n = lz4_flex::block::decompress_into(codec, &mut out).ok()?;
-                (n == len).then_some(out)
+                out.resize(len, 0);
+                let n = lz4_flex::block::decompress_into(codec, out).ok()?;
+                (n == len).then_some(())
             }
             Compression::Zstd => {
-                let out = zstd::bulk::decompress(codec, len).ok()?;
-                (out.len() == len).then_some(out)
+                out.resize(len, 0);
+                let n = zstd::bulk::decompress_to_buffer(codec, out).ok()?;
+                (n == len).then_some(())
             }
         }
     }
@@ -221,6 +225,23 @@ pub fn write_block(image: &mut Vec<u8>, raw: &[u8], compression: Compression) ->
 /// [`Error::Corruption`] for a short read, a checksum mismatch, an unknown compression byte or
 /// bytes that do not decompress to their recorded length.
 pub fn decode_block(stored: &[u8], handle: BlockHandle, what: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    decode_block_into(stored, handle, what, &mut out)?;
+    Ok(out)
+}
+
+/// [`decode_block`] into `out`, whose allocation is reused: the block cache hands out the
+/// buffers of blocks it evicted ([`BlockCache::buffer`](crate::cache::BlockCache::buffer)).
+/// On an error `out` holds nothing of use.
+///
+/// # Errors
+/// As [`decode_block`].
+pub fn decode_block_into(
+    stored: &[u8],
+    handle: BlockHandle,
+    what: &str,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let bad = |why: &str| Error::corruption(format!("SST {what}: {why}"), handle.offset);
     let size = handle.size as usize;
     if stored.len() != size + BLOCK_TRAILER_BYTES {
@@ -233,7 +254,7 @@ pub fn decode_block(stored: &[u8], handle: BlockHandle, what: &str) -> Result<Ve
         return Err(bad("checksum mismatch"));
     }
     let compression = Compression::from_u8(kind).ok_or_else(|| bad("unknown compression"))?;
-    compression.decompress(body).ok_or_else(|| bad("does not decompress"))
+    compression.decompress_into(body, out).ok_or_else(|| bad("does not decompress"))
 }
 
 /// What an SST holds, summed up when it was built.
@@ -406,14 +427,32 @@ mod tests {
 
     #[test]
     fn forged_decompressed_lengths_are_refused() {
+        // The output buffer starts with stale bytes, as a recycled cache buffer does.
+        let mut out = vec![9u8; 3000];
         for c in [Compression::Lz4, Compression::Zstd] {
             let mut stored = c.compress(&[7; 1000]).unwrap();
-            assert_eq!(c.decompress(&stored).unwrap(), vec![7; 1000]);
+            assert_eq!(c.decompress_into(&stored, &mut out), Some(()));
+            assert_eq!(out, vec![7; 1000]);
             stored[..4].copy_from_slice(&999u32.to_le_bytes());
-            assert_eq!(c.decompress(&stored), None);
+            assert_eq!(c.decompress_into(&stored, &mut out), None);
             stored[..4].copy_from_slice(&u32::MAX.to_le_bytes());
-            assert_eq!(c.decompress(&stored), None);
-            assert_eq!(c.decompress(&[1, 0]), None);
+            assert_eq!(c.decompress_into(&stored, &mut out), None);
+            assert_eq!(c.decompress_into(&[1, 0], &mut out), None);
+        }
+    }
+
+    #[test]
+    fn decoding_into_a_used_buffer_leaves_only_the_block() {
+        let raw: Vec<u8> = (0..5000u32).map(|i| (i % 7) as u8).collect();
+        for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
+            let mut img = Vec::new();
+            let h = write_block(&mut img, &raw, c);
+            // Larger and smaller than the block, full of other bytes.
+            for stale in [vec![0xAB; 9000], vec![0xCD; 10]] {
+                let mut out = stale;
+                decode_block_into(&img, h, "test", &mut out).unwrap();
+                assert_eq!(out, raw, "{c:?}");
+            }
         }
     }
 

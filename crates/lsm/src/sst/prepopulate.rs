@@ -30,12 +30,13 @@ pub fn data_block_sink(cache: Arc<BlockCache>, cache_id: u64) -> Option<BlockSin
     if cache.capacity_bytes() == 0 {
         return None;
     }
-    Some(Box::new(move |offset, mut raw: Vec<u8>| {
-        // The cache charges a block its bytes, not its buffer's capacity: the builder's buffer
-        // has room to spare (before it was sized from the last block, it had doubled, and a
-        // 4 KiB block sat in 8 KiB), so it is trimmed to the bytes before it is cached.
-        raw.shrink_to_fit();
-        match Block::new(raw, offset) {
+    Some(Box::new(move |offset, raw: &[u8]| {
+        // Copied into a buffer the cache hands out (one of a block it evicted, when it has
+        // one): the builder's own buffer has room to spare, and a block allocated here would
+        // be freed by whichever reader thread evicts it (see `cache`).
+        let mut data = cache.buffer(cache_id, offset, raw.len());
+        data.extend_from_slice(raw);
+        match Block::new(data, offset) {
             Ok(block) => {
                 cache.insert(cache_id, offset, Cached::Data(Arc::new(block)));
             }

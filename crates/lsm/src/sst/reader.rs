@@ -30,7 +30,7 @@ use crate::sst::block::{Block, BlockIter};
 use crate::sst::bloom::BloomFilter;
 use crate::sst::builder::SstImage;
 use crate::sst::footer::{FOOTER_BYTES, Footer};
-use crate::sst::format::{BlockHandle, SstProperties, decode_block};
+use crate::sst::format::{BlockHandle, SstProperties, decode_block, decode_block_into};
 use crate::sst::range_del_block;
 
 /// Bytes read from the end of an image to find the footer: one 4 KiB block, which often holds
@@ -394,9 +394,9 @@ impl SstReader {
         h: BlockHandle,
         stored: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let raw = decode_block(stored, h, "data block")?;
-        let block = Cached::Data(Arc::new(Block::new(raw, h.offset)?));
-        let block = self.inner.cache.insert(self.inner.cache_id, h.offset, block);
+        let inner = &self.inner;
+        let block = decode_data_block(&inner.cache, inner.cache_id, h, stored, true)?;
+        let block = inner.cache.insert(inner.cache_id, h.offset, Cached::Data(Arc::new(block)));
         search_block(&block, h, lookup_ikey)
     }
 
@@ -487,8 +487,8 @@ impl SstReader {
                 Some(ra) => ra.read(&*inner.source, h.offset, len, readable)?,
                 None => inner.source.read(h.offset, len)?,
             };
-            let raw = decode_block(&stored, h, "data block")?;
-            Ok(Cached::Data(Arc::new(Block::new(raw, h.offset)?)))
+            let block = decode_data_block(&inner.cache, inner.cache_id, h, &stored, fill_cache)?;
+            Ok(Cached::Data(Arc::new(block)))
         };
         if fill_cache {
             return load_cached(&inner.cache, inner.cache_id, h, BlockKind::Data, load);
@@ -498,6 +498,22 @@ impl SstReader {
             None => Ok(Arc::new(load(h)?)),
         }
     }
+}
+
+/// Checks and decodes the stored data block at `h`. A block `to_cache` goes into a buffer the
+/// cache hands out (one of a block it evicted, see [`BlockCache::buffer`]); one read for a
+/// single use (a compaction's input) into a new one.
+fn decode_data_block(
+    cache: &BlockCache,
+    cache_id: u64,
+    h: BlockHandle,
+    stored: &[u8],
+    to_cache: bool,
+) -> Result<Block> {
+    let mut raw =
+        if to_cache { cache.buffer(cache_id, h.offset, h.size as usize) } else { Vec::new() };
+    decode_block_into(stored, h, "data block", &mut raw)?;
+    Block::new(raw, h.offset)
 }
 
 /// Reads the stored bytes of the block at `h` (with its trailer), which must lie before the

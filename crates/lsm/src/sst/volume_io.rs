@@ -73,7 +73,10 @@ pub const WRITE_BYTES_MAX: usize = 1 << 20;
 /// Write requests in flight while an SST is written.
 pub const WRITES_IN_FLIGHT_MAX: u32 = 4;
 /// Idle read queues a pool keeps; more are opened under load and dropped when given back.
-pub const POOL_QUEUES_IDLE_MAX: usize = 8;
+/// A queue is one io_uring (a file descriptor and a few KiB of rings); setting one up and
+/// tearing it down costs system calls and mmaps, so a pool keeps one per concurrent reader
+/// thread of any sane number rather than churning rings when more than a few read at once.
+pub const POOL_QUEUES_IDLE_MAX: usize = 128;
 /// Bytes of one `POSIX_FADV_WILLNEED` when a new SST is prefetched: the kernel reads at most
 /// its readahead window (128 KiB by default) per call and silently ignores the rest, so a
 /// whole SST takes one call per chunk (a single call for the whole extent warmed nothing).

@@ -41,7 +41,7 @@ pub const SUITE: &[&str] = &[
 ];
 
 /// Threads of `readrandom16`: readrandom on the random process's store with this many readers,
-/// measured against fio's 4 KiB random reads at the same queue depth on the same file.
+/// measured against fio's 4 KiB random reads at the same queue depth beside it (`fio`).
 pub const READERS: usize = 16;
 
 /// Threads of `fillsync` (the issue's target is for 16 writers syncing each write).
@@ -341,7 +341,8 @@ pub struct Run {
     pub disk_bytes: Option<u64>,
     /// Bytes of SSTs in the store after the run.
     pub sst_bytes: Option<u64>,
-    /// fio's 4 KiB random-read IOPS on the store's largest file at the group's queue depth
+    /// fio's 4 KiB random-read IOPS beside the store, on a written file as large as its
+    /// largest file's storage, at the group's queue depth
     /// (shale's readrandom16 run only).
     pub fio_iops: Option<f64>,
     pub process: Finished,
@@ -1003,8 +1004,8 @@ impl Report<'_> {
         s
     }
 
-    /// readrandom on [`READERS`] threads against fio's IOPS at the same depth on shale's
-    /// volume file (measured right after shale's run, on its store), if that ran.
+    /// readrandom on [`READERS`] threads against fio's IOPS at the same depth beside shale's
+    /// store (measured right after shale's run; see `fio`), if that ran.
     fn fio_section(&self) -> Option<String> {
         let fio = median_of(self.runs_of(Engine::Shale, "readers").map(|r| r.fio_iops))?;
         let shale = self.median_ops(Engine::Shale, "readrandom16");
@@ -1030,9 +1031,11 @@ impl Report<'_> {
         s.push_str(&t.to_markdown());
         let _ = writeln!(
             s,
-            "\nfio reads shale's volume file for 20 s after each shale run of readrandom16 \
-             (`bench/compare/src/fio.rs`); a lookup that the bloom filter and the caches do not \
-             answer costs one 4 KiB read.\n"
+            "\nfio reads for 20 s after each shale run of readrandom16, beside shale's store, a \
+             file written whole as large as the storage shale's volume file holds (the volume \
+             is sparse, and reads of its free slots return zeros without the device; \
+             `bench/compare/src/fio.rs`); a lookup that the bloom filter and the caches do not \
+             answer costs one data block read.\n"
         );
         Some(s)
     }

@@ -97,6 +97,9 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     if let Some(v) = args.block_size {
         o.sst.block_bytes = v;
     }
+    if let Some(v) = args.block_align {
+        o.sst.block_align = v;
+    }
     if let Some(v) = args.use_direct_reads {
         o.use_direct_reads = v;
     }

@@ -53,7 +53,6 @@ pub const IGNORED: &[Ignored] = &[
     ("blob_file_starting_level", Kind::Value, None),
     ("blob_garbage_collection_age_cutoff", Kind::Value, None),
     ("blob_garbage_collection_force_threshold", Kind::Value, None),
-    ("block_align", Kind::Bool, None),
     ("block_cache_trace_file", Kind::Value, None),
     ("block_cache_trace_max_trace_file_size_in_bytes", Kind::Value, None),
     ("block_cache_trace_sampling_frequency", Kind::Value, None),
@@ -409,6 +408,7 @@ pub const IGNORED: &[Ignored] = &[
 /// db_bench's boolean flags that `shale bench` maps ([`super::Args`]), sorted: gflags'
 /// `--noflag` of each reaches the parser as `--flag=false`.
 pub const MAPPED_BOOLS: &[&str] = &[
+    "block_align",
     "cache_index_and_filter_blocks",
     "disable_wal",
     "histogram",

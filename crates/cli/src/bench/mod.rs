@@ -172,6 +172,10 @@ pub struct Args {
     /// Uncompressed bytes per SST data block.
     #[arg(long = "block_size")]
     pub block_size: Option<usize>,
+    /// Keep uncompressed data blocks from crossing 4 KiB boundaries (`SstOptions::block_align`;
+    /// true by default in shale, false in db_bench).
+    #[arg(long = "block_align", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub block_align: Option<bool>,
     /// Print each benchmark's latency percentiles.
     #[arg(long = "histogram", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
     pub histogram: bool,

@@ -39,6 +39,7 @@ const FLAGS: &[&str] = &[
     "cache_size",
     "prepopulate_block_cache",
     "block_size",
+    "block_align",
     "histogram",
     "statistics",
     "stats_interval_seconds",

@@ -43,7 +43,19 @@ pub struct SstOptions {
     pub bloom_bits_per_key: u32,
     /// How data blocks are compressed.
     pub compression: Compression,
+    /// Keeps uncompressed data blocks from crossing a [`BLOCK_ALIGN_BYTES`] boundary
+    /// (RocksDB's `block_align`, `shale bench --block_align`): with `block_bytes` of a page
+    /// or less, a block is cut before the entry that would take it (and its trailer) past
+    /// `block_bytes`, and one that would cross a boundary starts at the next one, the bytes
+    /// before it left zero. Reading a block then reads one page, not two: half the device
+    /// bytes of an O_DIRECT read and half the page cache a buffered one keeps. Costs the
+    /// padding (under an entry a page). Compressed blocks and larger blocks are never padded.
+    pub block_align: bool,
 }
+
+/// The boundary [`SstOptions::block_align`] keeps blocks from crossing: a page, and the device
+/// block of every device shale runs on.
+pub const BLOCK_ALIGN_BYTES: usize = 4096;
 
 /// Largest data block size: the largest block a reader decompresses
 /// ([`BLOCK_RAW_BYTES_MAX`]). A block is cut once it reaches the size, so it may pass it by
@@ -94,6 +106,7 @@ impl Default for SstOptions {
             restart_interval: RESTART_INTERVAL_DEFAULT,
             bloom_bits_per_key: BITS_PER_KEY_DEFAULT,
             compression: Compression::None,
+            block_align: true,
         }
     }
 }
@@ -104,7 +117,9 @@ const INDEX_RESTART_INTERVAL: usize = 1;
 /// Longest encoding of a u32 varint.
 const VARINT32_BYTES_MAX: usize = 5;
 /// A block entry's overhead beyond its key and value: three varints and a restart point.
-const ENTRY_OVERHEAD_MAX: usize = 3 * VARINT32_BYTES_MAX + 4;
+const ENTRY_OVERHEAD_MAX: usize = 3 * VARINT32_BYTES_MAX + U32_BYTES;
+/// Bytes of a restart point, and of a block's restart count.
+const U32_BYTES: usize = 4;
 
 /// A finished SST, or the part of it not yet handed out by [`SstBuilder::take_written`].
 #[derive(Debug)]
@@ -280,6 +295,9 @@ impl SstBuilder {
         if first {
             self.props.smallest = internal_key.to_vec();
         }
+        if self.cuts_before(internal_key.len() + value.len()) {
+            self.finish_data_block();
+        }
         self.data.add(internal_key, value);
         self.last_key.clear();
         self.last_key.extend_from_slice(internal_key);
@@ -291,6 +309,39 @@ impl SstBuilder {
         }
     }
 
+    /// Whether the open data block is cut before an entry of `entry_bytes` (key and value):
+    /// with [`SstOptions::block_align`], where the entry would take the stored block past
+    /// `block_bytes` (which is at most a page there).
+    fn cuts_before(&self, entry_bytes: usize) -> bool {
+        self.aligns_blocks()
+            && !self.data.is_empty()
+            && self.data.estimated_bytes() + entry_bytes + ENTRY_OVERHEAD_MAX + BLOCK_TRAILER_BYTES
+                > self.opts.block_bytes
+    }
+
+    /// Whether data blocks are kept within pages: asked for, uncompressed, a page at most.
+    fn aligns_blocks(&self) -> bool {
+        self.opts.block_align
+            && self.opts.compression == Compression::None
+            && self.opts.block_bytes <= BLOCK_ALIGN_BYTES
+    }
+
+    /// The zero bytes written before a data block of `stored` bytes (trailer included) that
+    /// would start at `at`: with [`SstOptions::block_align`], up to the next page boundary
+    /// when a block that fits in a page would cross it.
+    fn pad_bytes(&self, at: u64, stored: usize) -> usize {
+        if !self.aligns_blocks() || stored > BLOCK_ALIGN_BYTES {
+            return 0;
+        }
+        let in_page = (at % BLOCK_ALIGN_BYTES as u64) as usize;
+        if in_page + stored > BLOCK_ALIGN_BYTES { BLOCK_ALIGN_BYTES - in_page } else { 0 }
+    }
+
+    /// At least [`SstBuilder::pad_bytes`] for any block of at most `upper` bytes at `at`.
+    fn pad_bound(&self, at: u64, upper: usize) -> usize {
+        self.pad_bytes(at, upper.min(BLOCK_ALIGN_BYTES))
+    }
+
     fn finish_data_block(&mut self) {
         if self.data.is_empty() {
             return;
@@ -300,6 +351,10 @@ impl SstBuilder {
         // to decompress more than BLOCK_RAW_BYTES_MAX, so such a block is stored as it is.
         let compression =
             if raw.len() > BLOCK_RAW_BYTES_MAX { Compression::None } else { self.opts.compression };
+        if compression == Compression::None {
+            let pad = self.pad_bytes(self.written_bytes(), raw.len() + BLOCK_TRAILER_BYTES);
+            self.image.resize(self.image.len() + pad, 0);
+        }
         let handle = self.put_block(&raw, compression);
         self.index.add(&self.last_key, &handle.encode());
         self.props.data_blocks += 1;
@@ -350,7 +405,30 @@ impl SstBuilder {
         };
         let smallest = if self.props.entries == 0 { key_len } else { self.props.smallest.len() };
         let properties = PROPERTIES_FIXED_BYTES + smallest + 4 + key_len + BLOCK_TRAILER_BYTES;
+        // Kept within pages: the zero bytes before the blocks still to be written; and when
+        // the entry starts a block of its own, that block's restart array and trailer, and
+        // the index entry of the block cut before it (whose last key is the last one added).
+        let entry = ENTRY_OVERHEAD_MAX + key_len + value_len;
+        let aligned = if !self.aligns_blocks() {
+            0
+        } else if self.cuts_before(key_len + value_len) {
+            let open = self.data.estimated_bytes() + BLOCK_TRAILER_BYTES;
+            let at = self.written_bytes();
+            let open_pad = self.pad_bytes(at, open);
+            let next = 2 * U32_BYTES + entry + BLOCK_TRAILER_BYTES;
+            open_pad
+                + self.pad_bound(at + (open_pad + open) as u64, next)
+                + 2 * U32_BYTES
+                + BLOCK_TRAILER_BYTES
+                + ENTRY_OVERHEAD_MAX
+                + self.last_key.len()
+                + BLOCK_HANDLE_BYTES
+        } else {
+            let block = self.data.estimated_bytes() + entry + BLOCK_TRAILER_BYTES;
+            self.pad_bound(self.written_bytes(), block)
+        };
         self.written_bytes() as usize
+            + aligned
             + data
             + BLOCK_TRAILER_BYTES
             + index

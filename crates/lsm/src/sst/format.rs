@@ -19,6 +19,16 @@
 //! The image length is a multiple of the volume's slot size, so the footer's last byte is the
 //! extent's last byte.
 //!
+//! Uncompressed data blocks may have zero bytes before them (`SstOptions::block_align`, the
+//! default): a block of 4 KiB or less that would cross a 4 KiB boundary of the image starts at
+//! the boundary instead, so that reading it reads one page. Only the index says where data
+//! blocks are; nothing reads the zero bytes, and readers of any version skip them, since they
+//! follow handles, never the bytes after a block.
+//! ```text
+//! offset  ...  | block 7 | trailer | 0 0 ... 0 | block 8 | trailer | block 9 ...
+//!                                  ^ up to the page boundary
+//! ```
+//!
 //! Every block is followed by a 5-byte trailer:
 //! ```text
 //! offset  size  type    field

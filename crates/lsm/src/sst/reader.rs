@@ -28,7 +28,7 @@ use crate::key;
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::block::{Block, BlockIter};
 use crate::sst::bloom::BloomFilter;
-use crate::sst::builder::SstImage;
+use crate::sst::builder::{BLOCK_ALIGN_BYTES, SstImage};
 use crate::sst::footer::{FOOTER_BYTES, Footer};
 use crate::sst::format::{BlockHandle, SstProperties, decode_block, decode_block_into};
 use crate::sst::range_del_block;
@@ -636,7 +636,9 @@ impl Readahead {
         readable: u64,
     ) -> Result<Vec<u8>> {
         let end = offset + len as u64;
-        if offset == self.last_end {
+        // Aligned blocks (`SstOptions::block_align`) may start at the page boundary after the
+        // last one's end.
+        if (self.last_end..self.last_end + BLOCK_ALIGN_BYTES as u64).contains(&offset) {
             self.sequential += 1;
         } else {
             self.sequential = 0;

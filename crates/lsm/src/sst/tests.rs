@@ -145,17 +145,21 @@ fn images_round_trip_in_every_compression_and_size() {
     let mut rng = SmallRng::seed_from_u64(42);
     for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
         for users in [0, 1, 2, 17, 400, 3000] {
-            for (block_bytes, restart_interval, bits) in [(4096, 16, 10), (256, 1, 0), (1024, 5, 3)]
+            for (block_bytes, restart_interval, bits) in
+                [(4096, 16, 10), (256, 1, 0), (1024, 5, 3), (16384, 16, 10)]
             {
-                let opts = SstOptions {
-                    block_bytes,
-                    restart_interval,
-                    bloom_bits_per_key: bits,
-                    compression,
-                };
-                let e = entries(&mut rng, users);
-                for slot_bytes in [4096, 64 << 10] {
-                    check_round_trip(&e, &opts, slot_bytes, &mut rng);
+                for block_align in [true, false] {
+                    let opts = SstOptions {
+                        block_bytes,
+                        restart_interval,
+                        bloom_bits_per_key: bits,
+                        compression,
+                        block_align,
+                    };
+                    let e = entries(&mut rng, users);
+                    for slot_bytes in [4096, 64 << 10] {
+                        check_round_trip(&e, &opts, slot_bytes, &mut rng);
+                    }
                 }
             }
         }
@@ -209,6 +213,12 @@ fn flipped_bytes_give_corruption_never_wrong_data() {
         let len = good.len();
         let footer = Footer::decode(&good[len - FOOTER_BYTES..], len as u64).unwrap();
         let blocks_end = (footer.properties.offset + footer.properties.stored_bytes()) as usize;
+        // Aligned blocks leave zero bytes between some data blocks, which nothing reads.
+        let mut checked = data_block_ranges(&good, &footer);
+        let data_end = checked.last().map_or(0, |r| r.end);
+        let padded = checked.iter().map(ExactSizeIterator::len).sum::<usize>() < data_end;
+        assert_eq!(padded, compression == Compression::None, "only plain blocks are aligned");
+        checked.push(data_end.max(footer.filter.unwrap().offset as usize)..blocks_end);
         // Every 97th byte across all blocks, plus every byte of the footer and the first and
         // last bytes of the filter, index and properties blocks and their trailers.
         let mut positions: Vec<usize> = (0..blocks_end).step_by(97).collect();
@@ -221,7 +231,7 @@ fn flipped_bytes_give_corruption_never_wrong_data() {
         for (i, pos) in positions.into_iter().enumerate() {
             let mut bad = good.clone();
             bad[pos] ^= 0x20;
-            let must_fail = pos < blocks_end || pos >= len - FOOTER_BYTES;
+            let must_fail = checked.iter().any(|r| r.contains(&pos)) || pos >= len - FOOTER_BYTES;
             let place = [IndexAndFilter::Held, IndexAndFilter::Cached][i % 2];
             let outcome = damaged_outcome(bad, &e, place);
             match outcome {
@@ -233,6 +243,23 @@ fn flipped_bytes_give_corruption_never_wrong_data() {
             }
         }
     }
+}
+
+/// The byte ranges of an image's data blocks with their trailers, in order, from its index.
+fn data_block_ranges(image: &[u8], footer: &Footer) -> Vec<std::ops::Range<usize>> {
+    let h = footer.index;
+    let stored = &image[h.offset as usize..(h.offset + h.stored_bytes()) as usize];
+    let index =
+        Arc::new(block::Block::new(format::decode_block(stored, h, "index").unwrap(), 0).unwrap());
+    let mut it = index.iter();
+    it.seek_to_first();
+    let mut ranges = Vec::new();
+    while it.valid() {
+        let d = format::BlockHandle::decode(it.value()).unwrap();
+        ranges.push(d.offset as usize..(d.offset + d.stored_bytes()) as usize);
+        it.next();
+    }
+    ranges
 }
 
 /// Opens a damaged image and reads all of it every way; any entry returned must be right.
@@ -632,4 +659,38 @@ fn an_sst_opened_from_its_image_reads_nothing_until_a_data_block_is_needed() {
     let cache = Arc::new(BlockCache::new(1 << 20));
     let wrong = SstReader::open_image(short, cache, 1, IndexAndFilter::Held, &image);
     assert!(matches!(wrong, Err(Error::InvalidArgument(_))), "{wrong:?}");
+}
+
+#[test]
+fn aligned_data_blocks_stay_within_pages_and_fill_them() {
+    let mut rng = SmallRng::seed_from_u64(21);
+    let e = entries(&mut rng, 5000);
+    let page = builder::BLOCK_ALIGN_BYTES;
+    let within = |r: &std::ops::Range<usize>| r.start / page == (r.end - 1) / page;
+    for block_align in [true, false] {
+        let opts = SstOptions { block_align, ..SstOptions::default() };
+        let image = build(&e, &opts, 4096);
+        let bytes = image.bytes.to_vec();
+        let footer =
+            Footer::decode(&bytes[bytes.len() - FOOTER_BYTES..], bytes.len() as u64).unwrap();
+        let ranges = data_block_ranges(&bytes, &footer);
+        assert!(ranges.len() > 100);
+        let crossing = ranges.iter().filter(|r| !within(r)).count();
+        if block_align {
+            assert_eq!(crossing, 0, "an aligned block crosses a page boundary");
+            // Cut before the entry that would not fit, each block fills most of its page.
+            let data_end = ranges.last().unwrap().end;
+            let used: usize = ranges.iter().map(ExactSizeIterator::len).sum();
+            assert!(used * 100 > data_end * 95, "{used} of {data_end} bytes hold blocks");
+        } else {
+            assert!(crossing * 2 > ranges.len(), "{crossing} of {} cross", ranges.len());
+        }
+        // Either way every entry reads back, by scan and by point lookup.
+        let r = open_with(bytes, IndexAndFilter::Held).unwrap();
+        assert!(scan_forward(&r).unwrap() == e);
+        for (k, v) in e.iter().step_by(97) {
+            let (_, got) = r.get(k, bloom_hash(key::user_key(k))).unwrap().unwrap();
+            assert_eq!(&got, v);
+        }
+    }
 }

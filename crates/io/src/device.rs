@@ -34,7 +34,10 @@ pub enum PollMode {
     /// Busy-poll the completion queue: lowest latency, burns a core while waiting.
     Spin,
     /// Busy-poll for up to `spin`, then sleep in the kernel until a completion arrives.
-    /// The default: a 2-core machine cannot afford a spinning thread per queue.
+    /// The default: a 2-core machine cannot afford a spinning thread per queue. A queue whose
+    /// spins keep running out (a device slower than the window) stops spinning and sleeps
+    /// at once, spinning again now and then to notice a faster device (the io_uring queue's
+    /// `spin_deadline`).
     Adaptive {
         /// How long to spin before sleeping.
         spin: Duration,

@@ -31,10 +31,19 @@ impl MergingIterator {
         MergingIterator { children, current: None, direction: Direction::Forward }
     }
 
+    /// Puts the merge on the child whose key comes first in `want`'s order, or on none when
+    /// a child failed: the merge then ends at once, with that child's error as its status.
+    /// Going on without the failed child would return its neighbours' entries in place of
+    /// its own, a key that exists read as absent (P4), to a caller who checks `status` only
+    /// once `valid` turns false, as the iterator's contract says.
     fn pick(&mut self, want: Ordering) {
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate() {
             if !c.valid() {
+                if c.status().is_err() {
+                    self.current = None;
+                    return;
+                }
                 continue;
             }
             best = match best {
@@ -198,5 +207,92 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A source that fails once positioned past `fail_from` (an internal key): as an SST
+    /// iterator does at a block it cannot read.
+    struct FailingPast {
+        entries: VecIterator,
+        fail_from: Vec<u8>,
+        failed: bool,
+    }
+
+    impl FailingPast {
+        fn check(&mut self) {
+            if self.entries.valid() && key::compare(self.entries.key(), &self.fail_from).is_ge() {
+                self.failed = true;
+            }
+        }
+    }
+
+    impl InternalIterator for FailingPast {
+        fn valid(&self) -> bool {
+            !self.failed && self.entries.valid()
+        }
+        fn seek_to_first(&mut self) {
+            self.entries.seek_to_first();
+            self.check();
+        }
+        fn seek_to_last(&mut self) {
+            self.entries.seek_to_last();
+            self.check();
+        }
+        fn seek(&mut self, target: &[u8]) {
+            self.entries.seek(target);
+            self.check();
+        }
+        fn seek_for_prev(&mut self, target: &[u8]) {
+            self.entries.seek_for_prev(target);
+            self.check();
+        }
+        fn next(&mut self) {
+            self.entries.next();
+            self.check();
+        }
+        fn prev(&mut self) {
+            self.entries.prev();
+            self.check();
+        }
+        fn key(&self) -> &[u8] {
+            self.entries.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.entries.value()
+        }
+        fn status(&self) -> crate::Result<()> {
+            if self.failed { Err(crate::Error::corruption("a damaged block", 0)) } else { Ok(()) }
+        }
+    }
+
+    /// Regression: a child that failed was passed over and the merge went on with the
+    /// others, so a seek to a key the failed child held landed, valid, on the next key of
+    /// another child: the key read as absent, no error in sight.
+    #[test]
+    fn a_failed_child_ends_the_merge_instead_of_hiding_its_keys() {
+        let entry = |k: &str, seq| (encode(k.as_bytes(), seq, Kind::Put), vec![]);
+        let merge = || {
+            let other = VecIterator::new(vec![entry("a", 1), entry("c", 2), entry("e", 3)]);
+            let failing = FailingPast {
+                entries: VecIterator::new(vec![entry("b", 4), entry("d", 5)]),
+                fail_from: encode(b"d", u64::MAX >> 8, Kind::Put),
+                failed: false,
+            };
+            MergingIterator::new(vec![Box::new(other), Box::new(failing)])
+        };
+        let mut m = merge();
+        m.seek(&encode(b"d", u64::MAX >> 8, Kind::SEEK));
+        assert!(!m.valid(), "the seek landed on {:?} past a failed child", m.key());
+        assert!(m.status().is_err());
+        // A scan from the start stops when the child fails (as it steps past "b"), without
+        // the other child's entries after that point.
+        let mut m = merge();
+        m.seek_to_first();
+        let mut seen = Vec::new();
+        while m.valid() {
+            seen.push(key::user_key(m.key()).to_vec());
+            m.next();
+        }
+        assert_eq!(seen, [b"a".to_vec(), b"b".to_vec()]);
+        assert!(m.status().is_err());
     }
 }

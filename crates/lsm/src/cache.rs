@@ -279,6 +279,12 @@ impl BlockCache {
         found
     }
 
+    /// Whether the block at `offset` of SST `cache_id` is cached, without counting a lookup or
+    /// marking it used: for a caller deciding what to read before the lookups that count.
+    pub fn contains(&self, cache_id: u64, offset: u64) -> bool {
+        self.shard((cache_id, offset)).lock().index.contains_key(&(cache_id, offset))
+    }
+
     /// Caches `value` as the block at `offset` of SST `cache_id`, evicting blocks of its shard
     /// (CLOCK order) to stay within budget, and returns it shared. A block larger
     /// than a shard's budget is returned without being cached.

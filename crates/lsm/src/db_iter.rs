@@ -11,10 +11,13 @@
 //! of the current user key; moving in reverse, it sits on the last entry *before* every entry
 //! of the current user key. A change of direction re-seeks relative to the current user key.
 
+use std::sync::Arc;
+
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, Kind, SEQ_MAX};
 use crate::range_del::{Fragments, RangeTombstone};
+use crate::sst::QueuePool;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -60,6 +63,9 @@ pub struct DbIterator {
     valid: bool,
     key: Vec<u8>,
     value: Vec<u8>,
+    /// Where a seek reads the data blocks its sources need together, when set
+    /// ([`DbIterator::with_batched_seeks`]).
+    seek_reads: Option<Arc<QueuePool>>,
 }
 
 impl DbIterator {
@@ -74,7 +80,18 @@ impl DbIterator {
             valid: false,
             key: Vec::new(),
             value: Vec::new(),
+            seek_reads: None,
         }
+    }
+
+    /// Has each seek read the data blocks its sources will need, one per sorted run that the
+    /// block cache does not answer, all at once through `pool` ([`QueuePool::read_many`]:
+    /// one io_uring submission, or page-cache reads), before seeking. A seek otherwise waits
+    /// for those reads one after the other: with the data on the device, a seek over five
+    /// sorted runs cost five device latencies where it can cost about one.
+    pub fn with_batched_seeks(mut self, pool: Arc<QueuePool>) -> DbIterator {
+        self.seek_reads = Some(pool);
+        self
     }
 
     /// Adds the range tombstones of the sources (all of them: those the snapshot does not see
@@ -150,8 +167,33 @@ impl DbIterator {
             Some(lower) if lower.as_slice() > target => lower.clone(),
             _ => target.to_vec(),
         };
-        self.inner.seek(&key::encode(&target, self.snapshot, Kind::SEEK));
+        let target = key::encode(&target, self.snapshot, Kind::SEEK);
+        self.read_seek_blocks(&target);
+        self.inner.seek(&target);
         self.find_next(None);
+    }
+
+    /// Reads into the block cache, together, the data blocks a seek to `target` will need
+    /// ([`DbIterator::with_batched_seeks`]). A read that fails or a block that does not check
+    /// out is left alone: the seek reads that block again and reports what it finds, as it
+    /// would have without the batch.
+    fn read_seek_blocks(&mut self, target: &[u8]) {
+        let Some(pool) = &self.seek_reads else { return };
+        let mut wanted = Vec::new();
+        self.inner.blocks_for_seek(target, &mut wanted);
+        if wanted.len() < 2 {
+            // A single read gains nothing from a batch.
+            return;
+        }
+        let ranges: Vec<(u64, usize)> = wanted
+            .iter()
+            .map(|w| (w.sst.volume_offset(w.block.offset), w.block.stored_bytes() as usize))
+            .collect();
+        for (w, stored) in wanted.iter().zip(pool.read_for_seek(&ranges)) {
+            if let Ok(stored) = stored {
+                let _checked_by_the_seek = w.sst.reader.cache_read_block(w.block, &stored);
+            }
+        }
     }
 
     /// Moves to the last key at or before `target` (and before the upper bound).

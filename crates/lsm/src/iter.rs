@@ -31,6 +31,21 @@ pub trait InternalIterator {
     /// # Errors
     /// The I/O error or corruption that made the iterator invalid.
     fn status(&self) -> Result<()>;
+    /// Adds to `out` the data blocks that [`InternalIterator::seek`] to `target` would read
+    /// from the device (those the block cache lacks), so that a caller can read them all at
+    /// once before seeking ([`crate::db_iter::DbIterator::seek`]). Sources in memory add none
+    /// (the default).
+    fn blocks_for_seek(&self, target: &[u8], out: &mut Vec<BlockRead>) {
+        let _ = (target, out);
+    }
+}
+
+/// A data block a seek will read: which SST, and where in it.
+pub struct BlockRead {
+    /// The SST (kept alive, so its extent is not reused while the read is pending).
+    pub sst: std::sync::Arc<crate::version::SstHandle>,
+    /// The block within the SST.
+    pub block: crate::sst::format::BlockHandle,
 }
 
 /// An iterator over a sorted vector of (internal key, value) entries: for tests and for small

@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 
 use crate::error::Result;
-use crate::iter::InternalIterator;
+use crate::iter::{BlockRead, InternalIterator};
 use crate::key;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -138,6 +138,12 @@ impl InternalIterator for MergingIterator {
 
     fn status(&self) -> Result<()> {
         self.children.iter().try_for_each(|c| c.status())
+    }
+
+    fn blocks_for_seek(&self, target: &[u8], out: &mut Vec<BlockRead>) {
+        for child in &self.children {
+            child.blocks_for_seek(target, out);
+        }
     }
 }
 

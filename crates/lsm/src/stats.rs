@@ -174,6 +174,13 @@ pub struct Stats {
     /// an upper bound on what came from the device, since the kernel served some or all of
     /// it from memory.
     pub sst_bytes_read_buffered: u64,
+    /// Readahead runs of scans and compactions read in the background, while the one before
+    /// was being consumed (O_DIRECT reads only; through the page cache each run is read when
+    /// it is needed), since open.
+    pub sst_reads_ahead: u64,
+    /// Data blocks that seeks read together, one per sorted run the block cache did not
+    /// answer, before seeking (`DbIterator::with_batched_seeks`), since open.
+    pub seek_batch_reads: u64,
     /// Write stalls by kind.
     pub stalls: Stalls,
     /// Why the store stopped, if it did.

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
+use crate::iter::{BlockRead, InternalIterator};
 use crate::key;
 use crate::sst::{QueuePool, SstIter, SstReader};
 use crate::version_edit::{LEVELS_MAX, SstMeta, VersionEdit};
@@ -223,7 +223,7 @@ fn bad_edit(what: &str) -> Error {
 
 /// An SST iterator that keeps its SST's handle alive.
 pub struct HandleIter {
-    _handle: Arc<SstHandle>,
+    handle: Arc<SstHandle>,
     iter: SstIter,
 }
 
@@ -231,14 +231,14 @@ impl HandleIter {
     /// Iterates one SST.
     pub fn new(handle: Arc<SstHandle>) -> HandleIter {
         let iter = handle.reader.iter();
-        HandleIter { _handle: handle, iter }
+        HandleIter { handle, iter }
     }
 
     /// Iterates one SST for a compaction, leaving the block cache as it finds it
     /// ([`SstReader::iter_for_compaction`](crate::sst::SstReader::iter_for_compaction)).
     pub fn for_compaction(handle: Arc<SstHandle>) -> HandleIter {
         let iter = handle.reader.iter_for_compaction();
-        HandleIter { _handle: handle, iter }
+        HandleIter { handle, iter }
     }
 }
 
@@ -273,6 +273,16 @@ impl InternalIterator for HandleIter {
     fn status(&self) -> Result<()> {
         self.iter.status()
     }
+    fn blocks_for_seek(&self, target: &[u8], out: &mut Vec<BlockRead>) {
+        push_seek_block(&self.handle, target, out);
+    }
+}
+
+/// Adds the data block of `sst` that a seek to `target` would read, if the cache lacks it.
+fn push_seek_block(sst: &Arc<SstHandle>, target: &[u8], out: &mut Vec<BlockRead>) {
+    if let Some(block) = sst.reader.seek_block_to_read(target) {
+        out.push(BlockRead { sst: sst.clone(), block });
+    }
 }
 
 /// Iterates the disjoint, sorted SSTs of one level as one sequence, opening one SST at a time.
@@ -286,6 +296,11 @@ impl LevelIterator {
     /// Iterates `files` (sorted, disjoint).
     pub fn new(files: Vec<Arc<SstHandle>>) -> LevelIterator {
         LevelIterator { files, index: 0, current: None }
+    }
+
+    /// The first file whose largest key is at or after `target`: where a seek lands.
+    fn seek_file(&self, target: &[u8]) -> usize {
+        self.files.partition_point(|f| key::compare(&f.meta.largest, target) == Ordering::Less)
     }
 
     fn open(&mut self, index: usize) -> bool {
@@ -336,8 +351,7 @@ impl InternalIterator for LevelIterator {
         }
     }
     fn seek(&mut self, target: &[u8]) {
-        let i =
-            self.files.partition_point(|f| key::compare(&f.meta.largest, target) == Ordering::Less);
+        let i = self.seek_file(target);
         if self.open(i) {
             self.current.as_mut().unwrap().seek(target);
             self.skip_forward();
@@ -371,5 +385,10 @@ impl InternalIterator for LevelIterator {
     }
     fn status(&self) -> Result<()> {
         self.current.as_ref().map_or(Ok(()), |c| c.status())
+    }
+    fn blocks_for_seek(&self, target: &[u8], out: &mut Vec<BlockRead>) {
+        if let Some(sst) = self.files.get(self.seek_file(target)) {
+            push_seek_block(sst, target, out);
+        }
     }
 }

@@ -32,10 +32,18 @@ const VALUE_FILLER_MAX: usize = 900;
 /// Values of the WAL case: large enough that some writes span pages.
 const WAL_VALUE_FILLER_MAX: usize = 4000;
 
+/// The tests' options: those of `common` with L0 compacted only past four SSTs, so that the
+/// stores below keep several sorted runs (a seek then reads a block of each, in a batch).
+fn options() -> shale_lsm::Options {
+    let mut o = small_options();
+    o.level0_file_num_compaction_trigger = 4;
+    o
+}
+
 /// A closed store with SSTs in L0 and L1, and what it holds.
 fn store_with_ssts() -> (Vec<u8>, State) {
     let dev = SimDevice::new(DEVICE_BYTES, 4096, 3).unwrap();
-    let db = Db::open_device(Arc::new(dev.clone()), small_options()).unwrap();
+    let db = Db::open_device(Arc::new(dev.clone()), options()).unwrap();
     let mut state = State::new();
     for round in 0..3u32 {
         for n in (0..KEYS).filter(|n| round == 0 || n % (round as u16 + 2) == 0) {
@@ -70,18 +78,38 @@ fn corruption_or_panic(e: Error, ctx: &str) {
     assert!(matches!(e, Error::Corruption { .. }), "{ctx}: not a Corruption error: {e:?}");
 }
 
+/// Seeks to every key of a damaged image, opened apart so that its cache is cold and the
+/// blocks every seek lands in are read in batches: whether it saw Corruption (it panics on
+/// wrong data or another error), and how many blocks the seeks read in batches. An image
+/// whose open fails is left to the caller.
+fn seeks_on_a_cold_cache(image: &[u8], want: &State, ctx: &str) -> (bool, u64) {
+    let dev = SimDevice::from_image(image.to_vec(), 4096, 0).unwrap();
+    let Ok(db) = Db::open_device(Arc::new(dev), options()) else { return (false, 0) };
+    let detected = match seek_state(&db, KEYS, VALUE_FILLER_MAX) {
+        Ok(got) => {
+            assert_eq!(&got, want, "{ctx}: seeks returned wrong data");
+            false
+        }
+        Err(e) => {
+            corruption_or_panic(e, &format!("{ctx}: seek"));
+            true
+        }
+    };
+    (detected, db.stats().seek_batch_reads)
+}
+
 /// Opens a damaged image and reads all of it every way; panics on wrong data or an error
 /// other than Corruption.
 fn read_damaged(image: Vec<u8>, want: &State, ctx: &str) -> Outcome {
-    let dev = SimDevice::from_image(image, 4096, 0).unwrap();
-    let db = match Db::open_device(Arc::new(dev), small_options()) {
+    let dev = SimDevice::from_image(image.clone(), 4096, 0).unwrap();
+    let db = match Db::open_device(Arc::new(dev), options()) {
         Ok(db) => db,
         Err(e) => {
             corruption_or_panic(e, &format!("{ctx}: open"));
             return Outcome::OpenFailed;
         }
     };
-    let mut detected = false;
+    let (mut detected, _) = seeks_on_a_cold_cache(&image, want, ctx);
     // First, on a cold cache: every block a batch needs is read by its batch.
     match multi_get_state(&db, KEYS, 32, VALUE_FILLER_MAX) {
         Ok(got) => assert_eq!(&got, want, "{ctx}: a multi_get returned wrong data"),
@@ -126,11 +154,14 @@ fn a_flipped_sst_byte_is_reported_never_read_as_data() {
     let (image, want) = store_with_ssts();
     let extents = {
         let dev = SimDevice::from_image(image.clone(), 4096, 0).unwrap();
-        let db = Db::open_device(Arc::new(dev), small_options()).unwrap();
+        let db = Db::open_device(Arc::new(dev), options()).unwrap();
         let v = db.volume().clone();
         v.live_extents().into_iter().map(|e| v.extent_range(e)).collect::<Vec<_>>()
     };
     assert!(extents.len() >= 2, "expected several SSTs, found {}", extents.len());
+    // Damage a batched seek reads must be damage it reports: the seeks do read batches here.
+    let (_, batched) = seeks_on_a_cold_cache(&image, &want, "undamaged");
+    assert!(batched > 0, "no seek read a batch: {} SSTs", extents.len());
     let mut rng = SmallRng::seed_from_u64(11);
     let mut counts = [0u32; 3];
     let mut padding_flips = 0;
@@ -173,7 +204,7 @@ fn a_flipped_sst_byte_is_reported_never_read_as_data() {
 /// A closed store whose L0 SST holds range tombstones over data in L1, and what it holds.
 fn store_with_range_tombstones() -> (Vec<u8>, State) {
     let dev = SimDevice::new(DEVICE_BYTES, 4096, 7).unwrap();
-    let db = Db::open_device(Arc::new(dev.clone()), small_options()).unwrap();
+    let db = Db::open_device(Arc::new(dev.clone()), options()).unwrap();
     let mut state = State::new();
     for n in 0..KEYS {
         db.put(&key(n), &value(n, (1, n), VALUE_FILLER_MAX)).unwrap();
@@ -196,7 +227,7 @@ fn range_del_blocks(image: &[u8]) -> Vec<std::ops::Range<u64>> {
     use shale_lsm::sst::footer::{FOOTER_BYTES, Footer};
     use shale_lsm::sst::format::decode_block;
     let dev = SimDevice::from_image(image.to_vec(), 4096, 0).unwrap();
-    let db = Db::open_device(Arc::new(dev), small_options()).unwrap();
+    let db = Db::open_device(Arc::new(dev), options()).unwrap();
     let v = db.volume().clone();
     let mut out = Vec::new();
     for range in v.live_extents().into_iter().map(|e| v.extent_range(e)) {
@@ -238,7 +269,7 @@ fn a_flipped_byte_in_a_range_deletion_block_is_corruption() {
 #[test]
 fn a_flipped_byte_in_synced_wal_pages_fails_the_open() {
     let dev = SimDevice::new(DEVICE_BYTES, 4096, 5).unwrap();
-    let db = Db::open_device(Arc::new(dev.clone()), small_options()).unwrap();
+    let db = Db::open_device(Arc::new(dev.clone()), options()).unwrap();
     let wal = {
         let l = db.volume().layout();
         // Past the two metadata pages: only log pages.
@@ -279,7 +310,7 @@ fn a_flipped_byte_in_synced_wal_pages_fails_the_open() {
             damaged[offset] ^= 1 << rng.gen_range(0..8);
             let ctx = format!("WAL byte at device offset {offset} of synced write {i}");
             let dev = SimDevice::from_image(damaged, 4096, 0).unwrap();
-            match Db::open_device(Arc::new(dev), small_options()) {
+            match Db::open_device(Arc::new(dev), options()) {
                 Err(e) => {
                     corruption_or_panic(e, &ctx);
                     failed += 1;
@@ -308,7 +339,7 @@ fn a_flipped_byte_in_synced_wal_pages_fails_the_open() {
 fn a_flipped_version_log_byte_is_reported_or_repaired() {
     let (image, want) = store_with_ssts();
     let dev = SimDevice::from_image(image.clone(), 4096, 0).unwrap();
-    let layout = Db::open_device(Arc::new(dev), small_options()).unwrap().volume().layout();
+    let layout = Db::open_device(Arc::new(dev), options()).unwrap().volume().layout();
     let mut rng = SmallRng::seed_from_u64(17);
     let mut counts = [0u32; 3];
     let mut both = [0u32; 3];

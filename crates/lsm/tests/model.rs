@@ -24,9 +24,15 @@ use shale_lsm::{Db, Error, MemoryTail, Options, ReadOptions, WalTail, WriteOptio
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// Odd seeds keep unsynced writes in a WAL tail (in memory; a process crash hands a copy of
-/// it to the next open, a power cut an empty one); even seeds run without a tail.
-fn options(tail: &Option<MemoryTail>) -> Options {
+/// it to the next open, a power cut an empty one); even seeds run without a tail. Every third
+/// seed has a block cache far smaller than the data, so that reads, scans and seeks go to
+/// the device (seeks reading the blocks of their sorted runs in batches, scans reading
+/// ahead); the others cache it all.
+fn options(tail: &Option<MemoryTail>, seed: u64) -> Options {
     let mut o = Options::small_for_tests();
+    if seed % 3 == 2 {
+        o.block_cache_bytes = 16 << 10;
+    }
     if let Some(t) = tail {
         o.wal_tail = WalTail::Memory(t.clone());
     }
@@ -116,13 +122,15 @@ struct Counts {
     reopens: u64,
     range_deletes: u64,
     empty_ranges_refused: u64,
+    /// Data blocks read by seeks in batches (`Stats::seek_batch_reads`), summed over opens.
+    seek_batch_reads: u64,
 }
 
 fn run(seed: u64, steps: usize) -> Counts {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut dev = SimDevice::new(64 << 20, 4096, seed).unwrap();
     let mut tail = (seed % 2 == 1).then(MemoryTail::new);
-    let mut db = Db::open_device(Arc::new(dev.clone()), options(&tail)).unwrap();
+    let mut db = Db::open_device(Arc::new(dev.clone()), options(&tail, seed)).unwrap();
     let mut model = Model { now: Map::new(), since_sync: vec![Map::new()] };
     let mut seq = 0u64;
     let mut counts = Counts::default();
@@ -210,6 +218,14 @@ fn run(seed: u64, steps: usize) -> Counts {
                 let keys: Vec<Vec<u8>> = (0..5).map(|_| key(&mut rng)).collect();
                 for k in &keys {
                     assert_eq!(db.get(k).unwrap(), model.now.get(k).cloned(), "{ctx}: get");
+                }
+                let mut it = db.iter(&ReadOptions::default());
+                for k in &keys {
+                    it.seek(k);
+                    let want = model.now.range(k.clone()..).next();
+                    let got = it.valid().then(|| (it.key(), it.value()));
+                    it.status().unwrap_or_else(|e| panic!("{ctx}: seek: {e}"));
+                    assert_eq!(got, want.map(|(k, v)| (&k[..], &v[..])), "{ctx}: seek");
                 }
                 let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                 let want: Vec<_> = keys.iter().map(|k| model.now.get(k).cloned()).collect();
@@ -305,9 +321,10 @@ fn run(seed: u64, steps: usize) -> Counts {
                 db.check().unwrap_or_else(|e| panic!("{ctx}: check after compaction: {e}"));
             }
             91..=93 => {
+                counts.seek_batch_reads += db.stats().seek_batch_reads;
                 db.close().unwrap();
                 counts.reopens += 1;
-                db = Db::open_device(Arc::new(dev.clone()), options(&tail)).unwrap();
+                db = Db::open_device(Arc::new(dev.clone()), options(&tail, seed)).unwrap();
                 model.since_sync = vec![model.now.clone()];
                 assert_eq!(
                     scan(&db, &ReadOptions::default()),
@@ -325,11 +342,12 @@ fn run(seed: u64, steps: usize) -> Counts {
                 } else {
                     Damage::Keep
                 };
+                counts.seek_batch_reads += db.stats().seek_batch_reads;
                 let image = dev.crash_image(dev.writes(), damage);
                 tail = tail.map(|t| if power_cut { MemoryTail::new() } else { t.crash_copy() });
                 drop(db);
                 dev = SimDevice::from_image(image, 4096, seed).unwrap();
-                db = Db::open_device(Arc::new(dev.clone()), options(&tail))
+                db = Db::open_device(Arc::new(dev.clone()), options(&tail, seed))
                     .unwrap_or_else(|e| panic!("{ctx}: reopen after crash: {e}"));
                 counts.crashes += 1;
                 let got = scan(&db, &ReadOptions::default());
@@ -355,7 +373,11 @@ fn run(seed: u64, steps: usize) -> Counts {
         }
     }
     db.check().unwrap_or_else(|e| panic!("seed {seed}: check at the end: {e}"));
+    counts.seek_batch_reads += db.stats().seek_batch_reads;
     db.close().unwrap();
+    if seed % 3 == 2 && steps >= 1000 {
+        assert!(counts.seek_batch_reads > 0, "seed {seed}: the small cache's seeks read no batch");
+    }
     counts
 }
 
@@ -474,10 +496,15 @@ fn random_operations_match_the_oracle() {
         total.reopens += c.reopens;
         total.range_deletes += c.range_deletes;
         total.empty_ranges_refused += c.empty_ranges_refused;
+        total.seek_batch_reads += c.seek_batch_reads;
     }
     println!(
         "model test: {seeds} seeds x 1500 steps, {} crashes and {} reopens checked, {} range \
-         deletes ({} empty ranges refused)",
-        total.crashes, total.reopens, total.range_deletes, total.empty_ranges_refused
+         deletes ({} empty ranges refused), {} blocks read by seeks in batches",
+        total.crashes,
+        total.reopens,
+        total.range_deletes,
+        total.empty_ranges_refused,
+        total.seek_batch_reads
     );
 }

@@ -406,6 +406,8 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.block.cache.filter.miss", s.block_cache_filter_misses),
         ("shale.sst.bytes.read.direct", s.sst_bytes_read_direct),
         ("shale.sst.bytes.read.buffered", s.sst_bytes_read_buffered),
+        ("shale.sst.reads.ahead", s.sst_reads_ahead),
+        ("shale.seek.batch.reads", s.seek_batch_reads),
         ("shale.bytes.written", s.user_bytes_written),
         ("shale.wal.bytes", s.wal_bytes_written),
         ("shale.wal.bytes.allocated", s.wal_bytes_allocated),

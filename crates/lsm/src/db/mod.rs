@@ -1201,8 +1201,13 @@ impl Inner {
             Some(p) => IterBounds::prefix(p),
             None => IterBounds { lower: opts.lower_bound.clone(), upper: opts.upper_bound.clone() },
         };
-        DbIterator::new(Box::new(MergingIterator::new(children)), snapshot, bounds)
-            .with_range_tombstones(tombstones)
+        let mut it = DbIterator::new(Box::new(MergingIterator::new(children)), snapshot, bounds)
+            .with_range_tombstones(tombstones);
+        if self.cache.capacity_bytes() > 0 {
+            // Blocks read ahead of a seek wait in the cache for it: without one, nothing would.
+            it = it.with_batched_seeks(self.pool.clone());
+        }
+        it
     }
 
     fn stats(&self) -> Stats {
@@ -1260,6 +1265,8 @@ impl Inner {
                 .sum(),
             sst_bytes_read_direct: self.pool.bytes_read().direct,
             sst_bytes_read_buffered: self.pool.bytes_read().buffered,
+            sst_reads_ahead: self.pool.reads_ahead(),
+            seek_batch_reads: self.pool.seek_batch_reads(),
             stalls: self.stalls.snapshot(),
             stopped: st.stopped.clone(),
         }

@@ -51,6 +51,25 @@ pub trait BlockSource: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Starts reading `len` bytes at `offset` without waiting for them, for a scan's
+    /// readahead: the device works on the next run while the scan works through the current
+    /// one. `None` where the source has no such read, and the caller reads when it needs the
+    /// bytes: memory, and the page cache, whose reads return at once when the kernel has the
+    /// pages.
+    fn start_read(&self, offset: u64, len: usize) -> Option<Box<dyn PendingRead>> {
+        let _ = (offset, len);
+        None
+    }
+}
+
+/// A read under way ([`BlockSource::start_read`]). Dropping it without [`PendingRead::finish`]
+/// waits for the device (the buffer is the kernel's until then) and discards the bytes.
+pub trait PendingRead: Send {
+    /// Waits for the read and returns its bytes.
+    ///
+    /// # Errors
+    /// The device's error.
+    fn finish(self: Box<Self>) -> Result<Vec<u8>>;
 }
 
 /// An SST image held in memory: for tests and tools.
@@ -394,10 +413,36 @@ impl SstReader {
         h: BlockHandle,
         stored: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        search_block(&self.cache_read_block(h, stored)?, h, lookup_ikey)
+    }
+
+    /// Checks the stored data block at `h` that the caller read (with its trailer) and caches
+    /// it.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a damaged block (nothing is cached then).
+    pub fn cache_read_block(&self, h: BlockHandle, stored: &[u8]) -> Result<Arc<Cached>> {
         let inner = &self.inner;
         let block = decode_data_block(&inner.cache, inner.cache_id, h, stored, true)?;
-        let block = inner.cache.insert(inner.cache_id, h.offset, Cached::Data(Arc::new(block)));
-        search_block(&block, h, lookup_ikey)
+        Ok(inner.cache.insert(inner.cache_id, h.offset, Cached::Data(Arc::new(block))))
+    }
+
+    /// The data block that a seek to `target` (an internal key) starts in, when the block
+    /// cache does not hold it: the block [`SstIter::seek`] would read. `None` when the seek
+    /// reads none (the block is cached, or every block ends before the target), and where
+    /// telling would itself take a read (an index in the block cache rather than held) or
+    /// the index is damaged: the seek then reads, and reports the damage, itself.
+    pub fn seek_block_to_read(&self, target: &[u8]) -> Option<BlockHandle> {
+        let inner = &*self.inner;
+        let mut index = inner.held.as_ref()?.index.iter();
+        index.seek(target);
+        if !index.valid() {
+            return None;
+        }
+        let h = BlockHandle::decode(index.value())?;
+        let readable = inner.footer.image_bytes - FOOTER_BYTES as u64;
+        let wanted = h.fits_before(readable) && !inner.cache.contains(inner.cache_id, h.offset);
+        wanted.then_some(h)
     }
 
     /// An iterator over every entry, unpositioned. It holds the index block while it lives;
@@ -611,15 +656,36 @@ fn decode_handle(b: &[u8], index_offset: u64) -> Result<BlockHandle> {
 /// (RocksDB's automatic readahead does the same). Without it a scan pays one device read per
 /// 4 KiB block: `readseq` of a million keys ran at a fifth of RocksDB's, whose page cache reads
 /// ahead.
+///
+/// Where the source can read in the background ([`BlockSource::start_read`]: O_DIRECT), the
+/// run after the one being consumed is always in flight, so the device reads it while the
+/// scan (or a compaction's merge) works through this one, as the kernel's asynchronous
+/// readahead does for buffered files. Read one run at a time, an O_DIRECT `readseq` waited
+/// for every run: 0.73x RocksDB's buffered-and-readahead scan in regime (d).
 #[derive(Debug, Default)]
 struct Readahead {
     /// Stored bytes read ahead, from offset `start` of the SST.
     start: u64,
     bytes: Vec<u8>,
+    /// The run right after `bytes`, being read in the background.
+    pending: Option<PendingRun>,
     /// Where the last block missed ended: the next miss there is sequential.
     last_end: u64,
     sequential: u32,
     next_len: usize,
+}
+
+/// A run of [`Readahead`] under way.
+struct PendingRun {
+    start: u64,
+    len: usize,
+    read: Box<dyn PendingRead>,
+}
+
+impl std::fmt::Debug for PendingRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingRun").field("start", &self.start).field("len", &self.len).finish()
+    }
 }
 
 const SEQUENTIAL_BEFORE_READAHEAD: u32 = 2;
@@ -627,7 +693,8 @@ const READAHEAD_MIN: usize = 64 << 10;
 const READAHEAD_MAX: usize = 512 << 10;
 
 impl Readahead {
-    /// The `len` stored bytes at `offset`, which no cached block holds.
+    /// The `len` stored bytes at `offset`, which no cached block holds, of an SST whose
+    /// blocks end before `readable`.
     fn read(
         &mut self,
         source: &dyn BlockSource,
@@ -645,20 +712,66 @@ impl Readahead {
             self.next_len = READAHEAD_MIN;
         }
         self.last_end = end;
-        let buffered_end = self.start + self.bytes.len() as u64;
-        if offset >= self.start && end <= buffered_end {
-            let from = (offset - self.start) as usize;
-            return Ok(self.bytes[from..from + len].to_vec());
+        if !self.holds(offset, end) && !self.take_pending(offset, end)? {
+            // Neither run holds the block: the scan moved elsewhere (a run read for the old
+            // place is waited for and dropped), or it is not sequential yet.
+            self.pending = None;
+            if self.sequential < SEQUENTIAL_BEFORE_READAHEAD {
+                return source.read(offset, len);
+            }
+            let run = self.next_len.max(READAHEAD_MIN);
+            let want = (run.max(len) as u64).min(readable - offset);
+            self.bytes = source.read(offset, want as usize)?;
+            self.start = offset;
+            self.next_len = (run * 2).min(READAHEAD_MAX);
         }
-        if self.sequential < SEQUENTIAL_BEFORE_READAHEAD {
-            return source.read(offset, len);
+        let from = (offset - self.start) as usize;
+        let block = self.bytes[from..from + len].to_vec();
+        if self.pending.is_none() && self.sequential >= SEQUENTIAL_BEFORE_READAHEAD {
+            self.start_next(source, readable);
+        }
+        Ok(block)
+    }
+
+    /// Whether the run read holds `offset..end`.
+    fn holds(&self, offset: u64, end: u64) -> bool {
+        offset >= self.start && end <= self.start + self.bytes.len() as u64
+    }
+
+    /// Makes the pending run the one read, if it holds `offset..end` (or its end, for a block
+    /// that starts in the run read and ends in the pending one), waiting for it.
+    fn take_pending(&mut self, offset: u64, end: u64) -> Result<bool> {
+        let Some(p) = &self.pending else { return Ok(false) };
+        let straddles = offset >= self.start && offset < p.start;
+        if end > p.start + p.len as u64 || !(offset >= p.start || straddles) {
+            return Ok(false);
+        }
+        let p = self.pending.take().expect("checked above");
+        let fresh = p.read.finish()?;
+        if straddles {
+            let mut joined = self.bytes.split_off((offset - self.start) as usize);
+            joined.extend_from_slice(&fresh);
+            self.start = offset;
+            self.bytes = joined;
+        } else {
+            self.start = p.start;
+            self.bytes = fresh;
+        }
+        Ok(true)
+    }
+
+    /// Starts reading the run after the one read, where the source reads in the background.
+    fn start_next(&mut self, source: &dyn BlockSource, readable: u64) {
+        let start = self.start + self.bytes.len() as u64;
+        if start >= readable {
+            return;
         }
         let run = self.next_len.max(READAHEAD_MIN);
-        let want = (run.max(len) as u64).min(readable - offset);
-        self.bytes = source.read(offset, want as usize)?;
-        self.start = offset;
-        self.next_len = (run * 2).min(READAHEAD_MAX);
-        Ok(self.bytes[..len].to_vec())
+        let len = (run as u64).min(readable - start) as usize;
+        if let Some(read) = source.start_read(start, len) {
+            self.pending = Some(PendingRun { start, len, read });
+            self.next_len = (run * 2).min(READAHEAD_MAX);
+        }
     }
 }
 

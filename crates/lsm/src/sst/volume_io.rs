@@ -66,7 +66,7 @@ use shale_space::{Extent, IoClass, Volume, VolumeQueue};
 
 use crate::error::{Error, Result};
 use crate::sst::builder::SstImage;
-use crate::sst::reader::BlockSource;
+use crate::sst::reader::{BlockSource, PendingRead};
 
 /// Bytes of one write request: large enough to stream, small enough to keep several in flight.
 pub const WRITE_BYTES_MAX: usize = 1 << 20;
@@ -132,6 +132,10 @@ pub struct QueuePool {
     direct_written_bytes: AtomicU64,
     buffered_written_bytes: AtomicU64,
     relocations: AtomicU64,
+    /// Reads started in the background for scans' readahead ([`BlockSource::start_read`]).
+    reads_ahead: AtomicU64,
+    /// Blocks read by [`QueuePool::read_for_seek`].
+    seek_batch_reads: AtomicU64,
 }
 
 impl std::fmt::Debug for QueuePool {
@@ -171,6 +175,8 @@ impl QueuePool {
             direct_written_bytes: AtomicU64::new(0),
             buffered_written_bytes: AtomicU64::new(0),
             relocations: AtomicU64::new(0),
+            reads_ahead: AtomicU64::new(0),
+            seek_batch_reads: AtomicU64::new(0),
         }
     }
 
@@ -222,6 +228,12 @@ impl QueuePool {
             )));
         }
         self.sst_writer(image.len())?.finish(image)
+    }
+
+    /// Readahead runs that scans and compactions read in the background (O_DIRECT reads
+    /// only), since open.
+    pub fn reads_ahead(&self) -> u64 {
+        self.reads_ahead.load(Ordering::Relaxed)
     }
 
     /// SSTs that outgrew the extent reserved for them and were moved to a larger one since
@@ -340,6 +352,18 @@ impl QueuePool {
                 })
                 .collect(),
         }
+    }
+
+    /// [`QueuePool::read_many`] for the data blocks a seek is about to need (counted apart:
+    /// [`QueuePool::seek_batch_reads`]).
+    pub fn read_for_seek(&self, reqs: &[(u64, usize)]) -> Vec<Result<Vec<u8>>> {
+        self.seek_batch_reads.fetch_add(reqs.len() as u64, Ordering::Relaxed);
+        self.read_many(reqs)
+    }
+
+    /// Data blocks that seeks read together before seeking, since open.
+    pub fn seek_batch_reads(&self) -> u64 {
+        self.seek_batch_reads.load(Ordering::Relaxed)
     }
 
     fn read_many_direct(&self, reqs: &[(u64, usize)]) -> Result<Vec<Result<Vec<u8>>>> {
@@ -482,6 +506,90 @@ impl BlockSource for VolumeSource {
     fn len(&self) -> u64 {
         self.len
     }
+
+    /// With O_DIRECT: a read submitted on a pooled queue, which the [`DirectRead`] holds
+    /// until the read is reaped. Through the page cache: none (the reads there hit memory, or
+    /// the kernel's own readahead decides).
+    fn start_read(&self, offset: u64, len: usize) -> Option<Box<dyn PendingRead>> {
+        let pool = &self.pool;
+        if pool.buffered.is_some() || len == 0 {
+            return None;
+        }
+        let end = offset.checked_add(len as u64).filter(|&e| e <= self.len)?;
+        let bs = self.block_bytes;
+        let aligned_start = (offset / bs) * bs;
+        let aligned_end = end.div_ceil(bs) * bs;
+        // A queue that cannot be had, or a request it refuses, only costs the overlap: the
+        // scan reads the run when it needs it, and meets any error then.
+        let mut queue = pool.take().ok()?;
+        let buf = AlignedBuf::zeroed((aligned_end - aligned_start) as usize);
+        let req = Request { tag: 0, op: Op::Read { offset: self.start + aligned_start, buf } };
+        if queue.submit(req).is_err() {
+            pool.give_back(queue);
+            return None;
+        }
+        pool.reads_ahead.fetch_add(1, Ordering::Relaxed);
+        Some(Box::new(DirectRead {
+            pool: pool.clone(),
+            queue: Some(queue),
+            at: self.start + aligned_start,
+            from: (offset - aligned_start) as usize,
+            len,
+        }))
+    }
+}
+
+/// An O_DIRECT read in flight on a pooled queue ([`VolumeSource::start_read`]); the queue goes
+/// back to the pool once the read is reaped.
+struct DirectRead {
+    pool: Arc<QueuePool>,
+    /// `Some` until the read is reaped.
+    queue: Option<VolumeQueue>,
+    /// The volume offset read.
+    at: u64,
+    /// The caller's bytes within the device blocks read.
+    from: usize,
+    len: usize,
+}
+
+impl DirectRead {
+    /// Waits for the read; the queue goes back to the pool unless it failed.
+    fn reap(&mut self) -> Result<Completion> {
+        let mut queue = self.queue.take().expect("a direct read is reaped once");
+        let mut done = Vec::with_capacity(1);
+        // A failed reap leaves the queue's state unknown: it is dropped (its drop waits for
+        // what the kernel still holds), not pooled.
+        queue.reap(1, &mut done)?;
+        self.pool.give_back(queue);
+        Ok(done.pop().expect("reap(1) returned a completion"))
+    }
+}
+
+impl PendingRead for DirectRead {
+    fn finish(mut self: Box<Self>) -> Result<Vec<u8>> {
+        let done = self.reap()?;
+        match (done.result, done.buf) {
+            (Ok(()), Some(buf)) => {
+                self.pool.direct_bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
+                Ok(buf[self.from..self.from + self.len].to_vec())
+            }
+            (Err(e), _) => Err(Error::from(e)),
+            (Ok(()), None) => {
+                Err(Error::corruption("a read completed without its buffer", self.at))
+            }
+        }
+    }
+}
+
+impl Drop for DirectRead {
+    fn drop(&mut self) {
+        if self.queue.is_some() {
+            // Unused readahead: the device still read the bytes, so they count as read.
+            if let Ok(Completion { result: Ok(()), buf: Some(buf), .. }) = self.reap() {
+                self.pool.direct_bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -492,7 +600,7 @@ mod tests {
     use crate::key::{self, Kind};
     use crate::sst::footer::{FOOTER_BYTES, Footer};
     use crate::sst::{IndexAndFilter, SstBuilder, SstOptions, SstReader, bloom_hash};
-    use shale_io::{Fault, FaultPlan, MemoryDevice, OpKind, SimDevice};
+    use shale_io::{Device, Fault, FaultPlan, MemoryDevice, OpKind, SimDevice};
     use shale_space::VolumeOptions;
 
     fn image(entries: u32, slot_bytes: u64) -> SstImage {
@@ -558,6 +666,8 @@ mod tests {
             let (_, value) = found.unwrap().expect("present");
             assert!(value.starts_with(format!("value {i} ").as_bytes()));
         }
+        // The run read ahead takes the queue the scan's own reads gave back.
+        assert!(pool.reads_ahead() > 0, "the scan read nothing ahead");
         assert_eq!(pool.idle_queues(), 1, "one reader thread needs one queue");
         assert_eq!(pool.bytes_written().direct, image.len());
     }
@@ -669,5 +779,68 @@ mod tests {
         assert!(matches!(pool.write_sst(&not_slots), Err(Error::InvalidArgument(_))));
         let extent = pool.write_sst(&image).unwrap();
         assert_eq!(volume.slot_usage().pending, extent.count);
+    }
+
+    /// Scans every entry of `r` with a cache too small to hold them, so that every data block
+    /// is read; returns how many, and the status.
+    fn scan_count(r: &SstReader) -> (usize, Result<()>) {
+        let mut it = r.iter();
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            let want = format!("k{n:07}");
+            assert_eq!(key::user_key(it.key()), want.as_bytes(), "entry {n}");
+            assert!(it.value().starts_with(format!("value {n} ").as_bytes()), "entry {n}");
+            n += 1;
+            it.next();
+        }
+        (n, it.status())
+    }
+
+    #[test]
+    fn an_o_direct_scan_reads_its_next_run_in_the_background() {
+        let (device, volume) = volume();
+        let slot_bytes = volume.layout().slot_bytes;
+        let image = image(30_000, slot_bytes);
+        let pool = Arc::new(QueuePool::new(volume.clone()));
+        let extent = pool.write_sst(&image).unwrap();
+        let source = Arc::new(VolumeSource::new(pool.clone(), extent));
+        let small_cache = || Arc::new(BlockCache::new(64 << 10));
+        let r = SstReader::open(source.clone(), small_cache(), 1, IndexAndFilter::Held).unwrap();
+        let (n, status) = scan_count(&r);
+        status.unwrap();
+        assert_eq!(n, 30_000);
+        // Runs double from 64 KiB to 512 KiB: a 2+ MiB image takes several, each started
+        // before the scan needed it.
+        let ahead = pool.reads_ahead();
+        assert!(ahead >= 4, "{ahead} runs read ahead over {} bytes", image.len());
+        assert_eq!(pool.idle_queues(), 1, "queues held by a finished scan");
+
+        // An iterator dropped with a run in flight waits for it and gives its queue back.
+        let mut it = r.iter();
+        it.seek_to_first();
+        for _ in 0..5_000 {
+            it.next();
+        }
+        assert!(it.valid());
+        assert!(pool.reads_ahead() > ahead, "no run in flight mid-scan");
+        drop(it);
+        assert_eq!(pool.idle_queues(), 1, "a dropped scan kept a queue");
+
+        // A byte flipped in a data block that only a run read ahead brings in: the scan ends
+        // in Corruption at that block, every entry before it exact (checked in scan_count).
+        let range = volume.extent_range(extent);
+        let flip_at = range.start + (image.len() * 3 / 4) / 4096 * 4096 + 100;
+        let mut q = device.open_queue(&QueueOptions::default()).unwrap();
+        let page = flip_at / 4096 * 4096;
+        let mut buf = q.read_at(page, 4096).unwrap();
+        buf[(flip_at - page) as usize] ^= 0x40;
+        q.write_at(page, buf, true).unwrap();
+        let before = pool.reads_ahead();
+        let r = SstReader::open(source, small_cache(), 2, IndexAndFilter::Held).unwrap();
+        let (n, status) = scan_count(&r);
+        assert!(matches!(status, Err(Error::Corruption { .. })), "{status:?} after {n} entries");
+        assert!(n > 10_000 && n < 30_000, "stopped after {n} entries");
+        assert!(pool.reads_ahead() > before + 2, "the damaged block was not read ahead");
     }
 }

@@ -118,6 +118,32 @@ pub fn multi_get_state(
     Ok(state)
 }
 
+/// The entries of keys `0..keys` as [`State`], each found by a seek of one iterator to the
+/// key (in a fixed shuffled order) and read there: the seeks read the data blocks of every
+/// sorted run they land in together (`DbIterator::with_batched_seeks`) when the cache lacks
+/// them. Panics on a value never written for its key.
+pub fn seek_state(db: &Db, keys: u16, len_max: usize) -> shale_lsm::Result<State> {
+    let mut order: Vec<u16> = (0..keys).collect();
+    order.sort_by_key(|n| u32::from(*n).wrapping_mul(2_246_822_519).rotate_left(11));
+    let mut it = db.iter(&ReadOptions::default());
+    let mut state = State::new();
+    for n in order {
+        it.seek(&key(n));
+        if !it.valid() {
+            it.status()?;
+            continue;
+        }
+        let found = key_number(it.key()).unwrap_or_else(|| panic!("foreign key {:?}", it.key()));
+        assert!(found >= n, "a seek to key {n} landed before it, on key {found}");
+        if found == n {
+            let stamp = stamp_of(n, it.value(), len_max)
+                .unwrap_or_else(|| panic!("key {n}: a value never written for it"));
+            state.insert(n, stamp);
+        }
+    }
+    Ok(state)
+}
+
 /// Runs the tests of one file one at a time (hold the guard for the whole test). An OFD lock
 /// belongs to the open file description, and a process forked by another test thread
 /// (`Command::spawn`: mount, mkfifo, losetup, a child store) holds a duplicate of every

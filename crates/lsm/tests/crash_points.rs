@@ -10,6 +10,8 @@
 //! - the store equals the oracle after some prefix of the writes (P3: no holes, batches atomic)
 //!   that contains every write acknowledged with sync at or before the crash (P1), and under
 //!   `Damage::Keep`, what a killed process leaves, every acknowledged write (P2);
+//! - seeks to every key on the cold cache (each reading a block of every sorted run in one
+//!   batch), a full scan and batched multi-gets all read the same state;
 //! - `Db::check` passes (checksums, levels, slot accounting);
 //! - recovery is repeatable: reopening the recovered device (every other image) gives the same
 //!   state, and on some images the recovery's own device writes are crashed at every point too,
@@ -117,7 +119,12 @@ fn damages(k: u64, seed: u64) -> [(Damage, bool); 4] {
 fn open_and_read(dev: &SimDevice, ctx: &str) -> State {
     let db = Db::open_device(Arc::new(dev.clone()), small_options())
         .unwrap_or_else(|e| panic!("{ctx}: open failed: {e}"));
+    // Seeks first, on the cold cache: each reads the blocks of every sorted run it lands in
+    // together (one batch), the path a scan's start and every seek take.
+    let sought =
+        seek_state(&db, KEYS, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: seeks: {e}"));
     let state = scan_state(&db, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
+    assert_eq!(sought, state, "{ctx}: the seeks and the scan disagree");
     let batched = multi_get_state(&db, KEYS, 16, VALUE_FILLER_MAX)
         .unwrap_or_else(|e| panic!("{ctx}: multi_get: {e}"));
     assert_eq!(batched, state, "{ctx}: multi_get and the scan disagree");

@@ -470,16 +470,29 @@ impl VolumeSource {
     pub fn extent(&self) -> Extent {
         self.extent
     }
-}
 
-impl BlockSource for VolumeSource {
-    fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let end = offset.checked_add(len as u64).filter(|&e| e <= self.len).ok_or_else(|| {
+    /// Checks that `len` bytes at `offset` lie within the SST, and returns the end of the
+    /// range.
+    fn range_end(&self, offset: u64, len: usize) -> Result<u64> {
+        offset.checked_add(len as u64).filter(|&e| e <= self.len).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "read of {len} bytes at {offset} past an SST of {} bytes",
                 self.len
             ))
-        })?;
+        })
+    }
+
+    /// The whole device blocks around `offset..end` of the SST, as offsets of the SST, for an
+    /// O_DIRECT read.
+    fn device_blocks(&self, offset: u64, end: u64) -> (u64, u64) {
+        let bs = self.block_bytes;
+        ((offset / bs) * bs, end.div_ceil(bs) * bs)
+    }
+}
+
+impl BlockSource for VolumeSource {
+    fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let end = self.range_end(offset, len)?;
         if len == 0 {
             return Ok(Vec::new());
         }
@@ -492,9 +505,7 @@ impl BlockSource for VolumeSource {
             return Ok(buf);
         }
         // O_DIRECT: read whole device blocks around the range, then cut it out.
-        let bs = self.block_bytes;
-        let aligned_start = (offset / bs) * bs;
-        let aligned_end = end.div_ceil(bs) * bs;
+        let (aligned_start, aligned_end) = self.device_blocks(offset, end);
         let mut q = pool.take()?;
         let buf = q.read_at(self.start + aligned_start, (aligned_end - aligned_start) as usize)?;
         pool.give_back(q);
@@ -515,10 +526,8 @@ impl BlockSource for VolumeSource {
         if pool.buffered.is_some() || len == 0 {
             return None;
         }
-        let end = offset.checked_add(len as u64).filter(|&e| e <= self.len)?;
-        let bs = self.block_bytes;
-        let aligned_start = (offset / bs) * bs;
-        let aligned_end = end.div_ceil(bs) * bs;
+        let end = self.range_end(offset, len).ok()?;
+        let (aligned_start, aligned_end) = self.device_blocks(offset, end);
         // A queue that cannot be had, or a request it refuses, only costs the overlap: the
         // scan reads the run when it needs it, and meets any error then.
         let mut queue = pool.take().ok()?;

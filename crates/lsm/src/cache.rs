@@ -2,9 +2,10 @@
 //! `Options::cache_index_and_filter_blocks`), shared by every reader.
 //!
 //! Sharded CLOCK (second chance) with a byte budget. A key is `(cache_id, block offset)`, where
-//! the cache id is unique per open SST. Each shard is a mutex over a hash map (key -> slot) and
-//! a ring of slots, each with a referenced bit; a hit only sets the bit, and eviction sweeps
-//! the ring from its hand, clearing set bits and evicting the first entry whose bit was clear.
+//! the cache id is unique per open SST. Each shard is a mutex over a hash map whose entries hold
+//! the block, its referenced bit and its place in a ring of keys; a hit is one hash probe that
+//! sets the bit, and eviction sweeps the ring from its hand, clearing set bits and evicting the
+//! first entry whose bit was clear.
 //! That approximates LRU (an entry used since the hand last passed survives one more sweep) at
 //! the cost of one hash lookup per hit: an exact LRU list in safe code (a map of last-use
 //! ticks) cost a tree removal and insertion on every hit, 5% of a read-only YCSB run.
@@ -83,15 +84,15 @@ impl BlockKind {
     }
 }
 
-/// What the cache holds.
-#[derive(Debug)]
+/// What the cache holds: a cheap handle (one shared pointer) that a lookup clones out.
+#[derive(Clone, Debug)]
 pub enum Cached {
     /// A data block.
     Data(Arc<Block>),
     /// An index block.
     Index(Arc<Block>),
     /// A filter block.
-    Filter(BloomFilter),
+    Filter(Arc<BloomFilter>),
 }
 
 impl Cached {
@@ -115,18 +116,24 @@ impl Cached {
 
 type CacheKey = (u64, u64);
 
-struct Slot {
-    key: CacheKey,
-    value: Arc<Cached>,
+/// One cached block, stored in the shard's hash table itself: a hit reads the key, the
+/// referenced bit and the block's pointer from one bucket. (With the entries in a ring of
+/// their own, found through an index map, and each value behind a second `Arc`, a hit
+/// missed the CPU caches four times before it reached the block: `BlockCache::get` was 17%
+/// of a 16-thread readrandom on cached blocks, against 5% for RocksDB's lookup.)
+struct Entry {
+    value: Cached,
     referenced: bool,
+    /// Where the key sits in the shard's ring.
+    ring_at: usize,
 }
 
 #[derive(Default)]
 struct Shard {
     /// FxHash: the keys are two integers, and SipHash's DoS resistance buys nothing here.
-    index: FxHashMap<CacheKey, usize>,
-    /// The ring; `None` is a free slot (listed in `free`).
-    slots: Vec<Option<Slot>>,
+    entries: FxHashMap<CacheKey, Entry>,
+    /// The CLOCK ring: the keys in slot order; `None` is a free slot (listed in `free`).
+    ring: Vec<Option<CacheKey>>,
     free: Vec<usize>,
     hand: usize,
     usage_bytes: usize,
@@ -140,28 +147,28 @@ struct Shard {
 }
 
 impl Shard {
-    fn touch(&mut self, key: CacheKey) -> Option<Arc<Cached>> {
-        let at = *self.index.get(&key)?;
-        let slot = self.slots[at].as_mut().expect("the index points at live slots");
-        slot.referenced = true;
-        Some(slot.value.clone())
+    fn touch(&mut self, key: CacheKey) -> Option<Cached> {
+        let entry = self.entries.get_mut(&key)?;
+        entry.referenced = true;
+        Some(entry.value.clone())
     }
 
-    fn remove_at(&mut self, at: usize) {
-        let slot = self.slots[at].take().expect("removing a live slot");
-        self.index.remove(&slot.key);
-        self.usage_bytes -= slot.value.charge_bytes();
-        self.kind_bytes[slot.value.kind().at()] -= slot.value.charge_bytes();
-        self.free.push(at);
-        self.recycle(slot.value);
+    fn remove(&mut self, key: CacheKey) {
+        let Some(entry) = self.entries.remove(&key) else { return };
+        self.ring[entry.ring_at] = None;
+        self.free.push(entry.ring_at);
+        let charge = entry.value.charge_bytes();
+        self.usage_bytes -= charge;
+        self.kind_bytes[entry.value.kind().at()] -= charge;
+        self.recycle(entry.value);
     }
 
     /// Keeps the buffer of a removed data block that no reader holds, while there is room.
-    fn recycle(&mut self, value: Arc<Cached>) {
+    fn recycle(&mut self, value: Cached) {
         if self.spare_bytes >= self.spare_limit {
             return;
         }
-        let Ok(Cached::Data(block)) = Arc::try_unwrap(value) else { return };
+        let Cached::Data(block) = value else { return };
         let Ok(block) = Arc::try_unwrap(block) else { return };
         let buf = block.into_data();
         if self.spare_bytes + buf.capacity() <= self.spare_limit {
@@ -181,44 +188,37 @@ impl Shard {
         Some(buf)
     }
 
-    fn remove(&mut self, key: CacheKey) {
-        if let Some(&at) = self.index.get(&key) {
-            self.remove_at(at);
-        }
-    }
-
     /// Evicts one entry: the first from the hand on whose referenced bit is clear, clearing
     /// the bits it passes.
     fn evict_one(&mut self) {
         loop {
             let at = self.hand;
-            self.hand = (self.hand + 1) % self.slots.len();
-            if let Some(slot) = self.slots[at].as_mut() {
-                if slot.referenced {
-                    slot.referenced = false;
-                } else {
-                    self.remove_at(at);
-                    return;
-                }
+            self.hand = (self.hand + 1) % self.ring.len();
+            let Some(key) = self.ring[at] else { continue };
+            let entry = self.entries.get_mut(&key).expect("the ring names live entries");
+            if entry.referenced {
+                entry.referenced = false;
+            } else {
+                self.remove(key);
+                return;
             }
         }
     }
 
-    fn insert(&mut self, key: CacheKey, value: Arc<Cached>) {
+    fn insert(&mut self, key: CacheKey, value: Cached) {
         let charge = value.charge_bytes();
         let kind = value.kind();
-        let slot = Slot { key, value, referenced: false };
-        let at = match self.free.pop() {
+        let ring_at = match self.free.pop() {
             Some(at) => {
-                self.slots[at] = Some(slot);
+                self.ring[at] = Some(key);
                 at
             }
             None => {
-                self.slots.push(Some(slot));
-                self.slots.len() - 1
+                self.ring.push(Some(key));
+                self.ring.len() - 1
             }
         };
-        self.index.insert(key, at);
+        self.entries.insert(key, Entry { value, referenced: false, ring_at });
         self.usage_bytes += charge;
         self.kind_bytes[kind.at()] += charge;
     }
@@ -272,7 +272,7 @@ impl BlockCache {
 
     /// The block at `offset` of SST `cache_id`, if cached; counts a hit or a miss of `kind`,
     /// the kind of block the caller looks for.
-    pub fn get(&self, cache_id: u64, offset: u64, kind: BlockKind) -> Option<Arc<Cached>> {
+    pub fn get(&self, cache_id: u64, offset: u64, kind: BlockKind) -> Option<Cached> {
         let found = self.shard((cache_id, offset)).lock().touch((cache_id, offset));
         let counter = if found.is_some() { &self.hits } else { &self.misses };
         counter[kind.at()].fetch_add(1, Ordering::Relaxed);
@@ -282,14 +282,13 @@ impl BlockCache {
     /// Whether the block at `offset` of SST `cache_id` is cached, without counting a lookup or
     /// marking it used: for a caller deciding what to read before the lookups that count.
     pub fn contains(&self, cache_id: u64, offset: u64) -> bool {
-        self.shard((cache_id, offset)).lock().index.contains_key(&(cache_id, offset))
+        self.shard((cache_id, offset)).lock().entries.contains_key(&(cache_id, offset))
     }
 
     /// Caches `value` as the block at `offset` of SST `cache_id`, evicting blocks of its shard
     /// (CLOCK order) to stay within budget, and returns it shared. A block larger
     /// than a shard's budget is returned without being cached.
-    pub fn insert(&self, cache_id: u64, offset: u64, value: Cached) -> Arc<Cached> {
-        let value = Arc::new(value);
+    pub fn insert(&self, cache_id: u64, offset: u64, value: Cached) -> Cached {
         let charge = value.charge_bytes();
         if charge > self.shard_capacity_bytes {
             return value;
@@ -333,7 +332,7 @@ impl BlockCache {
         for shard in &self.shards {
             let mut shard = shard.lock();
             let keys: Vec<CacheKey> =
-                shard.index.keys().filter(|k| k.0 == cache_id).copied().collect();
+                shard.entries.keys().filter(|k| k.0 == cache_id).copied().collect();
             for k in keys {
                 shard.remove(k);
             }
@@ -517,7 +516,7 @@ mod tests {
         cache.insert(1, 4096, Cached::Index(b.clone()));
         let mut data = vec![0xffu8; 512];
         data.push(6); // probes
-        cache.insert(1, 8192, Cached::Filter(BloomFilter::new(data, 8192).unwrap()));
+        cache.insert(1, 8192, Cached::Filter(Arc::new(BloomFilter::new(data, 8192).unwrap())));
         assert_eq!(cache.usage_bytes_of(BlockKind::Data), 1024);
         assert_eq!(cache.usage_bytes_of(BlockKind::Index), 1024);
         assert_eq!(cache.usage_bytes_of(BlockKind::Filter), 512);

@@ -159,20 +159,21 @@ impl Version {
 
     /// SSTs that may hold `user_key` (an entry of it or a range tombstone over it), in the
     /// order a read must consult them.
-    pub fn candidates(&self, user_key: &[u8]) -> Vec<Arc<SstHandle>> {
-        let mut out: Vec<Arc<SstHandle>> =
-            self.levels[0].iter().filter(|f| f.user_range_contains(user_key)).cloned().collect();
+    /// Lazy, and borrowed from the version: a point read stops at the first SST that
+    /// answers, and clones no handle (a clone is an atomic write to a count that every reader
+    /// thread shares).
+    pub fn candidates<'a>(
+        &'a self,
+        user_key: &'a [u8],
+    ) -> impl Iterator<Item = &'a Arc<SstHandle>> + 'a {
+        let l0 = self.levels[0].iter().filter(move |f| f.user_range_contains(user_key));
         // The first SST of a level whose bounds reach the key; the levels are disjoint.
         let bound = key::range_bound(user_key);
-        for files in &self.levels[1..] {
+        let deeper = self.levels[1..].iter().filter_map(move |files| {
             let i = files.partition_point(|f| key::compare(&f.meta.largest, &bound).is_le());
-            if let Some(f) = files.get(i) {
-                if f.user_range_contains(user_key) {
-                    out.push(f.clone());
-                }
-            }
-        }
-        out
+            files.get(i).filter(|f| f.user_range_contains(user_key))
+        });
+        l0.chain(deeper)
     }
 
     /// SSTs of `level` whose user-key range overlaps `[smallest, largest]` (user keys).

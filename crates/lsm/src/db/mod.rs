@@ -63,6 +63,7 @@ mod multi_get;
 mod output;
 mod picker;
 mod pool;
+mod published;
 mod read_only;
 mod recovery;
 pub(crate) mod store_lock;
@@ -74,6 +75,7 @@ use compaction::Compaction;
 use output::OutputSst;
 use picker::CompactionState;
 use pool::{PoolSize, panic_message};
+use published::{Publication, View};
 use store_lock::StoreLock;
 use write_group::{GroupSync, Outcome, Pending, WriteQueue};
 
@@ -131,6 +133,9 @@ struct Inner {
     /// Opened by [`Db::open_read_only`]: every write, flush and compaction is refused.
     read_only: bool,
     state: Mutex<State>,
+    /// The state's memtables, version and last sequence, for point reads without the state
+    /// mutex: every change to them under the mutex publishes them here (`published.rs`).
+    published: Publication,
     /// Wakes the worker (work queued) and waiters (work done, room made).
     cv: Condvar,
     next_sst_id: AtomicU64,
@@ -587,11 +592,10 @@ fn visible_sst_value(ikey: &[u8], value: Vec<u8>, covering: u64) -> Result<Optio
     Ok(visible_value(p.seq, p.kind, value, covering))
 }
 
-/// What a point read consults, taken at once under the state lock: the memtables, newest
-/// first, the version, and the sequence it reads at.
+/// What a point read consults: the published memtables (newest first) and version, and the
+/// sequence it reads at.
 struct ReadView {
-    mems: Vec<Arc<Memtable>>,
-    version: Arc<Version>,
+    view: arc_swap::Guard<Arc<View>>,
     snapshot: u64,
 }
 
@@ -601,7 +605,7 @@ impl ReadView {
     /// (0 for none), for the SSTs to go on with.
     fn memtables(&self, user_key: &[u8]) -> std::result::Result<Option<Vec<u8>>, u64> {
         let mut covering = 0;
-        for m in &self.mems {
+        for m in &self.view.mems {
             covering = covering.max(m.max_covering_tombstone_seq(user_key, self.snapshot));
             if let Some((seq, kind, value)) = m.get_entry(user_key, self.snapshot) {
                 return Ok(visible_value(seq, kind, value, covering));
@@ -723,7 +727,7 @@ impl Inner {
                 for (p, &first_seq) in group.iter().zip(&firsts) {
                     insert_ops(record_ops(&p.record), first_seq, &mem);
                 }
-                self.state.lock().last_seq = last_seq;
+                self.publish_last_seq(&mut self.state.lock(), last_seq);
                 let outcomes = group.iter().map(|p| (p.id, Outcome::Done)).collect();
                 self.writers.finish(id, outcomes);
                 Ok(())
@@ -744,7 +748,7 @@ impl Inner {
                 insert_ops(batch.ops(), firsts[0], &mem);
                 sync.inserted();
                 sync.wait_inserted();
-                self.state.lock().last_seq = last_seq;
+                self.publish_last_seq(&mut self.state.lock(), last_seq);
                 sync.publish();
                 Ok(())
             }
@@ -840,6 +844,7 @@ impl Inner {
                 // The write buffer shrank after this batch was sized: an empty memtable holds
                 // nothing in the WAL, so swap in one big enough.
                 st.mem = Arc::new(Memtable::new(2 * footprint));
+                self.publish_view(&st);
             }
             if st.mem.is_empty()
                 || memtable_has_room(&st.mem, st.mem_bytes, footprint, self.write_buffer_bytes())
@@ -919,6 +924,7 @@ impl Inner {
         st.mem_bytes = 0;
         let old_ltn = std::mem::replace(&mut st.mem_ltn, ltn);
         st.imm.push_back((full, old_ltn));
+        self.publish_view(st);
         self.cv.notify_all();
         Ok(())
     }
@@ -1002,6 +1008,7 @@ impl Inner {
         self.commit_edit(&mut st, edit, extents, Vec::new(), opened)?;
         st.freed_ltns.push(ltn);
         st.imm.retain(|(_, x)| *x != ltn);
+        self.publish_view(&st);
         st.flushes += 1;
         // The group's storage goes back now unless a writer holds the WAL (its next append
         // frees it then): a store whose writes stopped kept the last flushed memtable's log,
@@ -1066,7 +1073,21 @@ impl Inner {
         }
         st.pending_compaction_bytes = self.pending_compaction_bytes(&version);
         st.version = Arc::new(version);
+        self.publish_view(st);
         Ok(())
+    }
+
+    /// Publishes the state's memtables and version to point reads (`published.rs`); called
+    /// under the state mutex after every change to them, before it is released.
+    fn publish_view(&self, st: &State) {
+        self.published.publish_view(&st.mem, &st.imm, &st.version);
+    }
+
+    /// Sets the last complete sequence, for the state and for point reads: every write up to
+    /// `seq` is in its memtable.
+    fn publish_last_seq(&self, st: &mut State, seq: u64) {
+        st.last_seq = seq;
+        self.published.publish_last_seq(seq);
     }
 
     fn background_loop(self: Arc<Self>, kind: Worker) {
@@ -1151,15 +1172,17 @@ impl Inner {
         stopped_error(&st)
     }
 
+    /// What a point read consults, without the state mutex (`published.rs`).
     fn read_view(&self, opts: &ReadOptions) -> ReadView {
-        let st = self.state.lock();
-        let mut mems = vec![st.mem.clone()];
-        mems.extend(st.imm.iter().rev().map(|(m, _)| m.clone()));
-        ReadView {
-            mems,
-            version: st.version.clone(),
-            snapshot: opts.snapshot.unwrap_or(st.last_seq),
+        // Debug builds check the publication against the state, under its mutex, on one read
+        // in eight: the others run lock-free, as in release builds, so that the tests exercise
+        // the ordering the publication relies on rather than the mutex's.
+        if cfg!(debug_assertions) && published::sampled() {
+            let st = self.state.lock();
+            self.published.check(&st.mem, &st.imm, &st.version, st.last_seq);
         }
+        let (last_seq, view) = self.published.load();
+        ReadView { view, snapshot: opts.snapshot.unwrap_or(last_seq) }
     }
 
     fn get(&self, user_key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
@@ -1172,7 +1195,7 @@ impl Inner {
         let snapshot = view.snapshot;
         let lookup = key::encode(user_key, snapshot, Kind::SEEK);
         let hash = bloom_hash(user_key);
-        for f in view.version.candidates(user_key) {
+        for f in view.view.version.candidates(user_key) {
             covering = covering.max(f.reader.max_covering_tombstone_seq(user_key, snapshot));
             if let Some((ikey, value)) = f.reader.get(&lookup, hash)? {
                 return visible_sst_value(&ikey, value, covering);

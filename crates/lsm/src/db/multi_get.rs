@@ -65,7 +65,7 @@ impl Inner {
                 user_key,
                 ikey: key::encode(user_key, snapshot, Kind::SEEK),
                 hash: bloom_hash(user_key),
-                candidates: view.version.candidates(user_key),
+                candidates: view.view.version.candidates(user_key).cloned().collect(),
                 next: 0,
                 covering,
             });

@@ -47,10 +47,11 @@ impl Db {
         })?;
         {
             let mut st = inner.state.lock();
-            st.last_seq = last_seq;
+            inner.publish_last_seq(&mut st, last_seq);
             // Oldest first, as the read path expects; they are never flushed, so their WAL
             // generation is not needed.
             st.imm = sealed.into_iter().map(|m| (m, 0)).collect();
+            inner.publish_view(&st);
         }
         log::info!(
             "opened store read-only: {} WAL records from {} groups and {} from the WAL tail kept \

@@ -33,6 +33,7 @@ use crate::version::Version;
 use crate::version_edit::{SstMeta, VersionEdit};
 use crate::wal::{RecoveredGroup, TailLog, WalLayout, WalWriter};
 
+use super::published::Publication;
 use super::{
     Db, Inner, MEMTABLE_OVERHEAD_PER_OP, State, WAL_QUEUE_DEPTH, WriteQueue, memtable_has_room,
     new_memtable, open_sst,
@@ -139,7 +140,9 @@ impl Db {
         };
         let device = volume.device().clone();
         let wal = WalWriter::new(wanted, Box::new(q), device, meta).with_tail(tail);
+        let (mem, version) = (Arc::new(new_memtable(opts.write_buffer_bytes)), Arc::new(version));
         let inner = Arc::new(Inner {
+            published: Publication::new(&mem, &version, replayed.last_seq),
             read_only,
             opts: opts.clone(),
             volume: volume.clone(),
@@ -150,11 +153,11 @@ impl Db {
             writers: WriteQueue::default(),
             state: Mutex::new(State {
                 freed_ltns: Vec::new(),
-                mem: Arc::new(new_memtable(opts.write_buffer_bytes)),
+                mem,
                 mem_bytes: 0,
                 mem_ltn: 0,
                 imm: VecDeque::new(),
-                version: Arc::new(version),
+                version,
                 last_seq: replayed.last_seq,
                 next_ltn: replayed.next_ltn.max(max_meta_ltn + 1),
                 snapshots: BTreeMap::new(),
@@ -201,7 +204,7 @@ impl Inner {
             Ok(())
         })?;
         let mut st = self.state.lock();
-        st.last_seq = last_seq;
+        self.publish_last_seq(&mut st, last_seq);
         let edit = VersionEdit {
             last_seq,
             oldest_unflushed_ltn: st.next_ltn,

@@ -32,7 +32,7 @@ use parking_lot::RwLock;
 use skiplist::{Cursor, SkipList};
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The longest user key a memtable stores (node lengths are 32-bit).
 pub const USER_KEY_BYTES_MAX: usize = skiplist::PART_BYTES_MAX - key::TRAILER_BYTES;
@@ -83,6 +83,11 @@ pub struct Memtable {
     seq_max: AtomicU64,
     /// Range tombstones, in insertion order.
     range_tombstones: RwLock<Vec<RangeTombstone>>,
+    /// Set (Release) once a range tombstone is in `range_tombstones`: a point read of a
+    /// memtable without any (nearly all of them) skips the lock. Taking a read lock is an
+    /// atomic write to the lock's word, shared by every reader thread: with 16 threads on 2
+    /// cores that line moved between the cores on each lookup.
+    has_range_tombstones: AtomicBool,
 }
 
 // Memtables are shared between writer threads, readers and the flush thread.
@@ -108,6 +113,7 @@ impl Memtable {
             seq_min: AtomicU64::new(SEQ_NONE),
             seq_max: AtomicU64::new(0),
             range_tombstones: RwLock::new(Vec::new()),
+            has_range_tombstones: AtomicBool::new(false),
         }
     }
 
@@ -153,6 +159,7 @@ impl Memtable {
     pub fn insert_range_tombstone(&self, start: &[u8], end: &[u8], seq: u64) {
         let t = RangeTombstone::new(start, end, seq);
         self.range_tombstones.write().push(t);
+        self.has_range_tombstones.store(true, Ordering::Release);
         self.note_seq(seq);
     }
 
@@ -204,6 +211,11 @@ impl Memtable {
     /// The sequence number of the newest range tombstone over `user_key` that a reader at
     /// `snapshot_seq` sees, or 0. Scans the tombstone list.
     pub fn max_covering_tombstone_seq(&self, user_key: &[u8], snapshot_seq: u64) -> u64 {
+        // A tombstone inserted before the read started was flagged before its write was
+        // published (the store's last sequence), which the reader saw.
+        if !self.has_range_tombstones.load(Ordering::Acquire) {
+            return 0;
+        }
         range_del::max_covering_seq(&self.range_tombstones.read(), user_key, snapshot_seq)
     }
 

@@ -79,7 +79,7 @@ pub fn prepopulate_meta_blocks(
     let index = Block::new(stored(footer.index, "index block")?, footer.index.offset)?;
     if let Some(fh) = footer.filter {
         let filter = BloomFilter::new(stored(fh, "filter block")?, fh.offset)?;
-        cache.insert(cache_id, fh.offset, Cached::Filter(filter));
+        cache.insert(cache_id, fh.offset, Cached::Filter(Arc::new(filter)));
     }
     cache.insert(cache_id, footer.index.offset, Cached::Index(Arc::new(index)));
     Ok(())

@@ -255,7 +255,10 @@ impl SstReader {
                 })?;
                 if let Some(fh) = footer.filter {
                     load_cached(&cache, cache_id, fh, BlockKind::Filter, |h| {
-                        Ok(Cached::Filter(BloomFilter::new(read(h, "filter block")?, h.offset)?))
+                        Ok(Cached::Filter(Arc::new(BloomFilter::new(
+                            read(h, "filter block")?,
+                            h.offset,
+                        )?)))
                     })?;
                 }
                 None
@@ -421,7 +424,7 @@ impl SstReader {
     ///
     /// # Errors
     /// [`Error::Corruption`] for a damaged block (nothing is cached then).
-    pub fn cache_read_block(&self, h: BlockHandle, stored: &[u8]) -> Result<Arc<Cached>> {
+    pub fn cache_read_block(&self, h: BlockHandle, stored: &[u8]) -> Result<Cached> {
         let inner = &self.inner;
         let block = decode_data_block(&inner.cache, inner.cache_id, h, stored, true)?;
         Ok(inner.cache.insert(inner.cache_id, h.offset, Cached::Data(Arc::new(block))))
@@ -483,7 +486,7 @@ impl SstReader {
                 let raw = decode_block(&self.read_meta_block(h)?, h, "index block")?;
                 Ok(Cached::Index(Arc::new(Block::new(raw, h.offset)?)))
             })?;
-        match &*cached {
+        match &cached {
             Cached::Index(index) => Ok(index.clone()),
             _ => Err(cached_as_other_kind("index", inner.footer.index.offset)),
         }
@@ -499,9 +502,9 @@ impl SstReader {
         let Some(fh) = inner.footer.filter else { return Ok(true) };
         let cached = load_cached(&inner.cache, inner.cache_id, fh, BlockKind::Filter, |h| {
             let raw = decode_block(&self.read_meta_block(h)?, h, "filter block")?;
-            Ok(Cached::Filter(BloomFilter::new(raw, h.offset)?))
+            Ok(Cached::Filter(Arc::new(BloomFilter::new(raw, h.offset)?)))
         })?;
-        match &*cached {
+        match &cached {
             Cached::Filter(filter) => Ok(filter.may_contain_hash(bloom_hash)),
             _ => Err(cached_as_other_kind("filter", fh.offset)),
         }
@@ -520,7 +523,7 @@ impl SstReader {
         h: BlockHandle,
         readahead: Option<&mut Readahead>,
         fill_cache: bool,
-    ) -> Result<Arc<Cached>> {
+    ) -> Result<Cached> {
         let inner = &self.inner;
         let readable = inner.footer.image_bytes - FOOTER_BYTES as u64;
         if !h.fits_before(readable) {
@@ -540,7 +543,7 @@ impl SstReader {
         }
         match inner.cache.get(inner.cache_id, h.offset, BlockKind::Data) {
             Some(hit) => Ok(hit),
-            None => Ok(Arc::new(load(h)?)),
+            None => load(h),
         }
     }
 }
@@ -584,8 +587,8 @@ fn decode_range_del(stored: &[u8], h: BlockHandle, count: u64) -> Result<Vec<Ran
 }
 
 /// An iterator over the data block the cache gave for offset `at`.
-fn block_iter(cached: &Arc<Cached>, at: u64) -> Result<BlockIter> {
-    match &**cached {
+fn block_iter(cached: &Cached, at: u64) -> Result<BlockIter> {
+    match cached {
         Cached::Data(block) => Ok(block.iter()),
         _ => Err(cached_as_other_kind("data", at)),
     }
@@ -605,7 +608,7 @@ fn load_cached(
     h: BlockHandle,
     kind: BlockKind,
     load: impl FnOnce(BlockHandle) -> Result<Cached>,
-) -> Result<Arc<Cached>> {
+) -> Result<Cached> {
     if let Some(hit) = cache.get(cache_id, h.offset, kind) {
         return Ok(hit);
     }
@@ -627,7 +630,7 @@ pub enum Probe {
 /// The first entry of `block` (at `h`) at or after `lookup_ikey`, if its user key is the
 /// lookup's.
 fn search_block(
-    block: &Arc<Cached>,
+    block: &Cached,
     h: BlockHandle,
     lookup_ikey: &[u8],
 ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {

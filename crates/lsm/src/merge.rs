@@ -3,7 +3,10 @@
 //!
 //! The number of sources is small (a few memtables, up to the L0 stop trigger of SSTs, one per
 //! level), so the smallest (or largest) child is found by a linear scan rather than a heap:
-//! simpler to get right in both directions, and no slower at these sizes.
+//! simpler to get right in both directions, and no slower at these sizes. The scan also notes
+//! the runner-up, so a step that leaves the current child still ahead of it (most steps of a
+//! scan: runs of keys come from one level) costs one comparison instead of a pass over every
+//! child (the pass was 8.7% of an O_DIRECT `readseq`).
 
 use std::cmp::Ordering;
 
@@ -22,13 +25,16 @@ enum Direction {
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
     current: Option<usize>,
+    /// The child that comes next after `current` in the direction of travel, among the
+    /// others (which do not move while `current` steps); `None` when no other is valid.
+    runner_up: Option<usize>,
     direction: Direction,
 }
 
 impl MergingIterator {
     /// A merge of `children`.
     pub fn new(children: Vec<Box<dyn InternalIterator>>) -> MergingIterator {
-        MergingIterator { children, current: None, direction: Direction::Forward }
+        MergingIterator { children, current: None, runner_up: None, direction: Direction::Forward }
     }
 
     /// Puts the merge on the child whose key comes first in `want`'s order, or on none when
@@ -37,7 +43,7 @@ impl MergingIterator {
     /// its own, a key that exists read as absent (P4), to a caller who checks `status` only
     /// once `valid` turns false, as the iterator's contract says.
     fn pick(&mut self, want: Ordering) {
-        let mut best: Option<usize> = None;
+        let (mut best, mut second): (Option<usize>, Option<usize>) = (None, None);
         for (i, c) in self.children.iter().enumerate() {
             if !c.valid() {
                 if c.status().is_err() {
@@ -46,12 +52,31 @@ impl MergingIterator {
                 }
                 continue;
             }
-            best = match best {
-                Some(b) if key::compare(c.key(), self.children[b].key()) != want => Some(b),
-                _ => Some(i),
+            let ahead_of = |other: Option<usize>| {
+                other.is_none_or(|o| key::compare(c.key(), self.children[o].key()) == want)
             };
+            if ahead_of(best) {
+                second = best;
+                best = Some(i);
+            } else if ahead_of(second) {
+                second = Some(i);
+            }
         }
         self.current = best;
+        self.runner_up = second;
+    }
+
+    /// After the current child stepped in the direction of travel: stays on it while it is
+    /// still ahead of the runner-up, else picks again.
+    fn settle_after_step(&mut self, want: Ordering) {
+        let cur = self.current.expect("a current child");
+        let c = &self.children[cur];
+        if c.valid()
+            && self.runner_up.is_none_or(|r| key::compare(c.key(), self.children[r].key()) == want)
+        {
+            return;
+        }
+        self.pick(want);
     }
 
     fn pick_smallest(&mut self) {
@@ -106,7 +131,11 @@ impl InternalIterator for MergingIterator {
             }
         }
         self.children[cur].next();
-        self.pick_smallest();
+        if self.direction == Direction::Forward {
+            self.settle_after_step(Ordering::Less);
+        } else {
+            self.pick_smallest();
+        }
     }
 
     fn prev(&mut self) {
@@ -125,7 +154,11 @@ impl InternalIterator for MergingIterator {
             }
         }
         self.children[cur].prev();
-        self.pick_largest();
+        if self.direction == Direction::Reverse {
+            self.settle_after_step(Ordering::Greater);
+        } else {
+            self.pick_largest();
+        }
     }
 
     fn key(&self) -> &[u8] {

@@ -54,7 +54,9 @@ pub use bloom::bloom_hash;
 pub use builder::{BlockSink, SstBuilder, SstImage, SstOptions};
 pub use format::{Compression, SstProperties};
 pub use prepopulate::{data_block_sink, prepopulate_meta_blocks};
-pub use reader::{BlockSource, IndexAndFilter, Probe, SstIter, SstReader};
+pub use reader::{
+    BlockSource, IndexAndFilter, PendingRead, Probe, SourceBytes, SstIter, SstReader,
+};
 pub use volume_io::{PageCacheFiles, QueuePool, SstBytesRead, SstBytesWritten, VolumeSource};
 pub use writer::SstWriter;
 

@@ -66,7 +66,7 @@ use shale_space::{Extent, IoClass, Volume, VolumeQueue};
 
 use crate::error::{Error, Result};
 use crate::sst::builder::SstImage;
-use crate::sst::reader::{BlockSource, PendingRead};
+use crate::sst::reader::{BlockSource, PendingRead, SourceBytes};
 
 /// Bytes of one write request: large enough to stream, small enough to keep several in flight.
 pub const WRITE_BYTES_MAX: usize = 1 << 20;
@@ -491,10 +491,10 @@ impl VolumeSource {
 }
 
 impl BlockSource for VolumeSource {
-    fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+    fn read(&self, offset: u64, len: usize) -> Result<SourceBytes> {
         let end = self.range_end(offset, len)?;
         if len == 0 {
-            return Ok(Vec::new());
+            return Ok(Vec::new().into());
         }
         let pool = &self.pool;
         if let Some(buffered) = &pool.buffered {
@@ -502,7 +502,7 @@ impl BlockSource for VolumeSource {
             // in the slot area, as a slot queue would insist.
             let buf = buffered.read_at(self.start + offset, len)?;
             pool.buffered_bytes.fetch_add(len as u64, Ordering::Relaxed);
-            return Ok(buf);
+            return Ok(buf.into());
         }
         // O_DIRECT: read whole device blocks around the range, then cut it out.
         let (aligned_start, aligned_end) = self.device_blocks(offset, end);
@@ -511,7 +511,7 @@ impl BlockSource for VolumeSource {
         pool.give_back(q);
         pool.direct_bytes.fetch_add(aligned_end - aligned_start, Ordering::Relaxed);
         let from = (offset - aligned_start) as usize;
-        Ok(buf[from..from + len].to_vec())
+        Ok(SourceBytes::aligned(buf, from..from + len))
     }
 
     fn len(&self) -> u64 {
@@ -575,12 +575,12 @@ impl DirectRead {
 }
 
 impl PendingRead for DirectRead {
-    fn finish(mut self: Box<Self>) -> Result<Vec<u8>> {
+    fn finish(mut self: Box<Self>) -> Result<SourceBytes> {
         let done = self.reap()?;
         match (done.result, done.buf) {
             (Ok(()), Some(buf)) => {
                 self.pool.direct_bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
-                Ok(buf[self.from..self.from + self.len].to_vec())
+                Ok(SourceBytes::aligned(buf, self.from..self.from + self.len))
             }
             (Err(e), _) => Err(Error::from(e)),
             (Ok(()), None) => {
@@ -653,7 +653,7 @@ mod tests {
         // Unaligned reads come back exactly.
         for (offset, len) in [(0, 1), (4095, 2), (5000, 10_000), (range.end - range.start - 3, 3)] {
             let got = source.read(offset, len).unwrap();
-            assert!(got == on_device[offset as usize..offset as usize + len]);
+            assert!(got[..] == on_device[offset as usize..offset as usize + len]);
         }
         assert!(source.read(range.end - range.start, 1).is_err());
         let cache = Arc::new(BlockCache::new(8 << 20));

@@ -65,6 +65,20 @@ fn node_bytes(height: usize, key_len: usize, value_len: usize) -> usize {
     TOWER_OFFSET + height * size_of::<Link>() + key_len + value_len
 }
 
+/// Hints the CPU to start loading the cache line at `p` (nothing for null). Only a hint: a
+/// prefetch never faults and changes no state a program can observe.
+#[inline(always)]
+fn prefetch(p: *const Node) {
+    #[cfg(target_arch = "x86_64")]
+    if !p.is_null() {
+        // SAFETY: `_mm_prefetch` reads nothing the program sees and cannot fault on any
+        // address; the pointer is only a hint.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// A fully written node of a list that outlives `'a`.
 ///
 /// Holding one is the proof that the pointer reached a fully written node: [`NodeRef::new`]
@@ -296,6 +310,15 @@ impl SkipList {
     ) -> Splice<'a> {
         loop {
             let next = self.next(prev, level);
+            if let Some(n) = next {
+                // The walk's next hop, and the first hop of the level below if the walk stops
+                // here, are cache misses in a large list: start both while `n`'s key is
+                // compared.
+                prefetch(n.link(level).load(Mem::Relaxed));
+                if level > 0 {
+                    prefetch(self.link(prev, level - 1).load(Mem::Relaxed));
+                }
+            }
             let order = next.map(|n| key::compare(n.key(), key));
             debug_assert_ne!(order, Some(Ordering::Equal), "internal key inserted twice: {key:?}");
             if order != Some(Ordering::Less) {

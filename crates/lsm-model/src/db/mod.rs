@@ -16,7 +16,7 @@ use crate::sync;
 use std::sync::Arc;
 
 use crate::memtable::List;
-use sync::Mutex;
+use sync::{AtomicU64, Mutex, Ordering};
 use write_group::{GroupSync, Outcome, Pending, WriteQueue};
 
 /// The memtable type the write group hands to writers.
@@ -47,6 +47,12 @@ pub struct Store {
     /// `Inner::wal`: the leader holds it from its group's stamping to its publication.
     wal: Mutex<()>,
     state: Mutex<State>,
+    /// `Inner::published` (`db/published.rs`): the memtables, newest first, swapped whole
+    /// under the state lock whenever they change (the engine's `ArcSwap`; a pointer behind a
+    /// mutex here, which shuttle can interleave), and the last complete sequence, stored after
+    /// the group's inserts. Reads take them without the state lock.
+    published_view: Mutex<Arc<Vec<Arc<Memtable>>>>,
+    published_seq: AtomicU64,
     memtable_ops: usize,
     leader_inserts_ops_max: usize,
 }
@@ -96,16 +102,13 @@ impl Store {
     /// leaders insert a group's ops themselves up to `leader_inserts_ops_max` ops (above it,
     /// each writer inserts its own, as in a large group of the engine).
     pub fn new(memtable_ops: usize, leader_inserts_ops_max: usize) -> Store {
+        let mem = Arc::new(List::new(MEMTABLE_BYTES, CHUNK_BYTES));
         Store {
             writers: WriteQueue::default(),
             wal: Mutex::new(()),
-            state: Mutex::new(State {
-                mem: Arc::new(List::new(MEMTABLE_BYTES, CHUNK_BYTES)),
-                mem_ops: 0,
-                imm: Vec::new(),
-                last_seq: 0,
-                switches: 0,
-            }),
+            published_view: Mutex::new(Arc::new(vec![mem.clone()])),
+            published_seq: AtomicU64::new(0),
+            state: Mutex::new(State { mem, mem_ops: 0, imm: Vec::new(), last_seq: 0, switches: 0 }),
             memtable_ops,
             leader_inserts_ops_max,
         }
@@ -137,7 +140,7 @@ impl Store {
             for (p, &first_seq) in group.iter().zip(&firsts) {
                 insert_ops(&decode(&p.record), first_seq, &mem);
             }
-            self.state.lock().last_seq = last_seq;
+            self.publish_last_seq(last_seq);
             let outcomes = group.iter().map(|p| (p.id, Outcome::Done)).collect();
             self.writers.finish(id, outcomes);
         } else {
@@ -153,7 +156,7 @@ impl Store {
             insert_ops(batch, firsts[0], &mem);
             sync.inserted();
             sync.wait_inserted();
-            self.state.lock().last_seq = last_seq;
+            self.publish_last_seq(last_seq);
             sync.publish();
         }
         drop(wal);
@@ -171,6 +174,7 @@ impl Store {
             st.imm.push(full);
             st.mem_ops = 0;
             st.switches += 1;
+            self.publish_view(&st);
         }
         let mut seq = st.last_seq + 1;
         let mut firsts = Vec::with_capacity(group.len());
@@ -183,20 +187,32 @@ impl Store {
         (firsts, st.mem.clone(), seq - 1)
     }
 
-    /// `Inner::get` over the memtables: the active one, then the sealed ones newest first, at
-    /// the last published sequence, all taken under one lock.
+    /// `Inner::publish_view`: under the state lock, after every change to the memtables.
+    fn publish_view(&self, st: &State) {
+        let mut mems = vec![st.mem.clone()];
+        mems.extend(st.imm.iter().rev().cloned());
+        *self.published_view.lock() = Arc::new(mems);
+    }
+
+    /// `Inner::publish_last_seq`: the state's last sequence and the published one.
+    fn publish_last_seq(&self, seq: u64) {
+        let mut st = self.state.lock();
+        st.last_seq = seq;
+        self.published_seq.store(seq, Ordering::Release);
+    }
+
+    /// `Inner::get` over the memtables (`Inner::read_view`, `Publication::load`): the last
+    /// published sequence, then the published memtables (the active one, then the sealed
+    /// ones newest first), without the state lock.
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
         self.get_at(key, None)
     }
 
     /// As [`Store::get`], at `snapshot` (a sequence from [`Store::snapshot`]) if given.
     pub fn get_at(&self, key: &[u8], snapshot: Option<u64>) -> Option<Vec<u8>> {
-        let (mems, snapshot) = {
-            let st = self.state.lock();
-            let mut mems = vec![st.mem.clone()];
-            mems.extend(st.imm.iter().rev().cloned());
-            (mems, snapshot.unwrap_or(st.last_seq))
-        };
+        let last_seq = self.published_seq.load(Ordering::Acquire);
+        let mems = self.published_view.lock().clone();
+        let snapshot = snapshot.unwrap_or(last_seq);
         mems.iter().find_map(|m| m.get(key, snapshot)).map(|(_, v)| v)
     }
 

@@ -584,15 +584,21 @@ impl BlockSource for Counting {
     }
 }
 
-#[test]
-fn a_forward_scan_reads_ahead_and_a_random_one_does_not() {
-    use std::sync::atomic::Ordering;
-    let mut rng = SmallRng::seed_from_u64(7);
+/// An uncompressed SST of 20,000 random entries in a [`Counting`] source: the entries, its
+/// data block count and the source.
+fn counted_sst(seed: u64) -> (Entries, u64, Arc<Counting>) {
+    let mut rng = SmallRng::seed_from_u64(seed);
     let e = entries(&mut rng, 20_000);
     let opts = SstOptions { compression: crate::sst::Compression::None, ..SstOptions::default() };
     let image = build(&e, &opts, 4096);
     let blocks = image.properties.data_blocks;
-    let source = Arc::new(Counting { bytes: image.bytes.to_vec(), reads: 0.into() });
+    (e, blocks, Arc::new(Counting { bytes: image.bytes.to_vec(), reads: 0.into() }))
+}
+
+#[test]
+fn a_forward_scan_reads_ahead_and_a_random_one_does_not() {
+    use std::sync::atomic::Ordering;
+    let (e, blocks, source) = counted_sst(7);
     // A cache too small to hold the scan: every block is a miss.
     let cache = Arc::new(BlockCache::new(64 << 10));
     let r = SstReader::open(source.clone(), cache, 1, IndexAndFilter::Held).unwrap();
@@ -616,12 +622,7 @@ fn a_forward_scan_reads_ahead_and_a_random_one_does_not() {
 #[test]
 fn a_scan_reads_ahead_past_blocks_that_point_reads_cached() {
     use std::sync::atomic::Ordering;
-    let mut rng = SmallRng::seed_from_u64(11);
-    let e = entries(&mut rng, 20_000);
-    let opts = SstOptions { compression: crate::sst::Compression::None, ..SstOptions::default() };
-    let image = build(&e, &opts, 4096);
-    let blocks = image.properties.data_blocks;
-    let source = Arc::new(Counting { bytes: image.bytes.to_vec(), reads: 0.into() });
+    let (e, blocks, source) = counted_sst(11);
     let cache = Arc::new(BlockCache::new(64 << 20));
     let r = SstReader::open(source.clone(), cache.clone(), 1, IndexAndFilter::Held).unwrap();
     // Point reads cache about one block in four, scattered over the SST.

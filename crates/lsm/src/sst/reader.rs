@@ -100,14 +100,12 @@ impl SourceBytes {
         SourceBytes { buf: SourceBuf::Aligned(buf), range }
     }
 
-    /// The bytes as a vector (a copy unless they are one already).
+    /// The bytes as a vector (a copy unless they are one already: a vector always holds
+    /// exactly its bytes, since `From<Vec<u8>>` is its only way in).
     pub fn into_vec(self) -> Vec<u8> {
         match self.buf {
-            SourceBuf::Vec(mut v) if self.range == (0..v.len()) => {
-                v.truncate(self.range.end);
-                v
-            }
-            _ => self[..].to_vec(),
+            SourceBuf::Vec(v) => v,
+            SourceBuf::Aligned(ref b) => b[self.range].to_vec(),
         }
     }
 }

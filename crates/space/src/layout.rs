@@ -7,8 +7,9 @@
 //! ```
 //! Every area starts on a 4 KiB boundary (O_DIRECT on files needs it, WAL pages are 4 KiB).
 //! The slot count is not stored: it follows from the device's capacity, so a volume file grows
-//! by growing the file. A new volume file has storage for every area but the WAL area, which
-//! is a hole its engine allocates as it writes and releases as it frees
+//! by growing the file. A new volume file has storage for its header and slots; the version
+//! log and the WAL area are holes that the volume (`version_log`) and the engine allocate as
+//! they write and release as they free
 //! ([`shale_io::Device::allocate_range`], [`shale_io::Device::release_range`]).
 
 use crate::error::{Error, Result};

@@ -19,12 +19,32 @@
 //!    into the new base) or the new one.
 //! 4. The ring space before the newest base is reused only after both anchors point at it.
 //!
+//! Storage. The mirrors take disk space only where the live chain is, as the WAL area does
+//! (a volume file leaves both mirrors a hole at creation): ring bytes get storage in chunks (of
+//! [`STORAGE_CHUNK_BYTES`] in a ring of 1 MiB or more) before the first object written into
+//! them, and one chunk ahead of head
+//! ([`shale_io::Device::allocate_range`]; a commit calls [`VersionLog::hold_room`] first, so a
+//! full file system refuses the commit before anything is written), and after a trim every
+//! chunk that holds no byte of the new live chain is given back in both mirrors
+//! ([`shale_io::Device::release_range`]). A released chunk reads as zeros or, on a block
+//! device, as its old objects: neither is ever taken for the successor of the live chain
+//! (invariant 2), and a crash that undoes a release brings back only objects of earlier laps.
+//! Nothing is given back while an anchor names an older base than the newest (after a
+//! recovery that found one anchor torn by a crash between the two anchor writes, or a chain
+//! that ran on past the base its anchors name): that base is still where recovery would
+//! start, so its ring stays until the next trim rewrites both anchors (invariant 4). After a
+//! reopen, what an earlier writer left allocated is not known: every chunk counts as held
+//! until [`VersionLog::release_dead`] runs (the volume calls it once the engine's recovery is
+//! done).
+//!
 //! Recovery reads the anchor, walks the chain from its base and returns the newest base with
 //! the deltas that follow it. Only a missing successor ends the walk; if a valid object with a
 //! later lsn exists anywhere in the ring, the chain was broken by damage, not by a torn tail,
 //! and recovery reports Corruption instead of silently dropping committed versions (P4).
 
-use shale_io::{AlignedBuf, Completion, Op, Queue, QueueExt, Request};
+use std::ops::Range;
+
+use shale_io::{AlignedBuf, Completion, DeviceRef, Op, Queue, QueueExt, Request};
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -33,6 +53,18 @@ use crate::version_record::{BaseRecord, DeltaRecord};
 
 /// Number of mirrors of the version log.
 const MIRRORS: usize = 2;
+
+/// Most ring bytes given storage, or given back, at once: one allocation per 64 KiB of
+/// commits (a few hundred deltas) costs nothing measurable, and a store holds at most one
+/// chunk past its live chain. Smaller rings use chunks of a sixteenth of the ring (at least a
+/// sector), so that the small layouts of the tests give storage back too.
+pub const STORAGE_CHUNK_BYTES: u64 = 64 << 10;
+
+/// The chunk size of a ring: a whole number of sectors, so every chunk's bounds are aligned
+/// on the device.
+fn chunk_bytes(ring_bytes: u64, sector: u64) -> u64 {
+    (ring_bytes / 16 / sector * sector).clamp(sector, STORAGE_CHUNK_BYTES.max(sector))
+}
 
 /// What recovery found, for the engine and for `shale inspect`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -78,6 +110,19 @@ pub(crate) struct VersionLog {
     sector: u64,
     state: LogState,
     queue: Box<dyn Queue>,
+    /// Where storage is given and taken back (the queue only reads and writes).
+    device: DeviceRef,
+    /// Bytes of a chunk of the ring ([`chunk_bytes`]).
+    chunk: u64,
+    /// Per chunk of the ring (the same in both mirrors): whether it may hold storage.
+    held: Vec<bool>,
+    /// Whether the anchor sectors may hold storage.
+    anchors_held: bool,
+    /// Whether both anchors name the newest base, so that nothing before it is ever read
+    /// again (invariant 4) and its ring may be given back. Not so after a recovery that found
+    /// one anchor torn or older (a crash between the two anchor writes, or a walk that passed
+    /// a newer base than the anchors name), until the next trim rewrites both.
+    anchors_current: bool,
 }
 
 impl VersionLog {
@@ -90,31 +135,152 @@ impl VersionLog {
         self.layout.mirror_offset(m) + self.sector + pos
     }
 
-    /// Writes the first base and both anchors of a new volume.
+    /// Writes the first base and both anchors of a new volume. The mirrors may be a hole
+    /// (a new volume file): storage is given to what is written.
     pub(crate) fn create(
         layout: Layout,
         queue: Box<dyn Queue>,
+        device: DeviceRef,
         base: &BaseRecord,
     ) -> Result<VersionLog> {
         let ring_bytes = Self::ring_bytes(&layout);
         let state = LogState { base_sn: 0, next_lsn: 1, ring_bytes, ..LogState::default() };
-        let mut log = VersionLog { sector: u64::from(layout.sector_bytes), layout, state, queue };
+        let sector = u64::from(layout.sector_bytes);
+        let chunk = chunk_bytes(ring_bytes, sector);
+        let mut log = VersionLog {
+            sector,
+            layout,
+            state,
+            queue,
+            device,
+            chunk,
+            held: vec![false; ring_bytes.div_ceil(chunk) as usize],
+            anchors_held: false,
+            anchors_current: false,
+        };
         log.append_base(base)?;
         Ok(log)
     }
 
-    /// Recovers the log of an existing volume.
+    /// Recovers the log of an existing volume. Every chunk counts as held (see the module
+    /// comment) until [`VersionLog::release_dead`].
     pub(crate) fn recover(
         layout: Layout,
         mut queue: Box<dyn Queue>,
+        device: DeviceRef,
     ) -> Result<(VersionLog, Versions)> {
         let mirrors: Vec<AlignedBuf> = (0..MIRRORS)
             .map(|m| queue.read_at(layout.mirror_offset(m), layout.version_log_bytes as usize))
             .collect::<shale_io::Result<_>>()?;
         let scan = Scan { layout: &layout, mirrors: &mirrors };
         let (state, versions) = scan.recover()?;
-        let log = VersionLog { sector: u64::from(layout.sector_bytes), layout, state, queue };
+        let anchors_current = scan.anchors_name(&state);
+        let sector = u64::from(layout.sector_bytes);
+        let chunk = chunk_bytes(state.ring_bytes, sector);
+        let held = vec![true; state.ring_bytes.div_ceil(chunk) as usize];
+        let log = VersionLog {
+            sector,
+            layout,
+            state,
+            queue,
+            device,
+            chunk,
+            held,
+            anchors_held: true,
+            anchors_current,
+        };
         Ok((log, versions))
+    }
+
+    /// Ring bytes of chunk `c`.
+    fn chunk_range(&self, c: usize) -> Range<u64> {
+        let start = c as u64 * self.chunk;
+        start..(start + self.chunk).min(self.state.ring_bytes)
+    }
+
+    /// Bytes of each mirror's ring that may hold storage: the chunks held.
+    pub(crate) fn held_bytes(&self) -> u64 {
+        (0..self.held.len())
+            .filter(|&c| self.held[c])
+            .map(|c| self.chunk_range(c))
+            .map(|r| r.end - r.start)
+            .sum()
+    }
+
+    /// Gives storage, in both mirrors, to every chunk that ring bytes `[pos, pos + len)` touch
+    /// and to the chunk after them (the ring's first after its last), so that one chunk past
+    /// head always has storage: a store reopened on a full file system can still commit
+    /// (its open commits before it gives anything back).
+    fn hold(&mut self, pos: u64, len: u64) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let n = self.held.len();
+        let first = (pos / self.chunk) as usize;
+        let last = (((pos + len - 1) / self.chunk) as usize).min(n - 1);
+        for c in (first..=last).chain([(last + 1) % n]) {
+            if self.held[c] {
+                continue;
+            }
+            let r = self.chunk_range(c);
+            for m in 0..MIRRORS {
+                self.device.allocate_range(self.device_offset(m, r.start), r.end - r.start)?;
+            }
+            self.held[c] = true;
+        }
+        Ok(())
+    }
+
+    /// Gives storage to the ring bytes the next append of an object with this payload would
+    /// write (a WOR at head and the object at the ring's start, if it must wrap), so that a
+    /// full file system refuses the commit before anything of it is written.
+    ///
+    /// # Errors
+    /// [`Error::NoSpace`] when the file system has no room; the device's other errors.
+    pub(crate) fn hold_room(&mut self, payload_len: usize) -> Result<()> {
+        let len = self.object_len(payload_len);
+        let (head, ring) = (self.state.head, self.state.ring_bytes);
+        if head + len > ring {
+            if head < ring {
+                self.hold(head, self.sector)?;
+            }
+            self.hold(0, len)
+        } else {
+            self.hold(head, len)
+        }
+    }
+
+    /// Gives back, in both mirrors, the storage of every held chunk that holds no byte of the
+    /// live chain (the newest base to head). Call it only once both anchors point at the
+    /// newest base (invariant 4): the chunks before it are then never read again.
+    ///
+    /// # Errors
+    /// The device's error for a release; the chunk stays counted as held.
+    pub(crate) fn release_dead(&mut self) -> Result<()> {
+        if !self.anchors_current {
+            return Ok(());
+        }
+        let (base, head, ring) = (self.state.base_pos, self.state.head, self.state.ring_bytes);
+        // The chain runs from the base to head, past the ring's end when head is not after
+        // the base (a chain never fills the ring, so head == base means it wrapped).
+        let live: [Range<u64>; 2] =
+            if head > base { [base..head, 0..0] } else { [base..ring, 0..head] };
+        // The chunk head is in and the one after it stay too (see `hold`).
+        let n = self.held.len();
+        let at_head = ((head / self.chunk) as usize).min(n - 1);
+        let ahead = [at_head, (at_head + 1) % n];
+        for c in 0..n {
+            let r = self.chunk_range(c);
+            let in_chain = live.iter().any(|l| l.start < r.end && r.start < l.end);
+            if !self.held[c] || in_chain || ahead.contains(&c) {
+                continue;
+            }
+            for m in 0..MIRRORS {
+                self.device.release_range(self.device_offset(m, r.start), r.end - r.start)?;
+            }
+            self.held[c] = false;
+        }
+        Ok(())
     }
 
     /// Current state.
@@ -210,6 +376,7 @@ impl VersionLog {
         let object = LogObject { kind, lsn: self.state.next_lsn, sn, payload };
         let bytes = object.encode(self.sector as usize);
         let pos = self.state.head;
+        self.hold(pos, bytes.len() as u64)?;
         let offsets = [self.device_offset(0, pos), self.device_offset(1, pos)];
         self.write_mirrored(&bytes, offsets)?;
         // An object that ends exactly at the ring's end wraps without a WOR.
@@ -246,10 +413,18 @@ impl VersionLog {
             payload: base_pos.to_le_bytes().to_vec(),
         };
         let bytes = anchor.encode(self.sector as usize);
+        if !self.anchors_held {
+            for m in 0..MIRRORS {
+                self.device.allocate_range(self.layout.mirror_offset(m), self.sector)?;
+            }
+            self.anchors_held = true;
+        }
+        self.anchors_current = false;
         for m in 0..MIRRORS {
             let buf = AlignedBuf::padded_copy(&bytes, self.sector as usize);
             self.queue.write_at(self.layout.mirror_offset(m), buf, true)?;
         }
+        self.anchors_current = true;
         Ok(())
     }
 }
@@ -293,6 +468,19 @@ impl Scan<'_> {
             }
         }
         Found::End
+    }
+
+    /// Whether the anchors of both mirrors are valid and name the newest base of `state`.
+    fn anchors_name(&self, state: &LogState) -> bool {
+        let newest = (state.base_lsn, state.base_sn, state.base_pos);
+        (0..MIRRORS).all(|m| {
+            let sector = &self.mirrors[m][..self.sector()];
+            matches!(LogObject::decode(sector, self.sector()), Ok((obj, _))
+                if obj.kind == ObjectKind::WrapLeft
+                    && obj.payload.len() == 8
+                    && (obj.lsn, obj.sn, u64::from_le_bytes(obj.payload[..8].try_into().unwrap()))
+                        == newest)
+        })
     }
 
     /// The valid anchors, newest first.

@@ -253,7 +253,12 @@ impl Volume {
         };
         let log_area = layout.version_log_offset..layout.wal_offset;
         let log_queue = Self::raw_queue(&device, IoClass::VersionLog, log_area, &counters)?;
-        let log = VersionLog::create(layout, Box::new(log_queue), &BaseRecord::default())?;
+        let log = VersionLog::create(
+            layout,
+            Box::new(log_queue),
+            device.clone(),
+            &BaseRecord::default(),
+        )?;
         let mut q = Self::raw_queue(&device, IoClass::Header, 0..HEADER_AREA_BYTES, &counters)?;
         let bytes = header.encode();
         for copy in 0..2u64 {
@@ -298,7 +303,7 @@ impl Volume {
         let started = std::time::Instant::now();
         let log_area = layout.version_log_offset..layout.wal_offset;
         let log_queue = Self::raw_queue(&device, IoClass::VersionLog, log_area, &counters)?;
-        let (log, versions) = VersionLog::recover(layout, Box::new(log_queue))?;
+        let (log, versions) = VersionLog::recover(layout, Box::new(log_queue), device.clone())?;
         let live = replay_extents(&versions, layout.slot_offset)?;
         let slots = Allocator::rebuild(layout.slot_count(info.capacity), &live).map_err(|e| {
             Error::corruption(format!("committed version: {e}"), layout.slot_offset)
@@ -337,8 +342,9 @@ impl Volume {
         }
     }
 
-    /// Gives back the storage of every free run: slots freed before a crash cut in after
-    /// their commit, and volumes of versions that kept free slots allocated. The engine calls
+    /// Gives back the storage of every free run (slots freed before a crash cut in after
+    /// their commit, and volumes of versions that kept free slots allocated) and of the
+    /// version log's ring outside its live chain. The engine calls
     /// it once its recovery is done; recovery itself writes nothing.
     ///
     /// # Errors
@@ -348,6 +354,12 @@ impl Volume {
         self.refuse_if_read_only("giving back free slots")?;
         // Under the lock, so that no slot is allocated and written while its run is released.
         let mut inner = self.inner.lock();
+        if let Err(err) = inner.log.release_dead() {
+            if inner.stopped.is_none() {
+                inner.stopped = Some(format!("giving back version log storage: {err}"));
+            }
+            return Err(err);
+        }
         for e in inner.slots.free_extents() {
             let r = self.extent_range(e);
             if let Err(err) = self.device.release_range(r.start, r.end - r.start) {
@@ -498,6 +510,27 @@ impl Volume {
         }
     }
 
+    /// Gives back the storage behind device bytes `range` of a pending extent whose slots stay
+    /// allocated: bytes its writer will never write and nothing will read (the zero padding
+    /// between an SST's last block and its footer). In a volume file they become a hole and
+    /// read as zeros; a block device keeps them as they are.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a range outside the extent or not aligned to the
+    /// device's blocks; the device's error for the release.
+    pub fn release_within(&self, e: Extent, range: std::ops::Range<u64>) -> Result<()> {
+        let whole = self.extent_range(e);
+        if range.start < whole.start || range.end > whole.end || range.start > range.end {
+            return Err(Error::InvalidArgument(format!(
+                "bytes {range:?} are not inside extent {e:?} ({whole:?})"
+            )));
+        }
+        if range.is_empty() {
+            return Ok(());
+        }
+        Ok(self.device.release_range(range.start, range.end - range.start)?)
+    }
+
     /// Gives back the slots of a pending extent from [`Volume::allocate`] past its first
     /// `slots`, and returns the extent of those it keeps (still pending). An SST streamed into
     /// an extent reserved for the largest size it could reach gives back what it did not use.
@@ -548,14 +581,18 @@ impl Volume {
             engine: edit.engine.clone(),
         };
         let delta_len = delta.encode().len();
+        // Refusals before anything is written (no room in the ring, no storage for it)
+        // leave the volume usable.
         let written = if inner.log.delta_fits(delta_len) {
+            inner.log.hold_room(delta_len)?;
             inner.log.append_delta(&delta).map(|()| CommitKind::Delta)
         } else {
             let mut after = inner.slots.clone();
             after.apply_edit(&edit.removed, &edit.added);
             let base = BaseRecord { extents: after.live_extents(), engine: engine_state() };
-            // Refused before anything is written, so the volume stays usable.
-            inner.log.check_base_fits(base.encode().len())?;
+            let base_len = base.encode().len();
+            inner.log.check_base_fits(base_len)?;
+            inner.log.hold_room(base_len)?;
             inner.log.append_base(&base).map(|()| CommitKind::Base)
         };
         match written {
@@ -563,6 +600,16 @@ impl Volume {
                 inner.slots.apply_edit(&edit.removed, &edit.added);
                 if edit.hold_removed {
                     inner.slots.hold(&edit.removed);
+                }
+                // The trim moved both anchors to the new base: the ring before it is dead.
+                // The commit is durable whatever happens here; a failed release loses
+                // nothing, but the device failed an operation, so the volume stops (P5) as
+                // for a failed release of slots.
+                if kind == CommitKind::Base {
+                    if let Err(err) = inner.log.release_dead() {
+                        log::error!("could not give back version log storage: {err}");
+                        inner.stopped = Some(format!("giving back version log storage: {err}"));
+                    }
                 }
                 Ok(kind)
             }
@@ -581,6 +628,13 @@ impl Volume {
     /// The version log's state.
     pub fn log_state(&self) -> LogState {
         self.inner.lock().log.state().clone()
+    }
+
+    /// Bytes of each version log mirror that may hold storage: the chunks of the ring the
+    /// live chain touches, plus, after a reopen and before [`Volume::release_free_storage`],
+    /// every chunk (what an earlier writer left is not known).
+    pub fn version_log_held_bytes(&self) -> u64 {
+        self.inner.lock().log.held_bytes()
     }
 
     /// Slot counts.

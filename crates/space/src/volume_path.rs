@@ -21,7 +21,8 @@ impl Volume {
     /// Opens the volume at `path`, creating it if it is missing and the options allow:
     /// - a directory (created if `path` does not exist) holds the volume in a file named
     ///   [`VOLUME_FILE_NAME`], pre-allocated to `initial_slots` slots and grown on demand; its
-    ///   WAL area is left sparse, for the engine to allocate and release
+    ///   version log and WAL area are left sparse, for the volume and the engine to allocate
+    ///   and release
     ///   ([`shale_io::Device::allocate_range`]);
     /// - an existing regular file or block device is opened as it is (a block device whole).
     ///
@@ -57,9 +58,10 @@ impl Volume {
             // before the device is opened.
             let layout = Layout::new(&opts.layout, shale_io::FILE_BLOCK_SIZE);
             file.create_size = Some(layout.capacity_for(opts.initial_slots.max(1)));
-            // The WAL area's storage is its engine's to allocate as it fills it: left as a
-            // hole, a new volume takes disk space for its header, version log and slots only.
-            file.create_sparse = Some(layout.wal_offset..layout.slot_offset);
+            // The version log and the WAL area get storage as they are written (the version
+            // log's chunks, the WAL's pages): left as a hole, a new volume takes disk space
+            // for its header and slots only.
+            file.create_sparse = Some(layout.version_log_offset..layout.slot_offset);
         }
         let target = volume_file(path);
         if file.create_size.is_none() && !target.exists() {

@@ -6,7 +6,9 @@
 //! - the live extents are exactly the recovered commit's, and hold its data;
 //! - no slot is both free and live, none leaked, none pending;
 //! - recovery writes nothing, and opening the image again gives the same state;
-//! - work continued after recovery (overwriting the torn tail) survives crashes too.
+//! - work continued after recovery (giving back free storage, overwriting the torn tail)
+//!   survives crashes too; the version log gives back its ring behind each new base, and
+//!   those releases (unsynced zero writes on the simulated device) are crash points as well.
 //!
 //! `SHALE_CRASH_SEEDS=N` runs N scenarios instead of the default; a failure names its seed.
 
@@ -80,6 +82,11 @@ fn scenario(seed: u64, sector: u32, commits: u64, tally: &mut Tally) {
     let empty = Committed { live: Default::default() };
     let record = run_workload(&opened.volume, seed, commits, empty, 1, &|| dev.writes());
     let state = opened.volume.log_state();
+    // Trims gave back the ring before each new base, so these crash images include releases.
+    assert!(
+        opened.volume.version_log_held_bytes() < state.ring_bytes,
+        "the version log held its whole ring (seed {seed})"
+    );
     tally.trims += state.trims_since_open;
     tally.wraps += state.wraps_since_open;
     drop(opened);
@@ -108,6 +115,10 @@ fn continue_and_crash(
 ) {
     let opened = open(sim_ref(&dev), layout);
     let start_writes = dev.writes();
+    // What the engine does once its recovery is done: give back free slots and the version
+    // log's ring outside the live chain (releases are unsynced zero writes here, so the crash
+    // points below fall before, between and after them).
+    opened.volume.release_free_storage().unwrap();
     let start = record.states[n as usize].clone();
     let more = run_workload(&opened.volume, seed, 6, start, n + 1, &|| dev.writes());
     drop(opened);

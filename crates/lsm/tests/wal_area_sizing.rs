@@ -35,10 +35,10 @@ fn volume_disk_bytes(dir: &std::path::Path) -> u64 {
     std::fs::metadata(dir.join(shale_space::VOLUME_FILE_NAME)).unwrap().blocks() * 512
 }
 
-/// Disk bytes of the WAL area: the file's disk usage less its other areas, which are
-/// allocated whole (header, version log, slots).
+/// Disk bytes of the WAL area (FIEMAP: allocated extents, written or not).
 fn wal_disk_bytes(dir: &std::path::Path, l: &shale_space::Layout) -> u64 {
-    volume_disk_bytes(dir).saturating_sub(volume_file_bytes(dir) - l.wal_bytes)
+    let path = dir.join(shale_space::VOLUME_FILE_NAME);
+    shale_testkit::allocated_bytes_in(&path, l.wal_offset..l.slot_offset).unwrap()
 }
 
 /// Room for the file system's own blocks (extent tree) in a disk usage.
@@ -204,11 +204,12 @@ fn freed_wal_groups_are_released_and_a_crash_after_cycling_loses_nothing() {
     let flushes = db.stats().flushes;
     assert!(flushes >= 14, "{flushes} flushes: the groups must be recycled, twice over");
     // Every sealed memtable is flushed, and its group freed by the flush (no writer held the
-    // WAL). What stays: the active group, one free group kept for reuse, the metadata pages.
-    assert!(db.stats().wal_bytes_allocated <= 8192 + 2 * group_bytes);
+    // WAL). What stays: the active group and the metadata pages; the freed groups, written
+    // without sync, keep nothing.
+    assert!(db.stats().wal_bytes_allocated <= 8192 + group_bytes);
     put(20_000);
     let allocated = db.stats().wal_bytes_allocated;
-    assert_eq!(allocated, 8192 + 2 * group_bytes);
+    assert_eq!(allocated, 8192 + group_bytes);
     let wal_disk = wal_disk_bytes(dir.path(), &l);
     assert!(wal_disk <= allocated + FS_SLACK_BYTES, "WAL area: {wal_disk} bytes on disk");
 
@@ -268,7 +269,7 @@ fn one_put(i: u32) -> WriteBatch {
 }
 
 #[test]
-fn a_kept_free_group_keeps_only_its_first_pages() {
+fn a_freed_group_keeps_only_the_pages_sync_writes_used() {
     let dir = tempfile::tempdir().unwrap();
     // Groups of 48 MiB (32 MiB memtables); one memtable of about 30 MB of records.
     let o = defaults_with_write_buffer(32 << 20);
@@ -280,16 +281,27 @@ fn a_kept_free_group_keeps_only_its_first_pages() {
     }
     db.flush().unwrap();
     assert_eq!(db.stats().flushes, 1, "one memtable, one group");
-    // The flush freed its group: kept for reuse, but only its first 16 MiB, with no write
-    // after it (a store whose writes stopped kept the whole group before).
-    let kept = u64::from(shale_lsm::wal::KEPT_GROUP_PAGES_MAX) * 4096;
-    let active = 4 << 20;
-    assert!(db.stats().wal_bytes_allocated <= 8192 + kept + active, "{:?}", db.stats());
-    assert!(wal_disk_bytes(dir.path(), &l) <= 8192 + kept + active + FS_SLACK_BYTES);
+    // Written without sync, the freed group keeps nothing (it kept 16 MiB before, and the
+    // whole group before that): the metadata pages are all the WAL holds, as a RocksDB
+    // store holds no log once it flushed.
+    assert_eq!(db.stats().wal_bytes_allocated, 8192, "{:?}", db.stats());
+    assert!(wal_disk_bytes(dir.path(), &l) <= 8192 + FS_SLACK_BYTES);
+
+    // Sync writes: each takes a page of its own (a synced page is never rewritten). The
+    // group they used keeps those pages once freed, for the next sync writes to overwrite
+    // written pages rather than fill fresh ones.
+    for i in 0..1_000u32 {
+        db.write(&one_put(i), &WriteOptions { sync: true }).unwrap();
+    }
+    db.flush().unwrap();
+    let kept = db.stats().wal_bytes_allocated - 8192;
+    let kept_max = u64::from(shale_lsm::wal::KEPT_GROUP_PAGES_MAX) * 4096;
+    assert!((1_000 * 4096..=kept_max).contains(&kept), "{kept} bytes kept");
+    assert!(wal_disk_bytes(dir.path(), &l) <= 8192 + kept + FS_SLACK_BYTES);
+    // The group after it started before the flush freed it, in another group, which gets
+    // storage 4 MiB at a time ahead of its writes.
     db.put(b"after", b"flush").unwrap();
-    assert_eq!(db.stats().wal_bytes_allocated, 8192 + kept + active);
-    let wal_disk = wal_disk_bytes(dir.path(), &l);
-    assert!(wal_disk <= 8192 + kept + active + FS_SLACK_BYTES, "WAL area: {wal_disk} bytes");
+    assert_eq!(db.stats().wal_bytes_allocated, 8192 + kept + (4 << 20));
     assert_eq!(db.get(b"key012345").unwrap(), Some(value));
     db.check().unwrap();
     db.close().unwrap();

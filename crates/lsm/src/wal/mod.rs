@@ -27,7 +27,8 @@
 //! - when a group is freed (its generation's flush committed, so recovery never reads it
 //!   again) its storage is released (`Device::release_range`), except for one free group
 //!   kept allocated for the next group to start in ([`FREE_GROUPS_KEPT_ALLOCATED`]), and of
-//!   that one only its first 16 MiB ([`KEPT_GROUP_PAGES_MAX`]);
+//!   that one only the pages sync appends wrote, at most its first 16 MiB
+//!   ([`KEPT_GROUP_PAGES_MAX`]): a store written without sync keeps no freed pages;
 //! - at open, once the recovered groups are flushed and committed, every group is free and
 //!   released whole, which also shrinks volumes whose whole WAL area was allocated.
 //!

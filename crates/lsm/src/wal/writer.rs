@@ -47,16 +47,18 @@ const RUN_PAGES: u32 = 16;
 const ALLOCATE_AHEAD_PAGES: u32 = 1024;
 
 /// Free groups kept allocated when a group is freed, for the next group to start in: one,
-/// so that a store cycling through its groups overwrites written pages instead of writing
-/// into freshly allocated ones (which a file system marks written, one metadata change per
-/// write, costly under RWF_DSYNC). The others are released.
+/// so that a store cycling through its groups with sync writes overwrites written pages
+/// instead of writing into freshly allocated ones (which a file system marks written, one
+/// metadata change per write, costly under RWF_DSYNC). The others are released.
 pub const FREE_GROUPS_KEPT_ALLOCATED: usize = 1;
 
-/// Pages of a kept free group that stay allocated: its first 16 MiB. Sync writes, which the
+/// Most pages of a kept free group that stay allocated: its first 16 MiB, and of those only
+/// the pages that sync appends wrote in the group's last generation. Sync writes, which the
 /// kept group is for, fill a group's first pages slowly (16 threads syncing every write wrote
-/// 16,000 records in about 1,300 pages); the pages of a group that a bulk load filled
-/// (a 64 MiB memtable's worth) are released beyond this, or a store held a whole group's
-/// bytes on disk that it was not using (issue #14: 312 MiB for 147 MiB of SSTs).
+/// 16,000 records in about 1,300 pages); a group that appends without sync filled keeps
+/// nothing, so a store written without sync holds no WAL storage beyond its unflushed
+/// memtables' pages, as RocksDB, which deletes a flushed log, holds none (issue #14: 312 MiB
+/// for 147 MiB of SSTs with whole groups kept, 32 MiB with 16 MiB of one kept always).
 pub const KEPT_GROUP_PAGES_MAX: u32 = 4096;
 
 /// A write of consecutive pages submitted and not yet known complete.
@@ -91,6 +93,9 @@ pub struct WalWriter {
     device: DeviceRef,
     /// Pages of each group from its first that this writer allocated and has not released.
     allocated_pages: Vec<u32>,
+    /// Pages of each group from its first that sync appends wrote in its last generation:
+    /// what a kept free group keeps ([`KEPT_GROUP_PAGES_MAX`]).
+    synced_pages: Vec<u32>,
     /// Whether this writer allocated the two metadata pages.
     meta_allocated: bool,
     /// Bytes of the WAL area this writer holds allocated (metadata pages and groups), shared
@@ -140,6 +145,7 @@ impl WalWriter {
             queue,
             device,
             allocated_pages: vec![0; layout.groups as usize],
+            synced_pages: vec![0; layout.groups as usize],
             meta_allocated: false,
             allocated_bytes: Arc::new(AtomicU64::new(0)),
             meta,
@@ -228,6 +234,7 @@ impl WalWriter {
         self.meta.groups[group] = GroupEntry { ltn, state: GroupState::Active, end: 0 };
         self.write_meta()?;
         self.active = Some(Active { group: group as u32, ltn });
+        self.synced_pages[group] = 0;
         self.next_page = 0;
         self.page = PageBuf::new();
         self.page_dirty = false;
@@ -288,7 +295,12 @@ impl WalWriter {
             self.release_pages(g as u32, pages)?;
         }
         for &g in kept.iter().take(FREE_GROUPS_KEPT_ALLOCATED) {
-            self.release_pages_from(g as u32, KEPT_GROUP_PAGES_MAX)?;
+            let keep = self.synced_pages[g].min(KEPT_GROUP_PAGES_MAX);
+            if keep == 0 {
+                self.release_pages(g as u32, self.allocated_pages[g])?;
+            } else {
+                self.release_pages_from(g as u32, keep)?;
+            }
         }
         Ok(())
     }
@@ -432,6 +444,9 @@ impl WalWriter {
         if sync {
             self.unsynced = false;
             self.synced_through = self.next_page + u32::from(!self.page.is_empty());
+            if !records.is_empty() {
+                self.synced_pages[active.group as usize] = self.synced_through;
+            }
             if !self.page.is_empty() {
                 // The page holds synced data now: never rewrite it.
                 self.prev_crc = self.page_written_crc.expect("the partial page was written");

@@ -133,6 +133,10 @@ pub struct SstImage {
     /// time into aligned buffers, the buffered writer needs no alignment), so a finished
     /// image is never held twice.
     pub bytes: Vec<u8>,
+    /// SST offsets of the whole 4 KiB pages between the last block and the footer's page:
+    /// zeros that nothing reads. The writer leaves them unwritten and gives their storage
+    /// back (an SST uses half a slot of them on average). Empty when there are none.
+    pub zeros: std::ops::Range<u64>,
     /// What it holds.
     pub properties: SstProperties,
     /// The smallest internal key the SST covers: of its point entries and range tombstones
@@ -474,7 +478,12 @@ impl SstBuilder {
         let footer_at = bytes.len() - FOOTER_BYTES;
         bytes[footer_at..].copy_from_slice(&footer.encode());
         debug_assert!(filter.is_none_or(|f| f != BlockHandle::default()));
-        SstImage { base: self.taken, bytes, properties: self.props, smallest, largest }
+        // Zeros from the first whole page after the last block to the footer's page.
+        let page = BLOCK_ALIGN_BYTES as u64;
+        let zeros_start = (used - FOOTER_BYTES as u64).div_ceil(page) * page;
+        let zeros_end = (image_bytes - FOOTER_BYTES as u64) / page * page;
+        let zeros = zeros_start..zeros_end.max(zeros_start);
+        SstImage { base: self.taken, bytes, zeros, properties: self.props, smallest, largest }
     }
 
     /// The union of the point entries' keys and the tombstones' bounds.

@@ -678,12 +678,16 @@ mod tests {
         // The run read ahead takes the queue the scan's own reads gave back.
         assert!(pool.reads_ahead() > 0, "the scan read nothing ahead");
         assert_eq!(pool.idle_queues(), 1, "one reader thread needs one queue");
-        assert_eq!(pool.bytes_written().direct, image.len());
+        assert_eq!(
+            pool.bytes_written().direct,
+            image.len() - (image.zeros.end - image.zeros.start)
+        );
     }
 
     /// Builds `entries` entries as a flush does, streaming through a writer reserved for
-    /// `reserve` bytes; returns the extent and the whole image (for comparison).
-    fn stream(pool: &Arc<QueuePool>, entries: u32, reserve: u64) -> Result<(Extent, Vec<u8>)> {
+    /// `reserve` bytes; returns the extent, the whole image (for comparison) and the bytes
+    /// written (the image but its zero pages).
+    fn stream(pool: &Arc<QueuePool>, entries: u32, reserve: u64) -> Result<(Extent, Vec<u8>, u64)> {
         let mut b = SstBuilder::new(&SstOptions::default());
         let mut w = pool.sst_writer(reserve)?;
         let mut whole = Vec::new();
@@ -699,7 +703,8 @@ mod tests {
         }
         let image = b.finish(pool.volume().layout().slot_bytes);
         whole.extend_from_slice(&image.bytes);
-        Ok((w.finish(&image)?, whole))
+        let written = whole.len() as u64 - (image.zeros.end - image.zeros.start);
+        Ok((w.finish(&image)?, whole, written))
     }
 
     #[test]
@@ -709,19 +714,20 @@ mod tests {
         let pool = Arc::new(QueuePool::new(volume.clone()));
         let before = volume.slot_usage();
         // Reserved with room to spare: the unused slots go back.
-        let (extent, whole) = stream(&pool, 30_000, 16 << 20).unwrap();
+        let (extent, whole, written) = stream(&pool, 30_000, 16 << 20).unwrap();
+        assert!(written < whole.len() as u64, "the zero pages before the footer were written");
         assert_eq!(u64::from(extent.count) * slot_bytes, whole.len() as u64);
         assert_eq!(volume.slot_usage().pending, extent.count);
         assert_eq!(volume.slot_usage().free, before.free - extent.count);
         let range = volume.extent_range(extent);
         assert!(device.snapshot()[range.start as usize..range.end as usize] == whole[..]);
-        assert_eq!(pool.bytes_written().direct, whole.len() as u64);
+        assert_eq!(pool.bytes_written().direct, written);
         volume.release(extent);
 
         // Reserved too small: relocated, the same bytes in an extent of the right size, the
         // reservation given back, the streamed part counted as written twice.
         let written_before = pool.bytes_written().direct;
-        let (moved, whole2) = stream(&pool, 30_000, 2 * WRITE_BYTES_MAX as u64).unwrap();
+        let (moved, whole2, _) = stream(&pool, 30_000, 2 * WRITE_BYTES_MAX as u64).unwrap();
         assert!(whole2 == whole);
         assert_eq!(u64::from(moved.count) * slot_bytes, whole.len() as u64);
         assert_eq!(volume.slot_usage().pending, moved.count, "the reservation went back");
@@ -729,7 +735,7 @@ mod tests {
         assert!(device.snapshot()[range.start as usize..range.end as usize] == whole[..]);
         assert_eq!(
             pool.bytes_written().direct - written_before,
-            whole.len() as u64 + WRITE_BYTES_MAX as u64,
+            written + WRITE_BYTES_MAX as u64,
             "one request streamed (the next would have passed the reservation), then copied"
         );
         volume.release(moved);
@@ -781,6 +787,7 @@ mod tests {
         let not_slots = SstImage {
             base: 0,
             bytes: vec![0; 4096],
+            zeros: 0..0,
             properties: image.properties.clone(),
             smallest: Vec::new(),
             largest: Vec::new(),

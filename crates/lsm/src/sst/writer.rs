@@ -10,9 +10,10 @@
 //!    [`WRITES_IN_FLIGHT_MAX`] requests in flight on one slot queue; buffered, one `pwrite` and
 //!    a non-waiting `sync_file_range` each. The builder holds about one request of its SST.
 //! 3. Finish ([`SstWriter::finish`]): write the rest of the image (the last data blocks, the
-//!    meta blocks and the footer), wait for every request, make it durable (the queue's flush,
-//!    or `fdatasync`), then give back the reserved slots past the image
-//!    ([`shale_space::Volume::shrink`]). Nothing names the SST before this returns (DESIGN.md's
+//!    meta blocks and the footer; not the whole zero pages between them, [`SstImage::zeros`]),
+//!    wait for every request, make it durable (the queue's flush, or `fdatasync`), give back
+//!    the storage of those zero pages ([`shale_space::Volume::release_within`]) and the
+//!    reserved slots past the image ([`shale_space::Volume::shrink`]). Nothing names the SST before this returns (DESIGN.md's
 //!    promises hold as for an SST written whole).
 //! 4. With O_DIRECT writes: drop the page cache's pages of the extent, then prefetch the new SST
 //!    into it when reads go through it (see `volume_io`'s comment on slot reuse).
@@ -176,10 +177,26 @@ impl SstWriter {
         if !self.fits(image.len()) {
             return self.relocate(image);
         }
-        self.write(image.base, &image.bytes)?;
+        let zeros = &image.zeros;
+        let skip = zeros.start >= image.base && !zeros.is_empty();
+        if skip {
+            // The zero pages before the footer are left unwritten, and given back below.
+            let at = |o: u64| usize::try_from(o - image.base).expect("inside the image");
+            self.write(image.base, &image.bytes[..at(zeros.start)])?;
+            self.written = zeros.end;
+            self.write(zeros.end, &image.bytes[at(zeros.end)..])?;
+        } else {
+            self.write(image.base, &image.bytes)?;
+        }
         self.wait_durable()?;
         let pool = self.pool.clone();
         let volume = pool.volume();
+        let reserved = *self.reserved.as_ref().expect("a writer is finished once");
+        if skip {
+            // The reservation was given storage whole; the zeros need none. On error the
+            // reservation is released when `self` drops.
+            volume.release_within(reserved, self.start + zeros.start..self.start + zeros.end)?;
+        }
         let reserved = self.reserved.take().expect("a writer is finished once");
         let slots = image.len() / volume.layout().slot_bytes;
         let extent = volume.shrink(reserved, u32::try_from(slots).expect("fits the reservation"));

@@ -955,8 +955,9 @@ impl Report<'_> {
              leaves behind.\n\n\
              (a) What the file system has allocated to the store's files after the run (`du`: \
              `st_blocks`), by one meter for both engines; RocksDB's info LOG files are left out. For \
-             shale that is its volume file: header, version-log areas, the WAL groups in use and every \
-             slot the volume has grown to, live or free.\n\
+             shale that is its volume file: its header, the version log's live chunks, the WAL pages \
+             in use and its live SSTs' pages (free slots, and the zero pages before an SST's footer, \
+             are holes).\n\
              (b) RocksDB: the `*.sst` files; shale: the live SST slots.\n\
              (c) `write_bytes - cancelled_write_bytes` of the process in /proc/PID/io: what the kernel \
              sent (or will send) to storage on its behalf, by one meter for both engines; buffered \

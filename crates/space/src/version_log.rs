@@ -145,21 +145,35 @@ impl VersionLog {
     ) -> Result<VersionLog> {
         let ring_bytes = Self::ring_bytes(&layout);
         let state = LogState { base_sn: 0, next_lsn: 1, ring_bytes, ..LogState::default() };
+        let mut log = VersionLog::assemble(layout, state, queue, device, false, false);
+        log.append_base(base)?;
+        Ok(log)
+    }
+
+    /// A log over `state`, every chunk and the anchors `held` or not, the anchors naming the
+    /// newest base (`anchors_current`) or not.
+    fn assemble(
+        layout: Layout,
+        state: LogState,
+        queue: Box<dyn Queue>,
+        device: DeviceRef,
+        held: bool,
+        anchors_current: bool,
+    ) -> VersionLog {
         let sector = u64::from(layout.sector_bytes);
-        let chunk = chunk_bytes(ring_bytes, sector);
-        let mut log = VersionLog {
+        let chunk = chunk_bytes(state.ring_bytes, sector);
+        let chunks = state.ring_bytes.div_ceil(chunk) as usize;
+        VersionLog {
             sector,
             layout,
             state,
             queue,
             device,
             chunk,
-            held: vec![false; ring_bytes.div_ceil(chunk) as usize],
-            anchors_held: false,
-            anchors_current: false,
-        };
-        log.append_base(base)?;
-        Ok(log)
+            held: vec![held; chunks],
+            anchors_held: held,
+            anchors_current,
+        }
     }
 
     /// Recovers the log of an existing volume. Every chunk counts as held (see the module
@@ -175,20 +189,7 @@ impl VersionLog {
         let scan = Scan { layout: &layout, mirrors: &mirrors };
         let (state, versions) = scan.recover()?;
         let anchors_current = scan.anchors_name(&state);
-        let sector = u64::from(layout.sector_bytes);
-        let chunk = chunk_bytes(state.ring_bytes, sector);
-        let held = vec![true; state.ring_bytes.div_ceil(chunk) as usize];
-        let log = VersionLog {
-            sector,
-            layout,
-            state,
-            queue,
-            device,
-            chunk,
-            held,
-            anchors_held: true,
-            anchors_current,
-        };
+        let log = VersionLog::assemble(layout, state, queue, device, true, anchors_current);
         Ok((log, versions))
     }
 

@@ -105,6 +105,10 @@ pub struct Args {
     /// --size). Without it an existing path is only read; a shale volume is never written.
     #[arg(long)]
     pub overwrite: bool,
+    /// Make every write durable when it completes (RWF_DSYNC, as the WAL's sync appends):
+    /// compare with fio's `--sync=dsync`.
+    #[arg(long)]
+    pub durable: bool,
 }
 
 /// Most requests in flight: a queue's bound in the io layer's backends.
@@ -308,6 +312,7 @@ fn prefill(queue: &mut dyn Queue, capacity: u64) -> Result<()> {
 /// Where the next request goes.
 struct Offsets {
     pattern: Pattern,
+    durable: bool,
     block_size: u64,
     block_count: u64,
     next_block: u64,
@@ -331,7 +336,9 @@ impl Offsets {
         let offset = self.next();
         match self.pattern {
             Pattern::Randread => Op::Read { offset, buf },
-            Pattern::Seqwrite | Pattern::Randwrite => Op::Write { offset, buf, durable: false },
+            Pattern::Seqwrite | Pattern::Randwrite => {
+                Op::Write { offset, buf, durable: self.durable }
+            }
         }
     }
 }
@@ -343,6 +350,7 @@ fn drive(queue: &mut dyn Queue, args: &Args, block_count: u64) -> Result<Report>
         .map_err(|_| Error::InvalidArgument(format!("block size {} too large", args.block_size)))?;
     let mut offsets = Offsets {
         pattern: args.pattern,
+        durable: args.durable,
         block_size: args.block_size,
         block_count,
         next_block: 0,
@@ -482,6 +490,7 @@ mod tests {
             throttle: None,
             poll: PollArg::Blocking,
             overwrite: false,
+            durable: false,
         };
         assert!(!check_path(&args).unwrap(), "a new file");
         let (dev, created) = open(&args, false).unwrap();

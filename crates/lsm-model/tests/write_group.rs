@@ -19,10 +19,12 @@ fn batch(writer: u8, write: u8, ops: u8) -> Batch {
 
 /// Three writers, each over keys of its own: a single put, then a batch of three; the
 /// leader inserts small groups itself (up to `leader_ops` ops), larger ones are inserted by
-/// their writers in parallel.
-fn three_writers_read_their_writes(leader_ops: usize) {
+/// their writers in parallel. With `pipelined`, every group goes through the WAL pipeline:
+/// its leader lets go of the WAL and the leadership once its ticket is taken, and groups
+/// publish in ticket order whichever's "writes" finish first.
+fn three_writers_read_their_writes(leader_ops: usize, pipelined: bool) {
     // Four ops to a memtable: most groups switch it.
-    let store = Arc::new(Store::new(4, leader_ops));
+    let store = Arc::new(Store::with_pipeline(4, leader_ops, pipelined));
     let threads: Vec<_> = (0..3u8)
         .map(|w| {
             let store = store.clone();
@@ -71,14 +73,14 @@ fn three_writers_read_their_writes(leader_ops: usize) {
 
 #[test]
 fn writers_read_their_writes_when_leaders_insert_groups() {
-    let run = || three_writers_read_their_writes(usize::MAX);
+    let run = || three_writers_read_their_writes(usize::MAX, false);
     shuttle::check_random(run, ITERATIONS);
     shuttle::check_pct(run, ITERATIONS, PCT_DEPTH);
 }
 
 #[test]
 fn writers_read_their_writes_when_writers_insert_in_parallel() {
-    let run = || three_writers_read_their_writes(0);
+    let run = || three_writers_read_their_writes(0, false);
     shuttle::check_random(run, ITERATIONS);
     shuttle::check_pct(run, ITERATIONS, PCT_DEPTH);
 }
@@ -86,7 +88,16 @@ fn writers_read_their_writes_when_writers_insert_in_parallel() {
 #[test]
 fn writers_read_their_writes_with_both_kinds_of_group() {
     // Groups of up to two ops are the leader's, larger ones parallel.
-    let run = || three_writers_read_their_writes(2);
+    let run = || three_writers_read_their_writes(2, false);
     shuttle::check_random(run, ITERATIONS);
     shuttle::check_pct(run, ITERATIONS, PCT_DEPTH);
+}
+
+#[test]
+fn pipelined_groups_publish_in_order_and_writers_read_their_writes() {
+    for leader_ops in [usize::MAX, 0, 2] {
+        let run = move || three_writers_read_their_writes(leader_ops, true);
+        shuttle::check_random(run, ITERATIONS);
+        shuttle::check_pct(run, ITERATIONS, PCT_DEPTH);
+    }
 }

@@ -9,6 +9,9 @@ pub use crate::wal::{MemoryTail, WalTail};
 
 /// Largest key accepted, in bytes.
 pub const KEY_BYTES_MAX: usize = 64 << 10;
+/// Default of [`Options::wal_loggers`]: SpanDB's largest number of loggers.
+pub const WAL_LOGGERS_DEFAULT: usize = 3;
+
 /// Most background threads a store runs (`max_background_jobs`).
 pub const BACKGROUND_JOBS_MAX: usize = 64;
 
@@ -94,6 +97,12 @@ pub struct Options {
     /// least one) run compactions, several at once on disjoint key ranges. At least 2 (RocksDB's
     /// default is also 2). Changeable while running (`Db::set_background_jobs`).
     pub max_background_jobs: usize,
+    /// Most write groups whose sync appends have their WAL page writes in flight at once
+    /// (SpanDB's loggers, `wal/pipeline.rs`). The store adapts how many it uses, from none
+    /// (each group's leader holds the WAL lock until its group is published: the biggest
+    /// groups) up to this many, to whichever commits the most sync writes a second. 0 turns
+    /// the pipeline off.
+    pub wal_loggers: usize,
     /// Compaction debt from which each write is delayed (0 = off).
     pub soft_pending_compaction_bytes_limit: u64,
     /// Compaction debt at which writes wait for compaction (0 = off).
@@ -184,6 +193,7 @@ impl Default for Options {
             compaction_pri: CompactionPri::default(),
             odd_chunk_rule: true,
             max_background_jobs: 2,
+            wal_loggers: WAL_LOGGERS_DEFAULT,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
             sst: SstOptions::default(),
@@ -293,6 +303,8 @@ impl Options {
         )?;
         check_range("max_background_jobs", self.max_background_jobs, 2, BACKGROUND_JOBS_MAX)
             .map_err(|e| note(e, "one flush thread and at least one compaction thread"))?;
+        check_range("wal_loggers", self.wal_loggers, 0, crate::wal::pipeline::LOGGERS_MAX)
+            .map_err(|e| note(e, "loggers writing WAL pages at once"))?;
         check_range("block_cache_bytes", self.block_cache_bytes, 0, BLOCK_CACHE_BYTES_MAX)
     }
 

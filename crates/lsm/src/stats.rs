@@ -118,6 +118,29 @@ pub struct Stats {
     /// Groups whose writers inserted their own batches into the memtable in parallel (the
     /// others' leaders inserted every batch themselves).
     pub parallel_insert_groups: u64,
+    /// Leaders woken to lead because the previous leader passed the leadership on, and the
+    /// microseconds from each pass to the new leader running, summed: the hand-offs of group
+    /// commit.
+    pub write_leader_handoffs: u64,
+    pub write_leader_handoff_micros: u64,
+    /// Microseconds leaders led groups (from taking the lead to passing it on), summed.
+    pub write_group_micros: u64,
+    /// Microseconds of WAL appends (pipelined groups: of their page writes), summed.
+    pub wal_append_micros: u64,
+    /// Sync groups whose WAL pages the pipeline wrote, durable writes of several groups in
+    /// flight at once (`wal/pipeline.rs`); the other groups appended with the WAL lock held.
+    pub wal_pipelined_groups: u64,
+    /// Loggers the pipeline allows now (it adapts between 1 and `Options::wal_loggers`), and
+    /// how often it added and removed one.
+    pub wal_loggers: usize,
+    pub wal_logger_increases: u64,
+    pub wal_logger_decreases: u64,
+    /// Microseconds pipelined groups spent with their page writes in flight, summed over
+    /// groups (so over 1 s a second when groups overlap).
+    pub wal_pipeline_device_micros: u64,
+    /// Microseconds pipelined groups spent, after their writes completed, waiting for every
+    /// earlier group to publish, summed over groups.
+    pub wal_pipeline_turn_wait_micros: u64,
     /// Bytes written to the WAL area since open.
     pub wal_bytes_written: u64,
     /// Bytes of the WAL area the store holds allocated on its device: the groups in use as

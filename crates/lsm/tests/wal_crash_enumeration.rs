@@ -5,14 +5,23 @@
 //! variants, recovery must return a prefix of the appended batches with no hole, containing
 //! every batch acknowledged with sync (P1, P3); under `Damage::Keep`, which is what a killed
 //! process leaves (every completed write reached the device), every acknowledged batch (P2).
+//!
+//! The pipelined runs append sync batches as the engine's pipeline does (`wal/pipeline.rs`):
+//! packed with `stage_sync`, up to 2 or 3 tickets in flight, each written by a thread of its
+//! own on one of 2 or 3 logger queues, the threads started in a shuffled order (a later
+//! group's pages often reach the device before an earlier group's), each batch acknowledged
+//! only once its turn came. A crash between the two must never yield an acknowledged batch
+//! after a hole.
 
 use std::sync::Arc;
 
 use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
+use shale_io::AlignedBuf;
 use shale_io::{Damage, DeviceRef, QueueOptions, SimDevice};
 use shale_lsm::batch::{WriteBatch, decode};
-use shale_lsm::wal::{AppendError, WalLayout, WalWriter, recover};
+use shale_lsm::wal::{AppendError, LogPipeline, WalLayout, WalWriter, recover};
 use shale_space::{IoClass, Volume, VolumeOptions};
 
 const GROUPS: u32 = 3;
@@ -93,6 +102,138 @@ fn workload(dev: &SimDevice, volume: &Volume, seed: u64, batches: u64) -> Run {
     run
 }
 
+/// A sync batch packed for the pipeline and not yet acknowledged.
+struct Staged {
+    seq: u64,
+    ltn: u64,
+    ticket: u64,
+    pages: Vec<(u64, AlignedBuf)>,
+}
+
+/// Runs the staged tickets as concurrent leaders would: a thread each, started in a shuffled
+/// order (so a later group's pages often reach the device first), each writing its pages on
+/// a logger, waiting for its turn, acknowledging (recording the device's write count then)
+/// and publishing.
+fn drain(
+    pipe: &LogPipeline,
+    staged: &mut Vec<Staged>,
+    run: &mut Run,
+    dev: &SimDevice,
+    rng: &mut SmallRng,
+) {
+    let mut order: Vec<Staged> = std::mem::take(staged);
+    order.shuffle(rng);
+    let acked = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for s in order {
+            let (acked, pipe) = (&acked, pipe);
+            scope.spawn(move || {
+                let logger = pipe.acquire();
+                assert!(logger.is_some(), "a logger is allowed");
+                pipe.write(logger, s.ticket, s.pages);
+                pipe.wait_turn(s.ticket).unwrap();
+                acked.lock().unwrap().push(Appended {
+                    seq: s.seq,
+                    ltn: s.ltn,
+                    sync: true,
+                    acked_at: dev.writes(),
+                });
+                pipe.published(s.ticket);
+            });
+            // Let it start before the next one, mostly.
+            std::thread::yield_now();
+        }
+    });
+    let mut acked = acked.into_inner().unwrap();
+    acked.sort_by_key(|a| a.seq);
+    run.batches.extend(acked);
+}
+
+/// As [`workload`], with sync batches through a pipeline of `loggers` logger queues.
+fn pipelined_workload(
+    dev: &SimDevice,
+    volume: &Volume,
+    seed: u64,
+    batches: u64,
+    loggers: usize,
+) -> Run {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let layout = layout_of(volume);
+    let queue_opts = QueueOptions { depth: 8, ..Default::default() };
+    let mut wal = WalWriter::new(
+        layout,
+        Box::new(volume.queue(IoClass::Wal, &queue_opts).unwrap()),
+        volume.device().clone(),
+        shale_lsm::wal::meta::WalMeta::empty(GROUPS, layout.pages_per_group),
+    );
+    let queues: Vec<Box<dyn shale_io::Queue>> = (0..loggers)
+        .map(|_| {
+            Box::new(volume.queue(IoClass::Wal, &queue_opts).unwrap()) as Box<dyn shale_io::Queue>
+        })
+        .collect();
+    let pipe = LogPipeline::new(queues);
+    pipe.set_loggers(loggers);
+    let mut ltn = 1;
+    let mut live_ltns = vec![ltn];
+    wal.start_group(ltn).unwrap().unwrap();
+    let mut run = Run { batches: Vec::new(), flushed: vec![(0, 1)], releases: 0 };
+    let mut staged: Vec<Staged> = Vec::new();
+    for seq in 1..=batches {
+        let sync = rng.gen_bool(0.7);
+        let rec = batch_for(seq, &mut rng).encode(seq);
+        loop {
+            // As the engine does: pages staged next claim what has published durable.
+            wal.tickets_published_below(pipe.published_below());
+            let attempt = if sync { wal.stage_sync(&[&rec]) } else { Ok(None) };
+            let appended = match attempt {
+                Ok(Some(pages)) => {
+                    let ticket = pipe.begin();
+                    wal.staged_as(ticket);
+                    staged.push(Staged { seq, ltn, ticket, pages });
+                    if staged.len() >= rng.gen_range(1..=loggers) {
+                        drain(&pipe, &mut staged, &mut run, dev, &mut rng);
+                    }
+                    break;
+                }
+                Ok(None) => {
+                    // The engine drains the pipeline before an append it cannot stage.
+                    drain(&pipe, &mut staged, &mut run, dev, &mut rng);
+                    wal.staged_pages_durable();
+                    wal.append(&[&rec], sync)
+                }
+                Err(e) => Err(e),
+            };
+            match appended {
+                Ok(()) => {
+                    run.batches.push(Appended { seq, ltn, sync, acked_at: dev.writes() });
+                    break;
+                }
+                Err(AppendError::GroupFull) => {}
+                Err(AppendError::Failed(e)) => panic!("append: {e}"),
+            }
+            // Memtable switch, after the pipeline drained (as `switch_memtable` waits).
+            drain(&pipe, &mut staged, &mut run, dev, &mut rng);
+            wal.staged_pages_durable();
+            wal.seal_group().unwrap();
+            if !wal.has_free_group() {
+                let flushed = if rng.gen_bool(0.5) { 2 } else { 1 };
+                let oldest: Vec<u64> = live_ltns.drain(..flushed).collect();
+                run.flushed.push((dev.writes(), live_ltns.first().copied().unwrap_or(ltn + 1)));
+                let before = dev.stats().releases;
+                for ltn in oldest {
+                    wal.free_group(ltn).unwrap();
+                }
+                run.releases += dev.stats().releases - before;
+            }
+            ltn += 1;
+            live_ltns.push(ltn);
+            wal.start_group(ltn).unwrap().expect("a group was freed");
+        }
+    }
+    drain(&pipe, &mut staged, &mut run, dev, &mut rng);
+    run
+}
+
 fn oldest_unflushed(run: &Run, k: u64) -> u64 {
     // The engine learns the oldest unflushed LTN from its committed version; a flush's
     // version commits before its group is freed, so at crash point k every flush decided at
@@ -133,12 +274,31 @@ fn check(run: &Run, image: Vec<u8>, k: u64, keep: bool, layout: WalLayout) -> us
     1
 }
 
+/// Checks every crash point of `run` in four damage variants; returns the images checked.
+fn enumerate(dev: &SimDevice, run: &Run, start: u64, seed: u64, layout: WalLayout) -> usize {
+    let mut images = 0;
+    for k in start..=dev.writes() {
+        let s = seed * 1_000_003 + k;
+        for (damage, keep) in [
+            (Damage::Lose, false),
+            (Damage::Keep, true),
+            (Damage::Random { seed: s, torn_unit: 512 }, false),
+            (Damage::TornLast { seed: s, torn_unit: 512 }, false),
+        ] {
+            images += check(run, dev.crash_image(k, damage), k, keep, layout);
+        }
+    }
+    images
+}
+
+fn seeds() -> u64 {
+    std::env::var("SHALE_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2)
+}
+
 #[test]
 fn every_crash_point_recovers_an_acknowledged_prefix() {
-    let seeds: u64 =
-        std::env::var("SHALE_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
     let mut images = 0;
-    for seed in 0..seeds {
+    for seed in 0..seeds() {
         let dev = SimDevice::new(8 << 20, 4096, seed).unwrap();
         let opened =
             Volume::open(Arc::new(dev.clone()), &VolumeOptions::small_for_tests()).unwrap();
@@ -147,18 +307,29 @@ fn every_crash_point_recovers_an_acknowledged_prefix() {
         let run = workload(&dev, &opened.volume, seed, 300);
         assert!(run.flushed.len() > 2, "the workload must recycle groups");
         assert!(run.releases > 0, "the workload must release groups");
-        for k in start..=dev.writes() {
-            let s = seed * 1_000_003 + k;
-            for (damage, keep) in [
-                (Damage::Lose, false),
-                (Damage::Keep, true),
-                (Damage::Random { seed: s, torn_unit: 512 }, false),
-                (Damage::TornLast { seed: s, torn_unit: 512 }, false),
-            ] {
-                images += check(&run, dev.crash_image(k, damage), k, keep, layout);
-            }
-        }
+        images += enumerate(&dev, &run, start, seed, layout);
     }
     println!("WAL crash enumeration: {images} crash images checked, 0 violations");
+    assert!(images > 1000);
+}
+
+#[test]
+fn pipelined_sync_appends_never_acknowledge_a_write_after_a_hole() {
+    let mut images = 0;
+    for loggers in [2, 3] {
+        for seed in 0..seeds() {
+            let dev = SimDevice::new(8 << 20, 4096, seed).unwrap();
+            let opened =
+                Volume::open(Arc::new(dev.clone()), &VolumeOptions::small_for_tests()).unwrap();
+            let layout = layout_of(&opened.volume);
+            let start = dev.writes();
+            let run = pipelined_workload(&dev, &opened.volume, seed, 300, loggers);
+            assert!(run.flushed.len() > 2, "the workload must recycle groups");
+            let sync = run.batches.iter().filter(|b| b.sync).count();
+            assert!(sync > 150, "most batches go through the pipeline: {sync}");
+            images += enumerate(&dev, &run, start, seed, layout);
+        }
+    }
+    println!("pipelined WAL crash enumeration: {images} crash images checked, 0 violations");
     assert!(images > 1000);
 }

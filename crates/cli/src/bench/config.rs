@@ -79,6 +79,9 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     if let Some(jobs) = args.max_background_jobs {
         o.max_background_jobs = background_jobs(jobs, warn);
     }
+    if let Some(v) = args.wal_loggers {
+        o.wal_loggers = v;
+    }
     if let Some(v) = args.level0_file_num_compaction_trigger {
         o.level0_file_num_compaction_trigger = v;
     }

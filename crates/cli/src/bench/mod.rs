@@ -115,6 +115,10 @@ pub struct Args {
     /// Background threads: one flushes, the others compact (at least 2).
     #[arg(long = "max_background_jobs", allow_negative_numbers = true)]
     pub max_background_jobs: Option<i64>,
+    /// Most write groups whose sync WAL writes are in flight at once (shale's own flag:
+    /// `Options::wal_loggers`, 0 to 8, 0 for none; the store adapts up to it).
+    #[arg(long = "wal_loggers")]
+    pub wal_loggers: Option<usize>,
     /// Size at which compaction output is cut into a new SST.
     #[arg(long = "target_file_size_base")]
     pub target_file_size_base: Option<u64>,

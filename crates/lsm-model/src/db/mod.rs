@@ -2,13 +2,19 @@
 //!
 //! [`Store`] is a model of the engine's write path with the WAL and the SSTs left out (they
 //! sit behind locks that the model keeps: the WAL lock, held by a leader through its whole
-//! group, and the state lock). Its queue and group hand-over are the engine's own
-//! (`write_group.rs`, included by path); its memtables are the engine's skiplist
-//! ([`crate::memtable::List`]). The steps of `Inner::write`, `Inner::lead_group`,
-//! `Inner::append_group`, `Inner::make_room`/`switch_memtable` and `Inner::get` are stated
-//! again below, in the same order, each under the name of the function it stands for: a
-//! change to one of those functions must be made here too.
+//! group, or, for a pipelined group, until its pages are packed; and the state lock). Its
+//! queue and group hand-over are the engine's own (`write_group.rs`, included by path), and
+//! so is the publication order of pipelined groups (`wal/turns.rs`); its memtables are the
+//! engine's skiplist ([`crate::memtable::List`]). A pipelined group's page writes are the
+//! model's scheduling point between its ticket and its turn: shuttle lets a later group's
+//! "writes" finish first. The steps of `Inner::write`, `Inner::lead_group`,
+//! `Inner::finish_staged`, `Inner::insert_and_publish`, `Inner::append_group`,
+//! `Inner::make_room`/`switch_memtable` and `Inner::get` are stated again below, in the same
+//! order, each under the name of the function it stands for: a change to one of those
+//! functions must be made here too.
 
+#[path = "../../../lsm/src/wal/turns.rs"]
+mod turns;
 #[path = "../../../lsm/src/db/write_group.rs"]
 mod write_group;
 use crate::sync;
@@ -17,6 +23,7 @@ use std::sync::Arc;
 
 use crate::memtable::List;
 use sync::{AtomicU64, Mutex, Ordering};
+use turns::Turns;
 use write_group::{GroupSync, Outcome, Pending, WriteQueue};
 
 /// The memtable type the write group hands to writers.
@@ -38,6 +45,8 @@ struct State {
     /// Sealed memtables, oldest first (never flushed in the model).
     imm: Vec<Arc<Memtable>>,
     last_seq: u64,
+    /// `State::allocated_seq`: ahead of `last_seq` while pipelined groups are in flight.
+    allocated_seq: u64,
     switches: usize,
 }
 
@@ -55,6 +64,10 @@ pub struct Store {
     published_seq: AtomicU64,
     memtable_ops: usize,
     leader_inserts_ops_max: usize,
+    /// `Inner::pipeline`: whether groups go through it (as sync groups do while loggers are
+    /// allowed), and its turns.
+    pipelined: bool,
+    turns: Turns,
 }
 
 /// One batch: puts of (key, value).
@@ -102,15 +115,28 @@ impl Store {
     /// leaders insert a group's ops themselves up to `leader_inserts_ops_max` ops (above it,
     /// each writer inserts its own, as in a large group of the engine).
     pub fn new(memtable_ops: usize, leader_inserts_ops_max: usize) -> Store {
+        Store::with_pipeline(memtable_ops, leader_inserts_ops_max, false)
+    }
+
+    /// As [`Store::new`]; with `pipelined`, every group goes through the WAL pipeline.
+    pub fn with_pipeline(
+        memtable_ops: usize,
+        leader_inserts_ops_max: usize,
+        pipelined: bool,
+    ) -> Store {
         let mem = Arc::new(List::new(MEMTABLE_BYTES, CHUNK_BYTES));
+        let state =
+            State { mem, mem_ops: 0, imm: Vec::new(), last_seq: 0, allocated_seq: 0, switches: 0 };
         Store {
             writers: WriteQueue::default(),
             wal: Mutex::new(()),
-            published_view: Mutex::new(Arc::new(vec![mem.clone()])),
+            published_view: Mutex::new(Arc::new(vec![state.mem.clone()])),
             published_seq: AtomicU64::new(0),
-            state: Mutex::new(State { mem, mem_ops: 0, imm: Vec::new(), last_seq: 0, switches: 0 }),
+            state: Mutex::new(state),
             memtable_ops,
             leader_inserts_ops_max,
+            pipelined,
+            turns: Turns::new(),
         }
     }
 
@@ -135,10 +161,49 @@ impl Store {
         assert_eq!(group[0].id, id, "the leader is first in its group");
         let wal = self.wal.lock();
         let (firsts, mem, last_seq) = self.append_group(&mut group);
+        if self.pipelined {
+            let ticket = self.turns.begin();
+            drop(wal);
+            self.writers.pass_leadership();
+            self.finish_staged(id, batch, &group, (&firsts, &mem, last_seq), ticket);
+            return;
+        }
+        self.insert_and_publish(id, batch, &group, &firsts, &mem, last_seq);
+        drop(wal);
+        self.writers.pass_leadership();
+    }
+
+    /// `Inner::finish_staged`: the pages' writes (a scheduling point: a later group's may
+    /// finish first), the turn, the inserts and the publication.
+    fn finish_staged(
+        &self,
+        id: u64,
+        batch: &Batch,
+        group: &[Pending],
+        (firsts, mem, last_seq): (&[u64], &Arc<Memtable>, u64),
+        ticket: u64,
+    ) {
+        shuttle::thread::yield_now();
+        self.turns.written(ticket);
+        self.turns.wait_turn(ticket).expect("model writes never fail");
+        self.insert_and_publish(id, batch, group, firsts, mem, last_seq);
+        self.turns.published(ticket);
+    }
+
+    /// `Inner::insert_and_publish`.
+    fn insert_and_publish(
+        &self,
+        id: u64,
+        batch: &Batch,
+        group: &[Pending],
+        firsts: &[u64],
+        mem: &Arc<Memtable>,
+        last_seq: u64,
+    ) {
         let ops: usize = group.iter().map(|p| p.ops).sum();
         if group.len() == 1 || ops <= self.leader_inserts_ops_max {
-            for (p, &first_seq) in group.iter().zip(&firsts) {
-                insert_ops(&decode(&p.record), first_seq, &mem);
+            for (p, &first_seq) in group.iter().zip(firsts) {
+                insert_ops(&decode(&p.record), first_seq, mem);
             }
             self.publish_last_seq(last_seq);
             let outcomes = group.iter().map(|p| (p.id, Outcome::Done)).collect();
@@ -147,20 +212,18 @@ impl Store {
             let sync = GroupSync::new(group.len());
             let outcomes = group
                 .iter()
-                .zip(&firsts)
+                .zip(firsts)
                 .map(|(p, &first_seq)| {
                     (p.id, Outcome::Insert { first_seq, mem: mem.clone(), group: sync.clone() })
                 })
                 .collect();
             self.writers.finish(id, outcomes);
-            insert_ops(batch, firsts[0], &mem);
+            insert_ops(batch, firsts[0], mem);
             sync.inserted();
             sync.wait_inserted();
             self.publish_last_seq(last_seq);
             sync.publish();
         }
-        drop(wal);
-        self.writers.pass_leadership();
     }
 
     /// `Inner::append_group` with `make_room` (a full memtable is sealed and a new one
@@ -169,6 +232,11 @@ impl Store {
         let ops: usize = group.iter().map(|p| p.ops).sum();
         let mut st = self.state.lock();
         if st.mem_ops > 0 && st.mem_ops + ops > self.memtable_ops {
+            // `switch_memtable`: pipelined groups still inserting into the memtable finish
+            // first, the state lock let go meanwhile (they publish under it).
+            drop(st);
+            self.turns.wait_idle().expect("model writes never fail");
+            st = self.state.lock();
             let full =
                 std::mem::replace(&mut st.mem, Arc::new(List::new(MEMTABLE_BYTES, CHUNK_BYTES)));
             st.imm.push(full);
@@ -176,13 +244,14 @@ impl Store {
             st.switches += 1;
             self.publish_view(&st);
         }
-        let mut seq = st.last_seq + 1;
+        let mut seq = st.allocated_seq + 1;
         let mut firsts = Vec::with_capacity(group.len());
         for p in group.iter_mut() {
             p.record[..8].copy_from_slice(&seq.to_le_bytes());
             firsts.push(seq);
             seq += p.ops as u64;
         }
+        st.allocated_seq = seq - 1;
         st.mem_ops += ops;
         (firsts, st.mem.clone(), seq - 1)
     }
@@ -197,7 +266,9 @@ impl Store {
     /// `Inner::publish_last_seq`: the state's last sequence and the published one.
     fn publish_last_seq(&self, seq: u64) {
         let mut st = self.state.lock();
+        assert!(seq > st.last_seq, "publication went back from {} to {seq}", st.last_seq);
         st.last_seq = seq;
+        st.allocated_seq = st.allocated_seq.max(seq);
         self.published_seq.store(seq, Ordering::Release);
     }
 

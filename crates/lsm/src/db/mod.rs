@@ -39,7 +39,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use shale_io::{BufferedReader, BufferedWriter, DeviceRef, FileOptions};
+use shale_io::{AlignedBuf, BufferedReader, BufferedWriter, DeviceRef, FileOptions};
 use shale_space::{Edit, Extent, IoClass, Volume};
 
 use crate::batch::{BatchOp, WriteBatch, record_ops};
@@ -56,7 +56,7 @@ use crate::sst::{PageCacheFiles, QueuePool, SstReader, VolumeSource, bloom_hash}
 use crate::stats::{Stall, StallCounters, Stats};
 use crate::version::{LEVELS, SstHandle, Version};
 use crate::version_edit::{SstMeta, VersionEdit};
-use crate::wal::{AppendError, WalWriter};
+use crate::wal::{AppendError, LogPipeline, Logger, WalWriter};
 
 mod compaction;
 mod multi_get;
@@ -68,6 +68,7 @@ mod read_only;
 mod recovery;
 pub(crate) mod store_lock;
 mod write_group;
+mod write_timing;
 // The write group takes its primitives from here (see `crate::sync`).
 use crate::sync;
 use crate::write_controller::{self, Pressure};
@@ -78,6 +79,7 @@ use pool::{PoolSize, panic_message};
 use published::{Publication, View};
 use store_lock::StoreLock;
 use write_group::{GroupSync, Outcome, Pending, WriteQueue};
+use write_timing::WriteTimings;
 
 /// Memory a batch may take in a memtable beyond its encoded bytes, per op: an upper bound
 /// (node header 16, a tower of up to 12 links 96, key trailer 8, alignment), for the arena's
@@ -149,6 +151,11 @@ struct Inner {
     /// The WAL, owned by the write-group leader (and by whoever switches memtables). Lock
     /// order: `wal` before `state`.
     wal: Mutex<WalWriter>,
+    /// Where write groups' time goes (`write_timing.rs`).
+    timings: WriteTimings,
+    /// Sync groups' page writes in flight side by side (`wal/pipeline.rs`); `None` for a
+    /// read-only store.
+    pipeline: Option<LogPipeline>,
     /// The WAL's allocated bytes ([`WalWriter::allocated_bytes`]), read by `stats` without
     /// the WAL lock.
     wal_bytes_allocated: Arc<AtomicU64>,
@@ -171,7 +178,11 @@ struct State {
     /// Sealed memtables waiting for flush, oldest first, with their WAL generation.
     imm: VecDeque<(Arc<Memtable>, u64)>,
     version: Arc<Version>,
+    /// Last sequence number published: every write up to it is in a memtable, readable.
     last_seq: u64,
+    /// Last sequence number handed to a write group; ahead of `last_seq` while pipelined
+    /// groups are in flight.
+    allocated_seq: u64,
     next_ltn: u64,
     snapshots: BTreeMap<u64, usize>,
     /// Highest `last_seq` of any committed edit.
@@ -660,6 +671,20 @@ fn open_sst(
     Ok(Arc::new(SstHandle::new(m.clone(), reader, pool.clone(), cache.clone())))
 }
 
+/// Where [`Inner::append_group`] left a group.
+enum Appended {
+    /// In the WAL: each writer's first sequence number, the memtable, the last sequence.
+    Written(Vec<u64>, Arc<Memtable>, u64),
+    /// Packed for the pipeline: the same, its page writes and its ticket.
+    Staged {
+        firsts: Vec<u64>,
+        mem: Arc<Memtable>,
+        last_seq: u64,
+        pages: Vec<(u64, AlignedBuf)>,
+        ticket: u64,
+    },
+}
+
 impl Inner {
     fn check_batch(&self, batch: &WriteBatch) -> Result<usize> {
         for op in batch.ops() {
@@ -688,9 +713,13 @@ impl Inner {
             return Ok(());
         }
         let footprint = self.check_batch(batch)?;
+        let joined = self.timings.joining();
         let (id, outcome) = self.writers.join(batch.encode(0), batch.len(), footprint, opts.sync);
         match outcome {
-            Outcome::Lead => self.lead_group(id, batch),
+            Outcome::Lead => {
+                self.timings.became_leader(joined);
+                self.lead_group(id, batch, opts.sync)
+            }
             Outcome::Insert { first_seq, mem, group } => {
                 insert_ops(batch.ops(), first_seq, &mem);
                 group.inserted();
@@ -716,63 +745,153 @@ impl Inner {
     }
 
     /// Commits a group as its leader (the writer `id`, first in the group).
-    fn lead_group(&self, id: u64, batch: &WriteBatch) -> Result<()> {
+    ///
+    /// A group whose WAL append went to the pipeline (`wal/pipeline.rs`) lets go of the WAL
+    /// lock and of the leadership as soon as its pages are packed, writes them on a logger
+    /// queue while the next group packs its own, and inserts and publishes once its turn
+    /// comes (its pages durable, every earlier group published). Any other group holds the
+    /// WAL lock until it has published.
+    fn lead_group(&self, id: u64, batch: &WriteBatch, sync: bool) -> Result<()> {
+        // A sync leader takes its logger first: writers queue behind it meanwhile and join
+        // its group (`LogPipeline::acquire`).
+        let led_since = self.timings.joining();
+        let logger = match &self.pipeline {
+            Some(p) if sync => p.acquire(),
+            _ => None,
+        };
         let mut group = self.writers.take_group(self.group_cap());
         debug_assert_eq!(group[0].id, id, "the leader is first in its group");
         let mut wal = self.wal.lock();
-        let result = match self.append_group(&mut wal, &mut group) {
-            Ok((firsts, mem, last_seq)) if inserted_by_leader(&group) => {
-                // Waking each writer to insert a few ops, then again once the group is
-                // published, costs more than the inserts: do them here, wake each once.
-                for (p, &first_seq) in group.iter().zip(&firsts) {
-                    insert_ops(record_ops(&p.record), first_seq, &mem);
+        let result = match self.append_group(&mut wal, &mut group, logger.is_some()) {
+            Ok(Appended::Written(firsts, mem, last_seq)) => {
+                self.insert_and_publish(id, batch, &group, &firsts, &mem, last_seq);
+                if let Some(p) = self.pipeline.as_ref().filter(|_| group.iter().any(|w| w.sync)) {
+                    p.committed(group.len());
                 }
-                self.publish_last_seq(&mut self.state.lock(), last_seq);
-                let outcomes = group.iter().map(|p| (p.id, Outcome::Done)).collect();
-                self.writers.finish(id, outcomes);
                 Ok(())
             }
-            Ok((firsts, mem, last_seq)) => {
-                self.parallel_insert_groups.fetch_add(1, Ordering::Relaxed);
-                let sync = GroupSync::new(group.len());
-                let outcomes = group
-                    .iter()
-                    .zip(&firsts)
-                    .map(|(p, &first_seq)| {
-                        let o =
-                            Outcome::Insert { first_seq, mem: mem.clone(), group: sync.clone() };
-                        (p.id, o)
-                    })
-                    .collect();
-                self.writers.finish(id, outcomes);
-                insert_ops(batch.ops(), firsts[0], &mem);
-                sync.inserted();
-                sync.wait_inserted();
-                self.publish_last_seq(&mut self.state.lock(), last_seq);
-                sync.publish();
-                Ok(())
+            Ok(Appended::Staged { firsts, mem, last_seq, pages, ticket }) => {
+                drop(wal);
+                self.timings.passing(led_since);
+                self.writers.pass_leadership();
+                let group_seqs = (firsts.as_slice(), &mem, last_seq);
+                return self.finish_staged(id, batch, &group, group_seqs, (logger, pages, ticket));
             }
             Err(e) => {
-                let outcomes = group
-                    .iter()
-                    .map(|p| (p.id, Outcome::Failed(crate::sst::duplicate_error(&e))))
-                    .collect();
-                self.writers.finish(id, outcomes);
+                self.fail_group(id, &group, &e);
                 Err(e)
             }
         };
         drop(wal);
+        self.timings.passing(led_since);
         self.writers.pass_leadership();
         result
     }
 
-    /// Stages 2 and 3 for a group: room, sequence numbers, WAL. Returns each writer's first
-    /// sequence number, the memtable to insert into and the group's last sequence number.
+    /// The rest of a pipelined group's commit, after its leader let go of the WAL and of the
+    /// leadership: write its pages, wait for its turn, insert and publish.
+    fn finish_staged(
+        &self,
+        id: u64,
+        batch: &WriteBatch,
+        group: &[Pending],
+        (firsts, mem, last_seq): (&[u64], &Arc<Memtable>, u64),
+        (logger, pages, ticket): (Option<Logger<'_>>, Vec<(u64, AlignedBuf)>, u64),
+    ) -> Result<()> {
+        let pipeline = self.pipeline.as_ref().expect("staged without a pipeline");
+        let writing = Instant::now();
+        pipeline.write(logger, ticket, pages);
+        self.timings.appended(writing);
+        if let Err(e) = pipeline.wait_turn(ticket) {
+            // This group's pages, or an earlier group's, failed: nothing from here on may be
+            // acknowledged (P5).
+            self.stop(&e);
+            self.fail_group(id, group, &e);
+            return Err(e);
+        }
+        self.insert_and_publish(id, batch, group, firsts, mem, last_seq);
+        pipeline.published(ticket);
+        pipeline.committed(group.len());
+        Ok(())
+    }
+
+    /// Stage 4 for a group in the WAL: the memtable inserts, by the leader or by each writer,
+    /// and the publication of its last sequence number; every writer is told.
+    fn insert_and_publish(
+        &self,
+        id: u64,
+        batch: &WriteBatch,
+        group: &[Pending],
+        firsts: &[u64],
+        mem: &Arc<Memtable>,
+        last_seq: u64,
+    ) {
+        if inserted_by_leader(group) {
+            // Waking each writer to insert a few ops, then again once the group is
+            // published, costs more than the inserts: do them here, wake each once.
+            for (p, &first_seq) in group.iter().zip(firsts) {
+                insert_ops(record_ops(&p.record), first_seq, mem);
+            }
+            self.publish_last_seq(&mut self.state.lock(), last_seq);
+            let outcomes = group.iter().map(|p| (p.id, Outcome::Done)).collect();
+            self.writers.finish(id, outcomes);
+            return;
+        }
+        self.parallel_insert_groups.fetch_add(1, Ordering::Relaxed);
+        let sync = GroupSync::new(group.len());
+        let outcomes = group
+            .iter()
+            .zip(firsts)
+            .map(|(p, &first_seq)| {
+                let o = Outcome::Insert { first_seq, mem: mem.clone(), group: sync.clone() };
+                (p.id, o)
+            })
+            .collect();
+        self.writers.finish(id, outcomes);
+        insert_ops(batch.ops(), firsts[0], mem);
+        sync.inserted();
+        sync.wait_inserted();
+        self.publish_last_seq(&mut self.state.lock(), last_seq);
+        sync.publish();
+    }
+
+    /// Tells every writer of a failed group its error.
+    fn fail_group(&self, id: u64, group: &[Pending], e: &Error) {
+        let outcomes =
+            group.iter().map(|p| (p.id, Outcome::Failed(crate::sst::duplicate_error(e)))).collect();
+        self.writers.finish(id, outcomes);
+    }
+
+    /// Stops the store after a WAL failure (P5), keeping the first reason.
+    fn stop(&self, e: &Error) {
+        let mut st = self.state.lock();
+        if st.stopped.is_none() {
+            st.stopped = Some(format!("WAL write failed: {e}"));
+        }
+        self.cv.notify_all();
+    }
+
+    /// Waits until every pipelined group has published (the WAL lock held, so no new one
+    /// starts): before an append that is not pipelined, and before a memtable switch.
+    fn drain_pipeline(&self, wal: &mut WalWriter) -> Result<()> {
+        let Some(p) = &self.pipeline else { return Ok(()) };
+        if let Err(e) = p.wait_idle() {
+            self.stop(&e);
+            return Err(e);
+        }
+        wal.staged_pages_durable();
+        Ok(())
+    }
+
+    /// Stages 2 and 3 for a group: room, sequence numbers, WAL. A sync group whose leader
+    /// holds a logger (`with_logger`) is packed for the pipeline where the WAL allows
+    /// ([`WalWriter::stage_sync`]); any other is appended once the pipeline has drained.
     fn append_group(
         &self,
         wal: &mut WalWriter,
         group: &mut [Pending],
-    ) -> Result<(Vec<u64>, Arc<Memtable>, u64)> {
+        with_logger: bool,
+    ) -> Result<Appended> {
         let footprint: usize = group.iter().map(|p| p.footprint).sum();
         let sync = group.iter().any(|p| p.sync);
         let mut st = self.state.lock();
@@ -783,20 +902,41 @@ impl Inner {
             self.free_wal_groups(wal, &mut st)?;
         }
         st = self.make_room(st, wal, footprint)?;
-        let mut seq = st.last_seq + 1;
+        // Pipelined groups before this one may not have published yet: number from the last
+        // sequence handed out, not the last published.
+        let mut seq = st.allocated_seq + 1;
         let mut firsts = Vec::with_capacity(group.len());
         for p in group.iter_mut() {
             p.record[..8].copy_from_slice(&seq.to_le_bytes());
             firsts.push(seq);
             seq += p.ops as u64;
         }
+        st.allocated_seq = seq - 1;
         st.mem_bytes += footprint;
         let mut mem = st.mem.clone();
         drop(st);
         let records: Vec<&[u8]> = group.iter().map(|p| p.record.as_slice()).collect();
-        loop {
-            match wal.append(&records, sync) {
-                Ok(()) => break,
+        let staged = loop {
+            let attempt = match &self.pipeline {
+                Some(p) if sync && with_logger => {
+                    wal.tickets_published_below(p.published_below());
+                    wal.stage_sync(&records)
+                }
+                _ => Ok(None),
+            };
+            let appended = match attempt {
+                Ok(Some(pages)) => break Some(pages),
+                Ok(None) => {
+                    self.drain_pipeline(wal)?;
+                    let appending = Instant::now();
+                    let appended = wal.append(&records, sync);
+                    self.timings.appended(appending);
+                    appended
+                }
+                Err(e) => Err(e),
+            };
+            match appended {
+                Ok(()) => break None,
                 Err(AppendError::GroupFull) => {
                     let mut st = self.state.lock();
                     self.switch_memtable(wal, &mut st)?;
@@ -804,18 +944,24 @@ impl Inner {
                     mem = st.mem.clone();
                 }
                 Err(AppendError::Failed(e)) => {
-                    let mut st = self.state.lock();
-                    st.stopped = Some(format!("WAL write failed: {e}"));
-                    self.cv.notify_all();
+                    self.stop(&e);
                     return Err(e);
                 }
             }
-        }
+        };
         let bytes: usize = records.iter().map(|r| r.len()).sum();
         self.user_bytes_written.fetch_add(bytes as u64, Ordering::Relaxed);
         self.writes.fetch_add(group.len() as u64, Ordering::Relaxed);
         self.write_groups.fetch_add(1, Ordering::Relaxed);
-        Ok((firsts, mem, seq - 1))
+        let last_seq = seq - 1;
+        Ok(match staged {
+            Some(pages) => {
+                let ticket = self.pipeline.as_ref().expect("staged for the pipeline").begin();
+                wal.staged_as(ticket);
+                Appended::Staged { firsts, mem, last_seq, pages, ticket }
+            }
+            None => Appended::Written(firsts, mem, last_seq),
+        })
     }
 
     /// Stage 2 of the write path.
@@ -899,6 +1045,10 @@ impl Inner {
     /// Seals the active memtable and its WAL group and starts new ones, waiting while too many
     /// memtables are sealed (MT stall).
     fn switch_memtable(&self, wal: &mut WalWriter, st: &mut MutexGuard<'_, State>) -> Result<()> {
+        // Pipelined groups still writing into the memtable about to be sealed (or its WAL
+        // group) finish first: the flush takes every entry, and the seal records every page.
+        // They publish under the state lock, so it is let go meanwhile.
+        MutexGuard::unlocked(st, || self.drain_pipeline(wal))?;
         while st.imm.len() + 1 >= self.opts.max_write_buffer_number {
             stopped_error(st)?;
             self.stall(st, Stall::Memtable);
@@ -1086,7 +1236,9 @@ impl Inner {
     /// Sets the last complete sequence, for the state and for point reads: every write up to
     /// `seq` is in its memtable.
     fn publish_last_seq(&self, st: &mut State, seq: u64) {
+        debug_assert!(seq >= st.last_seq, "publication went back from {} to {seq}", st.last_seq);
         st.last_seq = seq;
+        st.allocated_seq = st.allocated_seq.max(seq);
         self.published.publish_last_seq(seq);
     }
 
@@ -1234,6 +1386,8 @@ impl Inner {
     }
 
     fn stats(&self) -> Stats {
+        let pipe = self.pipeline.as_ref().map(|p| p.stats()).unwrap_or_default();
+        let times = self.timings.totals();
         let st = self.state.lock();
         let v = &st.version;
         let io = |c| self.volume.io(c);
@@ -1262,6 +1416,16 @@ impl Inner {
             writes: self.writes.load(Ordering::Relaxed),
             write_groups: self.write_groups.load(Ordering::Relaxed),
             parallel_insert_groups: self.parallel_insert_groups.load(Ordering::Relaxed),
+            write_leader_handoffs: times.handoffs,
+            write_leader_handoff_micros: times.handoff_micros,
+            write_group_micros: times.group_micros,
+            wal_append_micros: times.append_micros,
+            wal_pipelined_groups: pipe.groups,
+            wal_loggers: pipe.loggers,
+            wal_logger_increases: pipe.logger_increases,
+            wal_logger_decreases: pipe.logger_decreases,
+            wal_pipeline_device_micros: pipe.device_micros,
+            wal_pipeline_turn_wait_micros: pipe.turn_wait_micros,
             wal_bytes_written: io(IoClass::Wal).write_bytes,
             wal_bytes_allocated: self.wal_bytes_allocated.load(Ordering::Relaxed),
             // Buffered SST writes go around the volume's queues and their counters.

@@ -31,7 +31,7 @@ use crate::sst::{PageCacheFiles, QueuePool};
 use crate::stats::StallCounters;
 use crate::version::Version;
 use crate::version_edit::{SstMeta, VersionEdit};
-use crate::wal::{RecoveredGroup, TailLog, WalLayout, WalWriter};
+use crate::wal::{LogPipeline, RecoveredGroup, TailLog, WalLayout, WalWriter};
 
 use super::published::Publication;
 use super::{
@@ -140,6 +140,18 @@ impl Db {
         };
         let device = volume.device().clone();
         let wal = WalWriter::new(wanted, Box::new(q), device, meta).with_tail(tail);
+        // One queue per logger, of the WAL's class so its bytes count as WAL bytes.
+        let pipeline = if read_only || opts.wal_loggers == 0 {
+            None
+        } else {
+            let logger_queue = || -> Result<Box<dyn shale_io::Queue>> {
+                let o = QueueOptions { depth: WAL_QUEUE_DEPTH, ..Default::default() };
+                Ok(Box::new(volume.queue(IoClass::Wal, &o)?))
+            };
+            Some(LogPipeline::new(
+                (0..opts.wal_loggers).map(|_| logger_queue()).collect::<Result<_>>()?,
+            ))
+        };
         let (mem, version) = (Arc::new(new_memtable(opts.write_buffer_bytes)), Arc::new(version));
         let inner = Arc::new(Inner {
             published: Publication::new(&mem, &version, replayed.last_seq),
@@ -150,6 +162,8 @@ impl Db {
             cache,
             wal_bytes_allocated: wal.allocated_bytes(),
             wal: Mutex::new(wal),
+            pipeline,
+            timings: super::WriteTimings::new(),
             writers: WriteQueue::default(),
             state: Mutex::new(State {
                 freed_ltns: Vec::new(),
@@ -159,6 +173,7 @@ impl Db {
                 imm: VecDeque::new(),
                 version,
                 last_seq: replayed.last_seq,
+                allocated_seq: replayed.last_seq,
                 next_ltn: replayed.next_ltn.max(max_meta_ltn + 1),
                 snapshots: BTreeMap::new(),
                 persisted_seq: replayed.last_seq,

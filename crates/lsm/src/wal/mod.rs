@@ -17,7 +17,13 @@
 //!    pages of one append become visible together and an append is acknowledged only after
 //!    its pages and all earlier pages completed: no holes.
 //! 3. For a sync append, make everything durable: durable writes if every earlier page is
-//!    already durable, else plain writes followed by a flush.
+//!    already durable, else plain writes followed by a flush. On a file, pages never written
+//!    get zeros first (4 MiB ahead, one plain write): a durable write into allocated but
+//!    unwritten storage also changes file system metadata, and costs twice as much.
+//!
+//! A sync append whose writer has nothing pending may instead be packed for the pipeline
+//! (`WalWriter::stage_sync`, [`pipeline`]): its page writes are made on a logger queue,
+//! outside the WAL lock, beside other groups' writes, and acknowledged in order ([`turns`]).
 //!
 //! Disk space. A new volume file leaves its WAL area a hole (`Volume::open_path`), so the
 //! area takes disk space only for what the WAL holds, as RocksDB's live log files do:
@@ -39,15 +45,19 @@
 
 pub mod meta;
 pub mod page;
+pub mod pipeline;
 mod recovery;
 pub mod tail;
+pub mod turns;
 mod writer;
 
+pub use pipeline::{LogPipeline, Logger, PipelineStats};
 pub use recovery::{RecoveredGroup, recover};
 pub use tail::{MemoryTail, TailLog, WalTail};
 pub use writer::{AppendError, FREE_GROUPS_KEPT_ALLOCATED, KEPT_GROUP_PAGES_MAX, WalWriter};
 
 use crate::error::{Error, Result};
+use crate::sync;
 use page::PAGE_BYTES;
 
 /// Where the WAL's pages lie.

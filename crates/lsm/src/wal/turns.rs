@@ -1,0 +1,133 @@
+//! The order in which pipelined write groups publish (`pipeline.rs`): tickets handed out in
+//! the order of the groups' WAL pages, each group publishing only once its own pages are
+//! written and every earlier ticket has published, so an acknowledged write never follows a
+//! hole in the log.
+//!
+//! Kept apart from the logger queues so that `crates/lsm-model` compiles this very file
+//! against shuttle's primitives (it names them through `super::sync`) and explores the
+//! turns beside the write group's hand-over and the memtable switch.
+//!
+//! Life of a ticket: [`Turns::begin`] -> [`Turns::written`] or [`Turns::failed`] ->
+//! [`Turns::wait_turn`] -> (the group inserts into its memtable) -> [`Turns::published`].
+
+use super::sync::{Condvar, Mutex};
+use std::collections::BTreeSet;
+
+struct TurnState {
+    /// The ticket the next [`Turns::begin`] hands out.
+    next: u64,
+    /// Every ticket below this one has published.
+    published_below: u64,
+    /// Tickets whose pages are written and that have not published.
+    written: BTreeSet<u64>,
+    /// The first ticket whose pages failed, with why: it and every later ticket fail.
+    failed: Option<(u64, String)>,
+}
+
+/// The publication order of pipelined groups.
+pub struct Turns {
+    state: Mutex<TurnState>,
+    cv: Condvar,
+}
+
+impl Default for Turns {
+    fn default() -> Turns {
+        Turns::new()
+    }
+}
+
+impl Turns {
+    pub fn new() -> Turns {
+        Turns {
+            state: Mutex::new(TurnState {
+                next: 0,
+                published_below: 0,
+                written: BTreeSet::new(),
+                failed: None,
+            }),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Hands out the next ticket (called under the WAL lock, right after the group's pages
+    /// were packed, so tickets follow the pages' order).
+    pub fn begin(&self) -> u64 {
+        let mut st = self.state.lock();
+        let t = st.next;
+        st.next += 1;
+        t
+    }
+
+    /// `ticket`'s pages are written (durably).
+    pub fn written(&self, ticket: u64) {
+        self.state.lock().written.insert(ticket);
+        self.cv.notify_all();
+    }
+
+    /// `ticket`'s pages failed: it and every later ticket fail; earlier ones may still
+    /// publish.
+    pub fn failed(&self, ticket: u64, why: String) {
+        let mut st = self.state.lock();
+        if st.failed.as_ref().is_none_or(|(t, _)| ticket < *t) {
+            st.failed = Some((ticket, why));
+        }
+        self.cv.notify_all();
+    }
+
+    /// Every ticket below this one has published.
+    pub fn published_below(&self) -> u64 {
+        self.state.lock().published_below
+    }
+
+    /// Whether some ticket failed.
+    pub fn any_failed(&self) -> bool {
+        self.state.lock().failed.is_some()
+    }
+
+    /// Waits until `ticket` may publish: its pages written and every earlier ticket
+    /// published.
+    ///
+    /// # Errors
+    /// Why, if this ticket or an earlier one failed: its pages may follow a hole, and its
+    /// writes must not be acknowledged.
+    pub fn wait_turn(&self, ticket: u64) -> Result<(), String> {
+        let mut st = self.state.lock();
+        loop {
+            if let Some((t, why)) = &st.failed {
+                if *t <= ticket {
+                    return Err(why.clone());
+                }
+            }
+            if st.published_below == ticket && st.written.contains(&ticket) {
+                return Ok(());
+            }
+            self.cv.wait(&mut st);
+        }
+    }
+
+    /// `ticket` published (it had its turn): the next one may.
+    pub fn published(&self, ticket: u64) {
+        let mut st = self.state.lock();
+        assert_eq!(st.published_below, ticket, "tickets publish in order");
+        st.written.remove(&ticket);
+        st.published_below = ticket + 1;
+        self.cv.notify_all();
+    }
+
+    /// Waits until every ticket handed out has published.
+    ///
+    /// # Errors
+    /// Why, if a ticket failed (the tickets after it never publish).
+    pub fn wait_idle(&self) -> Result<(), String> {
+        let mut st = self.state.lock();
+        loop {
+            if let Some((_, why)) = &st.failed {
+                return Err(why.clone());
+            }
+            if st.published_below == st.next {
+                return Ok(());
+            }
+            self.cv.wait(&mut st);
+        }
+    }
+}

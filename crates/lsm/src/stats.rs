@@ -194,7 +194,7 @@ pub struct Stats {
     pub async_busy: u64,
     /// Batches the async workers committed: each holds every async write queued when a
     /// worker took them (up to a size bound), so fewer batches than async writes means
-    /// writes shared a commit.
+    /// writes shared a commit. Each is one of `writes`.
     pub async_write_batches: u64,
     /// Write stalls by kind.
     pub stalls: Stalls,

@@ -1,7 +1,7 @@
 //! Tickets: the results of asynchronous requests ([`crate::Db::submit_put`] and its kin),
 //! polled (SpanDB's `A_check`), waited on, or awaited as a [`Future`].
 //!
-//! A ticket and its [`Completer`] share one slot: the worker that serves the request puts the
+//! A ticket and its `Completer` share one slot: the worker that serves the request puts the
 //! result there once, wakes the thread waiting in [`Ticket::wait`] (a condition variable) and
 //! the task awaiting the ticket (the [`Waker`] its last poll left). Nothing here knows of a
 //! runtime: the waker is whatever executor polled the ticket, tokio's or a plain `block_on`.

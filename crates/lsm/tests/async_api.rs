@@ -3,6 +3,8 @@
 //! futures under tokio and under a plain executor, tickets outstanding at close and drop,
 //! bad input and bad options refused.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -10,6 +12,7 @@ use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use shale_io::{Fault, FaultPlan, OpKind, SimDevice};
 use shale_lsm::options::{ASYNC_QUEUE_DEPTH_MAX, ASYNC_WORKERS_MAX, KEY_BYTES_MAX};
 use shale_lsm::{Db, Error, Options, ReadOptions, Ticket, WriteBatch, WriteOptions};
 
@@ -537,6 +540,45 @@ fn tickets_outstanding_at_close_complete_with_their_results() {
 #[test]
 fn tickets_outstanding_at_drop_complete_with_their_results() {
     tickets_outstanding_at(drop);
+}
+
+#[test]
+fn a_failed_store_answers_its_error_through_every_ticket() {
+    let dev = SimDevice::new(common::DEVICE_BYTES, 4096, 7).unwrap();
+    let mut opts = common::small_options();
+    opts.async_queue_depth = 4096;
+    let db = Db::open_device(std::sync::Arc::new(dev.clone()), opts).unwrap();
+    for i in 0..50u32 {
+        db.put(format!("before{i:02}").as_bytes(), b"kept").unwrap();
+    }
+    // Every device write fails from now on: the WAL append of the first commit fails and
+    // stops the store (P5).
+    dev.set_faults(FaultPlan {
+        faults: vec![Fault::Eio { op: OpKind::Write, nth: 1, sticky: true }],
+    });
+    let tickets: Vec<Ticket<()>> = (0..500u32)
+        .map(|i| {
+            let sync = WriteOptions { sync: i % 3 == 0 };
+            db.submit_put(format!("after{i:03}").as_bytes(), b"lost", &sync).unwrap()
+        })
+        .collect();
+    let results = wait_all_or_hang(tickets);
+    assert!(results.iter().all(Result::is_err), "a write succeeded on a failing device");
+    assert!(
+        results.iter().any(|r| matches!(r, Err(Error::Stopped(_)) | Err(Error::Io(_)))),
+        "{:?}",
+        results.first()
+    );
+    // Later writes are admitted and answer Stopped through their tickets; reads still work,
+    // through the queue and lucky.
+    let later = db.submit_put(b"later", b"v", &WriteOptions::default()).unwrap();
+    assert!(matches!(later.wait(), Err(Error::Stopped(_))));
+    let got = db.submit_get(b"before07", &ReadOptions::default()).unwrap().wait().unwrap();
+    assert_eq!(got, Some(b"kept".to_vec()));
+    let stats = db.stats();
+    assert!(stats.stopped.is_some());
+    assert_eq!(stats.async_completed, stats.async_submitted);
+    drop(db); // must not hang
 }
 
 #[test]

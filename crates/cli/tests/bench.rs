@@ -188,3 +188,50 @@ fn cache_index_and_filter_blocks_is_an_engine_knob_shown_in_the_report() {
         assert!(held.contains(" MB held (0.0 MB index and filter), "), "{held}");
     }
 }
+
+#[test]
+fn async_runs_fills_and_reads_through_tickets_and_finds_what_sync_finds() {
+    let run = |extra: &[&str]| {
+        let mut flags = vec![
+            "--benchmarks=fillrandom,overwrite,fillsync,readrandom,readmissing",
+            "--num=4000",
+            "--threads=2",
+            "--statistics",
+        ];
+        flags.extend_from_slice(extra);
+        let (ok, out, err) = shale_bench(&flags);
+        assert!(ok, "{extra:?}: exit status; stderr:\n{err}");
+        for name in ["fillrandom", "overwrite", "fillsync", "readrandom", "readmissing"] {
+            result_line(&out, name);
+        }
+        out
+    };
+    let counter = |out: &str, name: &str| -> u64 {
+        let prefix = format!("{name} COUNT : ");
+        let line = out.lines().find(|l| l.starts_with(&prefix)).expect(name);
+        line[prefix.len()..].parse().unwrap()
+    };
+    let found = |out: &str, name: &str| -> String {
+        let line = result_line(out, name);
+        line[line.rfind('(').expect(line)..].to_string()
+    };
+    let sync = run(&[]);
+    assert!(!sync.contains("Async API:"), "{sync}");
+    assert_eq!(counter(&sync, "shale.async.submitted"), 0, "{sync}");
+    for flag in ["--async", "--async=true"] {
+        let out = run(&[flag]);
+        assert!(out.contains("Async API:  on (up to 32 tickets outstanding per thread"), "{out}");
+        // The same seeds: the async reads find exactly what the synchronous ones found.
+        assert_eq!(found(&out, "readrandom"), found(&sync, "readrandom"), "{flag}");
+        assert_eq!(found(&out, "readmissing"), "(0 of 8000 found)", "{out}");
+        let submitted = counter(&out, "shale.async.submitted");
+        // The counters are the last store's: fillsync starts a fresh one. Its 2 x 4000
+        // writes, then 2 x 4000 gets of each read benchmark.
+        assert_eq!(submitted, 3 * 8000, "{out}");
+        assert_eq!(counter(&out, "shale.async.completed"), submitted, "{out}");
+        assert!(counter(&out, "shale.async.write.batches") > 0, "{out}");
+    }
+    let (ok, out, err) = shale_bench(&["--num=10", "--benchmarks=fillseq", "--noasync"]);
+    assert!(ok, "{err}");
+    assert!(!out.contains("Async API:"), "{out}");
+}

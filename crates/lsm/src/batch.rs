@@ -124,6 +124,14 @@ impl WriteBatch {
         self.count += 1;
     }
 
+    /// Adds every op of `other` after this batch's own, in their order: the two become one
+    /// atomic write. The async API's workers commit queued writes this way
+    /// (`db/async_api.rs`).
+    pub fn append(&mut self, other: &WriteBatch) {
+        self.rep.extend_from_slice(&other.rep[BATCH_HEADER_BYTES..]);
+        self.count += other.count;
+    }
+
     /// Checks the range deletes: ends at most `key_bytes_max` long (starts are checked as
     /// every op's key is) and no empty range.
     ///
@@ -275,6 +283,23 @@ mod tests {
         assert_eq!(d.ops[3], BatchOp { kind: OpKind::DeleteRange, key: b"c", value: b"d" });
         assert_eq!(d.ops[3].kind.point_kind(), None);
         b.check_ranges(16).unwrap();
+    }
+
+    #[test]
+    fn an_appended_batch_keeps_both_batches_ops_in_order() {
+        let mut a = WriteBatch::new();
+        a.put(b"a", b"1");
+        a.delete(b"b");
+        let mut b = WriteBatch::new();
+        b.delete_range(b"c", b"d");
+        b.put(b"a", b"2");
+        let mut both = a.clone();
+        both.append(&b);
+        both.append(&WriteBatch::new());
+        assert_eq!(both.len(), 4);
+        let want: Vec<_> = a.ops().chain(b.ops()).collect();
+        assert_eq!(both.ops().collect::<Vec<_>>(), want);
+        assert_eq!(decode(&both.encode(9), 0).unwrap().ops, want);
     }
 
     #[test]

@@ -14,6 +14,12 @@ pub const WAL_LOGGERS_DEFAULT: usize = 3;
 
 /// Most background threads a store runs (`max_background_jobs`).
 pub const BACKGROUND_JOBS_MAX: usize = 64;
+/// Most async requests a store admits and has not completed ([`Options::async_queue_depth`]):
+/// each may hold a batch of up to half a memtable, so the bound is what keeps a unit mistake
+/// from queueing without limit; a million requests in flight is past any use.
+pub const ASYNC_QUEUE_DEPTH_MAX: usize = 1 << 20;
+/// Most async worker threads ([`Options::async_workers`]), as many as background jobs.
+pub const ASYNC_WORKERS_MAX: usize = 64;
 
 // The limits of the options, each from a format or a structure that the option sizes
 // (docs/lsm.md, "Option limits"). `Options::validate` checks every one at open.
@@ -103,6 +109,14 @@ pub struct Options {
     /// groups) up to this many, to whichever commits the most sync writes a second. 0 turns
     /// the pipeline off.
     pub wal_loggers: usize,
+    /// Most requests of the async API (`Db::submit_*`) admitted and not yet complete, queued
+    /// or being served; a submission beyond it answers [`Error::Busy`] at once and the caller
+    /// resubmits later (SpanDB's Busy). Reads the memtables answer at submission never count.
+    pub async_queue_depth: usize,
+    /// Threads serving the async API's queue, started at the first queued request. Each takes
+    /// every queued write at once and commits them together, or one queued read; while one
+    /// waits for the device, another serves the queue.
+    pub async_workers: usize,
     /// Compaction debt from which each write is delayed (0 = off).
     pub soft_pending_compaction_bytes_limit: u64,
     /// Compaction debt at which writes wait for compaction (0 = off).
@@ -194,6 +208,8 @@ impl Default for Options {
             odd_chunk_rule: true,
             max_background_jobs: 2,
             wal_loggers: WAL_LOGGERS_DEFAULT,
+            async_queue_depth: 1024,
+            async_workers: 2,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
             sst: SstOptions::default(),
@@ -280,7 +296,8 @@ impl Options {
         self.validate_levels()?;
         self.sst.validate()?;
         self.validate_volume()?;
-        self.validate_wal_tail()
+        self.validate_wal_tail()?;
+        self.validate_async()
     }
 
     /// Where SST readers keep index and filter blocks (`cache_index_and_filter_blocks`).
@@ -306,6 +323,13 @@ impl Options {
         check_range("wal_loggers", self.wal_loggers, 0, crate::wal::pipeline::LOGGERS_MAX)
             .map_err(|e| note(e, "loggers writing WAL pages at once"))?;
         check_range("block_cache_bytes", self.block_cache_bytes, 0, BLOCK_CACHE_BYTES_MAX)
+    }
+
+    fn validate_async(&self) -> Result<()> {
+        check_range("async_queue_depth", self.async_queue_depth, 1, ASYNC_QUEUE_DEPTH_MAX)
+            .map_err(|e| note(e, "at least one request; ASYNC_QUEUE_DEPTH_MAX bounds memory"))?;
+        check_range("async_workers", self.async_workers, 1, ASYNC_WORKERS_MAX)
+            .map_err(|e| note(e, "at least one thread serves the queue"))
     }
 
     fn validate_levels(&self) -> Result<()> {

@@ -204,6 +204,21 @@ pub struct Stats {
     /// Data blocks that seeks read together, one per sorted run the block cache did not
     /// answer, before seeking (`DbIterator::with_batched_seeks`), since open.
     pub seek_batch_reads: u64,
+    /// Requests the async API admitted since open (`Db::submit_*`): tickets handed out, the
+    /// ones complete at submission (lucky reads, empty batches) included.
+    pub async_submitted: u64,
+    /// Async requests completed since open: equal to `async_submitted` once every ticket
+    /// handed out has completed (each completes exactly once).
+    pub async_completed: u64,
+    /// Async gets the memtables answered on the caller's thread, with no queue hop
+    /// (SpanDB's lucky reads); counted in `async_submitted` and `async_completed` too.
+    pub async_lucky_reads: u64,
+    /// Async submissions refused with `Error::Busy` (the queue was full; nothing was queued).
+    pub async_busy: u64,
+    /// Batches the async workers committed: each holds every async write queued when a
+    /// worker took them (up to a size bound), so fewer batches than async writes means
+    /// writes shared a commit. Each is one of `writes`.
+    pub async_write_batches: u64,
     /// Write stalls by kind.
     pub stalls: Stalls,
     /// Why the store stopped, if it did.

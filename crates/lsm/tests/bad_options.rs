@@ -23,8 +23,9 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use shale_lsm::options::{
-    BACKGROUND_JOBS_MAX, BLOCK_CACHE_BYTES_MAX, L0_TRIGGER_MAX, SST_BYTES_MAX,
-    VOLUME_STEP_BYTES_MAX, WRITE_BUFFER_BYTES_MAX, WRITE_BUFFER_BYTES_MIN, WRITE_BUFFER_NUMBER_MAX,
+    ASYNC_QUEUE_DEPTH_MAX, ASYNC_WORKERS_MAX, BACKGROUND_JOBS_MAX, BLOCK_CACHE_BYTES_MAX,
+    L0_TRIGGER_MAX, SST_BYTES_MAX, VOLUME_STEP_BYTES_MAX, WRITE_BUFFER_BYTES_MAX,
+    WRITE_BUFFER_BYTES_MIN, WRITE_BUFFER_NUMBER_MAX,
 };
 use shale_lsm::sst::Compression;
 use shale_lsm::sst::builder::{BLOCK_BYTES_MAX, BLOOM_BITS_PER_KEY_MAX, RESTART_INTERVAL_MAX};
@@ -163,6 +164,15 @@ fn bad_options() -> Vec<Bad> {
         v.push(bad("volume.grow_slots_min", move |o| o.volume.grow_slots_min = x));
     }
     v.push(bad("wal_tail", |o| o.wal_tail = WalTail::Dir("/nonexistent/shale-tail".into())));
+    for x in [0, ASYNC_QUEUE_DEPTH_MAX + 1, usize::MAX] {
+        v.push(bad("async_queue_depth", move |o| o.async_queue_depth = x));
+    }
+    for x in [0, ASYNC_WORKERS_MAX + 1, usize::MAX] {
+        v.push(bad("async_workers", move |o| o.async_workers = x));
+    }
+    for x in [shale_lsm::wal::pipeline::LOGGERS_MAX + 1, usize::MAX] {
+        v.push(bad("wal_loggers", move |o| o.wal_loggers = x));
+    }
     v
 }
 

@@ -408,6 +408,7 @@ pub const IGNORED: &[Ignored] = &[
 /// db_bench's boolean flags that `shale bench` maps ([`super::Args`]), sorted: gflags'
 /// `--noflag` of each reaches the parser as `--flag=false`.
 pub const MAPPED_BOOLS: &[&str] = &[
+    "async",
     "block_align",
     "cache_index_and_filter_blocks",
     "disable_wal",

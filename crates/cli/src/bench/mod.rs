@@ -22,6 +22,7 @@
 //!    `--histogram`, its latency percentiles. Fill benchmarks start from an empty store.
 //! 5. Close the store; with `--statistics`, print the engine's counters.
 
+mod async_workload;
 pub mod config;
 pub mod db_bench_flags;
 mod histogram;
@@ -180,6 +181,12 @@ pub struct Args {
     /// true by default in shale, false in db_bench).
     #[arg(long = "block_align", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub block_align: Option<bool>,
+    /// Issue puts and gets through the async API (`Db::submit_write`, `Db::submit_get`):
+    /// each thread keeps up to 32 tickets outstanding and resubmits on Busy. Applies to the
+    /// fill benchmarks, overwrite, readrandom and readmissing; the others run as without it.
+    /// Not a db_bench flag.
+    #[arg(long = "async", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub use_async: bool,
     /// Print each benchmark's latency percentiles.
     #[arg(long = "histogram", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
     pub histogram: bool,
@@ -389,7 +396,7 @@ mod tests {
         let a = parse_args([]).unwrap();
         assert_eq!((a.num, a.reads, a.threads, a.duration), (1_000_000, -1, 1, 0));
         assert_eq!((a.key_size, a.value_size, a.batch_size, a.seed), (16, 100, 1, 0));
-        assert!(!a.sync && !a.histogram && !a.statistics && !a.use_existing_db);
+        assert!(!a.sync && !a.histogram && !a.statistics && !a.use_existing_db && !a.use_async);
         assert_eq!(a.db, None);
         assert_eq!(a.write_buffer_size, None);
         assert_eq!(a.disable_wal, None);

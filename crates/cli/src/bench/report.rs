@@ -275,6 +275,12 @@ pub fn print_header(args: &Args, plan: &DbPlan, path: &Path) {
         "held by SST readers, outside the block cache (cache_index_and_filter_blocks=false)"
     };
     outln!("Index and filter blocks: {index_and_filter}");
+    if args.use_async {
+        outln!(
+            "Async API:  on (up to {} tickets outstanding per thread, resubmitted on Busy)",
+            crate::bench::async_workload::WINDOW_TICKETS
+        );
+    }
     outln!("Memtablerep: SkipList");
     outln!("------------------------------------------------");
     outln!("DB path: [{}]", path.display());
@@ -436,6 +442,11 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.stall.l0.slowdown.micros", s.stalls.l0_slowdown.duration_us),
         ("shale.stall.l0.stop.count", s.stalls.l0_stop.count),
         ("shale.stall.l0.stop.micros", s.stalls.l0_stop.duration_us),
+        ("shale.async.submitted", s.async_submitted),
+        ("shale.async.completed", s.async_completed),
+        ("shale.async.lucky.reads", s.async_lucky_reads),
+        ("shale.async.busy", s.async_busy),
+        ("shale.async.write.batches", s.async_write_batches),
     ];
     for (name, v) in counters {
         outln!("{name} COUNT : {v}");

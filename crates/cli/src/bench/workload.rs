@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use shale_lsm::{Db, ReadOptions, Result, WriteBatch, WriteOptions};
 
-use crate::bench::Args;
 use crate::bench::keys::{KeyGen, KeyOrder, ValueGen, format_key, key};
 use crate::bench::report::{Progress, Stats, ThreadStats};
+use crate::bench::{Args, async_workload};
 
 /// Entries per batch of `fillbatch` (db_bench's).
 pub(crate) const FILLBATCH_ENTRIES: usize = 1000;
@@ -143,15 +143,17 @@ pub struct Shared {
     /// Writes per thread of a write benchmark (`--writes`, default `--num`).
     writes: u64,
     threads: usize,
-    key_size: usize,
-    value_size: usize,
-    batch_size: usize,
+    pub(super) key_size: usize,
+    pub(super) value_size: usize,
+    pub(super) batch_size: usize,
     seed: u64,
-    write: WriteOptions,
+    pub(super) write: WriteOptions,
+    /// `--async`: puts and gets through the async API (`async_workload`).
+    use_async: bool,
     deadline_after: Option<Duration>,
     histogram: bool,
     interval: Option<Duration>,
-    rate: Option<RateLimiter>,
+    pub(super) rate: Option<RateLimiter>,
     /// Reading threads done, so readwhilewriting's writer knows when to stop.
     readers_done: AtomicUsize,
 }
@@ -172,6 +174,7 @@ impl Shared {
             batch_size: args.batch_size,
             seed,
             write: WriteOptions { sync: args.sync },
+            use_async: args.use_async,
             deadline_after: (args.duration > 0).then(|| Duration::from_secs(args.duration)),
             histogram: args.histogram,
             interval: (args.stats_interval_seconds > 0)
@@ -214,7 +217,7 @@ impl Shared {
 
 /// Shares a write rate among threads: each write waits until the bytes granted so far fit
 /// the rate since the limiter started.
-struct RateLimiter {
+pub(super) struct RateLimiter {
     bytes_per_second: u64,
     granted: Mutex<(Instant, u64)>,
 }
@@ -224,7 +227,7 @@ impl RateLimiter {
         RateLimiter { bytes_per_second, granted: Mutex::new((Instant::now(), 0)) }
     }
 
-    fn acquire(&self, bytes: u64) {
+    pub(super) fn acquire(&self, bytes: u64) {
         let due = {
             let mut g = self.granted.lock().expect("the rate limiter's lock is never poisoned");
             g.1 += bytes;
@@ -238,7 +241,7 @@ impl RateLimiter {
 }
 
 /// When a thread stops: after a number of operations, or at a deadline (`--duration`).
-struct Budget {
+pub(super) struct Budget {
     max_ops: u64,
     deadline: Option<Instant>,
     next_check: u64,
@@ -246,7 +249,7 @@ struct Budget {
 }
 
 impl Budget {
-    fn new(sh: &Shared) -> Budget {
+    pub(super) fn new(sh: &Shared) -> Budget {
         Budget {
             max_ops: sh.ops_per_thread(),
             deadline: sh.deadline_after.map(|d| Instant::now() + d),
@@ -256,7 +259,7 @@ impl Budget {
     }
 
     /// Whether a thread that has done `ops` operations is done.
-    fn done(&mut self, ops: u64) -> bool {
+    pub(super) fn done(&mut self, ops: u64) -> bool {
         let Some(deadline) = self.deadline else { return ops >= self.max_ops };
         if ops >= self.next_check {
             self.next_check = ops + DURATION_CHECK_OPS;
@@ -336,8 +339,14 @@ fn thread_main(
         }
         ReadSeq => read_seq(db, sh, &mut st, false),
         ReadReverse => read_seq(db, sh, &mut st, true),
+        ReadRandom if sh.use_async => {
+            async_workload::read_random(db, sh, &mut st, random(), sh.key_size)
+        }
         ReadRandom => read_random(db, sh, &mut st, random(), sh.key_size, 1),
         // As db_bench: a key one byte longer than every stored key is never found.
+        ReadMissing if sh.use_async => {
+            async_workload::read_random(db, sh, &mut st, random(), sh.key_size + 1)
+        }
         ReadMissing => read_random(db, sh, &mut st, random(), sh.key_size + 1, 1),
         MultiReadRandom => multi_read_random(db, sh, &mut st, random(), sh.batch_size),
         SeekRandom => seek_random(db, sh, &mut st, random()),
@@ -363,6 +372,9 @@ fn thread_main(
 
 /// Puts `--batch_size` entries per write until the budget is spent.
 fn write(db: &Db, sh: &Shared, st: &mut ThreadStats, mut keys: KeyGen, seed: u64) -> Result<()> {
+    if sh.use_async {
+        return async_workload::write(db, sh, st, keys, seed);
+    }
     let mut values = ValueGen::new(sh.value_size, seed ^ 0x5eed);
     let mut k = vec![0; sh.key_size];
     let mut budget = Budget::new(sh);

@@ -58,6 +58,7 @@ use crate::version::{LEVELS, SstHandle, Version};
 use crate::version_edit::{SstMeta, VersionEdit};
 use crate::wal::{AppendError, LogPipeline, Logger, WalWriter};
 
+mod async_api;
 mod compaction;
 mod multi_get;
 mod output;
@@ -72,6 +73,8 @@ mod write_timing;
 // The write group takes its primitives from here (see `crate::sync`).
 use crate::sync;
 use crate::write_controller::{self, Pressure};
+use async_api::AsyncApi;
+pub use async_api::ScanEntries;
 use compaction::Compaction;
 use output::OutputSst;
 use picker::CompactionState;
@@ -115,6 +118,8 @@ pub struct Db {
     inner: Arc<Inner>,
     /// The background threads, flush and compaction (`pool.rs`).
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// The async API's queue and workers (`async_api.rs`).
+    async_api: AsyncApi,
     /// Held while open (stores opened by path).
     _lock: Option<StoreLock>,
 }
@@ -498,7 +503,9 @@ impl Db {
 
     /// Statistics and properties.
     pub fn stats(&self) -> Stats {
-        self.inner.stats()
+        let mut stats = self.inner.stats();
+        self.async_api.add_stats(&mut stats);
+        stats
     }
 
     /// Verifies every checksum of the store and the LSM invariants: levels sorted and
@@ -527,6 +534,9 @@ impl Db {
     /// # Errors
     /// The flush's error.
     pub fn close(mut self) -> Result<()> {
+        // Async requests still queued are served first, so the flush below covers their
+        // writes.
+        self.async_api.shutdown();
         if self.inner.read_only {
             // Nothing to flush, and the WAL tail stays for the next read-write open.
             self.shutdown();
@@ -544,6 +554,8 @@ impl Db {
     }
 
     fn shutdown(&mut self) {
+        // Before the background threads end: a queued write may wait for room they make.
+        self.async_api.shutdown();
         self.inner.state.lock().shutting_down = true;
         self.inner.cv.notify_all();
         for w in self.workers.get_mut().drain(..) {
@@ -1456,6 +1468,8 @@ impl Inner {
             seek_batch_reads: self.pool.seek_batch_reads(),
             stalls: self.stalls.snapshot(),
             stopped: st.stopped.clone(),
+            // The async API's counters live with its queue (`Db::stats` adds them).
+            ..Stats::default()
         }
     }
 }

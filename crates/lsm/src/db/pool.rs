@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 use crate::error::{Error, Result};
 use crate::options::BACKGROUND_JOBS_MAX;
 
-use super::{Db, Inner, Job, Worker, stopped_error};
+use super::{AsyncApi, Db, Inner, Job, Worker, stopped_error};
 
 /// The compaction threads wanted and running, under the state lock.
 #[derive(Debug, Default)]
@@ -140,7 +140,8 @@ impl Db {
             let mut st = inner.state.lock();
             st.pool = PoolSize { target: compactions, live: compactions };
         }
-        let db = Db { inner, workers: Default::default(), _lock: None };
+        let async_api = AsyncApi::new(inner.opts.async_queue_depth, inner.opts.async_workers);
+        let db = Db { inner, workers: Default::default(), async_api, _lock: None };
         let kinds = std::iter::once(Worker::Flush)
             .chain(std::iter::repeat_n(Worker::Compaction, compactions));
         for kind in kinds {

@@ -28,7 +28,7 @@ use crate::options::Options;
 use crate::sst::PageCacheFiles;
 
 use super::recovery::Recovered;
-use super::{Db, Inner};
+use super::{AsyncApi, Db, Inner};
 
 impl Db {
     /// Stages 3 and 4 on a read-only volume.
@@ -61,7 +61,8 @@ impl Db {
             from_tail,
             started.elapsed()
         );
-        Ok(Db { inner, workers: Default::default(), _lock: None })
+        let async_api = AsyncApi::new(inner.opts.async_queue_depth, inner.opts.async_workers);
+        Ok(Db { inner, workers: Default::default(), async_api, _lock: None })
     }
 }
 

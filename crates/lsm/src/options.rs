@@ -104,11 +104,15 @@ pub struct Options {
     /// default is also 2). Changeable while running (`Db::set_background_jobs`).
     pub max_background_jobs: usize,
     /// Most write groups whose sync appends have their WAL page writes in flight at once
-    /// (SpanDB's loggers, `wal/pipeline.rs`). The store adapts how many it uses, from none
-    /// (each group's leader holds the WAL lock until its group is published: the biggest
-    /// groups) up to this many, to whichever commits the most sync writes a second. 0 turns
-    /// the pipeline off.
+    /// (SpanDB's loggers, `wal/pipeline.rs`). The store adapts how many it uses
+    /// (`adaptive_wal_loggers`), from none (each group's leader holds the WAL lock until its
+    /// group is published: the biggest groups) up to this many, to whichever commits the most
+    /// sync writes a second. 0 turns the pipeline off.
     pub wal_loggers: usize,
+    /// Whether the number of loggers adapts (the default: it starts with none and moves
+    /// between none and `wal_loggers` to whichever commits the most sync writes a second), or
+    /// stays at `wal_loggers` (for a device known to want that many writes in flight).
+    pub adaptive_wal_loggers: bool,
     /// Most requests of the async API (`Db::submit_*`) admitted and not yet complete, queued
     /// or being served; a submission beyond it answers [`Error::Busy`] at once and the caller
     /// resubmits later (SpanDB's Busy). Reads the memtables answer at submission never count.
@@ -208,6 +212,7 @@ impl Default for Options {
             odd_chunk_rule: true,
             max_background_jobs: 2,
             wal_loggers: WAL_LOGGERS_DEFAULT,
+            adaptive_wal_loggers: true,
             async_queue_depth: 1024,
             async_workers: 2,
             soft_pending_compaction_bytes_limit: 64 << 30,

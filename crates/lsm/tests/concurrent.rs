@@ -34,6 +34,8 @@ fn options(tail: &Option<MemoryTail>) -> Options {
     o.target_file_size_base = 64 << 10;
     o.max_bytes_for_level_base = 256 << 10;
     o.level0_file_num_compaction_trigger = 2;
+    // The WAL pipeline's 3 loggers always on: sync groups overlap plain ones.
+    o.adaptive_wal_loggers = false;
     o
 }
 

@@ -37,6 +37,8 @@ const WAL_VALUE_FILLER_MAX: usize = 4000;
 fn options() -> shale_lsm::Options {
     let mut o = small_options();
     o.level0_file_num_compaction_trigger = 4;
+    // Sync writes through the WAL pipeline, so its pages' durable claims are checked too.
+    o.adaptive_wal_loggers = false;
     o
 }
 
@@ -290,6 +292,7 @@ fn a_flipped_byte_in_synced_wal_pages_fails_the_open() {
         acked_at.push(dev.writes());
     }
     assert_eq!(db.stats().flushes, 0, "the writes must stay in the WAL");
+    assert_eq!(db.stats().wal_pipelined_groups, 8, "every sync write went through the pipeline");
     drop(db);
     let image = dev.crash_image(dev.writes(), Damage::Keep);
     let mut rng = SmallRng::seed_from_u64(13);

@@ -171,8 +171,7 @@ fn pipelined_workload(
             Box::new(volume.queue(IoClass::Wal, &queue_opts).unwrap()) as Box<dyn shale_io::Queue>
         })
         .collect();
-    let pipe = LogPipeline::new(queues);
-    pipe.set_loggers(loggers);
+    let pipe = LogPipeline::new(queues, false);
     let mut ltn = 1;
     let mut live_ltns = vec![ltn];
     wal.start_group(ltn).unwrap().unwrap();

@@ -148,9 +148,8 @@ impl Db {
                 let o = QueueOptions { depth: WAL_QUEUE_DEPTH, ..Default::default() };
                 Ok(Box::new(volume.queue(IoClass::Wal, &o)?))
             };
-            Some(LogPipeline::new(
-                (0..opts.wal_loggers).map(|_| logger_queue()).collect::<Result<_>>()?,
-            ))
+            let queues = (0..opts.wal_loggers).map(|_| logger_queue()).collect::<Result<_>>()?;
+            Some(LogPipeline::new(queues, opts.adaptive_wal_loggers))
         };
         let (mem, version) = (Arc::new(new_memtable(opts.write_buffer_bytes)), Arc::new(version));
         let inner = Arc::new(Inner {

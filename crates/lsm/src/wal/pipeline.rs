@@ -29,7 +29,10 @@
 //! smaller), so the pipeline measures instead of guessing: every [`ADAPT_PERIOD`] it compares
 //! the sync writes committed per second with the previous period's, keeps moving the level
 //! the same way while that does not lose more than [`RATE_TOLERANCE`], turns back when it
-//! does, and then stays [`DWELL_PERIODS`] periods at the level it returned to.
+//! does, and then stays at the level it returned to: [`DWELL_PERIODS`] periods the first
+//! time, twice as long each time it comes back to the same level, up to
+//! [`DWELL_PERIODS_MAX`], so that once the best level is found, probing its neighbours costs
+//! a few percent of the time rather than a third (a probe of a worse level costs a period).
 
 use std::time::{Duration, Instant};
 
@@ -47,6 +50,9 @@ pub const RATE_TOLERANCE: f64 = 0.03;
 
 /// Periods the pipeline stays at a level it turned back to before it tries another.
 pub const DWELL_PERIODS: u32 = 4;
+
+/// Most periods the pipeline stays at a level before it probes another (6.4 s).
+pub const DWELL_PERIODS_MAX: u32 = 64;
 
 /// Most loggers a pipeline may have (`Options::wal_loggers`' upper limit).
 pub const LOGGERS_MAX: usize = 8;
@@ -83,6 +89,9 @@ struct Loggers {
     last_rate: Option<f64>,
     direction: i8,
     dwell: u32,
+    /// How long the next stay after a turn lasts, and the level the last turn went back to.
+    dwell_len: u32,
+    returned_to: Option<usize>,
     stats: PipelineStats,
 }
 
@@ -93,32 +102,40 @@ pub struct LogPipeline {
     /// Wakes leaders waiting for a logger.
     cv: Condvar,
     max_loggers: usize,
+    /// Whether the number of loggers adapts ([`LogPipeline::adapt`]).
+    adaptive: bool,
 }
 
 impl LogPipeline {
-    /// A pipeline writing on `queues` (one per logger, at least one); it starts with all of
-    /// them allowed and adapts between none and `queues.len()`.
+    /// A pipeline writing on `queues` (one per logger, at least one). With `adaptive`, it
+    /// starts with no logger allowed (no pipelining: the plain group commit, which wins on a
+    /// machine where the writers' round trip limits more than the device) and adapts between
+    /// none and `queues.len()`; without, every logger is allowed, always.
     ///
     /// # Panics
     /// Without a queue.
-    pub fn new(queues: Vec<Box<dyn Queue>>) -> LogPipeline {
+    pub fn new(queues: Vec<Box<dyn Queue>>, adaptive: bool) -> LogPipeline {
         assert!(!queues.is_empty(), "a pipeline needs a logger queue");
         let max_loggers = queues.len();
+        let allowed = if adaptive { 0 } else { max_loggers };
         LogPipeline {
             turns: Turns::new(),
             loggers: Mutex::new(Loggers {
                 idle: queues,
-                allowed: max_loggers,
+                allowed,
                 busy: 0,
                 period_start: Instant::now(),
                 period_writes: 0,
                 last_rate: None,
-                direction: -1,
+                direction: 1,
                 dwell: 0,
-                stats: PipelineStats { loggers: max_loggers, ..PipelineStats::default() },
+                dwell_len: DWELL_PERIODS,
+                returned_to: None,
+                stats: PipelineStats { loggers: allowed, ..PipelineStats::default() },
             }),
             cv: Condvar::new(),
             max_loggers,
+            adaptive,
         }
     }
 
@@ -143,16 +160,6 @@ impl LogPipeline {
         lg.busy += 1;
         let queue = lg.idle.pop().expect("an idle queue for every logger allowed");
         Some(Logger { pipeline: self, queue: Some(queue) })
-    }
-
-    /// Allows `n` loggers from now on (at most the pool's size), as the adaptation would;
-    /// the adaptation goes on from there. For tests that need loggers at once.
-    pub fn set_loggers(&self, n: usize) {
-        let mut lg = self.loggers.lock();
-        lg.allowed = n.min(self.max_loggers);
-        lg.stats.loggers = lg.allowed;
-        lg.period_start = Instant::now();
-        self.cv.notify_all();
     }
 
     /// A sync group of `writes` writes committed (pipelined or not): the rate the pipeline
@@ -229,7 +236,7 @@ impl LogPipeline {
     /// Reconsiders the number of loggers once a period (see the module's comment).
     fn adapt(&self, st: &mut Loggers) {
         let elapsed = st.period_start.elapsed();
-        if elapsed < ADAPT_PERIOD {
+        if !self.adaptive || elapsed < ADAPT_PERIOD {
             return;
         }
         let rate = st.period_writes as f64 / elapsed.as_secs_f64();
@@ -240,17 +247,25 @@ impl LogPipeline {
             st.last_rate = None;
             return;
         }
+        if st.dwell > 0 {
+            // Staying: only the rate is learnt, which the next probe is compared with.
+            st.dwell -= 1;
+            st.last_rate = Some(rate);
+            return;
+        }
         let lost = st.last_rate.is_some_and(|last| rate < last * (1.0 - RATE_TOLERANCE));
         st.last_rate = Some(rate);
         if lost {
             // The last move (or a change of load) cost throughput: go back, and stay.
             st.direction = -st.direction;
             self.step(st);
-            st.dwell = DWELL_PERIODS;
-            return;
-        }
-        if st.dwell > 0 {
-            st.dwell -= 1;
+            st.dwell_len = if st.returned_to == Some(st.allowed) {
+                (st.dwell_len * 2).min(DWELL_PERIODS_MAX)
+            } else {
+                DWELL_PERIODS
+            };
+            st.returned_to = Some(st.allowed);
+            st.dwell = st.dwell_len;
             return;
         }
         self.step(st);

@@ -9,11 +9,9 @@
 //! rounds run without one. `SHALE_ASYNC_KILL_ROUNDS` rounds (default 6) on one store.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -114,33 +112,15 @@ fn sigkill_during_async_writes_loses_no_completed_ticket() {
     let mut next_batch = 0u64;
     let mut acked_total = 0u64;
     for round in 0..rounds {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "async_kill_child_entry_point", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, &dir)
-            .env("SHALE_KILL_START", next_batch.to_string())
-            .env("SHALE_KILL_ROUND", round.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
         let kill_after = Duration::from_millis(rng.gen_range(100..700));
-        let started = Instant::now();
-        let reader = std::thread::spawn(move || {
-            let mut acked = Vec::new();
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(n) = line.strip_prefix("acked ") {
-                    acked.push(n.parse::<u64>().unwrap());
-                }
-            }
-            acked
-        });
-        while started.elapsed() < kill_after {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        let acked = reader.join().unwrap();
+        let envs = [
+            (CHILD_ENV, dir.display().to_string()),
+            ("SHALE_KILL_START", next_batch.to_string()),
+            ("SHALE_KILL_ROUND", round.to_string()),
+        ];
+        let entry = "async_kill_child_entry_point";
+        let lines = shale_testkit::run_child_until_killed(entry, &envs, kill_after);
+        let acked = shale_testkit::acked_numbers(&lines);
         let db =
             Db::open(&dir, options(round)).unwrap_or_else(|e| panic!("round {round}: reopen: {e}"));
         db.check().unwrap_or_else(|e| panic!("round {round}: check after SIGKILL: {e}"));

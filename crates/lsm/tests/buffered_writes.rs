@@ -25,11 +25,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use common::small_options;
 use rand::rngs::SmallRng;
@@ -452,34 +451,15 @@ fn sigkill_mid_compaction_with_buffered_writes_loses_no_acked_write() {
     let mut rng = SmallRng::seed_from_u64(0xb5f);
     let (mut next_batch, mut acked_total, mut compactions_total) = (0u64, 0u64, 0u64);
     for round in 0..KILL_ROUNDS {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "buffered_kill_child_entry_point", "--nocapture", "--test-threads=1"])
-            .env(KILL_CHILD_ENV, &dir)
-            .env("SHALE_BUFFERED_KILL_START", next_batch.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let (mut acked, mut compactions) = (Vec::new(), 0u64);
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(n) = line.strip_prefix("acked ") {
-                    acked.push(n.parse::<u64>().unwrap());
-                } else if line == "compacted" {
-                    compactions += 1;
-                }
-            }
-            (acked, compactions)
-        });
         let kill_after = Duration::from_millis(rng.gen_range(200..900));
-        let started = Instant::now();
-        while started.elapsed() < kill_after {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        let (acked, compactions) = reader.join().unwrap();
+        let envs = [
+            (KILL_CHILD_ENV, dir.display().to_string()),
+            ("SHALE_BUFFERED_KILL_START", next_batch.to_string()),
+        ];
+        let entry = "buffered_kill_child_entry_point";
+        let lines = shale_testkit::run_child_until_killed(entry, &envs, kill_after);
+        let acked = shale_testkit::acked_numbers(&lines);
+        let compactions = lines.iter().filter(|l| *l == "compacted").count() as u64;
         let db = Db::open(&dir, kill_options()).unwrap_or_else(|e| panic!("round {round}: {e}"));
         db.check().unwrap_or_else(|e| panic!("round {round}: check after SIGKILL: {e}"));
         for &n in &acked {

@@ -54,6 +54,34 @@ fn batch_for(seq: u64, rng: &mut SmallRng) -> WriteBatch {
     b
 }
 
+/// Memtable switch: seal this group; if none is free, "flush" the oldest first, or the two
+/// oldest, so that more than one group is free and the writer releases one beyond the one it
+/// keeps allocated (a write of zeros on the simulated device). The flush's version edit is
+/// durable before the groups are freed. Then start generation `ltn + 1`.
+fn switch_group(
+    wal: &mut WalWriter,
+    dev: &SimDevice,
+    rng: &mut SmallRng,
+    run: &mut Run,
+    live_ltns: &mut Vec<u64>,
+    ltn: &mut u64,
+) {
+    wal.seal_group().unwrap();
+    if !wal.has_free_group() {
+        let flushed = if rng.gen_bool(0.5) { 2 } else { 1 };
+        let oldest: Vec<u64> = live_ltns.drain(..flushed).collect();
+        run.flushed.push((dev.writes(), live_ltns.first().copied().unwrap_or(*ltn + 1)));
+        let before = dev.stats().releases;
+        for old in oldest {
+            wal.free_group(old).unwrap();
+        }
+        run.releases += dev.stats().releases - before;
+    }
+    *ltn += 1;
+    live_ltns.push(*ltn);
+    wal.start_group(*ltn).unwrap().expect("a group was freed");
+}
+
 fn workload(dev: &SimDevice, volume: &Volume, seed: u64, batches: u64) -> Run {
     let mut rng = SmallRng::seed_from_u64(seed);
     let layout = layout_of(volume);
@@ -78,24 +106,7 @@ fn workload(dev: &SimDevice, volume: &Volume, seed: u64, batches: u64) -> Run {
                 Err(AppendError::GroupFull) => {}
                 Err(AppendError::Failed(e)) => panic!("append: {e}"),
             }
-            // Memtable switch: seal this group; if none is free, "flush" the oldest first, or
-            // the two oldest, so that more than one group is free and the writer releases
-            // one beyond the one it keeps allocated (a write of zeros on the simulated
-            // device). The flush's version edit is durable before the groups are freed.
-            wal.seal_group().unwrap();
-            if !wal.has_free_group() {
-                let flushed = if rng.gen_bool(0.5) { 2 } else { 1 };
-                let oldest: Vec<u64> = live_ltns.drain(..flushed).collect();
-                run.flushed.push((dev.writes(), live_ltns.first().copied().unwrap_or(ltn + 1)));
-                let before = dev.stats().releases;
-                for ltn in oldest {
-                    wal.free_group(ltn).unwrap();
-                }
-                run.releases += dev.stats().releases - before;
-            }
-            ltn += 1;
-            live_ltns.push(ltn);
-            wal.start_group(ltn).unwrap().expect("a group was freed");
+            switch_group(&mut wal, dev, &mut rng, &mut run, &mut live_ltns, &mut ltn);
         }
         run.batches.push(Appended { seq, ltn, sync, acked_at: dev.writes() });
     }
@@ -213,20 +224,7 @@ fn pipelined_workload(
             // Memtable switch, after the pipeline drained (as `switch_memtable` waits).
             drain(&pipe, &mut staged, &mut run, dev, &mut rng);
             wal.staged_pages_durable();
-            wal.seal_group().unwrap();
-            if !wal.has_free_group() {
-                let flushed = if rng.gen_bool(0.5) { 2 } else { 1 };
-                let oldest: Vec<u64> = live_ltns.drain(..flushed).collect();
-                run.flushed.push((dev.writes(), live_ltns.first().copied().unwrap_or(ltn + 1)));
-                let before = dev.stats().releases;
-                for ltn in oldest {
-                    wal.free_group(ltn).unwrap();
-                }
-                run.releases += dev.stats().releases - before;
-            }
-            ltn += 1;
-            live_ltns.push(ltn);
-            wal.start_group(ltn).unwrap().expect("a group was freed");
+            switch_group(&mut wal, dev, &mut rng, &mut run, &mut live_ltns, &mut ltn);
         }
     }
     drain(&pipe, &mut staged, &mut run, dev, &mut rng);

@@ -175,3 +175,47 @@ pub fn allocated_bytes_in(
     }
     Ok(total)
 }
+
+/// Runs this test binary's test `entry` as a child process with `envs`, lets it run for
+/// `kill_after`, SIGKILLs it and returns every line it printed on stdout, in order: the kill
+/// tests' harness (the child prints what it had acknowledged, the parent checks it survived).
+/// The child's stderr is discarded.
+///
+/// # Panics
+/// If the child cannot be started or waited for.
+pub fn run_child_until_killed(
+    entry: &str,
+    envs: &[(&str, String)],
+    kill_after: std::time::Duration,
+) -> Vec<String> {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut child = Command::new(exe)
+        .args(["--exact", entry, "--nocapture", "--test-threads=1"])
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the child test");
+    let stdout = child.stdout.take().expect("the child's stdout is piped");
+    let started = std::time::Instant::now();
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>()
+    });
+    while started.elapsed() < kill_after {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().expect("SIGKILL the child");
+    child.wait().expect("wait for the child");
+    reader.join().expect("the reader thread")
+}
+
+/// The numbers of the `acked N` lines among a child's output ([`run_child_until_killed`]).
+pub fn acked_numbers(lines: &[String]) -> Vec<u64> {
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("acked "))
+        .map(|n| n.parse().expect("acked lines carry a number"))
+        .collect()
+}

@@ -194,6 +194,11 @@ pub struct Options {
     #[cfg(feature = "failpoints")]
     #[doc(hidden)]
     pub panic_in_compaction_after: Option<u32>,
+    /// Test failpoint (feature `failpoints`): the leader of a group of several writers panics
+    /// before it publishes the group once this many groups have been appended.
+    #[cfg(feature = "failpoints")]
+    #[doc(hidden)]
+    pub panic_in_write_leader_after: Option<u64>,
 }
 
 impl Default for Options {
@@ -234,6 +239,8 @@ impl Default for Options {
             panic_in_flush_after: None,
             #[cfg(feature = "failpoints")]
             panic_in_compaction_after: None,
+            #[cfg(feature = "failpoints")]
+            panic_in_write_leader_after: None,
         }
     }
 }

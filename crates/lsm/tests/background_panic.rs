@@ -1,4 +1,5 @@
-//! A panic in a background thread stops the store (P5) and wakes everyone waiting for its work.
+//! A panic in a background thread, or in a write group's leader, stops the store (P5) and
+//! wakes everyone waiting for its work.
 //!
 //! Before: `shale bench --block_size=0` panicked in the flush thread, the thread ended quietly,
 //! and `flush()`, stalled writers and `close()` waited for it forever. Now each background
@@ -170,4 +171,69 @@ fn a_store_dropped_after_a_background_panic_does_not_hang() {
     let db = Db::open(dir.path(), Options::small_for_tests()).unwrap();
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
     db.close().unwrap();
+}
+
+/// A write group's leader that panics (a bug) stops the store as a background thread's panic
+/// does: every writer, in its group (told by the queue, or waiting for a parallel insert's
+/// publication), queued behind it, or waiting for a pipelined group's turn, gets `Stopped`
+/// instead of waiting forever, and a reopen finds every acknowledged write. Run with the
+/// leader inserting small groups, with batches big enough for parallel inserts, and with the
+/// WAL pipeline's loggers on.
+#[test]
+fn a_write_leader_panic_stops_the_store_and_wakes_every_writer() {
+    for (ops_per_batch, pipelined) in [(1, false), (40, false), (1, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = Options::small_for_tests();
+        o.panic_in_write_leader_after = Some(200);
+        o.adaptive_wal_loggers = !pipelined;
+        let db = Arc::new(Db::open(dir.path(), o).unwrap());
+        let writers: Vec<_> = (0..4u32)
+            .map(|w| {
+                let db = db.clone();
+                std::thread::spawn(move || {
+                    let mut acked = Vec::new();
+                    for n in 0.. {
+                        let mut b = shale_lsm::WriteBatch::new();
+                        for op in 0..ops_per_batch {
+                            let i = w * 10_000_000 + n * 100 + op;
+                            b.put(&key(i), &value(i));
+                        }
+                        let sync = n % 3 == 0;
+                        match db.write(&b, &shale_lsm::WriteOptions { sync }) {
+                            Ok(()) => acked.push(n),
+                            Err(e) => return (w, acked, e),
+                        }
+                    }
+                    unreachable!()
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for h in writers {
+            outcomes.push(within("a writer", move || h.join().unwrap()));
+        }
+        let ctx = format!("{ops_per_batch} ops a batch, pipelined {pipelined}");
+        for (_, _, e) in &outcomes {
+            // A writer the queue tells gets the store's reason; one waiting for a parallel
+            // insert's publication learns only that its leader panicked.
+            assert!(matches!(e, Error::Stopped(why) if why.contains("panicked")), "{ctx}: {e:?}");
+        }
+        let stopped = db.stats().stopped.unwrap_or_default();
+        assert!(stopped.contains("leader panicked") && stopped.contains("failpoint"), "{stopped}");
+        assert_stopped("put", db.put(b"late", b"x"), "leader panicked");
+        let db = Arc::into_inner(db).expect("every writer let go of the store");
+        assert_stopped("close", within("close", move || db.close()), "leader panicked");
+
+        let db = Db::open(dir.path(), Options::small_for_tests()).unwrap();
+        for (w, acked, _) in &outcomes {
+            for &n in acked {
+                for op in 0..ops_per_batch {
+                    let i = w * 10_000_000 + n * 100 + op;
+                    assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "{ctx}: key {i}");
+                }
+            }
+        }
+        db.check().unwrap();
+        db.close().unwrap();
+    }
 }

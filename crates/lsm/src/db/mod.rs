@@ -683,6 +683,17 @@ fn open_sst(
     Ok(Arc::new(SstHandle::new(m.clone(), reader, pool.clone(), cache.clone())))
 }
 
+/// Abandons a group's publication if dropped while its leader unwinds from a panic.
+struct AbandonOnPanic<'a>(&'a GroupSync);
+
+impl Drop for AbandonOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.abandon();
+        }
+    }
+}
+
 /// Where [`Inner::append_group`] left a group.
 enum Appended {
     /// In the WAL: each writer's first sequence number, the memtable, the last sequence.
@@ -730,13 +741,25 @@ impl Inner {
         match outcome {
             Outcome::Lead => {
                 self.timings.became_leader(joined);
-                self.lead_group(id, batch, opts.sync)
+                let led = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.lead_group(id, batch, opts.sync)
+                }));
+                led.unwrap_or_else(|panic| {
+                    Err(self.leader_panicked(id, panic_message(&*panic).to_string()))
+                })
             }
             Outcome::Insert { first_seq, mem, group } => {
                 insert_ops(batch.ops(), first_seq, &mem);
                 group.inserted();
-                group.wait_published();
-                Ok(())
+                if group.wait_published() {
+                    Ok(())
+                } else {
+                    // The store's stop reason may not be recorded yet: the leader's unwinding
+                    // abandons the group before its catch records the panic's message.
+                    Err(Error::Stopped(
+                        "the leader of this write's group panicked before publishing it".into(),
+                    ))
+                }
             }
             Outcome::Done => Ok(()),
             Outcome::Failed(e) => Err(e),
@@ -844,6 +867,8 @@ impl Inner {
             for (p, &first_seq) in group.iter().zip(firsts) {
                 insert_ops(record_ops(&p.record), first_seq, mem);
             }
+            #[cfg(feature = "failpoints")]
+            self.leader_failpoint(group.len());
             self.publish_last_seq(&mut self.state.lock(), last_seq);
             let outcomes = group.iter().map(|p| (p.id, Outcome::Done)).collect();
             self.writers.finish(id, outcomes);
@@ -851,6 +876,9 @@ impl Inner {
         }
         self.parallel_insert_groups.fetch_add(1, Ordering::Relaxed);
         let sync = GroupSync::new(group.len());
+        // Should this leader panic from here on, its writers waiting for the publication give
+        // up rather than wait forever.
+        let _abandon_on_panic = AbandonOnPanic(&sync);
         let outcomes = group
             .iter()
             .zip(firsts)
@@ -863,6 +891,8 @@ impl Inner {
         insert_ops(batch.ops(), firsts[0], mem);
         sync.inserted();
         sync.wait_inserted();
+        #[cfg(feature = "failpoints")]
+        self.leader_failpoint(group.len());
         self.publish_last_seq(&mut self.state.lock(), last_seq);
         sync.publish();
     }
@@ -874,13 +904,50 @@ impl Inner {
         self.writers.finish(id, outcomes);
     }
 
-    /// Stops the store after a WAL failure (P5), keeping the first reason.
+    /// Stops the store after a WAL failure (P5) or a leader's panic, keeping the first
+    /// reason.
     fn stop(&self, e: &Error) {
         let mut st = self.state.lock();
         if st.stopped.is_none() {
-            st.stopped = Some(format!("WAL write failed: {e}"));
+            st.stopped = Some(match e {
+                Error::Stopped(why) => why.clone(),
+                e => format!("WAL write failed: {e}"),
+            });
         }
         self.cv.notify_all();
+    }
+
+    /// A write group's leader panicked (a bug): as a background thread's panic does, it stops
+    /// the store instead of leaving every writer waiting for it. The writers of its group are
+    /// told `Stopped`, the leadership passes on (the next leader finds the store stopped), and
+    /// pipelined groups waiting for their turn give up. What the WAL holds is recovered by a
+    /// reopen, as after any stop.
+    fn leader_panicked(&self, leader_id: u64, why: String) -> Error {
+        let e = Error::Stopped(format!("a write group's leader panicked: {why}"));
+        self.stop(&e);
+        if let Some(p) = &self.pipeline {
+            p.abandon(&e.to_string());
+        }
+        self.writers.abandon(leader_id, || self.stopped_by_leader());
+        e
+    }
+
+    /// Panics where `Options::panic_in_write_leader_after` says, in a group of several
+    /// writers, so that others wait on it (tests only).
+    #[cfg(feature = "failpoints")]
+    fn leader_failpoint(&self, writers: usize) {
+        if let Some(after) = self.opts.panic_in_write_leader_after {
+            let groups = self.write_groups.load(Ordering::Relaxed);
+            if groups > after && writers > 1 {
+                panic!("failpoint: a write group's leader after {groups} groups");
+            }
+        }
+    }
+
+    /// The store's reason for stopping, as an error.
+    fn stopped_by_leader(&self) -> Error {
+        let why = self.state.lock().stopped.clone();
+        Error::Stopped(why.unwrap_or_else(|| "a write group's leader gave up".into()))
     }
 
     /// Waits until every pipelined group has published (the WAL lock held, so no new one

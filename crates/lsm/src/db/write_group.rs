@@ -41,7 +41,8 @@ pub(super) enum Outcome {
 /// Waits of one group: the leader for the inserts, the writers for the publication.
 pub(super) struct GroupSync {
     remaining: AtomicUsize,
-    published: Mutex<bool>,
+    /// `Some(true)` once published, `Some(false)` if the leader gave up (it panicked).
+    published: Mutex<Option<bool>>,
     cv: Condvar,
 }
 
@@ -49,7 +50,7 @@ impl GroupSync {
     pub fn new(writers: usize) -> Arc<GroupSync> {
         Arc::new(GroupSync {
             remaining: AtomicUsize::new(writers),
-            published: Mutex::new(false),
+            published: Mutex::new(None),
             cv: Condvar::new(),
         })
     }
@@ -72,14 +73,27 @@ impl GroupSync {
 
     /// The leader made the group visible.
     pub fn publish(&self) {
-        *self.published.lock() = true;
+        *self.published.lock() = Some(true);
         self.cv.notify_all();
     }
 
-    /// A writer waits until its write is visible (read-your-writes).
-    pub fn wait_published(&self) {
+    /// The leader will never publish the group (it panicked): its writers give up.
+    pub fn abandon(&self) {
         let mut g = self.published.lock();
-        while !*g {
+        if g.is_none() {
+            *g = Some(false);
+        }
+        self.cv.notify_all();
+    }
+
+    /// A writer waits until its write is visible (read-your-writes); `false` if the group
+    /// was abandoned instead.
+    pub fn wait_published(&self) -> bool {
+        let mut g = self.published.lock();
+        loop {
+            if let Some(published) = *g {
+                return published;
+            }
             self.cv.wait(&mut g);
         }
     }
@@ -116,9 +130,11 @@ impl Slot {
 struct QueueState {
     /// Queued writers, with their slots, the leader's included until it takes its group.
     waiting: VecDeque<(Pending, Arc<Slot>)>,
-    leader: bool,
-    /// Slots of writers taken into a group, until the leader hands them their outcomes.
-    grouped: HashMap<u64, Arc<Slot>>,
+    /// The writer leading now, if any.
+    leader: Option<u64>,
+    /// Slots of writers taken into a group, with their group's leader, until the leader
+    /// hands them their outcomes.
+    grouped: HashMap<u64, (u64, Arc<Slot>)>,
     next_id: u64,
 }
 
@@ -143,8 +159,8 @@ impl WriteQueue {
             let id = q.next_id;
             q.next_id += 1;
             q.waiting.push_back((Pending { id, record, ops, footprint, sync }, slot.clone()));
-            if !q.leader {
-                q.leader = true;
+            if q.leader.is_none() {
+                q.leader = Some(id);
                 return (id, Outcome::Lead);
             }
             id
@@ -156,7 +172,7 @@ impl WriteQueue {
     /// `cap` (always at least one: the leader itself is at the front).
     pub fn take_group(&self, cap: usize) -> Vec<Pending> {
         let mut q = self.state.lock();
-        let mut group = Vec::new();
+        let mut group: Vec<Pending> = Vec::new();
         let mut bytes = 0;
         while let Some((p, _)) = q.waiting.front() {
             if !group.is_empty() && bytes + p.footprint > cap {
@@ -164,7 +180,8 @@ impl WriteQueue {
             }
             bytes += p.footprint;
             let (p, slot) = q.waiting.pop_front().expect("front exists");
-            q.grouped.insert(p.id, slot);
+            let leader = group.first().map_or(p.id, |l| l.id);
+            q.grouped.insert(p.id, (leader, slot));
             group.push(p);
         }
         group
@@ -178,7 +195,7 @@ impl WriteQueue {
             outcomes
                 .into_iter()
                 .filter(|(id, _)| *id != leader_id)
-                .map(|(id, o)| (q.grouped.remove(&id).expect("a grouped writer"), o))
+                .map(|(id, o)| (q.grouped.remove(&id).expect("a grouped writer").1, o))
                 .collect()
         };
         for (slot, o) in slots {
@@ -186,17 +203,32 @@ impl WriteQueue {
         }
     }
 
+    /// The leader `leader_id` gave up (it panicked): each writer of its group still waiting is
+    /// told `failed()`, and the leadership passes on if it still held it.
+    pub fn abandon(&self, leader_id: u64, failed: impl Fn() -> Error) {
+        let (slots, leading) = {
+            let mut q = self.state.lock();
+            let ids: Vec<u64> =
+                q.grouped.iter().filter(|(_, (l, _))| *l == leader_id).map(|(id, _)| *id).collect();
+            let slots: Vec<Arc<Slot>> =
+                ids.iter().filter_map(|id| q.grouped.remove(id)).map(|(_, s)| s).collect();
+            (slots, q.leader == Some(leader_id))
+        };
+        for slot in slots {
+            slot.give(Outcome::Failed(failed()));
+        }
+        if leading {
+            self.pass_leadership();
+        }
+    }
+
     /// The leader is done: the next queued writer leads, or no one does.
     pub fn pass_leadership(&self) {
         let next = {
             let mut q = self.state.lock();
-            match q.waiting.front() {
-                Some((_, slot)) => Some(slot.clone()),
-                None => {
-                    q.leader = false;
-                    None
-                }
-            }
+            let front = q.waiting.front().map(|(p, slot)| (p.id, slot.clone()));
+            q.leader = front.as_ref().map(|(id, _)| *id);
+            front.map(|(_, slot)| slot)
         };
         if let Some(slot) = next {
             slot.give(Outcome::Lead);

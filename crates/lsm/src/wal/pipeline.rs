@@ -228,6 +228,14 @@ impl LogPipeline {
         self.turns.wait_idle().map_err(|why| Error::Stopped(format!("WAL write failed: {why}")))
     }
 
+    /// Every ticket not yet published fails with `why` (a leader panicked): no group waits
+    /// for a turn that may never come.
+    pub fn abandon(&self, why: &str) {
+        self.turns.fail_unpublished(why.to_string());
+        // Leaders waiting for a logger see the failure.
+        self.cv.notify_all();
+    }
+
     /// The counters.
     pub fn stats(&self) -> PipelineStats {
         self.loggers.lock().stats

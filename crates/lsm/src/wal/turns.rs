@@ -79,6 +79,12 @@ impl Turns {
         self.state.lock().published_below
     }
 
+    /// Fails every ticket not yet published (the store stopped for another reason).
+    pub fn fail_unpublished(&self, why: String) {
+        let below = self.state.lock().published_below;
+        self.failed(below, why);
+    }
+
     /// Whether some ticket failed.
     pub fn any_failed(&self) -> bool {
         self.state.lock().failed.is_some()

@@ -62,7 +62,7 @@ pub const LOGGERS_MAX: usize = 8;
 pub struct PipelineStats {
     /// Sync groups whose pages went through the pipeline.
     pub groups: u64,
-    /// Loggers allowed now (0: no pipelining).
+    /// Loggers allowed now (0: no pipelining), as of [`LogPipeline::stats`].
     pub loggers: usize,
     /// Times the number of loggers went up, and down.
     pub logger_increases: u64,
@@ -131,7 +131,7 @@ impl LogPipeline {
                 dwell: 0,
                 dwell_len: DWELL_PERIODS,
                 returned_to: None,
-                stats: PipelineStats { loggers: allowed, ..PipelineStats::default() },
+                stats: PipelineStats::default(),
             }),
             cv: Condvar::new(),
             max_loggers,
@@ -236,9 +236,10 @@ impl LogPipeline {
         self.cv.notify_all();
     }
 
-    /// The counters.
+    /// The counters, and the loggers allowed now.
     pub fn stats(&self) -> PipelineStats {
-        self.loggers.lock().stats
+        let lg = self.loggers.lock();
+        PipelineStats { loggers: lg.allowed, ..lg.stats }
     }
 
     /// Reconsiders the number of loggers once a period (see the module's comment).
@@ -293,7 +294,6 @@ impl LogPipeline {
             st.stats.logger_decreases += 1;
         }
         st.allowed = next;
-        st.stats.loggers = next;
     }
 }
 

@@ -467,14 +467,7 @@ impl WalWriter {
             if !records.is_empty() {
                 self.synced_pages[active.group as usize] = self.synced_through;
             }
-            if !self.page.is_empty() {
-                // The page holds synced data now: never rewrite it.
-                self.prev_crc = self.page_written_crc.expect("the partial page was written");
-                self.next_page += 1;
-                self.page = PageBuf::new();
-                self.page_written_crc = None;
-                self.page_tail_end = None;
-            }
+            self.close_synced_page();
         }
         Ok(())
     }
@@ -533,14 +526,23 @@ impl WalWriter {
         packed?;
         self.synced_pages[active.group as usize] =
             self.next_page + u32::from(!self.page.is_empty());
-        if !self.page.is_empty() {
-            // The page holds synced data once the pipeline wrote it: never rewrite it.
-            self.prev_crc = self.page_written_crc.expect("the partial page was staged");
-            self.next_page += 1;
-            self.page = PageBuf::new();
-            self.page_written_crc = None;
-        }
+        // Once the pipeline wrote it, the page holds synced data.
+        self.close_synced_page();
         Ok(Some(staged))
+    }
+
+    /// After a sync append (or its staging): the partial page, if any, holds synced data and
+    /// is never rewritten (a torn rewrite would destroy acknowledged records); the next
+    /// records start a new page.
+    fn close_synced_page(&mut self) {
+        if self.page.is_empty() {
+            return;
+        }
+        self.prev_crc = self.page_written_crc.expect("the partial page was written");
+        self.next_page += 1;
+        self.page = PageBuf::new();
+        self.page_written_crc = None;
+        self.page_tail_end = None;
     }
 
     /// The pages just staged belong to the pipeline's ticket `ticket`.

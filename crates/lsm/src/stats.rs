@@ -118,14 +118,17 @@ pub struct Stats {
     /// Groups whose writers inserted their own batches into the memtable in parallel (the
     /// others' leaders inserted every batch themselves).
     pub parallel_insert_groups: u64,
-    /// Leaders woken to lead because the previous leader passed the leadership on, and the
-    /// microseconds from each pass to the new leader running, summed: the hand-offs of group
-    /// commit.
+    /// Hand-offs of group commit seen (a leader woken because the previous leader passed the
+    /// leadership on), and the microseconds from each pass to the new leader running, summed:
+    /// sampled (one write in 16 of each thread watches for one, `db/write_timing.rs`), so
+    /// their ratio is the average hand-off.
     pub write_leader_handoffs: u64,
     pub write_leader_handoff_micros: u64,
-    /// Microseconds leaders led groups (from taking the lead to passing it on), summed.
+    /// Microseconds leaders led groups (from taking the lead to passing it on), summed:
+    /// estimated from one group in 16.
     pub write_group_micros: u64,
-    /// Microseconds of WAL appends (pipelined groups: of their page writes), summed.
+    /// Microseconds of WAL appends (pipelined groups: of their page writes), summed:
+    /// estimated from one append in 16.
     pub wal_append_micros: u64,
     /// Sync groups whose WAL pages the pipeline wrote, durable writes of several groups in
     /// flight at once (`wal/pipeline.rs`); the other groups appended with the WAL lock held.

@@ -789,7 +789,7 @@ impl Inner {
     fn lead_group(&self, id: u64, batch: &WriteBatch, sync: bool) -> Result<()> {
         // A sync leader takes its logger first: writers queue behind it meanwhile and join
         // its group (`LogPipeline::acquire`).
-        let led_since = self.timings.joining();
+        let led_since = self.timings.leading();
         let logger = match &self.pipeline {
             Some(p) if sync => p.acquire(),
             _ => None,
@@ -834,7 +834,7 @@ impl Inner {
         (logger, pages, ticket): (Option<Logger<'_>>, Vec<(u64, AlignedBuf)>, u64),
     ) -> Result<()> {
         let pipeline = self.pipeline.as_ref().expect("staged without a pipeline");
-        let writing = Instant::now();
+        let writing = self.timings.appending();
         pipeline.write(logger, ticket, pages);
         self.timings.appended(writing);
         if let Err(e) = pipeline.wait_turn(ticket) {
@@ -1007,7 +1007,7 @@ impl Inner {
                 Ok(Some(pages)) => break Some(pages),
                 Ok(None) => {
                     self.drain_pipeline(wal)?;
-                    let appending = Instant::now();
+                    let appending = self.timings.appending();
                     let appended = wal.append(&records, sync);
                     self.timings.appended(appending);
                     appended

@@ -55,11 +55,17 @@ pub fn format_header(data: &[u8]) {
         HeaderCopy::Valid(header) => {
             let encoded = header.encode();
             assert_eq!(encoded.len(), HEADER_BYTES);
-            // Every field after the checksum, up to the reserved bytes, must come back as read.
-            // The reserved bytes [96, 128) are not checked by the decoder, so the checksum and
-            // the reserved bytes match the input only when the input's reserved bytes are zero.
-            assert!(encoded[12..96] == data[12..96], "re-encoded header fields differ: {header:?}");
-            if data[96..HEADER_BYTES].iter().all(|&b| b == 0) {
+            // Every field after the checksum, up to the reserved bytes, must come back as read:
+            // bytes [12, 96), and in format 2 the role and partner id [96, 116) too. The
+            // reserved bytes after them (format 1: [96, 128), format 2: [116, 128)) are not
+            // checked by the decoder, so the checksum and the reserved bytes match the input
+            // only when the input's reserved bytes are zero.
+            let fields = if header.format_version >= 2 { 116 } else { 96 };
+            assert!(
+                encoded[12..fields] == data[12..fields],
+                "re-encoded header fields differ: {header:?}"
+            );
+            if data[fields..HEADER_BYTES].iter().all(|&b| b == 0) {
                 assert!(encoded == data[..HEADER_BYTES], "re-encoded header differs: {header:?}");
             }
             assert_eq!(Header::decode(&encoded), HeaderCopy::Valid(header));
@@ -203,21 +209,23 @@ pub fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     use shale_space::Extent;
     use shale_space::log_object::ObjectKind;
     let base = BaseRecord {
-        extents: vec![Extent { first: 0, count: 2 }, Extent { first: 7, count: 1 }],
+        extents: vec![Extent::fast(0, 2), Extent::fast(7, 1)],
         engine: b"levels".to_vec(),
     };
     let delta = DeltaRecord {
-        removed: vec![Extent { first: 0, count: 2 }],
-        added: vec![Extent { first: 9, count: 3 }],
+        removed: vec![Extent::fast(0, 2)],
+        added: vec![Extent::fast(9, 3)],
         engine: b"L0 +sst".to_vec(),
     };
     let object =
         |kind, payload: Vec<u8>, sector| LogObject { kind, lsn: 7, sn: 3, payload }.encode(sector);
     let header = Header {
-        format_version: FORMAT_VERSION,
+        format_version: shale_space::header::FORMAT_VERSION_SINGLE,
         volume_id: *b"0123456789abcdef",
         layout: shale_space::Layout::new(&scan_layout(), 4096),
         created_unix_secs: 1_800_000_000,
+        role: shale_space::Role::Single,
+        partner_id: [0; 16],
     };
     let template = scan_template();
     // The mirror A anchor sector, as a scan input: rewriting it unchanged must open fine.

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::tier::Tier;
 use crate::version_record::Extent;
 
 /// Counts of the slot map, for statistics and `shale inspect`.
@@ -71,6 +72,8 @@ impl Runs {
 /// The slot map of one volume.
 #[derive(Clone, Debug)]
 pub(crate) struct Allocator {
+    /// The tier whose slots these are: every extent handed out names it.
+    tier: Tier,
     total: u32,
     free: Runs,
     live: Runs,
@@ -83,8 +86,9 @@ impl Allocator {
     ///
     /// # Errors
     /// A description of the first extent that overlaps another or lies past the last slot.
-    pub(crate) fn rebuild(total: u32, live: &[Extent]) -> Result<Allocator, String> {
+    pub(crate) fn rebuild(tier: Tier, total: u32, live: &[Extent]) -> Result<Allocator, String> {
         let mut map = Allocator {
+            tier,
             total,
             free: Runs::default(),
             live: Runs::default(),
@@ -92,6 +96,9 @@ impl Allocator {
             cursor: 0,
         };
         for &e in live {
+            if e.tier != tier {
+                return Err(format!("extent {e:?} is not on the {} tier", tier.name()));
+            }
             if e.count == 0 || e.end() > u64::from(total) {
                 return Err(format!("extent {e:?} lies past the volume's {total} slots"));
             }
@@ -124,15 +131,17 @@ impl Allocator {
             if u64::from(s) > at {
                 let gap_end = u64::from(s).min(u64::from(to));
                 if gap_end > at {
-                    self.free
-                        .insert_merged(Extent { first: at as u32, count: (gap_end - at) as u32 });
+                    self.free.insert_merged(Extent::on(
+                        self.tier,
+                        at as u32,
+                        (gap_end - at) as u32,
+                    ));
                 }
             }
             at = at.max(end);
         }
         if u64::from(to) > at {
-            self.free
-                .insert_merged(Extent { first: at as u32, count: (u64::from(to) - at) as u32 });
+            self.free.insert_merged(Extent::on(self.tier, at as u32, (u64::from(to) - at) as u32));
         }
     }
 
@@ -152,7 +161,7 @@ impl Allocator {
         if run > count {
             self.free.0.insert(first + count, run - count);
         }
-        let e = Extent { first, count };
+        let e = Extent::on(self.tier, first, count);
         self.pending.0.insert(first, count);
         self.cursor = if e.end() >= u64::from(self.total) { 0 } else { e.end() as u32 };
         Some(e)
@@ -178,9 +187,9 @@ impl Allocator {
         assert!((1..=e.count).contains(&keep), "shrink of {e:?} to {keep} slots");
         if keep < e.count {
             self.pending.0.insert(e.first, keep);
-            self.free.insert_merged(Extent { first: e.first + keep, count: e.count - keep });
+            self.free.insert_merged(Extent::on(self.tier, e.first + keep, e.count - keep));
         }
-        Extent { first: e.first, count: keep }
+        Extent::on(self.tier, e.first, keep)
     }
 
     /// Checks that an edit may be committed: every added extent is pending, every removed one
@@ -255,11 +264,11 @@ impl Allocator {
     /// Live extents, sorted by first slot.
     /// The free runs, in slot order.
     pub(crate) fn free_extents(&self) -> Vec<Extent> {
-        self.free.0.iter().map(|(&first, &count)| Extent { first, count }).collect()
+        self.free.0.iter().map(|(&first, &count)| Extent::on(self.tier, first, count)).collect()
     }
 
     pub(crate) fn live_extents(&self) -> Vec<Extent> {
-        self.live.0.iter().map(|(&first, &count)| Extent { first, count }).collect()
+        self.live.0.iter().map(|(&first, &count)| Extent::on(self.tier, first, count)).collect()
     }
 
     /// Counts.
@@ -315,22 +324,22 @@ mod tests {
     use super::*;
 
     fn ext(first: u32, count: u32) -> Extent {
-        Extent { first, count }
+        Extent::fast(first, count)
     }
 
     #[test]
     fn rebuild_frees_the_gaps() {
-        let a = Allocator::rebuild(10, &[ext(2, 3), ext(7, 1)]).unwrap();
+        let a = Allocator::rebuild(Tier::Fast, 10, &[ext(2, 3), ext(7, 1)]).unwrap();
         a.check().unwrap();
         let u = a.usage();
         assert_eq!((u.live, u.free, u.free_runs, u.largest_free_run), (4, 6, 3, 2));
-        assert!(Allocator::rebuild(10, &[ext(2, 3), ext(4, 1)]).is_err());
-        assert!(Allocator::rebuild(10, &[ext(9, 2)]).is_err());
+        assert!(Allocator::rebuild(Tier::Fast, 10, &[ext(2, 3), ext(4, 1)]).is_err());
+        assert!(Allocator::rebuild(Tier::Fast, 10, &[ext(9, 2)]).is_err());
     }
 
     #[test]
     fn next_fit_wraps_and_reports_full() {
-        let mut a = Allocator::rebuild(8, &[]).unwrap();
+        let mut a = Allocator::rebuild(Tier::Fast, 8, &[]).unwrap();
         assert_eq!(a.allocate(3), Some(ext(0, 3)));
         assert_eq!(a.allocate(3), Some(ext(3, 3)));
         a.release(ext(0, 3));
@@ -343,7 +352,7 @@ mod tests {
 
     #[test]
     fn freed_slots_merge_and_are_reused_only_after_commit() {
-        let mut a = Allocator::rebuild(6, &[]).unwrap();
+        let mut a = Allocator::rebuild(Tier::Fast, 6, &[]).unwrap();
         let x = a.allocate(2).unwrap();
         let y = a.allocate(2).unwrap();
         a.validate_edit(&[], &[x, y]).unwrap();
@@ -358,7 +367,7 @@ mod tests {
 
     #[test]
     fn bad_edits_are_refused() {
-        let mut a = Allocator::rebuild(6, &[ext(0, 1)]).unwrap();
+        let mut a = Allocator::rebuild(Tier::Fast, 6, &[ext(0, 1)]).unwrap();
         let p = a.allocate(1).unwrap();
         assert!(a.validate_edit(&[], &[ext(4, 1)]).is_err(), "never allocated");
         assert!(a.validate_edit(&[ext(5, 1)], &[]).is_err(), "not live");
@@ -368,7 +377,7 @@ mod tests {
 
     #[test]
     fn held_extents_are_neither_free_nor_live_until_released() {
-        let mut a = Allocator::rebuild(6, &[ext(0, 2), ext(2, 2)]).unwrap();
+        let mut a = Allocator::rebuild(Tier::Fast, 6, &[ext(0, 2), ext(2, 2)]).unwrap();
         a.apply_edit(&[ext(0, 2)], &[]);
         a.hold(&[ext(0, 2)]);
         a.check().unwrap();
@@ -382,7 +391,7 @@ mod tests {
 
     #[test]
     fn shrink_frees_the_tail_and_keeps_the_head_pending() {
-        let mut a = Allocator::rebuild(10, &[ext(8, 2)]).unwrap();
+        let mut a = Allocator::rebuild(Tier::Fast, 10, &[ext(8, 2)]).unwrap();
         let e = a.allocate(6).unwrap();
         assert_eq!(a.shrink(e, 6), e, "keeping every slot changes nothing");
         let kept = a.shrink(e, 2);
@@ -400,13 +409,13 @@ mod tests {
     #[test]
     #[should_panic(expected = "not pending")]
     fn shrink_of_a_live_extent_is_a_bug() {
-        let mut a = Allocator::rebuild(4, &[ext(0, 4)]).unwrap();
+        let mut a = Allocator::rebuild(Tier::Fast, 4, &[ext(0, 4)]).unwrap();
         a.shrink(ext(0, 4), 1);
     }
 
     #[test]
     fn grow_adds_free_slots() {
-        let mut a = Allocator::rebuild(4, &[ext(0, 4)]).unwrap();
+        let mut a = Allocator::rebuild(Tier::Fast, 4, &[ext(0, 4)]).unwrap();
         assert_eq!(a.allocate(1), None);
         a.grow(10);
         a.check().unwrap();

@@ -38,6 +38,10 @@ pub enum Error {
     /// The volume was opened read-only ([`crate::Volume::open_read_only`]): it allocates
     /// and commits nothing.
     ReadOnly(String),
+    /// The volumes given do not form one store: a tiered store opened without its capacity
+    /// volume, with another store's, with a blank one in place of one that holds data, or a
+    /// capacity volume given as the fast one. Nothing was written.
+    Tiers(String),
 }
 
 impl fmt::Display for Error {
@@ -56,6 +60,7 @@ impl fmt::Display for Error {
             Error::NoSpace(s) => write!(f, "no space: {s}"),
             Error::Stopped(s) => write!(f, "volume stopped after a failed write ({s}); reopen it"),
             Error::ReadOnly(s) => write!(f, "volume opened read-only: {s}"),
+            Error::Tiers(s) => write!(f, "volumes do not form one store: {s}; nothing was written"),
         }
     }
 }

@@ -20,18 +20,26 @@
 //! 72     8    slot offset              u64, slot 0
 //! 80     8    slot bytes               u64
 //! 88     8    created                  u64, seconds since the Unix epoch
-//! 96     32   reserved                 zero
+//! 96     4    role                     u32 (format 2): 0 single, 1 fast, 2 capacity (`Role`)
+//! 100    16   partner volume id        (format 2) fast: its capacity volume's id;
+//!                                      capacity: its fast volume's id
+//! 116    12   reserved                 zero
 //! 128    ..   zero to the sector's end (not covered by the checksum)
 //! ```
-//! All integers are little-endian.
+//! All integers are little-endian. Format 1 has zeros at 96..128 and is a single volume; a
+//! volume of a tiered store is written as format 2 (so a shale that predates tiers refuses it
+//! as newer rather than opening half a store), a single volume still as format 1.
 
 use crate::codec::{PutLe, le_u32, le_u64};
 use crate::layout::Layout;
+use crate::tier::Role;
 
 /// First bytes of every header copy.
 pub const HEADER_MAGIC: &[u8; 8] = b"SHALEVOL";
 /// The newest format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The format version of a single volume (no tiers), which every shale reads.
+pub const FORMAT_VERSION_SINGLE: u32 = 1;
 /// Bytes of a header covered by its checksum, from the start of the copy.
 pub const HEADER_BYTES: usize = 128;
 
@@ -46,6 +54,17 @@ pub struct Header {
     pub layout: Layout,
     /// Creation time, seconds since the Unix epoch.
     pub created_unix_secs: u64,
+    /// What the volume is in its store.
+    pub role: Role,
+    /// The other volume of a tiered store (zero for a single volume).
+    pub partner_id: [u8; 16],
+}
+
+impl Header {
+    /// The format version a header of `role` is written with.
+    pub fn format_for(role: Role) -> u32 {
+        if role == Role::Single { FORMAT_VERSION_SINGLE } else { FORMAT_VERSION }
+    }
 }
 
 /// What one header copy turned out to be.
@@ -85,6 +104,10 @@ impl Header {
         ] {
             b.put_u64(v);
         }
+        if self.format_version >= 2 {
+            b.put_u32(self.role.code());
+            b.extend_from_slice(&self.partner_id);
+        }
         b.resize(HEADER_BYTES, 0);
         let crc = crc32c::crc32c(&b[12..HEADER_BYTES]);
         b[8..12].copy_from_slice(&crc.to_le_bytes());
@@ -118,11 +141,21 @@ impl Header {
         if !layout.is_consistent() || le_u32(b, 20) != 0 {
             return HeaderCopy::Damaged;
         }
+        let (role, partner_id) = if format_version >= 2 {
+            match Role::from_code(le_u32(b, 96)) {
+                Some(role) => (role, b[100..116].try_into().unwrap()),
+                None => return HeaderCopy::Damaged,
+            }
+        } else {
+            (Role::Single, [0; 16])
+        };
         HeaderCopy::Valid(Header {
             format_version,
             volume_id: b[24..40].try_into().unwrap(),
             layout,
             created_unix_secs: le_u64(b, 88),
+            role,
+            partner_id,
         })
     }
 }
@@ -134,10 +167,21 @@ mod tests {
 
     fn sample() -> Header {
         Header {
-            format_version: FORMAT_VERSION,
+            format_version: FORMAT_VERSION_SINGLE,
             volume_id: *b"0123456789abcdef",
             layout: Layout::new(&LayoutOptions::default(), 4096),
             created_unix_secs: 1_800_000_000,
+            role: Role::Single,
+            partner_id: [0; 16],
+        }
+    }
+
+    fn tiered(role: Role) -> Header {
+        Header {
+            format_version: Header::format_for(role),
+            role,
+            partner_id: *b"fedcba9876543210",
+            ..sample()
         }
     }
 
@@ -145,19 +189,43 @@ mod tests {
     fn round_trip() {
         let h = sample();
         assert_eq!(Header::decode(&h.encode()), HeaderCopy::Valid(h));
+        for role in [Role::Fast, Role::Capacity] {
+            let h = tiered(role);
+            assert_eq!(h.format_version, 2);
+            assert_eq!(Header::decode(&h.encode()), HeaderCopy::Valid(h));
+        }
+    }
+
+    /// A single volume is written exactly as before tiers (format 1, zeros past byte 96), so
+    /// a shale that predates tiers still opens it.
+    #[test]
+    fn a_single_volume_keeps_format_one() {
+        let enc = sample().encode();
+        assert_eq!(le_u32(&enc, 12), 1);
+        assert!(enc[96..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn an_unknown_role_is_damaged() {
+        let mut enc = tiered(Role::Fast).encode();
+        enc[96..100].copy_from_slice(&7u32.to_le_bytes());
+        let crc = crc32c::crc32c(&enc[12..HEADER_BYTES]);
+        enc[8..12].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(Header::decode(&enc), HeaderCopy::Damaged);
     }
 
     #[test]
     fn every_flipped_byte_is_caught() {
-        let enc = sample().encode();
-        for i in 0..HEADER_BYTES {
-            let mut b = enc.clone();
-            b[i] ^= 0x10;
-            let got = Header::decode(&b);
-            assert!(
-                matches!(got, HeaderCopy::Damaged | HeaderCopy::Foreign | HeaderCopy::Newer(_)),
-                "flip at {i} gave {got:?}"
-            );
+        for enc in [sample().encode(), tiered(Role::Capacity).encode()] {
+            for i in 0..HEADER_BYTES {
+                let mut b = enc.clone();
+                b[i] ^= 0x10;
+                let got = Header::decode(&b);
+                assert!(
+                    matches!(got, HeaderCopy::Damaged | HeaderCopy::Foreign | HeaderCopy::Newer(_)),
+                    "flip at {i} gave {got:?}"
+                );
+            }
         }
     }
 
@@ -187,7 +255,7 @@ mod tests {
         ext4ish[56] = 0x53;
         assert_eq!(Header::decode(&ext4ish), HeaderCopy::Foreign);
         let mut newer = enc.clone();
-        newer[12..16].copy_from_slice(&2u32.to_le_bytes());
-        assert_eq!(Header::decode(&newer), HeaderCopy::Newer(2));
+        newer[12..16].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+        assert_eq!(Header::decode(&newer), HeaderCopy::Newer(FORMAT_VERSION + 1));
     }
 }

@@ -19,6 +19,15 @@
 //!
 //! A failed version-log write stops the volume: later commits answer `Stopped` until it is
 //! reopened, because what reached the media after a failed write cannot be known (P5).
+//!
+//! A tiered store ([`Volume::open_tiered`]) is one `Volume` over two devices: the fast one
+//! holds the version log, the WAL area and slots, the capacity one slots only (`tier`'s
+//! module comment). Creation writes the fast volume whole (naming the capacity volume's id in
+//! its header), then the capacity volume's header (naming the fast one's): a crash between
+//! leaves a fast volume whose capacity volume is still blank, and since its committed version
+//! then holds no capacity extent, the next open finishes the creation. Any other mismatch (no
+//! capacity volume given, a blank one where extents live, another store's, the two swapped)
+//! is refused with [`Error::Tiers`] before anything is written.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -27,10 +36,11 @@ use parking_lot::Mutex;
 use shale_io::{AlignedBuf, DeviceRef, QueueExt, QueueOptions};
 
 use crate::allocator::{Allocator, SlotUsage};
-use crate::counters::{ClassSnapshot, IoClass, IoCounters, VolumeQueue};
+use crate::counters::{ClassSnapshot, IoClass, IoCounters, LazyLane, VolumeQueue};
 use crate::error::{Error, Result};
 use crate::header::{FORMAT_VERSION, Header, HeaderCopy};
-use crate::layout::{AREA_ALIGN, HEADER_AREA_BYTES, Layout, LayoutOptions};
+use crate::layout::{AREA_ALIGN, HEADER_AREA_BYTES, Layout, LayoutOptions, VERSION_LOG_BYTES_MIN};
+use crate::tier::{Role, Tier};
 use crate::version_log::{LogState, VersionLog, Versions};
 use crate::version_record::{BaseRecord, DeltaRecord, Extent};
 
@@ -113,29 +123,45 @@ pub struct Opened {
 
 struct Inner {
     log: VersionLog,
-    slots: Allocator,
+    /// The slot map of each tier, by tier index.
+    slots: Vec<Allocator>,
     stopped: Option<String>,
 }
 
-/// An open volume. Cheap to share behind an `Arc`; commits and allocations serialise on one
-/// lock, data I/O goes through queues from [`Volume::queue`] without it.
-pub struct Volume {
+/// One tier's device, as the volume holds it.
+struct TierDevice {
     device: DeviceRef,
     header: Header,
+    counters: Arc<IoCounters>,
+}
+
+/// An open volume: a store's space, on one device or, tiered, on a fast and a capacity
+/// device. Cheap to share behind an `Arc`; commits and allocations serialise on one lock,
+/// data I/O goes through queues from [`Volume::queue`] without it.
+pub struct Volume {
+    /// By tier index: the fast device, and the capacity device of a tiered store.
+    tiers: Vec<TierDevice>,
     /// Opened by [`Volume::open_read_only`]: allocations and commits are refused.
     read_only: bool,
-    counters: Arc<IoCounters>,
     grow_slots_min: u32,
     inner: Mutex<Inner>,
 }
 
 impl std::fmt::Debug for Volume {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Volume")
-            .field("device", &self.device)
-            .field("header", &self.header)
-            .finish()
+        let mut d = f.debug_struct("Volume");
+        d.field("device", &self.tiers[0].device).field("header", &self.tiers[0].header);
+        if let Some(c) = self.tiers.get(1) {
+            d.field("capacity_device", &c.device).field("capacity_header", &c.header);
+        }
+        d.finish()
     }
+}
+
+/// What the capacity device of a tiered open turned out to be.
+enum CapacityCopy {
+    Valid(Header),
+    Blank,
 }
 
 /// Queue depth of the volume's own version-log queue: two mirror writes in flight.
@@ -149,10 +175,49 @@ impl Volume {
     /// [`Error::Foreign`] for a device holding something else, [`Error::NewerFormat`] for a
     /// volume of a newer shale, [`Error::Corruption`] for a damaged header or version log,
     /// [`Error::InvalidArgument`] for bad options or a device too small for the layout,
+    /// [`Error::Tiers`] for the fast or capacity volume of a tiered store,
     /// [`Error::Io`] for device errors. Nothing is written to the device in any error case
     /// except a failed creation of a blank device.
     pub fn open(device: DeviceRef, opts: &VolumeOptions) -> Result<Opened> {
-        Self::open_as(device, opts, false)
+        Self::open_as(device, None, opts, false)
+    }
+
+    /// Opens a tiered store over `fast` (version log, WAL area, slots) and `capacity`
+    /// (slots), creating both when both are blank and the options allow it. The capacity
+    /// volume gets the fast volume's slot size.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shale_io::MemoryDevice;
+    /// use shale_space::{Edit, Error, Tier, Volume, VolumeOptions};
+    ///
+    /// let fast = Arc::new(MemoryDevice::new(8 << 20, 4096)?);
+    /// let capacity = Arc::new(MemoryDevice::new(16 << 20, 4096)?);
+    /// let opts = VolumeOptions::small_for_tests();
+    /// let volume = Volume::open_tiered(fast.clone(), capacity.clone(), &opts)?.volume;
+    /// let e = volume.allocate_on(Tier::Capacity, 2)?;
+    /// volume.commit(&Edit { added: vec![e], ..Edit::default() }, &mut Vec::new)?;
+    /// drop(volume);
+    ///
+    /// let reopened = Volume::open_tiered(fast.clone(), capacity, &opts)?.volume;
+    /// assert_eq!(reopened.live_extents(), vec![e]);
+    /// drop(reopened);
+    /// // Without its capacity volume, the store is refused.
+    /// assert!(matches!(Volume::open(fast, &opts), Err(Error::Tiers(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Volume::open`]; [`Error::Tiers`] when the two devices are not one store's fast
+    /// and capacity volumes (a single volume, another store's capacity volume, the two
+    /// swapped, a blank capacity device where the store has extents, a capacity device that
+    /// holds data while the fast one is blank).
+    pub fn open_tiered(
+        fast: DeviceRef,
+        capacity: DeviceRef,
+        opts: &VolumeOptions,
+    ) -> Result<Opened> {
+        Self::open_as(fast, Some(capacity), opts, false)
     }
 
     /// Opens the volume on `device` without writing to it: a blank device is refused rather
@@ -163,10 +228,29 @@ impl Volume {
     /// # Errors
     /// As [`Volume::open`]; [`Error::Foreign`] for a blank device.
     pub fn open_read_only(device: DeviceRef, opts: &VolumeOptions) -> Result<Opened> {
-        Self::open_as(device, opts, true)
+        Self::open_as(device, None, opts, true)
     }
 
-    fn open_as(device: DeviceRef, opts: &VolumeOptions, read_only: bool) -> Result<Opened> {
+    /// [`Volume::open_tiered`] without writing anything, as [`Volume::open_read_only`].
+    ///
+    /// # Errors
+    /// As [`Volume::open_tiered`]; [`Error::Foreign`] for a blank fast device, and
+    /// [`Error::Tiers`] for a blank capacity device.
+    pub fn open_tiered_read_only(
+        fast: DeviceRef,
+        capacity: DeviceRef,
+        opts: &VolumeOptions,
+    ) -> Result<Opened> {
+        Self::open_as(fast, Some(capacity), opts, true)
+    }
+
+    /// Reads both header copies of `device`: the valid header, or `None` for a blank device
+    /// (or one whose creation was torn before either copy was complete).
+    pub(crate) fn read_header(
+        device: &DeviceRef,
+        read_only: bool,
+        opts: &VolumeOptions,
+    ) -> Result<Option<Header>> {
         let info = device.info();
         if info.capacity < HEADER_AREA_BYTES {
             return Err(Error::InvalidArgument(format!(
@@ -176,14 +260,14 @@ impl Volume {
             )));
         }
         let counters = Arc::new(IoCounters::default());
-        let mut q = Self::raw_queue(&device, IoClass::Header, 0..HEADER_AREA_BYTES, &counters)?;
+        let mut q = Self::raw_queue(device, IoClass::Header, 0..HEADER_AREA_BYTES, &counters)?;
         let area = q.read_at(0, HEADER_AREA_BYTES as usize)?;
         let half = AREA_ALIGN as usize;
         let copies = [Header::decode(&area[..half]), Header::decode(&area[half..])];
-        let header = match copies {
-            [HeaderCopy::Valid(h), _] | [_, HeaderCopy::Valid(h)] => h,
+        match copies {
+            [HeaderCopy::Valid(h), _] | [_, HeaderCopy::Valid(h)] => Ok(Some(h)),
             [HeaderCopy::Newer(found), _] | [_, HeaderCopy::Newer(found)] => {
-                return Err(Error::NewerFormat { found, supported: FORMAT_VERSION });
+                Err(Error::NewerFormat { found, supported: FORMAT_VERSION })
             }
             // Both blank, or one torn by a crash during creation while the other was still
             // blank: a finished volume always has two valid copies, so either way no volume
@@ -200,20 +284,67 @@ impl Volume {
                         why: "the device is blank and creating a volume was not allowed".into(),
                     });
                 }
-                return Self::create(device, opts, counters);
+                Ok(None)
             }
             [HeaderCopy::Damaged, HeaderCopy::Damaged] => {
-                return Err(Error::corruption("format header, both copies", 0));
+                Err(Error::corruption("format header, both copies", 0))
             }
-            _ => {
-                return Err(Error::Foreign {
-                    why:
-                        "its first 8 KiB hold data that is not a shale header; nothing was written"
-                            .into(),
-                });
+            _ => Err(Error::Foreign {
+                why: "its first 8 KiB hold data that is not a shale header; nothing was written"
+                    .into(),
+            }),
+        }
+    }
+
+    fn open_as(
+        device: DeviceRef,
+        capacity: Option<DeviceRef>,
+        opts: &VolumeOptions,
+        read_only: bool,
+    ) -> Result<Opened> {
+        // The capacity device's header is read as if creation were allowed: a blank one is
+        // judged below, against what the fast volume says.
+        let lenient = VolumeOptions { create_if_blank: true, ..opts.clone() };
+        let capacity = match capacity {
+            Some(c) => {
+                let copy = match Self::read_header(&c, false, &lenient)? {
+                    Some(h) => CapacityCopy::Valid(h),
+                    None => CapacityCopy::Blank,
+                };
+                Some((c, copy))
             }
+            None => None,
         };
-        Self::recover(device, header, opts, counters, read_only)
+        let Some(header) = Self::read_header(&device, read_only, opts)? else {
+            if let Some((_, CapacityCopy::Valid(h))) = &capacity {
+                return Err(Error::Tiers(format!(
+                    "the fast device is blank but the capacity device holds the {} volume {} \
+                     (of store {}): a new store needs a blank capacity device",
+                    h.role.name(),
+                    hex(&h.volume_id),
+                    hex(&h.partner_id)
+                )));
+            }
+            return Self::create(device, capacity.map(|(c, _)| c), opts);
+        };
+        match (header.role, &capacity) {
+            (Role::Capacity, _) => Err(Error::Tiers(format!(
+                "volume {} is the capacity volume of store {}: open the store by its fast volume",
+                hex(&header.volume_id),
+                hex(&header.partner_id)
+            ))),
+            (Role::Single, Some(_)) => Err(Error::Tiers(format!(
+                "store {} was created without a capacity volume (tiers are chosen when a store \
+                 is created)",
+                hex(&header.volume_id)
+            ))),
+            (Role::Fast, None) => Err(Error::Tiers(format!(
+                "store {} keeps SSTs on its capacity volume {}: open it with that volume too",
+                hex(&header.volume_id),
+                hex(&header.partner_id)
+            ))),
+            _ => Self::recover(device, header, capacity, opts, read_only),
+        }
     }
 
     fn raw_queue(
@@ -227,10 +358,12 @@ impl Volume {
         Ok(VolumeQueue::new(inner, class, area, counters.clone()))
     }
 
+    /// Creates a volume on the blank `device`, and a tiered store's capacity volume on the
+    /// blank `capacity` after it (see the module comment for the order).
     fn create(
         device: DeviceRef,
+        capacity: Option<DeviceRef>,
         opts: &VolumeOptions,
-        counters: Arc<IoCounters>,
     ) -> Result<Opened> {
         opts.layout.validate()?;
         let info = device.info();
@@ -242,15 +375,40 @@ impl Volume {
                 info.capacity, layout.slot_offset
             )));
         }
-        let header = Header {
-            format_version: FORMAT_VERSION,
-            volume_id: new_volume_id(),
-            layout,
-            created_unix_secs: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let fast_id = new_volume_id();
+        // Everything about the capacity volume is checked before the fast one is written.
+        let capacity_header = match &capacity {
+            Some(c) => {
+                let cap_layout = capacity_layout(layout.slot_bytes, c.info().block_size);
+                if cap_layout.slot_count(c.info().capacity) == 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "capacity device of {} bytes has no room for a slot of {} bytes",
+                        c.info().capacity,
+                        layout.slot_bytes
+                    )));
+                }
+                Some(Header {
+                    format_version: FORMAT_VERSION,
+                    volume_id: new_volume_id(),
+                    layout: cap_layout,
+                    created_unix_secs: now,
+                    role: Role::Capacity,
+                    partner_id: fast_id,
+                })
+            }
+            None => None,
         };
+        let role = if capacity.is_some() { Role::Fast } else { Role::Single };
+        let header = Header {
+            format_version: Header::format_for(role),
+            volume_id: fast_id,
+            layout,
+            created_unix_secs: now,
+            role,
+            partner_id: capacity_header.as_ref().map_or([0; 16], |h| h.volume_id),
+        };
+        let counters = Arc::new(IoCounters::default());
         let log_area = layout.version_log_offset..layout.wal_offset;
         let log_queue = Self::raw_queue(&device, IoClass::VersionLog, log_area, &counters)?;
         let log = VersionLog::create(
@@ -259,13 +417,8 @@ impl Volume {
             device.clone(),
             &BaseRecord::default(),
         )?;
-        let mut q = Self::raw_queue(&device, IoClass::Header, 0..HEADER_AREA_BYTES, &counters)?;
-        let bytes = header.encode();
-        for copy in 0..2u64 {
-            let buf = AlignedBuf::padded_copy(&bytes, layout.sector_bytes as usize);
-            q.write_at(copy * AREA_ALIGN, buf, true)?;
-        }
-        let slots = Allocator::rebuild(layout.slot_count(info.capacity), &[])
+        Self::write_header(&device, &header, &counters)?;
+        let slots = Allocator::rebuild(Tier::Fast, layout.slot_count(info.capacity), &[])
             .map_err(|e| Error::corruption(e, layout.slot_offset))?;
         log::info!(
             "created volume {} on a {} device of {} bytes: {} slots of {} bytes",
@@ -275,39 +428,90 @@ impl Volume {
             slots.usage().total,
             layout.slot_bytes
         );
-        let volume = Volume::assemble(device, header, counters, opts, log, slots, false);
+        let mut tiers = vec![TierDevice { device, header, counters }];
+        let mut maps = vec![slots];
+        if let (Some(c), Some(h)) = (capacity, capacity_header) {
+            let (tier, map) = Self::finish_capacity(c, h, &[])?;
+            tiers.push(tier);
+            maps.push(map);
+        }
+        let volume = Volume::assemble(tiers, opts, log, maps, false);
         Ok(Opened { volume, versions: Versions::default(), created: true })
+    }
+
+    /// Writes both copies of `header` at the start of `device`, each durable before the next.
+    fn write_header(device: &DeviceRef, header: &Header, counters: &Arc<IoCounters>) -> Result<()> {
+        let mut q = Self::raw_queue(device, IoClass::Header, 0..HEADER_AREA_BYTES, counters)?;
+        let bytes = header.encode();
+        for copy in 0..2u64 {
+            let buf = AlignedBuf::padded_copy(&bytes, header.layout.sector_bytes as usize);
+            q.write_at(copy * AREA_ALIGN, buf, true)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the header of a new capacity volume (its last step of creation), and its slot
+    /// map holding the committed version's capacity extents `live` (none, for a new store).
+    fn finish_capacity(
+        device: DeviceRef,
+        header: Header,
+        live: &[Extent],
+    ) -> Result<(TierDevice, Allocator)> {
+        let counters = Arc::new(IoCounters::default());
+        Self::write_header(&device, &header, &counters)?;
+        let info = device.info();
+        let map = Allocator::rebuild(Tier::Capacity, header.layout.slot_count(info.capacity), live)
+            .map_err(|e| Error::corruption(e, header.layout.slot_offset))?;
+        log::info!(
+            "created capacity volume {} of store {} on a {} device of {} bytes: {} slots",
+            hex(&header.volume_id),
+            hex(&header.partner_id),
+            info.backend,
+            info.capacity,
+            map.usage().total
+        );
+        Ok((TierDevice { device, header, counters }, map))
     }
 
     fn recover(
         device: DeviceRef,
         header: Header,
+        capacity: Option<(DeviceRef, CapacityCopy)>,
         opts: &VolumeOptions,
-        counters: Arc<IoCounters>,
         read_only: bool,
     ) -> Result<Opened> {
         let layout = header.layout;
         let info = device.info();
-        if info.block_size > layout.sector_bytes {
-            return Err(Error::InvalidArgument(format!(
-                "volume made with {}-byte sectors is on a device of {}-byte blocks",
-                layout.sector_bytes, info.block_size
-            )));
-        }
-        if info.capacity < layout.slot_offset {
-            return Err(Error::corruption(
-                format!("device of {} bytes is shorter than the volume's layout", info.capacity),
-                0,
-            ));
-        }
+        check_device_fits(&device, &header, "")?;
         let started = std::time::Instant::now();
+        let counters = Arc::new(IoCounters::default());
         let log_area = layout.version_log_offset..layout.wal_offset;
         let log_queue = Self::raw_queue(&device, IoClass::VersionLog, log_area, &counters)?;
         let (log, versions) = VersionLog::recover(layout, Box::new(log_queue), device.clone())?;
         let live = replay_extents(&versions, layout.slot_offset)?;
-        let slots = Allocator::rebuild(layout.slot_count(info.capacity), &live).map_err(|e| {
-            Error::corruption(format!("committed version: {e}"), layout.slot_offset)
-        })?;
+        let (fast_live, capacity_live): (Vec<Extent>, Vec<Extent>) =
+            live.iter().partition(|e| e.tier == Tier::Fast);
+        if capacity.is_none() && !capacity_live.is_empty() {
+            return Err(Error::corruption(
+                format!(
+                    "the committed version of single volume {} names {} extents on a capacity tier",
+                    hex(&header.volume_id),
+                    capacity_live.len()
+                ),
+                layout.version_log_offset,
+            ));
+        }
+        let slots = Allocator::rebuild(Tier::Fast, layout.slot_count(info.capacity), &fast_live)
+            .map_err(|e| {
+                Error::corruption(format!("committed version: {e}"), layout.slot_offset)
+            })?;
+        let mut tiers = vec![TierDevice { device, header: header.clone(), counters }];
+        let mut maps = vec![slots];
+        if let Some((c, copy)) = capacity {
+            let (tier, map) = Self::recover_capacity(c, copy, &header, &capacity_live, read_only)?;
+            tiers.push(tier);
+            maps.push(map);
+        }
         let s = log.state();
         log::info!(
             "opened volume {}: base SN {} + {} deltas, {} repaired copies, {} live slots, \
@@ -316,35 +520,103 @@ impl Volume {
             s.base_sn,
             s.deltas,
             s.repaired,
-            slots.usage().live,
+            maps.iter().map(|m| m.usage().live).sum::<u32>(),
             started.elapsed()
         );
-        let volume = Volume::assemble(device, header, counters, opts, log, slots, read_only);
+        let volume = Volume::assemble(tiers, opts, log, maps, read_only);
         Ok(Opened { volume, versions, created: false })
     }
 
-    fn assemble(
+    /// Checks the capacity device against the fast volume's header and rebuilds its slot map
+    /// from the committed version's capacity extents `live`; finishes an interrupted creation
+    /// (a blank capacity device while no extent lives there).
+    fn recover_capacity(
         device: DeviceRef,
-        header: Header,
-        counters: Arc<IoCounters>,
+        copy: CapacityCopy,
+        fast: &Header,
+        live: &[Extent],
+        read_only: bool,
+    ) -> Result<(TierDevice, Allocator)> {
+        let header = match copy {
+            CapacityCopy::Blank if live.is_empty() && !read_only => {
+                // The crash came between the fast volume's creation and the capacity
+                // volume's header: nothing can be on it yet.
+                let h = Header {
+                    format_version: FORMAT_VERSION,
+                    volume_id: fast.partner_id,
+                    layout: capacity_layout(fast.layout.slot_bytes, device.info().block_size),
+                    created_unix_secs: fast.created_unix_secs,
+                    role: Role::Capacity,
+                    partner_id: fast.volume_id,
+                };
+                return Self::finish_capacity(device, h, live);
+            }
+            CapacityCopy::Blank => {
+                return Err(Error::Tiers(format!(
+                    "the capacity device is blank, but store {} keeps {} extents on its capacity \
+                     volume {}: that volume is missing (replaced or wiped?)",
+                    hex(&fast.volume_id),
+                    live.len(),
+                    hex(&fast.partner_id)
+                )));
+            }
+            CapacityCopy::Valid(h) => h,
+        };
+        if header.role != Role::Capacity {
+            return Err(Error::Tiers(format!(
+                "the capacity device holds the {} volume {}, not a capacity volume (the two \
+                 swapped?)",
+                header.role.name(),
+                hex(&header.volume_id)
+            )));
+        }
+        if header.volume_id != fast.partner_id || header.partner_id != fast.volume_id {
+            return Err(Error::Tiers(format!(
+                "the capacity device holds capacity volume {} of store {}, but store {} keeps \
+                 its SSTs on capacity volume {}",
+                hex(&header.volume_id),
+                hex(&header.partner_id),
+                hex(&fast.volume_id),
+                hex(&fast.partner_id)
+            )));
+        }
+        if header.layout.slot_bytes != fast.layout.slot_bytes {
+            return Err(Error::corruption(
+                format!(
+                    "capacity volume's slots are {} bytes, the fast volume's {}",
+                    header.layout.slot_bytes, fast.layout.slot_bytes
+                ),
+                0,
+            ));
+        }
+        check_device_fits(&device, &header, "capacity ")?;
+        let map = Allocator::rebuild(
+            Tier::Capacity,
+            header.layout.slot_count(device.info().capacity),
+            live,
+        )
+        .map_err(|e| Error::corruption(format!("committed version, capacity tier: {e}"), 0))?;
+        Ok((TierDevice { device, header, counters: Arc::new(IoCounters::default()) }, map))
+    }
+
+    fn assemble(
+        tiers: Vec<TierDevice>,
         opts: &VolumeOptions,
         log: VersionLog,
-        slots: Allocator,
+        slots: Vec<Allocator>,
         read_only: bool,
     ) -> Volume {
         Volume {
-            device,
-            header,
+            tiers,
             read_only,
-            counters,
             grow_slots_min: opts.grow_slots_min.max(1),
             inner: Mutex::new(Inner { log, slots, stopped: None }),
         }
     }
 
     /// Gives back the storage of every free run (slots freed before a crash cut in after
-    /// their commit, and volumes of versions that kept free slots allocated) and of the
-    /// version log's ring outside its live chain. The engine calls
+    /// their commit, and volumes of versions that kept free slots allocated), on each tier,
+    /// and of the version log's ring outside its live chain. The engine calls
     /// it once its recovery is done; recovery itself writes nothing.
     ///
     /// # Errors
@@ -360,9 +632,10 @@ impl Volume {
             }
             return Err(err);
         }
-        for e in inner.slots.free_extents() {
-            let r = self.extent_range(e);
-            if let Err(err) = self.device.release_range(r.start, r.end - r.start) {
+        let free: Vec<Extent> = inner.slots.iter().flat_map(Allocator::free_extents).collect();
+        for e in free {
+            let (device, r) = self.device_range(e);
+            if let Err(err) = device.release_range(r.start, r.end - r.start) {
                 if inner.stopped.is_none() {
                     inner.stopped = Some(format!("giving back the storage of free slots: {err}"));
                 }
@@ -384,39 +657,82 @@ impl Volume {
         Ok(())
     }
 
-    /// The volume's header.
+    /// The fast volume's header (a store's only volume when it has no capacity volume).
     pub fn header(&self) -> &Header {
-        &self.header
+        &self.tiers[0].header
     }
 
-    /// Where the areas lie.
+    /// Where the fast volume's areas lie.
     pub fn layout(&self) -> Layout {
-        self.header.layout
+        self.tiers[0].header.layout
     }
 
-    /// The device under the volume.
+    /// The fast volume's device.
     pub fn device(&self) -> &DeviceRef {
-        &self.device
+        &self.tiers[0].device
     }
 
-    /// Byte range of an extent on the device.
+    /// Whether the store has a capacity volume.
+    pub fn is_tiered(&self) -> bool {
+        self.tiers.len() > 1
+    }
+
+    /// The tiers the store has: `[Fast]` or `[Fast, Capacity]`.
+    pub fn tiers(&self) -> &'static [Tier] {
+        &Tier::ALL[..self.tiers.len()]
+    }
+
+    fn tier_device(&self, tier: Tier) -> &TierDevice {
+        match self.tiers.get(tier.index()) {
+            Some(t) => t,
+            None => panic!("an extent on the {} tier of a store without one", tier.name()),
+        }
+    }
+
+    /// The header of `tier`'s volume, if the store has that tier.
+    pub fn tier_header(&self, tier: Tier) -> Option<&Header> {
+        self.tiers.get(tier.index()).map(|t| &t.header)
+    }
+
+    /// The device of `tier`, if the store has that tier.
+    pub fn tier_device_ref(&self, tier: Tier) -> Option<&DeviceRef> {
+        self.tiers.get(tier.index()).map(|t| &t.device)
+    }
+
+    /// The largest block size of the store's devices: reads aligned to it are aligned on
+    /// every tier.
+    pub fn block_bytes(&self) -> u32 {
+        self.tiers.iter().map(|t| t.device.info().block_size).max().unwrap_or(4096)
+    }
+
+    /// Byte range of an extent, as addresses ([`Tier::split`]; on a store without a capacity
+    /// volume, offsets on its device).
     pub fn extent_range(&self, e: Extent) -> std::ops::Range<u64> {
-        let l = self.layout();
+        let (_, r) = self.device_range(e);
+        e.tier.address(r.start)..e.tier.address(r.start) + (r.end - r.start)
+    }
+
+    /// The device of an extent's tier, and the extent's byte range on it.
+    fn device_range(&self, e: Extent) -> (&DeviceRef, std::ops::Range<u64>) {
+        let t = self.tier_device(e.tier);
+        let l = t.header.layout;
         let start = l.slot_to_offset(e.first);
-        start..start + u64::from(e.count) * l.slot_bytes
+        (&t.device, start..start + u64::from(e.count) * l.slot_bytes)
     }
 
     /// Opens a queue for data I/O of one class (WAL pages or slots), confined to its area and
-    /// counted.
+    /// counted. A slot queue of a tiered store reaches both tiers by address
+    /// ([`VolumeQueue`]); the WAL is on the fast volume.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for the header and version-log classes, which only the
     /// volume itself writes; otherwise the device's error.
     pub fn queue(&self, class: IoClass, opts: &QueueOptions) -> Result<VolumeQueue> {
-        let l = self.layout();
+        let fast = &self.tiers[0];
+        let l = fast.header.layout;
         let area = match class {
             IoClass::Wal => l.wal_offset..l.wal_offset + l.wal_bytes,
-            IoClass::Slot => l.slot_offset..u64::MAX,
+            IoClass::Slot => l.slot_offset..crate::tier::CAPACITY_ADDRESS_BIT,
             IoClass::Header | IoClass::VersionLog => {
                 return Err(Error::InvalidArgument(format!(
                     "{} I/O belongs to the volume itself",
@@ -424,33 +740,64 @@ impl Volume {
                 )));
             }
         };
-        let inner = self.device.open_queue(opts)?;
-        Ok(VolumeQueue::new(inner, class, area, self.counters.clone()))
+        let inner = fast.device.open_queue(opts)?;
+        match (class, self.tiers.get(1)) {
+            (IoClass::Slot, Some(c)) => {
+                let lane = LazyLane {
+                    device: c.device.clone(),
+                    opts: opts.clone(),
+                    area: c.header.layout.slot_offset..crate::tier::CAPACITY_ADDRESS_BIT,
+                    counters: c.counters.clone(),
+                };
+                Ok(VolumeQueue::tiered(inner, class, area, fast.counters.clone(), lane))
+            }
+            _ => Ok(VolumeQueue::new(inner, class, area, fast.counters.clone())),
+        }
     }
 
-    /// Allocates `slots` contiguous slots for an SST about to be written. The extent stays
-    /// pending until a commit adds it or [`Volume::release`] gives it back; a crash forgets it.
+    /// Allocates `slots` contiguous slots on the fast tier (a store's only volume when it
+    /// has no capacity volume); see [`Volume::allocate_on`].
+    ///
+    /// # Errors
+    /// As [`Volume::allocate_on`].
+    pub fn allocate(&self, slots: u32) -> Result<Extent> {
+        self.allocate_on(Tier::Fast, slots)
+    }
+
+    /// Allocates `slots` contiguous slots on `tier` for an SST about to be written. The
+    /// extent stays pending until a commit adds it or [`Volume::release`] gives it back; a
+    /// crash forgets it.
     ///
     /// # Errors
     /// [`Error::NoSpace`] when no free run is long enough after a full pass and the device
-    /// cannot grow; [`Error::InvalidArgument`] for zero slots.
-    pub fn allocate(&self, slots: u32) -> Result<Extent> {
+    /// cannot grow; [`Error::InvalidArgument`] for zero slots or a tier the store lacks.
+    pub fn allocate_on(&self, tier: Tier, slots: u32) -> Result<Extent> {
         self.refuse_if_read_only("allocation")?;
         if slots == 0 {
             return Err(Error::InvalidArgument("allocation of zero slots".into()));
         }
-        let e = self.allocate_slots(slots)?;
+        if tier.index() >= self.tiers.len() {
+            return Err(Error::InvalidArgument(format!(
+                "allocation on the {} tier of a store without one",
+                tier.name()
+            )));
+        }
+        let e = self.allocate_slots(tier, slots)?;
         // The slots of a released extent are holes in a volume file (`release`): give them
         // storage before the SST is written, so a full file system is a typed error here
         // rather than a failed write-back later.
-        let r = self.extent_range(e);
-        if let Err(err) = self.device.allocate_range(r.start, r.end - r.start) {
-            self.inner.lock().slots.release(e);
+        let (device, r) = self.device_range(e);
+        if let Err(err) = device.allocate_range(r.start, r.end - r.start) {
+            self.inner.lock().slots[tier.index()].release(e);
             return Err(match err {
                 shale_io::Error::Io { source, .. }
                     if source.raw_os_error() == Some(libc::ENOSPC) =>
                 {
-                    Error::NoSpace(format!("no storage for {slots} slots at {}: {source}", r.start))
+                    Error::NoSpace(format!(
+                        "no storage for {slots} slots at {} of the {} tier: {source}",
+                        r.start,
+                        tier.name()
+                    ))
                 }
                 other => other.into(),
             });
@@ -458,28 +805,34 @@ impl Volume {
         Ok(e)
     }
 
-    /// The allocator's part of [`Volume::allocate`]: a free run, growing the device if needed.
-    fn allocate_slots(&self, slots: u32) -> Result<Extent> {
+    /// The allocator's part of [`Volume::allocate_on`]: a free run, growing the device if
+    /// needed.
+    fn allocate_slots(&self, tier: Tier, slots: u32) -> Result<Extent> {
         let mut inner = self.inner.lock();
-        if let Some(e) = inner.slots.allocate(slots) {
+        let map = &mut inner.slots[tier.index()];
+        if let Some(e) = map.allocate(slots) {
             return Ok(e);
         }
-        let info = self.device.info();
+        let t = self.tier_device(tier);
+        let info = t.device.info();
         if !info.growable {
-            let u = inner.slots.usage();
+            let u = map.usage();
             return Err(Error::NoSpace(format!(
-                "no run of {slots} free slots ({} free in {} runs, longest {})",
-                u.free, u.free_runs, u.largest_free_run
+                "no run of {slots} free slots on the {} tier ({} free in {} runs, longest {})",
+                tier.name(),
+                u.free,
+                u.free_runs,
+                u.largest_free_run
             )));
         }
-        let l = self.layout();
-        let total = inner.slots.usage().total;
+        let l = t.header.layout;
+        let total = map.usage().total;
         let grown = total.saturating_add(slots.max(self.grow_slots_min).max(total / 4));
-        self.device.grow(l.capacity_for(grown))?;
-        let now = l.slot_count(self.device.info().capacity);
-        log::info!("grew the volume from {total} to {now} slots");
-        inner.slots.grow(now);
-        inner.slots.allocate(slots).ok_or_else(|| {
+        t.device.grow(l.capacity_for(grown))?;
+        let now = l.slot_count(t.device.info().capacity);
+        log::info!("grew the {} tier from {total} to {now} slots", tier.name());
+        map.grow(now);
+        map.allocate(slots).ok_or_else(|| {
             Error::NoSpace(format!("no run of {slots} free slots after growing to {now}"))
         })
     }
@@ -498,10 +851,10 @@ impl Volume {
         // it is released only after the commit that dropped it is durable, or it was never
         // committed. A failed release loses nothing, but the device failed an operation: the
         // volume stops as for a failed write (P5), and the next commit says why.
-        let r = self.extent_range(e);
-        let given_back = self.device.release_range(r.start, r.end - r.start);
+        let (device, r) = self.device_range(e);
+        let given_back = device.release_range(r.start, r.end - r.start);
         let mut inner = self.inner.lock();
-        inner.slots.release(e);
+        inner.slots[e.tier.index()].release(e);
         if let Err(err) = given_back {
             log::error!("could not give back the storage of free slots {e:?}: {err}");
             if inner.stopped.is_none() {
@@ -510,10 +863,11 @@ impl Volume {
         }
     }
 
-    /// Gives back the storage behind device bytes `range` of a pending extent whose slots stay
-    /// allocated: bytes its writer will never write and nothing will read (the zero padding
-    /// between an SST's last block and its footer). In a volume file they become a hole and
-    /// read as zeros; a block device keeps them as they are.
+    /// Gives back the storage behind bytes `range` (addresses, as [`Volume::extent_range`]
+    /// gives them) of a pending extent whose slots stay allocated: bytes its writer will
+    /// never write and nothing will read (the zero padding between an SST's last block and
+    /// its footer). In a volume file they become a hole and read as zeros; a block device
+    /// keeps them as they are.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a range outside the extent or not aligned to the
@@ -528,7 +882,9 @@ impl Volume {
         if range.is_empty() {
             return Ok(());
         }
-        Ok(self.device.release_range(range.start, range.end - range.start)?)
+        let (device, _) = self.device_range(e);
+        let (_, start) = Tier::split(range.start);
+        Ok(device.release_range(start, range.end - range.start)?)
     }
 
     /// Gives back the slots of a pending extent from [`Volume::allocate`] past its first
@@ -543,10 +899,11 @@ impl Volume {
             return e;
         }
         // As in `release`: the hole is made while the tail is still the caller's.
-        let tail = self.extent_range(Extent { first: e.first + slots, count: e.count - slots });
-        let given_back = self.device.release_range(tail.start, tail.end - tail.start);
+        let (device, tail) =
+            self.device_range(Extent::on(e.tier, e.first + slots, e.count - slots));
+        let given_back = device.release_range(tail.start, tail.end - tail.start);
         let mut inner = self.inner.lock();
-        let kept = inner.slots.shrink(e, slots);
+        let kept = inner.slots[e.tier.index()].shrink(e, slots);
         if let Err(err) = given_back {
             log::error!("could not give back the storage of free slots {tail:?}: {err}");
             if inner.stopped.is_none() {
@@ -558,7 +915,8 @@ impl Volume {
 
     /// Commits an edit durably, as a delta or, when the version log needs room, as a new base
     /// whose engine bytes come from `engine_state` (the engine's complete state *after* this
-    /// edit). Removed extents are freed only once the commit is durable.
+    /// edit). Removed extents are freed only once the commit is durable. One commit may name
+    /// extents of both tiers: it is one version log write either way.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an edit that names extents wrongly (nothing written);
@@ -574,7 +932,20 @@ impl Volume {
         if let Some(why) = &inner.stopped {
             return Err(Error::Stopped(why.clone()));
         }
-        inner.slots.validate_edit(&edit.removed, &edit.added).map_err(Error::InvalidArgument)?;
+        for e in edit.removed.iter().chain(&edit.added) {
+            if e.tier.index() >= self.tiers.len() {
+                return Err(Error::InvalidArgument(format!(
+                    "edit names {e:?} on the {} tier of a store without one",
+                    e.tier.name()
+                )));
+            }
+        }
+        for tier in self.tiers() {
+            let (removed, added) = split_edit(edit, *tier);
+            inner.slots[tier.index()]
+                .validate_edit(&removed, &added)
+                .map_err(Error::InvalidArgument)?;
+        }
         let delta = DeltaRecord {
             removed: edit.removed.clone(),
             added: edit.added.clone(),
@@ -587,9 +958,14 @@ impl Volume {
             inner.log.hold_room(delta_len)?;
             inner.log.append_delta(&delta).map(|()| CommitKind::Delta)
         } else {
-            let mut after = inner.slots.clone();
-            after.apply_edit(&edit.removed, &edit.added);
-            let base = BaseRecord { extents: after.live_extents(), engine: engine_state() };
+            let mut extents = Vec::new();
+            for tier in self.tiers() {
+                let (removed, added) = split_edit(edit, *tier);
+                let mut after = inner.slots[tier.index()].clone();
+                after.apply_edit(&removed, &added);
+                extents.extend(after.live_extents());
+            }
+            let base = BaseRecord { extents, engine: engine_state() };
             let base_len = base.encode().len();
             inner.log.check_base_fits(base_len)?;
             inner.log.hold_room(base_len)?;
@@ -597,9 +973,13 @@ impl Volume {
         };
         match written {
             Ok(kind) => {
-                inner.slots.apply_edit(&edit.removed, &edit.added);
-                if edit.hold_removed {
-                    inner.slots.hold(&edit.removed);
+                for tier in self.tiers() {
+                    let (removed, added) = split_edit(edit, *tier);
+                    let map = &mut inner.slots[tier.index()];
+                    map.apply_edit(&removed, &added);
+                    if edit.hold_removed {
+                        map.hold(&removed);
+                    }
                 }
                 // The trim moved both anchors to the new base: the ring before it is dead.
                 // The commit is durable whatever happens here; a failed release loses
@@ -637,29 +1017,84 @@ impl Volume {
         self.inner.lock().log.held_bytes()
     }
 
-    /// Slot counts.
+    /// Slot counts of the fast tier (a store's only volume when it has no capacity volume).
     pub fn slot_usage(&self) -> SlotUsage {
-        self.inner.lock().slots.usage()
+        self.tier_slot_usage(Tier::Fast)
     }
 
-    /// The extents of the committed version.
+    /// Slot counts of `tier` (all zero for a tier the store lacks).
+    pub fn tier_slot_usage(&self, tier: Tier) -> SlotUsage {
+        self.inner.lock().slots.get(tier.index()).map(Allocator::usage).unwrap_or_default()
+    }
+
+    /// The extents of the committed version, on every tier (fast ones first).
     pub fn live_extents(&self) -> Vec<Extent> {
-        self.inner.lock().slots.live_extents()
+        self.inner.lock().slots.iter().flat_map(Allocator::live_extents).collect()
     }
 
-    /// I/O counters of one class.
+    /// I/O counters of one class, summed over the tiers.
     pub fn io(&self, class: IoClass) -> ClassSnapshot {
-        self.counters.snapshot(class)
+        let mut sum = ClassSnapshot::default();
+        for t in &self.tiers {
+            let c = t.counters.snapshot(class);
+            sum.reads += c.reads;
+            sum.read_bytes += c.read_bytes;
+            sum.writes += c.writes;
+            sum.write_bytes += c.write_bytes;
+            sum.flushes += c.flushes;
+        }
+        sum
     }
 
-    /// Checks the slot map's invariants: every slot free, live or pending exactly once.
+    /// I/O counters of one class on one tier (all zero for a tier the store lacks).
+    pub fn tier_io(&self, tier: Tier, class: IoClass) -> ClassSnapshot {
+        self.tiers.get(tier.index()).map(|t| t.counters.snapshot(class)).unwrap_or_default()
+    }
+
+    /// Checks each tier's slot map: every slot free, live or pending exactly once.
     ///
     /// # Errors
     /// [`Error::Corruption`] naming the first violation.
     pub fn check_slots(&self) -> Result<()> {
-        let l = self.layout();
-        self.inner.lock().slots.check().map_err(|e| Error::corruption(e, l.slot_offset))
+        let inner = self.inner.lock();
+        for (t, map) in self.tiers.iter().zip(&inner.slots) {
+            map.check().map_err(|e| Error::corruption(e, t.header.layout.slot_offset))?;
+        }
+        Ok(())
     }
+}
+
+/// The removed and added extents of `edit` on `tier`.
+fn split_edit(edit: &Edit, tier: Tier) -> (Vec<Extent>, Vec<Extent>) {
+    let on = |v: &[Extent]| v.iter().copied().filter(|e| e.tier == tier).collect::<Vec<_>>();
+    (on(&edit.removed), on(&edit.added))
+}
+
+/// The layout of a capacity volume: slots of the fast volume's size after the headers and an
+/// unused version log area of the smallest size (a hole in a volume file), no WAL area.
+pub(crate) fn capacity_layout(slot_bytes: u64, sector_bytes: u32) -> Layout {
+    let opts = LayoutOptions { slot_bytes, version_log_bytes: VERSION_LOG_BYTES_MIN, wal_bytes: 0 };
+    Layout::new(&opts, sector_bytes)
+}
+
+/// Refuses a device whose blocks are larger than the volume's sectors or that is shorter than
+/// its layout (`what` names the tier in the message).
+fn check_device_fits(device: &DeviceRef, header: &Header, what: &str) -> Result<()> {
+    let layout = header.layout;
+    let info = device.info();
+    if info.block_size > layout.sector_bytes {
+        return Err(Error::InvalidArgument(format!(
+            "{what}volume made with {}-byte sectors is on a device of {}-byte blocks",
+            layout.sector_bytes, info.block_size
+        )));
+    }
+    if info.capacity < layout.slot_offset {
+        return Err(Error::corruption(
+            format!("{what}device of {} bytes is shorter than the volume's layout", info.capacity),
+            0,
+        ));
+    }
+    Ok(())
 }
 
 /// The live extents after replaying the deltas on the base.

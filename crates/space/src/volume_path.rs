@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use shale_io::{FileOptions, PathOp, open_device, open_device_read_only};
+use shale_io::{DeviceRef, FileOptions, PathOp, open_device, open_device_read_only};
 
 use crate::error::{Error, Result};
 use crate::layout::{HEADER_AREA_BYTES, Layout};
@@ -44,38 +44,85 @@ impl Volume {
     /// [`Error::NoSpace`] naming the size when the file system has no room for a new volume
     /// file, and [`Error::InvalidArgument`] for a file too short to be a volume.
     pub fn open_path(path: &Path, opts: &VolumeOptions, file: &FileOptions) -> Result<Opened> {
-        let mut file = file.clone();
-        if !path.exists() {
-            if !opts.create_if_blank {
-                return Err(not_found(path));
-            }
-            std::fs::create_dir_all(path)
-                .map_err(|e| shale_io::Error::at_path(PathOp::CreateDir, path, e))?;
-        }
-        if path.is_dir() && opts.create_if_blank {
+        if opts.create_if_blank {
             opts.layout.validate()?;
-            // The sector size of a file is 4 KiB whatever the backend, so the size is known
-            // before the device is opened.
-            let layout = Layout::new(&opts.layout, shale_io::FILE_BLOCK_SIZE);
-            file.create_size = Some(layout.capacity_for(opts.initial_slots.max(1)));
-            // The version log and the WAL area get storage as they are written (the version
-            // log's chunks, the WAL's pages): left as a hole, a new volume takes disk space
-            // for its header and slots only.
-            file.create_sparse = Some(layout.version_log_offset..layout.slot_offset);
         }
-        let target = volume_file(path);
-        if file.create_size.is_none() && !target.exists() {
-            return Err(Error::InvalidArgument(format!(
-                "{} holds no volume ({} is missing)",
-                path.display(),
-                target.display()
+        let layout = Layout::new(&opts.layout, shale_io::FILE_BLOCK_SIZE);
+        let device = open_device_at(path, opts.create_if_blank, layout, opts.initial_slots, file)?;
+        Volume::open(device, opts)
+    }
+
+    /// Opens the tiered store whose fast volume is at `fast` and capacity volume at
+    /// `capacity` (each a directory, a volume file or a block device, as for
+    /// [`Volume::open_path`]), creating both where nothing is stored yet
+    /// ([`Volume::open_tiered`]). A capacity path is created only for a new store: for an
+    /// existing one, a missing capacity volume is an error, never a new blank one.
+    ///
+    /// ```
+    /// use shale_space::{Error, Tier, Volume, VolumeOptions};
+    ///
+    /// let (fast, capacity) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    /// let opts = VolumeOptions::small_for_tests();
+    /// let files = Default::default();
+    /// let v = Volume::open_path_tiered(fast.path(), capacity.path(), &opts, &files)?.volume;
+    /// assert_eq!(v.tiers(), &[Tier::Fast, Tier::Capacity]);
+    /// drop(v);
+    /// // The fast volume alone is refused, and so is the capacity volume as the fast one.
+    /// assert!(matches!(Volume::open_path(fast.path(), &opts, &files), Err(Error::Tiers(_))));
+    /// assert!(matches!(Volume::open_path(capacity.path(), &opts, &files), Err(Error::Tiers(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Volume::open_path`] and [`Volume::open_tiered`]; [`Error::InvalidArgument`] when
+    /// both paths name the same volume file or device; [`Error::Tiers`] when the store exists
+    /// and its capacity path does not.
+    pub fn open_path_tiered(
+        fast: &Path,
+        capacity: &Path,
+        opts: &VolumeOptions,
+        file: &FileOptions,
+    ) -> Result<Opened> {
+        if opts.create_if_blank {
+            opts.layout.validate()?;
+        }
+        // Checked before anything is made, and again once both exist.
+        refuse_same_volume(fast, capacity)?;
+        let layout = Layout::new(&opts.layout, shale_io::FILE_BLOCK_SIZE);
+        let fast_device =
+            open_device_at(fast, opts.create_if_blank, layout, opts.initial_slots, file)?;
+        refuse_same_volume(fast, capacity)?;
+        let lenient = VolumeOptions { create_if_blank: true, ..opts.clone() };
+        let new_store = Volume::read_header(&fast_device, false, &lenient)?.is_none();
+        if !new_store && !capacity.exists() {
+            return Err(Error::Tiers(format!(
+                "the store at {} has a capacity volume, and {} does not exist",
+                fast.display(),
+                capacity.display()
             )));
         }
-        if file.create_size.is_none() {
-            check_size(&target)?;
-        }
-        let device = open_device(&target, &file)?;
-        Volume::open(device, opts)
+        let cap_layout = crate::volume::capacity_layout(layout.slot_bytes, layout.sector_bytes);
+        let create = new_store && opts.create_if_blank;
+        let capacity_device =
+            open_device_at(capacity, create, cap_layout, opts.initial_slots, file)?;
+        Volume::open_tiered(fast_device, capacity_device, opts)
+    }
+
+    /// [`Volume::open_path_tiered`] without writing anything, as
+    /// [`Volume::open_path_read_only`].
+    ///
+    /// # Errors
+    /// As [`Volume::open_path_read_only`] and [`Volume::open_tiered_read_only`].
+    pub fn open_path_tiered_read_only(
+        fast: &Path,
+        capacity: &Path,
+        opts: &VolumeOptions,
+        file: &FileOptions,
+    ) -> Result<Opened> {
+        refuse_same_volume(fast, capacity)?;
+        let fast_device = open_device_read_only_at(fast, file)?;
+        let capacity_device = open_device_read_only_at(capacity, file)?;
+        Volume::open_tiered_read_only(fast_device, capacity_device, opts)
     }
 
     /// Opens the volume at `path` (a directory holding a volume file, a volume file or a block
@@ -90,22 +137,91 @@ impl Volume {
         opts: &VolumeOptions,
         file: &FileOptions,
     ) -> Result<Opened> {
-        if !path.exists() {
-            return Err(not_found(path));
-        }
-        let target = volume_file(path);
-        if !target.exists() {
-            return Err(Error::InvalidArgument(format!(
-                "{} holds no volume ({} is missing)",
-                path.display(),
-                target.display()
-            )));
-        }
-        check_size(&target)?;
-        let file = FileOptions { create_size: None, ..file.clone() };
-        let device = open_device_read_only(&target, &file)?;
+        let device = open_device_read_only_at(path, file)?;
         Volume::open_read_only(device, opts)
     }
+}
+
+/// Opens the device of the volume at `path`: a directory (made if missing and `create`)
+/// holds a volume file, made with `layout` and `slots` slots if missing and `create`; a
+/// regular file or a block device is opened as it is.
+fn open_device_at(
+    path: &Path,
+    create: bool,
+    layout: Layout,
+    slots: u32,
+    file: &FileOptions,
+) -> Result<DeviceRef> {
+    let mut file = file.clone();
+    if !path.exists() {
+        if !create {
+            return Err(not_found(path));
+        }
+        std::fs::create_dir_all(path)
+            .map_err(|e| shale_io::Error::at_path(PathOp::CreateDir, path, e))?;
+    }
+    if path.is_dir() && create {
+        // The sector size of a file is 4 KiB whatever the backend, so the size is known
+        // before the device is opened.
+        file.create_size = Some(layout.capacity_for(slots.max(1)));
+        // The version log and the WAL area get storage as they are written (the version
+        // log's chunks, the WAL's pages): left as a hole, a new volume takes disk space
+        // for its header and slots only.
+        file.create_sparse = Some(layout.version_log_offset..layout.slot_offset);
+    }
+    let target = volume_file(path);
+    if file.create_size.is_none() && !target.exists() {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds no volume ({} is missing)",
+            path.display(),
+            target.display()
+        )));
+    }
+    if file.create_size.is_none() {
+        check_size(&target)?;
+    }
+    Ok(open_device(&target, &file)?)
+}
+
+/// Opens the device of the volume at `path` read-only, creating nothing.
+fn open_device_read_only_at(path: &Path, file: &FileOptions) -> Result<DeviceRef> {
+    if !path.exists() {
+        return Err(not_found(path));
+    }
+    let target = volume_file(path);
+    if !target.exists() {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds no volume ({} is missing)",
+            path.display(),
+            target.display()
+        )));
+    }
+    check_size(&target)?;
+    let file = FileOptions { create_size: None, ..file.clone() };
+    Ok(open_device_read_only(&target, &file)?)
+}
+
+/// Refuses a fast and a capacity path that name the same volume file or block device (as
+/// far as the file system can tell: the same inode, or the same device number).
+fn refuse_same_volume(fast: &Path, capacity: &Path) -> Result<()> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let (a, b) = (volume_file(fast), volume_file(capacity));
+    let (Ok(ma), Ok(mb)) = (std::fs::metadata(&a), std::fs::metadata(&b)) else {
+        return Ok(());
+    };
+    let same_inode = ma.dev() == mb.dev() && ma.ino() == mb.ino();
+    let same_block_device = ma.file_type().is_block_device()
+        && mb.file_type().is_block_device()
+        && ma.rdev() == mb.rdev();
+    if same_inode || same_block_device {
+        return Err(Error::InvalidArgument(format!(
+            "the fast path {} and the capacity path {} name the same volume ({})",
+            fast.display(),
+            capacity.display(),
+            a.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The error for a path that does not exist, with the OS's error as its source.

@@ -102,7 +102,7 @@ fn bit_flip_in_a_mirror_a_read_is_repaired_from_mirror_b() {
 #[test]
 fn misdirected_mirror_write_is_repaired_from_the_other_copy() {
     let (dev, volume, record) = committed_volume(4);
-    let slot0 = volume.extent_range(shale_space::Extent { first: 200, count: 1 }).start;
+    let slot0 = volume.extent_range(shale_space::Extent::fast(200, 1)).start;
     // The next commit's first write (mirror A) lands in the slot area instead.
     dev.set_faults(FaultPlan { faults: vec![Fault::Misdirect { nth_write: 1, to_offset: slot0 }] });
     let e = volume.allocate(1).unwrap();

@@ -42,7 +42,7 @@ fn newer_format_is_refused() {
         image[copy + 12..copy + 16].copy_from_slice(&9u32.to_le_bytes());
     }
     let err = refused_untouched(MemoryDevice::from_bytes(image, 512).unwrap());
-    assert!(matches!(err, Error::NewerFormat { found: 9, supported: 1 }), "{err}");
+    assert!(matches!(err, Error::NewerFormat { found: 9, supported: 2 }), "{err}");
 }
 
 #[test]
@@ -99,10 +99,8 @@ fn zero_slot_allocation_and_foreign_extents_are_refused() {
     let dev = arc(MemoryDevice::new(1 << 20, 512).unwrap());
     let volume = open(dev, &tiny_layout()).volume;
     assert!(matches!(volume.allocate(0), Err(Error::InvalidArgument(_))));
-    let bogus = shale_space::Edit {
-        added: vec![shale_space::Extent { first: 3, count: 1 }],
-        ..Default::default()
-    };
+    let bogus =
+        shale_space::Edit { added: vec![shale_space::Extent::fast(3, 1)], ..Default::default() };
     let err = volume.commit(&bogus, &mut Vec::new).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     assert!(volume.stopped().is_none(), "a refused edit does not stop the volume");

@@ -4,6 +4,7 @@ use shale_space::{AREA_ALIGN, LayoutOptions, VolumeOptions};
 
 use crate::error::{Error, Result};
 use crate::sst::{IndexAndFilter, SstOptions};
+use crate::tiering::TierOptions;
 use crate::wal::page::PAGE_BYTES;
 pub use crate::wal::{MemoryTail, WalTail};
 
@@ -184,6 +185,9 @@ pub struct Options {
     /// file in `/dev/shm`, so such a write costs a memory copy yet survives a crash of the
     /// process (P2).
     pub wal_tail: WalTail,
+    /// A capacity volume beside the store's (fast) volume, and where SSTs go between them
+    /// (SpanDB's tiers; see [`TierOptions`]). None by default.
+    pub tiers: TierOptions,
     /// Test failpoint (feature `failpoints`): the flush thread panics before its flush once
     /// this many flushes have committed.
     #[cfg(feature = "failpoints")]
@@ -235,6 +239,7 @@ impl Default for Options {
                 ..VolumeOptions::default()
             },
             wal_tail: WalTail::default(),
+            tiers: TierOptions::default(),
             #[cfg(feature = "failpoints")]
             panic_in_flush_after: None,
             #[cfg(feature = "failpoints")]
@@ -308,6 +313,7 @@ impl Options {
         self.validate_levels()?;
         self.sst.validate()?;
         self.validate_volume()?;
+        self.tiers.validate()?;
         self.validate_wal_tail()?;
         self.validate_async()
     }

@@ -226,6 +226,40 @@ pub struct Stats {
     pub stalls: Stalls,
     /// Why the store stopped, if it did.
     pub stopped: Option<String>,
+    /// Per tier, fast then capacity (a store without a capacity volume has only the fast
+    /// one): what lives there and what went to and from it since open.
+    pub tiers: Vec<TierStats>,
+    /// The level pointer of a tiered store: new SSTs of levels below it go to the fast
+    /// volume (`TierOptions`); 0 without a capacity volume.
+    pub level_pointer: usize,
+    /// Moves of the level pointer deeper (more levels on the fast volume) since open.
+    pub level_pointer_deeper: u64,
+    /// Moves of the level pointer shallower (fewer levels on the fast volume) since open.
+    pub level_pointer_shallower: u64,
+}
+
+/// One tier's figures in [`Stats::tiers`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TierStats {
+    /// "fast" or "capacity".
+    pub name: &'static str,
+    /// Live SSTs on the tier.
+    pub ssts: usize,
+    /// Bytes of the live SSTs on the tier (whole slots).
+    pub live_bytes: u64,
+    /// Slots of the tier's volume now (a volume file grows).
+    pub total_bytes: u64,
+    /// Bytes written to the tier since open: WAL, version log and SSTs (direct and through
+    /// the page cache).
+    pub write_bytes: u64,
+    /// Write requests sent to the tier's device (page-cache writes are not requests of
+    /// shale's and are not counted).
+    pub writes: u64,
+    /// Bytes read from the tier since open (through the page cache: an upper bound on what
+    /// came from the device).
+    pub read_bytes: u64,
+    /// Read requests sent to the tier's device (page-cache reads not counted).
+    pub reads: u64,
 }
 
 impl Stats {

@@ -7,7 +7,7 @@
 //! ```text
 //! edit:
 //! offset size  field
-//! 0      1     format version (1)
+//! 0      1     format version: 1, or 2 when an added SST is on the capacity tier
 //! 1      8     last sequence (u64 LE): every sequence up to it is in an SST or the WAL
 //! 9      8     oldest unflushed LTN (u64 LE): WAL groups of older generations are flushed
 //! 17     8     next LTN (u64 LE)
@@ -15,21 +15,25 @@
 //! 29     9*R   removed SSTs: level (u8) | SST id (u64 LE)
 //! ..     4     added count A (u32 LE)
 //! ..     ..    added SSTs, each:
-//!                level (u8) | SST id (u64 LE) | first slot (u32 LE) | slot count (u32 LE)
-//!                | bytes (u64 LE) | entries (u64 LE) | smallest seq (u64 LE) | largest seq (u64 LE)
+//!                level (u8) | SST id (u64 LE) | [format 2: tier (u8): 0 fast, 1 capacity]
+//!                | first slot (u32 LE) | slot count (u32 LE) | bytes (u64 LE) | entries (u64 LE) | smallest seq (u64 LE) | largest seq (u64 LE)
 //!                | smallest key length (u32 LE) | smallest internal key
 //!                | largest key length (u32 LE) | largest internal key
 //! ```
 //! All integers little-endian. The enclosing log object's CRC32C covers the bytes; a decode
-//! failure is reported as corruption.
+//! failure is reported as corruption. An edit that places nothing on the capacity tier is
+//! written in format 1, so a store without a capacity volume stays readable by a shale that
+//! predates tiers.
 
-use shale_space::Extent;
+use shale_space::{Extent, Tier};
 
 use crate::error::{Error, Result};
 use crate::key;
 
-/// Format version of an edit.
+/// Format version of an edit without capacity-tier SSTs.
 const EDIT_VERSION: u8 = 1;
+/// Format version of an edit that names each added SST's tier.
+const EDIT_VERSION_TIERED: u8 = 2;
 /// Most levels an SST may be on.
 pub const LEVELS_MAX: usize = 8;
 
@@ -130,7 +134,8 @@ impl<'a> Reader<'a> {
 impl VersionEdit {
     /// Encodes the edit.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = vec![EDIT_VERSION];
+        let tiered = self.added.iter().any(|(_, m)| m.extent.tier != Tier::Fast);
+        let mut b = vec![if tiered { EDIT_VERSION_TIERED } else { EDIT_VERSION }];
         for v in [self.last_seq, self.oldest_unflushed_ltn, self.next_ltn] {
             b.extend_from_slice(&v.to_le_bytes());
         }
@@ -143,6 +148,9 @@ impl VersionEdit {
         for (level, m) in &self.added {
             b.push(*level);
             b.extend_from_slice(&m.id.to_le_bytes());
+            if tiered {
+                b.push(m.extent.tier as u8);
+            }
             b.extend_from_slice(&m.extent.first.to_le_bytes());
             b.extend_from_slice(&m.extent.count.to_le_bytes());
             for v in [m.bytes, m.entries, m.smallest_seq, m.largest_seq] {
@@ -167,9 +175,11 @@ impl VersionEdit {
 
     fn decode_inner(bytes: &[u8]) -> Option<VersionEdit> {
         let mut r = Reader(bytes);
-        if r.u8()? != EDIT_VERSION {
-            return None;
-        }
+        let tiered = match r.u8()? {
+            EDIT_VERSION => false,
+            EDIT_VERSION_TIERED => true,
+            _ => return None,
+        };
         let mut e = VersionEdit {
             last_seq: r.u64()?,
             oldest_unflushed_ltn: r.u64()?,
@@ -193,7 +203,12 @@ impl VersionEdit {
             let level = r.u8()?;
             (usize::from(level) < LEVELS_MAX).then_some(())?;
             let id = r.u64()?;
-            let extent = Extent { first: r.u32()?, count: r.u32()? };
+            let tier = match if tiered { r.u8()? } else { 0 } {
+                0 => Tier::Fast,
+                1 => Tier::Capacity,
+                _ => return None,
+            };
+            let extent = Extent::on(tier, r.u32()?, r.u32()?);
             let m = SstMeta {
                 id,
                 extent,
@@ -281,7 +296,7 @@ mod tests {
                 1,
                 SstMeta {
                     id: 11,
-                    extent: Extent { first: 40, count: 2 },
+                    extent: Extent::fast(40, 2),
                     bytes: 2 << 20,
                     entries: 1000,
                     smallest_seq: 5,
@@ -298,6 +313,24 @@ mod tests {
         assert_eq!(VersionEdit::decode(&sample().encode()).unwrap(), sample());
         let empty = VersionEdit::default();
         assert_eq!(VersionEdit::decode(&empty.encode()).unwrap(), empty);
+    }
+
+    /// An edit names the tier of each added SST only when one is on the capacity tier: a
+    /// single-volume store's edits keep format 1.
+    #[test]
+    fn capacity_sst_edits_carry_tiers() {
+        assert_eq!(sample().encode()[0], 1);
+        let mut tiered = sample();
+        let mut on_cap = tiered.added[0].1.clone();
+        on_cap.id = 12;
+        on_cap.extent = Extent::on(Tier::Capacity, 40, 2);
+        tiered.added.push((2, on_cap));
+        let enc = tiered.encode();
+        assert_eq!(enc[0], 2);
+        assert_eq!(VersionEdit::decode(&enc).unwrap(), tiered);
+        for cut in 0..enc.len() {
+            assert!(VersionEdit::decode(&enc[..cut]).is_err(), "cut at {cut}");
+        }
     }
 
     #[test]

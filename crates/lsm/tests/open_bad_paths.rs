@@ -252,7 +252,8 @@ fn a_store_in_use_is_refused_through_each_name_and_a_newer_one_is_refused() {
     std::fs::create_dir(&newer).unwrap();
     let mut image = std::fs::read(&volume).unwrap();
     for copy in [0usize, 4096] {
-        image[copy + 12..copy + 16].copy_from_slice(&2u32.to_le_bytes());
+        image[copy + 12..copy + 16]
+            .copy_from_slice(&(shale_space::header::FORMAT_VERSION + 1).to_le_bytes());
     }
     std::fs::write(newer.join(shale_space::VOLUME_FILE_NAME), &image).unwrap();
     case(root, "newer format", &newer, Expect::NewerFormat, Expect::NewerFormat);

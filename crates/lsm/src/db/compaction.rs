@@ -61,14 +61,20 @@ impl Inner {
         let take = |level: usize, at: &[usize]| -> Vec<Arc<SstHandle>> {
             at.iter().map(|&i| v.levels[level][i].clone()).collect()
         };
+        let inputs = take(plan.level, &plan.inputs);
+        // An SST moves down without a rewrite only when it is on the tier its new level
+        // writes to: otherwise the move is where it crosses the level pointer (RocksDB does
+        // not move a file trivially between paths either).
+        let target_tier = self.tier_for(plan.output_level, 0);
+        let same_tier = inputs.iter().all(|f| f.meta.extent.tier == target_tier);
         Some(Compaction {
             id,
             level: plan.level,
             output_level: plan.output_level,
-            inputs: take(plan.level, &plan.inputs),
             next: take(plan.output_level, &plan.next),
             full: plan.full,
-            trivial_move: plan.is_trivial_move(&v.levels),
+            trivial_move: same_tier && plan.is_trivial_move(&v.levels),
+            inputs,
         })
     }
 
@@ -148,7 +154,7 @@ impl Inner {
         // holds no more than its inputs either (a small store's target may pass its device).
         let input_bytes: u64 = c.inputs.iter().chain(&c.next).map(|f| f.meta.bytes).sum();
         let reserve = cut_bytes.min(input_bytes) + 2 * self.volume.layout().slot_bytes;
-        let mut builder = self.new_output(reserve);
+        let mut builder = self.new_output(out_level, reserve);
         // User keys from here on belong to the next output (`None`: from the first key on).
         let mut output_lower: Option<Vec<u8>> = None;
         let mut current_key: Option<Vec<u8>> = None;
@@ -162,7 +168,8 @@ impl Inner {
                 // Cut outputs only between user keys, so levels stay disjoint by user key.
                 let after = builder.builder.bytes_after_adding(ikey.len(), merged.value().len());
                 if builder.builder.entries() > 0 && after as u64 > cut_bytes {
-                    let mut full = std::mem::replace(&mut builder, self.new_output(reserve));
+                    let mut full =
+                        std::mem::replace(&mut builder, self.new_output(out_level, reserve));
                     let lower = output_lower.replace(p.user_key.to_vec());
                     add_clipped(&mut full, &kept_tombstones, lower.as_deref(), Some(p.user_key));
                     for (meta, reader) in self.write_output(full)? {

@@ -68,6 +68,7 @@ mod published;
 mod read_only;
 mod recovery;
 pub(crate) mod store_lock;
+mod tier_head;
 mod write_group;
 mod write_timing;
 // The write group takes its primitives from here (see `crate::sync`).
@@ -121,7 +122,7 @@ pub struct Db {
     /// The async API's queue and workers (`async_api.rs`).
     async_api: AsyncApi,
     /// Held while open (stores opened by path).
-    _lock: Option<StoreLock>,
+    _locks: Vec<StoreLock>,
 }
 
 /// What a background thread does. Flushes get a thread of their own so that a long
@@ -167,6 +168,8 @@ struct Inner {
     writers: WriteQueue,
     /// Compaction output size, changeable while running (`set_target_file_size`).
     target_file_bytes: AtomicU64,
+    /// Levels above it get new SSTs on the fast volume of a tiered store (`tier_head.rs`).
+    level_pointer: tier_head::LevelPointer,
 }
 
 struct State {
@@ -255,10 +258,27 @@ impl Db {
         } else {
             StoreLock::acquire(path)?
         };
-        let opened = Volume::open_path(path, &opts.volume_options(), &FileOptions::default())?;
-        let files = page_cache_files(path, &opts, Access::ReadWrite)?;
+        let vopts = opts.volume_options();
+        let no_files = FileOptions::default();
+        let capacity = opts.tiers.capacity_path.clone();
+        let (opened, locks) = match &capacity {
+            None => (Volume::open_path(path, &vopts, &no_files)?, vec![lock]),
+            Some(cap) => {
+                let opened = Volume::open_path_tiered(path, cap, &vopts, &no_files)?;
+                // The capacity volume is locked too, once it exists (a new store's was just
+                // made): one handle per store, whichever volume names it.
+                (opened, vec![lock, StoreLock::acquire(cap)?])
+            }
+        };
+        let files = [
+            page_cache_files(path, &opts, Access::ReadWrite)?,
+            match &capacity {
+                Some(cap) => page_cache_files(cap, &opts, Access::ReadWrite)?,
+                None => PageCacheFiles::default(),
+            },
+        ];
         let mut db = Db::open_volume(opened, opts, files)?;
-        db._lock = Some(lock);
+        db._locks = locks;
         Ok(db)
     }
 
@@ -290,12 +310,26 @@ impl Db {
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
         let path = path.as_ref();
-        let lock = StoreLock::acquire_shared(path)?;
-        let opened =
-            Volume::open_path_read_only(path, &opts.volume_options(), &FileOptions::default())?;
-        let files = page_cache_files(path, &opts, Access::ReadOnly)?;
+        let mut locks = vec![StoreLock::acquire_shared(path)?];
+        let vopts = opts.volume_options();
+        let no_files = FileOptions::default();
+        let capacity = opts.tiers.capacity_path.clone();
+        let opened = match &capacity {
+            None => Volume::open_path_read_only(path, &vopts, &no_files)?,
+            Some(cap) => {
+                locks.push(StoreLock::acquire_shared(cap)?);
+                Volume::open_path_tiered_read_only(path, cap, &vopts, &no_files)?
+            }
+        };
+        let files = [
+            page_cache_files(path, &opts, Access::ReadOnly)?,
+            match &capacity {
+                Some(cap) => page_cache_files(cap, &opts, Access::ReadOnly)?,
+                None => PageCacheFiles::default(),
+            },
+        ];
         let mut db = Db::open_volume_read_only(opened, opts, files)?;
-        db._lock = Some(lock);
+        db._locks = locks;
         Ok(db)
     }
 
@@ -309,7 +343,45 @@ impl Db {
     pub fn open_device(device: DeviceRef, opts: Options) -> Result<Db> {
         opts.validate()?;
         let opened = Volume::open(device, &opts.volume_options())?;
-        Db::open_volume(opened, opts, PageCacheFiles::default())
+        Db::open_volume(opened, opts, Default::default())
+    }
+
+    /// Opens the tiered store on a fast device (WAL, version log, the top levels' SSTs) and
+    /// a capacity device (the other SSTs), creating both volumes when both devices are blank
+    /// ([`shale_space::Volume::open_tiered`]); `opts.tiers` places the SSTs, and its
+    /// `capacity_path` is not used. SSTs are read and written with O_DIRECT, as for
+    /// [`Db::open_device`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use shale_io::MemoryDevice;
+    /// use shale_lsm::{Db, Options};
+    ///
+    /// let fast = Arc::new(MemoryDevice::new(32 << 20, 4096)?);
+    /// let capacity = Arc::new(MemoryDevice::new(64 << 20, 4096)?);
+    /// let mut opts = Options::small_for_tests();
+    /// opts.tiers.fast_levels = 1; // L0 on the fast device, the rest on the capacity one
+    /// opts.tiers.adaptive = false; // and no head thread to move that line
+    /// let db = Db::open_tiered_devices(fast.clone(), capacity.clone(), opts.clone())?;
+    /// for i in 0..20_000u32 {
+    ///     db.put(format!("key{i:06}").as_bytes(), &[7; 100])?;
+    /// }
+    /// db.compact_range()?;
+    /// let stats = db.stats();
+    /// assert!(stats.tiers[1].live_bytes > 0, "compacted SSTs live on the capacity device");
+    /// drop(db);
+    /// let db = Db::open_tiered_devices(fast, capacity, opts)?;
+    /// assert_eq!(db.get(b"key000042")?, Some(vec![7; 100]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Db::open_device`]; [`shale_space::Error::Tiers`] (as [`Error::Space`]) when the
+    /// devices are not one store's fast and capacity volumes.
+    pub fn open_tiered_devices(fast: DeviceRef, capacity: DeviceRef, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let opened = Volume::open_tiered(fast, capacity, &opts.volume_options())?;
+        Db::open_volume(opened, opts, Default::default())
     }
 
     /// Sets `key` to `value`.
@@ -1186,7 +1258,7 @@ impl Inner {
         // relocation).
         let slot_bytes = self.volume.layout().slot_bytes;
         let reserve = mem.used_bytes() as u64 * 9 / 8 + 2 * slot_bytes;
-        let mut builder = self.new_output(reserve);
+        let mut builder = self.new_output(0, reserve);
         let mut it = mem.iter();
         it.seek_to_first();
         // The current user key, and the sequence of its version just before (newer), if any.
@@ -1535,6 +1607,10 @@ impl Inner {
             seek_batch_reads: self.pool.seek_batch_reads(),
             stalls: self.stalls.snapshot(),
             stopped: st.stopped.clone(),
+            tiers: self.tier_stats(v),
+            level_pointer: if self.volume.is_tiered() { self.level_pointer.get() } else { 0 },
+            level_pointer_deeper: self.level_pointer.moves().0,
+            level_pointer_shallower: self.level_pointer.moves().1,
             // The async API's counters live with its queue (`Db::stats` adds them).
             ..Stats::default()
         }

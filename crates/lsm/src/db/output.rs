@@ -27,7 +27,7 @@ use crate::sst::{
     prepopulate_meta_blocks,
 };
 use crate::version_edit::SstMeta;
-use shale_space::AREA_ALIGN;
+use shale_space::{AREA_ALIGN, Tier};
 
 use super::Inner;
 
@@ -37,6 +37,9 @@ pub(super) struct OutputSst {
     smallest_seq: u64,
     largest_seq: u64,
     id: u64,
+    /// The tier the SST goes to (`Inner::tier_for`); the capacity tier instead when the fast
+    /// one has no room (`QueuePool::sst_writer`).
+    tier: Tier,
     pool: Arc<QueuePool>,
     /// Bytes to reserve for the SST at its first write request.
     reserve_bytes: u64,
@@ -76,7 +79,7 @@ impl OutputSst {
         }
         let writer = match &mut self.writer {
             Some(w) => w,
-            None => match self.pool.sst_writer(self.reserve_bytes) {
+            None => match self.pool.sst_writer(self.tier, self.reserve_bytes) {
                 Ok(w) => self.writer.insert(w),
                 // A nearly full volume may lack a run as long as the reservation and still
                 // hold the SST itself.
@@ -102,9 +105,9 @@ impl OutputSst {
 }
 
 impl Inner {
-    /// A new output for an SST of at most about `reserve_bytes` (more is written all the same,
-    /// at the cost of a relocation).
-    pub(super) fn new_output(&self, reserve_bytes: u64) -> OutputSst {
+    /// A new output for an SST of level `level` of at most about `reserve_bytes` (more is
+    /// written all the same, at the cost of a relocation).
+    pub(super) fn new_output(&self, level: usize, reserve_bytes: u64) -> OutputSst {
         let id = self.next_sst_id.fetch_add(1, Ordering::Relaxed);
         let mut builder = SstBuilder::new(&self.opts.sst);
         if self.opts.prepopulate_block_cache {
@@ -117,6 +120,7 @@ impl Inner {
             smallest_seq: u64::MAX,
             largest_seq: 0,
             id,
+            tier: self.tier_for(level, reserve_bytes),
             pool: self.pool.clone(),
             reserve_bytes,
             request_bytes: (self.volume.layout().slot_bytes as usize / 4)
@@ -132,7 +136,7 @@ impl Inner {
         if out.builder.is_empty() {
             return Ok(Vec::new());
         }
-        let OutputSst { builder, smallest_seq, largest_seq, id, writer, .. } = out;
+        let OutputSst { builder, smallest_seq, largest_seq, id, writer, tier, .. } = out;
         let image = builder.finish(self.volume.layout().slot_bytes);
         let place = self.opts.index_and_filter();
         let extent = if self.opts.prepopulate_block_cache {
@@ -142,7 +146,7 @@ impl Inner {
         }
         .and_then(|()| match writer {
             Some(w) => w.finish(&image),
-            None => self.pool.write_sst(&image),
+            None => self.pool.write_sst(tier, &image),
         })
         .inspect_err(|_| self.cache.forget(id))?;
         let source = Arc::new(VolumeSource::new(self.pool.clone(), extent));

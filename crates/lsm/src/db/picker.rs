@@ -416,7 +416,7 @@ mod tests {
     fn sst(id: u64, lo: &str, hi: &str, mib: u64) -> SstMeta {
         SstMeta {
             id,
-            extent: Extent { first: id as u32, count: 1 },
+            extent: Extent::fast(id as u32, 1),
             bytes: mib << 20,
             entries: 1,
             smallest_seq: 1,

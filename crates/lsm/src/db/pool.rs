@@ -141,13 +141,16 @@ impl Db {
             st.pool = PoolSize { target: compactions, live: compactions };
         }
         let async_api = AsyncApi::new(inner.opts.async_queue_depth, inner.opts.async_workers);
-        let db = Db { inner, workers: Default::default(), async_api, _lock: None };
+        let db = Db { inner, workers: Default::default(), async_api, _locks: Vec::new() };
         let kinds = std::iter::once(Worker::Flush)
             .chain(std::iter::repeat_n(Worker::Compaction, compactions));
         for kind in kinds {
             // On failure `db` drops, which shuts down the threads already started.
             let handle = spawn(&db.inner, kind)?;
             db.workers.lock().push(handle);
+        }
+        if let Some(head) = super::tier_head::start(&db.inner)? {
+            db.workers.lock().push(head);
         }
         Ok(db)
     }

@@ -35,7 +35,7 @@ impl Db {
     pub(super) fn open_volume_read_only(
         opened: Opened,
         opts: Options,
-        files: PageCacheFiles,
+        files: [PageCacheFiles; 2],
     ) -> Result<Db> {
         assert!(opened.volume.is_read_only(), "a read-only open needs a read-only volume");
         let started = Instant::now();
@@ -62,7 +62,7 @@ impl Db {
             started.elapsed()
         );
         let async_api = AsyncApi::new(inner.opts.async_queue_depth, inner.opts.async_workers);
-        Ok(Db { inner, workers: Default::default(), async_api, _lock: None })
+        Ok(Db { inner, workers: Default::default(), async_api, _locks: Vec::new() })
     }
 }
 

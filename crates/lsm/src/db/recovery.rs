@@ -48,7 +48,11 @@ pub(super) struct Recovered {
 }
 
 impl Db {
-    pub(super) fn open_volume(opened: Opened, opts: Options, files: PageCacheFiles) -> Result<Db> {
+    pub(super) fn open_volume(
+        opened: Opened,
+        opts: Options,
+        files: [PageCacheFiles; 2],
+    ) -> Result<Db> {
         let started = Instant::now();
         let Recovered { inner, groups, tail_records } = Db::recover(opened, opts, files)?;
         let l = inner.volume.layout();
@@ -89,11 +93,12 @@ impl Db {
     pub(super) fn recover(
         opened: Opened,
         opts: Options,
-        files: PageCacheFiles,
+        files: [PageCacheFiles; 2],
     ) -> Result<Recovered> {
         let read_only = opened.volume.is_read_only();
         let volume = Arc::new(opened.volume);
-        let pool = Arc::new(QueuePool::with_page_cache(volume.clone(), files));
+        let [fast_files, capacity_files] = files;
+        let pool = Arc::new(QueuePool::with_tier_files(volume.clone(), fast_files, capacity_files));
         let cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
         // 1. The committed version: fold the base's complete state and each delta into the set
         //    of live SSTs first, then open only those (see `version_edit::fold`).
@@ -194,6 +199,7 @@ impl Db {
             parallel_insert_groups: AtomicU64::new(0),
             write_buffer_bytes: AtomicU64::new(opts.write_buffer_bytes as u64),
             target_file_bytes: AtomicU64::new(opts.target_file_size_base),
+            level_pointer: super::tier_head::LevelPointer::new(opts.tiers.fast_levels),
         });
         Ok(Recovered { inner, groups, tail_records })
     }

@@ -62,7 +62,7 @@ use shale_io::{
     AlignedBuf, BufferedReader, BufferedWriter, Completion, Op, Queue, QueueExt, QueueOptions,
     Request,
 };
-use shale_space::{Extent, IoClass, Volume, VolumeQueue};
+use shale_space::{Extent, IoClass, Tier, Volume, VolumeQueue};
 
 use crate::error::{Error, Result};
 use crate::sst::builder::SstImage;
@@ -105,7 +105,8 @@ pub struct SstBytesWritten {
     pub buffered: u64,
 }
 
-/// The page-cache descriptors of a store opened by path; none for a store on a device.
+/// The page-cache descriptors of one volume of a store opened by path; none for a store on a
+/// device. Their offsets are the volume's device offsets, not addresses.
 #[derive(Clone, Debug, Default)]
 pub struct PageCacheFiles {
     /// SST reads go through it when present (`Options::use_direct_reads = false`).
@@ -115,18 +116,22 @@ pub struct PageCacheFiles {
     pub writes: Option<Arc<BufferedWriter>>,
 }
 
-/// How the SSTs of one volume are written and read: slot queues shared by the readers (a read
+/// How the SSTs of a store are written and read: slot queues shared by the readers (a read
 /// takes one, or opens one when all are busy, and gives it back), or buffered descriptors on
-/// the volume file when the store reads or writes through the page cache.
+/// the volume files when the store reads or writes through the page cache. On a tiered store
+/// a queue reaches both tiers by address, and each tier has its own descriptors.
 pub struct QueuePool {
     volume: Arc<Volume>,
     idle: Mutex<Vec<VolumeQueue>>,
     /// Idle queues of [`BATCH_QUEUE_DEPTH`], for [`QueuePool::read_many`].
     batch_idle: Mutex<Vec<VolumeQueue>>,
-    /// Present when reads go through the page cache (see the module's comment).
-    buffered: Option<Arc<BufferedReader>>,
-    /// Present when SSTs are written through the page cache (see the module's comment).
-    writer: Option<Arc<BufferedWriter>>,
+    /// By tier index: the descriptors reads and writes go through the page cache with, where
+    /// they do (see the module's comment). Both tiers are opened alike.
+    files: [PageCacheFiles; 2],
+    /// By tier index: bytes read and written through the page cache, which no slot queue
+    /// counts.
+    tier_buffered_read: [AtomicU64; 2],
+    tier_buffered_written: [AtomicU64; 2],
     direct_bytes: AtomicU64,
     buffered_bytes: AtomicU64,
     direct_written_bytes: AtomicU64,
@@ -142,8 +147,7 @@ impl std::fmt::Debug for QueuePool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("QueuePool")
             .field("idle", &self.idle.lock().len())
-            .field("buffered", &self.buffered)
-            .field("writer", &self.writer)
+            .field("files", &self.files)
             .finish()
     }
 }
@@ -164,12 +168,24 @@ impl QueuePool {
     /// `files.writes` (descriptors on the same file or block device) where given, else with
     /// O_DIRECT.
     pub fn with_page_cache(volume: Arc<Volume>, files: PageCacheFiles) -> QueuePool {
+        QueuePool::with_tier_files(volume, files, PageCacheFiles::default())
+    }
+
+    /// A pool on a tiered `volume` whose fast volume is read and written through `fast` and
+    /// capacity volume through `capacity` where given (each a descriptor on that volume's
+    /// file or block device), else with O_DIRECT.
+    pub fn with_tier_files(
+        volume: Arc<Volume>,
+        fast: PageCacheFiles,
+        capacity: PageCacheFiles,
+    ) -> QueuePool {
         QueuePool {
             volume,
             idle: Mutex::new(Vec::new()),
             batch_idle: Mutex::new(Vec::new()),
-            buffered: files.reads,
-            writer: files.writes,
+            files: [fast, capacity],
+            tier_buffered_read: Default::default(),
+            tier_buffered_written: Default::default(),
             direct_bytes: AtomicU64::new(0),
             buffered_bytes: AtomicU64::new(0),
             direct_written_bytes: AtomicU64::new(0),
@@ -187,12 +203,33 @@ impl QueuePool {
 
     /// Whether SST reads go through the page cache.
     pub fn reads_buffered(&self) -> bool {
-        self.buffered.is_some()
+        self.files[0].reads.is_some()
+    }
+
+    /// The page-cache reader of the tier at `address`, and the device offset there.
+    fn reader_at(&self, address: u64) -> Option<(&Arc<BufferedReader>, u64)> {
+        let (tier, offset) = Tier::split(address);
+        self.files[tier.index()].reads.as_ref().map(|r| (r, offset))
+    }
+
+    /// Bytes read from and written to `tier` through the page cache since open.
+    pub fn tier_buffered_bytes(&self, tier: Tier) -> (u64, u64) {
+        let i = tier.index();
+        (
+            self.tier_buffered_read[i].load(Ordering::Relaxed),
+            self.tier_buffered_written[i].load(Ordering::Relaxed),
+        )
+    }
+
+    fn count_buffered_read(&self, address: u64, bytes: u64) {
+        self.buffered_bytes.fetch_add(bytes, Ordering::Relaxed);
+        let (tier, _) = Tier::split(address);
+        self.tier_buffered_read[tier.index()].fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Whether SSTs are written through the page cache.
     pub fn writes_buffered(&self) -> bool {
-        self.writer.is_some()
+        self.files[0].writes.is_some()
     }
 
     /// Bytes of SSTs written so far, per path (a relocated SST's streamed part counts twice:
@@ -218,7 +255,7 @@ impl QueuePool {
     /// # Errors
     /// [`Error::InvalidArgument`] if the image is not whole slots of the volume; as
     /// [`QueuePool::sst_writer`] and `SstWriter::finish`.
-    pub fn write_sst(self: &Arc<Self>, image: &SstImage) -> Result<Extent> {
+    pub fn write_sst(self: &Arc<Self>, tier: Tier, image: &SstImage) -> Result<Extent> {
         let slot_bytes = self.volume.layout().slot_bytes;
         if image.base != 0 || image.len() % slot_bytes != 0 {
             return Err(Error::InvalidArgument(format!(
@@ -227,7 +264,7 @@ impl QueuePool {
                 image.base
             )));
         }
-        self.sst_writer(image.len())?.finish(image)
+        self.sst_writer(tier, image.len())?.finish(image)
     }
 
     /// Readahead runs that scans and compactions read in the background (O_DIRECT reads
@@ -246,16 +283,19 @@ impl QueuePool {
         self.relocations.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The page-cache descriptor SSTs are written through, if they are.
-    pub(crate) fn page_cache_writer(&self) -> Option<&Arc<BufferedWriter>> {
-        self.writer.as_ref()
+    /// The page-cache descriptor SSTs on `tier` are written through, if they are.
+    pub(crate) fn page_cache_writer(&self, tier: Tier) -> Option<&Arc<BufferedWriter>> {
+        self.files[tier.index()].writes.as_ref()
     }
 
-    /// Counts `bytes` of SSTs written, through the page cache or not.
-    pub(crate) fn count_written(&self, bytes: u64, buffered: bool) {
+    /// Counts `bytes` of SSTs written to `tier`, through the page cache or not.
+    pub(crate) fn count_written(&self, tier: Tier, bytes: u64, buffered: bool) {
         let counter =
             if buffered { &self.buffered_written_bytes } else { &self.direct_written_bytes };
         counter.fetch_add(bytes, Ordering::Relaxed);
+        if buffered {
+            self.tier_buffered_written[tier.index()].fetch_add(bytes, Ordering::Relaxed);
+        }
     }
 
     /// After an SST was written durably into `extent` with O_DIRECT (`direct`): drops whatever
@@ -300,8 +340,9 @@ impl QueuePool {
     /// are dropped, so it caches the new bytes; the pages go at release like any other.
     /// A failure only loses the warm-up, so it is logged, not returned.
     fn prefetch(&self, extent: Extent) {
-        let Some(buffered) = &self.buffered else { return };
         let range = self.volume.extent_range(extent);
+        let Some((buffered, start)) = self.reader_at(range.start) else { return };
+        let range = start..start + (range.end - range.start);
         let mut at = range.start;
         while at < range.end {
             let len = (range.end - at).min(PREFETCH_CHUNK_BYTES);
@@ -316,10 +357,12 @@ impl QueuePool {
     fn drop_pages(&self, extent: Extent) -> Result<()> {
         let range = self.volume.extent_range(extent);
         let len = range.end - range.start;
+        let (tier, start) = Tier::split(range.start);
+        let files = &self.files[tier.index()];
         // Either descriptor drops the pages of the one file they share.
-        match (&self.buffered, &self.writer) {
-            (Some(reader), _) => Ok(reader.drop_cached(range.start, len)?),
-            (None, Some(writer)) => Ok(writer.drop_cached(range.start, len)?),
+        match (&files.reads, &files.writes) {
+            (Some(reader), _) => Ok(reader.drop_cached(start, len)?),
+            (None, Some(writer)) => Ok(writer.drop_cached(start, len)?),
             (None, None) => Ok(()),
         }
     }
@@ -330,13 +373,8 @@ impl QueuePool {
     /// `BATCH_QUEUE_DEPTH`, whole device blocks around each range. The device works on
     /// them together, so a batch costs about one read's latency, not one per range.
     pub fn read_many(&self, reqs: &[(u64, usize)]) -> Vec<Result<Vec<u8>>> {
-        if let Some(buffered) = &self.buffered {
-            let out: Vec<Result<Vec<u8>>> =
-                buffered.read_many(reqs).into_iter().map(|r| r.map_err(Error::from)).collect();
-            let bytes: usize =
-                reqs.iter().zip(&out).filter(|(_, r)| r.is_ok()).map(|(q, _)| q.1).sum();
-            self.buffered_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
-            return out;
+        if self.reads_buffered() {
+            return self.read_many_buffered(reqs);
         }
         match self.read_many_direct(reqs) {
             Ok(out) => out,
@@ -366,8 +404,31 @@ impl QueuePool {
         self.seek_batch_reads.load(Ordering::Relaxed)
     }
 
+    /// [`QueuePool::read_many`] through the page cache: the ranges of each tier in one batch
+    /// on that tier's descriptor, answered in the callers' order.
+    fn read_many_buffered(&self, reqs: &[(u64, usize)]) -> Vec<Result<Vec<u8>>> {
+        let mut out: Vec<Option<Result<Vec<u8>>>> = (0..reqs.len()).map(|_| None).collect();
+        for tier in self.volume.tiers() {
+            let mine: Vec<usize> =
+                (0..reqs.len()).filter(|&i| Tier::split(reqs[i].0).0 == *tier).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let reader = self.files[tier.index()].reads.as_ref().expect("both tiers read alike");
+            let batch: Vec<(u64, usize)> =
+                mine.iter().map(|&i| (Tier::split(reqs[i].0).1, reqs[i].1)).collect();
+            for (&i, r) in mine.iter().zip(reader.read_many(&batch)) {
+                if r.is_ok() {
+                    self.count_buffered_read(reqs[i].0, reqs[i].1 as u64);
+                }
+                out[i] = Some(r.map_err(Error::from));
+            }
+        }
+        out.into_iter().map(|r| r.expect("every range is on a tier of the store")).collect()
+    }
+
     fn read_many_direct(&self, reqs: &[(u64, usize)]) -> Result<Vec<Result<Vec<u8>>>> {
-        let bs = u64::from(self.volume.device().info().block_size);
+        let bs = u64::from(self.volume.block_bytes());
         let mut q = match self.batch_idle.lock().pop() {
             Some(q) => q,
             None => {
@@ -462,7 +523,7 @@ impl VolumeSource {
     /// The SST in `extent` of the pool's volume.
     pub fn new(pool: Arc<QueuePool>, extent: Extent) -> VolumeSource {
         let range = pool.volume.extent_range(extent);
-        let block_bytes = u64::from(pool.volume.device().info().block_size);
+        let block_bytes = u64::from(pool.volume.block_bytes());
         VolumeSource { pool, extent, start: range.start, len: range.end - range.start, block_bytes }
     }
 
@@ -497,11 +558,11 @@ impl BlockSource for VolumeSource {
             return Ok(Vec::new().into());
         }
         let pool = &self.pool;
-        if let Some(buffered) = &pool.buffered {
+        if let Some((buffered, at)) = pool.reader_at(self.start + offset) {
             // The page cache needs no alignment. The range lies inside this SST's extent, so
             // in the slot area, as a slot queue would insist.
-            let buf = buffered.read_at(self.start + offset, len)?;
-            pool.buffered_bytes.fetch_add(len as u64, Ordering::Relaxed);
+            let buf = buffered.read_at(at, len)?;
+            pool.count_buffered_read(self.start + offset, len as u64);
             return Ok(buf.into());
         }
         // O_DIRECT: read whole device blocks around the range, then cut it out.
@@ -523,7 +584,7 @@ impl BlockSource for VolumeSource {
     /// the kernel's own readahead decides).
     fn start_read(&self, offset: u64, len: usize) -> Option<Box<dyn PendingRead>> {
         let pool = &self.pool;
-        if pool.buffered.is_some() || len == 0 {
+        if pool.reads_buffered() || len == 0 {
             return None;
         }
         let end = self.range_end(offset, len).ok()?;
@@ -635,7 +696,7 @@ mod tests {
         let image = image(30_000, slot_bytes);
         assert!(image.bytes.len() > 2 * WRITE_BYTES_MAX, "several write requests wanted");
         let pool = Arc::new(QueuePool::new(volume.clone()));
-        let extent = pool.write_sst(&image).unwrap();
+        let extent = pool.write_sst(Tier::Fast, &image).unwrap();
         assert_eq!(u64::from(extent.count) * slot_bytes, image.bytes.len() as u64);
         assert_eq!(volume.slot_usage().pending, extent.count);
         assert!(volume.io(IoClass::Slot).flushes >= 1);
@@ -689,7 +750,7 @@ mod tests {
     /// written (the image but its zero pages).
     fn stream(pool: &Arc<QueuePool>, entries: u32, reserve: u64) -> Result<(Extent, Vec<u8>, u64)> {
         let mut b = SstBuilder::new(&SstOptions::default());
-        let mut w = pool.sst_writer(reserve)?;
+        let mut w = pool.sst_writer(Tier::Fast, reserve)?;
         let mut whole = Vec::new();
         for i in 0..entries {
             let value = format!("value {i} {}", "v".repeat((i % 200) as usize));
@@ -748,7 +809,7 @@ mod tests {
         let (_, volume) = volume();
         let pool = Arc::new(QueuePool::new(volume.clone()));
         let before = volume.slot_usage();
-        let mut w = pool.sst_writer(8 << 20).unwrap();
+        let mut w = pool.sst_writer(Tier::Fast, 8 << 20).unwrap();
         assert!(volume.slot_usage().pending > 0);
         w.write(0, &vec![1u8; 3 * WRITE_BYTES_MAX]).unwrap();
         drop(w);
@@ -769,7 +830,7 @@ mod tests {
             Fault::Eio { op: OpKind::Flush, nth: 1, sticky: false },
         ] {
             device.set_faults(FaultPlan { faults: vec![fault.clone()] });
-            assert!(pool.write_sst(&image).is_err(), "{fault:?} went unnoticed");
+            assert!(pool.write_sst(Tier::Fast, &image).is_err(), "{fault:?} went unnoticed");
             assert_eq!(volume.slot_usage(), before, "{fault:?} leaked the extent");
             // Streamed, and relocated (reading back the streamed part) after the fault.
             for reserve in [16 << 20, 2 * WRITE_BYTES_MAX as u64] {
@@ -792,8 +853,8 @@ mod tests {
             smallest: Vec::new(),
             largest: Vec::new(),
         };
-        assert!(matches!(pool.write_sst(&not_slots), Err(Error::InvalidArgument(_))));
-        let extent = pool.write_sst(&image).unwrap();
+        assert!(matches!(pool.write_sst(Tier::Fast, &not_slots), Err(Error::InvalidArgument(_))));
+        let extent = pool.write_sst(Tier::Fast, &image).unwrap();
         assert_eq!(volume.slot_usage().pending, extent.count);
     }
 
@@ -819,7 +880,7 @@ mod tests {
         let slot_bytes = volume.layout().slot_bytes;
         let image = image(30_000, slot_bytes);
         let pool = Arc::new(QueuePool::new(volume.clone()));
-        let extent = pool.write_sst(&image).unwrap();
+        let extent = pool.write_sst(Tier::Fast, &image).unwrap();
         let source = Arc::new(VolumeSource::new(pool.clone(), extent));
         let small_cache = || Arc::new(BlockCache::new(64 << 10));
         let r = SstReader::open(source.clone(), small_cache(), 1, IndexAndFilter::Held).unwrap();

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use shale_io::{
     AlignedBuf, BufferedWriter, Completion, Op, Queue, QueueExt, QueueOptions, Request,
 };
-use shale_space::{Extent, IoClass, VolumeQueue};
+use shale_space::{Extent, IoClass, Tier, VolumeQueue};
 
 use crate::error::{Error, Result};
 use crate::sst::builder::SstImage;
@@ -45,7 +45,7 @@ use crate::sst::volume_io::{QueuePool, WRITE_BYTES_MAX, WRITES_IN_FLIGHT_MAX};
 enum Path {
     /// O_DIRECT through a slot queue; the first failure of a request is kept until `finish`.
     Direct { q: VolumeQueue, failed: Option<Error> },
-    /// Through the page cache.
+    /// Through the page cache, at device offsets of the reservation's tier.
     Buffered(Arc<BufferedWriter>),
 }
 
@@ -54,7 +54,7 @@ pub struct SstWriter {
     pool: Arc<QueuePool>,
     /// The reservation; `None` once finished or released.
     reserved: Option<Extent>,
-    /// Absolute offset of the reservation's first byte.
+    /// Address of the reservation's first byte ([`Tier::split`]).
     start: u64,
     /// Bytes of the reservation.
     capacity: u64,
@@ -75,26 +75,40 @@ impl std::fmt::Debug for SstWriter {
 }
 
 impl QueuePool {
-    /// Reserves an extent of at least `reserve_bytes` (at least one slot) for an SST to be
-    /// streamed into it: through the page cache when the pool has a writer, else with
-    /// O_DIRECT.
+    /// Reserves an extent of at least `reserve_bytes` (at least one slot) on `tier` for an
+    /// SST to be streamed into it: through the page cache when the pool has a writer, else
+    /// with O_DIRECT. A fast tier without a free run that long sends the SST to the capacity
+    /// tier, where the store has one: a full fast volume slows nothing down and fails no
+    /// write.
     ///
     /// # Errors
     /// [`Error::NoSpace`] without a free run of that many slots; the device's errors.
-    pub fn sst_writer(self: &Arc<Self>, reserve_bytes: u64) -> Result<SstWriter> {
+    pub fn sst_writer(self: &Arc<Self>, tier: Tier, reserve_bytes: u64) -> Result<SstWriter> {
         let volume = self.volume();
         let slot_bytes = volume.layout().slot_bytes;
         let slots = u32::try_from(reserve_bytes.div_ceil(slot_bytes).max(1)).map_err(|_| {
             Error::InvalidArgument(format!("an SST of {reserve_bytes} bytes is too large"))
         })?;
-        let path = match self.page_cache_writer() {
+        let extent = match volume.allocate_on(tier, slots) {
+            Err(shale_space::Error::NoSpace(why)) if tier == Tier::Fast && volume.is_tiered() => {
+                log::debug!("an SST goes to the capacity tier: the fast tier is full ({why})");
+                volume.allocate_on(Tier::Capacity, slots)?
+            }
+            other => other?,
+        };
+        let path = match self.page_cache_writer(extent.tier) {
             Some(w) => Path::Buffered(w.clone()),
             None => {
                 let opts = QueueOptions { depth: WRITES_IN_FLIGHT_MAX, ..QueueOptions::default() };
-                Path::Direct { q: volume.queue(IoClass::Slot, &opts)?, failed: None }
+                match volume.queue(IoClass::Slot, &opts) {
+                    Ok(q) => Path::Direct { q, failed: None },
+                    Err(e) => {
+                        volume.release(extent);
+                        return Err(e.into());
+                    }
+                }
             }
         };
-        let extent = volume.allocate(slots)?;
         let range = volume.extent_range(extent);
         Ok(SstWriter {
             pool: self.clone(),
@@ -132,12 +146,13 @@ impl SstWriter {
         self.written += bytes.len() as u64;
         match &mut self.path {
             Path::Buffered(w) => {
+                let (tier, offset) = Tier::split(offset);
                 for (i, chunk) in bytes.chunks(WRITE_BYTES_MAX).enumerate() {
                     let o = offset + (i * WRITE_BYTES_MAX) as u64;
                     w.write_at(o, chunk)?;
                     w.start_writeback(o, chunk.len() as u64)?;
                 }
-                self.pool.count_written(bytes.len() as u64, true);
+                self.pool.count_written(tier, bytes.len() as u64, true);
                 Ok(())
             }
             Path::Direct { q, failed } => {
@@ -156,7 +171,7 @@ impl SstWriter {
                         failed.get_or_insert(e.into());
                     }
                 }
-                self.pool.count_written(bytes.len() as u64, false);
+                self.pool.count_written(Tier::split(offset).0, bytes.len() as u64, false);
                 failed.take().map_or(Ok(()), Err)
             }
         }
@@ -215,7 +230,8 @@ impl SstWriter {
             self.capacity
         );
         self.pool.count_relocation();
-        let mut to = self.pool.sst_writer(image.len())?;
+        let tier = self.reserved.expect("a writer relocates before it finishes").tier;
+        let mut to = self.pool.sst_writer(tier, image.len())?;
         let slot_queue = QueueOptions { depth: 1, ..QueueOptions::default() };
         let mut q = self.pool.volume().queue(IoClass::Slot, &slot_queue)?;
         let mut at = 0;

@@ -10,6 +10,10 @@ use shale_lsm::{Db, Options};
 pub struct Args {
     /// A store: its directory, its volume file, or a block device.
     path: PathBuf,
+    /// The capacity volume of a tiered store (its directory, its file, or a block device):
+    /// a tiered store is checked over both volumes.
+    #[arg(long = "capacity_path", alias = "capacity-path")]
+    capacity_path: Option<PathBuf>,
 }
 
 /// Runs the command. The store is opened read-only ([`Db::open_read_only`]): its WAL and WAL
@@ -23,6 +27,7 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut opts = Options::default();
     opts.volume.create_if_blank = false;
+    opts.tiers.capacity_path = args.capacity_path.clone();
     let db =
         Db::open_read_only(&args.path, opts).map_err(|e| format!("cannot open the store: {e}"))?;
     let report = db.check().map_err(|e| format!("check failed: {e}"))?;
@@ -35,6 +40,14 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         report.live_slots,
         stats.files_per_level
     );
+    if stats.tiers.len() > 1 {
+        let t: Vec<String> = stats
+            .tiers
+            .iter()
+            .map(|t| format!("{} SSTs, {} bytes on the {} volume", t.ssts, t.live_bytes, t.name))
+            .collect();
+        println!("tiers: {}", t.join("; "));
+    }
     db.close()?;
     Ok(())
 }

@@ -1,11 +1,12 @@
 //! `shale inspect PATH`: the layout, version-log state and slot use of a volume, and for an
 //! lsm store its levels with every SST, read without writing anything (a blank or missing
 //! path is an error, never a new volume). `--summary` shows the levels without their SSTs.
+//! A tiered store is inspected with `--capacity_path`: both volumes, each SST's tier.
 
 use std::path::PathBuf;
 
 use shale_io::FileOptions;
-use shale_space::{IoClass, Volume, VolumeOptions, hex};
+use shale_space::{IoClass, Tier, Volume, VolumeOptions, hex};
 
 /// Arguments of `shale inspect`.
 #[derive(clap::Args)]
@@ -18,6 +19,9 @@ pub struct Args {
     /// Show each level's totals only, without its SSTs.
     #[arg(long)]
     summary: bool,
+    /// The capacity volume of a tiered store (its directory, its file, or a block device).
+    #[arg(long = "capacity_path", alias = "capacity-path")]
+    capacity_path: Option<PathBuf>,
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -44,10 +48,13 @@ fn shown_key(key: &[u8]) -> String {
 }
 
 /// One SST: id, slots, bytes, entries, sequence numbers, and its user-key range.
-fn print_sst(m: &shale_lsm::version_edit::SstMeta) {
+/// One SST's line; a tiered store's names its volume.
+fn print_sst(m: &shale_lsm::version_edit::SstMeta, tiered: bool) {
     let user_key = |k: &[u8]| shown_key(shale_lsm::key::user_key(k));
+    let tier = if tiered { format!("{:<9}", m.extent.tier.name()) } else { String::new() };
     println!(
-        "                SST {:<6} slots {:>6}+{:<3} {:>10} bytes {:>8} entries  seq {}..{}  {}..{}",
+        "                SST {:<6} {tier}slots {:>6}+{:<3} {:>10} bytes {:>8} entries  seq {}..{}  \
+         {}..{}",
         m.id,
         m.extent.first,
         m.extent.count,
@@ -66,6 +73,7 @@ fn print_sst(m: &shale_lsm::version_edit::SstMeta) {
 fn print_levels(
     versions: &shale_space::Versions,
     summary: bool,
+    tiered: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let folded = match shale_lsm::version_edit::fold(versions) {
         Ok(f) => f,
@@ -92,8 +100,17 @@ fn print_levels(
         let bytes: u64 = files.iter().map(|m| m.bytes).sum();
         let slots: u64 = files.iter().map(|m| u64::from(m.extent.count)).sum();
         let entries: u64 = files.iter().map(|m| m.entries).sum();
+        let on_capacity = files.iter().filter(|m| m.extent.tier == Tier::Capacity).count();
+        let tiers = if on_capacity > 0 {
+            format!(
+                " ({} on the fast volume, {on_capacity} on the capacity one)",
+                files.len() - on_capacity
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "              L{level}: {} SSTs, {:.1} MiB, {slots} slots, {entries} entries",
+            "              L{level}: {} SSTs, {:.1} MiB, {slots} slots, {entries} entries{tiers}",
             files.len(),
             bytes as f64 / MIB,
         );
@@ -106,7 +123,7 @@ fn print_levels(
             files.sort_by(|a, b| shale_lsm::key::compare(&a.smallest, &b.smallest));
         }
         for m in files.iter() {
-            print_sst(m);
+            print_sst(m, tiered);
         }
     }
     Ok(())
@@ -120,15 +137,31 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let opts = VolumeOptions { create_if_blank: false, ..VolumeOptions::default() };
     // Read-only all the way down (O_RDONLY, no creation, no commit), so it works on a
     // read-only mount; it takes no store lock, so it also reads a store open for writing.
-    let opened = Volume::open_path_read_only(&args.path, &opts, &FileOptions::default())?;
+    let no_files = FileOptions::default();
+    let opened = match &args.capacity_path {
+        None => Volume::open_path_read_only(&args.path, &opts, &no_files)?,
+        Some(cap) => Volume::open_path_tiered_read_only(&args.path, cap, &opts, &no_files)?,
+    };
     let v = &opened.volume;
     let h = v.header();
     let l = h.layout;
     let info = v.device().info();
     let path_is_file =
         std::fs::metadata(shale_space::volume_file(&args.path)).is_ok_and(|m| m.is_file());
-    println!("volume        {}", hex(&h.volume_id));
+    println!("volume        {} ({} volume)", hex(&h.volume_id), h.role.name());
     println!("path          {}", shale_space::volume_file(&args.path).display());
+    if let (Some(cap), Some(ch)) = (&args.capacity_path, v.tier_header(Tier::Capacity)) {
+        let ci = v.tier_device_ref(Tier::Capacity).expect("a tiered volume").info();
+        println!(
+            "capacity      {} at {}: {} backend, {} bytes ({:.1} MiB), slots from byte {}",
+            hex(&ch.volume_id),
+            shale_space::volume_file(cap).display(),
+            ci.backend,
+            ci.capacity,
+            ci.capacity as f64 / MIB,
+            ch.layout.slot_offset
+        );
+    }
     println!(
         "format        version {}, created {} (unix seconds)",
         h.format_version, h.created_unix_secs
@@ -171,23 +204,31 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         s.wraps,
         s.repaired
     );
-    let u = v.slot_usage();
-    println!(
-        "slots         {} total: {} live, {} free ({} free runs, longest {})",
-        u.total, u.live, u.free, u.free_runs, u.largest_free_run
-    );
+    for &tier in v.tiers() {
+        let u = v.tier_slot_usage(tier);
+        let name = if v.is_tiered() { format!("{:<9}", tier.name()) } else { String::new() };
+        println!(
+            "slots         {name}{} total: {} live, {} free ({} free runs, longest {})",
+            u.total, u.live, u.free, u.free_runs, u.largest_free_run
+        );
+    }
     let live = v.live_extents();
     println!("extents       {} live", live.len());
     if args.extents {
         for e in &live {
             let r = v.extent_range(*e);
+            let (_, start) = Tier::split(r.start);
+            let name = if v.is_tiered() { format!("{:<9}", e.tier.name()) } else { String::new() };
             println!(
-                "              slot {:>8} x {:<6} bytes {}..{}",
-                e.first, e.count, r.start, r.end
+                "              {name}slot {:>8} x {:<6} bytes {}..{}",
+                e.first,
+                e.count,
+                start,
+                start + (r.end - r.start)
             );
         }
     }
-    print_levels(&opened.versions, args.summary)?;
+    print_levels(&opened.versions, args.summary, v.is_tiered())?;
     let log_io = v.io(IoClass::VersionLog);
     println!("recovery I/O  {} reads, {} bytes of version log", log_io.reads, log_io.read_bytes);
     v.check_slots()?;

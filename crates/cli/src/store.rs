@@ -390,3 +390,72 @@ pub fn check_store_sizes(f: &StoreSizeFlags) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The flags of a tiered store, shared by `shale bench` and `shale ycsb` (`Options::tiers`).
+#[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
+pub struct TierArgs {
+    /// A capacity volume beside `--db` (a directory, a volume file or a block device): `--db`
+    /// becomes the fast volume, holding the WAL and the levels above the level pointer, and
+    /// this one the rest (SpanDB's tiers). Emptied with `--db` for a fresh store.
+    #[arg(long = "capacity_path")]
+    pub capacity_path: Option<PathBuf>,
+    /// The level pointer at open: new SSTs of levels below it go to the fast volume (0 to 8;
+    /// default 2).
+    #[arg(long = "fast_levels")]
+    pub fast_levels: Option<usize>,
+    /// Whether the head thread moves the level pointer by the fast volume's bandwidth and
+    /// room (default true).
+    #[arg(long = "tier_adaptive", value_parser = crate::bench::parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub tier_adaptive: Option<bool>,
+    /// Bytes of SSTs the fast volume may hold; past them new SSTs go to the capacity volume
+    /// (default 0: as many as it has room for).
+    #[arg(long = "fast_bytes_max")]
+    pub fast_bytes_max: Option<u64>,
+}
+
+impl TierArgs {
+    /// Sets `o.tiers` from the flags given; the capacity path is set by [`TierArgs::prepare`].
+    pub fn apply(&self, o: &mut Options) {
+        if let Some(v) = self.fast_levels {
+            o.tiers.fast_levels = v;
+        }
+        if let Some(v) = self.tier_adaptive {
+            o.tiers.adaptive = v;
+        }
+        if let Some(v) = self.fast_bytes_max {
+            o.tiers.fast_bytes_max = v;
+        }
+    }
+
+    /// Checks the capacity path as [`prepare`] checks `--db`, empties it with the store unless
+    /// `use_existing`, and sets it in `o`.
+    ///
+    /// # Errors
+    /// As [`prepare`] and [`destroy`].
+    pub fn prepare(
+        &self,
+        o: &mut Options,
+        use_existing: bool,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        if let Some(cap) = &self.capacity_path {
+            let cap = prepare(cap, use_existing)?;
+            if !use_existing {
+                destroy(&cap)?;
+            }
+            o.tiers.capacity_path = Some(cap);
+        }
+        Ok(())
+    }
+}
+
+/// Empties a tiered store's capacity volume too, when `o` names one (a fresh store between
+/// benchmarks).
+///
+/// # Errors
+/// As [`destroy`].
+pub fn destroy_capacity(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
+    match &o.tiers.capacity_path {
+        Some(cap) => destroy(cap),
+        None => Ok(()),
+    }
+}

@@ -416,6 +416,7 @@ pub const MAPPED_BOOLS: &[&str] = &[
     "level_compaction_dynamic_level_bytes",
     "statistics",
     "sync",
+    "tier_adaptive",
     "use_direct_io_for_flush_and_compaction",
     "use_direct_reads",
     "use_existing_db",

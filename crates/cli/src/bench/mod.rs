@@ -116,6 +116,9 @@ pub struct Args {
     /// Background threads: one flushes, the others compact (at least 2).
     #[arg(long = "max_background_jobs", allow_negative_numbers = true)]
     pub max_background_jobs: Option<i64>,
+    /// The capacity volume and the level pointer of a tiered store (shale's own flags).
+    #[command(flatten)]
+    pub tiers: crate::store::TierArgs,
     /// Most write groups whose sync WAL writes are in flight at once (shale's own flag:
     /// `Options::wal_loggers`, 0 to 8, 0 for none; the store adapts up to it).
     #[arg(long = "wal_loggers")]
@@ -202,7 +205,7 @@ pub struct Args {
 }
 
 /// Parses a gflags-style boolean: true/false, 1/0, yes/no.
-fn parse_bool(text: &str) -> Result<bool, String> {
+pub(crate) fn parse_bool(text: &str) -> Result<bool, String> {
     match text.to_ascii_lowercase().as_str() {
         "1" | "true" | "t" | "yes" | "y" => Ok(true),
         "0" | "false" | "f" | "no" | "n" => Ok(false),
@@ -266,7 +269,8 @@ pub fn run(args: &Args) -> Result<(), Error> {
     } else {
         args.clone()
     };
-    let plan = config::plan(&args, &mut |w| errln!("shale bench: warning: {w}"))?;
+    let mut plan = config::plan(&args, &mut |w| errln!("shale bench: warning: {w}"))?;
+    args.tiers.apply(&mut plan.options);
     let benchmarks = config::benchmarks(&args)?;
     let temp = match &args.db {
         Some(_) => None,
@@ -280,6 +284,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
     if !args.use_existing_db {
         crate::store::destroy(&path)?;
     }
+    args.tiers.prepare(&mut plan.options, args.use_existing_db)?;
     let open = || crate::store::open(&path, plan.options.clone(), args.use_existing_db);
     let mut db = Some(open()?);
     report::print_header(&args, &plan, &path);
@@ -302,6 +307,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
                     old.close()?;
                 }
                 crate::store::destroy(&path)?;
+                crate::store::destroy_capacity(&plan.options)?;
                 db = Some(open()?);
             }
         }

@@ -458,6 +458,24 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         "shale.sst.bytes.read.device.max : {}",
         s.sst_bytes_read_direct + s.sst_bytes_read_buffered
     );
+    // A tiered store: each volume's share, and the level pointer's moves.
+    if s.tiers.len() > 1 {
+        for t in &s.tiers {
+            let n = t.name;
+            outln!("shale.tier.{n}.ssts COUNT : {}", t.ssts);
+            outln!("shale.tier.{n}.live.bytes COUNT : {}", t.live_bytes);
+            outln!("shale.tier.{n}.write.bytes COUNT : {}", t.write_bytes);
+            outln!("shale.tier.{n}.writes COUNT : {}", t.writes);
+            outln!("shale.tier.{n}.read.bytes COUNT : {}", t.read_bytes);
+            outln!("shale.tier.{n}.reads COUNT : {}", t.reads);
+        }
+        let written: u64 = s.tiers.iter().map(|t| t.write_bytes).sum();
+        let fast = s.tiers[0].write_bytes as f64 / written.max(1) as f64;
+        outln!("shale.tier.fast.write.share : {fast:.4}");
+        outln!("shale.tier.level.pointer COUNT : {}", s.level_pointer);
+        outln!("shale.tier.level.pointer.deeper COUNT : {}", s.level_pointer_deeper);
+        outln!("shale.tier.level.pointer.shallower COUNT : {}", s.level_pointer_shallower);
+    }
 }
 
 #[cfg(test)]

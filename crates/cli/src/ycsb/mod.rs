@@ -116,6 +116,9 @@ pub struct Args {
     /// Where the store lives; without it, a temporary directory deleted afterwards.
     #[arg(long = "db")]
     pub db: Option<PathBuf>,
+    /// The capacity volume and the level pointer of a tiered store (shale's own flags).
+    #[command(flatten)]
+    pub tiers: crate::store::TierArgs,
     /// Keep the store at --db (loaded by an earlier `--phase load`) and only run.
     #[arg(long = "use_existing_db", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
     pub use_existing_db: bool,
@@ -250,7 +253,8 @@ pub fn run(args: &Args) -> Result<(), Error> {
         // Checked before the store is touched, not when the run phase starts.
         config.validate_run().map_err(|e| name_flags(&e.to_string()))?;
     }
-    let options = options::options(args)?;
+    let mut options = options::options(args)?;
+    args.tiers.apply(&mut options);
     let temp = match &args.db {
         Some(_) => None,
         None => Some(crate::store::temp_dir("shale-ycsb-")?),
@@ -263,6 +267,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
     if !args.use_existing_db {
         crate::store::destroy(&path)?;
     }
+    args.tiers.prepare(&mut options, args.use_existing_db)?;
     let db = crate::store::open(&path, options, args.use_existing_db)?;
     let engine = ShaleEngine::new(db, WriteOptions { sync: args.sync });
     print_header(args, &config, &path);

@@ -14,6 +14,7 @@ mod scratch;
 mod summary;
 mod svg;
 mod table;
+mod tiered_summary;
 mod tiered_ycsb;
 mod timeline;
 mod ycsb_suite;
@@ -45,6 +46,8 @@ enum Cmd {
     YcsbEngine(Box<ycsb_suite::EngineArgs>),
     /// One YCSB phase on RocksDB with its WAL where bench/tiered.sh puts it.
     TieredYcsb(Box<tiered_ycsb::Args>),
+    /// bench/tiered.sh's tables, from the CSV it writes.
+    TieredSummary(Box<tiered_summary::Args>),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Cmd::Ycsb(a) => ycsb_suite::run(&a),
         Cmd::YcsbEngine(a) => ycsb_suite::run_engine(&a),
         Cmd::TieredYcsb(a) => tiered_ycsb::run(&a),
+        Cmd::TieredSummary(a) => tiered_summary::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

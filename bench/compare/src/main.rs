@@ -14,6 +14,8 @@ mod scratch;
 mod summary;
 mod svg;
 mod table;
+mod tiered_summary;
+mod tiered_ycsb;
 mod timeline;
 mod ycsb_suite;
 
@@ -42,6 +44,10 @@ enum Cmd {
     /// One engine's YCSB phases in this process (what `ycsb` runs as its child).
     #[command(hide = true)]
     YcsbEngine(Box<ycsb_suite::EngineArgs>),
+    /// One YCSB phase on RocksDB with its WAL where bench/tiered.sh puts it.
+    TieredYcsb(Box<tiered_ycsb::Args>),
+    /// bench/tiered.sh's tables, from the CSV it writes.
+    TieredSummary(Box<tiered_summary::Args>),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +56,8 @@ fn main() -> ExitCode {
         Cmd::Timeline(a) => timeline::run(&a),
         Cmd::Ycsb(a) => ycsb_suite::run(&a),
         Cmd::YcsbEngine(a) => ycsb_suite::run_engine(&a),
+        Cmd::TieredYcsb(a) => tiered_ycsb::run(&a),
+        Cmd::TieredSummary(a) => tiered_summary::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

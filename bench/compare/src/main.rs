@@ -3,6 +3,11 @@
 //! Kept apart from the engine's workspace so the engine never depends on RocksDB. See
 //! README.md beside this crate for what each subcommand runs and how its figures are taken.
 
+mod adoc_chart;
+mod adoc_record;
+mod adoc_series;
+mod adoc_summary;
+mod adoc_ycsb;
 mod cgroup;
 mod child;
 mod dbbench;
@@ -48,6 +53,12 @@ enum Cmd {
     TieredYcsb(Box<tiered_ycsb::Args>),
     /// bench/tiered.sh's tables, from the CSV it writes.
     TieredSummary(Box<tiered_summary::Args>),
+    /// One process of bench/adoc.sh as a row of its runs.csv (and RocksDB's per-second series).
+    AdocRecord(Box<adoc_record::Args>),
+    /// bench/adoc.sh's tables, targets and charts, from its runs.csv.
+    AdocSummary(Box<adoc_summary::Args>),
+    /// One YCSB phase on RocksDB in one of bench/adoc.sh's configurations.
+    AdocYcsb(Box<adoc_ycsb::Args>),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +69,9 @@ fn main() -> ExitCode {
         Cmd::YcsbEngine(a) => ycsb_suite::run_engine(&a),
         Cmd::TieredYcsb(a) => tiered_ycsb::run(&a),
         Cmd::TieredSummary(a) => tiered_summary::run(&a),
+        Cmd::AdocRecord(a) => adoc_record::run(&a),
+        Cmd::AdocSummary(a) => adoc_summary::run(&a),
+        Cmd::AdocYcsb(a) => adoc_ycsb::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

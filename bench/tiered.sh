@@ -100,49 +100,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Loop devices, throttles, teardown, fio's figures (shared with bench/adoc.sh).
+. bench/lib/devices.sh
+
 SCRATCH=${SCRATCH:-/var/tmp}
-BLKIO=/sys/fs/cgroup/blkio
-THROTTLE_FILES=(read_bps_device write_bps_device read_iops_device write_iops_device)
-
-# ---- Teardown: by discovery, so that `cleanup` after a SIGKILL and the EXIT trap are one path.
-
-# Tears down everything this script made under work directory $1: for each loop device over a
-# file there, its mount, its throttles (before the device is freed: the rule belongs to the
-# device number, which the next user of that loop device would inherit), the WAL tails of
-# shale stores on it, the device; then the directory.
-teardown_dir() {
-  local dir=$1 dev file mm f target
-  while read -r dev file; do
-    case $file in "$dir"/*) ;; *) continue ;; esac
-    while read -r target; do
-      [ -n "$target" ] || continue
-      umount "$target" 2>/dev/null || { sleep 1; umount "$target"; } || umount -l "$target" || true
-    done < <(findmnt -nr -S "$dev" -o TARGET 2>/dev/null || true)
-    mm=$(cat "/sys/block/${dev#/dev/}/dev" 2>/dev/null || true)
-    if [ -n "$mm" ]; then
-      for f in "${THROTTLE_FILES[@]}"; do
-        if grep -q "^$mm " "$BLKIO/blkio.throttle.$f" 2>/dev/null; then
-          echo "$mm 0" >"$BLKIO/blkio.throttle.$f" || echo "tiered.sh: could not remove the $f throttle of $dev" >&2
-        fi
-      done
-    fi
-    forget_shale_store "$dev" 2>/dev/null || true
-    losetup -d "$dev" || echo "tiered.sh: could not detach $dev" >&2
-  done < <(losetup -nl -O NAME,BACK-FILE 2>/dev/null || true)
-  rm -rf "$dir"
-}
-
-# Removes the WAL tail in /dev/shm of the shale store on device $1, if it holds one: shale
-# names it after the volume id (crates/lsm/src/wal/tail.rs) and removes it when the store is
-# destroyed, which a discarded device never is. The id is bytes 24..40 of the volume header,
-# after the magic "SHALEVOL" (crates/space/src/header.rs).
-forget_shale_store() {
-  local hex
-  hex=$(dd if="$1" bs=4096 count=1 iflag=direct status=none | od -An -tx1 -N40 | tr -d ' \n')
-  if [ "${hex:0:16}" = 5348414c45564f4c ]; then
-    rm -f "/dev/shm/shale-${hex:48:32}.tail"
-  fi
-}
 
 if [ "${1:-}" = cleanup ]; then
   [ "$(id -u)" -eq 0 ] || { echo "tiered.sh cleanup: needs root" >&2; exit 1; }
@@ -254,39 +215,10 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Runs a command in the background and waits for it, so that a signal to the script is taken
-# at once (a foreground child would be waited for first) and the EXIT trap can kill it.
-# Returns the command's status.
-run_child() { # log command...
-  local log=$1 rc=0
-  shift
-  "$@" >"$log" 2>&1 &
-  bg_pid=$!
-  wait "$bg_pid" || rc=$?
-  bg_pid=
-  return "$rc"
-}
-
 # ---- The devices.
 
-loop_dev() { # name bytes -> prints the loop device over $work/name.img
-  truncate -s "$2" "$work/$1.img"
-  losetup --direct-io=on --find --show "$work/$1.img"
-}
-
-throttle() { # device
-  local mm
-  mm=$(cat "/sys/block/${1#/dev/}/dev")
-  echo "$mm $CAP_BPS" >"$BLKIO/blkio.throttle.read_bps_device"
-  echo "$mm $CAP_BPS" >"$BLKIO/blkio.throttle.write_bps_device"
-  echo "$mm $CAP_IOPS" >"$BLKIO/blkio.throttle.read_iops_device"
-  echo "$mm $CAP_IOPS" >"$BLKIO/blkio.throttle.write_iops_device"
-}
-
-make_ext4() { # device mountpoint
-  mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0,nodiscard "$1"
-  mkdir -p "$2"
-  mount -o noatime "$1" "$2"
+throttle() { # device: the capacity device's limits
+  throttle_device "$1" "$CAP_BPS" "$CAP_IOPS"
 }
 
 # The bytes before a volume's slots when laid out with write buffer $1: header, version log
@@ -300,16 +232,6 @@ volume_overhead() {
   [ -n "$off" ] || { echo "tiered.sh: could not read a probe volume's layout" >&2; return 1; }
   echo "$off"
 }
-
-# fio's figure from its terse (v3) output: write bandwidth in bytes/s, or read or write IOPS.
-fio_run() { # log fio-args...
-  local log=$1
-  shift
-  fio --output-format=terse --terse-version=3 "$@" >"$log"
-}
-terse_write_bps() { awk -F';' '{printf "%d", $48 * 1024}' "$1"; }
-terse_write_iops() { awk -F';' '{printf "%d", $49}' "$1"; }
-terse_read_iops() { awk -F';' '{printf "%d", $8}' "$1"; }
 
 recovery_wb=$((WAL_BYTES * 3 / 2))
 [ "$recovery_wb" -gt 2147483648 ] && recovery_wb=2147483648

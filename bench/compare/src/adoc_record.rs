@@ -552,7 +552,7 @@ mod tests {
         assert_eq!((r.p99_write_us, r.p999_write_us), (Some(17.70), Some(2282.61)));
         assert_eq!(r.stall_us, Some(2_958_541.0));
         assert_eq!(r.stall_kinds, "estimated");
-        assert_eq!(r.levels, Some(4.0));
+        assert_eq!(r.levels, Some(3.0), "L1, L2 and L3 at the end, L0 empty");
         assert_eq!(r.user_bytes, Some(369_999.0 * 1016.0));
         // WAL + flush + compaction over key + value bytes.
         let wa = r.write_amp().unwrap();

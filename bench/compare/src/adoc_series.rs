@@ -160,7 +160,8 @@ pub struct Dump {
     pub counts: [u64; 5],
     /// L0 files.
     pub l0_files: Option<u64>,
-    /// Levels holding files (L0 included).
+    /// Levels holding files, L0 included (dynamic level sizing leaves the levels between L0
+    /// and the base level empty: a small store may sit in L0 and L6 alone).
     pub levels: usize,
     pub pending_compaction_bytes: Option<u64>,
 }
@@ -238,7 +239,7 @@ pub fn rocksdb_dumps(log: &str) -> Vec<Dump> {
                 l0_seen = true;
             }
             if level.1 > 0 {
-                d.levels = d.levels.max(level.0 + 1);
+                d.levels += 1;
             }
         }
     }

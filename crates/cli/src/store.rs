@@ -33,7 +33,11 @@ pub struct PathError {
 }
 
 impl PathError {
-    fn new(op: &str, path: &Path, source: impl Into<Box<dyn std::error::Error>>) -> PathError {
+    pub(crate) fn new(
+        op: &str,
+        path: &Path,
+        source: impl Into<Box<dyn std::error::Error>>,
+    ) -> PathError {
         PathError { op: op.to_string(), path: path.to_path_buf(), source: source.into() }
     }
 }
@@ -457,5 +461,15 @@ pub fn destroy_capacity(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
     match &o.tiers.capacity_path {
         Some(cap) => destroy(cap),
         None => Ok(()),
+    }
+}
+
+/// Sets the tuner's options from `--tuner` and `--tuner_window_ms` where given.
+pub fn apply_tuner(o: &mut Options, mode: Option<shale_lsm::TunerMode>, window_ms: Option<u64>) {
+    if let Some(m) = mode {
+        o.tuner.mode = m;
+    }
+    if let Some(w) = window_ms {
+        o.tuner.window_ms = w;
     }
 }

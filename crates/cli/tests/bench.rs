@@ -235,3 +235,40 @@ fn async_runs_fills_and_reads_through_tickets_and_finds_what_sync_finds() {
     assert!(ok, "{err}");
     assert!(!out.contains("Async API:"), "{out}");
 }
+
+/// `--timeline`: a row per second with the header the charts read, the tuner's flags taken.
+#[test]
+fn timeline_writes_a_row_per_second_and_the_tuner_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("timeline.csv");
+    let db = dir.path().join("db");
+    let (ok, out, err) = shale_bench(&[
+        &format!("--db={}", db.display()),
+        "--benchmarks=fillrandom",
+        "--num=1000000",
+        "--duration=2",
+        "--write_buffer_size=1048576",
+        "--tuner=adoc",
+        "--tuner_window_ms=100",
+        &format!("--timeline={}", csv.display()),
+        "--statistics",
+    ]);
+    assert!(ok, "{err}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    assert!(header.starts_with("second,ops,p99_write_us,background_jobs,write_buffer_bytes,"));
+    assert!(header.ends_with(",tuner"), "{header}");
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.len() >= 2, "{text}");
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r.len(), header.split(',').count(), "{text}");
+        assert_eq!(r[0], (i + 1).to_string(), "seconds count up: {text}");
+    }
+    let ops: u64 = rows.iter().map(|r| r[1].parse::<u64>().unwrap()).sum();
+    assert!(ops > 0, "{text}");
+    assert!(out.contains("fillrandom"), "{out}");
+    // A bad mode is refused by name.
+    let (ok, _, err) = shale_bench(&["--tuner=fastest", "--benchmarks=fillseq", "--num=10"]);
+    assert!(!ok && err.contains("no tuner mode"), "{err}");
+}

@@ -47,6 +47,8 @@ pub mod stats;
 mod sync;
 pub mod ticket;
 pub mod tiering;
+pub mod timeline;
+pub mod tuner;
 pub mod version;
 pub mod version_edit;
 pub mod wal;
@@ -62,3 +64,4 @@ pub use options::{CompactionPri, MemoryTail, Options, ReadOptions, WalTail, Writ
 pub use stats::{Stall, StallTotal, Stalls, Stats, TierStats};
 pub use ticket::Ticket;
 pub use tiering::TierOptions;
+pub use tuner::{TunerMode, TunerOptions};

@@ -5,6 +5,7 @@ use shale_space::{AREA_ALIGN, LayoutOptions, VolumeOptions};
 use crate::error::{Error, Result};
 use crate::sst::{IndexAndFilter, SstOptions};
 use crate::tiering::TierOptions;
+use crate::tuner::TunerOptions;
 use crate::wal::page::PAGE_BYTES;
 pub use crate::wal::{MemoryTail, WalTail};
 
@@ -188,6 +189,9 @@ pub struct Options {
     /// A capacity volume beside the store's (fast) volume, and where SSTs go between them
     /// (SpanDB's tiers; see [`TierOptions`]). None by default.
     pub tiers: TierOptions,
+    /// ADOC's tuner: which knobs it turns each window (`TunerMode::Off`, the default, runs
+    /// none; see [`TunerOptions`]).
+    pub tuner: TunerOptions,
     /// Test failpoint (feature `failpoints`): the flush thread panics before its flush once
     /// this many flushes have committed.
     #[cfg(feature = "failpoints")]
@@ -240,6 +244,7 @@ impl Default for Options {
             },
             wal_tail: WalTail::default(),
             tiers: TierOptions::default(),
+            tuner: TunerOptions::default(),
             #[cfg(feature = "failpoints")]
             panic_in_flush_after: None,
             #[cfg(feature = "failpoints")]
@@ -286,7 +291,15 @@ impl Options {
     /// and their framing (`write_buffer_bytes` and half again, in whole pages).
     pub fn derived_wal_bytes(&self) -> u64 {
         let (num, den) = WAL_GROUP_HEADROOM;
-        let group = (self.write_buffer_bytes as u64 * num / den).next_multiple_of(AREA_ALIGN);
+        // A tuner that grows the batch needs groups for its largest memtables: a WAL group
+        // that fills seals its memtable whatever the write buffer size says.
+        let batch = match self.tuner.mode {
+            crate::tuner::TunerMode::Off | crate::tuner::TunerMode::Threads => {
+                self.write_buffer_bytes as u64
+            }
+            _ => self.tuner.batch_max_for(self.write_buffer_bytes as u64),
+        };
+        let group = (batch * num / den).next_multiple_of(AREA_ALIGN);
         WAL_META_BYTES + u64::from(self.wal_groups()) * group
     }
 
@@ -314,6 +327,7 @@ impl Options {
         self.sst.validate()?;
         self.validate_volume()?;
         self.tiers.validate()?;
+        self.validate_tuner()?;
         self.validate_wal_tail()?;
         self.validate_async()
     }
@@ -377,6 +391,23 @@ impl Options {
                 "soft_pending_compaction_bytes_limit {soft} is above \
                  hard_pending_compaction_bytes_limit {hard} (0 turns either off)"
             )));
+        }
+        Ok(())
+    }
+
+    fn validate_tuner(&self) -> Result<()> {
+        let t = &self.tuner;
+        check_range("tuner.window_ms", t.window_ms, 10, 60_000)?;
+        if t.threads_max != 0 {
+            check_range("tuner.threads_max", t.threads_max, 2, BACKGROUND_JOBS_MAX)?;
+        }
+        if t.batch_max != 0 {
+            check_range(
+                "tuner.batch_max",
+                t.batch_max,
+                self.write_buffer_bytes as u64,
+                WRITE_BUFFER_BYTES_MAX as u64,
+            )?;
         }
         Ok(())
     }

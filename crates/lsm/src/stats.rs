@@ -232,6 +232,23 @@ pub struct Stats {
     /// The level pointer of a tiered store: new SSTs of levels below it go to the fast
     /// volume (`TierOptions`); 0 without a capacity volume.
     pub level_pointer: usize,
+    /// The tuner's mode ("off", "adoc", "adoc-t", "adoc-b").
+    pub tuner_mode: &'static str,
+    /// Windows the tuner looked at since open.
+    pub tuner_windows: u64,
+    /// Windows in which it found an L0 overflow (L0O), since open.
+    pub tuner_l0_overflows: u64,
+    /// Windows in which it found a redundancy overflow (RDO), since open.
+    pub tuner_redundancy_overflows: u64,
+    /// Windows in which it found a memory overflow (MMO), since open.
+    pub tuner_memory_overflows: u64,
+    /// The last window's overflow ("L0O", "RDO", "MMO"), or "" for none or no tuner.
+    pub tuner_last_overflow: &'static str,
+    /// Times the active memtable filled while a sealed one was still unflushed (ADOC's memory
+    /// overflow, counted whether or not a tuner runs), since open.
+    pub memory_overflows: u64,
+    /// The memtable size now (ADOC's batch; `Db::set_write_buffer_bytes`).
+    pub write_buffer_bytes: u64,
     /// Moves of the level pointer deeper (more levels on the fast volume) since open.
     pub level_pointer_deeper: u64,
     /// Moves of the level pointer shallower (fewer levels on the fast volume) since open.

@@ -30,6 +30,7 @@ mod keys;
 #[cfg(test)]
 mod options_props;
 mod report;
+pub(crate) mod timeline;
 mod workload;
 
 use std::ffi::OsString;
@@ -119,6 +120,18 @@ pub struct Args {
     /// The capacity volume and the level pointer of a tiered store (shale's own flags).
     #[command(flatten)]
     pub tiers: crate::store::TierArgs,
+    /// ADOC's tuner: off (the default), adoc (threads and batch), adoc-t (threads only) or
+    /// adoc-b (batch only) (shale's own flag).
+    #[arg(long = "tuner", value_parser = parse_tuner)]
+    pub tuner: Option<shale_lsm::TunerMode>,
+    /// The tuner's window in milliseconds (default 1000).
+    #[arg(long = "tuner_window_ms")]
+    pub tuner_window_ms: Option<u64>,
+    /// Write a row per second to this CSV file: operations, p99 write latency, threads,
+    /// batch, memtables, L0 files, pending compaction bytes, stalls by kind and the tuner's
+    /// answer (docs/cli.md, "Timelines").
+    #[arg(long = "timeline")]
+    pub timeline: Option<PathBuf>,
     /// Most write groups whose sync WAL writes are in flight at once (shale's own flag:
     /// `Options::wal_loggers`, 0 to 8, 0 for none; the store adapts up to it).
     #[arg(long = "wal_loggers")]
@@ -205,6 +218,12 @@ pub struct Args {
 }
 
 /// Parses a gflags-style boolean: true/false, 1/0, yes/no.
+/// Parses `--tuner`.
+pub(crate) fn parse_tuner(text: &str) -> Result<shale_lsm::TunerMode, String> {
+    shale_lsm::TunerMode::parse(text)
+        .ok_or_else(|| format!("'{text}' is no tuner mode (off, adoc, adoc-t, adoc-b)"))
+}
+
 pub(crate) fn parse_bool(text: &str) -> Result<bool, String> {
     match text.to_ascii_lowercase().as_str() {
         "1" | "true" | "t" | "yes" | "y" => Ok(true),
@@ -271,6 +290,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
     };
     let mut plan = config::plan(&args, &mut |w| errln!("shale bench: warning: {w}"))?;
     args.tiers.apply(&mut plan.options);
+    crate::store::apply_tuner(&mut plan.options, args.tuner, args.tuner_window_ms);
     let benchmarks = config::benchmarks(&args)?;
     let temp = match &args.db {
         Some(_) => None,
@@ -286,6 +306,13 @@ pub fn run(args: &Args) -> Result<(), Error> {
     }
     args.tiers.prepare(&mut plan.options, args.use_existing_db)?;
     let open = || crate::store::open(&path, plan.options.clone(), args.use_existing_db);
+    let timeline = match &args.timeline {
+        Some(p) => Some(
+            timeline::Timeline::create(p)
+                .map_err(|e| crate::store::PathError::new("creating the timeline", p, e))?,
+        ),
+        None => None,
+    };
     let mut db = Some(open()?);
     report::print_header(&args, &plan, &path);
     let mut seed_next = args.seed;
@@ -313,7 +340,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
         }
         let store = db.as_ref().expect("the store is open between benchmarks");
         empty = false;
-        run_one(store, bench, &args, &mut seed_next)?;
+        run_one(store, bench, &args, &mut seed_next, timeline.as_ref())?;
     }
     if let Some(store) = db.take() {
         if args.statistics {
@@ -326,7 +353,13 @@ pub fn run(args: &Args) -> Result<(), Error> {
 }
 
 /// Runs one benchmark and prints its result.
-fn run_one(db: &Db, bench: Benchmark, args: &Args, seed_next: &mut u64) -> Result<(), Error> {
+fn run_one(
+    db: &Db,
+    bench: Benchmark,
+    args: &Args,
+    seed_next: &mut u64,
+    timeline: Option<&timeline::Timeline>,
+) -> Result<(), Error> {
     match bench {
         Benchmark::Stats => {
             report::print_db_stats(&db.stats());
@@ -338,9 +371,16 @@ fn run_one(db: &Db, bench: Benchmark, args: &Args, seed_next: &mut u64) -> Resul
         }
         _ => {}
     }
-    let shared = Shared::new(args, bench, *seed_next);
+    let mut shared = Shared::new(args, bench, *seed_next);
     let started = Instant::now();
-    let stats: Stats = workload::run(db, &shared)?;
+    let stats: Stats = match timeline {
+        Some(t) => {
+            let counters = std::sync::Arc::new(timeline::Counters::default());
+            shared.timeline = Some(counters.clone());
+            t.record(db, &counters, || workload::run(db, &shared))?
+        }
+        None => workload::run(db, &shared)?,
+    };
     // Wrapping: --seed may be any u64, as db_bench's.
     *seed_next = seed_next.wrapping_add(shared.threads_total() as u64);
     report::print_result(bench.name(), &stats, started.elapsed());

@@ -25,6 +25,8 @@ pub struct Progress {
     pub bar: ProgressBar,
     /// How often to print an interval line; `None` for never.
     pub interval: Option<Duration>,
+    /// Where operations and their latencies go for `--timeline`.
+    pub timeline: Option<std::sync::Arc<crate::bench::timeline::Counters>>,
 }
 
 impl Progress {
@@ -79,9 +81,15 @@ impl ThreadStats {
     pub fn finished_ops(&mut self, n: u64, bytes: u64) {
         self.ops += n;
         self.bytes += bytes;
-        if let Some(h) = &mut self.hist {
+        if self.hist.is_some() || self.progress.timeline.is_some() {
             let now = Instant::now();
-            h.record(now.duration_since(self.last_op).as_nanos() as u64);
+            let took = now.duration_since(self.last_op).as_nanos() as u64;
+            if let Some(h) = &mut self.hist {
+                h.record(took);
+            }
+            if let Some(t) = &self.progress.timeline {
+                t.record(n, took);
+            }
             self.last_op = now;
         }
         self.bar_pending += n;

@@ -156,6 +156,8 @@ pub struct Shared {
     pub(super) rate: Option<RateLimiter>,
     /// Reading threads done, so readwhilewriting's writer knows when to stop.
     readers_done: AtomicUsize,
+    /// Where the threads count their operations for `--timeline` (`timeline.rs`).
+    pub(super) timeline: Option<std::sync::Arc<crate::bench::timeline::Counters>>,
 }
 
 impl Shared {
@@ -182,6 +184,7 @@ impl Shared {
             rate: (args.benchmark_write_rate_limit > 0)
                 .then(|| RateLimiter::new(args.benchmark_write_rate_limit)),
             readers_done: AtomicUsize::new(0),
+            timeline: None,
         };
         match bench {
             Benchmark::FillSync => {
@@ -276,7 +279,12 @@ impl Budget {
 /// The first thread's error from the store.
 pub fn run(db: &Db, sh: &Shared) -> Result<Stats> {
     let bar = progress_bar(sh);
-    let progress = Progress { name: sh.bench.name(), bar: bar.clone(), interval: sh.interval };
+    let progress = Progress {
+        name: sh.bench.name(),
+        bar: bar.clone(),
+        interval: sh.interval,
+        timeline: sh.timeline.clone(),
+    };
     let results: Vec<Result<Option<ThreadStats>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..sh.threads_total())
             .map(|tid| {

@@ -119,6 +119,12 @@ pub struct Args {
     /// The capacity volume and the level pointer of a tiered store (shale's own flags).
     #[command(flatten)]
     pub tiers: crate::store::TierArgs,
+    /// ADOC's tuner: off (the default), adoc, adoc-t (threads only) or adoc-b (batch only).
+    #[arg(long = "tuner", value_parser = crate::bench::parse_tuner)]
+    pub tuner: Option<shale_lsm::TunerMode>,
+    /// The tuner's window in milliseconds (default 1000).
+    #[arg(long = "tuner_window_ms")]
+    pub tuner_window_ms: Option<u64>,
     /// Keep the store at --db (loaded by an earlier `--phase load`) and only run.
     #[arg(long = "use_existing_db", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
     pub use_existing_db: bool,
@@ -255,6 +261,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
     }
     let mut options = options::options(args)?;
     args.tiers.apply(&mut options);
+    crate::store::apply_tuner(&mut options, args.tuner, args.tuner_window_ms);
     let temp = match &args.db {
         Some(_) => None,
         None => Some(crate::store::temp_dir("shale-ycsb-")?),

@@ -69,6 +69,7 @@ mod read_only;
 mod recovery;
 pub(crate) mod store_lock;
 mod tier_head;
+mod tuner_thread;
 mod write_group;
 mod write_timing;
 // The write group takes its primitives from here (see `crate::sync`).
@@ -117,8 +118,6 @@ const WRITE_DELAY: Duration = Duration::from_millis(1);
 /// ```
 pub struct Db {
     inner: Arc<Inner>,
-    /// The background threads, flush and compaction (`pool.rs`).
-    workers: Mutex<Vec<JoinHandle<()>>>,
     /// The async API's queue and workers (`async_api.rs`).
     async_api: AsyncApi,
     /// Held while open (stores opened by path).
@@ -170,6 +169,15 @@ struct Inner {
     target_file_bytes: AtomicU64,
     /// Levels above it get new SSTs on the fast volume of a tiered store (`tier_head.rs`).
     level_pointer: tier_head::LevelPointer,
+    /// The background threads: flush, compaction (`pool.rs`), the tier head and the tuner.
+    /// Here rather than in `Db` so that the tuner thread can resize the pool; joined by
+    /// `Db::shutdown`.
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    /// Times the active memtable filled while a sealed one was still unflushed: ADOC's memory
+    /// overflow, counted by `switch_memtable`, read by the tuner (`tuner_thread.rs`).
+    memory_overflows: AtomicU64,
+    /// The tuner's state and counters (`tuner_thread.rs`).
+    tuner: tuner_thread::TunerState,
 }
 
 struct State {
@@ -630,7 +638,10 @@ impl Db {
         self.async_api.shutdown();
         self.inner.state.lock().shutting_down = true;
         self.inner.cv.notify_all();
-        for w in self.workers.get_mut().drain(..) {
+        // Taken out of the lock first: a thread being joined may want it (the tuner resizing
+        // the pool) before it sees the shutdown.
+        let workers: Vec<_> = self.inner.workers.lock().drain(..).collect();
+        for w in workers {
             let _ = w.join();
         }
     }
@@ -1200,6 +1211,9 @@ impl Inner {
         // group) finish first: the flush takes every entry, and the seal records every page.
         // They publish under the state lock, so it is let go meanwhile.
         MutexGuard::unlocked(st, || self.drain_pipeline(wal))?;
+        if !st.imm.is_empty() {
+            self.memory_overflows.fetch_add(1, Ordering::Relaxed);
+        }
         while st.imm.len() + 1 >= self.opts.max_write_buffer_number {
             stopped_error(st)?;
             self.stall(st, Stall::Memtable);
@@ -1611,6 +1625,18 @@ impl Inner {
             level_pointer: if self.volume.is_tiered() { self.level_pointer.get() } else { 0 },
             level_pointer_deeper: self.level_pointer.moves().0,
             level_pointer_shallower: self.level_pointer.moves().1,
+            tuner_mode: self.opts.tuner.mode.name(),
+            tuner_windows: self.tuner.counts().1,
+            tuner_l0_overflows: self.tuner.counts().0[0],
+            tuner_redundancy_overflows: self.tuner.counts().0[1],
+            tuner_memory_overflows: self.tuner.counts().0[2],
+            tuner_last_overflow: self
+                .tuner
+                .last()
+                .and_then(|a| a.overflow)
+                .map_or("", |o| o.name()),
+            memory_overflows: self.memory_overflows.load(Ordering::Relaxed),
+            write_buffer_bytes: self.write_buffer_bytes() as u64,
             // The async API's counters live with its queue (`Db::stats` adds them).
             ..Stats::default()
         }

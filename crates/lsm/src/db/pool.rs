@@ -141,16 +141,19 @@ impl Db {
             st.pool = PoolSize { target: compactions, live: compactions };
         }
         let async_api = AsyncApi::new(inner.opts.async_queue_depth, inner.opts.async_workers);
-        let db = Db { inner, workers: Default::default(), async_api, _locks: Vec::new() };
+        let db = Db { inner, async_api, _locks: Vec::new() };
         let kinds = std::iter::once(Worker::Flush)
             .chain(std::iter::repeat_n(Worker::Compaction, compactions));
         for kind in kinds {
             // On failure `db` drops, which shuts down the threads already started.
             let handle = spawn(&db.inner, kind)?;
-            db.workers.lock().push(handle);
+            db.inner.workers.lock().push(handle);
         }
         if let Some(head) = super::tier_head::start(&db.inner)? {
-            db.workers.lock().push(head);
+            db.inner.workers.lock().push(head);
+        }
+        if let Some(tuner) = super::tuner_thread::start(&db.inner)? {
+            db.inner.workers.lock().push(tuner);
         }
         Ok(db)
     }
@@ -177,20 +180,32 @@ impl Db {
     /// background failure; an I/O error when a thread cannot be spawned (the threads that did
     /// start stay).
     pub fn set_background_jobs(&self, jobs: usize) -> Result<()> {
+        self.inner.resize_pool(jobs)
+    }
+}
+
+impl Inner {
+    /// [`Db::set_background_jobs`], for the tuner thread too.
+    pub(super) fn resize_pool(self: &Arc<Self>, jobs: usize) -> Result<()> {
         check_jobs(jobs)?;
-        self.inner.refuse_if_read_only("set_background_jobs")?;
-        // Resizes run one at a time, so the handles and the counts move together.
+        self.refuse_if_read_only("set_background_jobs")?;
+        // Resizes run one at a time, so the handles and the counts move together; and the
+        // handles' lock is taken before the shutdown flag is read, so a shutdown that drains
+        // the handles either waits for this resize or is seen by it.
         let mut workers = self.workers.lock();
         let missing = {
-            let mut st = self.inner.state.lock();
+            let mut st = self.state.lock();
             stopped_error(&st)?;
+            if st.shutting_down {
+                return Err(Error::InvalidArgument("the store is closing".into()));
+            }
             st.pool.target = compaction_threads(jobs);
             let missing = st.pool.target.saturating_sub(st.pool.live);
             st.pool.live += missing;
             missing
         };
         // Wake idle threads so that surplus ones retire now rather than at the next job.
-        self.inner.cv.notify_all();
+        self.cv.notify_all();
         let (finished, running): (Vec<_>, Vec<_>) =
             workers.drain(..).partition(|h| h.is_finished());
         *workers = running;
@@ -198,10 +213,10 @@ impl Db {
             let _ = h.join();
         }
         for started in 0..missing {
-            match spawn(&self.inner, Worker::Compaction) {
+            match spawn(self, Worker::Compaction) {
                 Ok(h) => workers.push(h),
                 Err(e) => {
-                    self.inner.state.lock().pool.live -= missing - started;
+                    self.state.lock().pool.live -= missing - started;
                     return Err(e);
                 }
             }

@@ -62,7 +62,7 @@ impl Db {
             started.elapsed()
         );
         let async_api = AsyncApi::new(inner.opts.async_queue_depth, inner.opts.async_workers);
-        Ok(Db { inner, workers: Default::default(), async_api, _locks: Vec::new() })
+        Ok(Db { inner, async_api, _locks: Vec::new() })
     }
 }
 

@@ -200,6 +200,9 @@ impl Db {
             write_buffer_bytes: AtomicU64::new(opts.write_buffer_bytes as u64),
             target_file_bytes: AtomicU64::new(opts.target_file_size_base),
             level_pointer: super::tier_head::LevelPointer::new(opts.tiers.fast_levels),
+            workers: Default::default(),
+            memory_overflows: AtomicU64::new(0),
+            tuner: Default::default(),
         });
         Ok(Recovered { inner, groups, tail_records })
     }

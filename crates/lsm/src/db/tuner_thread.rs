@@ -1,0 +1,162 @@
+//! The tuner thread: every window it samples the store, asks `tuner::decide` what to do and
+//! turns the knobs (`Inner::resize_pool`, the write buffer and target file sizes). It runs
+//! only on a writable store with `Options::tuner.mode` other than `Off`, stops with the other
+//! background threads, and stops tuning (without stopping the store further) once the store
+//! has stopped (P5).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::level_targets::LevelTargets;
+use crate::tuner::{Action, Bounds, Overflow, Snapshot, TunerMode, decide};
+
+use super::{Inner, level_sizes};
+
+/// What the tuner did since open.
+#[derive(Debug, Default)]
+pub(super) struct TunerState {
+    /// Windows in which each overflow was found: L0O, RDO, MMO.
+    overflows: [AtomicU64; 3],
+    /// Windows the tuner looked at.
+    windows: AtomicU64,
+    /// The last window's action, for the timeline.
+    last: Mutex<Option<Action>>,
+}
+
+impl TunerState {
+    /// Windows with each overflow (L0O, RDO, MMO), and windows in all.
+    pub(super) fn counts(&self) -> ([u64; 3], u64) {
+        let o = |i: usize| self.overflows[i].load(Ordering::Relaxed);
+        ([o(0), o(1), o(2)], self.windows.load(Ordering::Relaxed))
+    }
+
+    /// The last window's action.
+    pub(super) fn last(&self) -> Option<Action> {
+        *self.last.lock()
+    }
+}
+
+/// What the previous window left, to take differences from.
+#[derive(Clone, Copy, Default)]
+struct Previous {
+    l0_files: usize,
+    memory_overflows: u64,
+    memtable_stalls: u64,
+    pending_stalls: u64,
+}
+
+impl Inner {
+    /// The knobs' bounds for this store (`tuner.rs`'s module comment).
+    fn tuner_bounds(&self) -> Bounds {
+        let t = &self.opts.tuner;
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let threads_max = if t.threads_max > 0 { t.threads_max } else { (2 * cores).max(4) };
+        let base = self.opts.write_buffer_bytes as u64;
+        let batch_max = t.batch_max_for(base);
+        Bounds {
+            threads_min: 2,
+            threads_max: threads_max.min(crate::options::BACKGROUND_JOBS_MAX),
+            batch_min: base,
+            batch_max,
+        }
+    }
+
+    /// The store as the tuner sees it now, with the window's differences from `prev`.
+    fn tuner_snapshot(&self, prev: &mut Previous) -> Snapshot {
+        let stalls = self.stalls.snapshot();
+        let memory_overflows = self.memory_overflows.load(Ordering::Relaxed);
+        let memtable_stalls = stalls.memtable.count;
+        let pending_stalls = stalls.pending_slowdown.count + stalls.pending_stop.count;
+        let st = self.state.lock();
+        let sizes = level_sizes(&st.version);
+        let targets = LevelTargets::compute(&self.opts, &sizes);
+        let s = Snapshot {
+            l0_files: st.version.levels[0].len(),
+            l0_files_before: prev.l0_files,
+            l0_slowdown_trigger: self.opts.level0_slowdown_writes_trigger,
+            pending_compaction_bytes: targets.excess_bytes(&sizes),
+            pending_soft_limit: self.opts.soft_pending_compaction_bytes_limit,
+            pending_stalls: pending_stalls - prev.pending_stalls,
+            memory_overflows: memory_overflows - prev.memory_overflows,
+            memtable_stalls: memtable_stalls - prev.memtable_stalls,
+            threads: st.pool.background_jobs(),
+            batch: self.write_buffer_bytes() as u64,
+        };
+        *prev =
+            Previous { l0_files: s.l0_files, memory_overflows, memtable_stalls, pending_stalls };
+        s
+    }
+
+    /// Turns the knobs to `a`: threads through the pool, the batch as the memtable size and
+    /// the compaction output size (ADOC's batch is both).
+    fn apply_tuning(self: &Arc<Self>, s: &Snapshot, a: &Action) -> Result<()> {
+        if a.threads != s.threads {
+            self.resize_pool(a.threads)?;
+        }
+        if a.batch != s.batch {
+            self.write_buffer_bytes.store(a.batch, Ordering::Relaxed);
+            let slot = self.volume.layout().slot_bytes;
+            self.target_file_bytes.store(a.batch.max(slot), Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The tuner thread's loop: one window at a time until shutdown, or until the store
+    /// stops or a knob cannot be turned.
+    fn tuner_loop(self: &Arc<Self>) {
+        let window = Duration::from_millis(self.opts.tuner.window_ms);
+        let bounds = self.tuner_bounds();
+        let mode = self.opts.tuner.mode;
+        let mut prev = Previous::default();
+        self.tuner_snapshot(&mut prev);
+        let mut due = Instant::now() + window;
+        loop {
+            {
+                let mut st = self.state.lock();
+                while !st.shutting_down && Instant::now() < due {
+                    // Woken by every notification: only a due window or shutdown acts.
+                    self.cv.wait_for(&mut st, due.saturating_duration_since(Instant::now()));
+                }
+                if st.shutting_down || st.stopped.is_some() {
+                    return;
+                }
+            }
+            due += window;
+            let s = self.tuner_snapshot(&mut prev);
+            let a = decide(&s, mode, &bounds);
+            self.tuner.windows.fetch_add(1, Ordering::Relaxed);
+            if let Some(o) = a.overflow {
+                let i = match o {
+                    Overflow::L0 => 0,
+                    Overflow::Redundancy => 1,
+                    Overflow::Memory => 2,
+                };
+                self.tuner.overflows[i].fetch_add(1, Ordering::Relaxed);
+            }
+            *self.tuner.last.lock() = Some(a);
+            if let Err(e) = self.apply_tuning(&s, &a) {
+                log::warn!("the tuner stops: {e}");
+                return;
+            }
+        }
+    }
+}
+
+/// Starts the tuner thread of a writable store whose options ask for one.
+pub(super) fn start(inner: &Arc<Inner>) -> Result<Option<std::thread::JoinHandle<()>>> {
+    if inner.read_only || inner.opts.tuner.mode == TunerMode::Off {
+        return Ok(None);
+    }
+    let tuner = inner.clone();
+    std::thread::Builder::new()
+        .name("shale-tuner".into())
+        .spawn(move || tuner.tuner_loop())
+        .map(Some)
+        .map_err(|source| {
+            Error::Io(shale_io::Error::Io { op: shale_io::OpKind::Read, offset: 0, source })
+        })
+}

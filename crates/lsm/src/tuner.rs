@@ -1,0 +1,299 @@
+//! ADOC's tuner: each window, the overflow a store shows decides how many background threads
+//! it runs and how large its batches are (memtable size = L0 SST size = compaction output
+//! size), so that write stalls are headed off before they happen. This module is the pure
+//! decision ([`decide`]: a snapshot in, an action out); `db/tuner_thread.rs` samples the
+//! store and applies the action.
+//!
+//! Overflows (ADOC's names), detected over one window:
+//! - **L0O**, L0 overflow: L0 files at or past the slowdown trigger, or rising and past half
+//!   of it (L0 -> L1 compaction falls behind the flushes);
+//! - **RDO**, redundancy overflow: pending compaction bytes past the soft limit, or a
+//!   pending-bytes stall in the window (deep compactions fall behind);
+//! - **MMO**, memory overflow: the active memtable filled while a sealed one was still
+//!   unflushed, or a memtable stall in the window (flushes fall behind the writes).
+//!
+//! Rules, one action per window, the first overflow found in ADOC's priority order:
+//!
+//! | overflow | background threads          | batch            |
+//! |----------|-----------------------------|------------------|
+//! | L0O      | + 2                         | unchanged        |
+//! | RDO      | + 2                         | halved           |
+//! | MMO      | halved                      | + one step       |
+//!
+//! Additive increase, multiplicative decrease, clamped to `[threads_min, threads_max]` and
+//! `[batch_min, batch_max]`. ADOC-T (`TunerMode::Threads`) turns only the threads, ADOC-B
+//! (`TunerMode::Batch`) only the batch.
+//!
+//! Where the paper is silent, decided here:
+//! - a window without overflow holds both knobs (as ADOC's public code does): shrinking back
+//!   on quiet windows would undo the last correction just before the next burst;
+//! - one action per window (the highest-priority overflow): two knobs moved at once by
+//!   different rules could cancel out (RDO halves the batch MMO grows);
+//! - the batch step is the store's configured write buffer (64 MiB at the defaults, ADOC's
+//!   +64 MB exactly), the floor is that size too and the cap eight times it (512 MiB at the
+//!   defaults, ADOC's cap): a store configured with small memtables gets steps of its own
+//!   scale, not 64 MB jumps;
+//! - thread bounds: at least 2 (one flush, one compaction thread: the engine's minimum), at
+//!   most `threads_max` (default: twice the machine's cores, at least 4): compaction threads
+//!   wait on the device as much as they compute;
+//! - ADOC sets flush threads to max(1, total / 4) after each change; shale has one flush
+//!   thread whatever the total (flushes commit in memtable order, docs/lsm.md), which is what
+//!   that rule gives for up to 7 threads, so the rule is not applied separately.
+
+/// Which knobs the tuner turns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TunerMode {
+    /// No tuner thread (the default until the benchmarks show the tuner helps at the
+    /// defaults).
+    #[default]
+    Off,
+    /// ADOC: threads and batch size.
+    Full,
+    /// ADOC-T: the number of background threads only.
+    Threads,
+    /// ADOC-B: the batch size only.
+    Batch,
+}
+
+impl TunerMode {
+    /// The mode named `name`: off, adoc, adoc-t, adoc-b.
+    pub fn parse(name: &str) -> Option<TunerMode> {
+        match name.to_ascii_lowercase().as_str() {
+            "off" | "none" => Some(TunerMode::Off),
+            "adoc" | "full" => Some(TunerMode::Full),
+            "adoc-t" | "threads" => Some(TunerMode::Threads),
+            "adoc-b" | "batch" => Some(TunerMode::Batch),
+            _ => None,
+        }
+    }
+
+    /// The name [`TunerMode::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            TunerMode::Off => "off",
+            TunerMode::Full => "adoc",
+            TunerMode::Threads => "adoc-t",
+            TunerMode::Batch => "adoc-b",
+        }
+    }
+}
+
+/// How the tuner runs (`Options::tuner`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TunerOptions {
+    /// Which knobs it turns; `Off` runs no tuner.
+    pub mode: TunerMode,
+    /// Length of a window, milliseconds (ADOC: one second).
+    pub window_ms: u64,
+    /// Most background threads (0: twice the machine's cores, at least 4).
+    pub threads_max: usize,
+    /// Largest batch, bytes (0: eight times `Options::write_buffer_bytes`).
+    pub batch_max: u64,
+}
+
+impl TunerOptions {
+    /// The largest batch for a store whose write buffer is `write_buffer_bytes`.
+    pub fn batch_max_for(&self, write_buffer_bytes: u64) -> u64 {
+        if self.batch_max > 0 { self.batch_max } else { 8 * write_buffer_bytes }
+    }
+}
+
+impl Default for TunerOptions {
+    fn default() -> TunerOptions {
+        TunerOptions { mode: TunerMode::Off, window_ms: 1000, threads_max: 0, batch_max: 0 }
+    }
+}
+
+/// What the tuner saw in one window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// L0 files now, and at the end of the previous window.
+    pub l0_files: usize,
+    pub l0_files_before: usize,
+    /// The L0 slowdown trigger (`Options::level0_slowdown_writes_trigger`).
+    pub l0_slowdown_trigger: usize,
+    /// Pending compaction bytes now.
+    pub pending_compaction_bytes: u64,
+    /// The soft limit on them (`Options::soft_pending_compaction_bytes_limit`).
+    pub pending_soft_limit: u64,
+    /// Pending-bytes stalls (slowdown or stop) in the window.
+    pub pending_stalls: u64,
+    /// Memtables that filled while a sealed one was unflushed, in the window.
+    pub memory_overflows: u64,
+    /// Memtable stalls in the window.
+    pub memtable_stalls: u64,
+    /// Background threads now (`Db::set_background_jobs`).
+    pub threads: usize,
+    /// Batch bytes now (memtable size).
+    pub batch: u64,
+}
+
+/// An overflow the tuner reacts to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overflow {
+    /// L0 overflow.
+    L0,
+    /// Redundancy overflow (pending compaction bytes).
+    Redundancy,
+    /// Memory overflow (memtables).
+    Memory,
+}
+
+impl Overflow {
+    /// ADOC's abbreviation.
+    pub fn name(self) -> &'static str {
+        match self {
+            Overflow::L0 => "L0O",
+            Overflow::Redundancy => "RDO",
+            Overflow::Memory => "MMO",
+        }
+    }
+}
+
+/// The knobs' bounds for one store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    pub threads_min: usize,
+    pub threads_max: usize,
+    /// Batch floor, and the step of an increase.
+    pub batch_min: u64,
+    pub batch_max: u64,
+}
+
+/// What to do after one window: the overflow found (if any) and the knobs' new settings
+/// (equal to the snapshot's when nothing changes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Action {
+    pub overflow: Option<Overflow>,
+    pub threads: usize,
+    pub batch: u64,
+}
+
+/// The overflow of highest priority in `s`, if any.
+pub fn detect(s: &Snapshot) -> Option<Overflow> {
+    let trigger = s.l0_slowdown_trigger.max(1);
+    let l0_rising = s.l0_files > s.l0_files_before && 2 * s.l0_files >= trigger;
+    if s.l0_files >= trigger || l0_rising {
+        return Some(Overflow::L0);
+    }
+    if s.pending_compaction_bytes > s.pending_soft_limit || s.pending_stalls > 0 {
+        return Some(Overflow::Redundancy);
+    }
+    if s.memory_overflows > 0 || s.memtable_stalls > 0 {
+        return Some(Overflow::Memory);
+    }
+    None
+}
+
+/// ADOC's rule for `s` under `mode` within `b` (see the module comment).
+pub fn decide(s: &Snapshot, mode: TunerMode, b: &Bounds) -> Action {
+    let overflow = if mode == TunerMode::Off { None } else { detect(s) };
+    let (threads, batch) = match overflow {
+        None => (s.threads, s.batch),
+        Some(Overflow::L0) => (s.threads + 2, s.batch),
+        Some(Overflow::Redundancy) => (s.threads + 2, s.batch / 2),
+        Some(Overflow::Memory) => (s.threads / 2, s.batch.saturating_add(b.batch_min)),
+    };
+    let threads = match mode {
+        TunerMode::Full | TunerMode::Threads => threads,
+        _ => s.threads,
+    };
+    let batch = match mode {
+        TunerMode::Full | TunerMode::Batch => batch,
+        _ => s.batch,
+    };
+    Action {
+        overflow,
+        threads: threads.clamp(b.threads_min, b.threads_max.max(b.threads_min)),
+        batch: batch.clamp(b.batch_min, b.batch_max.max(b.batch_min)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: u64 = 1 << 20;
+
+    fn bounds() -> Bounds {
+        Bounds { threads_min: 2, threads_max: 8, batch_min: 64 * MB, batch_max: 512 * MB }
+    }
+
+    fn quiet() -> Snapshot {
+        Snapshot {
+            l0_files: 2,
+            l0_files_before: 2,
+            l0_slowdown_trigger: 20,
+            pending_compaction_bytes: 0,
+            pending_soft_limit: 64 << 30,
+            threads: 4,
+            batch: 128 * MB,
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn each_overflow_is_detected() {
+        assert_eq!(detect(&quiet()), None);
+        assert_eq!(detect(&Snapshot { l0_files: 20, ..quiet() }), Some(Overflow::L0));
+        // Rising and past half the trigger; rising below half is not yet an overflow.
+        let rising = Snapshot { l0_files: 10, l0_files_before: 8, ..quiet() };
+        assert_eq!(detect(&rising), Some(Overflow::L0));
+        assert_eq!(detect(&Snapshot { l0_files: 9, l0_files_before: 8, ..quiet() }), None);
+        assert_eq!(detect(&Snapshot { l0_files: 12, l0_files_before: 12, ..quiet() }), None);
+        let pending = Snapshot { pending_compaction_bytes: (64 << 30) + 1, ..quiet() };
+        assert_eq!(detect(&pending), Some(Overflow::Redundancy));
+        assert_eq!(detect(&Snapshot { pending_stalls: 1, ..quiet() }), Some(Overflow::Redundancy));
+        assert_eq!(detect(&Snapshot { memory_overflows: 1, ..quiet() }), Some(Overflow::Memory));
+        assert_eq!(detect(&Snapshot { memtable_stalls: 3, ..quiet() }), Some(Overflow::Memory));
+    }
+
+    #[test]
+    fn priority_is_l0_then_redundancy_then_memory() {
+        let all = Snapshot { l0_files: 25, pending_stalls: 1, memory_overflows: 1, ..quiet() };
+        assert_eq!(detect(&all), Some(Overflow::L0));
+        let two = Snapshot { pending_stalls: 1, memory_overflows: 1, ..quiet() };
+        assert_eq!(detect(&two), Some(Overflow::Redundancy));
+    }
+
+    #[test]
+    fn aimd_arithmetic() {
+        let b = bounds();
+        let l0 = decide(&Snapshot { l0_files: 20, ..quiet() }, TunerMode::Full, &b);
+        assert_eq!((l0.threads, l0.batch), (6, 128 * MB), "L0O: +2 threads");
+        let rdo = decide(&Snapshot { pending_stalls: 1, ..quiet() }, TunerMode::Full, &b);
+        assert_eq!((rdo.threads, rdo.batch), (6, 64 * MB), "RDO: +2 threads, half the batch");
+        let mmo = decide(&Snapshot { memory_overflows: 1, ..quiet() }, TunerMode::Full, &b);
+        assert_eq!((mmo.threads, mmo.batch), (2, 192 * MB), "MMO: half the threads, +64 MB");
+        let hold = decide(&quiet(), TunerMode::Full, &b);
+        assert_eq!((hold.overflow, hold.threads, hold.batch), (None, 4, 128 * MB), "quiet");
+    }
+
+    #[test]
+    fn clamps() {
+        let b = bounds();
+        let top = Snapshot { l0_files: 30, threads: 8, ..quiet() };
+        assert_eq!(decide(&top, TunerMode::Full, &b).threads, 8, "thread cap");
+        let floor = Snapshot { memory_overflows: 1, threads: 3, ..quiet() };
+        assert_eq!(decide(&floor, TunerMode::Full, &b).threads, 2, "thread floor");
+        let big = Snapshot { memory_overflows: 1, batch: 500 * MB, ..quiet() };
+        assert_eq!(decide(&big, TunerMode::Full, &b).batch, 512 * MB, "batch cap");
+        let small = Snapshot { pending_stalls: 1, batch: 64 * MB, ..quiet() };
+        assert_eq!(decide(&small, TunerMode::Full, &b).batch, 64 * MB, "batch floor");
+    }
+
+    #[test]
+    fn ablations_turn_one_knob() {
+        let b = bounds();
+        let rdo = Snapshot { pending_stalls: 1, ..quiet() };
+        let t = decide(&rdo, TunerMode::Threads, &b);
+        assert_eq!((t.overflow, t.threads, t.batch), (Some(Overflow::Redundancy), 6, 128 * MB));
+        let bb = decide(&rdo, TunerMode::Batch, &b);
+        assert_eq!((bb.threads, bb.batch), (4, 64 * MB));
+        let off = decide(&rdo, TunerMode::Off, &b);
+        assert_eq!((off.overflow, off.threads, off.batch), (None, 4, 128 * MB));
+        for m in [TunerMode::Off, TunerMode::Full, TunerMode::Threads, TunerMode::Batch] {
+            assert_eq!(TunerMode::parse(m.name()), Some(m));
+        }
+    }
+}

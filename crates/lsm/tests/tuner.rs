@@ -1,0 +1,128 @@
+//! ADOC's tuner on a running store:
+//! - a burst of writes overflows the memtables, and the tuner reacts within two windows
+//!   (counted in its own windows, not in wall time, so a loaded machine cannot fail it);
+//! - random writes against a model while the tuner and the test turn the knobs, reopened in
+//!   between: nothing lost, every read as the model;
+//! - the tuner thread ends on close, and stops tuning once the store has stopped (P5).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use shale_io::{DeviceRef, Fault, FaultPlan, MemoryDevice, OpKind, SimDevice};
+use shale_lsm::{Db, Options, TunerMode, WriteBatch, WriteOptions};
+
+fn tuned(mode: TunerMode) -> Options {
+    let mut o = small_options();
+    o.tuner.mode = mode;
+    o.tuner.window_ms = 20;
+    o
+}
+
+/// Polls `f` until it holds, for at most a minute.
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while !f() {
+        assert!(Instant::now() < until, "never: {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_memtable_overflow_is_answered_within_two_windows() {
+    let dev: DeviceRef = Arc::new(MemoryDevice::new(4 * DEVICE_BYTES, 4096).unwrap());
+    let mut opts = tuned(TunerMode::Full);
+    // L0 may grow a lot before it counts as an overflow: the burst is a memtable overflow.
+    opts.level0_slowdown_writes_trigger = 36;
+    opts.level0_stop_writes_trigger = 36;
+    let db = Arc::new(Db::open_device(dev, opts.clone()).unwrap());
+    let initial = db.stats().write_buffer_bytes;
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let mut w = 0u32;
+            while db.stats().tuner_memory_overflows == 0 && w < 2_000_000 {
+                db.put(&key((w % 900) as u16), &value((w % 900) as u16, (w, 0), 400)).unwrap();
+                w += 1;
+            }
+        })
+    };
+    eventually("a memory overflow", || db.stats().memory_overflows > 0);
+    let seen_at = db.stats().tuner_windows;
+    eventually("two more windows", || db.stats().tuner_windows >= seen_at + 2);
+    let s = db.stats();
+    assert!(
+        s.tuner_memory_overflows + s.tuner_l0_overflows > 0,
+        "no overflow answered within two windows: {s:?}"
+    );
+    writer.join().unwrap();
+    if s.tuner_memory_overflows > 0 {
+        assert!(db.stats().write_buffer_bytes > initial, "MMO grows the batch");
+    }
+}
+
+#[test]
+fn knobs_turning_under_a_model_workload_lose_nothing() {
+    let fast: DeviceRef = Arc::new(MemoryDevice::new(4 * DEVICE_BYTES, 4096).unwrap());
+    let opts = tuned(TunerMode::Full);
+    let mut db = Db::open_device(fast.clone(), opts.clone()).unwrap();
+    let mut model: BTreeMap<u16, (u32, u16)> = BTreeMap::new();
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    for w in 0..8000u32 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let n = (rng % 500) as u16;
+        if rng % 5 == 0 {
+            db.delete(&key(n)).unwrap();
+            model.remove(&n);
+        } else {
+            db.put(&key(n), &value(n, (w, 0), 500)).unwrap();
+            model.insert(n, (w, 0));
+        }
+        // The test turns the knobs too, against the tuner.
+        if w % 700 == 0 {
+            db.set_background_jobs(2 + (w as usize / 700) % 4).unwrap();
+            db.set_write_buffer_bytes((64 << 10) * (1 + (w as usize / 700) % 3)).unwrap();
+        }
+        if w % 2500 == 2499 {
+            assert_eq!(scan_state(&db, 500).unwrap(), model, "before reopen at {w}");
+            drop(db);
+            db = Db::open_device(fast.clone(), opts.clone()).unwrap();
+            assert_eq!(scan_state(&db, 500).unwrap(), model, "after reopen at {w}");
+        }
+    }
+    db.wait_for_compaction().unwrap();
+    assert_eq!(scan_state(&db, 500).unwrap(), model);
+    db.check().unwrap();
+    eventually("the tuner ran", || db.stats().tuner_windows > 0);
+}
+
+#[test]
+fn the_tuner_ends_on_close_and_stops_tuning_a_stopped_store() {
+    let dev = Arc::new(SimDevice::new(4 * DEVICE_BYTES, 4096, 9).unwrap());
+    let opts = tuned(TunerMode::Full);
+    let db = Db::open_device(dev.clone(), opts.clone()).unwrap();
+    eventually("a few windows", || db.stats().tuner_windows >= 3);
+    let started = Instant::now();
+    db.close().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "close waited on the tuner");
+
+    let db = Db::open_device(dev.clone(), opts).unwrap();
+    dev.set_faults(FaultPlan {
+        faults: vec![Fault::Eio { op: OpKind::Write, nth: 1, sticky: true }],
+    });
+    let mut b = WriteBatch::new();
+    b.put(b"k", b"v");
+    assert!(db.write(&b, &WriteOptions { sync: true }).is_err());
+    eventually("the store stopped", || db.stats().stopped.is_some());
+    // Once stopped, the tuner looks at no more windows (it has returned).
+    std::thread::sleep(Duration::from_millis(100));
+    let windows = db.stats().tuner_windows;
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(db.stats().tuner_windows, windows, "the tuner kept tuning a stopped store");
+    drop(db);
+}

@@ -605,6 +605,34 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    /// Real output of `shale bench --tuner=adoc --timeline` (see adoc_testdata/README.md): the
+    /// timeline's stalls add up to the statistics' counters.
+    #[test]
+    fn a_real_shale_run() {
+        let d = dir("shale-real");
+        std::fs::write(
+            d.join("raw/run.stdout"),
+            include_str!("adoc_testdata/shale-fillrandom.stdout"),
+        )
+        .unwrap();
+        std::fs::write(d.join("raw/run.stderr"), "").unwrap();
+        std::fs::write(
+            d.join("raw/run.timeline.csv"),
+            include_str!("adoc_testdata/shale-fillrandom.timeline.csv"),
+        )
+        .unwrap();
+        let mut a = args(&d, "shale", "fillrandom");
+        a.timeline = Some(d.join("raw/run.timeline.csv"));
+        let r = build(&a).unwrap();
+        let c = parse::statistics(include_str!("adoc_testdata/shale-fillrandom.stdout"));
+        assert_eq!(r.stall_kind_us[0], Some(c["shale.stall.memtable.micros"] as f64));
+        assert_eq!(r.stall_kind_us[1], Some(c["shale.stall.l0.slowdown.micros"] as f64));
+        assert_eq!(r.stall_us, Some(789_910.0 + 300_856.0));
+        assert_eq!(r.tuner, "L0O:2 RDO:0 MMO:2");
+        assert_eq!((r.ops_per_sec, r.p999_write_us), (Some(148_008.0), Some(666.28)));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     #[test]
     fn ycsb_phases() {
         let text = "# run, workload a\n[OVERALL], RunTime(ms), 2000\n\

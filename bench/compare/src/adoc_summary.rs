@@ -369,6 +369,21 @@ fn totals_lines(r: &Row) -> Vec<String> {
     ]
 }
 
+/// The series with no throughput in a last second the run did not fill (shale's timeline has
+/// a row for the fraction of a second before the benchmark ended, whose few operations would
+/// read as a dip; RocksDB's series leaves such a second out); its stalls stay.
+fn drop_partial_second(mut rows: Vec<Second>, run_seconds: Option<f64>) -> Vec<Second> {
+    if let Some(end) = run_seconds {
+        for r in &mut rows {
+            if r.second as f64 > end.floor() {
+                r.ops = None;
+                r.p99_write_us = None;
+            }
+        }
+    }
+    rows
+}
+
 /// A chart's file name for a point, or a run of it.
 fn chart_name(device: &str, workload: &str, run: Option<&Row>) -> String {
     match run {
@@ -399,7 +414,7 @@ fn write_charts(rows: &[Row], base: &Path, dir: &Path) -> Result<(), Error> {
                 let p = base.join(&r.timeline);
                 let text = std::fs::read_to_string(&p)
                     .map_err(|e| format!("reading {}: {e}", p.display()))?;
-                series.push((r, adoc_series::parse_csv(&text)?));
+                series.push((r, drop_partial_second(adoc_series::parse_csv(&text)?, r.seconds)));
             }
             let order = configs(rows);
             series.sort_by_key(|(r, _)| (order.iter().position(|c| *c == r.config), r.repeat));
@@ -636,6 +651,18 @@ mod tests {
         assert!(md.contains("| rocksdb-default | 50,000 | 40.0 | ~40.0 |"), "{md}");
         assert!(md.contains("| shale-off | 70,000 | 12.0 | 12.0 |"), "{md}");
         assert!(md.contains("### sata, 368 MB/s"), "{md}");
+    }
+
+    #[test]
+    fn a_last_partial_second_draws_no_throughput() {
+        let rows: Vec<Second> =
+            (1..=3).map(|s| Second { second: s, ops: Some(10.0), ..Default::default() }).collect();
+        let trimmed = drop_partial_second(rows.clone(), Some(2.09));
+        assert_eq!(
+            trimmed.iter().map(|r| r.ops).collect::<Vec<_>>(),
+            [Some(10.0), Some(10.0), None]
+        );
+        assert_eq!(drop_partial_second(rows.clone(), None), rows);
     }
 
     #[test]

@@ -16,12 +16,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::Error;
 use crate::adoc_chart::{self, RunChart, Scales};
 use crate::adoc_record::{Row, parse_csv};
 use crate::adoc_series::{self, KIND_TITLES, Second};
 use crate::summary::{median_of, ratio};
 use crate::table::{self, Table};
-use crate::{Error, machine};
 
 /// The configurations, in the order the tables show them, with what each is.
 pub const CONFIGS: [(&str, &str); 7] = [
@@ -568,7 +568,7 @@ pub fn run(a: &Args) -> Result<(), Error> {
         write_charts(&rows, &base, &dir)?;
         Some(dir.strip_prefix(&base).unwrap_or(&dir).display().to_string())
     };
-    println!("{}\n", machine::describe());
+    // The machine is setup.md's to name: a summary may be rendered again elsewhere.
     print!("{}", render(&rows, charts.as_deref()));
     Ok(())
 }

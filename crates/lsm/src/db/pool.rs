@@ -123,13 +123,20 @@ fn spawn(inner: &Arc<Inner>, kind: Worker) -> Result<JoinHandle<()>> {
         Worker::Flush => "shale-flush",
         Worker::Compaction => "shale-compaction",
     };
-    let worker_inner = inner.clone();
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || worker_inner.background_loop(kind))
-        .map_err(|source| {
-            Error::Io(shale_io::Error::Io { op: shale_io::OpKind::Read, offset: 0, source })
-        })
+    spawn_named(inner, name, move |inner| inner.background_loop(kind))
+}
+
+/// Starts a background thread named `name` running `body` on the store; a thread the OS
+/// will not start is an I/O error.
+pub(super) fn spawn_named(
+    inner: &Arc<Inner>,
+    name: &str,
+    body: impl FnOnce(Arc<Inner>) + Send + 'static,
+) -> Result<JoinHandle<()>> {
+    let inner = inner.clone();
+    std::thread::Builder::new().name(name.into()).spawn(move || body(inner)).map_err(|source| {
+        Error::Io(shale_io::Error::Io { op: shale_io::OpKind::Read, offset: 0, source })
+    })
 }
 
 impl Db {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use shale_space::{IoClass, Tier};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::stats::TierStats;
 use crate::tiering::{FastSample, next_pointer};
 use crate::version::Version;
@@ -177,12 +177,5 @@ pub(super) fn start(inner: &Arc<Inner>) -> Result<Option<std::thread::JoinHandle
     if !inner.volume.is_tiered() || inner.read_only || !inner.opts.tiers.adaptive {
         return Ok(None);
     }
-    let head = inner.clone();
-    std::thread::Builder::new()
-        .name("shale-tier-head".into())
-        .spawn(move || head.head_loop())
-        .map(Some)
-        .map_err(|source| {
-            Error::Io(shale_io::Error::Io { op: shale_io::OpKind::Read, offset: 0, source })
-        })
+    super::pool::spawn_named(inner, "shale-tier-head", |inner| inner.head_loop()).map(Some)
 }

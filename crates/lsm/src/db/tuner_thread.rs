@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::level_targets::LevelTargets;
 use crate::tuner::{Action, Bounds, Overflow, Snapshot, TunerMode, decide};
 
@@ -151,12 +151,5 @@ pub(super) fn start(inner: &Arc<Inner>) -> Result<Option<std::thread::JoinHandle
     if inner.read_only || inner.opts.tuner.mode == TunerMode::Off {
         return Ok(None);
     }
-    let tuner = inner.clone();
-    std::thread::Builder::new()
-        .name("shale-tuner".into())
-        .spawn(move || tuner.tuner_loop())
-        .map(Some)
-        .map_err(|source| {
-            Error::Io(shale_io::Error::Io { op: shale_io::OpKind::Read, offset: 0, source })
-        })
+    super::pool::spawn_named(inner, "shale-tuner", |inner| inner.tuner_loop()).map(Some)
 }

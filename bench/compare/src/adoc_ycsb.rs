@@ -6,14 +6,14 @@
 //! One phase per process, as `shale ycsb --phase` and `shale-compare tiered-ycsb` run them:
 //! the script loads, then runs each workload on the store reopened. The store is opened with
 //! the settings of `tiered-ycsb` (no compression, LRU block cache, 10 bloom bits, dynamic level
-//! sizing, WAL on and not synced), repeated here because that module's opener is private, plus
-//! the background jobs, memtable size and rate limiter given, and statistics on: after the
+//! sizing, WAL on and not synced: `engines::rocks_options`), with the background jobs, memtable
+//! size and rate limiter given, and statistics on: after the
 //! report the process prints RocksDB's statistics (`rocksdb.stall.micros COUNT : N`, ...) so
 //! that the phase's stall time and flush and compaction bytes are known.
 
 use std::path::PathBuf;
 
-use ycsb::{Engine, EngineResult};
+use crate::engines::{Rocks, rocks_options};
 
 use crate::Error;
 use crate::tiered_ycsb::Phase;
@@ -60,20 +60,12 @@ pub struct Args {
     pub rate_limiter_auto_tuned: bool,
 }
 
-/// RocksDB opened as `a` asks.
-struct Rocks {
-    db: rocksdb::DB,
-}
-
-/// The options of `a`.
+/// The options of `a`: the suites' (`engines::rocks_options`) with its background jobs and
+/// memtable, statistics on, and the rate limiter asked for.
 fn options(a: &Args) -> rocksdb::Options {
-    let mut o = rocksdb::Options::default();
+    let mut o = rocks_options(a.write_buffer_size, a.cache_size, a.background_jobs);
     o.create_if_missing(a.phase == Phase::Load);
     o.set_error_if_exists(a.phase == Phase::Load);
-    o.set_compression_type(rocksdb::DBCompressionType::None);
-    o.set_write_buffer_size(a.write_buffer_size as usize);
-    o.set_max_background_jobs(a.background_jobs);
-    o.set_level_compaction_dynamic_level_bytes(true);
     o.enable_statistics();
     if a.rate_limiter_bytes_per_sec > 0 {
         let rate = a.rate_limiter_bytes_per_sec as i64;
@@ -84,44 +76,7 @@ fn options(a: &Args) -> rocksdb::Options {
             o.set_ratelimiter(rate, 100_000, 10);
         }
     }
-    let cache = rocksdb::Cache::new_lru_cache(a.cache_size as usize);
-    let mut table = rocksdb::BlockBasedOptions::default();
-    table.set_block_cache(&cache);
-    table.set_bloom_filter(10.0, false);
-    o.set_block_based_table_factory(&table);
     o
-}
-
-impl Engine for Rocks {
-    fn name(&self) -> &str {
-        "rocksdb"
-    }
-
-    fn insert(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
-        Ok(self.db.put(key, value)?)
-    }
-
-    fn read(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
-        Ok(self.db.get(key)?)
-    }
-
-    fn update(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
-        Ok(self.db.put(key, value)?)
-    }
-
-    fn scan(&self, start_key: &[u8], count: usize) -> EngineResult<usize> {
-        let mut it = self.db.raw_iterator();
-        it.seek(start_key);
-        let mut n = 0;
-        while n < count {
-            let Some(v) = it.value() else { break };
-            std::hint::black_box(v.to_vec());
-            n += 1;
-            it.next();
-        }
-        it.status()?;
-        Ok(n)
-    }
 }
 
 /// The heading of a phase's report, as `shale ycsb` prints it.
@@ -147,7 +102,7 @@ pub fn run(a: &Args) -> Result<(), Error> {
         c.validate_run()?;
     }
     let o = options(a);
-    let engine = Rocks { db: rocksdb::DB::open(&o, &a.db)? };
+    let engine = Rocks::from_db(rocksdb::DB::open(&o, &a.db)?);
     let version = crate::engines::version("rocksdb", &a.db).unwrap_or_else(|| "unknown".into());
     println!(
         "# rocksdb ycsb: RocksDB {version}, workload {}, records {}, operations {}, threads {}, \

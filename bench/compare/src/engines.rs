@@ -146,26 +146,44 @@ pub struct Rocks {
     db: rocksdb::DB,
 }
 
+/// The options every YCSB run of RocksDB opens with (this suite's, `tiered-ycsb`'s and
+/// `adoc-ycsb`'s): no compression, a memtable of `write_buffer_bytes`, `background_jobs`
+/// background jobs, dynamic level sizing, an LRU block cache of `cache_bytes` and 10 bloom bits
+/// per key. Callers add what their placement or configuration needs.
+pub fn rocks_options(
+    write_buffer_bytes: u64,
+    cache_bytes: u64,
+    background_jobs: i32,
+) -> rocksdb::Options {
+    let mut o = rocksdb::Options::default();
+    o.set_compression_type(rocksdb::DBCompressionType::None);
+    o.set_write_buffer_size(write_buffer_bytes as usize);
+    o.set_max_background_jobs(background_jobs);
+    // shale's default, and RocksDB's since 8.4.
+    o.set_level_compaction_dynamic_level_bytes(true);
+    let cache = rocksdb::Cache::new_lru_cache(cache_bytes as usize);
+    let mut table = rocksdb::BlockBasedOptions::default();
+    table.set_block_cache(&cache);
+    table.set_bloom_filter(10.0, false);
+    o.set_block_based_table_factory(&table);
+    o
+}
+
 impl Rocks {
     fn open(dir: &Path, s: &Settings) -> Result<Rocks, crate::Error> {
-        let mut o = rocksdb::Options::default();
+        // Two background jobs: db_bench's default, so the two RocksDB suites run alike.
+        let mut o = rocks_options(s.write_buffer_bytes, s.cache_bytes, 2);
         o.create_if_missing(true);
-        o.set_compression_type(rocksdb::DBCompressionType::None);
-        o.set_write_buffer_size(s.write_buffer_bytes as usize);
-        // db_bench's default, so the two RocksDB suites run alike.
-        o.set_max_background_jobs(2);
-        // shale's default, and RocksDB's since 8.4.
-        o.set_level_compaction_dynamic_level_bytes(true);
         if s.rocksdb_direct {
             o.set_use_direct_reads(true);
             o.set_use_direct_io_for_flush_and_compaction(true);
         }
-        let cache = rocksdb::Cache::new_lru_cache(s.cache_bytes as usize);
-        let mut table = rocksdb::BlockBasedOptions::default();
-        table.set_block_cache(&cache);
-        table.set_bloom_filter(10.0, false);
-        o.set_block_based_table_factory(&table);
         Ok(Rocks { db: rocksdb::DB::open(&o, dir)? })
+    }
+
+    /// RocksDB opened by its caller.
+    pub fn from_db(db: rocksdb::DB) -> Rocks {
+        Rocks { db }
     }
 }
 

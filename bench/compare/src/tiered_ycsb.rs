@@ -18,7 +18,7 @@
 
 use std::path::PathBuf;
 
-use ycsb::{Engine, EngineResult};
+use crate::engines::{Rocks, rocks_options};
 
 use crate::Error;
 
@@ -66,64 +66,17 @@ pub struct Args {
     pub write_buffer_size: u64,
 }
 
-/// RocksDB through its C API, its WAL wherever the caller put it.
-struct PlacedRocks {
-    db: rocksdb::DB,
-}
-
-impl PlacedRocks {
-    /// Opens the store in `a.db`: a new one for a load (refusing one already there, so a
-    /// load always starts empty), the loaded one for a run.
-    fn open(a: &Args) -> Result<PlacedRocks, Error> {
-        let mut o = rocksdb::Options::default();
-        o.create_if_missing(a.phase == Phase::Load);
-        o.set_error_if_exists(a.phase == Phase::Load);
-        o.set_compression_type(rocksdb::DBCompressionType::None);
-        o.set_write_buffer_size(a.write_buffer_size as usize);
-        o.set_max_background_jobs(2);
-        o.set_level_compaction_dynamic_level_bytes(true);
-        if let Some(w) = &a.wal_dir {
-            o.set_wal_dir(w);
-        }
-        let cache = rocksdb::Cache::new_lru_cache(a.cache_size as usize);
-        let mut table = rocksdb::BlockBasedOptions::default();
-        table.set_block_cache(&cache);
-        table.set_bloom_filter(10.0, false);
-        o.set_block_based_table_factory(&table);
-        Ok(PlacedRocks { db: rocksdb::DB::open(&o, &a.db)? })
+/// Opens the store in `a.db` with the suites' options (`engines::rocks_options`) and its WAL
+/// in `a.wal_dir`: a new one for a load (refusing one already there, so a load always starts
+/// empty), the loaded one for a run.
+fn open(a: &Args) -> Result<Rocks, Error> {
+    let mut o = rocks_options(a.write_buffer_size, a.cache_size, 2);
+    o.create_if_missing(a.phase == Phase::Load);
+    o.set_error_if_exists(a.phase == Phase::Load);
+    if let Some(w) = &a.wal_dir {
+        o.set_wal_dir(w);
     }
-}
-
-impl Engine for PlacedRocks {
-    fn name(&self) -> &str {
-        "rocksdb"
-    }
-
-    fn insert(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
-        Ok(self.db.put(key, value)?)
-    }
-
-    fn read(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
-        Ok(self.db.get(key)?)
-    }
-
-    fn update(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
-        Ok(self.db.put(key, value)?)
-    }
-
-    fn scan(&self, start_key: &[u8], count: usize) -> EngineResult<usize> {
-        let mut it = self.db.raw_iterator();
-        it.seek(start_key);
-        let mut n = 0;
-        while n < count {
-            let Some(v) = it.value() else { break };
-            std::hint::black_box(v.to_vec());
-            n += 1;
-            it.next();
-        }
-        it.status()?;
-        Ok(n)
-    }
+    Ok(Rocks::from_db(rocksdb::DB::open(&o, &a.db)?))
 }
 
 /// The driver's configuration for `a`.
@@ -156,7 +109,7 @@ pub fn run(a: &Args) -> Result<(), Error> {
     if a.phase == Phase::Run {
         c.validate_run()?;
     }
-    let engine = PlacedRocks::open(a)?;
+    let engine = open(a)?;
     let version = crate::engines::version("rocksdb", &a.db).unwrap_or_else(|| "unknown".into());
     println!(
         "# rocksdb ycsb: RocksDB {version}, workload {}, records {}, operations {}, threads {}, \
@@ -189,6 +142,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use ycsb::Engine;
 
     /// Files in `dir` whose names end with `suffix`.
     fn files_ending(dir: &Path, suffix: &str) -> usize {
@@ -229,7 +183,7 @@ mod tests {
         for w in ["a", "e"] {
             run(&args(&db, Some(&wal), Phase::Run, w)).unwrap();
         }
-        let reopened = PlacedRocks::open(&args(&db, Some(&wal), Phase::Run, "a")).unwrap();
+        let reopened = open(&args(&db, Some(&wal), Phase::Run, "a")).unwrap();
         let key = ycsb::KeyFormat::default().key(0);
         assert!(reopened.read(key.as_bytes()).unwrap().is_some(), "record 0 was loaded");
         drop(reopened);

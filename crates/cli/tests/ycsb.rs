@@ -111,3 +111,31 @@ fn bad_flags_and_values_are_named() {
         assert!(!out.contains("[OVERALL]"), "{flags:?} ran:\n{out}");
     }
 }
+
+/// `--statistics` prints the store's counters after the reports, the tuner's among them.
+#[test]
+fn statistics_follow_the_reports() {
+    let (ok, out, err) = shale_ycsb(&[
+        "--workload",
+        "a",
+        "--records",
+        "2000",
+        "--operations",
+        "2000",
+        "--tuner",
+        "adoc",
+        "--statistics",
+    ]);
+    assert!(ok, "exit status; stderr:\n{err}");
+    let (reports, statistics) = out.split_once("STATISTICS:").expect("a statistics block");
+    assert_report_shape(reports);
+    for counter in [
+        "shale.wal.bytes COUNT : ",
+        "shale.stall.pending.stop.micros COUNT : ",
+        "shale.tuner.windows COUNT : ",
+    ] {
+        assert!(statistics.contains(counter), "{counter} missing:\n{out}");
+    }
+    let (ok, out, _) = shale_ycsb(&["--workload", "a", "--records", "200", "--operations", "200"]);
+    assert!(ok && !out.contains("shale.wal.bytes"), "statistics only when asked:\n{out}");
+}

@@ -30,6 +30,7 @@ mod keys;
 #[cfg(test)]
 mod options_props;
 mod report;
+pub(crate) use report::print_statistics;
 pub(crate) mod timeline;
 mod workload;
 

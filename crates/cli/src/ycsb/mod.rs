@@ -125,6 +125,10 @@ pub struct Args {
     /// The tuner's window in milliseconds (default 1000).
     #[arg(long = "tuner_window_ms")]
     pub tuner_window_ms: Option<u64>,
+    /// After the reports, print the store's statistics as `shale bench --statistics` does
+    /// (`shale.*` counters: bytes written, stalls by kind, the tuner's answers, the tiers).
+    #[arg(long = "statistics", value_parser = crate::bench::parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub statistics: bool,
     /// Keep the store at --db (loaded by an earlier `--phase load`) and only run.
     #[arg(long = "use_existing_db", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
     pub use_existing_db: bool,
@@ -292,7 +296,11 @@ pub fn run(args: &Args) -> Result<(), Error> {
         bar.finish_and_clear();
         errors += print_report(&format!("run, workload {}", args.workload), &report);
     }
-    engine.into_db().close()?;
+    let db = engine.into_db();
+    if args.statistics {
+        crate::bench::print_statistics(&db.stats());
+    }
+    db.close()?;
     drop(temp);
     if errors > 0 {
         return Err(

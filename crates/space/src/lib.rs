@@ -33,6 +33,7 @@ mod error;
 pub mod header;
 mod layout;
 pub mod log_object;
+pub mod log_page;
 pub mod tier;
 mod version_log;
 pub mod version_record;

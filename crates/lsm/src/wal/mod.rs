@@ -44,7 +44,8 @@
 //! pages of a generation already flushed, which recovery skips as before.
 
 pub mod meta;
-pub mod page;
+/// The WAL's page format is the shared log page of the space layer.
+pub use shale_space::log_page as page;
 pub mod pipeline;
 mod recovery;
 pub mod tail;

@@ -19,7 +19,7 @@ use shale_io::{AlignedBuf, Queue, QueueExt};
 
 use super::WalLayout;
 use super::meta::{GroupState, WalMeta};
-use super::page::{self, FragmentType, PAGE_BYTES};
+use super::page::{self, PAGE_BYTES};
 use crate::error::{Error, Result};
 
 /// The records of one log group, in append order.
@@ -150,7 +150,7 @@ fn read_group(
 ) -> Result<(Vec<Vec<u8>>, u32)> {
     let offset = |i: u32| layout.page_offset(group, i);
     let mut records = Vec::new();
-    let mut partial: Option<Vec<u8>> = None;
+    let mut fragments = page::Reassembler::new();
     let mut index = 0;
     let mut prev_crc = 0;
     while index < layout.pages_per_group {
@@ -165,26 +165,20 @@ fn read_group(
             drop(page); // it borrows `pages`, which the check reads on
             check_torn_tail(layout, group, ltn, pages, invalid, sealed_end, &why)?;
             if invalid < index && sealed_end.is_none() {
-                partial = None;
+                fragments.discard_partial();
             }
             break;
         }
         let page = page.expect("a page without an end is valid");
         prev_crc = page.crc;
         for frag in page.fragments {
-            match (frag.kind, partial.as_mut()) {
-                (FragmentType::Full, None) => records.push(frag.data.to_vec()),
-                (FragmentType::First, None) => partial = Some(frag.data.to_vec()),
-                (FragmentType::Middle, Some(p)) => p.extend_from_slice(frag.data),
-                (FragmentType::Last, Some(p)) => {
-                    p.extend_from_slice(frag.data);
-                    records.push(partial.take().unwrap());
-                }
-                _ => {
+            match fragments.push(frag) {
+                Ok(Some(record)) => records.push(record),
+                Ok(None) => {}
+                Err(page::OutOfOrder(kind)) => {
                     return Err(Error::corruption(
                         format!(
-                            "WAL page {index} of group {group}: fragment {:?} out of order",
-                            frag.kind
+                            "WAL page {index} of group {group}: fragment {kind:?} out of order"
                         ),
                         offset(index),
                     ));
@@ -193,7 +187,7 @@ fn read_group(
         }
         index += 1;
     }
-    if partial.is_some() && sealed_end.is_some_and(|end| index >= end) {
+    if fragments.in_record() && sealed_end.is_some_and(|end| index >= end) {
         return Err(Error::corruption(
             format!("WAL group {group} (sealed) ends inside a record"),
             offset(index.saturating_sub(1)),

@@ -670,13 +670,7 @@ impl WalWriter {
         loop {
             let n = rest.len().min(self.page.room() - FRAGMENT_HEADER_BYTES);
             let last = n == rest.len();
-            let kind = match (first, last) {
-                (true, true) => FragmentType::Full,
-                (true, false) => FragmentType::First,
-                (false, false) => FragmentType::Middle,
-                (false, true) => FragmentType::Last,
-            };
-            self.page.push(kind, &rest[..n]);
+            self.page.push(FragmentType::at(first, last), &rest[..n]);
             self.page_dirty = true;
             rest = &rest[n..];
             first = false;

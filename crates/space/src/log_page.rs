@@ -1,14 +1,19 @@
-//! WAL pages (SpanDB): 4 KiB, each starting with the log tag number (LTN) of the memtable
-//! whose log group it belongs to, so recovery can tell a page of the current generation from a
-//! stale one left by an earlier user of the same group ("colouring").
+//! Log pages: the page format every log of shale shares (the lsm engine's WAL after SpanDB,
+//! and the hash engine's record log). Moved down from the lsm engine so that engines share it
+//! by depending on this layer, not by copying it (DESIGN.md, "Growing the lower layers").
+//!
+//! A log is written as 4 KiB pages, each starting with the *generation* of the log segment it
+//! belongs to (the lsm WAL's log tag number, LTN: the memtable whose log group it is; the
+//! hash engine's segment number), so a reader can tell a page of the current generation from
+//! a stale one left by an earlier user of the same storage ("colouring").
 //!
 //! ```text
 //! offset size  field
-//! 0      8     LTN (u64 LE): the memtable generation that wrote the page
+//! 0      8     generation (u64 LE): the LTN of the segment that wrote the page
 //! 8      4     crc32c (u32 LE) of bytes [12, 4096): the rest of the header and the payload area
-//! 12     4     page index within its group (u32 LE)
-//! 16     4     synced through (u32 LE): pages [0, this) of the group were durable before this
-//!              page was written; an invalid page below it is damage, not a torn tail
+//! 12     4     page index within its segment (u32 LE)
+//! 16     4     synced through (u32 LE): pages [0, this) of the segment were durable before
+//!              this page was written; an invalid page below it is damage, not a torn tail
 //! 20     4     previous page's crc32c (u32 LE) as written before this page (0 for page 0):
 //!              the last page of a non-sync append is rewritten by the next append, and a
 //!              crash may keep a later page but drop the rewrite; the chain tells the stale
@@ -19,11 +24,12 @@
 //!
 //! fragment: length (u16 LE) | type (u8: 1 full, 2 first, 3 middle, 4 last) | bytes
 //! ```
-//! A record (an encoded write batch) is one full fragment, or a first, middles and a last
-//! fragment on consecutive pages. The page checksum covers the whole page, so a page torn at
-//! any sector is invalid as a whole.
+//! A record (for the WAL an encoded write batch) is one full fragment, or a first, middles and
+//! a last fragment on consecutive pages ([`FragmentType::at`] names them, [`Reassembler`]
+//! joins them again). The page checksum covers the whole page, so a page torn at any sector
+//! is invalid as a whole.
 
-/// Size of a WAL page.
+/// Size of a log page.
 pub const PAGE_BYTES: usize = 4096;
 /// Bytes of the page header.
 pub const PAGE_HEADER_BYTES: usize = 28;
@@ -46,6 +52,16 @@ pub enum FragmentType {
 }
 
 impl FragmentType {
+    /// The type of a fragment that is (or is not) its record's first and (or) last.
+    pub fn at(first: bool, last: bool) -> FragmentType {
+        match (first, last) {
+            (true, true) => FragmentType::Full,
+            (true, false) => FragmentType::First,
+            (false, false) => FragmentType::Middle,
+            (false, true) => FragmentType::Last,
+        }
+    }
+
     fn from_u8(v: u8) -> Option<FragmentType> {
         Some(match v {
             1 => FragmentType::Full,
@@ -174,7 +190,7 @@ pub fn claimed(page: &[u8]) -> Option<(u64, u32, u32)> {
 /// # Errors
 /// Why the page does not belong there.
 pub fn decode(page: &[u8], ltn: u64, index: u32) -> Result<Page<'_>, PageError> {
-    assert_eq!(page.len(), PAGE_BYTES, "a WAL page is {PAGE_BYTES} bytes");
+    assert_eq!(page.len(), PAGE_BYTES, "a log page is {PAGE_BYTES} bytes");
     let page_ltn = u64::from_le_bytes(page[..8].try_into().unwrap());
     let crc = u32::from_le_bytes(page[8..12].try_into().unwrap());
     if crc != crc32c::crc32c(&page[12..]) {
@@ -210,6 +226,57 @@ pub fn decode(page: &[u8], ltn: u64, index: u32) -> Result<Page<'_>, PageError> 
         rest = &rest[3 + len..];
     }
     Ok(Page { synced_through, prev_crc, crc, fragments: out })
+}
+
+/// Joins fragments read back in order into records.
+#[derive(Debug, Default)]
+pub struct Reassembler {
+    partial: Option<Vec<u8>>,
+}
+
+/// A fragment that cannot follow what came before it (a middle or last with no first, or a
+/// full or first while a record is open): damage, or a bug, never a torn tail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfOrder(pub FragmentType);
+
+impl Reassembler {
+    /// An empty reassembler.
+    pub fn new() -> Reassembler {
+        Reassembler::default()
+    }
+
+    /// Takes the next fragment; returns the record it completes, if it completes one.
+    ///
+    /// # Errors
+    /// [`OutOfOrder`] when the fragment cannot follow the previous one.
+    pub fn push(&mut self, frag: Fragment<'_>) -> Result<Option<Vec<u8>>, OutOfOrder> {
+        match (frag.kind, self.partial.as_mut()) {
+            (FragmentType::Full, None) => Ok(Some(frag.data.to_vec())),
+            (FragmentType::First, None) => {
+                self.partial = Some(frag.data.to_vec());
+                Ok(None)
+            }
+            (FragmentType::Middle, Some(p)) => {
+                p.extend_from_slice(frag.data);
+                Ok(None)
+            }
+            (FragmentType::Last, Some(p)) => {
+                p.extend_from_slice(frag.data);
+                Ok(self.partial.take())
+            }
+            (kind, _) => Err(OutOfOrder(kind)),
+        }
+    }
+
+    /// Whether a record was begun and not finished.
+    pub fn in_record(&self) -> bool {
+        self.partial.is_some()
+    }
+
+    /// Drops a record begun and not finished (the log ended inside it).
+    pub fn discard_partial(&mut self) {
+        self.partial = None;
+    }
 }
 
 #[cfg(test)]
@@ -258,5 +325,23 @@ mod tests {
             b[sector * 512..].fill(0xEE);
             assert!(decode(&b, 9, 3).is_err(), "tear after sector {sector} accepted");
         }
+    }
+
+    #[test]
+    fn fragments_reassemble_and_out_of_order_ones_are_refused() {
+        let mut r = Reassembler::new();
+        let frag = |kind, data| Fragment { kind, data };
+        assert_eq!(r.push(frag(FragmentType::Full, b"a")), Ok(Some(b"a".to_vec())));
+        assert_eq!(r.push(frag(FragmentType::First, b"b")), Ok(None));
+        assert!(r.in_record());
+        assert_eq!(r.push(frag(FragmentType::Middle, b"c")), Ok(None));
+        assert_eq!(r.push(frag(FragmentType::Last, b"d")), Ok(Some(b"bcd".to_vec())));
+        assert_eq!(r.push(frag(FragmentType::Last, b"e")), Err(OutOfOrder(FragmentType::Last)));
+        assert_eq!(r.push(frag(FragmentType::First, b"f")), Ok(None));
+        assert_eq!(r.push(frag(FragmentType::Full, b"g")), Err(OutOfOrder(FragmentType::Full)));
+        r.discard_partial();
+        assert!(!r.in_record());
+        assert_eq!(FragmentType::at(true, true), FragmentType::Full);
+        assert_eq!(FragmentType::at(false, true), FragmentType::Last);
     }
 }

@@ -1,0 +1,185 @@
+//! The hash engine's state in the volume's version log: which extents are segments of the
+//! record log, and each one's generation (the colour of its pages, and the order in which
+//! recovery replays them).
+//!
+//! ```text
+//! every payload: magic b"SHHASH01" (8 bytes) | kind (u8)
+//! kind 0, base:  count (u32 LE) | count x (generation u64 LE, tier u8, first slot u32 LE,
+//!                sealed pages u32 LE: u32::MAX while the segment may still grow)
+//! kind 1, a segment added:   generation (u64 LE) | the segment sealed by it: generation
+//!                (u64 LE, 0 for none) and pages (u32 LE); its extent is the delta's one
+//!                added extent
+//! ```
+//! A sealed segment's page count tells recovery that every page below it was durable: an
+//! invalid one is damage, never a torn tail to cut (P4).
+//! The magic tells a hash store's volume from an lsm store's (whose payloads are version
+//! edits): the engine refuses a volume whose payloads lack it, and writes nothing to it.
+
+use shale_space::{Extent, Tier, Versions};
+
+use crate::error::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"SHHASH01";
+const BASE: u8 = 0;
+const SEGMENT_ADDED: u8 = 1;
+
+/// A segment as the version log names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentMeta {
+    /// Its generation: every page of it carries this number.
+    pub generation: u64,
+    /// Where it lies (one extent).
+    pub extent: Extent,
+    /// Pages it holds, once a later segment sealed it.
+    pub sealed_pages: Option<u32>,
+}
+
+const OPEN: u32 = u32::MAX;
+
+/// The payload of a full state.
+pub fn encode_base(segments: &[SegmentMeta]) -> Vec<u8> {
+    let mut b = MAGIC.to_vec();
+    b.push(BASE);
+    b.extend_from_slice(&(segments.len() as u32).to_le_bytes());
+    for s in segments {
+        b.extend_from_slice(&s.generation.to_le_bytes());
+        b.push(s.extent.tier.index() as u8);
+        b.extend_from_slice(&s.extent.first.to_le_bytes());
+        b.extend_from_slice(&s.sealed_pages.unwrap_or(OPEN).to_le_bytes());
+    }
+    b
+}
+
+/// The payload of a delta adding a segment of generation `generation`, sealing the segment
+/// of generation `sealed.0` at `sealed.1` pages.
+pub fn encode_added(generation: u64, sealed: Option<(u64, u32)>) -> Vec<u8> {
+    let mut b = MAGIC.to_vec();
+    b.push(SEGMENT_ADDED);
+    b.extend_from_slice(&generation.to_le_bytes());
+    let (g, pages) = sealed.unwrap_or((0, 0));
+    b.extend_from_slice(&g.to_le_bytes());
+    b.extend_from_slice(&pages.to_le_bytes());
+    b
+}
+
+/// The segments a recovered version names, oldest generation first.
+///
+/// # Errors
+/// [`Error::NotHashStore`] when a payload lacks the magic (another engine's volume);
+/// [`Error::Corruption`] when a payload of this engine does not parse or names extents the
+/// version does not hold.
+pub fn decode(versions: &Versions) -> Result<Vec<SegmentMeta>> {
+    let bad =
+        |what: &str| Error::Corruption { what: format!("hash store metadata: {what}"), offset: 0 };
+    let mut segments = Vec::new();
+    let live = |first: u32, tier: Tier| {
+        versions.base.extents.iter().find(|e| e.first == first && e.tier == tier).copied()
+    };
+    let base = &versions.base.engine;
+    if !base.is_empty() {
+        let body = strip_magic(base)?;
+        if body.first() != Some(&BASE) || body.len() < 5 {
+            return Err(bad("base record"));
+        }
+        let n = u32::from_le_bytes(body[1..5].try_into().unwrap()) as usize;
+        let rest = &body[5..];
+        if rest.len() != n * 17 {
+            return Err(bad("base record length"));
+        }
+        for entry in rest.chunks_exact(17) {
+            let generation = u64::from_le_bytes(entry[..8].try_into().unwrap());
+            let tier = match entry[8] {
+                0 => Tier::Fast,
+                1 => Tier::Capacity,
+                _ => return Err(bad("tier")),
+            };
+            let first = u32::from_le_bytes(entry[9..13].try_into().unwrap());
+            let extent =
+                live(first, tier).ok_or_else(|| bad("a segment the base does not hold"))?;
+            let sealed = u32::from_le_bytes(entry[13..17].try_into().unwrap());
+            let sealed_pages = (sealed != OPEN).then_some(sealed);
+            segments.push(SegmentMeta { generation, extent, sealed_pages });
+        }
+    } else if !versions.base.extents.is_empty() {
+        return Err(Error::NotHashStore("live extents with no hash-engine state".into()));
+    }
+    for delta in &versions.deltas {
+        let body = strip_magic(&delta.engine)?;
+        match (body.first(), body.len(), delta.added.as_slice()) {
+            (Some(&SEGMENT_ADDED), 21, [extent]) => {
+                let generation = u64::from_le_bytes(body[1..9].try_into().unwrap());
+                let sealed = u64::from_le_bytes(body[9..17].try_into().unwrap());
+                let pages = u32::from_le_bytes(body[17..21].try_into().unwrap());
+                if let Some(s) = segments.iter_mut().find(|s| s.generation == sealed) {
+                    s.sealed_pages = Some(pages);
+                }
+                segments.push(SegmentMeta { generation, extent: *extent, sealed_pages: None });
+            }
+            _ => return Err(bad("delta record")),
+        }
+        for removed in &delta.removed {
+            segments.retain(|s| s.extent != *removed);
+        }
+    }
+    segments.sort_by_key(|s| s.generation);
+    if segments.windows(2).any(|w| w[0].generation == w[1].generation) {
+        return Err(bad("two segments of one generation"));
+    }
+    Ok(segments)
+}
+
+fn strip_magic(payload: &[u8]) -> Result<&[u8]> {
+    match payload.strip_prefix(MAGIC.as_slice()) {
+        Some(body) => Ok(body),
+        None => Err(Error::NotHashStore(
+            "the version log holds another engine's records (an lsm store?)".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shale_space::{BaseRecord, DeltaRecord};
+
+    #[test]
+    fn a_base_and_deltas_give_the_segments_in_generation_order() {
+        let a = Extent::fast(3, 1);
+        let b = Extent::fast(9, 1);
+        let c = Extent::fast(5, 1);
+        let versions = Versions {
+            base: BaseRecord {
+                extents: vec![a, b],
+                engine: encode_base(&[
+                    SegmentMeta { generation: 4, extent: b, sealed_pages: None },
+                    SegmentMeta { generation: 2, extent: a, sealed_pages: Some(12) },
+                ]),
+            },
+            deltas: vec![DeltaRecord {
+                removed: vec![],
+                added: vec![c],
+                engine: encode_added(7, Some((4, 30))),
+            }],
+        };
+        let got = decode(&versions).unwrap();
+        assert_eq!(got.iter().map(|s| s.generation).collect::<Vec<_>>(), vec![2, 4, 7]);
+        assert_eq!(
+            got.iter().map(|s| s.sealed_pages).collect::<Vec<_>>(),
+            vec![Some(12), Some(30), None]
+        );
+        assert_eq!(got[2].extent, c);
+    }
+
+    #[test]
+    fn another_engines_payload_is_refused() {
+        let versions = Versions {
+            base: BaseRecord::default(),
+            deltas: vec![DeltaRecord {
+                removed: vec![],
+                added: vec![],
+                engine: b"lsm edit".to_vec(),
+            }],
+        };
+        assert!(matches!(decode(&versions), Err(Error::NotHashStore(_))));
+    }
+}

@@ -1,0 +1,44 @@
+//! Several writer and reader threads on one store in a volume file (the real file backend,
+//! O_DIRECT): every acknowledged store is read back by any thread at once, and after a
+//! reopen.
+
+use std::sync::Arc;
+
+use shale_hash::{HashOptions, HashStore, StoreMode};
+
+#[test]
+fn writers_and_readers_share_a_store_on_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(HashStore::open(dir.path(), HashOptions::default()).unwrap());
+    let threads: Vec<_> = (0..4u32)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                for i in 0..300u32 {
+                    let key = format!("t{t}-{i:05}").into_bytes();
+                    let value = vec![(i % 251) as u8; (i as usize * 37) % 9000];
+                    store.store(&key, &value, StoreMode::Overwrite).unwrap();
+                    assert_eq!(store.retrieve(&key).unwrap(), Some(value), "read-your-write");
+                    // Another thread's earlier keys are readable too.
+                    let other = format!("t{}-{:05}", (t + 1) % 4, i / 2).into_bytes();
+                    let _ = store.retrieve(&other).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(store.stats().keys, 1200);
+    drop(store);
+    let store = HashStore::open(dir.path(), HashOptions::default()).unwrap();
+    assert_eq!(store.stats().keys, 1200);
+    assert_eq!(store.stats().recovered_records, 1200);
+    for i in (0..300u32).step_by(7) {
+        let key = format!("t3-{i:05}").into_bytes();
+        assert_eq!(
+            store.retrieve(&key).unwrap(),
+            Some(vec![(i % 251) as u8; (i as usize * 37) % 9000])
+        );
+    }
+}

@@ -25,6 +25,7 @@ mod memory;
 mod pread;
 mod sim;
 mod throttle;
+pub mod ticket;
 mod uring;
 
 pub use buf::{AlignedBuf, BUF_ALIGN, SECTOR_SIZE};

@@ -46,6 +46,9 @@ pub enum Error {
     InvalidArgument(String),
     /// A write failed earlier; the store accepts no more writes until it is reopened (P5).
     Stopped(String),
+    /// The submission queue is full (`queue_depth` requests outstanding); nothing was
+    /// queued: submit again once some complete.
+    Busy,
 }
 
 /// The hash engine's result.
@@ -70,6 +73,7 @@ impl std::fmt::Display for Error {
             Error::NotHashStore(why) => write!(f, "not a hash-engine store: {why}"),
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
             Error::Stopped(why) => write!(f, "store stopped after a failed write: {why}"),
+            Error::Busy => write!(f, "busy: the submission queue is full"),
         }
     }
 }

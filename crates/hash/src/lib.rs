@@ -30,10 +30,15 @@
 
 mod error;
 pub mod index;
+mod log;
 mod meta;
+mod options;
 pub mod record;
+mod shard;
 mod store;
+mod worker;
 
 pub use error::{Error, Result};
+pub use options::{HashOptions, HashStats, QUEUE_DEPTH_MAX, SEGMENT_BYTES_MIN, StoreMode};
 pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
-pub use store::{HashOptions, HashStats, HashStore, SEGMENT_BYTES_MIN, StoreMode};
+pub use store::{HashStore, HashTicket};

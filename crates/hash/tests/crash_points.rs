@@ -6,6 +6,9 @@
 //! - the store equals the state after some prefix of the operations: no holes (P3);
 //! - work continued on the recovered store, and its reopen, keep what was acknowledged.
 //!
+//! Two workloads: one synchronous call at a time, and windows of up to 12 submissions in
+//! flight, whose records share batches and pages (each batch one durable write).
+//!
 //! `SHALE_CRASH_SEEDS=N` runs N workloads instead of 2; a failure names its seed and write.
 
 mod common;
@@ -29,6 +32,22 @@ struct Run {
     began_at: Vec<u64>,
 }
 
+/// One operation of a workload: a delete, or a store of this value.
+fn operation(rng: &mut SmallRng, n: usize) -> (Vec<u8>, Option<Vec<u8>>) {
+    let key = format!("key-{:02}", rng.gen_range(0..24)).into_bytes();
+    if rng.gen_bool(0.2) {
+        return (key, None);
+    }
+    // Mostly small; now and then a record of tens or hundreds of pages.
+    let len = match rng.gen_range(0..10) {
+        0 => rng.gen_range(100_000..900_000),
+        1..=3 => rng.gen_range(3_000..12_000),
+        _ => rng.gen_range(0..600),
+    };
+    let v = value(&key, n as u64, len);
+    (key, Some(v))
+}
+
 fn workload(d: &SimDevice, opts: &HashOptions, seed: u64, ops: usize) -> Run {
     let store = open(d, opts);
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -36,23 +55,57 @@ fn workload(d: &SimDevice, opts: &HashOptions, seed: u64, ops: usize) -> Run {
     let mut run = Run { states: vec![state.clone()], acked_at: Vec::new(), began_at: Vec::new() };
     for n in 0..ops {
         run.began_at.push(d.writes());
-        let key = format!("key-{:02}", rng.gen_range(0..24)).into_bytes();
-        if rng.gen_bool(0.2) {
-            store.delete(&key).unwrap();
-            state.remove(&key);
-        } else {
-            // Mostly small; now and then a record of tens or hundreds of pages.
-            let len = match rng.gen_range(0..10) {
-                0 => rng.gen_range(100_000..900_000),
-                1..=3 => rng.gen_range(3_000..12_000),
-                _ => rng.gen_range(0..600),
-            };
-            let v = value(&key, n as u64, len);
-            store.store(&key, &v, StoreMode::Overwrite).unwrap();
-            state.insert(key, v);
+        match operation(&mut rng, n) {
+            (key, None) => {
+                store.delete(&key).unwrap();
+                state.remove(&key);
+            }
+            (key, Some(v)) => {
+                store.store(&key, &v, StoreMode::Overwrite).unwrap();
+                state.insert(key, v);
+            }
         }
         run.acked_at.push(d.writes());
         run.states.push(state.clone());
+    }
+    run
+}
+
+/// The operations submitted in windows of 1 to 12, each window waited for whole; they apply
+/// in submission order, so the states are those after each prefix of submissions.
+fn async_workload(d: &SimDevice, opts: &HashOptions, seed: u64, ops: usize) -> Run {
+    let store = open(d, opts);
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0xA5);
+    let mut state = State::new();
+    let mut run = Run { states: vec![state.clone()], acked_at: Vec::new(), began_at: Vec::new() };
+    let mut n = 0;
+    while n < ops {
+        let window = rng.gen_range(1..=12).min(ops - n);
+        let mut stores = Vec::new();
+        let mut deletes = Vec::new();
+        for _ in 0..window {
+            run.began_at.push(d.writes());
+            match operation(&mut rng, n) {
+                (key, None) => {
+                    deletes.push(store.submit_delete(&key).unwrap());
+                    state.remove(&key);
+                }
+                (key, Some(v)) => {
+                    stores.push(store.submit_store(&key, &v, StoreMode::Overwrite).unwrap());
+                    state.insert(key, v);
+                }
+            }
+            run.states.push(state.clone());
+            n += 1;
+        }
+        for t in stores {
+            t.wait().unwrap();
+        }
+        for t in deletes {
+            t.wait().unwrap();
+        }
+        let acked = d.writes();
+        run.acked_at.extend(std::iter::repeat_n(acked, window));
     }
     run
 }
@@ -67,6 +120,15 @@ fn all_keys() -> impl Iterator<Item = Vec<u8>> {
 
 #[test]
 fn every_crash_point_recovers_an_acknowledged_prefix() {
+    enumerate("synchronous calls", workload);
+}
+
+#[test]
+fn every_crash_point_of_batched_submissions_recovers_an_acknowledged_prefix() {
+    enumerate("submission windows", async_workload);
+}
+
+fn enumerate(what: &str, workload: fn(&SimDevice, &HashOptions, u64, usize) -> Run) {
     let seeds: u64 =
         std::env::var("SHALE_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
     let opts = small_options();
@@ -102,5 +164,5 @@ fn every_crash_point_recovers_an_acknowledged_prefix() {
             }
         }
     }
-    println!("{images} crash images recovered and checked over {seeds} workloads");
+    println!("{what}: {images} crash images recovered and checked over {seeds} workloads");
 }

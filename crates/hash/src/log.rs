@@ -1,0 +1,405 @@
+//! The record log: segments (one slot each) written from their first page on in the shared
+//! log page format, packed a batch at a time, and scanned back at recovery.
+//!
+//! A batch packs the records of many stores and deletes into consecutive fresh pages and is
+//! written with one durable write. Its last page is never written again, even if it has room:
+//! it holds acknowledged records, which a torn rewrite would destroy. So the next batch starts
+//! on the next page, and a lone small store costs a page, while a full queue shares pages.
+
+use shale_space::log_page::{
+    self, FRAGMENT_HEADER_BYTES, FragmentType, PAGE_BYTES, PAGE_HEADER_BYTES, PageBuf,
+};
+use shale_space::{Edit, Extent};
+
+use crate::error::{Error, Result};
+use crate::index::{Location, SEGMENTS_MAX};
+use crate::meta::{self, SegmentMeta};
+use crate::shard::Shard;
+
+/// A segment of the log, as the store holds it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Segment {
+    pub generation: u64,
+    pub extent: Extent,
+    /// Address of its first byte.
+    pub start: u64,
+    /// Pages it holds, once sealed: every page below is durable.
+    pub sealed_pages: Option<u32>,
+}
+
+impl Segment {
+    /// Address of page `index`.
+    pub fn page_address(&self, index: u32) -> u64 {
+        self.start + u64::from(index) * PAGE_BYTES as u64
+    }
+}
+
+/// The segment being appended to.
+#[derive(Debug)]
+struct Active {
+    slot: u32,
+    next_page: u32,
+    pages: u32,
+    prev_crc: u32,
+}
+
+/// The log's write position; owned by the worker.
+#[derive(Debug)]
+pub(crate) struct LogWriter {
+    active: Option<Active>,
+    /// The newest segment and the pages its log holds (appended, or found by recovery): the
+    /// next segment seals it there.
+    last_end: Option<(u64, u32)>,
+    pub next_seq: u64,
+    next_generation: u64,
+}
+
+/// Records packed for one durable write.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    /// Where the write goes.
+    pub address: u64,
+    /// The page images.
+    pub image: Vec<u8>,
+    /// Each record's location, in the order added.
+    pub locations: Vec<Location>,
+    slot: u32,
+    generation: u64,
+    first: u32,
+    page: PageBuf,
+    next_page: u32,
+    prev_crc: u32,
+    room_pages: u32,
+}
+
+impl Batch {
+    /// Pages the batch holds with its partial page.
+    #[cfg(test)]
+    pub fn pages(&self) -> u32 {
+        self.next_page - self.first + u32::from(!self.page.is_empty())
+    }
+
+    /// Whether `len` more bytes of record fit in the segment's pages.
+    pub fn fits(&self, len: usize) -> bool {
+        let room_in_page = self.page.room().saturating_sub(FRAGMENT_HEADER_BYTES);
+        let per_page = log_page::PAGE_PAYLOAD_BYTES - FRAGMENT_HEADER_BYTES;
+        let more_pages = if self.page.room() > FRAGMENT_HEADER_BYTES && len <= room_in_page {
+            0
+        } else {
+            let rest = len - room_in_page.min(len);
+            rest.div_ceil(per_page) as u32
+        };
+        let used = self.next_page - self.first + 1 + more_pages;
+        used <= self.room_pages
+    }
+
+    /// Packs one encoded record; returns its index in [`Batch::locations`].
+    ///
+    /// # Panics
+    /// If it does not fit ([`Batch::fits`]).
+    pub fn add(&mut self, rec: &[u8]) -> usize {
+        assert!(self.fits(rec.len()), "record does not fit the segment");
+        if self.page.room() <= FRAGMENT_HEADER_BYTES {
+            self.seal_page();
+        }
+        let start_page = self.next_page;
+        let offset = (PAGE_HEADER_BYTES + log_page::PAGE_PAYLOAD_BYTES - self.page.room()) as u16;
+        let mut rest = rec;
+        let mut first = true;
+        loop {
+            let n = rest.len().min(self.page.room() - FRAGMENT_HEADER_BYTES);
+            let last = n == rest.len();
+            self.page.push(FragmentType::at(first, last), &rest[..n]);
+            rest = &rest[n..];
+            first = false;
+            if last {
+                break;
+            }
+            self.seal_page();
+        }
+        let pages = (self.next_page - start_page + 1) as u16;
+        self.locations.push(Location { segment: self.slot, page: start_page, offset, pages });
+        self.locations.len() - 1
+    }
+
+    fn seal_page(&mut self) {
+        // Every page before the batch's first is durable: each batch waits for its write.
+        let (bytes, crc) =
+            self.page.seal(self.generation, self.next_page, self.first, self.prev_crc);
+        self.image.extend_from_slice(bytes);
+        self.prev_crc = crc;
+        self.next_page += 1;
+        self.page = PageBuf::new();
+    }
+
+    /// Seals the last page; the image is then whole.
+    pub fn finish(&mut self) {
+        if !self.page.is_empty() {
+            self.seal_page();
+        }
+    }
+}
+
+impl LogWriter {
+    /// A writer after recovery: new records go to a new segment of the next generation,
+    /// sealing the newest one at `last_end`.
+    pub fn new(next_seq: u64, next_generation: u64, last_end: Option<(u64, u32)>) -> LogWriter {
+        LogWriter { active: None, last_end, next_seq, next_generation }
+    }
+
+    /// A batch starting on the active segment's next page, or `None` when the segment has no
+    /// page left (or none is active): start one with [`LogWriter::start_segment`].
+    pub fn batch(&self, shard: &Shard) -> Option<Batch> {
+        let a = self.active.as_ref().filter(|a| a.next_page < a.pages)?;
+        let seg = shard.segment(a.slot);
+        Some(Batch {
+            address: seg.page_address(a.next_page),
+            image: Vec::new(),
+            locations: Vec::new(),
+            slot: a.slot,
+            generation: seg.generation,
+            first: a.next_page,
+            page: PageBuf::new(),
+            next_page: a.next_page,
+            prev_crc: a.prev_crc,
+            room_pages: a.pages - a.next_page,
+        })
+    }
+
+    /// Takes note that `batch` was written.
+    pub fn written(&mut self, batch: &Batch) {
+        let a = self.active.as_mut().expect("a batch is written into the active segment");
+        a.next_page = batch.next_page;
+        a.prev_crc = batch.prev_crc;
+        self.last_end = self.last_end.map(|(g, _)| (g, batch.next_page));
+    }
+
+    /// Allocates a segment and commits it to the version log before anything is written in
+    /// it: recovery then knows its generation, and finds its pages or, where nothing landed,
+    /// pages of another generation (an earlier user of the slot) or zeros, which end its log.
+    /// The commit seals the previous segment at the pages its log holds.
+    pub fn start_segment(&mut self, shard: &Shard) -> Result<()> {
+        let volume = shard.volume();
+        let slot = shard.segment_count();
+        if slot >= SEGMENTS_MAX {
+            return Err(Error::Space(shale_space::Error::NoSpace(
+                "the index cannot name more segments".into(),
+            )));
+        }
+        let extent = volume.allocate(1)?;
+        let generation = self.next_generation;
+        let sealed = self.last_end;
+        let edit = Edit {
+            added: vec![extent],
+            engine: meta::encode_added(generation, sealed),
+            ..Edit::default()
+        };
+        let sealed_pages = |s: &Segment| match sealed {
+            Some((g, pages)) if g == s.generation => Some(pages),
+            _ => s.sealed_pages,
+        };
+        let mut full = || {
+            let mut metas: Vec<SegmentMeta> = shard
+                .segments()
+                .iter()
+                .map(|s| SegmentMeta {
+                    generation: s.generation,
+                    extent: s.extent,
+                    sealed_pages: sealed_pages(s),
+                })
+                .collect();
+            metas.push(SegmentMeta { generation, extent, sealed_pages: None });
+            meta::encode_base(&metas)
+        };
+        if let Err(e) = volume.commit(&edit, &mut full) {
+            volume.release(extent);
+            return Err(e.into());
+        }
+        self.next_generation += 1;
+        let start = volume.extent_range(extent).start;
+        shard.add_segment(Segment { generation, extent, start, sealed_pages: None }, sealed);
+        let pages = (volume.layout().slot_bytes / PAGE_BYTES as u64) as u32;
+        self.active = Some(Active { slot, next_page: 0, pages, prev_crc: 0 });
+        self.last_end = Some((generation, 0));
+        Ok(())
+    }
+}
+
+/// An encoded record read back from the log, and where it lies.
+pub(crate) type Located = (Location, Vec<u8>);
+
+/// The complete records of one segment's image, with their locations, in log order: up to
+/// the first page that is not a valid page of the segment's generation following the one
+/// before it. An invalid page that a later valid page of the generation claims was durable
+/// is damage, and so is one below a sealed segment's page count. Returns the records and the
+/// number of valid pages.
+pub(crate) fn scan_segment(image: &[u8], seg: &Segment, slot: u32) -> Result<(Vec<Located>, u32)> {
+    let pages = (image.len() / PAGE_BYTES) as u32;
+    let page_at = |i: u32| &image[i as usize * PAGE_BYTES..(i as usize + 1) * PAGE_BYTES];
+    let mut out = Vec::new();
+    let mut fragments = log_page::Reassembler::new();
+    let mut start: Option<(u32, u16)> = None;
+    let mut prev_crc = 0;
+    let mut index = 0;
+    while index < pages {
+        let page = match log_page::decode(page_at(index), seg.generation, index) {
+            Ok(p) if p.prev_crc == prev_crc => p,
+            _ => break,
+        };
+        prev_crc = page.crc;
+        let mut at = PAGE_HEADER_BYTES;
+        for frag in page.fragments {
+            if matches!(frag.kind, FragmentType::Full | FragmentType::First) {
+                start = Some((index, at as u16));
+            }
+            at += FRAGMENT_HEADER_BYTES + frag.data.len();
+            let rec = fragments.push(frag).map_err(|e| Error::Corruption {
+                what: format!(
+                    "record log segment {} page {index}: fragment {:?} out of order",
+                    seg.generation, e.0
+                ),
+                offset: seg.page_address(index),
+            })?;
+            if let Some(rec) = rec {
+                let (page, offset) = start.take().expect("a record starts before it ends");
+                let loc =
+                    Location { segment: slot, page, offset, pages: (index - page + 1) as u16 };
+                out.push((loc, rec));
+            }
+        }
+        index += 1;
+    }
+    // Where the log ends: damage if a later page of this generation says it was durable, or
+    // the segment was sealed further on.
+    let durable = (index + 1..pages)
+        .filter_map(|i| log_page::claimed(page_at(i)))
+        .filter(|&(generation, claimed, _)| generation == seg.generation && claimed < pages)
+        .map(|(_, _, synced)| synced)
+        .max()
+        .unwrap_or(0)
+        .max(seg.sealed_pages.unwrap_or(0));
+    if index < durable || (seg.sealed_pages.is_some() && fragments.in_record()) {
+        return Err(Error::Corruption {
+            what: format!(
+                "record log segment {} page {index} was durable but is invalid",
+                seg.generation
+            ),
+            offset: seg.page_address(index),
+        });
+    }
+    Ok((out, index))
+}
+
+/// The encoded record at `loc` from `image`, the pages the location names read from
+/// `seg`: every page's checksum, generation and index checked, fragments reassembled.
+///
+/// # Errors
+/// A description of what is wrong (the caller makes it a Corruption error).
+pub(crate) fn record_at(
+    image: &[u8],
+    seg: &Segment,
+    loc: Location,
+) -> std::result::Result<Vec<u8>, String> {
+    let mut fragments = log_page::Reassembler::new();
+    for i in 0..u32::from(loc.pages) {
+        let index = loc.page + i;
+        let bytes = image
+            .get(i as usize * PAGE_BYTES..(i as usize + 1) * PAGE_BYTES)
+            .ok_or("short read")?;
+        let page = log_page::decode(bytes, seg.generation, index)
+            .map_err(|why| format!("page {index}: {why:?}"))?;
+        let mut at = PAGE_HEADER_BYTES;
+        for frag in page.fragments {
+            let here = at;
+            at += FRAGMENT_HEADER_BYTES + frag.data.len();
+            if i == 0 && here < usize::from(loc.offset) {
+                continue;
+            }
+            if i == 0
+                && here == usize::from(loc.offset)
+                && !matches!(frag.kind, FragmentType::Full | FragmentType::First)
+            {
+                return Err(format!("no record starts at offset {here}"));
+            }
+            if let Some(rec) =
+                fragments.push(frag).map_err(|e| format!("fragment {:?} out of order", e.0))?
+            {
+                return Ok(rec);
+            }
+        }
+    }
+    Err("record runs past the pages the index names".into())
+}
+
+/// Pages a record of `len` bytes spans when it starts on a fresh page.
+#[cfg(test)]
+fn pages_for(len: usize) -> u32 {
+    let per_page = log_page::PAGE_PAYLOAD_BYTES - FRAGMENT_HEADER_BYTES;
+    len.div_ceil(per_page).max(1) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::RECORD_BYTES_MAX;
+
+    fn batch(room_pages: u32) -> Batch {
+        Batch {
+            address: 0,
+            image: Vec::new(),
+            locations: Vec::new(),
+            slot: 0,
+            generation: 9,
+            first: 0,
+            page: PageBuf::new(),
+            next_page: 0,
+            prev_crc: 0,
+            room_pages,
+        }
+    }
+
+    #[test]
+    fn pages_for_matches_the_page_payload() {
+        let per = log_page::PAGE_PAYLOAD_BYTES - FRAGMENT_HEADER_BYTES;
+        assert_eq!(pages_for(1), 1);
+        assert_eq!(pages_for(per), 1);
+        assert_eq!(pages_for(per + 1), 2);
+        assert!(pages_for(RECORD_BYTES_MAX) < 1024);
+        let min = crate::SEGMENT_BYTES_MIN;
+        assert!((u64::from(pages_for(RECORD_BYTES_MAX)) * PAGE_BYTES as u64) < min);
+    }
+
+    #[test]
+    fn a_batch_shares_pages_and_every_record_reads_back_from_its_location() {
+        let mut b = batch(64);
+        let recs: Vec<Vec<u8>> =
+            [10usize, 100, 5000, 4065, 1, 9000, 3].iter().map(|&n| vec![n as u8; n]).collect();
+        for r in &recs {
+            assert!(b.fits(r.len()));
+            b.add(r);
+        }
+        b.finish();
+        assert_eq!(b.image.len() / PAGE_BYTES, b.pages() as usize);
+        assert!(b.pages() < 7, "small records share pages: {} pages", b.pages());
+        let seg =
+            Segment { generation: 9, extent: Extent::fast(0, 1), start: 0, sealed_pages: None };
+        for (r, loc) in recs.iter().zip(&b.locations) {
+            let from = loc.page as usize * PAGE_BYTES;
+            let got = record_at(&b.image[from..], &seg, *loc).unwrap();
+            assert_eq!(&got, r, "{loc:?}");
+        }
+        let (scanned, end) = scan_segment(&b.image, &seg, 0).unwrap();
+        assert_eq!(end, b.pages());
+        assert_eq!(scanned.iter().map(|(l, _)| *l).collect::<Vec<_>>(), b.locations);
+    }
+
+    #[test]
+    fn fits_stops_at_the_segments_end() {
+        let mut b = batch(2);
+        assert!(b.fits(8000));
+        assert!(!b.fits(8200));
+        b.add(&[1; 4000]);
+        assert!(b.fits(4000));
+        assert!(!b.fits(4200));
+    }
+}

@@ -1,0 +1,645 @@
+//! The shard's worker: one thread that serves every submitted request, with its own queue
+//! of device requests, as KV-SSD's device serves its submission queue.
+//!
+//! Each turn of its loop, in order:
+//! 1. Take every queued submission. Reads (retrieve, exist) look the key up in the index at
+//!    once: an absent key completes now, a present one becomes a device read.
+//! 2. When no batch is in flight, build one from the pending stores and deletes, oldest
+//!    first (see [`Worker::build_batch`]): mode checks against the index, records packed into
+//!    fresh pages of the active segment, one durable write. Stores and deletes behind one of
+//!    the same digest wait for the next batch, so every decision is taken against an index
+//!    that holds every earlier write.
+//! 3. Submit reads while the device queue has room: record reads for retrieves and exists,
+//!    and the reads that confirm whose key a digest entry is (needed to update the index).
+//! 4. Reap completions, waiting for one only when nothing new can be done. A read completes
+//!    its request (the full key compared); the batch's write, once every confirmation of it
+//!    is back, updates the index and completes its requests: acknowledged means durable and
+//!    visible.
+//!
+//! Only one batch is in flight: the next one forms while it is written (group commit), and
+//! its mode checks see every write before it. A failed write stops the store (P5): its
+//! requests, and every later store or delete, complete with the error; reads go on.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use parking_lot::{Condvar, Mutex};
+use rustc_hash::FxHashSet;
+use shale_io::ticket::Completer;
+use shale_io::{AlignedBuf, Completion, Op, Queue, QueueOptions, Request as IoRequest};
+use shale_space::IoClass;
+use shale_space::log_page::PAGE_BYTES;
+
+use crate::error::{Error, Result};
+use crate::index::{Location, Probe};
+use crate::log::{Batch, LogWriter};
+use crate::options::StoreMode;
+use crate::record::{Kind, Record};
+use crate::shard::Shard;
+
+/// A submitted request.
+pub(crate) enum Request {
+    Store { key: Vec<u8>, value: Vec<u8>, mode: StoreMode, done: Completer<(), Error> },
+    Delete { key: Vec<u8>, done: Completer<bool, Error> },
+    Retrieve { key: Vec<u8>, done: Completer<Option<Vec<u8>>, Error> },
+    Exist { keys: Vec<Vec<u8>>, done: Completer<Vec<u8>, Error> },
+}
+
+/// The submission queue: requests, how many are outstanding, and the close flag.
+pub(crate) struct Submissions {
+    state: Mutex<SubmitState>,
+    /// Wakes the worker.
+    work: Condvar,
+    /// Wakes submitters waiting for room.
+    room: Condvar,
+    depth: usize,
+}
+
+struct SubmitState {
+    queue: VecDeque<Request>,
+    /// Submitted and not yet completed.
+    outstanding: usize,
+    closing: bool,
+}
+
+impl Submissions {
+    pub fn new(depth: usize) -> Submissions {
+        Submissions {
+            state: Mutex::new(SubmitState {
+                queue: VecDeque::new(),
+                outstanding: 0,
+                closing: false,
+            }),
+            work: Condvar::new(),
+            room: Condvar::new(),
+            depth,
+        }
+    }
+
+    /// Queues `req`, or hands it back when `depth` requests are outstanding (and `wait` is
+    /// false; with `wait`, blocks for room).
+    pub fn submit(&self, req: Request, wait: bool) -> std::result::Result<(), Request> {
+        let mut s = self.state.lock();
+        while s.outstanding >= self.depth {
+            if !wait {
+                return Err(req);
+            }
+            self.room.wait(&mut s);
+        }
+        s.outstanding += 1;
+        s.queue.push_back(req);
+        drop(s);
+        self.work.notify_one();
+        Ok(())
+    }
+
+    /// Takes note that `n` requests completed.
+    fn completed(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let mut s = self.state.lock();
+        s.outstanding -= n;
+        drop(s);
+        self.room.notify_all();
+    }
+
+    /// Asks the worker to finish every outstanding request and end.
+    pub fn close(&self) {
+        self.state.lock().closing = true;
+        self.work.notify_one();
+    }
+}
+
+/// A device read in flight or waiting for room, and what it is for.
+enum ReadFor {
+    /// A retrieve's record.
+    Retrieve { key: Vec<u8>, done: Completer<Option<Vec<u8>>, Error> },
+    /// One key of an exist.
+    Exist { key: Vec<u8>, bit: usize, job: usize },
+    /// Whether the digest entry is the key's: for entry `entry` of the batch in flight.
+    Confirm { key: Vec<u8>, entry: usize },
+}
+
+struct Read {
+    loc: Location,
+    for_: ReadFor,
+}
+
+/// An exist waiting for its reads.
+struct ExistJob {
+    bits: Vec<u8>,
+    reads_left: usize,
+    error: Option<Error>,
+    done: Option<Completer<Vec<u8>, Error>>,
+}
+
+/// What to do with the index once the batch is durable.
+enum Apply {
+    Store { key: Vec<u8>, d: u64, owner: bool, user_bytes: usize, done: Completer<(), Error> },
+    Delete { key: Vec<u8>, d: u64, owner: bool, done: Completer<bool, Error> },
+}
+
+/// The batch being written.
+struct InFlight {
+    batch: Batch,
+    applies: Vec<(Apply, usize)>,
+    confirms_left: usize,
+    written: Option<Result<()>>,
+}
+
+/// Tag of the batch's write; reads are tagged by their slot in `reads_in_flight`.
+const WRITE_TAG: u64 = u64::MAX;
+
+pub(crate) struct Worker {
+    shard: Arc<Shard>,
+    submissions: Arc<Submissions>,
+    log: LogWriter,
+    queue: Box<dyn Queue>,
+    writes: VecDeque<Request>,
+    reads_waiting: VecDeque<Read>,
+    reads_in_flight: Vec<Option<Read>>,
+    free_tags: Vec<usize>,
+    exists: Vec<Option<ExistJob>>,
+    in_flight: Option<InFlight>,
+    completions: Vec<Completion>,
+}
+
+impl Worker {
+    pub fn new(shard: Arc<Shard>, submissions: Arc<Submissions>, log: LogWriter) -> Result<Worker> {
+        let opts = QueueOptions { depth: shard.opts.io_depth, ..QueueOptions::default() };
+        let queue = Box::new(shard.volume().queue(IoClass::Slot, &opts)?);
+        Ok(Worker {
+            shard,
+            submissions,
+            log,
+            queue,
+            writes: VecDeque::new(),
+            reads_waiting: VecDeque::new(),
+            reads_in_flight: Vec::new(),
+            free_tags: Vec::new(),
+            exists: Vec::new(),
+            in_flight: None,
+            completions: Vec::new(),
+        })
+    }
+
+    /// Serves requests until the store closes and every request has completed.
+    pub fn run(mut self) {
+        loop {
+            let (incoming, closing) = self.take_submissions();
+            let got_new = !incoming.is_empty();
+            for req in incoming {
+                self.accept(req);
+            }
+            if self.in_flight.is_none() && !self.writes.is_empty() {
+                self.build_batch();
+            }
+            self.submit_reads();
+            let busy = self.queue.in_flight() > 0;
+            if !busy
+                && self.writes.is_empty()
+                && self.reads_waiting.is_empty()
+                && self.in_flight.is_none()
+            {
+                if closing {
+                    return;
+                }
+                continue; // take_submissions waits for work
+            }
+            if busy {
+                // Wait for a completion only when this turn brought nothing new: new
+                // requests may have been answered or batched without waiting.
+                let min = usize::from(!got_new);
+                self.reap(min);
+            }
+        }
+    }
+
+    /// Takes the queued requests; waits for some when there is nothing else to do.
+    fn take_submissions(&mut self) -> (VecDeque<Request>, bool) {
+        let idle = self.queue.in_flight() == 0
+            && self.writes.is_empty()
+            && self.reads_waiting.is_empty()
+            && self.in_flight.is_none();
+        let mut s = self.submissions.state.lock();
+        if idle {
+            while s.queue.is_empty() && !s.closing {
+                self.submissions.work.wait(&mut s);
+            }
+        }
+        (std::mem::take(&mut s.queue), s.closing)
+    }
+
+    /// Completes a request. Its room in the queue is given back first: a caller woken by
+    /// its ticket may submit again at once, and must find the room.
+    fn complete<T>(&self, done: Completer<T, Error>, result: Result<T>) {
+        self.submissions.completed(1);
+        done.complete(result);
+    }
+
+    /// Step 1: answers what the index answers, queues the rest.
+    fn accept(&mut self, req: Request) {
+        match req {
+            Request::Store { .. } | Request::Delete { .. } => self.writes.push_back(req),
+            Request::Retrieve { key, done } => {
+                let d = self.shard.digest(&key);
+                match self.shard.index.read().probe(d, &key) {
+                    Probe::Absent => self.complete(done, Ok(None)),
+                    Probe::Exact(loc) | Probe::Candidate(loc) => self
+                        .reads_waiting
+                        .push_back(Read { loc, for_: ReadFor::Retrieve { key, done } }),
+                }
+            }
+            Request::Exist { keys, done } => {
+                let mut bits = vec![0u8; keys.len().div_ceil(8)];
+                let mut reads = Vec::new();
+                {
+                    let index = self.shard.index.read();
+                    for (bit, key) in keys.into_iter().enumerate() {
+                        match index.probe(self.shard.digest(&key), &key) {
+                            Probe::Absent => {}
+                            // In the collision map: the full key is the map's key.
+                            Probe::Exact(_) => bits[bit / 8] |= 1 << (bit % 8),
+                            Probe::Candidate(loc) => reads.push((loc, key, bit)),
+                        }
+                    }
+                }
+                if reads.is_empty() {
+                    self.complete(done, Ok(bits));
+                    return;
+                }
+                let job = self.exists.iter().position(Option::is_none).unwrap_or_else(|| {
+                    self.exists.push(None);
+                    self.exists.len() - 1
+                });
+                self.exists[job] =
+                    Some(ExistJob { bits, reads_left: reads.len(), error: None, done: Some(done) });
+                for (loc, key, bit) in reads {
+                    self.reads_waiting
+                        .push_back(Read { loc, for_: ReadFor::Exist { key, bit, job } });
+                }
+            }
+        }
+    }
+
+    /// Step 2: packs the oldest pending stores and deletes into a batch and submits its
+    /// durable write.
+    ///
+    /// Per request, against the index (which holds every acknowledged write, as no batch is
+    /// in flight):
+    /// - a digest already in this batch ends the batch (the request waits for the next);
+    /// - an absent key: a store (unless update-only) is packed, a delete answers `false`;
+    /// - a key in the collision map is known present;
+    /// - a candidate digest entry needs a read to tell whose it is. A plain store or a delete
+    ///   is packed at once and the read made beside the batch's write; a store whose mode
+    ///   depends on presence is decided by a read made now (rare), ending the batch before it
+    ///   unless it is the first.
+    fn build_batch(&mut self) {
+        if let Err(e) = self.shard.refuse_if_stopped() {
+            self.fail_writes(&e);
+            return;
+        }
+        let mut batch = None;
+        let mut applies = Vec::new();
+        let mut confirms = Vec::new();
+        let mut digests = FxHashSet::default();
+        while let Some(req) = self.writes.pop_front() {
+            let key = match &req {
+                Request::Store { key, .. } | Request::Delete { key, .. } => key.clone(),
+                _ => unreachable!("only stores and deletes wait for a batch"),
+            };
+            let d = self.shard.digest(&key);
+            if digests.contains(&d) {
+                self.writes.push_front(req);
+                break;
+            }
+            let probe = self.shard.index.read().probe(d, &key);
+            // Presence and digest ownership, where known without a read.
+            let (present, owner) = match probe {
+                Probe::Absent => (Some(false), Some(false)),
+                Probe::Exact(_) => (Some(true), Some(false)),
+                Probe::Candidate(_) => (None, None),
+            };
+            let mode_matters =
+                matches!(&req, Request::Store { mode, .. } if *mode != StoreMode::Overwrite);
+            let (present, owner) = if present.is_none() && mode_matters {
+                // Decide now, synchronously: only where a mode asks for presence and the
+                // digest is another key's or this one's.
+                if !applies.is_empty() {
+                    self.writes.push_front(req);
+                    break;
+                }
+                match self.shard.digest_owner(d, &key) {
+                    Ok(o) => (Some(o), Some(o)),
+                    Err(e) => {
+                        self.answer_write(req, Err(e));
+                        continue;
+                    }
+                }
+            } else {
+                (present, owner)
+            };
+            let rec = match &req {
+                Request::Store { key, value, mode, .. } => {
+                    match (mode, present) {
+                        (StoreMode::NoOverwrite, Some(true)) => {
+                            self.answer_write(req, Err(Error::KeyExists));
+                            continue;
+                        }
+                        (StoreMode::UpdateOnly, Some(false)) => {
+                            self.answer_write(req, Err(Error::KeyNotFound));
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    Record { kind: Kind::Store, seq: self.log.next_seq, key, value }.encode()
+                }
+                Request::Delete { key, .. } => {
+                    if present == Some(false) {
+                        self.answer_write(req, Ok(()));
+                        continue;
+                    }
+                    Record { kind: Kind::Delete, seq: self.log.next_seq, key, value: b"" }.encode()
+                }
+                _ => unreachable!(),
+            };
+            if batch.is_none() {
+                batch = match self.open_batch() {
+                    Ok(b) => Some(b),
+                    Err(e) => {
+                        let e = self.shard.stop(e);
+                        self.answer_write(req, Err(e.clone_for_request()));
+                        self.fail_writes(&e);
+                        return;
+                    }
+                };
+            }
+            let b = batch.as_mut().expect("opened above");
+            let room = b.fits(rec.len())
+                && (b.image.len() + rec.len() <= self.shard.opts.batch_bytes_max
+                    || applies.is_empty());
+            if !room {
+                self.writes.push_front(req);
+                break;
+            }
+            let at = b.add(&rec);
+            self.log.next_seq += 1;
+            digests.insert(d);
+            let entry = applies.len();
+            if let (None, Probe::Candidate(loc)) = (owner, probe) {
+                confirms.push(Read { loc, for_: ReadFor::Confirm { key: key.clone(), entry } });
+            }
+            let owner = owner.unwrap_or(false);
+            let apply = match req {
+                Request::Store { key, value, done, .. } => {
+                    Apply::Store { user_bytes: key.len() + value.len(), key, d, owner, done }
+                }
+                Request::Delete { key, done } => Apply::Delete { key, d, owner, done },
+                _ => unreachable!(),
+            };
+            applies.push((apply, at));
+        }
+        let Some(mut batch) = batch else { return };
+        if applies.is_empty() {
+            return;
+        }
+        batch.finish();
+        let buf = AlignedBuf::padded_copy(&batch.image, PAGE_BYTES);
+        let op = Op::Write { offset: batch.address, buf, durable: true };
+        let confirms_left = confirms.len();
+        self.reads_waiting.extend(confirms);
+        self.in_flight = Some(InFlight { batch, applies, confirms_left, written: None });
+        if let Err((e, _)) = self.queue.submit(IoRequest { tag: WRITE_TAG, op }) {
+            self.finish_write(Err(e.into()));
+        }
+    }
+
+    /// A batch on the active segment, starting a segment when it has no page left.
+    fn open_batch(&mut self) -> Result<Batch> {
+        if let Some(b) = self.log.batch(&self.shard) {
+            return Ok(b);
+        }
+        self.log.start_segment(&self.shard)?;
+        Ok(self.log.batch(&self.shard).expect("a new segment has pages"))
+    }
+
+    /// Answers a store or delete that writes nothing: `result` for a store, `Ok(false)` for
+    /// a delete of an absent key.
+    fn answer_write(&self, req: Request, result: Result<()>) {
+        match req {
+            Request::Store { done, .. } => self.complete(done, result),
+            Request::Delete { done, .. } => self.complete(done, result.map(|()| false)),
+            _ => unreachable!(),
+        }
+    }
+
+    fn fail_writes(&mut self, e: &Error) {
+        while let Some(req) = self.writes.pop_front() {
+            self.answer_write(req, Err(e.clone_for_request()));
+        }
+    }
+
+    /// Step 3: submits waiting reads while the queue has room (one slot is kept for a
+    /// batch's write).
+    fn submit_reads(&mut self) {
+        while self.queue.in_flight() + 1 < self.queue.depth() {
+            let Some(read) = self.reads_waiting.pop_front() else { break };
+            let seg = self.shard.segment(read.loc.segment);
+            let buf = AlignedBuf::zeroed(usize::from(read.loc.pages) * PAGE_BYTES);
+            let op = Op::Read { offset: seg.page_address(read.loc.page), buf };
+            let tag = self.free_tags.pop().unwrap_or_else(|| {
+                self.reads_in_flight.push(None);
+                self.reads_in_flight.len() - 1
+            });
+            match self.queue.submit(IoRequest { tag: tag as u64, op }) {
+                Ok(()) => self.reads_in_flight[tag] = Some(read),
+                Err((e, _)) => {
+                    self.free_tags.push(tag);
+                    self.finish_read(read, Err(e.into()));
+                }
+            }
+        }
+    }
+
+    /// Step 4: reaps completions (waiting for `min`) and acts on each.
+    fn reap(&mut self, min: usize) {
+        let mut out = std::mem::take(&mut self.completions);
+        if let Err(e) = self.queue.reap(min, &mut out) {
+            // The ring itself failed: nothing in flight will complete.
+            let e: Error = self.shard.stop(e.into());
+            for slot in 0..self.reads_in_flight.len() {
+                if let Some(read) = self.reads_in_flight[slot].take() {
+                    self.free_tags.push(slot);
+                    self.finish_read(read, Err(e.clone_for_request()));
+                }
+            }
+            if self.in_flight.as_ref().is_some_and(|f| f.written.is_none()) {
+                self.finish_write(Err(e));
+            }
+            return;
+        }
+        for c in out.drain(..) {
+            if c.tag == WRITE_TAG {
+                self.finish_write(c.result.map_err(Error::from));
+                continue;
+            }
+            let tag = c.tag as usize;
+            let read = self.reads_in_flight[tag].take().expect("a read in flight");
+            self.free_tags.push(tag);
+            let result = c.result.map_err(Error::from).and_then(|()| {
+                let image = c.buf.expect("a read hands its buffer back");
+                self.shard.record_from(&image, read.loc)
+            });
+            self.finish_read(read, result);
+        }
+        self.completions = out;
+    }
+
+    fn finish_read(&mut self, read: Read, rec: Result<Vec<u8>>) {
+        let loc = read.loc;
+        let is_key = |key: &[u8]| {
+            rec.as_ref()
+                .map_err(Error::clone_for_request)
+                .and_then(|r| self.shard.record_is(r, loc, key))
+        };
+        match read.for_ {
+            ReadFor::Retrieve { key, done } => {
+                let result = is_key(&key).map(|yes| {
+                    yes.then(|| {
+                        let mut r = rec.expect("checked above");
+                        r.split_off(crate::record::HEADER_BYTES + key.len())
+                    })
+                });
+                self.complete(done, result);
+            }
+            ReadFor::Exist { key, bit, job } => {
+                let result = is_key(&key);
+                let j = self.exists[job].as_mut().expect("an exist job");
+                match result {
+                    Ok(true) => j.bits[bit / 8] |= 1 << (bit % 8),
+                    Ok(false) => {}
+                    Err(e) => j.error = j.error.take().or(Some(e)),
+                }
+                j.reads_left -= 1;
+                if j.reads_left == 0 {
+                    let mut j = self.exists[job].take().expect("an exist job");
+                    let done = j.done.take().expect("completed once");
+                    let result = match j.error {
+                        Some(e) => Err(e),
+                        None => Ok(j.bits),
+                    };
+                    self.complete(done, result);
+                }
+            }
+            ReadFor::Confirm { key, entry } => {
+                let confirmed = is_key(&key);
+                let f =
+                    self.in_flight.as_mut().expect("a confirmation belongs to the batch in flight");
+                match confirmed {
+                    Ok(yes) => match &mut f.applies[entry].0 {
+                        Apply::Store { owner, .. } | Apply::Delete { owner, .. } => *owner = yes,
+                    },
+                    // The index cannot be updated without knowing: stop, as for a failed write.
+                    Err(e) => {
+                        let e = self.shard.stop(e);
+                        f.written = Some(Err(e));
+                    }
+                }
+                f.confirms_left -= 1;
+                self.try_apply();
+            }
+        }
+    }
+
+    fn finish_write(&mut self, result: Result<()>) {
+        let f = self.in_flight.as_mut().expect("a batch in flight");
+        let result = match result {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.shard.stop(e)),
+        };
+        if f.written.as_ref().is_none_or(|w| w.is_ok()) {
+            f.written = Some(result);
+        }
+        self.try_apply();
+    }
+
+    /// Once the batch is written and every confirmation is back: updates the index and
+    /// completes the batch's requests.
+    fn try_apply(&mut self) {
+        let ready =
+            self.in_flight.as_ref().is_some_and(|f| f.written.is_some() && f.confirms_left == 0);
+        if !ready {
+            return;
+        }
+        let f = self.in_flight.take().expect("checked above");
+        let written = f.written.expect("checked above");
+        if written.is_ok() {
+            self.log.written(&f.batch);
+            let c = &self.shard.counters;
+            c.log_bytes.fetch_add(f.batch.image.len() as u64, Ordering::Relaxed);
+            c.batches.fetch_add(1, Ordering::Relaxed);
+        }
+        for (apply, at) in f.applies {
+            let loc = f.batch.locations[at];
+            match apply {
+                Apply::Store { key, d, owner, user_bytes, done } => {
+                    let result = match &written {
+                        Ok(()) => {
+                            self.shard.index.write().insert(d, &key, loc, owner);
+                            let c = &self.shard.counters;
+                            c.stores.fetch_add(1, Ordering::Relaxed);
+                            c.user_bytes.fetch_add(user_bytes as u64, Ordering::Relaxed);
+                            Ok(())
+                        }
+                        Err(e) => Err(e.clone_for_request()),
+                    };
+                    self.complete(done, result);
+                }
+                Apply::Delete { key, d, owner, done } => {
+                    let result = match &written {
+                        Ok(()) => {
+                            let mut index = self.shard.index.write();
+                            let before = index.len();
+                            index.remove(d, &key, owner);
+                            let removed = index.len() < before;
+                            drop(index);
+                            if removed {
+                                self.shard.counters.deletes.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Ok(removed)
+                        }
+                        Err(e) => Err(e.clone_for_request()),
+                    };
+                    self.complete(done, result);
+                }
+            }
+        }
+        if let Err(e) = written {
+            self.fail_writes(&e);
+        }
+    }
+}
+
+impl Error {
+    /// The error to give each of several requests that one failure answers: the failure
+    /// itself where it can be copied, else [`Error::Stopped`] naming it.
+    pub(crate) fn clone_for_request(&self) -> Error {
+        match self {
+            Error::Corruption { what, offset } => {
+                Error::Corruption { what: what.clone(), offset: *offset }
+            }
+            Error::Stopped(why) => Error::Stopped(why.clone()),
+            Error::KeyExists => Error::KeyExists,
+            Error::KeyNotFound => Error::KeyNotFound,
+            other => Error::Stopped(other.to_string()),
+        }
+    }
+}
+
+impl shale_io::ticket::Abandoned for Error {
+    fn abandoned() -> Error {
+        Error::Stopped("the worker serving this request failed before answering".into())
+    }
+}

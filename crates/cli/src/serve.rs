@@ -1,8 +1,9 @@
 //! `shale serve --db PATH`: the RESP (Redis protocol) server of `shale-serve` over a store,
 //! until SIGTERM or SIGINT, which finish the requests in flight and close the store.
 //!
-//! `--db` is checked as `bench` checks it ([`store::prepare`]): a new or empty directory gets
-//! a new store, a store is opened as it is, anything else is refused untouched.
+//! `--db` is checked as `bench` checks it ([`store::prepare`]): a missing path or an empty
+//! directory gets a new store, a store (its directory, volume file or device) is opened as it
+//! is, anything else is refused untouched.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -82,8 +83,12 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         options.block_cache_bytes = bytes;
     }
     store::validate_for_flags(&options)?;
-    let path = store::prepare(&args.db, false)?;
-    let db = store::open(&path, options, false)?;
+    // A directory (or nothing yet) gets a store if it has none. A file or a device must hold
+    // one already: serve never lays a store over a file or device it did not make, and never
+    // empties one (bench does, on request).
+    let store_only = std::fs::metadata(&args.db).is_ok_and(|m| !m.is_dir());
+    let path = store::prepare(&args.db, store_only)?;
+    let db = store::open(&path, options, store_only)?;
     let server = Server::start(db, config)?;
     if let Some(addr) = server.tcp_addr() {
         println!("shale serve: listening on {addr}");

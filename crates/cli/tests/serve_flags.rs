@@ -28,6 +28,13 @@ fn bad_flags_are_refused_by_name() {
     assert!(err.contains("no shale store"), "{err}");
     assert_eq!(std::fs::read(dir.path().join("notes.txt")).unwrap(), b"mine");
 
+    // A file that is not a store is refused untouched, even an empty one.
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    let (ok, _, err) = shale(&["serve", "--db", empty.to_str().unwrap(), "--port", "0"]);
+    assert!(!ok, "{err}");
+    assert_eq!(std::fs::read(&empty).unwrap(), b"");
+
     // An address in use is named.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();

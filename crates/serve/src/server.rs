@@ -34,6 +34,9 @@ use crate::resp::{Reply, RequestParser};
 
 /// Bytes a connection reads at a time (at least: a large request grows its buffer).
 const READ_CHUNK_BYTES: usize = 16 << 10;
+/// Read buffer capacity a connection keeps while idle; a larger one (left by a large request)
+/// is freed.
+const INPUT_KEPT_BYTES_MAX: usize = 1 << 20;
 /// Output written before the next request of a pipeline runs, once this much has gathered.
 pub const OUTPUT_FLUSH_BYTES: usize = 64 << 10;
 /// How long shutdown waits for connections to finish what they read before dropping them.
@@ -380,6 +383,10 @@ async fn serve_connection<S>(
             }
         }
         input.drain(..taken);
+        if input.is_empty() && input.capacity() > INPUT_KEPT_BYTES_MAX {
+            // A large request is done: give its buffer back rather than hold it while idle.
+            input = Vec::with_capacity(READ_CHUNK_BYTES);
+        }
         // Stage 3.
         if !write_out(&shared, &mut stream, &mut output).await || close || *stop.borrow() {
             break;

@@ -111,8 +111,12 @@ pub enum ProtocolError {
         /// The limit.
         max: usize,
     },
-    /// An inline command line longer than [`INLINE_BYTES_MAX`].
-    InlineTooLong,
+    /// An inline command line longer than allowed: [`INLINE_BYTES_MAX`], or the request
+    /// limit where that is lower.
+    InlineTooLong {
+        /// The limit.
+        max: usize,
+    },
 }
 
 impl fmt::Display for ProtocolError {
@@ -131,8 +135,8 @@ impl fmt::Display for ProtocolError {
             ProtocolError::RequestTooLarge { max } => {
                 write!(f, "request is over the {max}-byte limit")
             }
-            ProtocolError::InlineTooLong => {
-                write!(f, "inline request is over the {INLINE_BYTES_MAX}-byte limit")
+            ProtocolError::InlineTooLong { max } => {
+                write!(f, "inline request is over the {max}-byte limit")
             }
         }
     }
@@ -211,7 +215,7 @@ impl RequestParser {
             if self.partial.is_none() {
                 let Some(&first) = rest.first() else { return Ok(None) };
                 if first != b'*' {
-                    match inline(rest, consumed)? {
+                    match inline(rest, consumed, &self.limits)? {
                         // An empty line (a telnet user pressing return) is skipped, as Redis
                         // skips it.
                         Some(args) if args.is_empty() => continue,
@@ -295,23 +299,30 @@ impl RequestParser {
     }
 }
 
-/// An inline command: one line split on spaces and tabs (empty for an empty line).
-fn inline(rest: &[u8], consumed: &mut usize) -> Result<Option<Request>, ProtocolError> {
-    let window = &rest[..rest.len().min(INLINE_BYTES_MAX + 1)];
+/// An inline command: one line split on spaces and tabs (empty for an empty line), within the
+/// same bounds as an array request: its line at most [`INLINE_BYTES_MAX`] (or the request
+/// limit where lower), its words at most the array limit.
+fn inline(
+    rest: &[u8],
+    consumed: &mut usize,
+    limits: &Limits,
+) -> Result<Option<Request>, ProtocolError> {
+    let max = INLINE_BYTES_MAX.min(limits.request_bytes_max);
+    let window = &rest[..rest.len().min(max + 1)];
     let Some(end) = window.iter().position(|&b| b == b'\n') else {
-        if window.len() > INLINE_BYTES_MAX {
-            return Err(ProtocolError::InlineTooLong);
+        if window.len() > max {
+            return Err(ProtocolError::InlineTooLong { max });
         }
         return Ok(None);
     };
-    *consumed += end + 1;
     let line = rest[..end].strip_suffix(b"\r").unwrap_or(&rest[..end]);
-    let args = line
-        .split(|&b| b == b' ' || b == b'\t')
-        .filter(|w| !w.is_empty())
-        .map(<[u8]>::to_vec)
-        .collect();
-    Ok(Some(args))
+    let words = line.split(|&b| b == b' ' || b == b'\t').filter(|w| !w.is_empty());
+    let len = words.clone().count();
+    if len > limits.array_len_max {
+        return Err(ProtocolError::ArrayTooLong { len: len as u64, max: limits.array_len_max });
+    }
+    *consumed += end + 1;
+    Ok(Some(words.map(<[u8]>::to_vec).collect()))
 }
 
 /// The protocol a connection speaks: RESP2 until `HELLO 3`.
@@ -526,7 +537,11 @@ mod tests {
         ));
         assert!(matches!(
             parse_all(&[b'a'; INLINE_BYTES_MAX + 1], limits).unwrap_err(),
-            ProtocolError::InlineTooLong
+            ProtocolError::InlineTooLong { max: 40 }
+        ));
+        assert!(matches!(
+            parse_all(b"a b c d e\r\n", limits).unwrap_err(),
+            ProtocolError::ArrayTooLong { len: 5, max: 4 }
         ));
     }
 

@@ -62,7 +62,7 @@ pub fn resp_request(data: &[u8]) {
         }
         let (again, error) = parse_in_two(&encoded, encoded.len(), Limits::default());
         assert_eq!(error, None);
-        assert_eq!(again, [request.clone()]);
+        assert_eq!(again, std::slice::from_ref(request));
     }
 }
 

@@ -191,6 +191,9 @@ impl Server {
     ///
     /// # Errors
     /// The store's close error.
+    ///
+    /// # Panics
+    /// If a task still holds the store after the runtime stopped (a bug).
     pub fn shutdown(mut self) -> Result<()> {
         let _ = self.stop.send(true);
         let Some(shared) = self.shared.take() else { return Ok(()) };
@@ -211,12 +214,12 @@ impl Server {
         if let Some(path) = &self.unix_socket {
             let _ = std::fs::remove_file(path);
         }
-        match Arc::try_unwrap(shared) {
-            Ok(shared) => Ok(shared.keyspace.into_db().close()?),
-            Err(_) => Err(Error::Corruption(
-                "a connection still held the store after the runtime stopped (a bug)".into(),
-            )),
-        }
+        // Every task that held the shared state was dropped with the runtime: one still
+        // holding it is a bug.
+        let Ok(shared) = Arc::try_unwrap(shared) else {
+            panic!("a task still held the store after the runtime stopped");
+        };
+        Ok(shared.keyspace.into_db().close()?)
     }
 }
 

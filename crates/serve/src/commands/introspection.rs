@@ -56,7 +56,7 @@ fn server_section(shared: &Shared, out: &mut String) {
         out,
         "redis_version:{REDIS_VERSION}\r\nshale_version:{}\r\nredis_mode:standalone\r\n\
          os:{} {}\r\narch_bits:{}\r\nprocess_id:{}\r\ntcp_port:{port}\r\n\
-         uptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nexecutable_threads:{}\r\n\
+         uptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nserver_threads:{}\r\n\
          appendfsync:{}\r\n",
         env!("CARGO_PKG_VERSION"),
         std::env::consts::OS,

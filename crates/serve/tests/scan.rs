@@ -133,3 +133,34 @@ fn keys_dbsize_and_flushdb() {
     assert_eq!(n, 0);
     assert!(cmd("FLUSHDB").arg("NOW").query::<Value>(&mut c).is_err());
 }
+
+#[test]
+fn dbsize_past_its_count_is_an_estimate_and_says_so() {
+    // Written through the library, in the server's key and value formats, to be quick.
+    let dir = tempfile::tempdir().unwrap();
+    let db = shale_lsm::Db::open(dir.path(), shale_lsm::Options::small_for_tests()).unwrap();
+    let keys = 120_000u32;
+    let mut batch = shale_lsm::WriteBatch::new();
+    for i in 0..keys {
+        let key = shale_serve::keyspace::engine_key(format!("key:{i:08}").as_bytes());
+        batch.put(&key, &shale_serve::value::Value::new(b"some value".to_vec()).encode());
+        if batch.len() == 200 {
+            db.write(&batch, &shale_lsm::WriteOptions::default()).unwrap();
+            batch = shale_lsm::WriteBatch::new();
+        }
+    }
+    db.flush().unwrap();
+    let server = shale_serve::Server::start(db, common::test_config()).unwrap();
+    let mut c = redis::Client::open(format!("redis://{}/", server.tcp_addr().unwrap()))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let n: u64 = cmd("DBSIZE").query(&mut c).unwrap();
+    println!("DBSIZE {n} for {keys} keys");
+    // An extrapolation from bytes: the right order of magnitude, never below what was counted.
+    assert!((100_000..=1_200_000).contains(&n), "DBSIZE {n} for {keys} keys");
+    let info: String = cmd("INFO").arg("keyspace").query(&mut c).unwrap();
+    assert!(info.contains(",keys_estimated=1\r\n"), "{info}");
+    drop(c);
+    server.shutdown().unwrap();
+}

@@ -6,12 +6,13 @@ mod common;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use common::{TestServer, exchange, resp};
+use common::{TestServer, exchange, resp, test_config};
 use redis::Commands;
 
 #[test]
 fn a_stalled_partial_request_does_not_stall_others() {
-    let server = TestServer::start();
+    // One worker thread: the others are served because no connection blocks a thread.
+    let server = TestServer::start_with(shale_serve::Config { threads: 1, ..test_config() });
     let mut slow = server.raw();
     // Half a request: the header and part of a bulk string.
     slow.write_all(b"*3\r\n$3\r\nSET\r\n$4\r\nslow\r\n$10\r\nabc").unwrap();

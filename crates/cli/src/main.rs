@@ -48,6 +48,7 @@ mod bench;
 mod check;
 mod inspect;
 mod iobench;
+mod serve;
 mod store;
 mod ycsb;
 
@@ -78,6 +79,8 @@ enum Command {
     /// Run YCSB's core workloads (A to F) on the lsm engine, printing YCSB's report.
     #[command(args_override_self = true)]
     Ycsb(Box<ycsb::Args>),
+    /// Serve the store over RESP (the Redis protocol) on TCP and a Unix socket.
+    Serve(Box<serve::Args>),
 }
 
 fn main() -> ExitCode {
@@ -92,7 +95,8 @@ fn main() -> ExitCode {
         }
     };
     let command = Cli::parse_from(argv).command;
-    if !matches!(command, Command::Bench(_) | Command::Ycsb(_)) {
+    // A server must outlive clients that go away: SIGPIPE stays ignored.
+    if !matches!(command, Command::Bench(_) | Command::Ycsb(_) | Command::Serve(_)) {
         restore_sigpipe();
     }
     let result: Result<(), Box<dyn std::error::Error>> = match command {
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Ycsb(args) => ycsb::run(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     match (result, STDOUT_FAILED.get()) {
         // The reader went away and the command has cleaned up: end as a Unix tool ends.

@@ -1,0 +1,230 @@
+//! The commands: one module per family, a table of every command (name, arity, flags, keys)
+//! that `COMMAND` reports and the dispatcher checks, and the dispatcher.
+//!
+//! Stages of one request ([`execute`]):
+//! 1. Look the name up (case-insensitive): an unknown name is an error naming it.
+//! 2. Check the arity against the table.
+//! 3. Refuse it with `NOAUTH` if a password is set, not yet given, and the command is not one
+//!    that gives it (`AUTH`, `HELLO`) or ends the connection (`QUIT`).
+//! 4. Run it; an engine error becomes an `ERR` reply, the connection stays open.
+
+mod connection;
+mod expiry;
+mod introspection;
+mod keys;
+mod strings;
+
+use crate::resp::{Protocol, Reply, Request};
+use crate::server::Shared;
+
+/// What a connection remembers between requests.
+#[derive(Debug)]
+pub struct Session {
+    /// The client's id (`CLIENT ID`, `HELLO`'s `id`).
+    pub id: u64,
+    /// The protocol replies are encoded in.
+    pub protocol: Protocol,
+    /// Whether `AUTH` succeeded (or no password is set).
+    pub authenticated: bool,
+    /// `CLIENT SETNAME`'s name.
+    pub name: Option<Vec<u8>>,
+    /// Set by `QUIT`: the connection closes once the reply is sent.
+    pub quit: bool,
+}
+
+impl Session {
+    /// A new connection's session.
+    pub fn new(id: u64, password_set: bool) -> Session {
+        Session {
+            id,
+            protocol: Protocol::Resp2,
+            authenticated: !password_set,
+            name: None,
+            quit: false,
+        }
+    }
+}
+
+/// One command's entry in the table.
+#[derive(Debug)]
+pub struct Spec {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Redis's arity: `n` exactly n arguments with the name, `-n` at least n.
+    pub arity: i32,
+    /// Redis's flags, for `COMMAND`.
+    pub flags: &'static [&'static str],
+    /// Position of the first key, the last (-1: the last argument) and the step between keys.
+    pub keys: (i32, i32, i32),
+}
+
+const W: &[&str] = &["write"];
+const R: &[&str] = &["readonly", "fast"];
+const C: &[&str] = &["fast", "loading", "stale"];
+const A: &[&str] = &["noscript", "loading", "stale", "fast", "no-auth"];
+
+/// Every command served. Anything else is answered an error naming it.
+pub const COMMANDS: &[Spec] = &[
+    Spec { name: "append", arity: 3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "auth", arity: -2, flags: A, keys: (0, 0, 0) },
+    Spec { name: "client", arity: -2, flags: C, keys: (0, 0, 0) },
+    Spec { name: "command", arity: -1, flags: C, keys: (0, 0, 0) },
+    Spec { name: "config", arity: -2, flags: C, keys: (0, 0, 0) },
+    Spec { name: "dbsize", arity: 1, flags: &["readonly"], keys: (0, 0, 0) },
+    Spec { name: "decr", arity: 2, flags: W, keys: (1, 1, 1) },
+    Spec { name: "decrby", arity: 3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "del", arity: -2, flags: W, keys: (1, -1, 1) },
+    Spec { name: "echo", arity: 2, flags: C, keys: (0, 0, 0) },
+    Spec { name: "exists", arity: -2, flags: R, keys: (1, -1, 1) },
+    Spec { name: "expire", arity: -3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "flushall", arity: -1, flags: W, keys: (0, 0, 0) },
+    Spec { name: "flushdb", arity: -1, flags: W, keys: (0, 0, 0) },
+    Spec { name: "get", arity: 2, flags: R, keys: (1, 1, 1) },
+    Spec { name: "getdel", arity: 2, flags: W, keys: (1, 1, 1) },
+    Spec { name: "hello", arity: -1, flags: A, keys: (0, 0, 0) },
+    Spec { name: "incr", arity: 2, flags: W, keys: (1, 1, 1) },
+    Spec { name: "incrby", arity: 3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "info", arity: -1, flags: C, keys: (0, 0, 0) },
+    Spec { name: "keys", arity: 2, flags: &["readonly"], keys: (0, 0, 0) },
+    Spec { name: "mget", arity: -2, flags: R, keys: (1, -1, 1) },
+    Spec { name: "mset", arity: -3, flags: W, keys: (1, -1, 2) },
+    Spec { name: "persist", arity: 2, flags: W, keys: (1, 1, 1) },
+    Spec { name: "pexpire", arity: -3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "ping", arity: -1, flags: C, keys: (0, 0, 0) },
+    Spec { name: "pttl", arity: 2, flags: R, keys: (1, 1, 1) },
+    Spec { name: "quit", arity: -1, flags: A, keys: (0, 0, 0) },
+    Spec { name: "scan", arity: -2, flags: &["readonly"], keys: (0, 0, 0) },
+    Spec { name: "select", arity: 2, flags: C, keys: (0, 0, 0) },
+    Spec { name: "set", arity: -3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "strlen", arity: 2, flags: R, keys: (1, 1, 1) },
+    Spec { name: "ttl", arity: 2, flags: R, keys: (1, 1, 1) },
+];
+
+/// The table's entry for a name, any case.
+pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
+    COMMANDS.iter().find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
+/// Bytes of each argument quoted in an unknown command's error.
+const QUOTED_ARG_BYTES_MAX: usize = 128;
+
+/// Redis's error for a name it does not know, quoting the first arguments.
+fn unknown_command(args: &Request) -> Reply {
+    let quote =
+        |b: &[u8]| String::from_utf8_lossy(&b[..b.len().min(QUOTED_ARG_BYTES_MAX)]).into_owned();
+    let mut text = format!("unknown command '{}', with args beginning with: ", quote(&args[0]));
+    for a in args.iter().skip(1).take(8) {
+        text.push_str(&format!("'{}' ", quote(a)));
+    }
+    Reply::err(text)
+}
+
+/// Redis's error for a wrong number of arguments.
+pub fn wrong_arity(name: &str) -> Reply {
+    Reply::err(format!("wrong number of arguments for '{name}' command"))
+}
+
+/// `ERR syntax error`.
+pub fn syntax_error() -> Reply {
+    Reply::err("syntax error")
+}
+
+/// `ERR value is not an integer or out of range`.
+pub fn not_an_integer() -> Reply {
+    Reply::err("value is not an integer or out of range")
+}
+
+/// A signed 64-bit integer argument as Redis reads one: decimal, an optional `-`, no spaces.
+pub fn parse_i64(arg: &[u8]) -> Option<i64> {
+    if arg.first() == Some(&b'+') {
+        return None;
+    }
+    std::str::from_utf8(arg).ok()?.parse().ok()
+}
+
+/// An engine or server error as a reply; the connection stays open.
+pub fn failed(e: crate::Error) -> Reply {
+    log::warn!("command failed: {e}");
+    Reply::err(e)
+}
+
+/// Runs one request (the stages of the module comment).
+pub async fn execute(shared: &Shared, session: &mut Session, args: Request) -> Reply {
+    let Some(spec) = lookup(&args[0]) else {
+        return unknown_command(&args);
+    };
+    let n = args.len() as i32;
+    if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
+        return wrong_arity(spec.name);
+    }
+    if !session.authenticated && !matches!(spec.name, "auth" | "hello" | "quit") {
+        return Reply::Error("NOAUTH Authentication required.".into());
+    }
+    let ks = &shared.keyspace;
+    let result = match spec.name {
+        "auth" => Ok(connection::auth(shared, session, &args)),
+        "client" => Ok(connection::client(session, &args)),
+        "echo" => Ok(Reply::Bulk(args[1].clone())),
+        "hello" => Ok(connection::hello(shared, session, &args)),
+        "ping" => Ok(connection::ping(&args)),
+        "quit" => {
+            session.quit = true;
+            Ok(Reply::OK)
+        }
+        "select" => Ok(connection::select(&args)),
+        "append" => strings::append(ks, &args).await,
+        "decr" => strings::incr_by(ks, &args[1], Some(-1)).await,
+        "decrby" => strings::incr_by_arg(ks, &args, true).await,
+        "del" => strings::del(ks, &args).await,
+        "exists" => strings::exists(ks, &args).await,
+        "get" => strings::get(ks, &args).await,
+        "getdel" => strings::getdel(ks, &args).await,
+        "incr" => strings::incr_by(ks, &args[1], Some(1)).await,
+        "incrby" => strings::incr_by_arg(ks, &args, false).await,
+        "mget" => strings::mget(ks, &args).await,
+        "mset" => strings::mset(ks, &args).await,
+        "set" => strings::set(ks, &args).await,
+        "strlen" => strings::strlen(ks, &args).await,
+        "expire" => expiry::expire(ks, &args, 1000).await,
+        "pexpire" => expiry::expire(ks, &args, 1).await,
+        "persist" => expiry::persist(ks, &args).await,
+        "pttl" => expiry::ttl(ks, &args, false).await,
+        "ttl" => expiry::ttl(ks, &args, true).await,
+        "dbsize" => keys::dbsize(ks).await.map(|(n, _)| Reply::Int(n as i64)),
+        "flushall" | "flushdb" => keys::flushdb(ks, &args).await,
+        "keys" => keys::keys(ks, &args).await,
+        "scan" => keys::scan(ks, &args).await,
+        "command" => Ok(introspection::command(&args)),
+        "config" => Ok(introspection::config(shared, &args)),
+        "info" => introspection::info(shared, &args).await,
+        other => unreachable!("{other} is in the command table but not dispatched"),
+    };
+    result.unwrap_or_else(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_sorted_and_lower_case() {
+        for w in COMMANDS.windows(2) {
+            assert!(w[0].name < w[1].name, "{} before {}", w[0].name, w[1].name);
+        }
+        for s in COMMANDS {
+            assert_eq!(s.name, s.name.to_ascii_lowercase());
+            assert_ne!(s.arity, 0);
+        }
+        assert!(lookup(b"GeT").is_some());
+        assert!(lookup(b"nope").is_none());
+    }
+
+    #[test]
+    fn integers_parse_as_redis_reads_them() {
+        assert_eq!(parse_i64(b"-12"), Some(-12));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        for bad in [&b"+1"[..], b" 1", b"1.0", b"", b"9223372036854775808", b"x"] {
+            assert_eq!(parse_i64(bad), None, "{bad:?}");
+        }
+    }
+}

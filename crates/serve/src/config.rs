@@ -1,0 +1,154 @@
+//! The server's settings: where it listens, who may talk to it, how durable its writes are,
+//! and its bounds.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+use crate::resp;
+
+/// The TCP port by default: Redis's, so `redis-cli` and `redis-benchmark` find the server
+/// without flags. A Redis already on it makes the bind fail, naming the address, rather than a
+/// client silently talking to the wrong server.
+pub const PORT_DEFAULT: u16 = 6379;
+
+/// Most clients connected at once by default (Redis's `maxclients`).
+pub const MAX_CLIENTS_DEFAULT: usize = 10_000;
+
+/// Most clients that may be allowed: each holds a task, its buffers and a file descriptor.
+pub const MAX_CLIENTS_MAX: usize = 1_000_000;
+
+/// Worker threads of the runtime by default: few, as the engine's own threads (flush,
+/// compaction, async workers, WAL loggers) do the heavy work.
+pub const THREADS_DEFAULT: usize = 2;
+
+/// Most worker threads.
+pub const THREADS_MAX: usize = 256;
+
+/// When writes are made durable (Redis's `appendfsync`, mapped onto the engine's sync writes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendFsync {
+    /// Every write is a sync write (`WriteOptions { sync: true }`): acknowledged once durable
+    /// (P1, it survives power loss).
+    Always,
+    /// Writes are not synced; once a second, if anything was written, one synced write makes
+    /// every earlier write durable. A power loss loses at most about a second of writes; a
+    /// crash of the process loses none (P2).
+    Everysec,
+    /// Writes are never synced by the server: they survive a crash of the process (P2), and
+    /// become durable when the engine's WAL group or memtable flush syncs them.
+    No,
+}
+
+impl AppendFsync {
+    /// Redis's name of the setting's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            AppendFsync::Always => "always",
+            AppendFsync::Everysec => "everysec",
+            AppendFsync::No => "no",
+        }
+    }
+}
+
+impl std::str::FromStr for AppendFsync {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<AppendFsync, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "always" => Ok(AppendFsync::Always),
+            "everysec" => Ok(AppendFsync::Everysec),
+            "no" => Ok(AppendFsync::No),
+            _ => Err(format!("appendfsync {s:?} is not always, everysec or no")),
+        }
+    }
+}
+
+/// The server's settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// TCP address to listen on; `None` for none (a Unix socket only). Port 0 picks a free
+    /// port: [`crate::Server::tcp_addr`] tells which.
+    pub bind: Option<SocketAddr>,
+    /// Unix socket path to listen on as well, if any. A stale socket file there is replaced;
+    /// any other file there is refused.
+    pub unix_socket: Option<PathBuf>,
+    /// The password of `AUTH`; with one set, every command but `AUTH`, `HELLO ... AUTH` and
+    /// `QUIT` is refused until it is given.
+    pub password: Option<String>,
+    /// When writes are made durable.
+    pub appendfsync: AppendFsync,
+    /// Most clients connected at once; one more is answered an error and closed.
+    pub max_clients: usize,
+    /// Most bytes of one request (and of one bulk string in it).
+    pub max_request_bytes: usize,
+    /// Most arguments of one request.
+    pub max_request_args: usize,
+    /// Worker threads of the runtime.
+    pub threads: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            bind: Some(SocketAddr::from(([127, 0, 0, 1], PORT_DEFAULT))),
+            unix_socket: None,
+            password: None,
+            appendfsync: AppendFsync::Everysec,
+            max_clients: MAX_CLIENTS_DEFAULT,
+            max_request_bytes: resp::REQUEST_BYTES_MAX_DEFAULT,
+            max_request_args: resp::ARRAY_LEN_MAX_DEFAULT,
+            threads: THREADS_DEFAULT,
+        }
+    }
+}
+
+impl Config {
+    /// Refuses settings outside their limits, naming the setting.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the setting, its value and its limit.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |s: String| Err(Error::InvalidArgument(s));
+        if self.bind.is_none() && self.unix_socket.is_none() {
+            return bad("neither a TCP address nor a Unix socket to listen on".into());
+        }
+        if !(1..=MAX_CLIENTS_MAX).contains(&self.max_clients) {
+            return bad(format!(
+                "max_clients {} is not in 1..={MAX_CLIENTS_MAX}",
+                self.max_clients
+            ));
+        }
+        if !(1..=THREADS_MAX).contains(&self.threads) {
+            return bad(format!("threads {} is not in 1..={THREADS_MAX}", self.threads));
+        }
+        // A request must at least hold a small command; beyond 4 GiB is no request.
+        if !(1024..=(4 << 30)).contains(&self.max_request_bytes) {
+            return bad(format!(
+                "max_request_bytes {} is not in 1024..={}",
+                self.max_request_bytes,
+                4u64 << 30
+            ));
+        }
+        if !(3..=(1 << 24)).contains(&self.max_request_args) {
+            return bad(format!(
+                "max_request_args {} is not in 3..={}",
+                self.max_request_args,
+                1 << 24
+            ));
+        }
+        if self.password.as_deref() == Some("") {
+            return bad("an empty password (leave it unset for none)".into());
+        }
+        Ok(())
+    }
+
+    /// The parser's limits.
+    pub fn limits(&self) -> resp::Limits {
+        resp::Limits {
+            array_len_max: self.max_request_args,
+            bulk_bytes_max: self.max_request_bytes,
+            request_bytes_max: self.max_request_bytes,
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! The crate's error type.
+
+use std::fmt;
+
+/// What went wrong in the server: starting it, a stored value, or the engine.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The engine's error.
+    Store(shale_lsm::Error),
+    /// A socket or runtime error, with what was being done.
+    Io {
+        /// What was being done ("binding 127.0.0.1:6379", ...).
+        op: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A stored value or key that `shale serve` did not write.
+    Corruption(String),
+    /// Bad configuration, naming the setting and its limit.
+    InvalidArgument(String),
+    /// The engine's request queue stayed full for every retry.
+    Busy,
+}
+
+/// The crate's result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An I/O error naming what was being done.
+    pub fn io(op: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io { op: op.into(), source }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Store(e) => write!(f, "store: {e}"),
+            Error::Io { op, source } => write!(f, "{op}: {source}"),
+            Error::Corruption(s) => write!(f, "corruption: {s}"),
+            Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
+            Error::Busy => f.write_str("the store's request queue stayed full; try again"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Store(e) => Some(e),
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<shale_lsm::Error> for Error {
+    fn from(e: shale_lsm::Error) -> Error {
+        match e {
+            shale_lsm::Error::Busy => Error::Busy,
+            e => Error::Store(e),
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! The keyspace: Redis's keys over the engine's keys, reached through the engine's async API,
+//! with per-key locks for read-modify-write commands, the appendfsync mapping and SCAN's
+//! cursors.
+//!
+//! Engine keys:
+//! ```text
+//! offset  size  field
+//! 0       1     namespace: 0x00 database 0 (the only one: SELECT 0), 0xff the server's own
+//! 1       n     the Redis key (database 0), or the name of a server key (0xff)
+//! ```
+//! So `FLUSHDB` is one range delete of `[0x00, 0x01)`, whatever the keys' bytes (a key of
+//! 0xff bytes included), and the server's own keys never collide with a client's.
+//! Server keys: `0xff "sync"`, only ever deleted: the synced write that `appendfsync everysec`
+//! makes once a second.
+//!
+//! Engine values are [`crate::value`]'s format.
+//!
+//! Order of a write (every command that writes):
+//! 1. Take the key's stripe lock (several keys: their stripes in index order, so two commands
+//!    never wait on each other in a cycle). Reads take no lock.
+//! 2. Read what the command needs (`submit_get`), decide.
+//! 3. Submit one batch (`submit_write`, synced with `appendfsync always`) and await its ticket:
+//!    when it completes the write is in the WAL and visible to every later read.
+//! 4. Release the lock, answer.
+//!
+//! A batch is atomic, so a multi-key command (MSET, DEL of several keys) is all or nothing.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use shale_lsm::{Db, ReadOptions, Ticket, WriteBatch, WriteOptions};
+use tokio::sync::MutexGuard;
+
+use crate::config::AppendFsync;
+use crate::error::{Error, Result};
+use crate::value::Value;
+
+/// The namespace byte of database 0.
+pub const DB0: u8 = 0x00;
+/// The namespace byte of the server's own keys.
+pub const SERVER: u8 = 0xff;
+/// The key the once-a-second synced write deletes (`appendfsync everysec`).
+const SYNC_KEY: &[u8] = b"\xffsync";
+
+/// Stripes of the lock table: two keys share a lock one time in this many, and a command on
+/// one waits for a command on the other. 4096 tokio mutexes take about 200 KiB.
+pub const LOCK_STRIPES: usize = 4096;
+
+/// Times a submission refused with `Busy` is retried before the command fails with `BUSY`.
+pub const BUSY_RETRIES_MAX: u32 = 10_000;
+/// Retries that only yield to other tasks before the backoff below starts.
+const BUSY_YIELDS: u32 = 16;
+/// Wait between later retries: 10,000 of them span about 10 s of a full queue.
+const BUSY_BACKOFF: Duration = Duration::from_millis(1);
+
+/// Most SCAN cursors remembered; the oldest is forgotten first.
+pub const CURSORS_MAX: usize = 65_536;
+/// Most bytes of keys the remembered cursors may hold (a key is up to 64 KiB).
+pub const CURSOR_BYTES_MAX: usize = 64 << 20;
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The engine key of a database-0 key.
+pub fn engine_key(key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.push(DB0);
+    k.extend_from_slice(key);
+    k
+}
+
+/// SCAN cursors: a number handed to the client for the last engine key a scan visited.
+/// Clients (redis-cli, the redis crate) parse cursors as unsigned integers, so the key itself
+/// cannot be the cursor; the scan resumes after the key, so it survives concurrent writes:
+/// every key present from the first call to the last is returned exactly once.
+#[derive(Default)]
+struct Cursors {
+    next_id: u64,
+    keys: HashMap<u64, Vec<u8>>,
+    order: VecDeque<u64>,
+    bytes: usize,
+}
+
+impl Cursors {
+    fn save(&mut self, key: Vec<u8>) -> u64 {
+        while self.keys.len() >= CURSORS_MAX || self.bytes + key.len() > CURSOR_BYTES_MAX {
+            let Some(old) = self.order.pop_front() else { break };
+            if let Some(k) = self.keys.remove(&old) {
+                self.bytes -= k.len();
+            }
+        }
+        // 0 means "start" and "done": never a saved cursor.
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        self.bytes += key.len();
+        self.keys.insert(self.next_id, key);
+        self.order.push_back(self.next_id);
+        self.next_id
+    }
+
+    fn load(&self, id: u64) -> Option<Vec<u8>> {
+        self.keys.get(&id).cloned()
+    }
+}
+
+/// The store as the commands see it.
+pub struct Keyspace {
+    db: Db,
+    write_options: WriteOptions,
+    appendfsync: AppendFsync,
+    /// Set by every write, cleared by the once-a-second sync of `appendfsync everysec`.
+    dirty: AtomicBool,
+    /// Expired keys deleted by the reads that found them (INFO's `expired_keys`).
+    expired_deleted: AtomicU64,
+    locks: Box<[tokio::sync::Mutex<()>]>,
+    cursors: Mutex<Cursors>,
+}
+
+/// Locks held by a command, released when dropped.
+pub struct Locked<'a> {
+    _guards: Vec<MutexGuard<'a, ()>>,
+}
+
+impl Keyspace {
+    /// The keyspace over `db`, writing as `appendfsync` says.
+    pub fn new(db: Db, appendfsync: AppendFsync) -> Keyspace {
+        let locks = (0..LOCK_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect();
+        Keyspace {
+            db,
+            write_options: WriteOptions { sync: appendfsync == AppendFsync::Always },
+            appendfsync,
+            dirty: AtomicBool::new(false),
+            expired_deleted: AtomicU64::new(0),
+            locks,
+            cursors: Mutex::new(Cursors::default()),
+        }
+    }
+
+    /// The engine, for statistics.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The engine back, to close it.
+    pub fn into_db(self) -> Db {
+        self.db
+    }
+
+    /// Expired keys deleted by the reads that found them.
+    pub fn expired_deleted(&self) -> u64 {
+        self.expired_deleted.load(Ordering::Relaxed)
+    }
+
+    /// The appendfsync setting.
+    pub fn appendfsync(&self) -> AppendFsync {
+        self.appendfsync
+    }
+
+    fn stripe(key: &[u8]) -> usize {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        (h.finish() % LOCK_STRIPES as u64) as usize
+    }
+
+    /// Locks `keys` (Redis keys) against other writers: stage 1 of a write.
+    pub async fn lock<'a>(&'a self, keys: &[&[u8]]) -> Locked<'a> {
+        let mut stripes: Vec<usize> = keys.iter().map(|k| Keyspace::stripe(k)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let mut guards = Vec::with_capacity(stripes.len());
+        for s in stripes {
+            guards.push(self.locks[s].lock().await);
+        }
+        Locked { _guards: guards }
+    }
+
+    /// Submits through the async API, resubmitting while the queue answers `Busy`.
+    async fn submit<T>(
+        &self,
+        mut submit: impl FnMut(&Db) -> shale_lsm::Result<Ticket<T>>,
+    ) -> Result<T> {
+        for attempt in 0..BUSY_RETRIES_MAX {
+            match submit(&self.db) {
+                Ok(ticket) => return Ok(ticket.await?),
+                Err(shale_lsm::Error::Busy) if attempt < BUSY_YIELDS => {
+                    tokio::task::yield_now().await;
+                }
+                Err(shale_lsm::Error::Busy) => tokio::time::sleep(BUSY_BACKOFF).await,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::Busy)
+    }
+
+    /// The stored value of a Redis key, expired or not.
+    async fn get_stored(&self, key: &[u8]) -> Result<Option<Value>> {
+        let engine_key = engine_key(key);
+        let got = self.submit(|db| db.submit_get(&engine_key, &ReadOptions::default())).await?;
+        got.map(|bytes| Value::decode(&bytes)).transpose()
+    }
+
+    /// The live value of a Redis key: an expired one reads as missing. The caller holds the
+    /// key's lock when it will write; an expired key it finds is deleted with its write.
+    pub async fn get_locked(&self, key: &[u8]) -> Result<Option<Value>> {
+        Ok(self.get_stored(key).await?.filter(|v| !v.is_expired(now_ms())))
+    }
+
+    /// The live value of a Redis key, without a lock. An expired key found is deleted then
+    /// (lazily), under its lock, if it is still the expired value.
+    pub async fn get(&self, key: &[u8]) -> Result<Option<Value>> {
+        let Some(v) = self.get_stored(key).await? else { return Ok(None) };
+        if !v.is_expired(now_ms()) {
+            return Ok(Some(v));
+        }
+        let _locked = self.lock(&[key]).await;
+        // Another client may have set the key since: delete only what is still expired.
+        if let Some(again) = self.get_stored(key).await? {
+            if again.is_expired(now_ms()) {
+                let mut b = WriteBatch::new();
+                b.delete(&engine_key(key));
+                self.write(&b).await?;
+                self.expired_deleted.fetch_add(1, Ordering::Relaxed);
+            } else {
+                return Ok(Some(again));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Applies a batch (stage 3 of a write).
+    pub async fn write(&self, batch: &WriteBatch) -> Result<()> {
+        self.dirty.store(true, Ordering::Relaxed);
+        let opts = self.write_options;
+        self.submit(|db| db.submit_write(batch, &opts)).await
+    }
+
+    /// Puts one key's value.
+    pub async fn put(&self, key: &[u8], value: &Value) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(&engine_key(key), &value.encode());
+        self.write(&b).await
+    }
+
+    /// Deletes one key.
+    pub async fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(&engine_key(key));
+        self.write(&b).await
+    }
+
+    /// Deletes every key of database 0: one range delete.
+    pub async fn flush_db(&self) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(&[DB0], &[DB0 + 1]);
+        self.write(&b).await
+    }
+
+    /// Up to `count` live entries of database 0 after the engine key `after` (from the start
+    /// when `None`), among those starting with the Redis-key prefix `prefix`; with the last
+    /// engine key visited (live or not), or `None` when the keyspace is exhausted.
+    pub async fn scan(
+        &self,
+        after: Option<&[u8]>,
+        count: usize,
+        prefix: &[u8],
+    ) -> Result<(Vec<(Vec<u8>, Value)>, Option<Vec<u8>>)> {
+        let prefix = engine_key(prefix);
+        let start = match after {
+            // The smallest key after `after`.
+            Some(k) => {
+                let mut s = k.to_vec();
+                s.push(0);
+                s
+            }
+            None => prefix.clone(),
+        };
+        let opts = ReadOptions { prefix: Some(prefix), ..Default::default() };
+        let entries = self.submit(|db| db.submit_scan(&start, count, &opts)).await?;
+        let last = if entries.len() < count { None } else { entries.last().map(|e| e.0.clone()) };
+        let now = now_ms();
+        let mut live = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
+            let v = Value::decode(&v)?;
+            if !v.is_expired(now) {
+                live.push((k[1..].to_vec(), v));
+            }
+        }
+        Ok((live, last))
+    }
+
+    /// A cursor number for the engine key a scan stopped at.
+    pub fn save_cursor(&self, engine_key: Vec<u8>) -> u64 {
+        self.cursors.lock().unwrap_or_else(|e| e.into_inner()).save(engine_key)
+    }
+
+    /// The engine key of a cursor number, if it is remembered.
+    pub fn load_cursor(&self, id: u64) -> Option<Vec<u8>> {
+        self.cursors.lock().unwrap_or_else(|e| e.into_inner()).load(id)
+    }
+
+    /// `appendfsync everysec`'s sync: if anything was written since the last, one synced
+    /// write, which the engine acknowledges once it and every earlier write are durable. The
+    /// engine offers no "sync the WAL" call; a synced delete of a server key is the smallest
+    /// synced write there is (an empty batch is not written at all).
+    pub async fn sync_if_dirty(&self) -> Result<()> {
+        if !self.dirty.swap(false, Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut b = WriteBatch::new();
+        b.delete(SYNC_KEY);
+        let synced = self.submit(|db| db.submit_write(&b, &WriteOptions { sync: true })).await;
+        if synced.is_err() {
+            self.dirty.store(true, Ordering::Relaxed);
+        }
+        synced
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_are_bounded_and_never_zero() {
+        let mut c = Cursors::default();
+        let first = c.save(b"a".to_vec());
+        assert_ne!(first, 0);
+        for i in 0..CURSORS_MAX {
+            c.save(i.to_string().into_bytes());
+        }
+        assert_eq!(c.keys.len(), CURSORS_MAX);
+        assert_eq!(c.load(first), None, "the oldest cursor is forgotten first");
+        let big = vec![7u8; 64 << 10];
+        for _ in 0..2000 {
+            c.save(big.clone());
+        }
+        assert!(c.bytes <= CURSOR_BYTES_MAX);
+    }
+
+    #[test]
+    fn stripes_are_in_range_and_stable() {
+        assert_eq!(Keyspace::stripe(b"k"), Keyspace::stripe(b"k"));
+        assert!(Keyspace::stripe(b"other") < LOCK_STRIPES);
+    }
+}

@@ -1,0 +1,35 @@
+//! `shale serve`: a RESP2/RESP3 (Redis protocol) server over shale's lsm engine.
+//!
+//! Clients speak to it as to Redis (`redis-cli`, any Redis client library) over TCP or a
+//! Unix socket; it serves Redis's string commands, expiry, SCAN, INFO and the connection
+//! commands (docs/serve.md lists every one and its limits) from one lsm store, through the
+//! engine's async API so the runtime's few threads never wait on the device.
+//!
+//! ```no_run
+//! use shale_lsm::{Db, Options};
+//! use shale_serve::{Config, Server};
+//!
+//! let db = Db::open("/tmp/serve-demo", Options::default())?;
+//! let server = Server::start(db, Config::default())?;   // 127.0.0.1:6379
+//! println!("listening on {:?}", server.tcp_addr());
+//! server.wait_for_signal()?;                            // SIGTERM or SIGINT
+//! server.shutdown()?;                                   // finishes requests, closes the store
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Modules: [`resp`] (the protocol), [`value`] (the stored value format), [`keyspace`] (Redis
+//! keys over engine keys, locks, appendfsync), [`commands`] (one module per family),
+//! [`server`] (listeners, connections, shutdown), [`config`], [`glob`] (MATCH patterns).
+
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod glob;
+pub mod keyspace;
+pub mod resp;
+pub mod server;
+pub mod value;
+
+pub use config::{AppendFsync, Config};
+pub use error::{Error, Result};
+pub use server::Server;

@@ -28,6 +28,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod completion;
 mod error;
 pub mod index;
 mod log;
@@ -38,7 +39,8 @@ mod shard;
 mod store;
 mod worker;
 
+pub use completion::{Completion, Output};
 pub use error::{Error, Result};
 pub use options::{HashOptions, HashStats, QUEUE_DEPTH_MAX, SEGMENT_BYTES_MIN, StoreMode};
 pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
-pub use store::{HashStore, HashTicket};
+pub use store::{HashStore, HashTicket, KvRequest};

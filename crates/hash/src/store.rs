@@ -17,10 +17,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 
+use std::os::fd::RawFd;
+
 use shale_io::ticket::{Ticket, pending};
 use shale_io::{DeviceRef, FileOptions};
 use shale_space::Volume;
 
+use crate::completion::{Completion, CompletionQueue, Output, Reply};
 use crate::error::{Error, Result};
 use crate::index::SEGMENTS_MAX;
 use crate::log::{LogWriter, Segment};
@@ -38,7 +41,37 @@ pub type HashTicket<T> = Ticket<T, Error>;
 pub struct HashStore {
     shard: Arc<Shard>,
     submissions: Arc<Submissions>,
+    completions: Arc<CompletionQueue>,
     worker: Option<JoinHandle<()>>,
+}
+
+/// A request for [`HashStore::submit_tagged`], whose result goes to the completion queue.
+#[derive(Clone, Copy, Debug)]
+pub enum KvRequest<'a> {
+    /// Store `value` under `key` (its [`Output`] is `Stored`).
+    Store {
+        /// The key.
+        key: &'a [u8],
+        /// The value.
+        value: &'a [u8],
+        /// Overwrite, no-overwrite or update-only.
+        mode: StoreMode,
+    },
+    /// Delete `key` (`Deleted(present)`).
+    Delete {
+        /// The key.
+        key: &'a [u8],
+    },
+    /// Retrieve `key`'s value (`Retrieved(value)`).
+    Retrieve {
+        /// The key.
+        key: &'a [u8],
+    },
+    /// Which of `keys` exist (`Exist(bits)`).
+    Exist {
+        /// The keys.
+        keys: &'a [&'a [u8]],
+    },
 }
 
 impl std::fmt::Debug for HashStore {
@@ -112,25 +145,100 @@ impl HashStore {
             .name("shale-hash-worker".into())
             .spawn(move || worker.run())
             .map_err(|e| Error::InvalidArgument(format!("cannot start the worker thread: {e}")))?;
-        Ok(HashStore { shard, submissions, worker: Some(handle) })
+        let completions = Arc::new(CompletionQueue::new()?);
+        Ok(HashStore { shard, submissions, completions, worker: Some(handle) })
     }
 
     fn submit<T>(
         &self,
         wait: bool,
-        make: impl FnOnce(shale_io::ticket::Completer<T, Error>) -> Request,
+        make: impl FnOnce(Reply<T>) -> Request,
     ) -> Result<HashTicket<T>> {
         let (ticket, done) = pending();
-        match self.submissions.submit(make(done), wait) {
-            Ok(()) => Ok(ticket),
+        self.queue(make(Reply::Ticket(done)), wait)?;
+        Ok(ticket)
+    }
+
+    fn queue(&self, req: Request, wait: bool) -> Result<()> {
+        match self.submissions.submit(req, wait) {
+            Ok(()) => Ok(()),
             Err(req) => {
-                // Its completer answers the ticket as it drops; nobody sees that: the caller
-                // gets Busy instead, and the ticket is dropped with this frame.
-                drop(req);
+                // Its reply is forgotten unanswered: the caller gets Busy instead.
+                forget_reply(req);
                 self.shard.counters.busy.fetch_add(1, Ordering::Relaxed);
                 Err(Error::Busy)
             }
         }
+    }
+
+    /// Submits `req`; its result goes to the completion queue with `tag`
+    /// ([`HashStore::poll_completions`], signalled on [`HashStore::completion_fd`]). The
+    /// SNIA KV API's model, and the C ABI's.
+    ///
+    /// ```
+    /// use shale_hash::{HashOptions, HashStore, KvRequest, Output, StoreMode};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = HashStore::open(dir.path(), HashOptions::default())?;
+    /// store.submit_tagged(KvRequest::Store { key: b"key-1", value: b"v", mode: StoreMode::Overwrite }, 7)?;
+    /// let mut done = Vec::new();
+    /// while store.poll_completions(&mut done, 16) == 0 {
+    ///     std::thread::yield_now(); // or wait for completion_fd() in epoll
+    /// }
+    /// assert_eq!(done[0].tag, 7);
+    /// assert_eq!(done[0].result.as_ref().unwrap(), &Output::Stored);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// At once: bad keys or values and [`Error::Busy`], as [`HashStore::submit_store`];
+    /// nothing is queued then and no completion will come. Later, in the completion: the
+    /// request's error.
+    pub fn submit_tagged(&self, req: KvRequest<'_>, tag: u64) -> Result<()> {
+        let cq = &self.completions;
+        let req = match req {
+            KvRequest::Store { key, value, mode } => {
+                record::check_key(key)?;
+                record::check_value(value)?;
+                let done = Reply::tagged(tag, cq.clone(), |()| Output::Stored);
+                Request::Store { key: key.to_vec(), value: value.to_vec(), mode, done }
+            }
+            KvRequest::Delete { key } => {
+                record::check_key(key)?;
+                Request::Delete {
+                    key: key.to_vec(),
+                    done: Reply::tagged(tag, cq.clone(), Output::Deleted),
+                }
+            }
+            KvRequest::Retrieve { key } => {
+                record::check_key(key)?;
+                Request::Retrieve {
+                    key: key.to_vec(),
+                    done: Reply::tagged(tag, cq.clone(), Output::Retrieved),
+                }
+            }
+            KvRequest::Exist { keys } => {
+                for k in keys {
+                    record::check_key(k)?;
+                }
+                let keys = keys.iter().map(|k| k.to_vec()).collect();
+                Request::Exist { keys, done: Reply::tagged(tag, cq.clone(), Output::Exist) }
+            }
+        };
+        self.queue(req, false)
+    }
+
+    /// Moves up to `max` completions of [`HashStore::submit_tagged`] requests into `out`,
+    /// oldest first; returns how many. Never blocks.
+    pub fn poll_completions(&self, out: &mut Vec<Completion>, max: usize) -> usize {
+        self.completions.poll(out, max)
+    }
+
+    /// An eventfd that is readable while completions wait in the queue: put it in epoll (or
+    /// poll(2)) and call [`HashStore::poll_completions`] when it fires. Owned by the store:
+    /// valid until the store is dropped.
+    pub fn completion_fd(&self) -> RawFd {
+        self.completions.fd()
     }
 
     /// Submits a store and returns at once with its ticket, which completes once the pair is
@@ -307,6 +415,16 @@ impl HashStore {
                 log::error!("the hash store's worker panicked");
             }
         }
+    }
+}
+
+/// Drops a request refused as Busy without answering it: the caller was told at once.
+fn forget_reply(req: Request) {
+    match req {
+        Request::Store { done, .. } => done.silence(),
+        Request::Delete { done, .. } => done.silence(),
+        Request::Retrieve { done, .. } => done.silence(),
+        Request::Exist { done, .. } => done.silence(),
     }
 }
 

@@ -26,11 +26,11 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::{Condvar, Mutex};
 use rustc_hash::FxHashSet;
-use shale_io::ticket::Completer;
 use shale_io::{AlignedBuf, Completion, Op, Queue, QueueOptions, Request as IoRequest};
 use shale_space::IoClass;
 use shale_space::log_page::PAGE_BYTES;
 
+use crate::completion::Reply;
 use crate::error::{Error, Result};
 use crate::index::{Location, Probe};
 use crate::log::{Batch, LogWriter};
@@ -40,10 +40,10 @@ use crate::shard::Shard;
 
 /// A submitted request.
 pub(crate) enum Request {
-    Store { key: Vec<u8>, value: Vec<u8>, mode: StoreMode, done: Completer<(), Error> },
-    Delete { key: Vec<u8>, done: Completer<bool, Error> },
-    Retrieve { key: Vec<u8>, done: Completer<Option<Vec<u8>>, Error> },
-    Exist { keys: Vec<Vec<u8>>, done: Completer<Vec<u8>, Error> },
+    Store { key: Vec<u8>, value: Vec<u8>, mode: StoreMode, done: Reply<()> },
+    Delete { key: Vec<u8>, done: Reply<bool> },
+    Retrieve { key: Vec<u8>, done: Reply<Option<Vec<u8>>> },
+    Exist { keys: Vec<Vec<u8>>, done: Reply<Vec<u8>> },
 }
 
 /// The submission queue: requests, how many are outstanding, and the close flag.
@@ -115,7 +115,7 @@ impl Submissions {
 /// A device read in flight or waiting for room, and what it is for.
 enum ReadFor {
     /// A retrieve's record.
-    Retrieve { key: Vec<u8>, done: Completer<Option<Vec<u8>>, Error> },
+    Retrieve { key: Vec<u8>, done: Reply<Option<Vec<u8>>> },
     /// One key of an exist.
     Exist { key: Vec<u8>, bit: usize, job: usize },
     /// Whether the digest entry is the key's: for entry `entry` of the batch in flight.
@@ -132,13 +132,13 @@ struct ExistJob {
     bits: Vec<u8>,
     reads_left: usize,
     error: Option<Error>,
-    done: Option<Completer<Vec<u8>, Error>>,
+    done: Option<Reply<Vec<u8>>>,
 }
 
 /// What to do with the index once the batch is durable.
 enum Apply {
-    Store { key: Vec<u8>, d: u64, owner: bool, user_bytes: usize, done: Completer<(), Error> },
-    Delete { key: Vec<u8>, d: u64, owner: bool, done: Completer<bool, Error> },
+    Store { key: Vec<u8>, d: u64, owner: bool, user_bytes: usize, done: Reply<()> },
+    Delete { key: Vec<u8>, d: u64, owner: bool, done: Reply<bool> },
 }
 
 /// The batch being written.
@@ -234,7 +234,7 @@ impl Worker {
 
     /// Completes a request. Its room in the queue is given back first: a caller woken by
     /// its ticket may submit again at once, and must find the room.
-    fn complete<T>(&self, done: Completer<T, Error>, result: Result<T>) {
+    fn complete<T>(&self, done: Reply<T>, result: Result<T>) {
         self.submissions.completed(1);
         done.complete(result);
     }

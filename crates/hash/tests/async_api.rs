@@ -205,3 +205,65 @@ fn closing_completes_every_outstanding_ticket() {
     }
     assert_eq!(open(&d, &small_options()).stats().keys, 200);
 }
+
+#[test]
+fn tagged_requests_complete_once_into_the_queue_and_signal_its_eventfd() {
+    use shale_hash::{KvRequest, Output};
+    let d = sim(4, 35);
+    let store = open(&d, &HashOptions { queue_depth: 512, ..small_options() });
+    let fd = store.completion_fd();
+    let key = |i: u64| format!("tag-{i:04}").into_bytes();
+    for i in 0..100u64 {
+        let k = key(i);
+        store
+            .submit_tagged(KvRequest::Store { key: &k, value: &k, mode: StoreMode::Overwrite }, i)
+            .unwrap();
+    }
+    let mut done = Vec::new();
+    let wait_and_drain = |done: &mut Vec<shale_hash::Completion>, want: usize| {
+        let mut rounds = 0;
+        while done.len() < want {
+            let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd for the duration of the call.
+            let n = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+            assert!(n == 1 && pfd.revents & libc::POLLIN != 0, "the eventfd signals completions");
+            store.poll_completions(done, 1000);
+            rounds += 1;
+            assert!(rounds < 10_000);
+        }
+    };
+    wait_and_drain(&mut done, 100);
+    let mut tags: Vec<u64> = done.iter().map(|c| c.tag).collect();
+    tags.sort_unstable();
+    assert_eq!(tags, (0..100).collect::<Vec<_>>(), "each tag completes exactly once");
+    assert!(done.iter().all(|c| matches!(c.result, Ok(Output::Stored))));
+    // Nothing left: the eventfd was reset, and poll(2) times out.
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::poll(&mut pfd, 1, 0) }, 0);
+    done.clear();
+    store.submit_tagged(KvRequest::Retrieve { key: &key(5) }, 1000).unwrap();
+    store.submit_tagged(KvRequest::Retrieve { key: b"absent" }, 1001).unwrap();
+    store.submit_tagged(KvRequest::Delete { key: &key(6) }, 1002).unwrap();
+    let (k7, k8) = (key(7), key(8));
+    let keys: [&[u8]; 3] = [&k7, b"nope", &k8];
+    store.submit_tagged(KvRequest::Exist { keys: &keys }, 1003).unwrap();
+    store
+        .submit_tagged(
+            KvRequest::Store { key: &key(9), value: b"x", mode: StoreMode::NoOverwrite },
+            1004,
+        )
+        .unwrap();
+    assert!(matches!(
+        store.submit_tagged(KvRequest::Retrieve { key: b"abc" }, 1005),
+        Err(Error::KeyLength { .. })
+    ));
+    wait_and_drain(&mut done, 5);
+    done.sort_by_key(|c| c.tag);
+    assert_eq!(done[0].result.as_ref().unwrap(), &Output::Retrieved(Some(key(5))));
+    assert_eq!(done[1].result.as_ref().unwrap(), &Output::Retrieved(None));
+    assert_eq!(done[2].result.as_ref().unwrap(), &Output::Deleted(true));
+    assert_eq!(done[3].result.as_ref().unwrap(), &Output::Exist(vec![0b101]));
+    assert!(matches!(done[4].result, Err(Error::KeyExists)));
+    assert_eq!(done.len(), 5, "a request refused at submission completes nowhere");
+}

@@ -99,8 +99,11 @@ pub(crate) enum Reply<T> {
 /// A reply into the completion queue: the tag, the queue, and how the output is made. Once
 /// taken (completed or silenced) `inner` is `None`.
 pub(crate) struct Tagged<T> {
-    inner: Option<(u64, Arc<CompletionQueue>, fn(T) -> Output)>,
+    inner: Option<Target<T>>,
 }
+
+/// The tag, the queue, and how the output is made.
+type Target<T> = (u64, Arc<CompletionQueue>, fn(T) -> Output);
 
 impl<T> Reply<T> {
     /// A reply into the completion queue.

@@ -39,6 +39,8 @@ pub type HashTicket<T> = Ticket<T, Error>;
 /// A hash-indexed, log-structured key-value store on one volume (one shard), with a worker
 /// thread of its own.
 pub struct HashStore {
+    /// One handle per store (`shale_space::StoreLock`); `None` on a device opened directly.
+    _lock: Option<shale_space::StoreLock>,
     shard: Arc<Shard>,
     submissions: Arc<Submissions>,
     completions: Arc<CompletionQueue>,
@@ -97,14 +99,32 @@ impl HashStore {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
+    /// One handle at a time: the store lock of the space layer (an OFD lock on the volume
+    /// file or device, whatever name reached it) refuses a second open, in this process or
+    /// another, with `shale_space::Error::InUse`.
+    ///
     /// # Errors
     /// Bad options ([`Error::InvalidArgument`]), a volume of another engine
-    /// ([`Error::NotHashStore`]), damage ([`Error::Corruption`]), or the space layer's error.
+    /// ([`Error::NotHashStore`]), damage ([`Error::Corruption`]), a store in use, or the space
+    /// layer's error.
     pub fn open(path: impl AsRef<Path>, opts: HashOptions) -> Result<HashStore> {
         opts.validate()?;
-        let opened =
-            Volume::open_path(path.as_ref(), &opts.volume_options(), &FileOptions::default())?;
-        HashStore::recover(opened, opts)
+        let path = path.as_ref();
+        // (A dangling symlink is left to the lock, which says its target does not exist.)
+        if opts.create_if_missing && !path.exists() && path.symlink_metadata().is_err() {
+            std::fs::create_dir_all(path).map_err(|e| {
+                Error::Space(shale_io::Error::at_path(shale_io::PathOp::CreateDir, path, e).into())
+            })?;
+        }
+        let lock = if opts.create_if_missing {
+            shale_space::StoreLock::acquire_creating(path)?
+        } else {
+            shale_space::StoreLock::acquire(path)?
+        };
+        let opened = Volume::open_path(path, &opts.volume_options(), &FileOptions::default())?;
+        let mut store = HashStore::recover(opened, opts)?;
+        store._lock = Some(lock);
+        Ok(store)
     }
 
     /// Opens the store on `device` (a simulated device in tests, say), as [`HashStore::open`].
@@ -146,7 +166,7 @@ impl HashStore {
             .spawn(move || worker.run())
             .map_err(|e| Error::InvalidArgument(format!("cannot start the worker thread: {e}")))?;
         let completions = Arc::new(CompletionQueue::new()?);
-        Ok(HashStore { shard, submissions, completions, worker: Some(handle) })
+        Ok(HashStore { _lock: None, shard, submissions, completions, worker: Some(handle) })
     }
 
     fn submit<T>(

@@ -42,3 +42,22 @@ fn writers_and_readers_share_a_store_on_a_file() {
         );
     }
 }
+
+#[test]
+fn a_second_handle_on_a_store_is_refused_through_any_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = HashStore::open(dir.path(), HashOptions::default()).unwrap();
+    store.store(b"key-1", b"v", StoreMode::Overwrite).unwrap();
+    let volume_file = dir.path().join(shale_space::VOLUME_FILE_NAME);
+    for name in [dir.path().to_path_buf(), volume_file] {
+        let second = HashStore::open(&name, HashOptions::default());
+        assert!(
+            matches!(second, Err(shale_hash::Error::Space(shale_space::Error::InUse(_)))),
+            "{}: {second:?}",
+            name.display()
+        );
+    }
+    drop(store);
+    let again = HashStore::open(dir.path(), HashOptions::default()).unwrap();
+    assert_eq!(again.retrieve(b"key-1").unwrap(), Some(b"v".to_vec()));
+}

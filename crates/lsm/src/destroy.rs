@@ -31,9 +31,9 @@ use std::path::{Path, PathBuf};
 use shale_space::header::{Header, HeaderCopy};
 use shale_space::{AREA_ALIGN, HEADER_AREA_BYTES, VOLUME_FILE_NAME};
 
-use crate::db::store_lock::StoreLock;
 use crate::error::{Error, Result};
 use crate::wal::tail::tail_path;
+use shale_space::StoreLock;
 
 /// Where [`crate::WalTail::Shm`], the default, keeps a store's WAL tail.
 const SHM_DIR: &str = "/dev/shm";
@@ -165,7 +165,7 @@ fn remove_tail(tail: &Path) -> Result<()> {
     };
     // A store holding the tail is a copy of this volume (same id, same tail name) that is
     // open elsewhere: the tail is that store's now, and stays (`wal/tail.rs`).
-    if crate::db::store_lock::lock(&file, crate::db::store_lock::Mode::Exclusive).is_err() {
+    if shale_space::store_lock::lock(&file, shale_space::store_lock::Mode::Exclusive).is_err() {
         log::info!("{} is held by another store (a copy of this volume): left", tail.display());
         return Ok(());
     }

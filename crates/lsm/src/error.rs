@@ -85,6 +85,7 @@ impl From<shale_space::Error> for Error {
             shale_space::Error::NoSpace(s) => Error::NoSpace(s),
             shale_space::Error::Stopped(s) => Error::Stopped(s),
             shale_space::Error::ReadOnly(s) => Error::ReadOnly(s),
+            shale_space::Error::InUse(s) => Error::InUse(s),
             other => Error::Space(other),
         }
     }

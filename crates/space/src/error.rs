@@ -42,6 +42,9 @@ pub enum Error {
     /// volume, with another store's, with a blank one in place of one that holds data, or a
     /// capacity volume given as the fast one. Nothing was written.
     Tiers(String),
+    /// Another handle holds the store ([`crate::StoreLock`]): read-write excludes everyone,
+    /// read-only excludes writers.
+    InUse(String),
 }
 
 impl fmt::Display for Error {
@@ -58,6 +61,7 @@ impl fmt::Display for Error {
             ),
             Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
             Error::NoSpace(s) => write!(f, "no space: {s}"),
+            Error::InUse(s) => write!(f, "in use: {s}"),
             Error::Stopped(s) => write!(f, "volume stopped after a failed write ({s}); reopen it"),
             Error::ReadOnly(s) => write!(f, "volume opened read-only: {s}"),
             Error::Tiers(s) => write!(f, "volumes do not form one store: {s}; nothing was written"),

@@ -67,7 +67,6 @@ mod pool;
 mod published;
 mod read_only;
 mod recovery;
-pub(crate) mod store_lock;
 mod tier_head;
 mod tuner_thread;
 mod write_group;
@@ -82,7 +81,7 @@ use output::OutputSst;
 use picker::CompactionState;
 use pool::{PoolSize, panic_message};
 use published::{Publication, View};
-use store_lock::StoreLock;
+use shale_space::StoreLock;
 use write_group::{GroupSync, Outcome, Pending, WriteQueue};
 use write_timing::WriteTimings;
 
@@ -260,7 +259,7 @@ impl Db {
                 .map_err(|e| shale_io::Error::at_path(shale_io::PathOp::CreateDir, path, e))?;
         }
         // The lock is on the volume file (made empty here for a new store), whatever name
-        // `path` gives the store (`store_lock.rs`).
+        // `path` gives the store (`shale_space::store_lock`).
         let lock = if opts.volume.create_if_blank {
             StoreLock::acquire_creating(path)?
         } else {

@@ -1,6 +1,6 @@
 //! Read-only opens (RocksDB's `OpenForReadOnly`): a store read without one byte written.
 //!
-//! 1. The store lock is taken shared (`store_lock.rs`): other read-only handles may hold it,
+//! 1. The store lock is taken shared (`shale_space::store_lock`): other read-only handles may hold it,
 //!    a read-write one may not, so what is read does not change underneath.
 //! 2. The volume is opened O_RDONLY and refuses allocations and commits
 //!    ([`shale_space::Volume::open_path_read_only`]); recovery of the version log only reads.

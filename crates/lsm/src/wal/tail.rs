@@ -34,7 +34,7 @@
 //!
 //! The tail file is named after the volume id, so two copies of one volume (a `cp` of a store)
 //! name the same tail. A read-write store holds an exclusive OFD lock on its tail file while
-//! it has it mapped (the store lock's kind, `db/store_lock.rs`), and removes it only while
+//! it has it mapped (the store lock's kind, `shale_space::store_lock`), and removes it only while
 //! holding that lock; a second store finding it locked is refused (`Error::InUse`: it could
 //! neither replay the records nor share the file), so a copy opened beside its original needs
 //! a tail of its own (`WalTail::Dir`) or none (`WalTail::Off`). A file at the tail's name that
@@ -49,8 +49,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::db::store_lock::{Mode, lock};
 use crate::error::{Error, Result};
+use shale_space::store_lock::{Mode, lock};
 
 const MAGIC: &[u8; 8] = b"SHALTAIL";
 const VERSION: u32 = 1;

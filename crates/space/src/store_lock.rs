@@ -17,6 +17,9 @@
 //! write lock (`F_WRLCK`), a read-only open a read lock (`F_RDLCK`): readers share, a writer
 //! excludes everyone. The locks are advisory: they bind shale, not other programs.
 //!
+//! Moved down from the lsm engine so that every engine's store (the lsm engine's, the hash
+//! engine's) takes the same lock: engines share code by moving it down a layer.
+//!
 //! A block device is additionally opened with `O_EXCL` by a writer, which the kernel refuses
 //! (EBUSY) while the device is mounted or opened `O_EXCL` by anyone, through any device node.
 //! A reader does not take `O_EXCL` (two readers would exclude each other); it meets a writer
@@ -31,10 +34,11 @@ use std::path::{Path, PathBuf};
 use shale_io::PathOp;
 
 use crate::error::{Error, Result};
+use crate::volume_path::volume_file;
 
 /// Held while the store is open.
 #[derive(Debug)]
-pub(crate) struct StoreLock {
+pub struct StoreLock {
     file: File,
     /// The empty volume file this lock made for a new store ([`StoreLock::acquire_creating`]).
     created: Option<PathBuf>,
@@ -55,7 +59,7 @@ impl Drop for StoreLock {
 
 /// What an open needs from the other handles of a store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub enum Mode {
     /// A read-write open: no other handle at all.
     Exclusive,
     /// A read-only open: no read-write handle.
@@ -75,10 +79,10 @@ impl StoreLock {
     }
 
     /// As [`StoreLock::acquire`], but a directory without a volume file gets an empty one to
-    /// lock, which the volume then grows into a new volume ([`shale_space::Volume::open_path`]
+    /// lock, which the volume then grows into a new volume ([`crate::Volume::open_path`]
     /// takes an empty volume file for a missing one). Two processes creating a store at once
     /// so meet on one lock.
-    pub(crate) fn acquire_creating(path: &Path) -> Result<StoreLock> {
+    pub fn acquire_creating(path: &Path) -> Result<StoreLock> {
         take(path, Mode::Exclusive, true)
     }
 
@@ -87,13 +91,13 @@ impl StoreLock {
     ///
     /// # Errors
     /// As [`StoreLock::acquire`] ([`Error::InUse`] only for a read-write handle).
-    pub(crate) fn acquire_shared(path: &Path) -> Result<StoreLock> {
+    pub fn acquire_shared(path: &Path) -> Result<StoreLock> {
         take(path, Mode::Shared, false)
     }
 }
 
 fn take(path: &Path, mode: Mode, create: bool) -> Result<StoreLock> {
-    let target = shale_space::volume_file(path);
+    let target = volume_file(path);
     let named = || describe(path, &target);
     let meta = match std::fs::metadata(&target) {
         Ok(m) => Some(m),
@@ -136,7 +140,8 @@ fn take(path: &Path, mode: Mode, create: bool) -> Result<StoreLock> {
             named()
         )),
         Some(libc::EROFS) => Error::ReadOnly(format!(
-            "{} is on a read-only file system: open it read-only (Db::open_read_only)",
+            "{} is on a read-only file system: open it read-only (the lsm engine's \
+                 Db::open_read_only)",
             named()
         )),
         _ => shale_io::Error::at_path(PathOp::Open, &target, e).into(),
@@ -168,8 +173,8 @@ fn describe(path: &Path, target: &PathBuf) -> String {
     }
 }
 
-/// Takes an OFD lock on the whole file without waiting (also the WAL tail's lock, `wal/tail.rs`).
-pub(crate) fn lock(file: &File, mode: Mode) -> std::io::Result<()> {
+/// Takes an OFD lock on the whole file without waiting (also the lsm WAL tail's lock).
+pub fn lock(file: &File, mode: Mode) -> std::io::Result<()> {
     // SAFETY: an all-zero `flock` is a valid value of the plain C struct; the fields that
     // matter are set below (l_start = l_len = 0: the whole file; l_pid must be 0 for OFD locks).
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };

@@ -119,35 +119,73 @@ impl Index {
         }
     }
 
-    /// Points `key` at `loc`. `digest_owner` says whether the digest entry (if any) belongs
-    /// to `key` (the caller read its record): if another key holds the digest, `key` goes to
-    /// the collision map.
-    pub fn insert(&mut self, d: u64, key: &[u8], loc: Location, digest_owner: bool) {
+    /// Points `key` at `loc`; returns where it pointed before, if anywhere. `digest_owner`
+    /// says whether the digest entry (if any) belongs to `key` (the caller read its record):
+    /// if another key holds the digest, `key` goes to the collision map.
+    pub fn insert(
+        &mut self,
+        d: u64,
+        key: &[u8],
+        loc: Location,
+        digest_owner: bool,
+    ) -> Option<Location> {
         if let Some(v) = self.collided.get_mut(key) {
-            *v = loc.pack();
-            return;
+            return Some(Location::unpack(std::mem::replace(v, loc.pack())));
         }
         match self.by_digest.get_mut(&d) {
-            Some(v) if digest_owner => *v = loc.pack(),
+            Some(v) if digest_owner => Some(Location::unpack(std::mem::replace(v, loc.pack()))),
             Some(_) => {
                 self.collided.insert(key.to_vec(), loc.pack());
+                None
             }
             None => {
                 self.by_digest.insert(d, loc.pack());
+                None
             }
         }
     }
 
     /// Removes `key`: from the collision map if it is there, else the digest entry, which
-    /// the caller confirmed is the key's.
-    pub fn remove(&mut self, d: u64, key: &[u8], digest_owner: bool) {
-        if self.collided.remove(key).is_some() {
-            return;
+    /// the caller confirmed is the key's. Returns where it pointed.
+    pub fn remove(&mut self, d: u64, key: &[u8], digest_owner: bool) -> Option<Location> {
+        if let Some(v) = self.collided.remove(key) {
+            return Some(Location::unpack(v));
         }
         if digest_owner {
-            self.by_digest.remove(&d);
             // A colliding key of the same digest may take the freed entry; it stays in the
             // collision map instead, where lookups find it first.
+            return self.by_digest.remove(&d).map(Location::unpack);
+        }
+        None
+    }
+
+    /// Whether `key`'s entry points at exactly `loc`: a record at `loc` is then live, with
+    /// no read needed (a location holds one record).
+    pub fn points_at(&self, d: u64, key: &[u8], loc: Location) -> bool {
+        if !self.collided.is_empty() {
+            if let Some(&v) = self.collided.get(key) {
+                return v == loc.pack();
+            }
+        }
+        self.by_digest.get(&d) == Some(&loc.pack())
+    }
+
+    /// Moves `key`'s entry from `from` to `to` if it still points at `from` (a record copied
+    /// by garbage collection); returns whether it did.
+    pub fn relocate(&mut self, d: u64, key: &[u8], from: Location, to: Location) -> bool {
+        if let Some(v) = self.collided.get_mut(key) {
+            if *v == from.pack() {
+                *v = to.pack();
+                return true;
+            }
+            return false;
+        }
+        match self.by_digest.get_mut(&d) {
+            Some(v) if *v == from.pack() => {
+                *v = to.pack();
+                true
+            }
+            _ => false,
         }
     }
 
@@ -181,17 +219,22 @@ mod tests {
     fn colliding_keys_are_kept_apart() {
         let mut ix = Index::default();
         let at = |n| Location { segment: n, page: 0, offset: 28, pages: 1 };
-        ix.insert(5, b"aaaa", at(1), false);
+        assert_eq!(ix.insert(5, b"aaaa", at(1), false), None);
         // Same digest, the caller read the record and found another key.
-        ix.insert(5, b"bbbb", at(2), false);
+        assert_eq!(ix.insert(5, b"bbbb", at(2), false), None);
         assert_eq!(ix.len(), 2);
         assert_eq!(ix.probe(5, b"bbbb"), Probe::Exact(at(2)));
         assert_eq!(ix.probe(5, b"aaaa"), Probe::Candidate(at(1)));
-        ix.insert(5, b"aaaa", at(3), true);
+        assert_eq!(ix.insert(5, b"aaaa", at(3), true), Some(at(1)));
         assert_eq!(ix.probe(5, b"aaaa"), Probe::Candidate(at(3)));
-        ix.remove(5, b"bbbb", false);
+        assert!(ix.points_at(5, b"aaaa", at(3)) && !ix.points_at(5, b"aaaa", at(1)));
+        assert!(ix.points_at(5, b"bbbb", at(2)));
+        assert!(!ix.relocate(5, b"aaaa", at(1), at(4)), "a stale location is not moved");
+        assert!(ix.relocate(5, b"bbbb", at(2), at(5)));
+        assert_eq!(ix.probe(5, b"bbbb"), Probe::Exact(at(5)));
+        assert_eq!(ix.remove(5, b"bbbb", false), Some(at(5)));
         assert_eq!(ix.probe(5, b"bbbb"), Probe::Candidate(at(3)), "only a candidate is left");
-        ix.remove(5, b"aaaa", true);
+        assert_eq!(ix.remove(5, b"aaaa", true), Some(at(3)));
         assert_eq!(ix.probe(5, b"aaaa"), Probe::Absent);
         assert!(ix.is_empty());
         assert_eq!(digest(b"x", 4), digest(b"x", 64) & 0xF);

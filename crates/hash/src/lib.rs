@@ -41,6 +41,9 @@ mod worker;
 
 pub use completion::{Completion, Output};
 pub use error::{Error, Result};
-pub use options::{HashOptions, HashStats, QUEUE_DEPTH_MAX, SEGMENT_BYTES_MIN, StoreMode};
+pub use options::{
+    HashOptions, HashStats, QUEUE_DEPTH_MAX, SEGMENT_BYTES_FULL_VALUES, SEGMENT_BYTES_MIN,
+    StoreMode,
+};
 pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
 pub use store::{HashStore, HashTicket, KvRequest};

@@ -180,7 +180,7 @@ impl LogWriter {
     /// The commit seals the previous segment at the pages its log holds.
     pub fn start_segment(&mut self, shard: &Shard) -> Result<()> {
         let volume = shard.volume();
-        let slot = shard.segment_count();
+        let slot = shard.free_slot();
         if slot >= SEGMENTS_MAX {
             return Err(Error::Space(shale_space::Error::NoSpace(
                 "the index cannot name more segments".into(),
@@ -202,7 +202,7 @@ impl LogWriter {
             let mut metas: Vec<SegmentMeta> = shard
                 .segments()
                 .iter()
-                .map(|s| SegmentMeta {
+                .map(|(_, s)| SegmentMeta {
                     generation: s.generation,
                     extent: s.extent,
                     sealed_pages: sealed_pages(s),
@@ -217,10 +217,46 @@ impl LogWriter {
         }
         self.next_generation += 1;
         let start = volume.extent_range(extent).start;
-        shard.add_segment(Segment { generation, extent, start, sealed_pages: None }, sealed);
+        shard.add_segment(slot, Segment { generation, extent, start, sealed_pages: None }, sealed);
         let pages = (volume.layout().slot_bytes / PAGE_BYTES as u64) as u32;
         self.active = Some(Active { slot, next_page: 0, pages, prev_crc: 0 });
         self.last_end = Some((generation, 0));
+        Ok(())
+    }
+}
+
+impl LogWriter {
+    /// The table slot of the segment being appended to.
+    pub fn active_slot(&self) -> Option<u32> {
+        self.active.as_ref().map(|a| a.slot)
+    }
+
+    /// Removes a collected segment: commits its removal (which frees its slots once durable)
+    /// and drops it from the table. Every record it held that is still needed was copied,
+    /// durably, before this is called.
+    pub fn remove_segment(&mut self, shard: &Shard, slot: u32) -> Result<()> {
+        let seg = shard.segment(slot);
+        assert_ne!(self.active_slot(), Some(slot), "the active segment is never collected");
+        let edit = Edit {
+            removed: vec![seg.extent],
+            engine: meta::encode_removed(seg.generation),
+            ..Edit::default()
+        };
+        let mut full = || {
+            let metas: Vec<SegmentMeta> = shard
+                .segments()
+                .iter()
+                .filter(|(s, _)| *s != slot)
+                .map(|(_, s)| SegmentMeta {
+                    generation: s.generation,
+                    extent: s.extent,
+                    sealed_pages: s.sealed_pages,
+                })
+                .collect();
+            meta::encode_base(&metas)
+        };
+        shard.volume().commit(&edit, &mut full)?;
+        shard.remove_segment(slot);
         Ok(())
     }
 }
@@ -365,7 +401,7 @@ mod tests {
         assert_eq!(pages_for(per), 1);
         assert_eq!(pages_for(per + 1), 2);
         assert!(pages_for(RECORD_BYTES_MAX) < 1024);
-        let min = crate::SEGMENT_BYTES_MIN;
+        let min = crate::SEGMENT_BYTES_FULL_VALUES;
         assert!((u64::from(pages_for(RECORD_BYTES_MAX)) * PAGE_BYTES as u64) < min);
     }
 

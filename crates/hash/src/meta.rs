@@ -9,6 +9,8 @@
 //! kind 1, a segment added:   generation (u64 LE) | the segment sealed by it: generation
 //!                (u64 LE, 0 for none) and pages (u32 LE); its extent is the delta's one
 //!                added extent
+//! kind 2, a segment removed (collected): generation (u64 LE); its extent is the delta's one
+//!                removed extent
 //! ```
 //! A sealed segment's page count tells recovery that every page below it was durable: an
 //! invalid one is damage, never a torn tail to cut (P4).
@@ -22,6 +24,7 @@ use crate::error::{Error, Result};
 const MAGIC: &[u8; 8] = b"SHHASH01";
 const BASE: u8 = 0;
 const SEGMENT_ADDED: u8 = 1;
+const SEGMENT_REMOVED: u8 = 2;
 
 /// A segment as the version log names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +62,15 @@ pub fn encode_added(generation: u64, sealed: Option<(u64, u32)>) -> Vec<u8> {
     let (g, pages) = sealed.unwrap_or((0, 0));
     b.extend_from_slice(&g.to_le_bytes());
     b.extend_from_slice(&pages.to_le_bytes());
+    b
+}
+
+/// The payload of a delta removing the segment of generation `generation` (garbage
+/// collection copied what it held that is still needed).
+pub fn encode_removed(generation: u64) -> Vec<u8> {
+    let mut b = MAGIC.to_vec();
+    b.push(SEGMENT_REMOVED);
+    b.extend_from_slice(&generation.to_le_bytes());
     b
 }
 
@@ -115,10 +127,15 @@ pub fn decode(versions: &Versions) -> Result<Vec<SegmentMeta>> {
                 }
                 segments.push(SegmentMeta { generation, extent: *extent, sealed_pages: None });
             }
+            (Some(&SEGMENT_REMOVED), 9, []) if delta.removed.len() == 1 => {
+                let generation = u64::from_le_bytes(body[1..9].try_into().unwrap());
+                let before = segments.len();
+                segments.retain(|s| !(s.generation == generation && s.extent == delta.removed[0]));
+                if segments.len() + 1 != before {
+                    return Err(bad("removal of a segment the version does not hold"));
+                }
+            }
             _ => return Err(bad("delta record")),
-        }
-        for removed in &delta.removed {
-            segments.retain(|s| s.extent != *removed);
         }
     }
     segments.sort_by_key(|s| s.generation);
@@ -155,19 +172,24 @@ mod tests {
                     SegmentMeta { generation: 2, extent: a, sealed_pages: Some(12) },
                 ]),
             },
-            deltas: vec![DeltaRecord {
-                removed: vec![],
-                added: vec![c],
-                engine: encode_added(7, Some((4, 30))),
-            }],
+            deltas: vec![
+                DeltaRecord {
+                    removed: vec![],
+                    added: vec![c],
+                    engine: encode_added(7, Some((4, 30))),
+                },
+                DeltaRecord { removed: vec![a], added: vec![], engine: encode_removed(2) },
+                DeltaRecord { removed: vec![], added: vec![a], engine: encode_added(8, None) },
+            ],
         };
         let got = decode(&versions).unwrap();
-        assert_eq!(got.iter().map(|s| s.generation).collect::<Vec<_>>(), vec![2, 4, 7]);
+        assert_eq!(got.iter().map(|s| s.generation).collect::<Vec<_>>(), vec![4, 7, 8]);
+        assert_eq!(got[2].extent, a, "a collected segment's slots are used again");
         assert_eq!(
             got.iter().map(|s| s.sealed_pages).collect::<Vec<_>>(),
-            vec![Some(12), Some(30), None]
+            vec![Some(30), None, None]
         );
-        assert_eq!(got[2].extent, c);
+        assert_eq!(got[1].extent, c);
     }
 
     #[test]

@@ -5,6 +5,7 @@ use shale_space::{LayoutOptions, VolumeOptions};
 
 use crate::error::{Error, Result};
 use crate::index::SEGMENT_PAGES_MAX;
+use crate::record::VALUE_BYTES_MAX;
 
 /// Deepest submission queue.
 pub const QUEUE_DEPTH_MAX: usize = 1 << 16;
@@ -26,8 +27,10 @@ pub enum StoreMode {
 pub struct HashOptions {
     /// Make a new store where the path or device holds none.
     pub create_if_missing: bool,
-    /// Size of a slot of a new volume, which is one segment of the record log: at least
-    /// [`SEGMENT_BYTES_MIN`] so the largest record fits, at most 1 GiB.
+    /// Size of a slot of a new volume, which is one segment of the record log, at most 1 GiB.
+    /// A segment holds the largest value (2 MiB) from [`SEGMENT_BYTES_FULL_VALUES`] on;
+    /// smaller segments (down to [`SEGMENT_BYTES_MIN`]) take values up to what they hold
+    /// ([`HashOptions::value_bytes_max`]).
     pub segment_bytes: u64,
     /// Size of each version log mirror of a new volume.
     pub version_log_bytes: u64,
@@ -43,11 +46,16 @@ pub struct HashOptions {
     pub io_depth: u32,
     /// Most log bytes one batch of stores and deletes writes (one durable write).
     pub batch_bytes_max: usize,
+    /// Garbage collection takes a segment whose live records fall below this share of the
+    /// records it holds (0.5: at most about twice the live data on the volume under uniform
+    /// overwrites, and each copy pays for at least one freed record); 0 turns it off.
+    pub gc_live_ratio: f64,
 }
 
-/// Smallest segment: the largest record (a 255-byte key and a 2 MiB value) in log pages,
-/// with room to spare.
-pub const SEGMENT_BYTES_MIN: u64 = 4 << 20;
+/// Smallest segment.
+pub const SEGMENT_BYTES_MIN: u64 = 64 << 10;
+/// Smallest segment that holds the largest record (a 255-byte key and a 2 MiB value).
+pub const SEGMENT_BYTES_FULL_VALUES: u64 = 4 << 20;
 
 impl Default for HashOptions {
     fn default() -> HashOptions {
@@ -60,6 +68,7 @@ impl Default for HashOptions {
             queue_depth: 64,
             io_depth: 64,
             batch_bytes_max: 1 << 20,
+            gc_live_ratio: 0.5,
         }
     }
 }
@@ -108,7 +117,23 @@ impl HashOptions {
                 64 << 20
             )));
         }
+        if !(0.0..1.0).contains(&self.gc_live_ratio) {
+            return Err(Error::InvalidArgument(format!(
+                "gc_live_ratio {} must be in 0..1 (0 turns garbage collection off)",
+                self.gc_live_ratio
+            )));
+        }
         Ok(())
+    }
+
+    /// The longest value a store takes: 2 MiB, or less where segments are smaller than
+    /// [`SEGMENT_BYTES_FULL_VALUES`] (a record never spans segments).
+    pub fn value_bytes_max(&self) -> usize {
+        let pages = (self.segment_bytes / PAGE_BYTES as u64) as usize;
+        let per_page = shale_space::log_page::PAGE_PAYLOAD_BYTES
+            - shale_space::log_page::FRAGMENT_HEADER_BYTES;
+        let record_max = pages * per_page;
+        VALUE_BYTES_MAX.min(record_max - crate::record::HEADER_BYTES - crate::record::KEY_BYTES_MAX)
     }
 
     pub(crate) fn volume_options(&self) -> VolumeOptions {
@@ -148,6 +173,12 @@ pub struct HashStats {
     pub batches: u64,
     /// Submissions answered Busy.
     pub busy: u64,
+    /// Records garbage collection copied (its writes, counted apart from the user's).
+    pub gc_records_copied: u64,
+    /// Log bytes garbage collection wrote.
+    pub gc_bytes_written: u64,
+    /// Segments garbage collection freed.
+    pub segments_freed: u64,
     /// Microseconds the open spent recovering.
     pub recovery_micros: u64,
 }

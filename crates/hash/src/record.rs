@@ -60,16 +60,12 @@ pub fn check_key(key: &[u8]) -> Result<()> {
     }
 }
 
-/// Checks a value's length.
+/// Checks a value's length against `max` (at most [`VALUE_BYTES_MAX`]).
 ///
 /// # Errors
 /// [`Error::ValueTooLarge`] naming the limit.
-pub fn check_value(value: &[u8]) -> Result<()> {
-    if value.len() <= VALUE_BYTES_MAX {
-        Ok(())
-    } else {
-        Err(Error::ValueTooLarge { len: value.len(), max: VALUE_BYTES_MAX })
-    }
+pub fn check_value(value: &[u8], max: usize) -> Result<()> {
+    if value.len() <= max { Ok(()) } else { Err(Error::ValueTooLarge { len: value.len(), max }) }
 }
 
 impl Record<'_> {
@@ -78,7 +74,7 @@ impl Record<'_> {
     /// # Panics
     /// If the key or value is out of bounds (callers check them first).
     pub fn encode(&self) -> Vec<u8> {
-        assert!(check_key(self.key).is_ok() && check_value(self.value).is_ok());
+        assert!(check_key(self.key).is_ok() && check_value(self.value, VALUE_BYTES_MAX).is_ok());
         let mut out = Vec::with_capacity(HEADER_BYTES + self.key.len() + self.value.len());
         out.push(self.kind as u8);
         out.extend_from_slice(&self.seq.to_le_bytes());
@@ -144,8 +140,8 @@ mod tests {
         assert!(check_key(&[0; 255]).is_ok() && check_key(b"abcd").is_ok());
         let big = vec![0; VALUE_BYTES_MAX + 1];
         assert!(
-            matches!(check_value(&big), Err(Error::ValueTooLarge { len, max }) if len == max + 1)
+            matches!(check_value(&big, VALUE_BYTES_MAX), Err(Error::ValueTooLarge { len, max }) if len == max + 1)
         );
-        assert!(check_value(&big[1..]).is_ok());
+        assert!(check_value(&big[1..], VALUE_BYTES_MAX).is_ok());
     }
 }

@@ -24,6 +24,17 @@ pub(crate) struct Counters {
     pub log_bytes: AtomicU64,
     pub batches: AtomicU64,
     pub busy: AtomicU64,
+    pub gc_records: AtomicU64,
+    pub gc_bytes: AtomicU64,
+    pub segments_freed: AtomicU64,
+}
+
+/// Records a segment holds, and how many of them the index points at: what garbage
+/// collection picks victims by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Usage {
+    pub records: u64,
+    pub live: u64,
 }
 
 /// What recovery found.
@@ -41,7 +52,10 @@ pub(crate) struct Shard {
     volume: Volume,
     pub opts: HashOptions,
     pub index: RwLock<Index>,
-    segments: RwLock<Vec<Segment>>,
+    /// The segment table: a [`Location`] names a segment by its slot here; a collected
+    /// segment leaves its slot `None` for the next segment to take.
+    segments: RwLock<Vec<Option<Segment>>>,
+    usage: Mutex<Vec<Usage>>,
     readers: Mutex<Vec<VolumeQueue>>,
     stopped: Mutex<Option<String>>,
     pub counters: Counters,
@@ -55,7 +69,8 @@ impl Shard {
             volume,
             opts,
             index: RwLock::new(Index::default()),
-            segments: RwLock::new(segments),
+            usage: Mutex::new(vec![Usage::default(); segments.len()]),
+            segments: RwLock::new(segments.into_iter().map(Some).collect()),
             readers: Mutex::new(Vec::new()),
             stopped: Mutex::new(None),
             counters: Counters::default(),
@@ -72,27 +87,75 @@ impl Shard {
         digest(key, self.opts.digest_bits)
     }
 
+    /// The segment in table slot `slot`.
+    ///
+    /// # Panics
+    /// If the slot holds none: a location outlived its segment (a bug).
     pub fn segment(&self, slot: u32) -> Segment {
-        self.segments.read()[slot as usize]
+        self.segments.read()[slot as usize].expect("a location names a live segment")
     }
 
-    pub fn segments(&self) -> Vec<Segment> {
-        self.segments.read().clone()
+    /// The live segments with their table slots, oldest generation first.
+    pub fn segments(&self) -> Vec<(u32, Segment)> {
+        let mut out: Vec<(u32, Segment)> = self
+            .segments
+            .read()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.map(|s| (i as u32, s)))
+            .collect();
+        out.sort_by_key(|(_, s)| s.generation);
+        out
     }
 
-    pub fn segment_count(&self) -> u32 {
-        self.segments.read().len() as u32
+    /// The slot a new segment takes: a free one, or one past the end.
+    pub fn free_slot(&self) -> u32 {
+        let segments = self.segments.read();
+        segments.iter().position(Option::is_none).unwrap_or(segments.len()) as u32
     }
 
-    /// Adds a segment, sealing the one `sealed` names.
-    pub fn add_segment(&self, seg: Segment, sealed: Option<(u64, u32)>) {
+    /// Adds a segment in `slot`, sealing the one `sealed` names.
+    pub fn add_segment(&self, slot: u32, seg: Segment, sealed: Option<(u64, u32)>) {
         let mut segments = self.segments.write();
         if let Some((g, pages)) = sealed {
-            if let Some(s) = segments.iter_mut().find(|s| s.generation == g) {
+            if let Some(s) = segments.iter_mut().flatten().find(|s| s.generation == g) {
                 s.sealed_pages = Some(pages);
             }
         }
-        segments.push(seg);
+        let slot = slot as usize;
+        if slot == segments.len() {
+            segments.push(Some(seg));
+            self.usage.lock().push(Usage::default());
+        } else {
+            assert!(segments[slot].is_none(), "a new segment takes a free slot");
+            segments[slot] = Some(seg);
+            self.usage.lock()[slot] = Usage::default();
+        }
+    }
+
+    /// Drops a collected segment from the table.
+    pub fn remove_segment(&self, slot: u32) {
+        self.segments.write()[slot as usize] = None;
+        self.usage.lock()[slot as usize] = Usage::default();
+    }
+
+    /// Each slot's usage.
+    pub fn usage(&self) -> Vec<Usage> {
+        self.usage.lock().clone()
+    }
+
+    /// Counts a record written into `slot`; `live` if the index now points at it.
+    pub fn count_record(&self, slot: u32, live: bool) {
+        let mut u = self.usage.lock();
+        u[slot as usize].records += 1;
+        u[slot as usize].live += u64::from(live);
+    }
+
+    /// Counts a record the index no longer points at.
+    pub fn count_dead(&self, loc: Location) {
+        let mut u = self.usage.lock();
+        let e = &mut u[loc.segment as usize];
+        e.live = e.live.saturating_sub(1);
     }
 
     pub fn refuse_if_stopped(&self) -> Result<()> {
@@ -112,8 +175,13 @@ impl Shard {
     }
 
     pub fn corruption(&self, loc: Location, why: &str) -> Error {
-        let at =
-            self.segments.read().get(loc.segment as usize).map_or(0, |s| s.page_address(loc.page));
+        let at = self
+            .segments
+            .read()
+            .get(loc.segment as usize)
+            .copied()
+            .flatten()
+            .map_or(0, |s| s.page_address(loc.page));
         Error::Corruption {
             what: format!("record log, segment slot {} page {}: {why}", loc.segment, loc.page),
             offset: at,
@@ -143,6 +211,14 @@ impl Shard {
         self.record_from(&read?, loc)
     }
 
+    /// Reads the whole segment in table slot `slot` synchronously.
+    pub fn read_segment(&self, slot: u32) -> Result<shale_io::AlignedBuf> {
+        let seg = self.segment(slot);
+        let bytes = self.volume.layout().slot_bytes * u64::from(seg.extent.count);
+        let mut queue = self.volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        Ok(queue.read_at(seg.start, bytes as usize)?)
+    }
+
     /// Whether the record at `loc` is `key`'s (a store: the index never points at a delete).
     pub fn record_is(&self, rec: &[u8], loc: Location, key: &[u8]) -> Result<bool> {
         let r = Record::decode(rec).ok_or_else(|| self.corruption(loc, "record does not parse"))?;
@@ -164,31 +240,74 @@ impl Shard {
         }
     }
 
-    /// Scans every segment and rebuilds the index.
+    /// Scans every segment and rebuilds the index, oldest generation first. A record is
+    /// applied only if it is newer (by sequence number) than what the index holds for its
+    /// key: garbage collection copies live records, and tombstones, into newer segments
+    /// with their old sequence numbers.
     pub fn replay(&self) -> Result<Replayed> {
         let segments = self.segments();
         let mut queue = self.volume.queue(IoClass::Slot, &QueueOptions::default())?;
         let (mut count, mut max_seq, mut last_end) = (0, 0, None);
-        for (slot, seg) in segments.iter().enumerate() {
+        for (slot, seg) in &segments {
             let bytes = self.volume.layout().slot_bytes * u64::from(seg.extent.count);
             let image = queue.read_at(seg.start, bytes as usize)?;
-            let (records, end) = log::scan_segment(&image, seg, slot as u32)?;
+            let (records, end) = log::scan_segment(&image, seg, *slot)?;
             last_end = Some((seg.generation, end));
             for (loc, rec) in records {
                 let r = Record::decode(&rec)
                     .ok_or_else(|| self.corruption(loc, "record does not parse"))?;
                 max_seq = max_seq.max(r.seq);
                 count += 1;
-                let d = self.digest(r.key);
-                let owner = self.digest_owner(d, r.key)?;
-                let mut index = self.index.write();
-                match r.kind {
-                    Kind::Store => index.insert(d, r.key, loc, owner),
-                    Kind::Delete => index.remove(d, r.key, owner),
-                }
+                self.replay_record(&r, loc, &image, *slot)?;
             }
         }
         Ok(Replayed { records: count, max_seq, last_end })
+    }
+
+    fn replay_record(&self, r: &Record<'_>, loc: Location, image: &[u8], slot: u32) -> Result<()> {
+        let d = self.digest(r.key);
+        let probe = self.index.read().probe(d, r.key);
+        // The key's current record, if the digest entry (or the collision map) holds one: read
+        // from this segment's image when it is there.
+        let current = match probe {
+            Probe::Absent => None,
+            Probe::Exact(at) | Probe::Candidate(at) => {
+                let rec = if at.segment == slot {
+                    let from = at.page as usize * PAGE_BYTES;
+                    self.record_from(&image[from..], at)?
+                } else {
+                    self.read_record(at)?
+                };
+                let cur = Record::decode(&rec)
+                    .ok_or_else(|| self.corruption(at, "record does not parse"))?;
+                let ours = matches!(probe, Probe::Exact(_)) || cur.key == r.key;
+                Some((ours, cur.seq))
+            }
+        };
+        let (owner, newer_held) = match current {
+            None => (false, false),
+            Some((true, seq)) => (true, seq >= r.seq),
+            Some((false, _)) => (false, false),
+        };
+        match r.kind {
+            Kind::Store => {
+                self.count_record(slot, !newer_held);
+                if !newer_held {
+                    if let Some(old) = self.index.write().insert(d, r.key, loc, owner) {
+                        self.count_dead(old);
+                    }
+                }
+            }
+            Kind::Delete => {
+                self.count_record(slot, false);
+                if !newer_held {
+                    if let Some(old) = self.index.write().remove(d, r.key, owner) {
+                        self.count_dead(old);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn stats(&self) -> HashStats {
@@ -200,12 +319,15 @@ impl Shard {
             deletes: c.deletes.load(Ordering::Relaxed),
             user_bytes: c.user_bytes.load(Ordering::Relaxed),
             log_bytes_written: c.log_bytes.load(Ordering::Relaxed),
-            segments: self.segments.read().len() as u64,
+            segments: self.segments.read().iter().flatten().count() as u64,
             index_memory_bytes: index.memory_bytes() as u64,
             recovered_records: self.recovered_records.load(Ordering::Relaxed),
             recovery_micros: self.recovery_micros.load(Ordering::Relaxed),
             batches: c.batches.load(Ordering::Relaxed),
             busy: c.busy.load(Ordering::Relaxed),
+            gc_records_copied: c.gc_records.load(Ordering::Relaxed),
+            gc_bytes_written: c.gc_bytes.load(Ordering::Relaxed),
+            segments_freed: c.segments_freed.load(Ordering::Relaxed),
         }
     }
 }

@@ -219,7 +219,7 @@ impl HashStore {
         let req = match req {
             KvRequest::Store { key, value, mode } => {
                 record::check_key(key)?;
-                record::check_value(value)?;
+                record::check_value(value, self.shard.opts.value_bytes_max())?;
                 let done = Reply::tagged(tag, cq.clone(), |()| Output::Stored);
                 Request::Store { key: key.to_vec(), value: value.to_vec(), mode, done }
             }
@@ -290,7 +290,7 @@ impl HashStore {
         mode: StoreMode,
     ) -> Result<HashTicket<()>> {
         record::check_key(key)?;
-        record::check_value(value)?;
+        record::check_value(value, self.shard.opts.value_bytes_max())?;
         self.submit(false, |done| Request::Store {
             key: key.to_vec(),
             value: value.to_vec(),
@@ -340,7 +340,7 @@ impl HashStore {
     /// or the device's error (which stops the store).
     pub fn store(&self, key: &[u8], value: &[u8], mode: StoreMode) -> Result<()> {
         record::check_key(key)?;
-        record::check_value(value)?;
+        record::check_value(value, self.shard.opts.value_bytes_max())?;
         self.submit(true, |done| Request::Store {
             key: key.to_vec(),
             value: value.to_vec(),

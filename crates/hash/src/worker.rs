@@ -17,7 +17,11 @@
 //!    visible.
 //!
 //! Only one batch is in flight: the next one forms while it is written (group commit), and
-//! its mode checks see every write before it. A failed write stops the store (P5): its
+//! its mode checks see every write before it.
+//!
+//! Garbage collection runs in the same loop, in turns with the user's batches (see
+//! [`Worker::start_gc`]): a victim segment's records still needed are copied, as they are
+//! (same sequence numbers), in batches of their own, then the segment's removal is committed. A failed write stops the store (P5): its
 //! requests, and every later store or delete, complete with the error; reads go on.
 
 use std::collections::VecDeque;
@@ -137,8 +141,33 @@ struct ExistJob {
 
 /// What to do with the index once the batch is durable.
 enum Apply {
-    Store { key: Vec<u8>, d: u64, owner: bool, user_bytes: usize, done: Reply<()> },
-    Delete { key: Vec<u8>, d: u64, owner: bool, done: Reply<bool> },
+    Store {
+        key: Vec<u8>,
+        d: u64,
+        owner: bool,
+        user_bytes: usize,
+        done: Reply<()>,
+    },
+    Delete {
+        key: Vec<u8>,
+        d: u64,
+        owner: bool,
+        done: Reply<bool>,
+    },
+    /// A record copied by garbage collection from `from`: the index follows a store's copy
+    /// if it still points at `from`.
+    Copy {
+        key: Vec<u8>,
+        d: u64,
+        from: Location,
+        store: bool,
+    },
+}
+
+/// A garbage collection in progress: the victim and the records to copy out of it.
+struct Gc {
+    slot: u32,
+    pending: VecDeque<(Location, Vec<u8>)>,
 }
 
 /// The batch being written.
@@ -147,6 +176,8 @@ struct InFlight {
     applies: Vec<(Apply, usize)>,
     confirms_left: usize,
     written: Option<Result<()>>,
+    /// A batch of garbage collection's copies.
+    gc: bool,
 }
 
 /// Tag of the batch's write; reads are tagged by their slot in `reads_in_flight`.
@@ -164,6 +195,9 @@ pub(crate) struct Worker {
     exists: Vec<Option<ExistJob>>,
     in_flight: Option<InFlight>,
     completions: Vec<Completion>,
+    gc: Option<Gc>,
+    /// The next batch is garbage collection's turn, if it has copies to make.
+    gc_turn: bool,
 }
 
 impl Worker {
@@ -182,6 +216,8 @@ impl Worker {
             exists: Vec::new(),
             in_flight: None,
             completions: Vec::new(),
+            gc: None,
+            gc_turn: false,
         })
     }
 
@@ -193,8 +229,19 @@ impl Worker {
             for req in incoming {
                 self.accept(req);
             }
-            if self.in_flight.is_none() && !self.writes.is_empty() {
-                self.build_batch();
+            if !closing && self.in_flight.is_none() {
+                self.finish_gc();
+                self.start_gc();
+            }
+            if self.in_flight.is_none() {
+                let gc_copies = self.gc.as_ref().is_some_and(|g| !g.pending.is_empty());
+                if gc_copies && !closing && (self.gc_turn || self.writes.is_empty()) {
+                    self.build_gc_batch();
+                    self.gc_turn = false;
+                } else if !self.writes.is_empty() {
+                    self.build_batch();
+                    self.gc_turn = true;
+                }
             }
             self.submit_reads();
             let busy = self.queue.in_flight() > 0;
@@ -202,6 +249,7 @@ impl Worker {
                 && self.writes.is_empty()
                 && self.reads_waiting.is_empty()
                 && self.in_flight.is_none()
+                && (closing || self.gc.is_none())
             {
                 if closing {
                     return;
@@ -222,7 +270,8 @@ impl Worker {
         let idle = self.queue.in_flight() == 0
             && self.writes.is_empty()
             && self.reads_waiting.is_empty()
-            && self.in_flight.is_none();
+            && self.in_flight.is_none()
+            && self.gc.is_none();
         let mut s = self.submissions.state.lock();
         if idle {
             while s.queue.is_empty() && !s.closing {
@@ -410,9 +459,163 @@ impl Worker {
         let op = Op::Write { offset: batch.address, buf, durable: true };
         let confirms_left = confirms.len();
         self.reads_waiting.extend(confirms);
-        self.in_flight = Some(InFlight { batch, applies, confirms_left, written: None });
+        self.in_flight = Some(InFlight { batch, applies, confirms_left, written: None, gc: false });
         if let Err((e, _)) = self.queue.submit(IoRequest { tag: WRITE_TAG, op }) {
             self.finish_write(Err(e.into()));
+        }
+    }
+
+    /// Picks a victim when none is being collected: the sealed segment with the smallest
+    /// share of live records, below `gc_live_ratio` (never the segment being appended to, nor
+    /// the newest, whose end a later segment has not sealed). Reads it whole and keeps the
+    /// records still needed:
+    /// - a store the index points at (by location: no key read is needed);
+    /// - a delete whose key is absent, while an older segment exists that may hold a store of
+    ///   it (a tombstone in the oldest segment is dropped: nothing older is left to hide).
+    fn start_gc(&mut self) {
+        let ratio = self.shard.opts.gc_live_ratio;
+        if self.gc.is_some() || ratio <= 0.0 || self.shard.refuse_if_stopped().is_err() {
+            return;
+        }
+        let segments = self.shard.segments();
+        let newest = segments.last().map(|(slot, _)| *slot);
+        let usage = self.shard.usage();
+        let victim = segments
+            .iter()
+            .filter(|(slot, _)| Some(*slot) != self.log.active_slot() && Some(*slot) != newest)
+            .map(|(slot, _)| (*slot, usage[*slot as usize]))
+            .filter(|(_, u)| (u.live as f64) < ratio * u.records as f64 || u.records == 0)
+            .min_by(|a, b| {
+                let share = |u: &crate::shard::Usage| u.live as f64 / u.records.max(1) as f64;
+                share(&a.1).total_cmp(&share(&b.1))
+            });
+        let Some((slot, _)) = victim else { return };
+        match self.gc_survivors(slot, &segments) {
+            Ok(pending) => self.gc = Some(Gc { slot, pending }),
+            Err(e) => {
+                let e = self.shard.stop(e);
+                log::error!("garbage collection stopped the store: {e}");
+            }
+        }
+    }
+
+    /// The records of segment `slot` that must be copied before it is freed.
+    fn gc_survivors(
+        &self,
+        slot: u32,
+        segments: &[(u32, crate::log::Segment)],
+    ) -> Result<VecDeque<(Location, Vec<u8>)>> {
+        let seg = self.shard.segment(slot);
+        let older_exists = segments.iter().any(|(_, s)| s.generation < seg.generation);
+        let image = self.shard.read_segment(slot)?;
+        let (records, _) = crate::log::scan_segment(&image, &seg, slot)?;
+        let mut keep = VecDeque::new();
+        for (loc, rec) in records {
+            let r = Record::decode(&rec)
+                .ok_or_else(|| self.shard.corruption(loc, "record does not parse"))?;
+            let d = self.shard.digest(r.key);
+            let needed = match r.kind {
+                Kind::Store => self.shard.index.read().points_at(d, r.key, loc),
+                Kind::Delete => older_exists && !self.present(d, r.key)?,
+            };
+            if needed {
+                keep.push_back((loc, rec));
+            }
+        }
+        Ok(keep)
+    }
+
+    /// Whether `key` is live, by the index (a candidate's key read to confirm).
+    fn present(&self, d: u64, key: &[u8]) -> Result<bool> {
+        let probe = self.shard.index.read().probe(d, key);
+        match probe {
+            Probe::Absent => Ok(false),
+            Probe::Exact(_) => Ok(true),
+            Probe::Candidate(_) => self.shard.digest_owner(d, key),
+        }
+    }
+
+    /// Packs garbage collection's pending copies into a batch, skipping stores overwritten
+    /// since the victim was read, and submits its durable write.
+    fn build_gc_batch(&mut self) {
+        let mut batch = match self.open_batch() {
+            Ok(b) => b,
+            Err(e) => {
+                let e = self.shard.stop(e);
+                self.fail_writes(&e);
+                self.gc = None;
+                return;
+            }
+        };
+        let mut pending =
+            std::mem::take(&mut self.gc.as_mut().expect("a collection in progress").pending);
+        let mut applies = Vec::new();
+        while let Some((from, rec)) = pending.pop_front() {
+            let r = Record::decode(&rec).expect("scanned above");
+            let d = self.shard.digest(r.key);
+            let store = r.kind == Kind::Store;
+            // A store overwritten, or a deleted key stored again, since the victim was read:
+            // nothing to copy.
+            let still_needed = if store {
+                self.shard.index.read().points_at(d, r.key, from)
+            } else {
+                match self.present(d, r.key) {
+                    Ok(present) => !present,
+                    Err(_) => true, // keep it: a needless copy is harmless, a lost one is not
+                }
+            };
+            if !still_needed {
+                continue;
+            }
+            let fits = batch.fits(rec.len())
+                && (batch.image.len() + rec.len() <= self.shard.opts.batch_bytes_max
+                    || applies.is_empty());
+            if !fits {
+                pending.push_front((from, rec));
+                break;
+            }
+            let at = batch.add(&rec);
+            applies.push((Apply::Copy { key: r.key.to_vec(), d, from, store }, at));
+        }
+        self.gc.as_mut().expect("a collection in progress").pending = pending;
+        if applies.is_empty() {
+            return;
+        }
+        batch.finish();
+        let buf = AlignedBuf::padded_copy(&batch.image, PAGE_BYTES);
+        let op = Op::Write { offset: batch.address, buf, durable: true };
+        self.in_flight =
+            Some(InFlight { batch, applies, confirms_left: 0, written: None, gc: true });
+        if let Err((e, _)) = self.queue.submit(IoRequest { tag: WRITE_TAG, op }) {
+            self.finish_write(Err(e.into()));
+        }
+    }
+
+    /// Frees the victim once every copy is durable and no read in flight or waiting still
+    /// names it: commits its removal, which frees its slots.
+    fn finish_gc(&mut self) {
+        let Some(gc) = &self.gc else { return };
+        if !gc.pending.is_empty() {
+            return;
+        }
+        let slot = gc.slot;
+        let reading = self
+            .reads_waiting
+            .iter()
+            .chain(self.reads_in_flight.iter().flatten())
+            .any(|r| r.loc.segment == slot);
+        if reading {
+            return;
+        }
+        self.gc = None;
+        match self.log.remove_segment(&self.shard, slot) {
+            Ok(()) => {
+                self.shard.counters.segments_freed.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                let e = self.shard.stop(e);
+                log::error!("garbage collection stopped the store: {e}");
+            }
         }
     }
 
@@ -540,6 +743,7 @@ impl Worker {
                 match confirmed {
                     Ok(yes) => match &mut f.applies[entry].0 {
                         Apply::Store { owner, .. } | Apply::Delete { owner, .. } => *owner = yes,
+                        Apply::Copy { .. } => unreachable!("copies need no confirmation"),
                     },
                     // The index cannot be updated without knowing: stop, as for a failed write.
                     Err(e) => {
@@ -578,16 +782,36 @@ impl Worker {
         if written.is_ok() {
             self.log.written(&f.batch);
             let c = &self.shard.counters;
-            c.log_bytes.fetch_add(f.batch.image.len() as u64, Ordering::Relaxed);
-            c.batches.fetch_add(1, Ordering::Relaxed);
+            if f.gc {
+                c.gc_bytes.fetch_add(f.batch.image.len() as u64, Ordering::Relaxed);
+                c.gc_records.fetch_add(f.applies.len() as u64, Ordering::Relaxed);
+            } else {
+                c.log_bytes.fetch_add(f.batch.image.len() as u64, Ordering::Relaxed);
+                c.batches.fetch_add(1, Ordering::Relaxed);
+            }
+        } else if f.gc {
+            self.gc = None;
         }
         for (apply, at) in f.applies {
             let loc = f.batch.locations[at];
             match apply {
+                Apply::Copy { key, d, from, store } => {
+                    if written.is_ok() {
+                        let moved = store && self.shard.index.write().relocate(d, &key, from, loc);
+                        self.shard.count_record(loc.segment, moved);
+                        if moved {
+                            self.shard.count_dead(from);
+                        }
+                    }
+                }
                 Apply::Store { key, d, owner, user_bytes, done } => {
                     let result = match &written {
                         Ok(()) => {
-                            self.shard.index.write().insert(d, &key, loc, owner);
+                            let old = self.shard.index.write().insert(d, &key, loc, owner);
+                            self.shard.count_record(loc.segment, true);
+                            if let Some(old) = old {
+                                self.shard.count_dead(old);
+                            }
                             let c = &self.shard.counters;
                             c.stores.fetch_add(1, Ordering::Relaxed);
                             c.user_bytes.fetch_add(user_bytes as u64, Ordering::Relaxed);
@@ -600,15 +824,13 @@ impl Worker {
                 Apply::Delete { key, d, owner, done } => {
                     let result = match &written {
                         Ok(()) => {
-                            let mut index = self.shard.index.write();
-                            let before = index.len();
-                            index.remove(d, &key, owner);
-                            let removed = index.len() < before;
-                            drop(index);
-                            if removed {
+                            let old = self.shard.index.write().remove(d, &key, owner);
+                            self.shard.count_record(loc.segment, false);
+                            if let Some(old) = old {
+                                self.shard.count_dead(old);
                                 self.shard.counters.deletes.fetch_add(1, Ordering::Relaxed);
                             }
-                            Ok(removed)
+                            Ok(old.is_some())
                         }
                         Err(e) => Err(e.clone_for_request()),
                     };

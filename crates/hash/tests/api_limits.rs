@@ -90,7 +90,8 @@ fn store_modes_delete_and_exist() {
 fn bad_options_are_refused() {
     let d = sim(4, 4);
     for opts in [
-        HashOptions { segment_bytes: 1 << 20, ..small_options() },
+        HashOptions { segment_bytes: 32 << 10, ..small_options() },
+        HashOptions { gc_live_ratio: 1.0, ..small_options() },
         HashOptions { segment_bytes: (4 << 20) + 1, ..small_options() },
         HashOptions { digest_bits: 0, ..small_options() },
         HashOptions { read_queues: 0, ..small_options() },
@@ -107,7 +108,7 @@ fn another_engines_volume_is_refused_untouched() {
     let d = sim(4, 5);
     let vopts = VolumeOptions {
         layout: LayoutOptions {
-            slot_bytes: shale_hash::SEGMENT_BYTES_MIN,
+            slot_bytes: shale_hash::SEGMENT_BYTES_FULL_VALUES,
             version_log_bytes: 64 << 10,
             wal_bytes: 0,
         },

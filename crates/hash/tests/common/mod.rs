@@ -10,7 +10,7 @@ use shale_io::{DeviceRef, SimDevice};
 /// Options for small stores: the smallest segments and version log.
 pub fn small_options() -> HashOptions {
     HashOptions {
-        segment_bytes: shale_hash::SEGMENT_BYTES_MIN,
+        segment_bytes: shale_hash::SEGMENT_BYTES_FULL_VALUES,
         version_log_bytes: 64 << 10,
         ..HashOptions::default()
     }
@@ -19,7 +19,7 @@ pub fn small_options() -> HashOptions {
 /// Bytes of a simulated device with room for `segments` segments of `small_options`.
 pub fn device_bytes(segments: u64) -> u64 {
     // Header area and both version log mirrors, rounded up, then the slots.
-    (2 << 20) + segments * shale_hash::SEGMENT_BYTES_MIN
+    (2 << 20) + segments * shale_hash::SEGMENT_BYTES_FULL_VALUES
 }
 
 pub fn sim(segments: u64, seed: u64) -> SimDevice {

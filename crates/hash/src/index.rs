@@ -68,6 +68,9 @@ pub fn digest(key: &[u8], bits: u32) -> u64 {
     if bits >= 64 { d } else { d & ((1u64 << bits) - 1) }
 }
 
+/// An entry of the collision map: the full key and its packed location.
+pub type KeyedEntry = (Vec<u8>, u64);
+
 /// Digest and key-confirmed maps.
 #[derive(Debug, Default)]
 pub struct Index {
@@ -187,6 +190,21 @@ impl Index {
             }
             _ => false,
         }
+    }
+
+    /// The raw entries, for a checkpoint: (digest, packed location) and (key, packed
+    /// location) of the collision map.
+    pub fn entries(&self) -> (Vec<(u64, u64)>, Vec<KeyedEntry>) {
+        let by_digest = self.by_digest.iter().map(|(&d, &l)| (d, l)).collect();
+        let collided = self.collided.iter().map(|(k, &l)| (k.clone(), l)).collect();
+        (by_digest, collided)
+    }
+
+    /// Puts back a checkpoint's entries (into an empty index).
+    pub fn load(&mut self, by_digest: Vec<(u64, u64)>, collided: Vec<KeyedEntry>) {
+        self.by_digest.reserve(by_digest.len());
+        self.by_digest.extend(by_digest);
+        self.collided.extend(collided);
     }
 
     /// Every live location (for garbage collection's accounting and for checks).

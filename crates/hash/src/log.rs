@@ -209,7 +209,7 @@ impl LogWriter {
                 })
                 .collect();
             metas.push(SegmentMeta { generation, extent, sealed_pages: None });
-            meta::encode_base(&metas)
+            meta::encode_base(&metas, *shard.checkpoint.lock())
         };
         if let Err(e) = volume.commit(&edit, &mut full) {
             volume.release(extent);
@@ -253,11 +253,35 @@ impl LogWriter {
                     sealed_pages: s.sealed_pages,
                 })
                 .collect();
-            meta::encode_base(&metas)
+            meta::encode_base(&metas, *shard.checkpoint.lock())
         };
         shard.volume().commit(&edit, &mut full)?;
         shard.remove_segment(slot);
         Ok(())
+    }
+
+    /// A fresh generation, for a checkpoint (segments and checkpoints share one count, so
+    /// no two ever colour pages alike).
+    pub fn take_generation(&mut self) -> u64 {
+        self.next_generation += 1;
+        self.next_generation - 1
+    }
+
+    /// Pages of each segment's log written so far: its seal, or for the newest what it
+    /// holds.
+    pub fn written_pages(&self, seg: &Segment) -> u32 {
+        match (seg.sealed_pages, self.last_end) {
+            (Some(pages), _) => pages,
+            (None, Some((g, pages))) if g == seg.generation => pages,
+            // A segment neither sealed nor the newest does not exist: each new segment seals
+            // the one before it.
+            _ => 0,
+        }
+    }
+
+    /// The largest sequence number given out.
+    pub fn max_seq(&self) -> u64 {
+        self.next_seq - 1
     }
 }
 

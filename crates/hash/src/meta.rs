@@ -11,6 +11,10 @@
 //!                added extent
 //! kind 2, a segment removed (collected): generation (u64 LE); its extent is the delta's one
 //!                removed extent
+//! kind 3, an index checkpoint: generation (u64 LE); its extent is the delta's one added
+//!                extent, the checkpoint it replaces (if any) the one removed extent
+//! a base ends, after its segments, with the checkpoint if there is one: present (u8 0 or
+//!                1), then generation (u64 LE), tier (u8), first slot (u32 LE), slots (u32 LE)
 //! ```
 //! A sealed segment's page count tells recovery that every page below it was durable: an
 //! invalid one is damage, never a torn tail to cut (P4).
@@ -25,6 +29,25 @@ const MAGIC: &[u8; 8] = b"SHHASH01";
 const BASE: u8 = 0;
 const SEGMENT_ADDED: u8 = 1;
 const SEGMENT_REMOVED: u8 = 2;
+const CHECKPOINT: u8 = 3;
+
+/// The newest index checkpoint, as the version log names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointMeta {
+    /// Its generation: the colour of its pages.
+    pub generation: u64,
+    /// Where it lies.
+    pub extent: Extent,
+}
+
+/// What the version log says of a hash store.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct State {
+    /// The segments, oldest generation first.
+    pub segments: Vec<SegmentMeta>,
+    /// The newest checkpoint.
+    pub checkpoint: Option<CheckpointMeta>,
+}
 
 /// A segment as the version log names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +63,7 @@ pub struct SegmentMeta {
 const OPEN: u32 = u32::MAX;
 
 /// The payload of a full state.
-pub fn encode_base(segments: &[SegmentMeta]) -> Vec<u8> {
+pub fn encode_base(segments: &[SegmentMeta], checkpoint: Option<CheckpointMeta>) -> Vec<u8> {
     let mut b = MAGIC.to_vec();
     b.push(BASE);
     b.extend_from_slice(&(segments.len() as u32).to_le_bytes());
@@ -50,6 +73,24 @@ pub fn encode_base(segments: &[SegmentMeta]) -> Vec<u8> {
         b.extend_from_slice(&s.extent.first.to_le_bytes());
         b.extend_from_slice(&s.sealed_pages.unwrap_or(OPEN).to_le_bytes());
     }
+    match checkpoint {
+        None => b.push(0),
+        Some(c) => {
+            b.push(1);
+            b.extend_from_slice(&c.generation.to_le_bytes());
+            b.push(c.extent.tier.index() as u8);
+            b.extend_from_slice(&c.extent.first.to_le_bytes());
+            b.extend_from_slice(&c.extent.count.to_le_bytes());
+        }
+    }
+    b
+}
+
+/// The payload of a delta naming a new checkpoint of generation `generation`.
+pub fn encode_checkpoint(generation: u64) -> Vec<u8> {
+    let mut b = MAGIC.to_vec();
+    b.push(CHECKPOINT);
+    b.extend_from_slice(&generation.to_le_bytes());
     b
 }
 
@@ -80,10 +121,16 @@ pub fn encode_removed(generation: u64) -> Vec<u8> {
 /// [`Error::NotHashStore`] when a payload lacks the magic (another engine's volume);
 /// [`Error::Corruption`] when a payload of this engine does not parse or names extents the
 /// version does not hold.
-pub fn decode(versions: &Versions) -> Result<Vec<SegmentMeta>> {
+pub fn decode(versions: &Versions) -> Result<State> {
     let bad =
         |what: &str| Error::Corruption { what: format!("hash store metadata: {what}"), offset: 0 };
     let mut segments = Vec::new();
+    let mut checkpoint = None;
+    let tier_of = |b: u8| match b {
+        0 => Some(Tier::Fast),
+        1 => Some(Tier::Capacity),
+        _ => None,
+    };
     let live = |first: u32, tier: Tier| {
         versions.base.extents.iter().find(|e| e.first == first && e.tier == tier).copied()
     };
@@ -95,16 +142,28 @@ pub fn decode(versions: &Versions) -> Result<Vec<SegmentMeta>> {
         }
         let n = u32::from_le_bytes(body[1..5].try_into().unwrap()) as usize;
         let rest = &body[5..];
-        if rest.len() != n * 17 {
+        if rest.len() < n * 17 + 1 {
             return Err(bad("base record length"));
         }
-        for entry in rest.chunks_exact(17) {
+        let (entries, tail) = rest.split_at(n * 17);
+        match tail {
+            [0] => {}
+            [1, c @ ..] if c.len() == 17 => {
+                let generation = u64::from_le_bytes(c[..8].try_into().unwrap());
+                let tier = tier_of(c[8]).ok_or_else(|| bad("checkpoint tier"))?;
+                let first = u32::from_le_bytes(c[9..13].try_into().unwrap());
+                let count = u32::from_le_bytes(c[13..17].try_into().unwrap());
+                let extent = Extent { tier, first, count };
+                if live(first, tier) != Some(extent) {
+                    return Err(bad("a checkpoint the base does not hold"));
+                }
+                checkpoint = Some(CheckpointMeta { generation, extent });
+            }
+            _ => return Err(bad("base record's checkpoint")),
+        }
+        for entry in entries.chunks_exact(17) {
             let generation = u64::from_le_bytes(entry[..8].try_into().unwrap());
-            let tier = match entry[8] {
-                0 => Tier::Fast,
-                1 => Tier::Capacity,
-                _ => return Err(bad("tier")),
-            };
+            let tier = tier_of(entry[8]).ok_or_else(|| bad("tier"))?;
             let first = u32::from_le_bytes(entry[9..13].try_into().unwrap());
             let extent =
                 live(first, tier).ok_or_else(|| bad("a segment the base does not hold"))?;
@@ -135,6 +194,14 @@ pub fn decode(versions: &Versions) -> Result<Vec<SegmentMeta>> {
                     return Err(bad("removal of a segment the version does not hold"));
                 }
             }
+            (Some(&CHECKPOINT), 9, [extent]) if delta.removed.len() <= 1 => {
+                let generation = u64::from_le_bytes(body[1..9].try_into().unwrap());
+                let replaced = checkpoint.map(|c: CheckpointMeta| c.extent);
+                if delta.removed.first().copied() != replaced {
+                    return Err(bad("a checkpoint that does not replace the current one"));
+                }
+                checkpoint = Some(CheckpointMeta { generation, extent: *extent });
+            }
             _ => return Err(bad("delta record")),
         }
     }
@@ -142,7 +209,7 @@ pub fn decode(versions: &Versions) -> Result<Vec<SegmentMeta>> {
     if segments.windows(2).any(|w| w[0].generation == w[1].generation) {
         return Err(bad("two segments of one generation"));
     }
-    Ok(segments)
+    Ok(State { segments, checkpoint })
 }
 
 fn strip_magic(payload: &[u8]) -> Result<&[u8]> {
@@ -167,10 +234,13 @@ mod tests {
         let versions = Versions {
             base: BaseRecord {
                 extents: vec![a, b],
-                engine: encode_base(&[
-                    SegmentMeta { generation: 4, extent: b, sealed_pages: None },
-                    SegmentMeta { generation: 2, extent: a, sealed_pages: Some(12) },
-                ]),
+                engine: encode_base(
+                    &[
+                        SegmentMeta { generation: 4, extent: b, sealed_pages: None },
+                        SegmentMeta { generation: 2, extent: a, sealed_pages: Some(12) },
+                    ],
+                    None,
+                ),
             },
             deltas: vec![
                 DeltaRecord {
@@ -182,7 +252,9 @@ mod tests {
                 DeltaRecord { removed: vec![], added: vec![a], engine: encode_added(8, None) },
             ],
         };
-        let got = decode(&versions).unwrap();
+        let state = decode(&versions).unwrap();
+        assert_eq!(state.checkpoint, None);
+        let got = state.segments;
         assert_eq!(got.iter().map(|s| s.generation).collect::<Vec<_>>(), vec![4, 7, 8]);
         assert_eq!(got[2].extent, a, "a collected segment's slots are used again");
         assert_eq!(
@@ -190,6 +262,38 @@ mod tests {
             vec![Some(30), None, None]
         );
         assert_eq!(got[1].extent, c);
+    }
+
+    #[test]
+    fn checkpoints_replace_each_other_and_survive_a_base() {
+        let seg = Extent::fast(1, 1);
+        let c1 = Extent::fast(2, 3);
+        let c2 = Extent::fast(5, 2);
+        let s = SegmentMeta { generation: 1, extent: seg, sealed_pages: None };
+        let versions = Versions {
+            base: BaseRecord {
+                extents: vec![seg, c1],
+                engine: encode_base(&[s], Some(CheckpointMeta { generation: 2, extent: c1 })),
+            },
+            deltas: vec![DeltaRecord {
+                removed: vec![c1],
+                added: vec![c2],
+                engine: encode_checkpoint(3),
+            }],
+        };
+        let state = decode(&versions).unwrap();
+        assert_eq!(state.checkpoint, Some(CheckpointMeta { generation: 3, extent: c2 }));
+        assert_eq!(state.segments, vec![s]);
+        // A checkpoint delta that does not remove the one it replaces is damage.
+        let bad = Versions {
+            base: versions.base.clone(),
+            deltas: vec![DeltaRecord {
+                removed: vec![],
+                added: vec![c2],
+                engine: encode_checkpoint(3),
+            }],
+        };
+        assert!(matches!(decode(&bad), Err(Error::Corruption { .. })));
     }
 
     #[test]

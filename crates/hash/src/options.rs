@@ -50,6 +50,10 @@ pub struct HashOptions {
     /// records it holds (0.5: at most about twice the live data on the volume under uniform
     /// overwrites, and each copy pays for at least one freed record); 0 turns it off.
     pub gc_live_ratio: f64,
+    /// Log bytes written (the user's and garbage collection's) after which the index is
+    /// checkpointed, so an open reads the checkpoint and the log after it rather than every
+    /// segment; 0 turns checkpoints off. Each checkpoint writes about 16 bytes per key.
+    pub checkpoint_bytes: u64,
 }
 
 /// Smallest segment.
@@ -69,6 +73,7 @@ impl Default for HashOptions {
             io_depth: 64,
             batch_bytes_max: 1 << 20,
             gc_live_ratio: 0.5,
+            checkpoint_bytes: 1 << 30,
         }
     }
 }
@@ -179,6 +184,11 @@ pub struct HashStats {
     pub gc_bytes_written: u64,
     /// Segments garbage collection freed.
     pub segments_freed: u64,
+    /// Checkpoints written since the open.
+    pub checkpoints: u64,
+    /// Index entries the open loaded from the newest checkpoint (the rest of the index came
+    /// from the `recovered_records` of the log written after it).
+    pub checkpoint_entries_loaded: u64,
     /// Microseconds the open spent recovering.
     pub recovery_micros: u64,
 }

@@ -9,9 +9,11 @@ use shale_io::{QueueExt, QueueOptions};
 use shale_space::log_page::PAGE_BYTES;
 use shale_space::{IoClass, Volume, VolumeQueue};
 
+use crate::checkpoint::Checkpoint;
 use crate::error::{Error, Result};
 use crate::index::{Index, Location, Probe, digest};
 use crate::log::{self, Segment};
+use crate::meta::CheckpointMeta;
 use crate::options::{HashOptions, HashStats};
 use crate::record::{Kind, Record};
 
@@ -27,6 +29,8 @@ pub(crate) struct Counters {
     pub gc_records: AtomicU64,
     pub gc_bytes: AtomicU64,
     pub segments_freed: AtomicU64,
+    pub checkpoints: AtomicU64,
+    pub checkpoint_entries: AtomicU64,
 }
 
 /// Records a segment holds, and how many of them the index points at: what garbage
@@ -59,6 +63,8 @@ pub(crate) struct Shard {
     readers: Mutex<Vec<VolumeQueue>>,
     stopped: Mutex<Option<String>>,
     pub counters: Counters,
+    /// The newest checkpoint the version log names.
+    pub checkpoint: Mutex<Option<CheckpointMeta>>,
     pub recovered_records: AtomicU64,
     pub recovery_micros: AtomicU64,
 }
@@ -74,6 +80,7 @@ impl Shard {
             readers: Mutex::new(Vec::new()),
             stopped: Mutex::new(None),
             counters: Counters::default(),
+            checkpoint: Mutex::new(None),
             recovered_records: AtomicU64::new(0),
             recovery_micros: AtomicU64::new(0),
         }
@@ -244,16 +251,32 @@ impl Shard {
     /// applied only if it is newer (by sequence number) than what the index holds for its
     /// key: garbage collection copies live records, and tombstones, into newer segments
     /// with their old sequence numbers.
+    ///
+    /// With a checkpoint, the index, the counts and the sequence number start from it, and
+    /// each segment is read only past the pages the checkpoint covers (a segment sealed
+    /// there is not read at all). Entries naming a segment collected since are dropped: the
+    /// records they named that are still needed were copied after the checkpoint.
     pub fn replay(&self) -> Result<Replayed> {
         let segments = self.segments();
         let mut queue = self.volume.queue(IoClass::Slot, &QueueOptions::default())?;
         let (mut count, mut max_seq, mut last_end) = (0, 0, None);
+        let mut covered: Vec<(u64, u32)> = Vec::new();
+        let checkpoint = *self.checkpoint.lock();
+        if let Some(meta) = checkpoint {
+            let (ck, seq) = self.load_checkpoint(&mut queue, meta, &segments)?;
+            max_seq = seq;
+            covered = ck;
+        }
         for (slot, seg) in &segments {
+            let from = covered.iter().find(|(g, _)| *g == seg.generation).map_or(0, |&(_, p)| p);
+            if from > 0 && seg.sealed_pages == Some(from) {
+                continue;
+            }
             let bytes = self.volume.layout().slot_bytes * u64::from(seg.extent.count);
             let image = queue.read_at(seg.start, bytes as usize)?;
             let (records, end) = log::scan_segment(&image, seg, *slot)?;
             last_end = Some((seg.generation, end));
-            for (loc, rec) in records {
+            for (loc, rec) in records.into_iter().filter(|(loc, _)| loc.page >= from) {
                 let r = Record::decode(&rec)
                     .ok_or_else(|| self.corruption(loc, "record does not parse"))?;
                 max_seq = max_seq.max(r.seq);
@@ -262,6 +285,59 @@ impl Shard {
             }
         }
         Ok(Replayed { records: count, max_seq, last_end })
+    }
+
+    /// Loads the checkpoint `meta` names into the index and the counts; returns the pages
+    /// it covers of each segment (by generation) and its sequence number.
+    fn load_checkpoint(
+        &self,
+        queue: &mut VolumeQueue,
+        meta: CheckpointMeta,
+        segments: &[(u32, Segment)],
+    ) -> Result<(Vec<(u64, u32)>, u64)> {
+        let range = self.volume.extent_range(meta.extent);
+        let image = queue.read_at(range.start, (range.end - range.start) as usize)?;
+        let ck = Checkpoint::decode(&image, meta.generation).map_err(|why| Error::Corruption {
+            what: format!("index checkpoint {}: {why}", meta.generation),
+            offset: range.start,
+        })?;
+        // The checkpoint's table slots, by generation, to this open's.
+        let slot_now = |old: u32| {
+            let generation = ck.segments.iter().find(|s| s.slot == old)?.generation;
+            segments.iter().find(|(_, s)| s.generation == generation).map(|(slot, _)| *slot)
+        };
+        let remap = |packed: u64| {
+            let mut loc = Location::unpack(packed);
+            slot_now(loc.segment).map(|slot| {
+                loc.segment = slot;
+                loc.pack()
+            })
+        };
+        let entries: Vec<(u64, u64)> =
+            ck.entries.iter().filter_map(|&(d, l)| remap(l).map(|l| (d, l))).collect();
+        let keyed: Vec<(Vec<u8>, u64)> =
+            ck.keyed.iter().filter_map(|(k, l)| remap(*l).map(|l| (k.clone(), l))).collect();
+        self.counters
+            .checkpoint_entries
+            .store((entries.len() + keyed.len()) as u64, Ordering::Relaxed);
+        self.index.write().load(entries, keyed);
+        {
+            let mut usage = self.usage.lock();
+            for s in &ck.segments {
+                if let Some(slot) = slot_now(s.slot) {
+                    usage[slot as usize] = s.usage;
+                }
+            }
+        }
+        Ok((ck.segments.iter().map(|s| (s.generation, s.pages)).collect(), ck.max_seq))
+    }
+
+    /// Writes `buf` at `address` durably, on a queue of its own (the worker's queue may
+    /// have reads in flight).
+    pub fn write_durable(&self, address: u64, buf: shale_io::AlignedBuf) -> Result<()> {
+        let mut queue = self.volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        queue.write_at(address, buf, true)?;
+        Ok(())
     }
 
     fn replay_record(&self, r: &Record<'_>, loc: Location, image: &[u8], slot: u32) -> Result<()> {
@@ -328,6 +404,8 @@ impl Shard {
             gc_records_copied: c.gc_records.load(Ordering::Relaxed),
             gc_bytes_written: c.gc_bytes.load(Ordering::Relaxed),
             segments_freed: c.segments_freed.load(Ordering::Relaxed),
+            checkpoints: c.checkpoints.load(Ordering::Relaxed),
+            checkpoint_entries_loaded: c.checkpoint_entries.load(Ordering::Relaxed),
         }
     }
 }

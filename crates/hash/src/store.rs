@@ -140,7 +140,8 @@ impl HashStore {
     fn recover(opened: shale_space::Opened, opts: HashOptions) -> Result<HashStore> {
         let started = std::time::Instant::now();
         let volume = opened.volume;
-        let metas = meta::decode(&opened.versions)?;
+        let state = meta::decode(&opened.versions)?;
+        let metas = state.segments;
         if metas.len() as u64 >= u64::from(SEGMENTS_MAX) {
             return Err(Error::InvalidArgument("more segments than the index can name".into()));
         }
@@ -153,8 +154,13 @@ impl HashStore {
                 sealed_pages: m.sealed_pages,
             })
             .collect();
-        let next_generation = segments.last().map_or(1, |s| s.generation + 1);
+        let next_generation = segments
+            .last()
+            .map(|s| s.generation)
+            .max(state.checkpoint.map(|c| c.generation))
+            .map_or(1, |g| g + 1);
         let shard = Arc::new(Shard::new(volume, opts, segments));
+        *shard.checkpoint.lock() = state.checkpoint;
         let replayed = shard.replay()?;
         shard.recovered_records.store(replayed.records, Ordering::Relaxed);
         shard.recovery_micros.store(started.elapsed().as_micros() as u64, Ordering::Relaxed);

@@ -198,6 +198,8 @@ pub(crate) struct Worker {
     gc: Option<Gc>,
     /// The next batch is garbage collection's turn, if it has copies to make.
     gc_turn: bool,
+    /// Log bytes written since the last checkpoint.
+    since_checkpoint: u64,
 }
 
 impl Worker {
@@ -218,6 +220,7 @@ impl Worker {
             completions: Vec::new(),
             gc: None,
             gc_turn: false,
+            since_checkpoint: 0,
         })
     }
 
@@ -231,6 +234,7 @@ impl Worker {
             }
             if !closing && self.in_flight.is_none() {
                 self.finish_gc();
+                self.maybe_checkpoint();
                 self.start_gc();
             }
             if self.in_flight.is_none() {
@@ -591,6 +595,92 @@ impl Worker {
         }
     }
 
+    /// Checkpoints the index once `checkpoint_bytes` of log were written since the last one,
+    /// between batches and collections (the index then holds exactly the log written so
+    /// far): the checkpoint is written into an extent of its own, durably, then the version
+    /// log names it in place of the previous one, whose slots that frees. Writes wait
+    /// meanwhile (about 16 bytes of checkpoint per key). A checkpoint that finds no room is
+    /// skipped with a warning (the log still recovers everything); a failed write or commit
+    /// stops the store.
+    fn maybe_checkpoint(&mut self) {
+        let every = self.shard.opts.checkpoint_bytes;
+        if every == 0 || self.since_checkpoint < every || self.gc.is_some() {
+            return;
+        }
+        if self.shard.refuse_if_stopped().is_err() {
+            return;
+        }
+        self.since_checkpoint = 0;
+        if let Err(e) = self.checkpoint() {
+            if matches!(e, Error::Space(shale_space::Error::NoSpace(_))) {
+                log::warn!("index checkpoint skipped: {e}");
+                return;
+            }
+            let e = self.shard.stop(e);
+            log::error!("an index checkpoint stopped the store: {e}");
+        }
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        use crate::checkpoint::{Checkpoint, SegmentAt};
+        let shard = self.shard.clone();
+        let usage = shard.usage();
+        let segments: Vec<SegmentAt> = shard
+            .segments()
+            .iter()
+            .map(|(slot, seg)| SegmentAt {
+                slot: *slot,
+                generation: seg.generation,
+                pages: self.log.written_pages(seg),
+                usage: usage[*slot as usize],
+            })
+            .collect();
+        let (entries, keyed) = shard.index.read().entries();
+        let ck = Checkpoint { max_seq: self.log.max_seq(), segments, entries, keyed };
+        let generation = self.log.take_generation();
+        let image = ck.image(generation);
+        let volume = shard.volume();
+        let slot_bytes = volume.layout().slot_bytes;
+        let slots = (image.len() as u64).div_ceil(slot_bytes).max(1) as u32;
+        let extent = volume.allocate(slots)?;
+        let written = shard
+            .write_durable(
+                volume.extent_range(extent).start,
+                AlignedBuf::padded_copy(&image, PAGE_BYTES),
+            )
+            .and_then(|()| {
+                let old = *shard.checkpoint.lock();
+                let new = crate::meta::CheckpointMeta { generation, extent };
+                let edit = shale_space::Edit {
+                    added: vec![extent],
+                    removed: old.map(|c| c.extent).into_iter().collect(),
+                    engine: crate::meta::encode_checkpoint(generation),
+                    ..shale_space::Edit::default()
+                };
+                let mut full = || {
+                    let metas: Vec<crate::meta::SegmentMeta> = shard
+                        .segments()
+                        .iter()
+                        .map(|(_, s)| crate::meta::SegmentMeta {
+                            generation: s.generation,
+                            extent: s.extent,
+                            sealed_pages: s.sealed_pages,
+                        })
+                        .collect();
+                    crate::meta::encode_base(&metas, Some(new))
+                };
+                volume.commit(&edit, &mut full)?;
+                *shard.checkpoint.lock() = Some(new);
+                Ok(())
+            });
+        if let Err(e) = written {
+            volume.release(extent);
+            return Err(e);
+        }
+        shard.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Frees the victim once every copy is durable and no read in flight or waiting still
     /// names it: commits its removal, which frees its slots.
     fn finish_gc(&mut self) {
@@ -781,6 +871,7 @@ impl Worker {
         let written = f.written.expect("checked above");
         if written.is_ok() {
             self.log.written(&f.batch);
+            self.since_checkpoint += f.batch.image.len() as u64;
             let c = &self.shard.counters;
             if f.gc {
                 c.gc_bytes.fetch_add(f.batch.image.len() as u64, Ordering::Relaxed);

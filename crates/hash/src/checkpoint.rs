@@ -1,0 +1,279 @@
+//! Index checkpoints: the index, the segment table and the per-segment counts written to an
+//! extent of the volume and named by the version log, so that an open reads the checkpoint
+//! and only the log written after it instead of every segment.
+//!
+//! A checkpoint is written as records in shared log pages (`shale_space::log_page`) coloured
+//! with the checkpoint's own generation, from page 0 of its extent, with one durable write; the
+//! version log names it only after that (kind 3 in `meta.rs`), so every page up to its end
+//! record must be valid: anything else is damage.
+//!
+//! ```text
+//! records, in order (integers little-endian):
+//! header:  b"SHCKPT01" | max_seq u64 | segments n u32
+//!          | n x (table slot u32, generation u64, pages checkpointed u32, records u64, live u64)
+//! entries: kind u8 = 1 | count u32 | count x (digest u64, packed location u64)
+//! keyed:   kind u8 = 2 | count u32 | count x (key length u8, key, packed location u64)
+//! end:     kind u8 = 3 | digest entries u64 | keyed entries u64
+//! ```
+//! Locations name segments by their table slot at checkpoint time; the header maps each slot
+//! to its segment's generation, which is what an open matches them by.
+
+use shale_space::log_page::{self, FRAGMENT_HEADER_BYTES, FragmentType, PAGE_BYTES, PageBuf};
+
+use crate::index::Location;
+use crate::shard::Usage;
+
+const MAGIC: &[u8; 8] = b"SHCKPT01";
+const ENTRIES: u8 = 1;
+const KEYED: u8 = 2;
+const END: u8 = 3;
+/// Entries per record: records stay well under a megabyte.
+const ENTRIES_PER_RECORD: usize = 32 << 10;
+
+/// A segment as the checkpoint saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SegmentAt {
+    pub slot: u32,
+    pub generation: u64,
+    /// Pages of its log the checkpoint covers.
+    pub pages: u32,
+    pub usage: Usage,
+}
+
+/// A decoded checkpoint.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Checkpoint {
+    pub max_seq: u64,
+    pub segments: Vec<SegmentAt>,
+    pub entries: Vec<(u64, u64)>,
+    pub keyed: Vec<(Vec<u8>, u64)>,
+}
+
+impl Checkpoint {
+    /// The checkpoint's records.
+    pub fn records(&self) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut h = MAGIC.to_vec();
+        h.extend_from_slice(&self.max_seq.to_le_bytes());
+        h.extend_from_slice(&(self.segments.len() as u32).to_le_bytes());
+        for s in &self.segments {
+            h.extend_from_slice(&s.slot.to_le_bytes());
+            h.extend_from_slice(&s.generation.to_le_bytes());
+            h.extend_from_slice(&s.pages.to_le_bytes());
+            h.extend_from_slice(&s.usage.records.to_le_bytes());
+            h.extend_from_slice(&s.usage.live.to_le_bytes());
+        }
+        out.push(h);
+        for chunk in self.entries.chunks(ENTRIES_PER_RECORD) {
+            let mut r = vec![ENTRIES];
+            r.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+            for (d, loc) in chunk {
+                r.extend_from_slice(&d.to_le_bytes());
+                r.extend_from_slice(&loc.to_le_bytes());
+            }
+            out.push(r);
+        }
+        for chunk in self.keyed.chunks(ENTRIES_PER_RECORD) {
+            let mut r = vec![KEYED];
+            r.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+            for (key, loc) in chunk {
+                r.push(key.len() as u8);
+                r.extend_from_slice(key);
+                r.extend_from_slice(&loc.to_le_bytes());
+            }
+            out.push(r);
+        }
+        let mut end = vec![END];
+        end.extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
+        end.extend_from_slice(&(self.keyed.len() as u64).to_le_bytes());
+        out.push(end);
+        out
+    }
+
+    /// The page image of the checkpoint, coloured with `generation`.
+    pub fn image(&self, generation: u64) -> Vec<u8> {
+        let mut image = Vec::new();
+        let mut page = PageBuf::new();
+        let mut index = 0u32;
+        let mut prev_crc = 0;
+        let mut seal = |page: &mut PageBuf, image: &mut Vec<u8>| {
+            // Written with one durable write: no page is durable before another.
+            let (bytes, crc) = page.seal(generation, index, 0, prev_crc);
+            image.extend_from_slice(bytes);
+            prev_crc = crc;
+            index += 1;
+            *page = PageBuf::new();
+        };
+        for rec in self.records() {
+            let mut rest = &rec[..];
+            let mut first = true;
+            loop {
+                if page.room() <= FRAGMENT_HEADER_BYTES {
+                    seal(&mut page, &mut image);
+                }
+                let n = rest.len().min(page.room() - FRAGMENT_HEADER_BYTES);
+                let last = n == rest.len();
+                page.push(FragmentType::at(first, last), &rest[..n]);
+                rest = &rest[n..];
+                first = false;
+                if last {
+                    break;
+                }
+            }
+        }
+        if !page.is_empty() {
+            seal(&mut page, &mut image);
+        }
+        image
+    }
+
+    /// Decodes the checkpoint of `generation` from its pages.
+    ///
+    /// # Errors
+    /// What is wrong, for a Corruption error: the version log names the checkpoint only once
+    /// it was durable, so any invalid page before its end record is damage.
+    pub fn decode(image: &[u8], generation: u64) -> std::result::Result<Checkpoint, String> {
+        let mut fragments = log_page::Reassembler::new();
+        let mut records = Vec::new();
+        let mut prev_crc = 0;
+        for (i, bytes) in image.chunks_exact(PAGE_BYTES).enumerate() {
+            let page = log_page::decode(bytes, generation, i as u32)
+                .map_err(|why| format!("checkpoint page {i}: {why:?}"))?;
+            if page.prev_crc != prev_crc {
+                return Err(format!("checkpoint page {i}: stale page"));
+            }
+            prev_crc = page.crc;
+            let mut ended = false;
+            for frag in page.fragments {
+                if let Some(r) =
+                    fragments.push(frag).map_err(|e| format!("fragment {:?} out of order", e.0))?
+                {
+                    ended = r.first() == Some(&END);
+                    records.push(r);
+                }
+            }
+            if ended {
+                return Checkpoint::from_records(&records);
+            }
+        }
+        Err("checkpoint ends before its end record".into())
+    }
+
+    fn from_records(records: &[Vec<u8>]) -> std::result::Result<Checkpoint, String> {
+        let mut ck = Checkpoint::default();
+        let header = records.first().ok_or("no header")?;
+        let mut r = Reader(header.strip_prefix(MAGIC.as_slice()).ok_or("no checkpoint magic")?);
+        ck.max_seq = r.u64()?;
+        let n = r.u32()? as usize;
+        for _ in 0..n {
+            let slot = r.u32()?;
+            let generation = r.u64()?;
+            let pages = r.u32()?;
+            let usage = Usage { records: r.u64()?, live: r.u64()? };
+            ck.segments.push(SegmentAt { slot, generation, pages, usage });
+        }
+        r.done()?;
+        for rec in &records[1..] {
+            let mut r = Reader(&rec[1..]);
+            match rec[0] {
+                ENTRIES => {
+                    for _ in 0..r.u32()? {
+                        ck.entries.push((r.u64()?, r.u64()?));
+                    }
+                }
+                KEYED => {
+                    for _ in 0..r.u32()? {
+                        let len = r.u8()? as usize;
+                        let key = r.take(len)?.to_vec();
+                        ck.keyed.push((key, r.u64()?));
+                    }
+                }
+                END => {
+                    if r.u64()? != ck.entries.len() as u64 || r.u64()? != ck.keyed.len() as u64 {
+                        return Err("entry counts differ from the end record's".into());
+                    }
+                }
+                k => return Err(format!("record kind {k}")),
+            }
+            r.done()?;
+        }
+        for loc in ck.entries.iter().map(|(_, l)| l).chain(ck.keyed.iter().map(|(_, l)| l)) {
+            let l = Location::unpack(*loc);
+            if !ck.segments.iter().any(|s| s.slot == l.segment) || l.pages == 0 {
+                return Err(format!("an entry names segment slot {} the header lacks", l.segment));
+            }
+        }
+        Ok(ck)
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
+        if self.0.len() < n {
+            return Err("record too short".into());
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn u8(&mut self) -> std::result::Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> std::result::Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> std::result::Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn done(&self) -> std::result::Result<(), String> {
+        if self.0.is_empty() { Ok(()) } else { Err("trailing bytes in a record".into()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(n: usize) -> Checkpoint {
+        let loc = |i: usize| {
+            Location { segment: (i % 3) as u32, page: i as u32 % 100, offset: 28, pages: 1 }.pack()
+        };
+        Checkpoint {
+            max_seq: 77,
+            segments: (0..3)
+                .map(|s| SegmentAt {
+                    slot: s,
+                    generation: u64::from(s) + 10,
+                    pages: 5,
+                    usage: Usage { records: 9, live: 4 },
+                })
+                .collect(),
+            entries: (0..n).map(|i| (i as u64 * 7919, loc(i))).collect(),
+            keyed: vec![(b"collided".to_vec(), loc(1)), (vec![9; 255], loc(2))],
+        }
+    }
+
+    #[test]
+    fn round_trip_across_many_pages() {
+        let ck = sample(100_000);
+        let image = ck.image(5);
+        assert!(image.len() > 100 * PAGE_BYTES);
+        assert_eq!(Checkpoint::decode(&image, 5).unwrap(), ck);
+        assert!(Checkpoint::decode(&image, 6).is_err(), "another generation's pages");
+    }
+
+    #[test]
+    fn a_flipped_byte_or_a_missing_end_is_refused() {
+        let ck = sample(2_000);
+        let image = ck.image(5);
+        for at in (0..image.len()).step_by(997) {
+            let mut bad = image.clone();
+            bad[at] ^= 0x10;
+            assert!(Checkpoint::decode(&bad, 5).is_err(), "flip at {at} accepted");
+        }
+        let short = &image[..image.len() - PAGE_BYTES];
+        assert!(Checkpoint::decode(short, 5).is_err());
+    }
+}

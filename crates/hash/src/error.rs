@@ -49,6 +49,11 @@ pub enum Error {
     /// The submission queue is full (`queue_depth` requests outstanding); nothing was
     /// queued: submit again once some complete.
     Busy,
+    /// `max_iterators` iterators are open already; close one first.
+    TooManyIterators {
+        /// The bound.
+        max: usize,
+    },
 }
 
 /// The hash engine's result.
@@ -74,6 +79,9 @@ impl std::fmt::Display for Error {
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
             Error::Stopped(why) => write!(f, "store stopped after a failed write: {why}"),
             Error::Busy => write!(f, "busy: the submission queue is full"),
+            Error::TooManyIterators { max } => {
+                write!(f, "too many iterators: {max} are open, the most allowed")
+            }
         }
     }
 }

@@ -61,11 +61,23 @@ impl Location {
     }
 }
 
-/// The 64-bit digest of a key, keeping its low `bits` bits (64 in use; fewer only in tests,
-/// to make collisions common).
+/// Bits of a digest that hold the key's first two bytes: its iterator bucket.
+pub const BUCKET_BITS: u32 = 16;
+
+/// The 64-bit digest of a key: its first two bytes (big-endian) in the top 16 bits, so that
+/// an iterator over a key prefix finds its candidates in the index without reading anything
+/// (KV-SSD's iterator buckets by key prefix), then 48 bits of the key's xxh3 hash, of which
+/// `bits - 16` are kept (all in use; fewer only in tests, to make collisions common).
 pub fn digest(key: &[u8], bits: u32) -> u64 {
-    let d = xxhash_rust::xxh3::xxh3_64(key);
-    if bits >= 64 { d } else { d & ((1u64 << bits) - 1) }
+    let bucket = u64::from(u16::from_be_bytes([key[0], key[1]]));
+    let hash_bits = bits.saturating_sub(BUCKET_BITS).min(64 - BUCKET_BITS);
+    let hash = xxhash_rust::xxh3::xxh3_64(key) & ((1u64 << hash_bits) - 1);
+    bucket << (64 - BUCKET_BITS) | hash
+}
+
+/// The iterator bucket (first two key bytes) a digest holds.
+pub fn bucket_of(digest: u64) -> u16 {
+    (digest >> (64 - BUCKET_BITS)) as u16
 }
 
 /// An entry of the collision map: the full key and its packed location.
@@ -207,6 +219,23 @@ impl Index {
         self.collided.extend(collided);
     }
 
+    /// The locations of every entry whose bucket `b` satisfies `b & mask == want & mask`.
+    pub fn in_buckets(&self, want: u16, mask: u16) -> Vec<Location> {
+        let hit = |d: u64| bucket_of(d) & mask == want & mask;
+        let mut out: Vec<Location> = self
+            .by_digest
+            .iter()
+            .filter(|(d, _)| hit(**d))
+            .map(|(_, &l)| Location::unpack(l))
+            .collect();
+        for (key, &l) in &self.collided {
+            if hit(digest(key, 64)) {
+                out.push(Location::unpack(l));
+            }
+        }
+        out
+    }
+
     /// Every live location (for garbage collection's accounting and for checks).
     pub fn locations(&self) -> impl Iterator<Item = Location> + '_ {
         self.by_digest.values().chain(self.collided.values()).map(|&v| Location::unpack(v))
@@ -255,6 +284,10 @@ mod tests {
         assert_eq!(ix.remove(5, b"aaaa", true), Some(at(3)));
         assert_eq!(ix.probe(5, b"aaaa"), Probe::Absent);
         assert!(ix.is_empty());
-        assert_eq!(digest(b"x", 4), digest(b"x", 64) & 0xF);
+        assert_eq!(
+            digest(b"xyzw", 20),
+            digest(b"xyzw", 64) & !((1u64 << 48) - 1) | (digest(b"xyzw", 64) & 0xF)
+        );
+        assert_eq!(bucket_of(digest(b"\x12\x34zw", 64)), 0x1234);
     }
 }

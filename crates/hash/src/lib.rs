@@ -32,6 +32,7 @@ mod checkpoint;
 mod completion;
 mod error;
 pub mod index;
+mod iterator;
 mod log;
 mod meta;
 mod options;
@@ -42,6 +43,7 @@ mod worker;
 
 pub use completion::{Completion, Output};
 pub use error::{Error, Result};
+pub use iterator::{IterEntry, IterKind, KvIterator};
 pub use options::{
     HashOptions, HashStats, QUEUE_DEPTH_MAX, SEGMENT_BYTES_FULL_VALUES, SEGMENT_BYTES_MIN,
     StoreMode,

@@ -34,8 +34,9 @@ pub struct HashOptions {
     pub segment_bytes: u64,
     /// Size of each version log mirror of a new volume.
     pub version_log_bytes: u64,
-    /// Bits of the key digest the index keeps: 64. Fewer only in tests, to make digest
-    /// collisions common enough to test.
+    /// Bits of the key digest the index keeps: 64 (its top 16 are the key's first two bytes,
+    /// the iterator bucket). Fewer only in tests, to make digest collisions common enough to
+    /// test (at 16 or fewer, every key of a bucket shares one digest).
     pub digest_bits: u32,
     /// Read queues kept for the reads recovery and the worker make synchronously.
     pub read_queues: usize,
@@ -54,6 +55,9 @@ pub struct HashOptions {
     /// checkpointed, so an open reads the checkpoint and the log after it rather than every
     /// segment; 0 turns checkpoints off. Each checkpoint writes about 16 bytes per key.
     pub checkpoint_bytes: u64,
+    /// Iterators open at once, at most (KV-SSD devices allow a few): past it,
+    /// [`crate::Error::TooManyIterators`].
+    pub max_iterators: usize,
 }
 
 /// Smallest segment.
@@ -74,6 +78,7 @@ impl Default for HashOptions {
             batch_bytes_max: 1 << 20,
             gc_live_ratio: 0.5,
             checkpoint_bytes: 1 << 30,
+            max_iterators: 16,
         }
     }
 }

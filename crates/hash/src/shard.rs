@@ -63,6 +63,8 @@ pub(crate) struct Shard {
     readers: Mutex<Vec<VolumeQueue>>,
     stopped: Mutex<Option<String>>,
     pub counters: Counters,
+    /// Iterators open ([`crate::KvIterator`]): while any is, no segment is freed.
+    pub open_iterators: std::sync::atomic::AtomicUsize,
     /// The newest checkpoint the version log names.
     pub checkpoint: Mutex<Option<CheckpointMeta>>,
     pub recovered_records: AtomicU64,
@@ -81,6 +83,7 @@ impl Shard {
             stopped: Mutex::new(None),
             counters: Counters::default(),
             checkpoint: Mutex::new(None),
+            open_iterators: std::sync::atomic::AtomicUsize::new(0),
             recovered_records: AtomicU64::new(0),
             recovery_micros: AtomicU64::new(0),
         }

@@ -26,6 +26,7 @@ use shale_space::Volume;
 use crate::completion::{Completion, CompletionQueue, Output, Reply};
 use crate::error::{Error, Result};
 use crate::index::SEGMENTS_MAX;
+use crate::iterator::{IterKind, KvIterator};
 use crate::log::{LogWriter, Segment};
 use crate::meta;
 use crate::options::{HashOptions, HashStats, StoreMode};
@@ -416,6 +417,37 @@ impl HashStore {
         }
         let keys = keys.iter().map(|k| k.to_vec()).collect();
         self.submit(true, |done| Request::Exist { keys, done })?.wait()
+    }
+
+    /// Opens an iterator over the keys whose first four bytes match `prefix` under `mask`
+    /// (`key[i] & mask[i] == prefix[i] & mask[i]`), returning keys or keys and values in
+    /// batches ([`KvIterator::next_batch`]). See `iterator.rs` for what it promises.
+    ///
+    /// ```
+    /// use shale_hash::{HashOptions, HashStore, IterKind, StoreMode};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = HashStore::open(dir.path(), HashOptions::default())?;
+    /// for k in [&b"user1"[..], b"user2", b"item1"] {
+    ///     store.store(k, b"v", StoreMode::Overwrite)?;
+    /// }
+    /// let mut it = store.open_iterator(*b"user", [0xFF; 4], IterKind::Keys)?;
+    /// let mut keys: Vec<Vec<u8>> = it.next_batch(100)?.into_iter().map(|(k, _)| k).collect();
+    /// keys.sort();
+    /// assert_eq!(keys, vec![b"user1".to_vec(), b"user2".to_vec()]);
+    /// assert!(it.next_batch(100)?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::TooManyIterators`] when `max_iterators` are open.
+    pub fn open_iterator(
+        &self,
+        prefix: [u8; 4],
+        mask: [u8; 4],
+        kind: IterKind,
+    ) -> Result<KvIterator> {
+        KvIterator::open(self.shard.clone(), prefix, mask, kind)
     }
 
     /// Counters since the open.

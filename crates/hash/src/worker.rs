@@ -689,6 +689,9 @@ impl Worker {
             return;
         }
         let slot = gc.slot;
+        if self.shard.open_iterators.load(Ordering::Acquire) > 0 {
+            return; // an iterator's candidates may name the victim
+        }
         let reading = self
             .reads_waiting
             .iter()

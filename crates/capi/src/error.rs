@@ -70,8 +70,9 @@ impl Failure {
         Failure { status, message: message.into() }
     }
 
-    pub fn invalid(message: impl Into<String>) -> Failure {
-        Failure::new(SHALE_INVALID_ARGUMENT, message)
+    /// An argument refused here, worded as the engines word theirs.
+    pub fn invalid(message: impl std::fmt::Display) -> Failure {
+        Failure::new(SHALE_INVALID_ARGUMENT, format!("invalid argument: {message}"))
     }
 
     /// A required pointer argument that was NULL.
@@ -255,4 +256,31 @@ pub extern "C" fn shale_status_name(status: c_int) -> *const c_char {
         _ => c"SHALE_?",
     };
     name.as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_is_an_internal_error_not_an_unwind() {
+        let mut err: *mut shale_error = std::ptr::null_mut();
+        // SAFETY: `err` is a live out-parameter.
+        let rc = unsafe { boundary(&mut err, || panic!("the invariant broke")) };
+        assert_eq!(rc, SHALE_INTERNAL as c_int);
+        // SAFETY: the error just returned, freed once.
+        unsafe {
+            assert_eq!(shale_error_status(err), rc);
+            let msg = CStr::from_ptr(shale_error_message(err)).to_str().unwrap();
+            assert!(msg.contains("a bug in shale") && msg.contains("the invariant broke"), "{msg}");
+            shale_error_free(err);
+        }
+        assert_eq!(guard(7, || panic!("in a destructor")), 7);
+    }
+
+    #[test]
+    fn a_message_is_cut_at_a_nul_byte() {
+        let e = Failure::invalid("key \"a\0b\"").into_error();
+        assert_eq!(e.message.to_str().unwrap(), "invalid argument: key \"a");
+    }
 }

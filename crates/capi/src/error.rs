@@ -1,0 +1,286 @@
+//! Status codes, error objects and the boundary every entry point goes through: arguments
+//! checked, panics caught, engine errors turned into a status and an error object.
+
+use std::ffi::{CStr, CString, c_char, c_int};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// Why a call failed; `SHALE_OK` when it did not. Every fallible call returns one as an `int`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum shale_status {
+    /// Success.
+    SHALE_OK = 0,
+    /// A required pointer was NULL, an option or argument is out of range, or an engine
+    /// refused its input (an lsm key or value too large, an empty range, a snapshot of
+    /// another store).
+    SHALE_INVALID_ARGUMENT = 1,
+    /// kvs: a key shorter than 4 or longer than 255 bytes.
+    SHALE_KEY_LENGTH = 2,
+    /// kvs: a value longer than 2 MiB.
+    SHALE_VALUE_TOO_LARGE = 3,
+    /// The caller's buffer cannot hold the answer; nothing was copied. Where the call has a
+    /// length out-parameter it holds the size needed.
+    SHALE_BUFFER_TOO_SMALL = 4,
+    /// kvs: the submission queue is full (`queue_depth` requests outstanding); nothing was
+    /// queued and no completion will come: reap some and submit again.
+    SHALE_BUSY = 5,
+    /// kvs: a store with `SHALE_KVS_STORE_NO_OVERWRITE` found the key present.
+    SHALE_KEY_EXISTS = 6,
+    /// kvs: the key is absent (a retrieve, or a store with `SHALE_KVS_STORE_UPDATE_ONLY`).
+    SHALE_KEY_NOT_FOUND = 7,
+    /// Persisted bytes are damaged; never a wrong value instead.
+    SHALE_CORRUPTION = 8,
+    /// The device or the file system failed a request.
+    SHALE_IO = 9,
+    /// No room left on the volume or the device.
+    SHALE_NO_SPACE = 10,
+    /// A write failed earlier and the store accepts no more writes: close and reopen it.
+    SHALE_STOPPED = 11,
+    /// The store is open already, in this process or another.
+    SHALE_IN_USE = 12,
+    /// A write to a store that is read-only (a read-only file system).
+    SHALE_READ_ONLY = 13,
+    /// The path or device holds something that is not a store of this engine (or is of a
+    /// newer format), or holds nothing while `create_if_missing` is false; it was left
+    /// untouched.
+    SHALE_NOT_A_STORE = 14,
+    /// A bug inside the library (a panic caught at the boundary), or an error this version
+    /// of the ABI has no code for; the message says which.
+    SHALE_INTERNAL = 15,
+}
+
+use shale_status::*;
+
+/// An error: its status and a message. Owned by the caller once returned through an
+/// `err` out-parameter or a `shale_kvs_event`: free it with `shale_error_free`.
+pub struct shale_error {
+    status: shale_status,
+    message: CString,
+}
+
+/// A failure on the Rust side of the boundary: the status and its message.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub status: shale_status,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(status: shale_status, message: impl Into<String>) -> Failure {
+        Failure { status, message: message.into() }
+    }
+
+    /// An argument refused here, worded as the engines word theirs.
+    pub fn invalid(message: impl std::fmt::Display) -> Failure {
+        Failure::new(SHALE_INVALID_ARGUMENT, format!("invalid argument: {message}"))
+    }
+
+    /// A required pointer argument that was NULL.
+    pub fn null(what: &str) -> Failure {
+        Failure::invalid(format!("{what} is NULL"))
+    }
+
+    /// The error object handed to the caller.
+    pub fn into_error(self) -> Box<shale_error> {
+        // A message never holds a NUL byte that we put there, but an engine's message may
+        // quote user input: keep what comes before it.
+        let bytes: Vec<u8> =
+            self.message.into_bytes().into_iter().take_while(|&b| b != 0).collect();
+        let message = CString::new(bytes).expect("NUL bytes were cut");
+        Box::new(shale_error { status: self.status, message })
+    }
+}
+
+pub(crate) type Outcome<T> = std::result::Result<T, Failure>;
+
+impl From<shale_hash::Error> for Failure {
+    fn from(e: shale_hash::Error) -> Failure {
+        use shale_hash::Error as E;
+        let status = match &e {
+            E::Space(s) => space_status(s),
+            E::Corruption { .. } => SHALE_CORRUPTION,
+            E::KeyLength { .. } => SHALE_KEY_LENGTH,
+            E::ValueTooLarge { .. } => SHALE_VALUE_TOO_LARGE,
+            E::BufferTooSmall { .. } => SHALE_BUFFER_TOO_SMALL,
+            E::KeyExists => SHALE_KEY_EXISTS,
+            E::KeyNotFound => SHALE_KEY_NOT_FOUND,
+            E::NotHashStore(_) => SHALE_NOT_A_STORE,
+            E::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
+            E::Stopped(_) => SHALE_STOPPED,
+            E::Busy => SHALE_BUSY,
+            _ => SHALE_INTERNAL,
+        };
+        Failure::new(status, e.to_string())
+    }
+}
+
+impl From<shale_lsm::Error> for Failure {
+    fn from(e: shale_lsm::Error) -> Failure {
+        use shale_lsm::Error as E;
+        let status = match &e {
+            E::Io(io) => io_status(io),
+            E::Corruption { .. } => SHALE_CORRUPTION,
+            E::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
+            E::NoSpace(_) => SHALE_NO_SPACE,
+            E::Busy => SHALE_BUSY,
+            E::Stopped(_) => SHALE_STOPPED,
+            E::Space(s) => space_status(s),
+            E::InUse(_) => SHALE_IN_USE,
+            E::ReadOnly(_) => SHALE_READ_ONLY,
+            _ => SHALE_INTERNAL,
+        };
+        Failure::new(status, e.to_string())
+    }
+}
+
+fn space_status(e: &shale_space::Error) -> shale_status {
+    use shale_space::Error as E;
+    match e {
+        E::Io(io) => io_status(io),
+        E::Corruption { .. } => SHALE_CORRUPTION,
+        E::Foreign { .. } | E::NewerFormat { .. } => SHALE_NOT_A_STORE,
+        E::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
+        E::NoSpace(_) => SHALE_NO_SPACE,
+        E::Stopped(_) => SHALE_STOPPED,
+        E::ReadOnly(_) => SHALE_READ_ONLY,
+        _ => SHALE_IO,
+    }
+}
+
+fn io_status(e: &shale_io::Error) -> shale_status {
+    match e {
+        shale_io::Error::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
+        shale_io::Error::Busy => SHALE_BUSY,
+        other if other.is_no_space() => SHALE_NO_SPACE,
+        _ => SHALE_IO,
+    }
+}
+
+/// Runs an entry point's body: a panic becomes `SHALE_INTERNAL` instead of unwinding into C,
+/// and a failure is reported through `err` (when not NULL) as well as returned.
+///
+/// # Safety
+/// `err` is NULL or valid for a write of one pointer.
+pub(crate) unsafe fn boundary(
+    err: *mut *mut shale_error,
+    body: impl FnOnce() -> Outcome<()>,
+) -> c_int {
+    let failure = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => return SHALE_OK as c_int,
+        Ok(Err(f)) => f,
+        Err(panic) => Failure::new(SHALE_INTERNAL, panic_message(&panic)),
+    };
+    let status = failure.status;
+    if !err.is_null() {
+        // SAFETY: the caller promises a non-NULL `err` is writable; the box is the caller's.
+        unsafe { err.write(Box::into_raw(failure.into_error())) };
+    }
+    status as c_int
+}
+
+/// Runs an entry point that cannot report an error (a destructor, a move of an iterator):
+/// a panic is caught and dropped, and `fallback` returned instead.
+pub(crate) fn guard<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into());
+    format!("internal error (a bug in shale, please report it): {what}")
+}
+
+/// The message of `err`: a NUL-terminated string owned by the error, valid until
+/// `shale_error_free(err)`. An empty string for a NULL `err`.
+///
+/// # Safety
+/// `err` is NULL or an error the library returned and not yet freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_error_message(err: *const shale_error) -> *const c_char {
+    // SAFETY: the caller promises `err` is NULL or a live error.
+    match unsafe { err.as_ref() } {
+        Some(e) => e.message.as_ptr(),
+        None => c"".as_ptr(),
+    }
+}
+
+/// The status of `err` (a `shale_status`); `SHALE_OK` for a NULL `err`.
+///
+/// # Safety
+/// `err` is NULL or an error the library returned and not yet freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_error_status(err: *const shale_error) -> c_int {
+    // SAFETY: the caller promises `err` is NULL or a live error.
+    match unsafe { err.as_ref() } {
+        Some(e) => e.status as c_int,
+        None => SHALE_OK as c_int,
+    }
+}
+
+/// Frees an error. NULL is ignored.
+///
+/// # Safety
+/// `err` is NULL or an error the library returned, freed once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_error_free(err: *mut shale_error) {
+    if !err.is_null() {
+        // SAFETY: the caller promises `err` came from `Box::into_raw` here and is freed once.
+        guard((), || drop(unsafe { Box::from_raw(err) }));
+    }
+}
+
+/// The name of a status code ("SHALE_OK", "SHALE_BUSY", ...), a static string; "SHALE_?"
+/// for a number that is no status.
+#[unsafe(no_mangle)]
+pub extern "C" fn shale_status_name(status: c_int) -> *const c_char {
+    let name: &'static CStr = match status {
+        0 => c"SHALE_OK",
+        1 => c"SHALE_INVALID_ARGUMENT",
+        2 => c"SHALE_KEY_LENGTH",
+        3 => c"SHALE_VALUE_TOO_LARGE",
+        4 => c"SHALE_BUFFER_TOO_SMALL",
+        5 => c"SHALE_BUSY",
+        6 => c"SHALE_KEY_EXISTS",
+        7 => c"SHALE_KEY_NOT_FOUND",
+        8 => c"SHALE_CORRUPTION",
+        9 => c"SHALE_IO",
+        10 => c"SHALE_NO_SPACE",
+        11 => c"SHALE_STOPPED",
+        12 => c"SHALE_IN_USE",
+        13 => c"SHALE_READ_ONLY",
+        14 => c"SHALE_NOT_A_STORE",
+        15 => c"SHALE_INTERNAL",
+        _ => c"SHALE_?",
+    };
+    name.as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_is_an_internal_error_not_an_unwind() {
+        let mut err: *mut shale_error = std::ptr::null_mut();
+        // SAFETY: `err` is a live out-parameter.
+        let rc = unsafe { boundary(&mut err, || panic!("the invariant broke")) };
+        assert_eq!(rc, SHALE_INTERNAL as c_int);
+        // SAFETY: the error just returned, freed once.
+        unsafe {
+            assert_eq!(shale_error_status(err), rc);
+            let msg = CStr::from_ptr(shale_error_message(err)).to_str().unwrap();
+            assert!(msg.contains("a bug in shale") && msg.contains("the invariant broke"), "{msg}");
+            shale_error_free(err);
+        }
+        assert_eq!(guard(7, || panic!("in a destructor")), 7);
+    }
+
+    #[test]
+    fn a_message_is_cut_at_a_nul_byte() {
+        let e = Failure::invalid("key \"a\0b\"").into_error();
+        assert_eq!(e.message.to_str().unwrap(), "invalid argument: key \"a");
+    }
+}

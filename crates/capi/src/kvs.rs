@@ -1,0 +1,581 @@
+//! The kvs API of the hash engine (`shale_hash::HashStore`), after the SNIA KV API: tuples
+//! stored, retrieved, deleted and tested for existence synchronously, or submitted with a
+//! tag and reaped from the store's completion queue, whose eventfd a caller polls.
+//!
+//! A submission is given an id of the store's own as its engine tag, and the caller's tag
+//! and the operation are kept beside it until the completion is reaped: a failed completion
+//! says which operation failed, and the caller's tags need not be unique.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use shale_hash::{Completion, HashOptions, HashStore, KvRequest, Output, StoreMode};
+
+use crate::error::{Failure, Outcome, boundary, guard, shale_error, shale_status};
+use crate::mem::{buffer, bytes, path_arg, set, to_caller};
+
+/// How to open a kvs store. Start from `shale_kvs_options_default()` and change fields.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct shale_kvs_options {
+    /// Requests submitted and not yet completed, at most (1 to 65536; default 64): a
+    /// submission beyond it returns `SHALE_BUSY`. The synchronous calls wait for room.
+    pub queue_depth: usize,
+    /// Bytes of a segment of the record log (the volume's slot) of a new store: a multiple
+    /// of 4096 from 4 MiB (default 8 MiB). An existing store keeps its own.
+    pub segment_bytes: u64,
+    /// Make a new store where the path holds none (default true).
+    pub create_if_missing: bool,
+}
+
+/// What a store does when the key is (or is not) present.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum shale_kvs_store_mode {
+    /// Store whether or not the key exists.
+    SHALE_KVS_STORE_OVERWRITE = 0,
+    /// Store only if the key is absent, else `SHALE_KEY_EXISTS`.
+    SHALE_KVS_STORE_NO_OVERWRITE = 1,
+    /// Store only if the key is present, else `SHALE_KEY_NOT_FOUND`.
+    SHALE_KVS_STORE_UPDATE_ONLY = 2,
+}
+
+/// Which request a completion answers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum shale_kvs_op {
+    /// `shale_kvs_submit_store`.
+    SHALE_KVS_OP_STORE = 0,
+    /// `shale_kvs_submit_retrieve`.
+    SHALE_KVS_OP_RETRIEVE = 1,
+    /// `shale_kvs_submit_delete`.
+    SHALE_KVS_OP_DELETE = 2,
+    /// `shale_kvs_submit_exist`.
+    SHALE_KVS_OP_EXIST = 3,
+}
+
+/// One completion, filled by `shale_kvs_get_ioevents`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct shale_kvs_event {
+    /// The tag the request was submitted with.
+    pub tag: u64,
+    /// Its status: `SHALE_OK`, or why it failed (`SHALE_KEY_NOT_FOUND` for a retrieve of an
+    /// absent key, `SHALE_KEY_EXISTS` for a store without overwrite of a present one, ...).
+    pub status: c_int,
+    /// Which request it was.
+    pub op: shale_kvs_op,
+    /// A retrieve's value, or an exist's bitmap (bit `i % 8` of byte `i / 8` set when
+    /// `keys[i]` is present); NULL otherwise. The caller's: free it with
+    /// `shale_kvs_free_value`.
+    pub value: *mut u8,
+    /// Bytes at `value`.
+    pub value_len: usize,
+    /// A delete: whether the key was present.
+    pub existed: bool,
+    /// Why it failed, when `status` is not `SHALE_OK`; NULL otherwise. The caller's: free
+    /// it with `shale_error_free`.
+    pub error: *mut shale_error,
+}
+
+/// An open kvs store (one shard of the hash engine). Close it with `shale_kvs_close`.
+pub struct shale_kvs_store {
+    store: HashStore,
+    /// Submissions not yet reaped: the engine tag given to each, and the caller's tag and
+    /// the operation it answers to.
+    pending: Mutex<HashMap<u64, (u64, shale_kvs_op)>>,
+    next_id: AtomicU64,
+}
+
+/// The default options.
+#[unsafe(no_mangle)]
+pub extern "C" fn shale_kvs_options_default() -> shale_kvs_options {
+    let d = HashOptions::default();
+    shale_kvs_options {
+        queue_depth: d.queue_depth,
+        segment_bytes: d.segment_bytes,
+        create_if_missing: d.create_if_missing,
+    }
+}
+
+/// The store behind a handle, or `INVALID_ARGUMENT` for NULL.
+///
+/// # Safety
+/// `store` is NULL or a live handle.
+unsafe fn handle<'a>(store: *const shale_kvs_store) -> Outcome<&'a shale_kvs_store> {
+    // SAFETY: the caller promises NULL or a live handle.
+    unsafe { store.as_ref() }.ok_or_else(|| Failure::null("store"))
+}
+
+fn store_mode(mode: c_int) -> Outcome<StoreMode> {
+    match mode {
+        0 => Ok(StoreMode::Overwrite),
+        1 => Ok(StoreMode::NoOverwrite),
+        2 => Ok(StoreMode::UpdateOnly),
+        _ => Err(Failure::invalid(format!("store mode {mode} is none of 0, 1, 2"))),
+    }
+}
+
+/// Opens (or creates) the kvs store at `path`: a directory, which gets a volume file inside
+/// it, a volume file or a block device. On success `*out` is the store's handle.
+///
+/// `options` may be NULL for the defaults.
+///
+/// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` for bad options; `SHALE_NOT_A_STORE` for a
+/// volume of another engine or nothing there without `create_if_missing`;
+/// `SHALE_CORRUPTION`; `SHALE_IO`.
+///
+/// # Safety
+/// `path` is a NUL-terminated string; `options` is NULL or valid; `out` is valid for a
+/// write; `err` is NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_open(
+    path: *const c_char,
+    options: *const shale_kvs_options,
+    out: *mut *mut shale_kvs_store,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: `err` is as the caller promises; so are the pointers the body reads.
+    unsafe {
+        boundary(err, || {
+            if out.is_null() {
+                return Err(Failure::null("out"));
+            }
+            let path = path_arg(path)?;
+            let given = options.as_ref().copied().unwrap_or_else(|| shale_kvs_options_default());
+            let opts = HashOptions {
+                queue_depth: given.queue_depth,
+                segment_bytes: given.segment_bytes,
+                create_if_missing: given.create_if_missing,
+                ..HashOptions::default()
+            };
+            if !opts.create_if_missing && !path.exists() {
+                return Err(Failure::new(
+                    shale_status::SHALE_NOT_A_STORE,
+                    format!("{} does not exist and create_if_missing is false", path.display()),
+                ));
+            }
+            let store = HashStore::open(&path, opts)?;
+            let handle = shale_kvs_store {
+                store,
+                pending: Mutex::new(HashMap::new()),
+                next_id: AtomicU64::new(0),
+            };
+            out.write(Box::into_raw(Box::new(handle)));
+            Ok(())
+        })
+    }
+}
+
+/// Closes a store: completes every request still outstanding, stops its worker and frees
+/// the handle (completions not yet reaped are dropped with their values). NULL is ignored.
+///
+/// # Safety
+/// `store` is NULL or a live handle, closed once, with no other call on it running or
+/// following.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_close(store: *mut shale_kvs_store) {
+    if store.is_null() {
+        return;
+    }
+    // SAFETY: the caller gives the handle back, once; it came from `Box::into_raw`.
+    let handle = unsafe { Box::from_raw(store) };
+    guard((), move || handle.store.close());
+}
+
+/// Stores `value` under `key`, durably: once this returns `SHALE_OK` the pair survives a
+/// crash or a power loss. `mode` is a `shale_kvs_store_mode`.
+///
+/// Returns `SHALE_OK`; `SHALE_KEY_LENGTH`; `SHALE_VALUE_TOO_LARGE`; `SHALE_KEY_EXISTS` or
+/// `SHALE_KEY_NOT_FOUND` by `mode`; `SHALE_INVALID_ARGUMENT` for an unknown mode;
+/// `SHALE_STOPPED` after an earlier failed write; `SHALE_IO`.
+///
+/// # Safety
+/// `store` is a live handle; `key` and `value` are readable for their lengths; `err` is
+/// NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_store_tuple(
+    store: *const shale_kvs_store,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    mode: c_int,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(store)?;
+            let key = bytes(key, key_len, "key")?;
+            let value = bytes(value, value_len, "value")?;
+            s.store.store(key, value, store_mode(mode)?)?;
+            Ok(())
+        })
+    }
+}
+
+/// Copies the value of `key` from byte `offset` on into `buf` (`buf_len` bytes) and sets
+/// `*value_len_out` to the bytes copied (the value's length less `offset`).
+///
+/// Returns `SHALE_OK`; `SHALE_KEY_NOT_FOUND` for an absent key; `SHALE_BUFFER_TOO_SMALL`
+/// when `buf_len` is less than the bytes to copy, with that size in `*value_len_out` and
+/// nothing copied (so `buf = NULL, buf_len = 0` asks for the size);
+/// `SHALE_INVALID_ARGUMENT` for an `offset` past the value's end; `SHALE_KEY_LENGTH`;
+/// `SHALE_CORRUPTION`; `SHALE_IO`. `value_len_out` may be NULL.
+///
+/// # Safety
+/// `store` is a live handle; `key` is readable and `buf` writable for their lengths;
+/// `value_len_out` and `err` are NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_retrieve_tuple(
+    store: *const shale_kvs_store,
+    key: *const u8,
+    key_len: usize,
+    offset: usize,
+    buf: *mut u8,
+    buf_len: usize,
+    value_len_out: *mut usize,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(store)?;
+            let key = bytes(key, key_len, "key")?;
+            let buf = buffer(buf, buf_len, "buf")?;
+            match s.store.retrieve_into(key, offset, buf) {
+                Ok(Some(copied)) => {
+                    set(value_len_out, copied);
+                    Ok(())
+                }
+                Ok(None) => Err(not_found()),
+                Err(shale_hash::Error::BufferTooSmall { needed }) => {
+                    set(value_len_out, needed);
+                    Err(shale_hash::Error::BufferTooSmall { needed }.into())
+                }
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+}
+
+fn not_found() -> Failure {
+    Failure::new(shale_status::SHALE_KEY_NOT_FOUND, "key not found")
+}
+
+/// Deletes `key`, durably. Sets `*existed_out` (when not NULL) to whether it was present;
+/// deleting an absent key is not an error.
+///
+/// Returns `SHALE_OK`; `SHALE_KEY_LENGTH`; `SHALE_STOPPED`; `SHALE_IO`.
+///
+/// # Safety
+/// `store` is a live handle; `key` is readable for `key_len`; `existed_out` and `err` are
+/// NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_delete_tuple(
+    store: *const shale_kvs_store,
+    key: *const u8,
+    key_len: usize,
+    existed_out: *mut bool,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(store)?;
+            let existed = s.store.delete(bytes(key, key_len, "key")?)?;
+            set(existed_out, existed);
+            Ok(())
+        })
+    }
+}
+
+/// The `n` keys `keys[i]` (`key_lens[i]` bytes each), borrowed.
+///
+/// # Safety
+/// `keys` and `key_lens` are readable for `n` entries each, and each key for its length.
+unsafe fn key_list<'a>(
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n: usize,
+) -> Outcome<Vec<&'a [u8]>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if keys.is_null() {
+        return Err(Failure::null("keys"));
+    }
+    if key_lens.is_null() {
+        return Err(Failure::null("key_lens"));
+    }
+    // SAFETY: the caller promises `n` entries in each array.
+    let (ptrs, lens) =
+        unsafe { (std::slice::from_raw_parts(keys, n), std::slice::from_raw_parts(key_lens, n)) };
+    ptrs.iter()
+        .zip(lens)
+        // SAFETY: the caller promises each key readable for its length.
+        .map(|(&p, &len)| unsafe { bytes(p, len, "a key") })
+        .collect()
+}
+
+/// Which of the `n` keys `keys[i]` (`key_lens[i]` bytes each) are present: bit `i % 8` of
+/// `bits_out[i / 8]` is set when `keys[i]` is. `bits_len` must be at least `(n + 7) / 8`.
+///
+/// Returns `SHALE_OK`; `SHALE_BUFFER_TOO_SMALL` for a short `bits_out` (nothing written);
+/// `SHALE_KEY_LENGTH` for the first bad key; `SHALE_CORRUPTION`; `SHALE_IO`.
+///
+/// # Safety
+/// `store` is a live handle; `keys` and `key_lens` hold `n` entries, each key readable for
+/// its length; `bits_out` is writable for `bits_len` bytes; `err` is NULL or valid for a
+/// write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_exist_tuples(
+    store: *const shale_kvs_store,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n: usize,
+    bits_out: *mut u8,
+    bits_len: usize,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(store)?;
+            let keys = key_list(keys, key_lens, n)?;
+            let out = buffer(bits_out, bits_len, "bits_out")?;
+            let needed = n.div_ceil(8);
+            if out.len() < needed {
+                return Err(Failure::new(
+                    shale_status::SHALE_BUFFER_TOO_SMALL,
+                    format!("bits_out holds {} bytes: {needed} needed for {n} keys", out.len()),
+                ));
+            }
+            let bits = s.store.exist(&keys)?;
+            assert_eq!(bits.len(), needed, "one bit a key");
+            out[..needed].copy_from_slice(&bits);
+            Ok(())
+        })
+    }
+}
+
+impl shale_kvs_store {
+    /// Submits `req` under a new engine tag that remembers `tag` and `op`.
+    fn submit(&self, req: KvRequest<'_>, tag: u64, op: shale_kvs_op) -> Outcome<()> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        // In the table before the request can complete, and out again if it is refused.
+        self.pending.lock().expect("not poisoned").insert(id, (tag, op));
+        self.store.submit_tagged(req, id).map_err(|e| {
+            self.pending.lock().expect("not poisoned").remove(&id);
+            Failure::from(e)
+        })
+    }
+
+    /// The caller's event for an engine completion.
+    fn event(&self, c: Completion) -> shale_kvs_event {
+        let (tag, op) = self
+            .pending
+            .lock()
+            .expect("not poisoned")
+            .remove(&c.tag)
+            .expect("every completion answers a submission of this store");
+        let mut ev = shale_kvs_event {
+            tag,
+            status: shale_status::SHALE_OK as c_int,
+            op,
+            value: std::ptr::null_mut(),
+            value_len: 0,
+            existed: false,
+            error: std::ptr::null_mut(),
+        };
+        let filled = match c.result {
+            Ok(Output::Stored) => Ok(()),
+            Ok(Output::Deleted(existed)) => {
+                ev.existed = existed;
+                Ok(())
+            }
+            Ok(Output::Retrieved(None)) => Err(not_found()),
+            Ok(Output::Retrieved(Some(v)) | Output::Exist(v)) => to_caller(&v).map(|p| {
+                ev.value = p;
+                ev.value_len = v.len();
+            }),
+            Err(e) => Err(Failure::from(e)),
+        };
+        if let Err(f) = filled {
+            ev.status = f.status as c_int;
+            ev.error = Box::into_raw(f.into_error());
+        }
+        ev
+    }
+}
+
+/// Submits a store of `value` under `key` with `mode` (a `shale_kvs_store_mode`); its
+/// completion, with `tag`, comes through `shale_kvs_get_ioevents` once the pair is durable
+/// (or with its error). Returns at once.
+///
+/// Returns `SHALE_OK` (submitted: exactly one completion will come); `SHALE_BUSY` when
+/// `queue_depth` requests are outstanding, and `SHALE_KEY_LENGTH`,
+/// `SHALE_VALUE_TOO_LARGE` or `SHALE_INVALID_ARGUMENT`: nothing was submitted and no
+/// completion will come.
+///
+/// # Safety
+/// As `shale_kvs_store_tuple`. The key and value are copied: the caller may reuse them at
+/// once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_submit_store(
+    store: *const shale_kvs_store,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    mode: c_int,
+    tag: u64,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(store)?;
+            let key = bytes(key, key_len, "key")?;
+            let value = bytes(value, value_len, "value")?;
+            let req = KvRequest::Store { key, value, mode: store_mode(mode)? };
+            s.submit(req, tag, shale_kvs_op::SHALE_KVS_OP_STORE)
+        })
+    }
+}
+
+/// Submits a retrieve of `key`'s whole value; its completion carries the value (the
+/// caller's, freed with `shale_kvs_free_value`) or `SHALE_KEY_NOT_FOUND`.
+///
+/// Returns as `shale_kvs_submit_store`.
+///
+/// # Safety
+/// `store` is a live handle; `key` is readable for `key_len`; `err` is NULL or valid for a
+/// write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_submit_retrieve(
+    store: *const shale_kvs_store,
+    key: *const u8,
+    key_len: usize,
+    tag: u64,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(store)?;
+            let req = KvRequest::Retrieve { key: bytes(key, key_len, "key")? };
+            s.submit(req, tag, shale_kvs_op::SHALE_KVS_OP_RETRIEVE)
+        })
+    }
+}
+
+/// Submits a delete of `key`; its completion's `existed` says whether it was present.
+///
+/// Returns as `shale_kvs_submit_store`.
+///
+/// # Safety
+/// As `shale_kvs_submit_retrieve`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_submit_delete(
+    store: *const shale_kvs_store,
+    key: *const u8,
+    key_len: usize,
+    tag: u64,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(store)?;
+            let req = KvRequest::Delete { key: bytes(key, key_len, "key")? };
+            s.submit(req, tag, shale_kvs_op::SHALE_KVS_OP_DELETE)
+        })
+    }
+}
+
+/// Submits an exist of `n` keys (as `shale_kvs_exist_tuples`); its completion carries the
+/// bitmap in `value` (`(n + 7) / 8` bytes, the caller's).
+///
+/// Returns as `shale_kvs_submit_store`.
+///
+/// # Safety
+/// `store` is a live handle; `keys` and `key_lens` hold `n` entries, each key readable for
+/// its length; `err` is NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_submit_exist(
+    store: *const shale_kvs_store,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n: usize,
+    tag: u64,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(store)?;
+            let keys = key_list(keys, key_lens, n)?;
+            s.submit(KvRequest::Exist { keys: &keys }, tag, shale_kvs_op::SHALE_KVS_OP_EXIST)
+        })
+    }
+}
+
+/// Fills up to `max` entries of `events` with completions, oldest first, and returns how
+/// many it filled (0 when none wait, or for a NULL `store` or `events`). Never blocks: wait
+/// for `shale_kvs_completion_fd` to be readable between calls. Each event's `value` and
+/// `error` become the caller's.
+///
+/// # Safety
+/// `store` is NULL or a live handle; `events` is NULL or writable for `max` entries.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_get_ioevents(
+    store: *const shale_kvs_store,
+    events: *mut shale_kvs_event,
+    max: usize,
+) -> usize {
+    if events.is_null() {
+        return 0;
+    }
+    // SAFETY: the caller promises NULL or a live handle.
+    let Some(s) = (unsafe { store.as_ref() }) else {
+        return 0;
+    };
+    guard(0, || {
+        let mut done = Vec::new();
+        let n = s.store.poll_completions(&mut done, max);
+        for (i, c) in done.into_iter().enumerate() {
+            // SAFETY: `i < n <= max`, and the caller promises `max` writable entries.
+            unsafe { events.add(i).write(s.event(c)) };
+        }
+        n
+    })
+}
+
+/// An eventfd that is readable while completions wait: put it in epoll(7) or poll(2), and
+/// call `shale_kvs_get_ioevents` when it fires. Owned by the store, valid until
+/// `shale_kvs_close`: do not close or read it. -1 for a NULL `store`.
+///
+/// # Safety
+/// `store` is NULL or a live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_completion_fd(store: *const shale_kvs_store) -> c_int {
+    // SAFETY: the caller promises NULL or a live handle.
+    match unsafe { store.as_ref() } {
+        Some(s) => s.store.completion_fd(),
+        None => -1,
+    }
+}
+
+/// Frees an event's value (a retrieve's value or an exist's bitmap). NULL is ignored.
+///
+/// # Safety
+/// `value` is NULL or a `shale_kvs_event`'s value, freed once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_free_value(value: *mut u8) {
+    // SAFETY: as the caller promises; event values come from the same allocator.
+    unsafe { crate::mem::shale_free(value.cast()) };
+}

@@ -285,12 +285,9 @@ fn open_refuses_bad_options_and_what_is_not_a_store() {
         shale_kvs_close(s);
         let kvs = c_path(&kvs_dir);
         let (rc, msg) = call(|e| shale_db_open(kvs.as_ptr(), &o, &mut db, e));
-        // shale-lsm does not tell a kvs volume from one of its own: it refuses it as
-        // CORRUPTION (the hash engine's version records are no lsm edits), or as
-        // INVALID_ARGUMENT (no WAL area) when nothing was stored yet, where NOT_A_STORE is
-        // meant. The C ABI passes on what the engine says; the store is left untouched.
-        let refusals = [SHALE_NOT_A_STORE, SHALE_CORRUPTION, SHALE_INVALID_ARGUMENT].map(status);
-        assert!(refusals.contains(&rc), "{msg}");
+        // The lsm engine refuses the hash engine's volume as not its own, untouched.
+        assert_eq!(rc, status(SHALE_INVALID_ARGUMENT), "{msg}");
+        assert!(msg.contains("hash-engine store"), "{msg}");
         let s = open(&kvs_dir, 8);
         assert_eq!(retrieve(s, b"kept", 0, 8), (0, 4, b"safe".to_vec()));
         shale_kvs_close(s);

@@ -100,6 +100,9 @@ impl Db {
         let [fast_files, capacity_files] = files;
         let pool = Arc::new(QueuePool::with_tier_files(volume.clone(), fast_files, capacity_files));
         let cache = Arc::new(BlockCache::new(opts.block_cache_bytes));
+        // 0. Another engine's store is refused, untouched, before anything of it is read as
+        //    this engine's state.
+        refuse_other_engine(&opened.versions, &volume.layout())?;
         // 1. The committed version: fold the base's complete state and each delta into the set
         //    of live SSTs first, then open only those (see `version_edit::fold`).
         let folded = crate::version_edit::fold(&opened.versions)?;
@@ -356,4 +359,37 @@ fn insert_replayed(
     };
     chunk.clear();
     result
+}
+
+/// The prefix of every version-log payload of the hash engine (`shale-hash`, its `meta.rs`):
+/// a volume holding one is that engine's store.
+const HASH_ENGINE_MAGIC: &[u8] = b"SHHASH";
+
+/// Refuses a volume of another engine: one whose version log holds the hash engine's
+/// payloads, or that has no WAL area (the lsm engine always gives its volumes one; the hash
+/// engine never does).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] saying what the volume holds.
+fn refuse_other_engine(
+    versions: &shale_space::Versions,
+    layout: &shale_space::Layout,
+) -> Result<()> {
+    let payloads =
+        std::iter::once(&versions.base.engine).chain(versions.deltas.iter().map(|d| &d.engine));
+    if payloads.into_iter().any(|p| p.starts_with(HASH_ENGINE_MAGIC)) {
+        return Err(Error::InvalidArgument(
+            "the volume holds a hash-engine store (shale-hash), not an lsm store; nothing was \
+             written to it"
+                .into(),
+        ));
+    }
+    if layout.wal_bytes == 0 {
+        return Err(Error::InvalidArgument(
+            "the volume has no WAL area, so it is not an lsm store (a hash-engine store?); \
+             nothing was written to it"
+                .into(),
+        ));
+    }
+    Ok(())
 }

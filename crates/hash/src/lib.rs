@@ -38,6 +38,7 @@ mod meta;
 mod options;
 pub mod record;
 mod shard;
+mod shards;
 mod store;
 mod worker;
 
@@ -49,4 +50,5 @@ pub use options::{
     StoreMode,
 };
 pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
+pub use shards::{Shards, ShardsIterator};
 pub use store::{HashStore, HashTicket, KvRequest};

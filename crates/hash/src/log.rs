@@ -209,7 +209,7 @@ impl LogWriter {
                 })
                 .collect();
             metas.push(SegmentMeta { generation, extent, sealed_pages: None });
-            meta::encode_base(&metas, *shard.checkpoint.lock())
+            meta::encode_base(&metas, *shard.checkpoint.lock(), *shard.membership.lock())
         };
         if let Err(e) = volume.commit(&edit, &mut full) {
             volume.release(extent);
@@ -253,7 +253,7 @@ impl LogWriter {
                     sealed_pages: s.sealed_pages,
                 })
                 .collect();
-            meta::encode_base(&metas, *shard.checkpoint.lock())
+            meta::encode_base(&metas, *shard.checkpoint.lock(), *shard.membership.lock())
         };
         shard.volume().commit(&edit, &mut full)?;
         shard.remove_segment(slot);

@@ -13,8 +13,11 @@
 //!                removed extent
 //! kind 3, an index checkpoint: generation (u64 LE); its extent is the delta's one added
 //!                extent, the checkpoint it replaces (if any) the one removed extent
+//! kind 4, shard membership: set id (16 bytes), index (u32 LE), count (u32 LE): this store
+//!                is shard `index` of `count` of one set ([`crate::Shards`])
 //! a base ends, after its segments, with the checkpoint if there is one: present (u8 0 or
-//!                1), then generation (u64 LE), tier (u8), first slot (u32 LE), slots (u32 LE)
+//!                1), then generation (u64 LE), tier (u8), first slot (u32 LE), slots (u32 LE);
+//!                then, if the store is a shard, its membership as in kind 4 (28 bytes)
 //! ```
 //! A sealed segment's page count tells recovery that every page below it was durable: an
 //! invalid one is damage, never a torn tail to cut (P4).
@@ -30,6 +33,46 @@ const BASE: u8 = 0;
 const SEGMENT_ADDED: u8 = 1;
 const SEGMENT_REMOVED: u8 = 2;
 const CHECKPOINT: u8 = 3;
+const MEMBERSHIP: u8 = 4;
+
+/// Which shard of which set a store is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Membership {
+    /// The set's id, the same in every shard of it.
+    pub set: [u8; 16],
+    /// This store's place in the set.
+    pub index: u32,
+    /// Shards in the set.
+    pub count: u32,
+}
+
+impl Membership {
+    fn encode(&self, b: &mut Vec<u8>) {
+        b.extend_from_slice(&self.set);
+        b.extend_from_slice(&self.index.to_le_bytes());
+        b.extend_from_slice(&self.count.to_le_bytes());
+    }
+
+    fn decode(b: &[u8]) -> Option<Membership> {
+        if b.len() != 24 {
+            return None;
+        }
+        let m = Membership {
+            set: b[..16].try_into().ok()?,
+            index: u32::from_le_bytes(b[16..20].try_into().ok()?),
+            count: u32::from_le_bytes(b[20..24].try_into().ok()?),
+        };
+        (m.index < m.count).then_some(m)
+    }
+}
+
+/// The payload of a delta making the store a shard of a set.
+pub fn encode_membership(m: &Membership) -> Vec<u8> {
+    let mut b = MAGIC.to_vec();
+    b.push(MEMBERSHIP);
+    m.encode(&mut b);
+    b
+}
 
 /// The newest index checkpoint, as the version log names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +90,8 @@ pub struct State {
     pub segments: Vec<SegmentMeta>,
     /// The newest checkpoint.
     pub checkpoint: Option<CheckpointMeta>,
+    /// The set this store is a shard of, if any.
+    pub membership: Option<Membership>,
 }
 
 /// A segment as the version log names it.
@@ -63,7 +108,11 @@ pub struct SegmentMeta {
 const OPEN: u32 = u32::MAX;
 
 /// The payload of a full state.
-pub fn encode_base(segments: &[SegmentMeta], checkpoint: Option<CheckpointMeta>) -> Vec<u8> {
+pub fn encode_base(
+    segments: &[SegmentMeta],
+    checkpoint: Option<CheckpointMeta>,
+    membership: Option<Membership>,
+) -> Vec<u8> {
     let mut b = MAGIC.to_vec();
     b.push(BASE);
     b.extend_from_slice(&(segments.len() as u32).to_le_bytes());
@@ -82,6 +131,9 @@ pub fn encode_base(segments: &[SegmentMeta], checkpoint: Option<CheckpointMeta>)
             b.extend_from_slice(&c.extent.first.to_le_bytes());
             b.extend_from_slice(&c.extent.count.to_le_bytes());
         }
+    }
+    if let Some(m) = membership {
+        m.encode(&mut b);
     }
     b
 }
@@ -126,6 +178,7 @@ pub fn decode(versions: &Versions) -> Result<State> {
         |what: &str| Error::Corruption { what: format!("hash store metadata: {what}"), offset: 0 };
     let mut segments = Vec::new();
     let mut checkpoint = None;
+    let mut membership = None;
     let tier_of = |b: u8| match b {
         0 => Some(Tier::Fast),
         1 => Some(Tier::Capacity),
@@ -146,6 +199,14 @@ pub fn decode(versions: &Versions) -> Result<State> {
             return Err(bad("base record length"));
         }
         let (entries, tail) = rest.split_at(n * 17);
+        let (tail, shard) = match tail.len() {
+            1 | 18 => (tail, None),
+            25 | 42 => (&tail[..tail.len() - 24], Some(&tail[tail.len() - 24..])),
+            _ => return Err(bad("base record's end")),
+        };
+        if let Some(b) = shard {
+            membership = Some(Membership::decode(b).ok_or_else(|| bad("shard membership"))?);
+        }
         match tail {
             [0] => {}
             [1, c @ ..] if c.len() == 17 => {
@@ -194,6 +255,10 @@ pub fn decode(versions: &Versions) -> Result<State> {
                     return Err(bad("removal of a segment the version does not hold"));
                 }
             }
+            (Some(&MEMBERSHIP), 25, []) if delta.removed.is_empty() => {
+                membership =
+                    Some(Membership::decode(&body[1..]).ok_or_else(|| bad("shard membership"))?);
+            }
             (Some(&CHECKPOINT), 9, [extent]) if delta.removed.len() <= 1 => {
                 let generation = u64::from_le_bytes(body[1..9].try_into().unwrap());
                 let replaced = checkpoint.map(|c: CheckpointMeta| c.extent);
@@ -209,7 +274,7 @@ pub fn decode(versions: &Versions) -> Result<State> {
     if segments.windows(2).any(|w| w[0].generation == w[1].generation) {
         return Err(bad("two segments of one generation"));
     }
-    Ok(State { segments, checkpoint })
+    Ok(State { segments, checkpoint, membership })
 }
 
 fn strip_magic(payload: &[u8]) -> Result<&[u8]> {
@@ -239,6 +304,7 @@ mod tests {
                         SegmentMeta { generation: 4, extent: b, sealed_pages: None },
                         SegmentMeta { generation: 2, extent: a, sealed_pages: Some(12) },
                     ],
+                    None,
                     None,
                 ),
             },
@@ -273,7 +339,11 @@ mod tests {
         let versions = Versions {
             base: BaseRecord {
                 extents: vec![seg, c1],
-                engine: encode_base(&[s], Some(CheckpointMeta { generation: 2, extent: c1 })),
+                engine: encode_base(
+                    &[s],
+                    Some(CheckpointMeta { generation: 2, extent: c1 }),
+                    Some(Membership { set: [7; 16], index: 1, count: 3 }),
+                ),
             },
             deltas: vec![DeltaRecord {
                 removed: vec![c1],
@@ -283,6 +353,7 @@ mod tests {
         };
         let state = decode(&versions).unwrap();
         assert_eq!(state.checkpoint, Some(CheckpointMeta { generation: 3, extent: c2 }));
+        assert_eq!(state.membership, Some(Membership { set: [7; 16], index: 1, count: 3 }));
         assert_eq!(state.segments, vec![s]);
         // A checkpoint delta that does not remove the one it replaces is damage.
         let bad = Versions {

@@ -67,6 +67,8 @@ pub(crate) struct Shard {
     pub open_iterators: std::sync::atomic::AtomicUsize,
     /// The newest checkpoint the version log names.
     pub checkpoint: Mutex<Option<CheckpointMeta>>,
+    /// The set this store is a shard of.
+    pub membership: Mutex<Option<crate::meta::Membership>>,
     pub recovered_records: AtomicU64,
     pub recovery_micros: AtomicU64,
 }
@@ -83,6 +85,7 @@ impl Shard {
             stopped: Mutex::new(None),
             counters: Counters::default(),
             checkpoint: Mutex::new(None),
+            membership: Mutex::new(None),
             open_iterators: std::sync::atomic::AtomicUsize::new(0),
             recovered_records: AtomicU64::new(0),
             recovery_micros: AtomicU64::new(0),

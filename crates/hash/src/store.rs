@@ -162,6 +162,7 @@ impl HashStore {
             .map_or(1, |g| g + 1);
         let shard = Arc::new(Shard::new(volume, opts, segments));
         *shard.checkpoint.lock() = state.checkpoint;
+        *shard.membership.lock() = state.membership;
         let replayed = shard.replay()?;
         shard.recovered_records.store(replayed.records, Ordering::Relaxed);
         shard.recovery_micros.store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
@@ -448,6 +449,35 @@ impl HashStore {
         kind: IterKind,
     ) -> Result<KvIterator> {
         KvIterator::open(self.shard.clone(), prefix, mask, kind)
+    }
+
+    /// The set this store is a shard of, if it is one.
+    pub(crate) fn membership(&self) -> Option<crate::meta::Membership> {
+        *self.shard.membership.lock()
+    }
+
+    /// Makes this store shard `m.index` of the set `m` (committed to its version log).
+    pub(crate) fn join_set(&self, m: crate::meta::Membership) -> Result<()> {
+        let shard = &self.shard;
+        let edit = shale_space::Edit {
+            engine: meta::encode_membership(&m),
+            ..shale_space::Edit::default()
+        };
+        let mut full = || {
+            let metas: Vec<meta::SegmentMeta> = shard
+                .segments()
+                .iter()
+                .map(|(_, s)| meta::SegmentMeta {
+                    generation: s.generation,
+                    extent: s.extent,
+                    sealed_pages: s.sealed_pages,
+                })
+                .collect();
+            meta::encode_base(&metas, *shard.checkpoint.lock(), Some(m))
+        };
+        shard.volume().commit(&edit, &mut full)?;
+        *shard.membership.lock() = Some(m);
+        Ok(())
     }
 
     /// Counters since the open.

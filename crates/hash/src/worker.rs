@@ -667,7 +667,7 @@ impl Worker {
                             sealed_pages: s.sealed_pages,
                         })
                         .collect();
-                    crate::meta::encode_base(&metas, Some(new))
+                    crate::meta::encode_base(&metas, Some(new), *shard.membership.lock())
                 };
                 volume.commit(&edit, &mut full)?;
                 *shard.checkpoint.lock() = Some(new);

@@ -52,3 +52,34 @@ pub use options::{
 pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
 pub use shards::{Shards, ShardsIterator};
 pub use store::{HashStore, HashTicket, KvRequest};
+
+/// The checkpoint decoder for the fuzz targets (`fuzz/src/hash_checks.rs`); not an API.
+#[doc(hidden)]
+pub mod fuzz {
+    /// Decodes a checkpoint image of `generation`; an error says what is wrong.
+    ///
+    /// # Errors
+    /// What the decoder found wrong.
+    pub fn decode_checkpoint(image: &[u8], generation: u64) -> std::result::Result<(), String> {
+        crate::checkpoint::Checkpoint::decode(image, generation).map(|_| ())
+    }
+
+    /// A small valid checkpoint image of `generation`, for seed inputs.
+    pub fn sample_checkpoint_image(generation: u64) -> Vec<u8> {
+        use crate::checkpoint::{Checkpoint, SegmentAt};
+        use crate::index::Location;
+        let loc = |page: u32| Location { segment: 0, page, offset: 28, pages: 1 }.pack();
+        Checkpoint {
+            max_seq: 9,
+            segments: vec![SegmentAt {
+                slot: 0,
+                generation: 1,
+                pages: 3,
+                usage: crate::shard::Usage { records: 3, live: 2 },
+            }],
+            entries: vec![(0x6b65_0000_0000_0001, loc(0)), (0x6b65_0000_0000_0002, loc(2))],
+            keyed: vec![(b"key-collided".to_vec(), loc(1))],
+        }
+        .image(generation)
+    }
+}

@@ -106,6 +106,8 @@ typedef enum shale_status {
   // A bug inside the library (a panic caught at the boundary), or an error this version
   // of the ABI has no code for; the message says which.
   SHALE_INTERNAL = 15,
+  // The most iterators a kvs store allows are open; close one first.
+  SHALE_TOO_MANY_ITERATORS = 16,
 } shale_status;
 
 // What a store does when the key is (or is not) present.
@@ -128,6 +130,10 @@ typedef struct shale_error shale_error;
 // An ordered iterator over a store (as of a snapshot, within bounds). Destroy it with
 // `shale_db_iter_destroy`.
 typedef struct shale_iterator shale_iterator;
+
+// An open iterator over a kvs store's keys (`shale_kvs_open_iterator`); used from one thread
+// at a time, closed with `shale_kvs_iterator_close`.
+typedef struct shale_kvs_iterator shale_kvs_iterator;
 
 // An open kvs store (one shard of the hash engine). Close it with `shale_kvs_close`.
 typedef struct shale_kvs_store shale_kvs_store;
@@ -184,6 +190,19 @@ typedef struct shale_kvs_event {
   // it with `shale_error_free`.
   struct shale_error *error;
 } shale_kvs_event;
+
+// One entry of an iterator batch: a key and, for an iterator opened `with_values`, its
+// value. Both are the library's memory, freed by `shale_kvs_free_entries`.
+typedef struct shale_kvs_entry {
+  // The key.
+  uint8_t *key;
+  // Its length.
+  size_t key_len;
+  // The value, or NULL for a keys-only iterator.
+  uint8_t *value;
+  // Its length (0 for a keys-only iterator).
+  size_t value_len;
+} shale_kvs_entry;
 
 #ifdef __cplusplus
 extern "C" {
@@ -641,6 +660,52 @@ int shale_kvs_completion_fd(const struct shale_kvs_store *store);
 // # Safety
 // `value` is NULL or a `shale_kvs_event`'s value, freed once.
 void shale_kvs_free_value(uint8_t *value);
+
+// Opens an iterator over the keys whose first four bytes match `prefix` under `bitmask`
+// (`key[i] & bitmask[i] == prefix[i] & bitmask[i]` for `i` in 0..4), returning keys, or
+// keys and values when `with_values`. Each key live at the open, and still live when
+// reached, comes back exactly once, with its value as it is then; no order is promised.
+// The store frees no space while an iterator is open: close iterators when done. An
+// iterator may outlive its store's handle, but should not.
+//
+// Returns `SHALE_OK`; `SHALE_TOO_MANY_ITERATORS` when the store's limit (16) is open.
+//
+// # Safety
+// `store` is a live handle; `prefix` and `bitmask` are readable for 4 bytes; `out` is
+// valid for a write; `err` is NULL or valid for a write.
+int shale_kvs_open_iterator(const struct shale_kvs_store *store,
+                            const uint8_t *prefix,
+                            const uint8_t *bitmask,
+                            bool with_values,
+                            struct shale_kvs_iterator **out,
+                            struct shale_error **err);
+
+// Fills `entries` with up to `max` entries and sets `*count_out` to how many; 0 means the
+// iteration is over. Free the filled entries with `shale_kvs_free_entries`.
+//
+// Returns `SHALE_OK`; `SHALE_CORRUPTION`; `SHALE_IO`.
+//
+// # Safety
+// `iter` is a live iterator; `entries` is writable for `max` entries; `count_out` is valid
+// for a write; `err` is NULL or valid for a write.
+int shale_kvs_iterator_next(struct shale_kvs_iterator *iter,
+                            struct shale_kvs_entry *entries,
+                            size_t max,
+                            size_t *count_out,
+                            struct shale_error **err);
+
+// Frees the keys and values of `count` entries filled by `shale_kvs_iterator_next` (not
+// the array itself, which is the caller's).
+//
+// # Safety
+// `entries` holds `count` entries filled by `shale_kvs_iterator_next` and not yet freed.
+void shale_kvs_free_entries(struct shale_kvs_entry *entries, size_t count);
+
+// Closes an iterator. NULL is ignored.
+//
+// # Safety
+// `iter` is NULL or a live iterator, closed once.
+void shale_kvs_iterator_close(struct shale_kvs_iterator *iter);
 
 // Frees a value the library allocated (`shale_db_get`'s, or a `shale_kvs_event`'s).
 // NULL is ignored.

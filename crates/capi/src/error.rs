@@ -47,6 +47,8 @@ pub enum shale_status {
     /// A bug inside the library (a panic caught at the boundary), or an error this version
     /// of the ABI has no code for; the message says which.
     SHALE_INTERNAL = 15,
+    /// The most iterators a kvs store allows are open; close one first.
+    SHALE_TOO_MANY_ITERATORS = 16,
 }
 
 use shale_status::*;
@@ -108,6 +110,7 @@ impl From<shale_hash::Error> for Failure {
             E::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
             E::Stopped(_) => SHALE_STOPPED,
             E::Busy => SHALE_BUSY,
+            E::TooManyIterators { .. } => SHALE_TOO_MANY_ITERATORS,
             _ => SHALE_INTERNAL,
         };
         Failure::new(status, e.to_string())
@@ -253,6 +256,7 @@ pub extern "C" fn shale_status_name(status: c_int) -> *const c_char {
         13 => c"SHALE_READ_ONLY",
         14 => c"SHALE_NOT_A_STORE",
         15 => c"SHALE_INTERNAL",
+        16 => c"SHALE_TOO_MANY_ITERATORS",
         _ => c"SHALE_?",
     };
     name.as_ptr()

@@ -11,7 +11,9 @@ use std::ffi::{c_char, c_int};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use shale_hash::{Completion, HashOptions, HashStore, KvRequest, Output, StoreMode};
+use shale_hash::{
+    Completion, HashOptions, HashStore, IterKind, KvIterator, KvRequest, Output, StoreMode,
+};
 
 use crate::error::{Failure, Outcome, boundary, guard, shale_error, shale_status};
 use crate::mem::{buffer, bytes, path_arg, set, to_caller};
@@ -578,4 +580,155 @@ pub unsafe extern "C" fn shale_kvs_completion_fd(store: *const shale_kvs_store) 
 pub unsafe extern "C" fn shale_kvs_free_value(value: *mut u8) {
     // SAFETY: as the caller promises; event values come from the same allocator.
     unsafe { crate::mem::shale_free(value.cast()) };
+}
+
+/// An open iterator over a kvs store's keys (`shale_kvs_open_iterator`); used from one thread
+/// at a time, closed with `shale_kvs_iterator_close`.
+pub struct shale_kvs_iterator {
+    it: KvIterator,
+}
+
+/// One entry of an iterator batch: a key and, for an iterator opened `with_values`, its
+/// value. Both are the library's memory, freed by `shale_kvs_free_entries`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct shale_kvs_entry {
+    /// The key.
+    pub key: *mut u8,
+    /// Its length.
+    pub key_len: usize,
+    /// The value, or NULL for a keys-only iterator.
+    pub value: *mut u8,
+    /// Its length (0 for a keys-only iterator).
+    pub value_len: usize,
+}
+
+/// Opens an iterator over the keys whose first four bytes match `prefix` under `bitmask`
+/// (`key[i] & bitmask[i] == prefix[i] & bitmask[i]` for `i` in 0..4), returning keys, or
+/// keys and values when `with_values`. Each key live at the open, and still live when
+/// reached, comes back exactly once, with its value as it is then; no order is promised.
+/// The store frees no space while an iterator is open: close iterators when done. An
+/// iterator may outlive its store's handle, but should not.
+///
+/// Returns `SHALE_OK`; `SHALE_TOO_MANY_ITERATORS` when the store's limit (16) is open.
+///
+/// # Safety
+/// `store` is a live handle; `prefix` and `bitmask` are readable for 4 bytes; `out` is
+/// valid for a write; `err` is NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_open_iterator(
+    store: *const shale_kvs_store,
+    prefix: *const u8,
+    bitmask: *const u8,
+    with_values: bool,
+    out: *mut *mut shale_kvs_iterator,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(store)?;
+            if out.is_null() {
+                return Err(Failure::null("out"));
+            }
+            let prefix: [u8; 4] = bytes(prefix, 4, "prefix")?.try_into().expect("4 bytes");
+            let mask: [u8; 4] = bytes(bitmask, 4, "bitmask")?.try_into().expect("4 bytes");
+            let kind = if with_values { IterKind::KeysAndValues } else { IterKind::Keys };
+            let it = s.store.open_iterator(prefix, mask, kind)?;
+            out.write(Box::into_raw(Box::new(shale_kvs_iterator { it })));
+            Ok(())
+        })
+    }
+}
+
+/// Fills `entries` with up to `max` entries and sets `*count_out` to how many; 0 means the
+/// iteration is over. Free the filled entries with `shale_kvs_free_entries`.
+///
+/// Returns `SHALE_OK`; `SHALE_CORRUPTION`; `SHALE_IO`.
+///
+/// # Safety
+/// `iter` is a live iterator; `entries` is writable for `max` entries; `count_out` is valid
+/// for a write; `err` is NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_iterator_next(
+    iter: *mut shale_kvs_iterator,
+    entries: *mut shale_kvs_entry,
+    max: usize,
+    count_out: *mut usize,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let it = iter.as_mut().ok_or_else(|| Failure::null("iter"))?;
+            if count_out.is_null() || (entries.is_null() && max > 0) {
+                return Err(Failure::null("entries or count_out"));
+            }
+            let batch = it.it.next_batch(max)?;
+            let mut filled = 0;
+            for (key, value) in &batch {
+                let k = match to_caller(key) {
+                    Ok(k) => k,
+                    Err(e) => {
+                        shale_kvs_free_entries(entries, filled);
+                        return Err(e);
+                    }
+                };
+                let (v, v_len) = match value.as_deref().map(to_caller).transpose() {
+                    Ok(v) => {
+                        (v.unwrap_or(std::ptr::null_mut()), value.as_ref().map_or(0, Vec::len))
+                    }
+                    Err(e) => {
+                        libc::free(k.cast());
+                        shale_kvs_free_entries(entries, filled);
+                        return Err(e);
+                    }
+                };
+                entries.add(filled).write(shale_kvs_entry {
+                    key: k,
+                    key_len: key.len(),
+                    value: v,
+                    value_len: v_len,
+                });
+                filled += 1;
+            }
+            count_out.write(filled);
+            Ok(())
+        })
+    }
+}
+
+/// Frees the keys and values of `count` entries filled by `shale_kvs_iterator_next` (not
+/// the array itself, which is the caller's).
+///
+/// # Safety
+/// `entries` holds `count` entries filled by `shale_kvs_iterator_next` and not yet freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_free_entries(entries: *mut shale_kvs_entry, count: usize) {
+    if entries.is_null() {
+        return;
+    }
+    for i in 0..count {
+        // SAFETY: the caller promises `count` filled entries whose pointers came from
+        // `to_caller` (malloc) or are NULL, freed once.
+        unsafe {
+            let e = &mut *entries.add(i);
+            libc::free(e.key.cast());
+            libc::free(e.value.cast());
+            e.key = std::ptr::null_mut();
+            e.value = std::ptr::null_mut();
+        }
+    }
+}
+
+/// Closes an iterator. NULL is ignored.
+///
+/// # Safety
+/// `iter` is NULL or a live iterator, closed once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_iterator_close(iter: *mut shale_kvs_iterator) {
+    if !iter.is_null() {
+        // SAFETY: the caller gives the iterator back, once; it came from `Box::into_raw`.
+        guard((), || drop(unsafe { Box::from_raw(iter) }));
+    }
 }

@@ -113,6 +113,7 @@ fn kvs_example_runs_against_the_cdylib() {
             "async exist tag 102: bits 0x05",
             "async delete tag 103: existed 1",
             "async: 3 ok, 1 not found",
+            "iterate item: 15 keys, 111 value bytes",
             "kvs example: ok",
         ],
     );

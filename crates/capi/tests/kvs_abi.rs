@@ -445,7 +445,7 @@ fn a_full_queue_answers_busy_and_queues_nothing() {
 
 #[test]
 fn status_names_cover_every_code() {
-    let names: Vec<String> = (0..=15)
+    let names: Vec<String> = (0..=16)
         .map(|s| {
             // SAFETY: a static string.
             unsafe { CStr::from_ptr(shale_status_name(s)) }.to_string_lossy().into_owned()
@@ -456,6 +456,78 @@ fn status_names_cover_every_code() {
     assert_eq!(names[15], "SHALE_INTERNAL");
     assert!(names.iter().all(|n| n.starts_with("SHALE_") && n != "SHALE_?"));
     // SAFETY: a static string.
-    assert_eq!(unsafe { CStr::from_ptr(shale_status_name(16)) }, c"SHALE_?");
+    assert_eq!(names[16], "SHALE_TOO_MANY_ITERATORS");
+    // SAFETY: a static string.
+    assert_eq!(unsafe { CStr::from_ptr(shale_status_name(17)) }, c"SHALE_?");
     assert_eq!(status(shale_status::SHALE_INTERNAL), 15);
+}
+
+#[test]
+fn iterators_return_each_matching_key_and_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path(), 8);
+    for i in 0..10u8 {
+        assert_eq!(store_tuple(s, format!("user{i}").as_bytes(), &[i; 3], 0), 0);
+        assert_eq!(store_tuple(s, format!("item{i}").as_bytes(), b"x", 0), 0);
+    }
+    let mut its = Vec::new();
+    for n in 0..17 {
+        let mut it = null_mut();
+        // SAFETY: a live store, 4-byte prefix and mask, a valid out-parameter.
+        let (rc, msg) = call(|e| unsafe {
+            shale_kvs_open_iterator(s, b"user".as_ptr(), [0xFF; 4].as_ptr(), true, &mut it, e)
+        });
+        if n < 16 {
+            assert_eq!(rc, 0, "{msg}");
+            its.push(it);
+        } else {
+            assert_eq!(rc, status(shale_status::SHALE_TOO_MANY_ITERATORS), "{msg}");
+        }
+    }
+    let it = its.pop().unwrap();
+    for other in its {
+        // SAFETY: live iterators, closed once.
+        unsafe { shale_kvs_iterator_close(other) };
+    }
+    let mut seen = Vec::new();
+    let mut entries: Vec<shale_kvs_entry> = Vec::with_capacity(3);
+    loop {
+        let mut n = 0;
+        // SAFETY: a live iterator; room for 3 entries; a valid count.
+        let (rc, msg) =
+            call(|e| unsafe { shale_kvs_iterator_next(it, entries.as_mut_ptr(), 3, &mut n, e) });
+        assert_eq!(rc, 0, "{msg}");
+        if n == 0 {
+            break;
+        }
+        // SAFETY: the call filled `n` entries.
+        unsafe { entries.set_len(n) };
+        for e in &entries {
+            // SAFETY: the library's memory for the lengths it gave.
+            let (k, v) = unsafe {
+                (
+                    std::slice::from_raw_parts(e.key, e.key_len),
+                    std::slice::from_raw_parts(e.value, e.value_len),
+                )
+            };
+            assert_eq!(v, &[k[4] - b'0'; 3]);
+            seen.push(k.to_vec());
+        }
+        // SAFETY: `n` filled entries, freed once.
+        unsafe {
+            shale_kvs_free_entries(entries.as_mut_ptr(), n);
+            entries.set_len(0);
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, (0..10).map(|i| format!("user{i}").into_bytes()).collect::<Vec<_>>());
+    // SAFETY: NULL arguments are refused, and a NULL iterator is ignored by close.
+    unsafe {
+        let mut n = 0;
+        let (rc, _) = call(|e| shale_kvs_iterator_next(null_mut(), null_mut(), 0, &mut n, e));
+        assert_eq!(rc, status(shale_status::SHALE_INVALID_ARGUMENT));
+        shale_kvs_iterator_close(null_mut());
+        shale_kvs_iterator_close(it);
+        shale_kvs_close(s);
+    }
 }

@@ -183,6 +183,29 @@ int main(int argc, char **argv) {
         printf("async: busy seen, resubmitted\n");
     }
 
+    /* Iterate the keys beginning with "item", with their values, 4 at a time. */
+    struct shale_kvs_iterator *it = NULL;
+    const uint8_t prefix[4] = {'i', 't', 'e', 'm'};
+    const uint8_t mask[4] = {0xff, 0xff, 0xff, 0xff};
+    expect("open iterator", shale_kvs_open_iterator(store, prefix, mask, true, &it, NULL),
+           SHALE_OK, NULL);
+    struct shale_kvs_entry batch[4];
+    size_t n = 0, found = 0, value_bytes = 0;
+    do {
+        expect("iterator next", shale_kvs_iterator_next(it, batch, 4, &n, NULL), SHALE_OK,
+               NULL);
+        for (size_t i = 0; i < n; i++) {
+            if (batch[i].key_len != 7 || memcmp(batch[i].key, "item:", 5) != 0) {
+                failures++;
+            }
+            value_bytes += batch[i].value_len;
+        }
+        found += n;
+        shale_kvs_free_entries(batch, n);
+    } while (n > 0);
+    shale_kvs_iterator_close(it);
+    printf("iterate item: %zu keys, %zu value bytes\n", found, value_bytes);
+
     shale_kvs_close(store);
     if (failures != 0) {
         fprintf(stderr, "%d failures\n", failures);

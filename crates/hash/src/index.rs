@@ -1,12 +1,14 @@
 //! The index: from a fixed-size digest of each key to where its newest record lies.
 //!
-//! Each live key costs one entry of a hash map of `u64 -> u64`: the key's 64-bit xxh3 digest
-//! and its packed [`Location`]. The key itself is not kept in memory: a hit is confirmed by
+//! Each live key costs one entry of a table of `u64 -> u64` pairs ([`DigestTable`], 19 to 23
+//! bytes a key): the key's 64-bit digest and its packed [`Location`]. The key itself is not kept in memory: a hit is confirmed by
 //! reading the record and comparing its key (the full key is checked on every hit), so two
 //! keys whose digests collide are told apart. The second of two colliding keys goes to a
 //! small map keyed by its full key; lookups consult it only while it is not empty.
 
 use rustc_hash::FxHashMap;
+
+use crate::digest_table::DigestTable;
 
 /// Where a record lies: its segment (by the segment's slot in the store's table), the log
 /// page its first fragment is on, the byte offset of that fragment in the page, and how many
@@ -86,7 +88,7 @@ pub type KeyedEntry = (Vec<u8>, u64);
 /// Digest and key-confirmed maps.
 #[derive(Debug, Default)]
 pub struct Index {
-    by_digest: FxHashMap<u64, u64>,
+    by_digest: DigestTable,
     /// Keys whose digest another live key holds in `by_digest`.
     collided: FxHashMap<Vec<u8>, u64>,
 }
@@ -110,13 +112,12 @@ impl Index {
 
     /// Whether no key is live.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.by_digest.is_empty() && self.collided.is_empty()
     }
 
     /// Bytes the maps hold in memory (their tables, not counting the allocator's overhead).
     pub fn memory_bytes(&self) -> usize {
-        // hashbrown: one control byte and one (u64, u64) per bucket.
-        let digest_map = self.by_digest.capacity() * 17;
+        let digest_map = self.by_digest.memory_bytes();
         let collided: usize = self.collided.keys().map(|k| k.capacity() + 8 + 24 + 1).sum();
         digest_map + collided
     }
@@ -128,8 +129,8 @@ impl Index {
                 return Probe::Exact(Location::unpack(v));
             }
         }
-        match self.by_digest.get(&d) {
-            Some(&v) => Probe::Candidate(Location::unpack(v)),
+        match self.by_digest.get(d) {
+            Some(v) => Probe::Candidate(Location::unpack(v)),
             None => Probe::Absent,
         }
     }
@@ -147,7 +148,7 @@ impl Index {
         if let Some(v) = self.collided.get_mut(key) {
             return Some(Location::unpack(std::mem::replace(v, loc.pack())));
         }
-        match self.by_digest.get_mut(&d) {
+        match self.by_digest.get_mut(d) {
             Some(v) if digest_owner => Some(Location::unpack(std::mem::replace(v, loc.pack()))),
             Some(_) => {
                 self.collided.insert(key.to_vec(), loc.pack());
@@ -169,7 +170,7 @@ impl Index {
         if digest_owner {
             // A colliding key of the same digest may take the freed entry; it stays in the
             // collision map instead, where lookups find it first.
-            return self.by_digest.remove(&d).map(Location::unpack);
+            return self.by_digest.remove(d).map(Location::unpack);
         }
         None
     }
@@ -182,7 +183,7 @@ impl Index {
                 return v == loc.pack();
             }
         }
-        self.by_digest.get(&d) == Some(&loc.pack())
+        self.by_digest.get(d) == Some(loc.pack())
     }
 
     /// Moves `key`'s entry from `from` to `to` if it still points at `from` (a record copied
@@ -195,7 +196,7 @@ impl Index {
             }
             return false;
         }
-        match self.by_digest.get_mut(&d) {
+        match self.by_digest.get_mut(d) {
             Some(v) if *v == from.pack() => {
                 *v = to.pack();
                 true
@@ -207,15 +208,17 @@ impl Index {
     /// The raw entries, for a checkpoint: (digest, packed location) and (key, packed
     /// location) of the collision map.
     pub fn entries(&self) -> (Vec<(u64, u64)>, Vec<KeyedEntry>) {
-        let by_digest = self.by_digest.iter().map(|(&d, &l)| (d, l)).collect();
+        let by_digest = self.by_digest.iter().collect();
         let collided = self.collided.iter().map(|(k, &l)| (k.clone(), l)).collect();
         (by_digest, collided)
     }
 
     /// Puts back a checkpoint's entries (into an empty index).
     pub fn load(&mut self, by_digest: Vec<(u64, u64)>, collided: Vec<KeyedEntry>) {
-        self.by_digest.reserve(by_digest.len());
-        self.by_digest.extend(by_digest);
+        self.by_digest.reserve(self.by_digest.len() + by_digest.len());
+        for (d, l) in by_digest {
+            self.by_digest.insert(d, l);
+        }
         self.collided.extend(collided);
     }
 
@@ -225,8 +228,8 @@ impl Index {
         let mut out: Vec<Location> = self
             .by_digest
             .iter()
-            .filter(|(d, _)| hit(**d))
-            .map(|(_, &l)| Location::unpack(l))
+            .filter(|&(d, _)| hit(d))
+            .map(|(_, l)| Location::unpack(l))
             .collect();
         for (key, &l) in &self.collided {
             if hit(digest(key, 64)) {
@@ -238,7 +241,11 @@ impl Index {
 
     /// Every live location (for garbage collection's accounting and for checks).
     pub fn locations(&self) -> impl Iterator<Item = Location> + '_ {
-        self.by_digest.values().chain(self.collided.values()).map(|&v| Location::unpack(v))
+        self.by_digest
+            .iter()
+            .map(|(_, v)| v)
+            .chain(self.collided.values().copied())
+            .map(Location::unpack)
     }
 }
 

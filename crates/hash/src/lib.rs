@@ -30,6 +30,7 @@
 
 mod checkpoint;
 mod completion;
+mod digest_table;
 mod error;
 pub mod index;
 mod iterator;

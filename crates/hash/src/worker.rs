@@ -429,6 +429,20 @@ impl Worker {
                     }
                 };
             }
+            if applies.is_empty() && !batch.as_ref().expect("opened above").fits(rec.len()) {
+                // The active segment's pages left cannot hold this record: the batch starts a
+                // new segment (it holds nothing yet). Without this the request would wait
+                // for a batch that never comes.
+                match self.next_segment_batch() {
+                    Ok(b) => batch = Some(b),
+                    Err(e) => {
+                        let e = self.shard.stop(e);
+                        self.answer_write(req, Err(e.clone_for_request()));
+                        self.fail_writes(&e);
+                        return;
+                    }
+                }
+            }
             let b = batch.as_mut().expect("opened above");
             let room = b.fits(rec.len())
                 && (b.image.len() + rec.len() <= self.shard.opts.batch_bytes_max
@@ -571,6 +585,19 @@ impl Worker {
             if !still_needed {
                 continue;
             }
+            if applies.is_empty() && !batch.fits(rec.len()) {
+                // As for the user's batches: a copy that the active segment cannot hold
+                // starts a new one.
+                match self.next_segment_batch() {
+                    Ok(b) => batch = b,
+                    Err(e) => {
+                        let e = self.shard.stop(e);
+                        self.fail_writes(&e);
+                        self.gc = None;
+                        return;
+                    }
+                }
+            }
             let fits = batch.fits(rec.len())
                 && (batch.image.len() + rec.len() <= self.shard.opts.batch_bytes_max
                     || applies.is_empty());
@@ -710,6 +737,12 @@ impl Worker {
                 log::error!("garbage collection stopped the store: {e}");
             }
         }
+    }
+
+    /// A batch on a new segment, for a record the active one cannot hold.
+    fn next_segment_batch(&mut self) -> Result<Batch> {
+        self.log.start_segment(&self.shard)?;
+        Ok(self.log.batch(&self.shard).expect("a new segment has pages"))
     }
 
     /// A batch on the active segment, starting a segment when it has no page left.

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# shale serve against Redis 7 (issue #13 part 1's benchmark), and three shale serve instances
+# behind twemproxy (part 2's scale-out), all on this machine's loopback.
+#
+# 1. For each fsync policy in POLICIES (everysec, always), REPEATS times, alternating: Redis
+#    (redis-server, appendonly yes, the same appendfsync, no RDB snapshots) and shale serve
+#    (the same appendfsync), each on a fresh directory, driven by redis-benchmark with
+#    CLIENTS clients: SET, GET, MSET (10 keys), INCR, N requests each, unpipelined and
+#    pipelined PIPELINE deep. Medians of requests per second, p50 and p99, and the ratio.
+# 2. Scale-out: three shale serve instances (appendfsync always) behind twemproxy
+#    (nutcracker) with ketama consistent hashing; redis-benchmark SET and GET through the
+#    proxy; then KEYS keys written through the proxy, one instance SIGKILLed, every key read
+#    back through the proxy (what clients see: values from the live shards, errors for the
+#    dead one's keys), the instance restarted on its store, and every key read again.
+#
+# Root is needed to install the Debian packages (redis-server, redis-tools, nutcracker);
+# without root and without them, the script says so and exits 0. Kvrocks is not in
+# Debian's archive and cannot be fetched here, so it is not compared.
+#
+# Usage: bench/serve.sh
+# Environment: N=100000 CLIENTS=50 PIPELINE=16 REPEATS=3 POLICIES="everysec always"
+#   KEYS=3000 OUT=bench/results/<date>-serve
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+N=${N:-100000}
+CLIENTS=${CLIENTS:-50}
+PIPELINE=${PIPELINE:-16}
+REPEATS=${REPEATS:-3}
+POLICIES=${POLICIES:-everysec always}
+KEYS=${KEYS:-3000}
+OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-serve}
+
+need=()
+for bin in redis-server redis-benchmark redis-cli nutcracker; do
+  command -v "$bin" >/dev/null || need+=("$bin")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "skipped: ${need[*]} missing and not root to install redis-server redis-tools nutcracker" >&2
+    exit 0
+  fi
+  apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server redis-tools nutcracker >&2
+fi
+
+cargo build --release -p shale-cli >&2
+SHALE=$PWD/target/release/shale
+mkdir -p "$OUT/raw"
+scratch=$(mktemp -d /var/tmp/shale-serve-bench.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+wait_port() { # port: waits up to 20 s for a server to answer PING
+  for _ in $(seq 200); do
+    redis-cli -p "$1" ping >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "nothing answers on port $1" >&2
+  return 1
+}
+
+start_server() { # engine policy port dir -> pid on stdout
+  local engine=$1 policy=$2 port=$3 dir=$4
+  mkdir -p "$dir"
+  case $engine in
+    redis)
+      redis-server --port "$port" --bind 127.0.0.1 --appendonly yes --appendfsync "$policy" \
+        --save "" --dir "$dir" --daemonize no --logfile "$dir/redis.log" >/dev/null 2>&1 &
+      ;;
+    shale)
+      "$SHALE" serve --db "$dir/store" --port "$port" --appendfsync "$policy" \
+        >"$dir/shale.log" 2>&1 &
+      ;;
+  esac
+  echo $!
+  disown
+}
+
+echo "engine,policy,pipeline,repeat,test,rps,p50_ms,p99_ms" >"$OUT/runs.csv"
+port=6390
+for policy in $POLICIES; do
+  for r in $(seq "$REPEATS"); do
+    for engine in redis shale; do
+      port=$((port + 1))
+      dir=$scratch/$engine-$policy-$r
+      pid=$(start_server "$engine" "$policy" "$port" "$dir")
+      pids+=("$pid")
+      wait_port "$port"
+      for pipe in 1 "$PIPELINE"; do
+        raw=$OUT/raw/$engine-$policy-P$pipe-r$r.csv
+        redis-benchmark -h 127.0.0.1 -p "$port" -c "$CLIENTS" -n "$N" -P "$pipe" -r 100000 \
+          -t set,get,mset,incr --csv >"$raw" 2>/dev/null
+        # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",
+        # "p99_latency_ms","max_latency_ms"
+        tail -n +2 "$raw" | tr -d '"' | while IFS=, read -r test rps _avg _min p50 _p95 p99 _max; do
+          echo "$engine,$policy,$pipe,$r,$test,$rps,$p50,$p99" >>"$OUT/runs.csv"
+        done
+        echo "$engine appendfsync=$policy -P $pipe repeat $r: $(tail -n +2 "$raw" | tr -d '"' | cut -d, -f1,2 | tr '\n' ' ')" >&2
+      done
+      kill -TERM "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    done
+  done
+done
+
+# The summary: medians per (policy, pipeline, test, engine), and shale / Redis.
+python3 - "$OUT/runs.csv" >"$OUT/summary.md" <<'EOF'
+import csv, statistics, sys
+from collections import defaultdict
+rows = list(csv.DictReader(open(sys.argv[1])))
+med = defaultdict(list)
+for r in rows:
+    med[(r["policy"], r["pipeline"], r["test"], r["engine"])].append(
+        (float(r["rps"]), float(r["p50_ms"]), float(r["p99_ms"])))
+print("| appendfsync | pipeline | test | Redis req/s | shale req/s | shale / Redis | Redis p99 ms | shale p99 ms |")
+print("|---|---:|---|---:|---:|---:|---:|---:|")
+for (policy, pipe, test, engine) in sorted(med):
+    if engine != "redis":
+        continue
+    red = med[(policy, pipe, test, "redis")]
+    sha = med.get((policy, pipe, test, "shale"))
+    if not sha:
+        continue
+    rr = statistics.median(x[0] for x in red)
+    sr = statistics.median(x[0] for x in sha)
+    print(f"| {policy} | {pipe} | {test.split()[0]} | {rr:,.0f} | {sr:,.0f} | {sr / rr:.2f} | "
+          f"{statistics.median(x[2] for x in red):.3f} | {statistics.median(x[2] for x in sha):.3f} |")
+EOF
+cat "$OUT/summary.md"
+
+# 2. Scale-out behind twemproxy.
+echo "== three shale serve instances behind twemproxy" >&2
+ports=(6401 6402 6403)
+declare -A spid
+for p in "${ports[@]}"; do
+  spid[$p]=$(start_server shale always "$p" "$scratch/shard-$p")
+  pids+=("${spid[$p]}")
+  wait_port "$p"
+done
+cat >"$scratch/nutcracker.yml" <<EOF
+shale:
+  listen: 127.0.0.1:22121
+  hash: murmur
+  distribution: ketama
+  redis: true
+  auto_eject_hosts: false
+  timeout: 2000
+  servers:
+   - 127.0.0.1:6401:1
+   - 127.0.0.1:6402:1
+   - 127.0.0.1:6403:1
+EOF
+nutcracker -c "$scratch/nutcracker.yml" -o "$scratch/nutcracker.log" &
+pids+=($!)
+disown
+wait_port 22121
+{
+  echo
+  echo "## Three shale serve instances behind twemproxy (ketama, murmur), appendfsync always"
+  echo
+  echo "| pipeline | test | req/s | p50 ms | p99 ms |"
+  echo "|---:|---|---:|---:|---:|"
+  for pipe in 1 "$PIPELINE"; do
+    redis-benchmark -h 127.0.0.1 -p 22121 -c "$CLIENTS" -n "$N" -P "$pipe" -r 100000 \
+      -t set,get --csv 2>/dev/null | tail -n +2 | tr -d '"' |
+      while IFS=, read -r test rps _avg _min p50 _p95 p99 _max; do
+        echo "| $pipe | $test | $rps | $p50 | $p99 |"
+      done
+  done
+} >>"$OUT/summary.md"
+for i in $(seq "$KEYS"); do echo "SET proxied:$i value-$i"; done | redis-cli -p 22121 >/dev/null
+read_all() { # -> "ok N, errors N, missing N" (redis-cli prints an error reply as "ERR ...")
+  local out ok err
+  out=$(for i in $(seq "$KEYS"); do echo "GET proxied:$i"; done | redis-cli -p 22121 2>&1)
+  ok=$(grep -c '^value-' <<<"$out" || true)
+  err=$(grep -c 'ERR' <<<"$out" || true)
+  echo "ok $ok, errors $err, missing $((KEYS - ok - err))"
+}
+before=$(read_all)
+victim=6402
+kill -9 "${spid[$victim]}"
+sleep 0.5
+during=$(read_all)
+spid[$victim]=$(start_server shale always "$victim" "$scratch/shard-$victim")
+pids+=("${spid[$victim]}")
+wait_port "$victim"
+after=$(read_all)
+{
+  echo
+  echo "$KEYS keys written through the proxy, then read back through it:"
+  echo
+  echo "- all three instances up: $before"
+  echo "- instance :$victim SIGKILLed: $during (twemproxy answers \"ERR Connection refused\" for the keys it hashes to the dead instance, auto_eject_hosts off; the others' keys are served)"
+  echo "- instance :$victim restarted on its store: $after"
+} >>"$OUT/summary.md"
+tail -12 "$OUT/summary.md"
+echo "results in $OUT" >&2

@@ -69,7 +69,7 @@ fn reply(r: &mut BufReader<TcpStream>) -> Result<Option<Vec<u8>>, String> {
     r.read_line(&mut line).unwrap();
     let body = line.trim_end();
     match body.as_bytes().first() {
-        Some(b'+') => Ok(Some(body[1..].as_bytes().to_vec())),
+        Some(b'+') => Ok(Some(body.as_bytes()[1..].to_vec())),
         Some(b'-') => Err(body[1..].to_string()),
         Some(b'$') => {
             let len: i64 = body[1..].parse().unwrap();

@@ -64,6 +64,8 @@ pub(crate) struct Storage {
     blocks_per_segment: u64,
     hash_bits: u32,
     stopped: Option<String>,
+    /// The largest transaction id the undo log held at the open.
+    pub max_txn: u64,
 }
 
 impl std::fmt::Debug for Storage {
@@ -79,7 +81,8 @@ impl Storage {
     /// Recovery's stages:
     /// 1. Read the catalog from the version log (refusing another engine's volume); mark a
     ///    new volume as this engine's.
-    /// 2. Walk the undo log from its head and collect the active records.
+    /// 2. Walk the undo log from its head and collect the active records, less those of
+    ///    transactions whose commit mark is in the log.
     /// 3. Newest first, write each active record's before-image into its blocks as read
     ///    from the device, unchecked: such blocks may be torn by the crash, and after the
     ///    rollback hold exactly their committed rows.
@@ -87,7 +90,7 @@ impl Storage {
     ///    checking every block not rolled back (checksum, identity, occupancy); compute the
     ///    occupancy of the rolled-back ones.
     /// 5. Seal and write the rolled-back blocks, flush the device.
-    /// 6. Expire the rolled-back records (the log then reclaims them).
+    /// 6. Expire every active record (the log then reclaims them).
     pub fn recover(
         volume: Volume,
         versions: &shale_space::Versions,
@@ -96,7 +99,15 @@ impl Storage {
     ) -> Result<Storage> {
         let cat = catalog::decode(versions)?;
         let policy = ReclaimPolicy { batch: opts.reclaim_batch, percent: opts.reclaim_percent };
-        let (undo, active) = UndoLog::open(pmem, volume.header().volume_id, policy)?;
+        let (undo, walked) = UndoLog::open(pmem, volume.header().volume_id, policy)?;
+        let (active, committed) = (&walked.active, &walked.committed);
+        // Records of a transaction whose commit mark persisted are committed, whatever
+        // their own state bytes say; commit marks themselves roll nothing back.
+        let undone: Vec<Change> = active
+            .iter()
+            .filter(|(_, r)| r.before != Before::Commit && !committed.contains(&r.txn))
+            .cloned()
+            .collect();
         let queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
         let blocks_per_segment = volume.layout().slot_bytes / BLOCK_BYTES as u64;
         let tables = cat
@@ -121,13 +132,14 @@ impl Storage {
             blocks_per_segment,
             hash_bits: opts.hash_bits,
             stopped: None,
+            max_txn: walked.max_txn,
         };
         if !cat.marked {
             let edit = Edit { engine: catalog::encode_created(), ..Edit::default() };
             let marked = Catalog { marked: true, ..cat.clone() };
             s.volume.commit(&edit, &mut || catalog::encode_base(&marked))?;
         }
-        let mut patched = s.roll_back_raw(&active)?;
+        let mut patched = s.roll_back_raw(&undone)?;
         let ids: Vec<u32> = s.tables.keys().copied().collect();
         let mut occupancy = HashMap::new();
         for id in ids {
@@ -556,15 +568,31 @@ impl Storage {
         Ok((handle, rec))
     }
 
-    /// Commit stages 1 and 2.
-    pub fn commit(&mut self, changes: &[Change]) -> Result<()> {
+    /// Commit stages 1 and 2. One change is committed by expiring its record (one store of
+    /// one byte); several by a commit mark persisted after the flush, then their records
+    /// and the mark expired, the mark last.
+    pub fn commit(&mut self, txn: u64, changes: &[Change]) -> Result<()> {
         if changes.is_empty() {
             return Ok(());
         }
         self.check_running()?;
         self.flush()?;
         let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
-        self.undo.expire(&handles).map_err(|e| self.stop(e))
+        if changes.len() == 1 {
+            return self.undo.expire(&handles).map_err(|e| self.stop(e));
+        }
+        let mark = match self.log_undo(txn, 0, Pos::default(), Before::Commit) {
+            Ok(mark) => mark,
+            Err(e @ Error::LogFull { .. }) => {
+                // No room for the mark: the transaction cannot commit; roll it back so
+                // that what readers see agrees with what a reopen would find.
+                self.abort(changes)?;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
+        self.undo.expire(&handles).map_err(|e| self.stop(e))?;
+        self.undo.expire(&[mark.0]).map_err(|e| self.stop(e))
     }
 
     /// Abort stages 1 to 3.
@@ -701,6 +729,7 @@ fn rollback_bytes(before: &Before) -> Vec<u8> {
         .encode()
         .to_vec(),
         Before::Image(b) => b.clone(),
+        Before::Commit => unreachable!("a commit mark is never rolled back"),
     }
 }
 

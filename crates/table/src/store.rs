@@ -148,12 +148,9 @@ impl TableStore {
         opts: TableOptions,
     ) -> Result<TableStore> {
         let storage = Storage::recover(opened.volume, &opened.versions, pmem, &opts)?;
-        let shared = Shared {
-            storage: Mutex::new(storage),
-            locks: LockManager::default(),
-            opts,
-            next_txn: AtomicU64::new(1),
-        };
+        let next_txn = AtomicU64::new(storage.max_txn + 1);
+        let shared =
+            Shared { storage: Mutex::new(storage), locks: LockManager::default(), opts, next_txn };
         Ok(TableStore { shared: Arc::new(shared), _lock: None })
     }
 

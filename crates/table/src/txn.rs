@@ -251,7 +251,7 @@ impl Transaction {
     pub fn commit(mut self) -> Result<()> {
         self.check_open()?;
         self.finished = true;
-        let r = self.shared.storage.lock().commit(&self.changes);
+        let r = self.shared.storage.lock().commit(self.id, &self.changes);
         self.release();
         r
     }

@@ -7,7 +7,9 @@
 //!  4      1    state: 0xA1 active, 0x5E expired (outside the checksum: expiring a record
 //!              is a one-byte store, atomic on persistent memory)
 //!  5      1    kind: 1 insert (the bytes were free: rolling back writes a void row record
-//!              of `span` bytes there), 2 before-image (rolling back writes `image` back)
+//!              of `span` bytes there), 2 before-image (rolling back writes `image` back),
+//!              3 commit mark (the transaction committed: none of its records is rolled
+//!              back; table, block, offset and span are zero)
 //!  6      2    reserved, zero
 //!  8      4    crc32c of bytes 5..8 then 12..len
 //! 12      4    len: bytes of the record, this header included (records start 8-aligned)
@@ -36,6 +38,7 @@ pub const EXPIRED: u8 = 0x5E;
 const MAGIC: &[u8; 4] = b"SHUR";
 const KIND_INSERT: u8 = 1;
 const KIND_IMAGE: u8 = 2;
+const KIND_COMMIT: u8 = 3;
 
 /// What rolling a change back writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +51,10 @@ pub enum Before {
     },
     /// The bytes as they were.
     Image(Vec<u8>),
+    /// Not a change: the mark of the transaction's commit. A transaction of several
+    /// changes needs one point at which all of them become committed; expiring several
+    /// records is several stores, and a crash between them would roll back a part.
+    Commit,
 }
 
 impl Before {
@@ -56,6 +63,7 @@ impl Before {
         match self {
             Before::Free { span } => *span,
             Before::Image(b) => b.len() as u32,
+            Before::Commit => 0,
         }
     }
 }
@@ -90,7 +98,7 @@ impl UndoRecord {
     /// Encoded length, padding to [`ALIGN`] included.
     pub fn encoded_len(&self) -> usize {
         let image = match &self.before {
-            Before::Free { .. } => 0,
+            Before::Free { .. } | Before::Commit => 0,
             Before::Image(b) => b.len(),
         };
         (HEADER_BYTES + image).next_multiple_of(ALIGN)
@@ -104,6 +112,7 @@ impl UndoRecord {
         b[5] = match self.before {
             Before::Free { .. } => KIND_INSERT,
             Before::Image(_) => KIND_IMAGE,
+            Before::Commit => KIND_COMMIT,
         };
         b[16..24].copy_from_slice(&self.lsn.to_le_bytes());
         b[24..32].copy_from_slice(&self.txn.to_le_bytes());
@@ -158,6 +167,7 @@ impl UndoRecord {
         let span = u32_at(48);
         let before = match b[5] {
             KIND_INSERT if len == HEADER_BYTES => Before::Free { span },
+            KIND_COMMIT if len == HEADER_BYTES && span == 0 => Before::Commit,
             KIND_IMAGE if len == HEADER_BYTES + span as usize => {
                 Before::Image(b[HEADER_BYTES..len].to_vec())
             }
@@ -204,6 +214,7 @@ mod tests {
                 pos: Pos { block: 10, offset: 0 },
                 before: Before::Free { span: 5000 },
             },
+            UndoRecord { lsn: 9, txn: 3, table: 0, pos: Pos::default(), before: Before::Commit },
         ]
     }
 

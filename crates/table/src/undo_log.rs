@@ -25,11 +25,11 @@
 //! header write leaves the previous copy). A record that cannot find room behind the oldest
 //! live one is [`Error::LogFull`]: spilling to the volume is not built yet.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 use crate::error::{Error, Result};
 use crate::pmem::{LINE_BYTES, PmemLog};
-use crate::undo::{ACTIVE, ALIGN, DecodeError, EXPIRED, UndoRecord};
+use crate::undo::{ACTIVE, ALIGN, Before, DecodeError, EXPIRED, UndoRecord};
 
 const MAGIC: &[u8; 4] = b"SHPM";
 const HEADER_COPY_BYTES: usize = LINE_BYTES;
@@ -85,6 +85,18 @@ pub struct UndoLog {
     stats: UndoStats,
 }
 
+/// What the walk of an opened log found.
+#[derive(Debug, Default)]
+pub struct Walked {
+    /// The active records, oldest first.
+    pub active: Vec<(UndoHandle, UndoRecord)>,
+    /// Transactions whose commit mark is in the log (active or expired).
+    pub committed: HashSet<u64>,
+    /// The largest transaction id in the log: new transactions are numbered past it, so
+    /// none shares an id, and so a commit mark, with a transaction of an earlier open.
+    pub max_txn: u64,
+}
+
 /// How the undo log reclaims.
 #[derive(Clone, Copy, Debug)]
 pub struct ReclaimPolicy {
@@ -96,7 +108,7 @@ pub struct ReclaimPolicy {
 
 impl UndoLog {
     /// Opens the log in `pmem` for the store whose volume id is `volume_id`, formatting a
-    /// zeroed region, and returns it with every active record, oldest first.
+    /// zeroed region, and returns it with what the walk found.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a region too small or holding another store's log;
@@ -105,7 +117,7 @@ impl UndoLog {
         mut pmem: Box<dyn PmemLog>,
         volume_id: [u8; 16],
         policy: ReclaimPolicy,
-    ) -> Result<(UndoLog, Vec<(UndoHandle, UndoRecord)>)> {
+    ) -> Result<(UndoLog, Walked)> {
         let len = pmem.len();
         if len < RING_OFFSET + (64 << 10) || len % LINE_BYTES != 0 {
             return Err(Error::InvalidArgument(format!(
@@ -155,14 +167,14 @@ impl UndoLog {
             reclaim_percent: policy.percent.clamp(1, 100),
             stats: UndoStats { ring_bytes: ring, ..UndoStats::default() },
         };
-        let active = log.walk(header.head)?;
-        Ok((log, active))
+        let walked = log.walk(header.head)?;
+        Ok((log, walked))
     }
 
-    /// Walks the ring from `head`, filling `live`; returns the active records.
-    fn walk(&mut self, head: u64) -> Result<Vec<(UndoHandle, UndoRecord)>> {
+    /// Walks the ring from `head`, filling `live`.
+    fn walk(&mut self, head: u64) -> Result<Walked> {
         let mut at = head;
-        let mut active = Vec::new();
+        let mut w = Walked::default();
         loop {
             let expected = self.next_lsn;
             let found = match self.record_at(at, expected)? {
@@ -181,8 +193,12 @@ impl UndoLog {
                 len: padded,
                 expired: state == EXPIRED,
             });
+            if rec.before == Before::Commit {
+                w.committed.insert(rec.txn);
+            }
+            w.max_txn = w.max_txn.max(rec.txn);
             if state == ACTIVE {
-                active.push((UndoHandle { lsn: rec.lsn, offset }, rec));
+                w.active.push((UndoHandle { lsn: rec.lsn, offset }, rec));
             }
             self.next_lsn += 1;
             at = offset + padded;
@@ -197,7 +213,7 @@ impl UndoLog {
             }
         }
         self.empty_tail = at;
-        Ok(active)
+        Ok(w)
     }
 
     /// The record at ring offset `at` if it is a valid record with LSN `lsn`, with its state
@@ -434,7 +450,6 @@ mod tests {
     use super::*;
     use crate::block::Pos;
     use crate::pmem::SimPmem;
-    use crate::undo::Before;
 
     const ID: [u8; 16] = [7; 16];
     const POLICY: ReclaimPolicy = ReclaimPolicy { batch: 4, percent: 60 };
@@ -452,13 +467,15 @@ mod tests {
     #[test]
     fn active_records_survive_reopen_and_expired_ones_do_not() {
         let pmem = SimPmem::new(RING_OFFSET + (64 << 10));
-        let (mut log, active) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
-        assert!(active.is_empty());
+        let (mut log, w) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+        assert!(w.active.is_empty());
         let a = log.append(&mut rec(1, 100)).unwrap();
         let b = log.append(&mut rec(2, 3000)).unwrap();
         log.expire(&[a]).unwrap();
         drop(log);
-        let (_, active) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+        let (_, w) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+        let active = w.active;
+        assert_eq!(w.max_txn, 2);
         assert_eq!(active.len(), 1);
         assert_eq!(active[0].0, b);
         assert_eq!(active[0].1.txn, 2);
@@ -485,7 +502,8 @@ mod tests {
             }
             if i % 97 == 0 {
                 drop(log);
-                let (l, active) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+                let (l, w) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+                let active = w.active;
                 log = l;
                 assert_eq!(active.iter().map(|a| a.0).collect::<Vec<_>>(), open, "at {i}");
             }

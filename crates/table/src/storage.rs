@@ -275,10 +275,42 @@ impl Storage {
                 }
             }
         }
+        self.check_blank_past(id, pos)?;
         let t = self.tables.get_mut(&id).unwrap();
         t.index = index;
         t.end = pos;
         Ok(())
+    }
+
+    /// Every block of `table` past `end` must be blank (new segments are zeroed before they
+    /// are named): one that is not means the scan stopped early at damage (a block zeroed
+    /// whole, say), and rows after it would be lost silently.
+    fn check_blank_past(&mut self, table: u32, end: Pos) -> Result<()> {
+        let blocks = self.tables[&table].meta.segments.len() as u64 * self.blocks_per_segment;
+        let first = if end.offset == 0 { end.block } else { end.block + 1 };
+        for n in first..blocks {
+            let address = self.address(table, n).unwrap();
+            let raw = self.queue.read_at(address, BLOCK_BYTES)?;
+            if raw.iter().any(|&b| b != 0) {
+                return Err(Error::Corruption {
+                    what: format!("table {table}: block {n} holds data past the end of the rows"),
+                    offset: address,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Zeroes a new segment, durably, before a commit names it: on a block device a freed
+    /// slot keeps its old bytes, and recovery reads every block past a table's end as
+    /// blank.
+    fn zero_segment(&mut self, e: shale_space::Extent) -> Result<()> {
+        let range = self.volume.extent_range(e);
+        let zeros = AlignedBuf::zeroed((range.end - range.start) as usize);
+        self.queue.write_at(range.start, zeros, true).map(|_| ()).map_err(|err| {
+            self.volume.release(e);
+            err.into()
+        })
     }
 
     /// A block for the scan: rolled back, or checked from the cache or device (its
@@ -632,6 +664,7 @@ impl Storage {
     fn ensure_segments(&mut self, table: u32, last: u64) -> Result<()> {
         while self.tables[&table].meta.segments.len() as u64 * self.blocks_per_segment <= last {
             let e = self.volume.allocate(1)?;
+            self.zero_segment(e)?;
             let mut after = self.catalog();
             after.tables.iter_mut().find(|t| t.id == table).unwrap().segments.push(e);
             let edit = Edit {
@@ -667,6 +700,7 @@ impl Storage {
         }
         let id = self.next_table_id;
         let e = self.volume.allocate(1)?;
+        self.zero_segment(e)?;
         let meta = TableMeta { id, name: name.to_string(), schema, segments: vec![e] };
         let mut after = self.catalog();
         after.tables.push(meta.clone());

@@ -29,7 +29,7 @@ use std::collections::{HashSet, VecDeque};
 
 use crate::error::{Error, Result};
 use crate::pmem::{LINE_BYTES, PmemLog};
-use crate::undo::{ACTIVE, ALIGN, Before, DecodeError, EXPIRED, UndoRecord};
+use crate::undo::{ACTIVE, ALIGN, Before, EXPIRED, UndoRecord};
 
 const MAGIC: &[u8; 4] = b"SHPM";
 const HEADER_COPY_BYTES: usize = LINE_BYTES;
@@ -222,8 +222,8 @@ impl UndoLog {
         let Some(bytes) = self.read_record_bytes(at) else { return Ok(None) };
         match UndoRecord::decode(&bytes) {
             Ok((rec, state)) if rec.lsn == lsn => Ok(Some((rec, state, bytes.len()))),
-            Ok(_) | Err(DecodeError::Short | DecodeError::NoMagic) => Ok(None),
-            Err(DecodeError::Damaged(_)) => Ok(None),
+            // Another lap's record, a torn one, or damage: `check_no_successor` tells.
+            Ok(_) | Err(_) => Ok(None),
         }
     }
 
@@ -245,29 +245,32 @@ impl UndoLog {
         Some(b)
     }
 
-    /// At the end of the walk: a damaged record whose successor is valid means a persisted
-    /// record in the middle of the log is damaged, which is Corruption, not a torn tail. (A
-    /// damaged *last* record looks exactly like a torn append and is taken for one.)
+    /// At the end of the walk: a valid record with an LSN at or past the one the walk
+    /// wanted means the walk stopped at a damaged record in the middle of the log (its
+    /// successors were appended only once it was persisted), which is Corruption, not a
+    /// torn tail. The whole ring is searched, so damage to any byte of the record, its
+    /// length and magic included, is found. (A damaged *last* record looks exactly like a
+    /// torn append and is taken for one.)
     fn check_no_successor(&self, at: u64, expected: u64) -> Result<()> {
-        for start in [at, 0] {
-            let Some(bytes) = self.read_record_bytes(start) else { continue };
-            if let Err(DecodeError::Damaged(why)) = UndoRecord::decode(&bytes) {
-                let mut next = start + (bytes.len() as u64).next_multiple_of(ALIGN as u64);
-                if next >= self.ring {
-                    next = 0;
-                }
-                let follows = |o: u64| {
-                    self.read_record_bytes(o).is_some_and(
-                        |b| matches!(UndoRecord::decode(&b), Ok((r, _)) if r.lsn > expected),
-                    )
-                };
-                if follows(next) || (next != 0 && follows(0)) {
-                    return Err(Error::Corruption {
-                        what: format!("undo record {expected}: {why}"),
-                        offset: RING_OFFSET as u64 + start,
-                    });
+        let mut ring = vec![0u8; self.ring as usize];
+        self.pmem.read(RING_OFFSET, &mut ring);
+        let mut o = 0;
+        while o + crate::undo::HEADER_BYTES <= ring.len() {
+            if let Some(len) = UndoRecord::peek_len(&ring[o..]) {
+                let end = o.saturating_add(len).min(ring.len());
+                if let Ok((r, _)) = UndoRecord::decode(&ring[o..end]) {
+                    if r.lsn >= expected {
+                        return Err(Error::Corruption {
+                            what: format!(
+                                "undo record {expected} is damaged: record {} follows it",
+                                r.lsn
+                            ),
+                            offset: RING_OFFSET as u64 + at,
+                        });
+                    }
                 }
             }
+            o += ALIGN;
         }
         Ok(())
     }

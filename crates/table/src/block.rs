@@ -221,6 +221,6 @@ mod tests {
         assert_eq!(p.advance(100), Pos { block: 3, offset: 36 });
         assert_eq!(p.blocks(64), 2..=2);
         assert_eq!(p.blocks(65), 2..=3);
-        assert_eq!(p.blocks(64 + 2 * PAYLOAD_BYTES as usize + 1), 2..=5);
+        assert_eq!(p.blocks(64 + 2 * PAYLOAD_BYTES + 1), 2..=5);
     }
 }

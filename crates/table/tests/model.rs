@@ -65,11 +65,14 @@ fn run(seed: u64) {
                 0..=2 => {
                     let x = text(&k, version, text_len(&mut rng));
                     let r = txn.insert(t, &row(&k, &x, version));
-                    if view.contains_key(&k) {
-                        assert!(matches!(r, Err(Error::DuplicateKey)), "seed {seed}: {r:?}");
-                    } else {
-                        r.unwrap();
-                        view.insert(k, (x, version));
+                    match view.entry(k) {
+                        std::collections::btree_map::Entry::Occupied(_) => {
+                            assert!(matches!(r, Err(Error::DuplicateKey)), "seed {seed}: {r:?}");
+                        }
+                        std::collections::btree_map::Entry::Vacant(v) => {
+                            r.unwrap();
+                            v.insert((x, version));
+                        }
                     }
                 }
                 3..=4 => {

@@ -76,6 +76,15 @@ impl TableOptions {
                 self.segment_bytes
             )));
         }
+        let pmem_min = crate::undo_log::RING_OFFSET as u64 + (64 << 10);
+        if self.undo_log_bytes < pmem_min
+            || self.undo_log_bytes % crate::pmem::LINE_BYTES as u64 != 0
+        {
+            return Err(Error::InvalidArgument(format!(
+                "undo_log_bytes {} must be a multiple of 64 of at least {pmem_min}",
+                self.undo_log_bytes
+            )));
+        }
         if self.cache_blocks < 16 {
             return Err(Error::InvalidArgument(format!(
                 "cache_blocks {} must be at least 16",

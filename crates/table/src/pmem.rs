@@ -68,9 +68,12 @@ pub struct FilePmemOptions {
     pub extra_latency: Duration,
 }
 
-/// Persistent memory emulated by a shared mapping of a file.
+/// Persistent memory emulated by a shared mapping of a file, locked (an OFD lock, as the
+/// store lock) while mapped.
 pub struct FilePmem {
     map: memmap2::MmapMut,
+    /// The mapped file, open for its lock.
+    _file: std::fs::File,
     opts: FilePmemOptions,
     line_flush: LineFlush,
 }
@@ -91,7 +94,8 @@ impl FilePmem {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a file of another size or a `len` below 64 KiB;
-    /// [`Error::Space`] with the path for an operating system error.
+    /// `shale_space::Error::InUse` when another handle maps it (another store given the same
+    /// `pmem_path`); [`Error::Space`] with the path for an operating system error.
     pub fn open(path: &Path, len: u64, opts: FilePmemOptions) -> Result<FilePmem> {
         if len < 64 << 10 {
             return Err(Error::InvalidArgument(format!(
@@ -106,6 +110,14 @@ impl FilePmem {
             .truncate(false)
             .open(path)
             .map_err(|e| io(shale_io::PathOp::Open, e))?;
+        shale_space::store_lock::lock(&file, shale_space::store_lock::Mode::Exclusive).map_err(
+            |e| match e.raw_os_error() {
+                Some(libc::EAGAIN | libc::EACCES) => Error::Space(shale_space::Error::InUse(
+                    format!("{} is the undo log of a store that is open", path.display()),
+                )),
+                _ => io(shale_io::PathOp::Lock, e),
+            },
+        )?;
         let size = file.metadata().map_err(|e| io(shale_io::PathOp::Open, e))?.len();
         if size == 0 {
             file.set_len(len).map_err(|e| io(shale_io::PathOp::Create, e))?;
@@ -115,13 +127,13 @@ impl FilePmem {
                 path.display()
             )));
         }
-        // SAFETY: the mapping is of a file this process opened read-write and holds the
-        // store lock beside (the store opens it only under its lock); nothing else in the
-        // process maps it, so no other Rust reference aliases the bytes. Another process
-        // writing the file would break that; the store lock keeps a second store away.
+        // SAFETY: the mapping is of a file this process opened read-write and holds an
+        // exclusive OFD lock on (taken above, kept with the mapping), so no other handle of
+        // this engine maps it and no other Rust reference aliases the bytes. A process that
+        // ignores the lock and writes the file would break that, as it would for any mapping.
         let map = unsafe { memmap2::MmapOptions::new().map_mut(&file) }
             .map_err(|e| io(shale_io::PathOp::Map, e))?;
-        Ok(FilePmem { map, opts, line_flush: LineFlush::detect() })
+        Ok(FilePmem { map, _file: file, opts, line_flush: LineFlush::detect() })
     }
 
     /// The instruction this CPU writes lines back with.
@@ -485,6 +497,11 @@ mod tests {
         let mut b = [0; 4];
         p.read(100, &mut b);
         assert_eq!(&b, b"undo");
+        assert!(matches!(
+            FilePmem::open(&path, 64 << 10, FilePmemOptions::default()),
+            Err(Error::Space(shale_space::Error::InUse(_)))
+        ));
+        drop(p);
         assert!(matches!(
             FilePmem::open(&path, 128 << 10, FilePmemOptions::default()),
             Err(Error::InvalidArgument(_))

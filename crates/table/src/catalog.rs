@@ -1,0 +1,287 @@
+//! The catalog: the tables, their schemas and their segments, kept in the volume's version
+//! log as this engine's payloads.
+//!
+//! ```text
+//! every payload: magic b"SHTABL01" (8 bytes) | kind (u8)
+//! kind 0, base:   next table id (u32 LE) | tables (u32 LE) | per table:
+//!                 id (u32 LE) | name length (u16 LE) | name | schema (`schema.rs`) |
+//!                 segments (u32 LE) | per segment: tier (u8) | first slot (u32 LE) |
+//!                 slots (u32 LE)
+//! kind 1, the store created: nothing more (marks the volume as a table store's)
+//! kind 2, a table created: id (u32 LE) | name length (u16 LE) | name | schema; its first
+//!                 segment is the delta's one added extent
+//! kind 3, a segment added: table id (u32 LE); the delta's one added extent
+//! kind 4, a table dropped: table id (u32 LE); its segments are the delta's removed extents
+//! ```
+//! A table's segments are its blocks in order: segment `i` holds blocks
+//! `i * blocks_per_segment ..`. The magic tells a table store's volume from the other
+//! engines': this engine refuses a volume whose payloads lack it (writing nothing), and the
+//! hash engine refuses one whose payloads lack its own; the lsm engine refuses it as a
+//! volume without a WAL area.
+
+use shale_space::{Extent, Tier, Versions};
+
+use crate::error::{Error, Result};
+use crate::schema::Schema;
+
+const MAGIC: &[u8; 8] = b"SHTABL01";
+const BASE: u8 = 0;
+const CREATED: u8 = 1;
+const TABLE_CREATED: u8 = 2;
+const SEGMENT_ADDED: u8 = 3;
+const TABLE_DROPPED: u8 = 4;
+
+/// A table as the catalog holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableMeta {
+    /// Its id, never used again once dropped.
+    pub id: u32,
+    /// Its name.
+    pub name: String,
+    /// Its schema.
+    pub schema: Schema,
+    /// Its segments, in block order.
+    pub segments: Vec<Extent>,
+}
+
+/// The catalog.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Catalog {
+    /// Tables by id order.
+    pub tables: Vec<TableMeta>,
+    /// The id the next table gets.
+    pub next_id: u32,
+    /// Whether the volume holds any payload of this engine (false: a new volume).
+    pub marked: bool,
+}
+
+fn prefix(kind: u8) -> Vec<u8> {
+    let mut b = MAGIC.to_vec();
+    b.push(kind);
+    b
+}
+
+/// The payload that marks a new volume as a table store's.
+pub fn encode_created() -> Vec<u8> {
+    prefix(CREATED)
+}
+
+/// The payload of a full catalog.
+pub fn encode_base(c: &Catalog) -> Vec<u8> {
+    let mut b = prefix(BASE);
+    b.extend_from_slice(&c.next_id.to_le_bytes());
+    b.extend_from_slice(&(c.tables.len() as u32).to_le_bytes());
+    for t in &c.tables {
+        encode_table(&mut b, t.id, &t.name, &t.schema);
+        b.extend_from_slice(&(t.segments.len() as u32).to_le_bytes());
+        for e in &t.segments {
+            b.push(e.tier.index() as u8);
+            b.extend_from_slice(&e.first.to_le_bytes());
+            b.extend_from_slice(&e.count.to_le_bytes());
+        }
+    }
+    b
+}
+
+fn encode_table(b: &mut Vec<u8>, id: u32, name: &str, schema: &Schema) {
+    b.extend_from_slice(&id.to_le_bytes());
+    b.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    b.extend_from_slice(name.as_bytes());
+    schema.encode(b);
+}
+
+/// The payload of a delta creating a table (its first segment the delta's added extent).
+pub fn encode_table_created(id: u32, name: &str, schema: &Schema) -> Vec<u8> {
+    let mut b = prefix(TABLE_CREATED);
+    encode_table(&mut b, id, name, schema);
+    b
+}
+
+/// The payload of a delta adding a segment to table `id`.
+pub fn encode_segment_added(id: u32) -> Vec<u8> {
+    let mut b = prefix(SEGMENT_ADDED);
+    b.extend_from_slice(&id.to_le_bytes());
+    b
+}
+
+/// The payload of a delta dropping table `id`.
+pub fn encode_table_dropped(id: u32) -> Vec<u8> {
+    let mut b = prefix(TABLE_DROPPED);
+    b.extend_from_slice(&id.to_le_bytes());
+    b
+}
+
+fn bad(what: &str) -> Error {
+    Error::Corruption { what: format!("table catalog: {what}"), offset: 0 }
+}
+
+fn u32_at(b: &[u8], o: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?))
+}
+
+/// Decodes id, name and schema from the front of `b`.
+fn decode_table(b: &[u8]) -> Option<(u32, String, Schema, &[u8])> {
+    let id = u32_at(b, 0)?;
+    let n = u16::from_le_bytes(b.get(4..6)?.try_into().ok()?) as usize;
+    let name = std::str::from_utf8(b.get(6..6 + n)?).ok()?.to_string();
+    let (schema, rest) = Schema::decode(&b[6 + n..])?;
+    Some((id, name, schema, rest))
+}
+
+/// The catalog a recovered version names.
+///
+/// # Errors
+/// [`Error::NotTableStore`] when a payload lacks the magic (another engine's volume), or
+/// extents live with no payload of this engine; [`Error::Corruption`] when a payload of this
+/// engine does not parse or names extents the version does not hold.
+pub fn decode(versions: &Versions) -> Result<Catalog> {
+    let mut c = Catalog { next_id: 1, ..Catalog::default() };
+    let base = &versions.base.engine;
+    if !base.is_empty() {
+        let body = strip_magic(base)?;
+        c.marked = true;
+        decode_base(body, &mut c).ok_or_else(|| bad("base record"))?;
+        for t in &c.tables {
+            for e in &t.segments {
+                if !versions.base.extents.contains(e) {
+                    return Err(bad("a segment the base does not hold"));
+                }
+            }
+        }
+    } else if !versions.base.extents.is_empty() {
+        return Err(Error::NotTableStore("live extents with no table-engine state".into()));
+    }
+    for delta in &versions.deltas {
+        let body = strip_magic(&delta.engine)?;
+        c.marked = true;
+        let (&kind, rest) = body.split_first().ok_or_else(|| bad("empty delta"))?;
+        match (kind, delta.added.as_slice()) {
+            (CREATED, []) if rest.is_empty() => {}
+            (TABLE_CREATED, [e]) => {
+                let (id, name, schema, tail) =
+                    decode_table(rest).ok_or_else(|| bad("table created"))?;
+                if !tail.is_empty() || id < c.next_id {
+                    return Err(bad("table created"));
+                }
+                c.next_id = id + 1;
+                c.tables.push(TableMeta { id, name, schema, segments: vec![*e] });
+            }
+            (SEGMENT_ADDED, [e]) if rest.len() == 4 => {
+                let id = u32_at(rest, 0).unwrap();
+                let t = c.tables.iter_mut().find(|t| t.id == id);
+                t.ok_or_else(|| bad("a segment of no table"))?.segments.push(*e);
+            }
+            (TABLE_DROPPED, []) if rest.len() == 4 => {
+                let id = u32_at(rest, 0).unwrap();
+                let i = c.tables.iter().position(|t| t.id == id);
+                let i = i.ok_or_else(|| bad("a drop of no table"))?;
+                if c.tables[i].segments != delta.removed {
+                    return Err(bad("a drop that does not free the table's segments"));
+                }
+                c.tables.remove(i);
+            }
+            _ => return Err(bad("delta record")),
+        }
+    }
+    Ok(c)
+}
+
+fn decode_base(body: &[u8], c: &mut Catalog) -> Option<()> {
+    let (&kind, b) = body.split_first()?;
+    if kind != BASE {
+        return None;
+    }
+    c.next_id = u32_at(b, 0)?;
+    let n = u32_at(b, 4)? as usize;
+    let mut b = &b[8..];
+    for _ in 0..n {
+        let (id, name, schema, rest) = decode_table(b)?;
+        let segs = u32_at(rest, 0)? as usize;
+        let mut r = &rest[4..];
+        let mut segments = Vec::new();
+        for _ in 0..segs {
+            let tier = match *r.first()? {
+                0 => Tier::Fast,
+                1 => Tier::Capacity,
+                _ => return None,
+            };
+            segments.push(Extent::on(tier, u32_at(r, 1)?, u32_at(r, 5)?));
+            r = &r[9..];
+        }
+        if id >= c.next_id {
+            return None;
+        }
+        c.tables.push(TableMeta { id, name, schema, segments });
+        b = r;
+    }
+    b.is_empty().then_some(())
+}
+
+fn strip_magic(payload: &[u8]) -> Result<&[u8]> {
+    payload.strip_prefix(MAGIC.as_slice()).ok_or_else(|| {
+        Error::NotTableStore(
+            "the version log holds another engine's records (an lsm or hash-engine store?)".into(),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Column;
+    use shale_space::{BaseRecord, DeltaRecord};
+
+    fn schema() -> Schema {
+        Schema::new(vec![Column::fixed("k", 4), Column::var("v", 100)]).unwrap()
+    }
+
+    #[test]
+    fn deltas_and_a_base_give_the_same_catalog() {
+        let (a, b, c) = (Extent::fast(1, 1), Extent::fast(2, 1), Extent::fast(3, 1));
+        let d = |added: Vec<Extent>, removed: Vec<Extent>, engine| DeltaRecord {
+            removed,
+            added,
+            engine,
+        };
+        let versions = Versions {
+            base: BaseRecord::default(),
+            deltas: vec![
+                d(vec![], vec![], encode_created()),
+                d(vec![a], vec![], encode_table_created(1, "t", &schema())),
+                d(vec![b], vec![], encode_table_created(2, "u", &schema())),
+                d(vec![c], vec![], encode_segment_added(1)),
+                d(vec![], vec![b], encode_table_dropped(2)),
+            ],
+        };
+        let cat = decode(&versions).unwrap();
+        assert_eq!(cat.next_id, 3);
+        assert_eq!(cat.tables.len(), 1);
+        assert_eq!(cat.tables[0].segments, vec![a, c]);
+        let base = Versions {
+            base: BaseRecord { extents: vec![a, c], engine: encode_base(&cat) },
+            deltas: vec![],
+        };
+        assert_eq!(decode(&base).unwrap(), cat);
+        let enc = encode_base(&cat);
+        for cut in MAGIC.len()..enc.len() {
+            let v = Versions {
+                base: BaseRecord { extents: vec![a, c], engine: enc[..cut].to_vec() },
+                deltas: vec![],
+            };
+            assert!(decode(&v).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn another_engines_payload_is_refused() {
+        let versions = Versions {
+            base: BaseRecord::default(),
+            deltas: vec![DeltaRecord {
+                removed: vec![],
+                added: vec![],
+                engine: b"SHHASH01\x01".to_vec(),
+            }],
+        };
+        assert!(matches!(decode(&versions), Err(Error::NotTableStore(_))));
+    }
+}

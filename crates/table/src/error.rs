@@ -1,0 +1,108 @@
+//! The table engine's errors: one enum, each variant a thing a caller can act on.
+
+/// What went wrong.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The space layer or the device failed (its error is the source).
+    Space(shale_space::Error),
+    /// Persisted bytes are damaged where they were known complete: a block whose checksum
+    /// fails, an undo record that fails its checksum with a later record after it, a row
+    /// record that does not parse.
+    Corruption {
+        /// What is damaged.
+        what: String,
+        /// Byte address on the volume (blocks) or offset in the persistent memory (undo
+        /// records) where it was found.
+        offset: u64,
+    },
+    /// No table of that name or id.
+    NoSuchTable(String),
+    /// A table of that name exists already.
+    TableExists(String),
+    /// The table's schema has no column of that name.
+    NoSuchColumn(String),
+    /// A value of the wrong size for its column: a fixed column takes exactly `expected`
+    /// bytes, a variable one at most `expected`; a row of the wrong number of columns names
+    /// the column count here too, with `column` "(row)".
+    WrongSize {
+        /// The column's name.
+        column: String,
+        /// Bytes the column takes (fixed) or takes at most (variable).
+        expected: usize,
+        /// Bytes given.
+        got: usize,
+    },
+    /// An insert of a primary key that is present.
+    DuplicateKey,
+    /// An update or erase of a primary key that is absent.
+    KeyNotFound,
+    /// The volume holds something other than a table store (an lsm or hash-engine store);
+    /// nothing was written to it.
+    NotTableStore(String),
+    /// Bad options or arguments.
+    InvalidArgument(String),
+    /// A write failed earlier; the store accepts no more writes until it is reopened (P5).
+    Stopped(String),
+    /// A lock was not granted within `lock_timeout`: another transaction holds it (or a
+    /// deadlock). The transaction is still open; abort it (or retry the operation).
+    LockTimeout,
+    /// The undo log has no room for a before-image: the oldest live record belongs to a
+    /// transaction still open. Spilling the log to the volume is not built yet.
+    LogFull {
+        /// Bytes the record needs.
+        needed: u64,
+        /// Bytes of the log's data area.
+        capacity: u64,
+    },
+}
+
+/// The table engine's result.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Space(e) => write!(f, "{e}"),
+            Error::Corruption { what, offset } => write!(f, "corruption: {what} at byte {offset}"),
+            Error::NoSuchTable(t) => write!(f, "no such table: {t}"),
+            Error::TableExists(t) => write!(f, "table exists: {t}"),
+            Error::NoSuchColumn(c) => write!(f, "no such column: {c}"),
+            Error::WrongSize { column, expected, got } => {
+                write!(f, "column {column}: {got} bytes given, {expected} expected")
+            }
+            Error::DuplicateKey => write!(f, "duplicate primary key"),
+            Error::KeyNotFound => write!(f, "primary key not found"),
+            Error::NotTableStore(why) => write!(f, "not a table store: {why}"),
+            Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
+            Error::Stopped(why) => write!(f, "store stopped after a failed write: {why}"),
+            Error::LockTimeout => write!(f, "lock wait timed out"),
+            Error::LogFull { needed, capacity } => write!(
+                f,
+                "undo log full: a record of {needed} bytes does not fit in {capacity} bytes \
+                 behind the oldest open transaction"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Space(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<shale_space::Error> for Error {
+    fn from(e: shale_space::Error) -> Error {
+        Error::Space(e)
+    }
+}
+
+impl From<shale_io::Error> for Error {
+    fn from(e: shale_io::Error) -> Error {
+        Error::Space(e.into())
+    }
+}

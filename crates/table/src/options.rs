@@ -1,0 +1,120 @@
+//! How to open a table store.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use shale_space::{LayoutOptions, VolumeOptions};
+
+use crate::block::BLOCK_BYTES;
+use crate::error::{Error, Result};
+use crate::pmem::FilePmemOptions;
+
+/// Name of the persistent memory file in a store's directory, unless
+/// [`TableOptions::pmem_path`] names another.
+pub const PMEM_FILE_NAME: &str = "undo.pmem";
+
+/// How to open a table store.
+#[derive(Clone, Debug)]
+pub struct TableOptions {
+    /// Make a new store where the path or device holds none.
+    pub create_if_missing: bool,
+    /// Bytes of a segment (one slot of a new volume): a multiple of 4 KiB from 64 KiB to
+    /// 1 GiB. A table starts with one and gets another when its last one is full.
+    pub segment_bytes: u64,
+    /// Bytes of each version log mirror of a new volume.
+    pub version_log_bytes: u64,
+    /// Bytes of the persistent memory file [`crate::TableStore::open`] makes for the undo
+    /// log (at least 64 KiB past its two header lines).
+    pub undo_log_bytes: u64,
+    /// Where the undo log's persistent memory is: a file on a DAX mount, in `/dev/shm`, or
+    /// anywhere. `None`: `undo.pmem` in the store's directory.
+    pub pmem_path: Option<PathBuf>,
+    /// How the file mapping is made persistent, and its emulated extra latency.
+    pub pmem: FilePmemOptions,
+    /// Blocks the block cache holds (4 KiB each).
+    pub cache_blocks: usize,
+    /// How long a transaction waits for a lock before [`crate::Error::LockTimeout`].
+    pub lock_timeout: Duration,
+    /// Expired undo records are reclaimed once this many lead the log...
+    pub reclaim_batch: usize,
+    /// ...or once the log's ring is fuller than this percentage.
+    pub reclaim_percent: u64,
+    /// Bits of each key's hash the index keeps: 64; fewer only in tests, to make collisions
+    /// common.
+    pub hash_bits: u32,
+}
+
+impl Default for TableOptions {
+    fn default() -> TableOptions {
+        TableOptions {
+            create_if_missing: true,
+            segment_bytes: 1 << 20,
+            version_log_bytes: 8 << 20,
+            undo_log_bytes: 64 << 20,
+            pmem_path: None,
+            pmem: FilePmemOptions::default(),
+            cache_blocks: 4096,
+            lock_timeout: Duration::from_secs(1),
+            reclaim_batch: 64,
+            reclaim_percent: 60,
+            hash_bits: 64,
+        }
+    }
+}
+
+impl TableOptions {
+    /// Checks the options.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the bad option and what is accepted.
+    pub fn validate(&self) -> Result<()> {
+        if !(64 << 10..=1 << 30).contains(&self.segment_bytes)
+            || self.segment_bytes % BLOCK_BYTES as u64 != 0
+        {
+            return Err(Error::InvalidArgument(format!(
+                "segment_bytes {} must be a multiple of {BLOCK_BYTES} in 65536..=1073741824",
+                self.segment_bytes
+            )));
+        }
+        let pmem_min = crate::undo_log::RING_OFFSET as u64 + (64 << 10);
+        if self.undo_log_bytes < pmem_min
+            || self.undo_log_bytes % crate::pmem::LINE_BYTES as u64 != 0
+        {
+            return Err(Error::InvalidArgument(format!(
+                "undo_log_bytes {} must be a multiple of 64 of at least {pmem_min}",
+                self.undo_log_bytes
+            )));
+        }
+        if self.cache_blocks < 16 {
+            return Err(Error::InvalidArgument(format!(
+                "cache_blocks {} must be at least 16",
+                self.cache_blocks
+            )));
+        }
+        if !(1..=64).contains(&self.hash_bits) {
+            return Err(Error::InvalidArgument(format!(
+                "hash_bits {} must be in 1..=64",
+                self.hash_bits
+            )));
+        }
+        if !(1..=100).contains(&self.reclaim_percent) || self.reclaim_batch == 0 {
+            return Err(Error::InvalidArgument(
+                "reclaim_batch must be at least 1 and reclaim_percent in 1..=100".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn volume_options(&self) -> VolumeOptions {
+        VolumeOptions {
+            layout: LayoutOptions {
+                slot_bytes: self.segment_bytes,
+                version_log_bytes: self.version_log_bytes,
+                wal_bytes: 0,
+            },
+            create_if_blank: self.create_if_missing,
+            grow_slots_min: 4,
+            initial_slots: 4,
+        }
+    }
+}

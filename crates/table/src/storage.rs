@@ -1,0 +1,786 @@
+//! The data of a store: tables of row records in blocks on the volume's slots, their
+//! indexes, the block cache and the undo log, behind one lock (`Shared::storage`).
+//!
+//! A change of a transaction goes through these stages (the caller holds the locks of
+//! stage 1, `txn.rs`):
+//! 1. Lock: the row exclusively (and the table in intention or exclusive mode).
+//! 2. Locate: find the row by its key's hash, confirming the full key from its block.
+//! 3. Room: an insert goes at the table's end; a segment it needs is allocated and named in
+//!    the version log *before* a byte is written to it, so recovery knows every block.
+//! 4. Undo: the before-image (or, for an insert, the fact that the bytes were free) is
+//!    appended to the undo log and persisted (write-back of its lines and a fence).
+//! 5. In place: the blocks the change touches are rewritten whole, each self-describing
+//!    and checksummed, through the cache to the device, not yet durable.
+//! 6. Index: the key points at its row, or no longer does.
+//!
+//! Commit: (1) flush the device, making every block written so far durable; (2) mark the
+//! transaction's undo records expired, persisted; (3) the caller releases the locks. Abort:
+//! (1) write each before-image back, newest first, fixing the index; (2) flush the device;
+//! (3) expire the records; (4) release the locks. Stage 4 before 5 and commit's 1 before 2
+//! are the whole of crash safety: every block write that may not be durable is covered by
+//! an active undo record, and recovery (`recover`) rolls every active record back.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+
+use shale_io::{AlignedBuf, QueueExt, QueueOptions};
+use shale_space::{Edit, IoClass, Volume, VolumeQueue};
+
+use crate::block::{self, BLOCK_BYTES, BlockState, HEADER_BYTES, NO_ROW, PAYLOAD_BYTES, Pos};
+use crate::cache::BlockCache;
+use crate::catalog::{self, Catalog, TableMeta};
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::options::TableOptions;
+use crate::row::{self, RowHeader, RowState};
+use crate::schema::{Row, Schema};
+use crate::undo::{Before, UndoRecord};
+use crate::undo_log::{ReclaimPolicy, UndoHandle, UndoLog, UndoStats};
+
+/// A change made by a transaction: its undo record, kept to roll it back.
+pub type Change = (UndoHandle, UndoRecord);
+
+pub(crate) struct Table {
+    pub meta: TableMeta,
+    /// Where the next record may go.
+    end: Pos,
+    index: Index,
+}
+
+/// A row found by its key.
+pub(crate) struct Found {
+    pub pos: Pos,
+    pub header: RowHeader,
+    pub row: Vec<u8>,
+}
+
+pub(crate) struct Storage {
+    volume: Volume,
+    queue: VolumeQueue,
+    tables: BTreeMap<u32, Table>,
+    next_table_id: u32,
+    cache: BlockCache,
+    undo: UndoLog,
+    blocks_per_segment: u64,
+    hash_bits: u32,
+    stopped: Option<String>,
+    /// The largest transaction id the undo log held at the open.
+    pub max_txn: u64,
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage").field("tables", &self.tables.len()).finish()
+    }
+}
+
+impl Storage {
+    /// Opens the store's data over a recovered volume and the undo log's persistent memory,
+    /// rolling back every change not committed before the last close or crash.
+    ///
+    /// Recovery's stages:
+    /// 1. Read the catalog from the version log (refusing another engine's volume); mark a
+    ///    new volume as this engine's.
+    /// 2. Walk the undo log from its head and collect the active records, less those of
+    ///    transactions whose commit mark is in the log.
+    /// 3. Newest first, write each active record's before-image into its blocks as read
+    ///    from the device, unchecked: such blocks may be torn by the crash, and after the
+    ///    rollback hold exactly their committed rows.
+    /// 4. Scan every table's row stream from block 0, rebuilding the index and the end, and
+    ///    checking every block not rolled back (checksum, identity, occupancy); compute the
+    ///    occupancy of the rolled-back ones.
+    /// 5. Seal and write the rolled-back blocks, flush the device.
+    /// 6. Expire every active record (the log then reclaims them).
+    pub fn recover(
+        volume: Volume,
+        versions: &shale_space::Versions,
+        pmem: Box<dyn crate::pmem::PmemLog>,
+        opts: &TableOptions,
+    ) -> Result<Storage> {
+        let cat = catalog::decode(versions)?;
+        let policy = ReclaimPolicy { batch: opts.reclaim_batch, percent: opts.reclaim_percent };
+        let (undo, walked) = UndoLog::open(pmem, volume.header().volume_id, policy)?;
+        let (active, committed) = (&walked.active, &walked.committed);
+        // Records of a transaction whose commit mark persisted are committed, whatever
+        // their own state bytes say; commit marks themselves roll nothing back.
+        let undone: Vec<Change> = active
+            .iter()
+            .filter(|(_, r)| r.before != Before::Commit && !committed.contains(&r.txn))
+            .cloned()
+            .collect();
+        let queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let blocks_per_segment = volume.layout().slot_bytes / BLOCK_BYTES as u64;
+        let tables = cat
+            .tables
+            .iter()
+            .map(|m| {
+                let t = Table {
+                    meta: m.clone(),
+                    end: Pos::default(),
+                    index: Index::new(opts.hash_bits),
+                };
+                (m.id, t)
+            })
+            .collect();
+        let mut s = Storage {
+            volume,
+            queue,
+            tables,
+            next_table_id: cat.next_id,
+            cache: BlockCache::new(opts.cache_blocks),
+            undo,
+            blocks_per_segment,
+            hash_bits: opts.hash_bits,
+            stopped: None,
+            max_txn: walked.max_txn,
+        };
+        if !cat.marked {
+            let edit = Edit { engine: catalog::encode_created(), ..Edit::default() };
+            let marked = Catalog { marked: true, ..cat.clone() };
+            s.volume.commit(&edit, &mut || catalog::encode_base(&marked))?;
+        }
+        let mut patched = s.roll_back_raw(&undone)?;
+        let ids: Vec<u32> = s.tables.keys().copied().collect();
+        let mut occupancy = HashMap::new();
+        for id in ids {
+            s.scan_table(id, &patched, &mut occupancy)?;
+        }
+        for (&(table, number), bytes) in &mut patched {
+            let Some(&(used, first_row)) = occupancy.get(&(table, number)) else { continue };
+            block::seal(bytes, used, first_row);
+            s.cache.put((table, number), bytes.clone());
+            s.write_block(table, number)?;
+        }
+        if !active.is_empty() {
+            s.flush()?;
+            let handles: Vec<UndoHandle> = active.iter().map(|(h, _)| *h).collect();
+            s.undo.expire(&handles)?;
+            s.undo.reclaim()?;
+        }
+        Ok(s)
+    }
+
+    /// Recovery stage 3: the before-images of `active`, newest first, in raw blocks.
+    fn roll_back_raw(&mut self, active: &[Change]) -> Result<BTreeMap<(u32, u64), Vec<u8>>> {
+        let mut patched: BTreeMap<(u32, u64), Vec<u8>> = BTreeMap::new();
+        for (h, rec) in active.iter().rev() {
+            if !self.tables.contains_key(&rec.table) {
+                return Err(Error::Corruption {
+                    what: format!(
+                        "active undo record {} names table {}, which does not exist",
+                        rec.lsn, rec.table
+                    ),
+                    offset: h.offset,
+                });
+            }
+            let bytes = rollback_bytes(&rec.before);
+            let span = rec.before.span() as usize;
+            for n in rec.pos.blocks(span) {
+                if let std::collections::btree_map::Entry::Vacant(v) = patched.entry((rec.table, n))
+                {
+                    let address = self.address(rec.table, n).ok_or_else(|| Error::Corruption {
+                        what: format!(
+                            "undo record {} names block {n} past table {}'s segments",
+                            rec.lsn, rec.table
+                        ),
+                        offset: h.offset,
+                    })?;
+                    let raw = self.queue.read_at(address, BLOCK_BYTES)?;
+                    let mut b = raw.to_vec();
+                    block::set_identity(&mut b, rec.table, n);
+                    v.insert(b);
+                }
+            }
+            copy_into_blocks(rec.pos, &bytes, &mut patched, rec.table);
+        }
+        Ok(patched)
+    }
+
+    /// Recovery stage 4 for one table.
+    fn scan_table(
+        &mut self,
+        id: u32,
+        patched: &BTreeMap<(u32, u64), Vec<u8>>,
+        occupancy: &mut HashMap<(u32, u64), (u16, u16)>,
+    ) -> Result<()> {
+        let schema = self.tables[&id].meta.schema.clone();
+        let mut index = Index::new(self.hash_bits);
+        let mut keys = std::collections::HashSet::new();
+        // Occupancy as the rows show it, and as the checked blocks claim it.
+        let mut seen: HashMap<u64, (u16, u16)> = HashMap::new();
+        let mut claimed: HashMap<u64, (u16, u16)> = HashMap::new();
+        let mut pos = Pos::default();
+        loop {
+            pos = row::record_start(pos);
+            let Some(first) = self.scan_block(id, pos.block, patched, &mut claimed)? else {
+                break;
+            };
+            let at = HEADER_BYTES + pos.offset as usize;
+            let address = self.address(id, pos.block).unwrap_or(0) + at as u64;
+            let corrupt = |what: &str| Error::Corruption {
+                what: format!("table {id}, block {}: {what}", pos.block),
+                offset: address,
+            };
+            let header = RowHeader::decode(&first[at..at + row::HEADER_BYTES])
+                .ok_or_else(|| corrupt("a row record header that does not parse"))?;
+            if header.state == RowState::Free {
+                if first[at..].iter().any(|&b| b != 0) {
+                    return Err(corrupt("bytes past the end of the rows"));
+                }
+                break;
+            }
+            let len = header.record_len();
+            let mut bytes = Vec::with_capacity(len);
+            for n in pos.blocks(len) {
+                let b = match n == pos.block {
+                    true => first.clone(),
+                    false => self
+                        .scan_block(id, n, patched, &mut claimed)?
+                        .ok_or_else(|| corrupt("a row record running into a blank block"))?,
+                };
+                let from = if n == pos.block { at } else { HEADER_BYTES };
+                let take = (len - bytes.len()).min(BLOCK_BYTES - from);
+                bytes.extend_from_slice(&b[from..from + take]);
+                let used = (from - HEADER_BYTES + take) as u16;
+                let e = seen.entry(n).or_insert((0, NO_ROW));
+                e.0 = e.0.max(used);
+                if n == pos.block {
+                    e.1 = e.1.min(pos.offset as u16);
+                }
+            }
+            if header.state == RowState::Live {
+                let row = &bytes[row::HEADER_BYTES..row::HEADER_BYTES + header.row_len as usize];
+                let key = schema.key_of(row).filter(|_| schema.decode_row(row).is_some());
+                let key = key.ok_or_else(|| corrupt("a row that does not follow the schema"))?;
+                if !keys.insert(key.to_vec()) {
+                    return Err(corrupt("two live rows of one key"));
+                }
+                index.insert(key, pos);
+            }
+            pos = pos.advance(len);
+        }
+        for (n, fields) in seen {
+            match claimed.get(&n) {
+                None => {
+                    occupancy.insert((id, n), fields);
+                }
+                Some(&c) if c == fields => {}
+                Some(&c) => {
+                    return Err(Error::Corruption {
+                        what: format!(
+                            "table {id}, block {n}: occupancy {c:?} where its rows say {fields:?}"
+                        ),
+                        offset: self.address(id, n).unwrap_or(0),
+                    });
+                }
+            }
+        }
+        self.check_blank_past(id, pos)?;
+        let t = self.tables.get_mut(&id).unwrap();
+        t.index = index;
+        t.end = pos;
+        Ok(())
+    }
+
+    /// Every block of `table` past `end` must be blank (new segments are zeroed before they
+    /// are named): one that is not means the scan stopped early at damage (a block zeroed
+    /// whole, say), and rows after it would be lost silently.
+    fn check_blank_past(&mut self, table: u32, end: Pos) -> Result<()> {
+        let blocks = self.tables[&table].meta.segments.len() as u64 * self.blocks_per_segment;
+        let first = if end.offset == 0 { end.block } else { end.block + 1 };
+        for n in first..blocks {
+            let address = self.address(table, n).unwrap();
+            let raw = self.queue.read_at(address, BLOCK_BYTES)?;
+            if raw.iter().any(|&b| b != 0) {
+                return Err(Error::Corruption {
+                    what: format!("table {table}: block {n} holds data past the end of the rows"),
+                    offset: address,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Zeroes a new segment, durably, before a commit names it: on a block device a freed
+    /// slot keeps its old bytes, and recovery reads every block past a table's end as
+    /// blank.
+    fn zero_segment(&mut self, e: shale_space::Extent) -> Result<()> {
+        let range = self.volume.extent_range(e);
+        let zeros = AlignedBuf::zeroed((range.end - range.start) as usize);
+        self.queue.write_at(range.start, zeros, true).map(|_| ()).map_err(|err| {
+            self.volume.release(e);
+            err.into()
+        })
+    }
+
+    /// A block for the scan: rolled back, or checked from the cache or device (its
+    /// occupancy fields noted in `claimed`); `None` when it is blank or past the table's
+    /// segments.
+    fn scan_block(
+        &mut self,
+        table: u32,
+        n: u64,
+        patched: &BTreeMap<(u32, u64), Vec<u8>>,
+        claimed: &mut HashMap<u64, (u16, u16)>,
+    ) -> Result<Option<Vec<u8>>> {
+        if let Some(b) = patched.get(&(table, n)) {
+            return Ok(Some(b.clone()));
+        }
+        if self.address(table, n).is_none() || !self.load(table, n)? {
+            return Ok(None);
+        }
+        let b = self.cache.get((table, n)).unwrap().clone();
+        let h = block::header(&b);
+        claimed.insert(n, (h.used, h.first_row));
+        Ok(Some(b))
+    }
+
+    /// Reads block `n` of `table` into the cache if it is not there, checked. Returns false
+    /// for a blank block (not cached).
+    fn load(&mut self, table: u32, n: u64) -> Result<bool> {
+        if self.cache.get((table, n)).is_some() {
+            return Ok(true);
+        }
+        let address = self.address(table, n).ok_or_else(|| Error::Corruption {
+            what: format!("block {n} past table {table}'s segments"),
+            offset: 0,
+        })?;
+        let raw = self.queue.read_at(address, BLOCK_BYTES)?;
+        match block::check(&raw, table, n, address)? {
+            BlockState::Blank => Ok(false),
+            BlockState::Valid(_) => {
+                self.cache.put((table, n), raw.to_vec());
+                Ok(true)
+            }
+        }
+    }
+
+    /// Block `n` of `table` for writing: cached, read, or new.
+    fn block_for_write(&mut self, table: u32, n: u64) -> Result<&mut Vec<u8>> {
+        if !self.load(table, n)? {
+            self.cache.put((table, n), block::new_block(table, n));
+        }
+        Ok(self.cache.get((table, n)).unwrap())
+    }
+
+    /// Device address of block `n` of `table`, if its segment exists.
+    fn address(&self, table: u32, n: u64) -> Option<u64> {
+        let t = self.tables.get(&table)?;
+        let seg = t.meta.segments.get((n / self.blocks_per_segment) as usize)?;
+        let start = self.volume.extent_range(*seg).start;
+        Some(start + (n % self.blocks_per_segment) * BLOCK_BYTES as u64)
+    }
+
+    /// Reads `len` bytes of `table`'s row stream at `pos`.
+    fn read_stream(&mut self, table: u32, pos: Pos, len: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(len);
+        for n in pos.blocks(len) {
+            if !self.load(table, n)? {
+                return Err(Error::Corruption {
+                    what: format!("table {table}: a row runs into blank block {n}"),
+                    offset: self.address(table, n).unwrap_or(0),
+                });
+            }
+            let b = self.cache.get((table, n)).unwrap();
+            let from =
+                if n == pos.block { HEADER_BYTES + pos.offset as usize } else { HEADER_BYTES };
+            let take = (len - out.len()).min(BLOCK_BYTES - from);
+            out.extend_from_slice(&b[from..from + take]);
+        }
+        Ok(out)
+    }
+
+    /// Stage 5: writes `bytes` into `table`'s row stream at `pos` (a record's start),
+    /// updating each block's occupancy, and sends the blocks to the device.
+    fn write_stream(&mut self, table: u32, pos: Pos, bytes: &[u8]) -> Result<()> {
+        let blocks: Vec<u64> = pos.blocks(bytes.len()).collect();
+        for &n in &blocks {
+            self.block_for_write(table, n)?;
+        }
+        let mut done = 0;
+        for &n in &blocks {
+            let b = self.cache.get((table, n)).unwrap();
+            let from = if n == pos.block { pos.offset as usize } else { 0 };
+            let take = (bytes.len() - done).min(PAYLOAD_BYTES - from);
+            b[HEADER_BYTES + from..HEADER_BYTES + from + take]
+                .copy_from_slice(&bytes[done..done + take]);
+            done += take;
+            let h = block::header(b);
+            let used = h.used.max((from + take) as u16);
+            let first_row = if n == pos.block { h.first_row.min(from as u16) } else { h.first_row };
+            block::seal(b, used, first_row);
+        }
+        for n in blocks {
+            self.write_block(table, n)?;
+        }
+        Ok(())
+    }
+
+    /// Sends the cached block to the device (not durable); a failure stops the store.
+    fn write_block(&mut self, table: u32, n: u64) -> Result<()> {
+        let address = self.address(table, n).expect("a written block has a segment");
+        let b = self.cache.get((table, n)).expect("a written block is cached");
+        let buf = AlignedBuf::padded_copy(b, BLOCK_BYTES);
+        self.queue.write_at(address, buf, false).map(|_| ()).map_err(|e| self.stop(e.into()))
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.queue.flush().map_err(|e| self.stop(e.into()))
+    }
+
+    /// Stops the store after a failed write (P5) and returns the error.
+    fn stop(&mut self, e: Error) -> Error {
+        if self.stopped.is_none() {
+            self.stopped = Some(e.to_string());
+        }
+        e
+    }
+
+    /// [`Error::Stopped`] if a write failed earlier.
+    pub fn check_running(&self) -> Result<()> {
+        match &self.stopped {
+            Some(why) => Err(Error::Stopped(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// The record at `pos`: its header and its row's bytes.
+    fn read_record(
+        &mut self,
+        table: u32,
+        pos: Pos,
+        _schema: &Schema,
+    ) -> Result<(RowHeader, Vec<u8>)> {
+        let hb = self.read_stream(table, pos, row::HEADER_BYTES)?;
+        let header = RowHeader::decode(&hb).ok_or_else(|| Error::Corruption {
+            what: format!("table {table}: a row record header that does not parse at {pos:?}"),
+            offset: self.address(table, pos.block).unwrap_or(0),
+        })?;
+        let row =
+            self.read_stream(table, pos.advance(row::HEADER_BYTES), header.row_len as usize)?;
+        Ok((header, row))
+    }
+
+    /// The table's metadata.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`].
+    pub fn table(&self, id: u32) -> Result<&TableMeta> {
+        self.tables.get(&id).map(|t| &t.meta).ok_or_else(|| Error::NoSuchTable(format!("id {id}")))
+    }
+
+    /// The id of the table named `name`.
+    pub fn table_id(&self, name: &str) -> Option<u32> {
+        self.tables.values().find(|t| t.meta.name == name).map(|t| t.meta.id)
+    }
+
+    /// Stage 2: the live row of `key`, its full key confirmed.
+    pub fn find(&mut self, table: u32, key: &[u8]) -> Result<Option<Found>> {
+        let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
+        let schema = t.meta.schema.clone();
+        for pos in t.index.candidates(key) {
+            let (header, row) = self.read_record(table, pos, &schema)?;
+            if header.state == RowState::Live && schema.key_of(&row) == Some(key) {
+                return Ok(Some(Found { pos, header, row }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The decoded row of `key`.
+    pub fn select(&mut self, table: u32, key: &[u8]) -> Result<Option<Row>> {
+        let Some(f) = self.find(table, key)? else { return Ok(None) };
+        let schema = &self.tables[&table].meta.schema;
+        schema.decode_row(&f.row).map(Some).ok_or_else(|| Error::Corruption {
+            what: format!("table {table}: a row that does not follow the schema at {:?}", f.pos),
+            offset: 0,
+        })
+    }
+
+    /// Every live (or uncommitted) key of `table` in `range`, sorted.
+    pub fn keys(
+        &mut self,
+        table: u32,
+        range: &(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    ) -> Result<Vec<Vec<u8>>> {
+        let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
+        let schema = t.meta.schema.clone();
+        let mut keys = Vec::new();
+        for pos in t.index.positions() {
+            let (header, row) = self.read_record(table, pos, &schema)?;
+            if header.state != RowState::Live {
+                continue;
+            }
+            let key = schema.key_of(&row).map(<[u8]>::to_vec).ok_or_else(|| Error::Corruption {
+                what: format!("table {table}: a row without a key at {pos:?}"),
+                offset: 0,
+            })?;
+            if std::ops::RangeBounds::contains(range, &key) {
+                keys.push(key);
+            }
+        }
+        keys.sort();
+        Ok(keys)
+    }
+
+    /// Inserts the encoded row `row` whose key is `key` (stages 2 to 6).
+    ///
+    /// # Errors
+    /// [`Error::DuplicateKey`]; [`Error::LogFull`]; the space layer's error for a segment
+    /// that cannot be had; a device error (which stops the store).
+    pub fn insert(&mut self, txn: u64, table: u32, key: &[u8], row: &[u8]) -> Result<Change> {
+        self.check_running()?;
+        if self.find(table, key)?.is_some() {
+            return Err(Error::DuplicateKey);
+        }
+        self.append(txn, table, key, row)
+    }
+
+    fn append(&mut self, txn: u64, table: u32, key: &[u8], row: &[u8]) -> Result<Change> {
+        let header = RowHeader {
+            state: RowState::Live,
+            slot_len: row.len() as u32,
+            row_len: row.len() as u32,
+        };
+        let len = header.record_len();
+        let pos = row::record_start(self.tables[&table].end);
+        self.ensure_segments(table, pos.advance(len - 1).block)?;
+        let change = self.log_undo(txn, table, pos, Before::Free { span: len as u32 })?;
+        let mut bytes = header.encode().to_vec();
+        bytes.extend_from_slice(row);
+        self.write_stream(table, pos, &bytes)?;
+        let t = self.tables.get_mut(&table).unwrap();
+        t.end = pos.advance(len);
+        t.index.insert(key, pos);
+        Ok(change)
+    }
+
+    /// Replaces the row of `key` by the encoded `row`: in place when it fits the record's
+    /// slot, else the record is erased and the row appended (a move).
+    pub fn update(&mut self, txn: u64, table: u32, key: &[u8], row: &[u8]) -> Result<Vec<Change>> {
+        self.check_running()?;
+        let f = self.find(table, key)?.ok_or(Error::KeyNotFound)?;
+        if row.len() <= f.header.slot_len as usize {
+            let before = self.read_stream(table, f.pos, f.header.record_len())?;
+            let change = self.log_undo(txn, table, f.pos, Before::Image(before))?;
+            let header = RowHeader { row_len: row.len() as u32, ..f.header };
+            let mut bytes = header.encode().to_vec();
+            bytes.extend_from_slice(row);
+            bytes.resize(f.header.record_len(), 0);
+            self.write_stream(table, f.pos, &bytes)?;
+            return Ok(vec![change]);
+        }
+        let erased = self.erase_found(txn, table, key, &f)?;
+        let appended = self.append(txn, table, key, row)?;
+        Ok(vec![erased, appended])
+    }
+
+    /// Erases the row of `key`.
+    pub fn erase(&mut self, txn: u64, table: u32, key: &[u8]) -> Result<Change> {
+        self.check_running()?;
+        let f = self.find(table, key)?.ok_or(Error::KeyNotFound)?;
+        self.erase_found(txn, table, key, &f)
+    }
+
+    fn erase_found(&mut self, txn: u64, table: u32, key: &[u8], f: &Found) -> Result<Change> {
+        let change = self.log_undo(txn, table, f.pos, Before::Image(f.header.encode().to_vec()))?;
+        let header = RowHeader { state: RowState::Erased, ..f.header };
+        self.write_stream(table, f.pos, &header.encode())?;
+        self.tables.get_mut(&table).unwrap().index.remove(key, f.pos);
+        Ok(change)
+    }
+
+    /// Stage 4.
+    fn log_undo(&mut self, txn: u64, table: u32, pos: Pos, before: Before) -> Result<Change> {
+        let mut rec = UndoRecord { lsn: 0, txn, table, pos, before };
+        let handle = self.undo.append(&mut rec).map_err(|e| match e {
+            Error::LogFull { .. } => e,
+            e => self.stop(e),
+        })?;
+        Ok((handle, rec))
+    }
+
+    /// Commit stages 1 and 2. One change is committed by expiring its record (one store of
+    /// one byte); several by a commit mark persisted after the flush, then their records
+    /// and the mark expired, the mark last.
+    pub fn commit(&mut self, txn: u64, changes: &[Change]) -> Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        self.check_running()?;
+        self.flush()?;
+        let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
+        if changes.len() == 1 {
+            return self.undo.expire(&handles).map_err(|e| self.stop(e));
+        }
+        let mark = match self.log_undo(txn, 0, Pos::default(), Before::Commit) {
+            Ok(mark) => mark,
+            Err(e @ Error::LogFull { .. }) => {
+                // No room for the mark: the transaction cannot commit; roll it back so
+                // that what readers see agrees with what a reopen would find.
+                self.abort(changes)?;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
+        self.undo.expire(&handles).map_err(|e| self.stop(e))?;
+        self.undo.expire(&[mark.0]).map_err(|e| self.stop(e))
+    }
+
+    /// Abort stages 1 to 3.
+    pub fn abort(&mut self, changes: &[Change]) -> Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        self.check_running()?;
+        for (_, rec) in changes.iter().rev() {
+            self.roll_back(rec)?;
+        }
+        self.flush()?;
+        let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
+        self.undo.expire(&handles).map_err(|e| self.stop(e))
+    }
+
+    /// Writes one record's before-image back and fixes the index.
+    fn roll_back(&mut self, rec: &UndoRecord) -> Result<()> {
+        let schema = self.tables[&rec.table].meta.schema.clone();
+        let (_, row) = self.read_record(rec.table, rec.pos, &schema)?;
+        let key = schema.key_of(&row).map(<[u8]>::to_vec);
+        self.write_stream(rec.table, rec.pos, &rollback_bytes(&rec.before))?;
+        let (header, _) = self.read_record(rec.table, rec.pos, &schema)?;
+        if let Some(key) = key {
+            let index = &mut self.tables.get_mut(&rec.table).unwrap().index;
+            if header.state == RowState::Live {
+                index.insert(&key, rec.pos);
+            } else {
+                index.remove(&key, rec.pos);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stage 3: allocates segments until block `last` of `table` has one, naming each in
+    /// the version log before it is written.
+    fn ensure_segments(&mut self, table: u32, last: u64) -> Result<()> {
+        while self.tables[&table].meta.segments.len() as u64 * self.blocks_per_segment <= last {
+            let e = self.volume.allocate(1)?;
+            self.zero_segment(e)?;
+            let mut after = self.catalog();
+            after.tables.iter_mut().find(|t| t.id == table).unwrap().segments.push(e);
+            let edit = Edit {
+                added: vec![e],
+                engine: catalog::encode_segment_added(table),
+                ..Edit::default()
+            };
+            if let Err(err) = self.volume.commit(&edit, &mut || catalog::encode_base(&after)) {
+                self.volume.release(e);
+                return Err(err.into());
+            }
+            self.tables.get_mut(&table).unwrap().meta.segments.push(e);
+        }
+        Ok(())
+    }
+
+    fn catalog(&self) -> Catalog {
+        Catalog {
+            tables: self.tables.values().map(|t| t.meta.clone()).collect(),
+            next_id: self.next_table_id,
+            marked: true,
+        }
+    }
+
+    /// Creates a table with one segment.
+    pub fn create_table(&mut self, name: &str, schema: Schema) -> Result<u32> {
+        self.check_running()?;
+        if name.is_empty() || name.len() > crate::schema::NAME_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!("table name {name:?}: 1 to 255 bytes")));
+        }
+        if self.table_id(name).is_some() {
+            return Err(Error::TableExists(name.to_string()));
+        }
+        let id = self.next_table_id;
+        let e = self.volume.allocate(1)?;
+        self.zero_segment(e)?;
+        let meta = TableMeta { id, name: name.to_string(), schema, segments: vec![e] };
+        let mut after = self.catalog();
+        after.tables.push(meta.clone());
+        after.next_id = id + 1;
+        let engine = catalog::encode_table_created(id, name, &meta.schema);
+        let edit = Edit { added: vec![e], engine, ..Edit::default() };
+        if let Err(err) = self.volume.commit(&edit, &mut || catalog::encode_base(&after)) {
+            self.volume.release(e);
+            return Err(err.into());
+        }
+        self.next_table_id = id + 1;
+        let index = Index::new(self.hash_bits);
+        self.tables.insert(id, Table { meta, end: Pos::default(), index });
+        Ok(id)
+    }
+
+    /// Drops a table, freeing its segments. The caller holds the table exclusively, so no
+    /// transaction has an active change in it.
+    pub fn drop_table(&mut self, id: u32) -> Result<()> {
+        self.check_running()?;
+        let segments = self.table(id)?.segments.clone();
+        let mut after = self.catalog();
+        after.tables.retain(|t| t.id != id);
+        let edit = Edit {
+            removed: segments,
+            engine: catalog::encode_table_dropped(id),
+            ..Edit::default()
+        };
+        self.volume.commit(&edit, &mut || catalog::encode_base(&after))?;
+        self.tables.remove(&id);
+        self.cache.drop_table(id);
+        Ok(())
+    }
+
+    /// Names and ids of the tables.
+    pub fn tables(&self) -> Vec<(String, u32)> {
+        self.tables.values().map(|t| (t.meta.name.clone(), t.meta.id)).collect()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> (usize, usize, usize, UndoStats) {
+        let rows = self.tables.values().map(|t| t.index.entries()).sum();
+        (self.tables.len(), rows, self.cache.blocks(), self.undo.stats())
+    }
+
+    /// The device address of block `n` of `table` (for tests that damage blocks).
+    pub fn block_address(&self, table: u32, n: u64) -> Option<u64> {
+        self.address(table, n)
+    }
+}
+
+/// What rolling a record back writes at its position.
+fn rollback_bytes(before: &Before) -> Vec<u8> {
+    match before {
+        Before::Free { span } => RowHeader {
+            state: RowState::Void,
+            slot_len: span - row::HEADER_BYTES as u32,
+            row_len: 0,
+        }
+        .encode()
+        .to_vec(),
+        Before::Image(b) => b.clone(),
+        Before::Commit => unreachable!("a commit mark is never rolled back"),
+    }
+}
+
+/// Copies `bytes` into the payloads of consecutive blocks from `pos`.
+fn copy_into_blocks(
+    pos: Pos,
+    bytes: &[u8],
+    blocks: &mut BTreeMap<(u32, u64), Vec<u8>>,
+    table: u32,
+) {
+    let mut done = 0;
+    for n in pos.blocks(bytes.len()) {
+        let b = blocks.get_mut(&(table, n)).expect("every block of the span is loaded");
+        let from = if n == pos.block { pos.offset as usize } else { 0 };
+        let take = (bytes.len() - done).min(PAYLOAD_BYTES - from);
+        b[HEADER_BYTES + from..HEADER_BYTES + from + take]
+            .copy_from_slice(&bytes[done..done + take]);
+        done += take;
+    }
+}

@@ -1,0 +1,287 @@
+//! The table store's handle: opening (recovery), tables, transactions and the auto-commit
+//! calls.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use shale_io::{DeviceRef, FileOptions};
+use shale_space::Volume;
+
+use crate::error::{Error, Result};
+use crate::lock::{LockKey, LockManager, LockMode};
+use crate::options::{PMEM_FILE_NAME, TableOptions};
+use crate::pmem::{FilePmem, PmemLog};
+use crate::scan::{Scan, ScanTxn};
+use crate::schema::{Row, Schema};
+use crate::storage::Storage;
+use crate::txn::{Isolation, Transaction};
+use crate::undo_log::UndoStats;
+
+/// A table's id, given by [`TableStore::create_table`]; never used again once it is
+/// dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableId(pub u32);
+
+/// What the store and its transactions share.
+pub(crate) struct Shared {
+    pub storage: Mutex<Storage>,
+    pub locks: LockManager,
+    pub opts: TableOptions,
+    next_txn: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn schema(&self, table: TableId) -> Result<Schema> {
+        Ok(self.storage.lock().table(table.0)?.schema.clone())
+    }
+
+    pub(crate) fn begin(shared: &Arc<Shared>, isolation: Isolation) -> Transaction {
+        let id = shared.next_txn.fetch_add(1, Ordering::Relaxed);
+        Transaction::new(shared.clone(), id, isolation)
+    }
+}
+
+/// Counters of a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableStats {
+    /// Tables.
+    pub tables: usize,
+    /// Rows in the indexes (uncommitted inserts included).
+    pub rows: usize,
+    /// Blocks in the block cache.
+    pub cached_blocks: usize,
+    /// The undo log's counters.
+    pub undo: UndoStats,
+}
+
+/// A store of tables on one volume, with its undo log in persistent memory.
+pub struct TableStore {
+    shared: Arc<Shared>,
+    /// One handle per store (`shale_space::StoreLock`); `None` on a device opened directly.
+    _lock: Option<shale_space::StoreLock>,
+}
+
+impl std::fmt::Debug for TableStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableStore").field("storage", &*self.shared.storage.lock()).finish()
+    }
+}
+
+impl TableStore {
+    /// Opens the store in the directory `path` (its volume is `volume.shale` there, its undo
+    /// log `undo.pmem` unless [`TableOptions::pmem_path`] names another file), creating it
+    /// when missing and the options allow. Changes not committed before the last close or
+    /// crash are rolled back.
+    ///
+    /// ```
+    /// use shale_table::{Column, Schema, TableOptions, TableStore};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = TableStore::open(dir.path(), TableOptions::default())?;
+    /// let schema = Schema::new(vec![Column::fixed("id", 4), Column::var("name", 32)])?;
+    /// let users = store.create_table("users", schema)?;
+    /// store.insert(users, &[&b"0001"[..], b"ada"])?;
+    /// store.update(users, b"0001", "name", b"ada lovelace")?;
+    /// drop(store);
+    /// let store = TableStore::open(dir.path(), TableOptions::default())?;
+    /// let users = store.table_id("users").unwrap();
+    /// assert_eq!(store.select_cell(users, b"0001", "name")?, Some(b"ada lovelace".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// One handle at a time: the store lock of the space layer refuses a second open with
+    /// `shale_space::Error::InUse`.
+    ///
+    /// # Errors
+    /// Bad options ([`Error::InvalidArgument`]), a volume of another engine
+    /// ([`Error::NotTableStore`]), a persistent memory file of another store
+    /// ([`Error::InvalidArgument`]), damage ([`Error::Corruption`]), a store in use, or the
+    /// space layer's error.
+    pub fn open(path: impl AsRef<Path>, opts: TableOptions) -> Result<TableStore> {
+        opts.validate()?;
+        let path = path.as_ref();
+        if opts.create_if_missing && !path.exists() && path.symlink_metadata().is_err() {
+            std::fs::create_dir_all(path).map_err(|e| {
+                Error::Space(shale_io::Error::at_path(shale_io::PathOp::CreateDir, path, e).into())
+            })?;
+        }
+        if !path.is_dir() {
+            return Err(Error::InvalidArgument(format!(
+                "{} is not a directory: a table store is a directory holding its volume and \
+                 its undo log",
+                path.display()
+            )));
+        }
+        let lock = if opts.create_if_missing {
+            shale_space::StoreLock::acquire_creating(path)?
+        } else {
+            shale_space::StoreLock::acquire(path)?
+        };
+        let opened = Volume::open_path(path, &opts.volume_options(), &FileOptions::default())?;
+        let pmem_path = opts.pmem_path.clone().unwrap_or_else(|| path.join(PMEM_FILE_NAME));
+        let pmem = FilePmem::open(&pmem_path, opts.undo_log_bytes, opts.pmem)?;
+        let mut store = TableStore::recover(opened, Box::new(pmem), opts)?;
+        store._lock = Some(lock);
+        Ok(store)
+    }
+
+    /// Opens the store on `device` with its undo log in `pmem` (the simulated device and
+    /// persistent memory in tests, say), as [`TableStore::open`].
+    ///
+    /// # Errors
+    /// As [`TableStore::open`].
+    pub fn open_device(
+        device: DeviceRef,
+        pmem: Box<dyn PmemLog>,
+        opts: TableOptions,
+    ) -> Result<TableStore> {
+        opts.validate()?;
+        let opened = Volume::open(device, &opts.volume_options())?;
+        TableStore::recover(opened, pmem, opts)
+    }
+
+    fn recover(
+        opened: shale_space::Opened,
+        pmem: Box<dyn PmemLog>,
+        opts: TableOptions,
+    ) -> Result<TableStore> {
+        let storage = Storage::recover(opened.volume, &opened.versions, pmem, &opts)?;
+        let next_txn = AtomicU64::new(storage.max_txn + 1);
+        let shared =
+            Shared { storage: Mutex::new(storage), locks: LockManager::default(), opts, next_txn };
+        Ok(TableStore { shared: Arc::new(shared), _lock: None })
+    }
+
+    /// Creates a table (one segment allocated) and returns its id.
+    ///
+    /// # Errors
+    /// [`Error::TableExists`], [`Error::InvalidArgument`] for a bad name, the space layer's
+    /// error.
+    pub fn create_table(&self, name: &str, schema: Schema) -> Result<TableId> {
+        self.shared.storage.lock().create_table(name, schema).map(TableId)
+    }
+
+    /// Drops the table named `name`, once no transaction holds a lock on it.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`], [`Error::LockTimeout`], the space layer's error.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        let id = self.table_id(name).ok_or_else(|| Error::NoSuchTable(name.to_string()))?;
+        let txn = Shared::begin(&self.shared, Isolation::Serializable);
+        let key = LockKey::Table(id.0);
+        self.shared.locks.acquire(
+            txn.id(),
+            &key,
+            LockMode::Exclusive,
+            self.shared.opts.lock_timeout,
+        )?;
+        let r = self.shared.storage.lock().drop_table(id.0);
+        self.shared.locks.release(txn.id(), &key);
+        txn.commit_empty();
+        r
+    }
+
+    /// The id of the table named `name`.
+    pub fn table_id(&self, name: &str) -> Option<TableId> {
+        self.shared.storage.lock().table_id(name).map(TableId)
+    }
+
+    /// The tables' names and ids.
+    pub fn tables(&self) -> Vec<(String, TableId)> {
+        self.shared.storage.lock().tables().into_iter().map(|(n, i)| (n, TableId(i))).collect()
+    }
+
+    /// The schema of a table.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`].
+    pub fn schema(&self, table: TableId) -> Result<Schema> {
+        self.shared.schema(table)
+    }
+
+    /// Begins a transaction.
+    pub fn begin(&self, isolation: Isolation) -> Transaction {
+        Shared::begin(&self.shared, isolation)
+    }
+
+    /// Runs `f` in a read-committed transaction of its own, committing on success and
+    /// aborting on error.
+    fn auto<T>(&self, f: impl FnOnce(&mut Transaction) -> Result<T>) -> Result<T> {
+        let mut txn = self.begin(Isolation::ReadCommitted);
+        match f(&mut txn) {
+            Ok(v) => txn.commit().map(|()| v),
+            Err(e) => {
+                txn.abort()?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Inserts a row, committed when it returns. See [`Transaction::insert`].
+    ///
+    /// # Errors
+    /// As [`Transaction::insert`].
+    pub fn insert<V: AsRef<[u8]>>(&self, table: TableId, row: &[V]) -> Result<()> {
+        self.auto(|t| t.insert(table, row))
+    }
+
+    /// Updates a cell, committed when it returns. See [`Transaction::update`].
+    ///
+    /// # Errors
+    /// As [`Transaction::update`].
+    pub fn update(&self, table: TableId, key: &[u8], column: &str, value: &[u8]) -> Result<()> {
+        self.auto(|t| t.update(table, key, column, value))
+    }
+
+    /// Erases a row, committed when it returns. See [`Transaction::erase`].
+    ///
+    /// # Errors
+    /// As [`Transaction::erase`].
+    pub fn erase(&self, table: TableId, key: &[u8]) -> Result<()> {
+        self.auto(|t| t.erase(table, key))
+    }
+
+    /// The committed row of `key`. See [`Transaction::select`].
+    ///
+    /// # Errors
+    /// As [`Transaction::select`].
+    pub fn select(&self, table: TableId, key: &[u8]) -> Result<Option<Row>> {
+        self.auto(|t| t.select(table, key))
+    }
+
+    /// One committed cell. See [`Transaction::select_cell`].
+    ///
+    /// # Errors
+    /// As [`Transaction::select_cell`].
+    pub fn select_cell(&self, table: TableId, key: &[u8], column: &str) -> Result<Option<Vec<u8>>> {
+        self.auto(|t| t.select_cell(table, key, column))
+    }
+
+    /// The committed rows of a range of primary keys, 100 per batch, each batch read
+    /// committed. See [`Scan`].
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`], a device error.
+    pub fn scan(
+        &self,
+        table: TableId,
+        range: impl std::ops::RangeBounds<Vec<u8>>,
+    ) -> Result<Scan<'static>> {
+        let range = (range.start_bound().cloned(), range.end_bound().cloned());
+        let keys = self.shared.storage.lock().keys(table.0, &range)?;
+        Ok(Scan::new(ScanTxn::Own(self.shared.clone()), table, keys))
+    }
+
+    /// Counters now.
+    pub fn stats(&self) -> TableStats {
+        let (tables, rows, cached_blocks, undo) = self.shared.storage.lock().stats();
+        TableStats { tables, rows, cached_blocks, undo }
+    }
+
+    /// The device address of block `n` of `table`, where tests damage a block.
+    pub fn block_address(&self, table: TableId, n: u64) -> Option<u64> {
+        self.shared.storage.lock().block_address(table.0, n)
+    }
+}

@@ -1,0 +1,304 @@
+//! Transactions: locks per isolation level around the storage's changes and reads.
+//!
+//! Isolation as built (after the paper's three levels; locks wait up to `lock_timeout`):
+//! - every write takes the row's exclusive lock, held to commit or abort, after an
+//!   intention-exclusive lock on its table (read committed, repeatable read) or the table's
+//!   exclusive lock (serializable);
+//! - read committed: a read takes the row's shared lock for the read only, so it waits for
+//!   a writer of the row to finish and never sees uncommitted bytes (no dirty reads), but
+//!   a second read may see a later commit;
+//! - repeatable read: a read takes the row's shared lock and holds it to the end, so no
+//!   other transaction changes a row read (no non-repeatable reads); rows not yet present
+//!   are not locked (phantoms are possible);
+//! - serializable: every read takes the table's shared lock and every write its exclusive
+//!   lock, held to the end (the paper's table-level locks): transactions that touch one
+//!   table run one writer or many readers at a time, so no write skew and no phantoms.
+//!
+//! A conflict waits; a wait past `lock_timeout` is [`Error::LockTimeout`], which leaves the
+//! transaction open (abort it, or retry). Deadlocks end the same way.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::lock::{LockKey, LockMode};
+use crate::scan::Scan;
+use crate::schema::Row;
+use crate::storage::Change;
+use crate::store::{Shared, TableId};
+
+/// An isolation level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// Reads see only committed data; a row read twice may change between.
+    #[default]
+    ReadCommitted,
+    /// Rows read stay as read until the end.
+    RepeatableRead,
+    /// As if one at a time (table locks).
+    Serializable,
+}
+
+/// An open transaction. Dropped without [`Transaction::commit`], it aborts.
+pub struct Transaction {
+    shared: Arc<Shared>,
+    id: u64,
+    isolation: Isolation,
+    changes: Vec<Change>,
+    locks: Vec<LockKey>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("id", &self.id)
+            .field("isolation", &self.isolation)
+            .field("changes", &self.changes.len())
+            .finish()
+    }
+}
+
+impl Transaction {
+    pub(crate) fn new(shared: Arc<Shared>, id: u64, isolation: Isolation) -> Transaction {
+        Transaction {
+            shared,
+            id,
+            isolation,
+            changes: Vec::new(),
+            locks: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// Its id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Its isolation level.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// Takes a lock held to the end; returns whether it is new.
+    fn lock(&mut self, key: LockKey, mode: LockMode) -> Result<bool> {
+        let new = self.shared.locks.acquire(self.id, &key, mode, self.shared.opts.lock_timeout)?;
+        if new {
+            self.locks.push(key);
+        }
+        Ok(new)
+    }
+
+    fn lock_for_write(&mut self, table: TableId, key: &[u8]) -> Result<()> {
+        let mode = match self.isolation {
+            Isolation::Serializable => LockMode::Exclusive,
+            _ => LockMode::IntentExclusive,
+        };
+        self.lock(LockKey::Table(table.0), mode)?;
+        self.lock(LockKey::Row(table.0, key.to_vec()), LockMode::Exclusive)?;
+        Ok(())
+    }
+
+    /// Locks for a read of `key`; returns a lock to release right after the read (read
+    /// committed's short shared lock), if one was taken.
+    fn lock_for_read(&mut self, table: TableId, key: &[u8]) -> Result<Option<LockKey>> {
+        match self.isolation {
+            Isolation::Serializable => {
+                self.lock(LockKey::Table(table.0), LockMode::Shared)?;
+                Ok(None)
+            }
+            Isolation::RepeatableRead => {
+                self.lock(LockKey::Table(table.0), LockMode::IntentShared)?;
+                self.lock(LockKey::Row(table.0, key.to_vec()), LockMode::Shared)?;
+                Ok(None)
+            }
+            Isolation::ReadCommitted => {
+                self.lock(LockKey::Table(table.0), LockMode::IntentShared)?;
+                let key = LockKey::Row(table.0, key.to_vec());
+                let timeout = self.shared.opts.lock_timeout;
+                let new = self.shared.locks.acquire(self.id, &key, LockMode::Shared, timeout)?;
+                Ok(new.then_some(key))
+            }
+        }
+    }
+
+    /// Locks the table for a scan under serializable (no phantoms), before its keys are
+    /// collected.
+    pub(crate) fn lock_for_scan(&mut self, table: TableId) -> Result<()> {
+        let mode = match self.isolation {
+            Isolation::Serializable => LockMode::Shared,
+            _ => LockMode::IntentShared,
+        };
+        self.lock(LockKey::Table(table.0), mode)?;
+        Ok(())
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.finished {
+            return Err(Error::InvalidArgument("the transaction has ended".into()));
+        }
+        Ok(())
+    }
+
+    /// Inserts `row` (one value per column; its column 0 is the primary key).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`], [`Error::WrongSize`], [`Error::DuplicateKey`],
+    /// [`Error::LockTimeout`], [`Error::LogFull`], [`Error::Stopped`], a device error.
+    pub fn insert<V: AsRef<[u8]>>(&mut self, table: TableId, row: &[V]) -> Result<()> {
+        self.check_open()?;
+        let encoded = self.shared.schema(table)?.encode_row(row)?;
+        let key = row[0].as_ref();
+        self.lock_for_write(table, key)?;
+        let change = self.shared.storage.lock().insert(self.id, table.0, key, &encoded)?;
+        self.changes.push(change);
+        Ok(())
+    }
+
+    /// Sets column `column` of the row of `key` to `value`, in place where the row's
+    /// record has room (always for fixed columns), else by moving the row.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`], [`Error::WrongSize`], [`Error::KeyNotFound`],
+    /// [`Error::InvalidArgument`] for the primary key column, and as
+    /// [`Transaction::insert`].
+    pub fn update(&mut self, table: TableId, key: &[u8], column: &str, value: &[u8]) -> Result<()> {
+        self.check_open()?;
+        let schema = self.shared.schema(table)?;
+        schema.check_key(key)?;
+        let c = schema.column_index(column)?;
+        if c == 0 {
+            return Err(Error::InvalidArgument(
+                "the primary key cannot be updated: erase the row and insert it anew".into(),
+            ));
+        }
+        schema.check_value(c, value)?;
+        self.lock_for_write(table, key)?;
+        let mut storage = self.shared.storage.lock();
+        let mut row = storage.select(table.0, key)?.ok_or(Error::KeyNotFound)?;
+        row[c] = value.to_vec();
+        let encoded = schema.encode_row(&row)?;
+        let changes = storage.update(self.id, table.0, key, &encoded)?;
+        drop(storage);
+        self.changes.extend(changes);
+        Ok(())
+    }
+
+    /// Erases the row of `key`.
+    ///
+    /// # Errors
+    /// [`Error::KeyNotFound`], and as [`Transaction::insert`].
+    pub fn erase(&mut self, table: TableId, key: &[u8]) -> Result<()> {
+        self.check_open()?;
+        self.shared.schema(table)?.check_key(key)?;
+        self.lock_for_write(table, key)?;
+        let change = self.shared.storage.lock().erase(self.id, table.0, key)?;
+        self.changes.push(change);
+        Ok(())
+    }
+
+    /// The row of `key`, or `None`.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`], [`Error::WrongSize`] for a key of the wrong size,
+    /// [`Error::LockTimeout`], [`Error::Corruption`], a device error.
+    pub fn select(&mut self, table: TableId, key: &[u8]) -> Result<Option<Row>> {
+        self.check_open()?;
+        self.shared.schema(table)?.check_key(key)?;
+        let short = self.lock_for_read(table, key)?;
+        let got = self.shared.storage.lock().select(table.0, key);
+        if let Some(k) = short {
+            self.shared.locks.release(self.id, &k);
+        }
+        got
+    }
+
+    /// One cell of the row of `key`, or `None` when there is no such row.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`], and as [`Transaction::select`].
+    pub fn select_cell(
+        &mut self,
+        table: TableId,
+        key: &[u8],
+        column: &str,
+    ) -> Result<Option<Vec<u8>>> {
+        let c = self.shared.schema(table)?.column_index(column)?;
+        Ok(self.select(table, key)?.map(|mut row| row.swap_remove(c)))
+    }
+
+    /// The rows whose primary keys are in `range`, in key order, 100 per batch.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`], [`Error::LockTimeout`], a device error.
+    pub fn scan(
+        &mut self,
+        table: TableId,
+        range: impl std::ops::RangeBounds<Vec<u8>>,
+    ) -> Result<Scan<'_>> {
+        self.check_open()?;
+        let range = (range.start_bound().cloned(), range.end_bound().cloned());
+        self.lock_for_scan(table)?;
+        let keys = self.shared.storage.lock().keys(table.0, &range)?;
+        Ok(Scan::new(crate::scan::ScanTxn::Borrowed(self), table, keys))
+    }
+
+    /// Commits: makes every change durable, then releases the locks.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] or the device's error; the store is then stopped and the changes
+    /// are rolled back at the next open.
+    pub fn commit(mut self) -> Result<()> {
+        self.check_open()?;
+        self.finished = true;
+        let r = self.shared.storage.lock().commit(self.id, &self.changes);
+        self.release();
+        r
+    }
+
+    /// Aborts: writes every change's before-image back, then releases the locks.
+    ///
+    /// # Errors
+    /// As [`Transaction::commit`].
+    pub fn abort(mut self) -> Result<()> {
+        self.check_open()?;
+        self.finish_abort()
+    }
+
+    fn finish_abort(&mut self) -> Result<()> {
+        self.finished = true;
+        let r = self.shared.storage.lock().abort(&self.changes);
+        self.release();
+        r
+    }
+
+    fn release(&mut self) {
+        self.shared.locks.release_all(self.id, &self.locks);
+        self.locks.clear();
+        self.changes.clear();
+    }
+
+    /// Reads for a scan's batch: the row of `key` under this transaction's locks.
+    pub(crate) fn scan_read(&mut self, table: TableId, key: &[u8]) -> Result<Option<Row>> {
+        self.select(table, key)
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if !self.finished {
+            // An error here leaves the changes active in the undo log (the store stopped):
+            // the next open rolls them back.
+            let _ = self.finish_abort();
+        }
+    }
+}
+
+impl Transaction {
+    /// Ends a transaction that made no change (a store's own lock holder).
+    pub(crate) fn commit_empty(mut self) {
+        debug_assert!(self.changes.is_empty());
+        self.finished = true;
+        self.release();
+    }
+}

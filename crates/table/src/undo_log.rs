@@ -1,0 +1,531 @@
+//! The undo log: a ring of undo records (`undo.rs`) in persistent memory (`pmem.rs`), with
+//! a head and a tail.
+//!
+//! ```text
+//! persistent memory region
+//!   0    64   header copy A      (one cache line each: a line is kept or lost whole)
+//!  64    64   header copy B
+//! 128   ...   the ring: records, 8-aligned, from the head to the tail
+//! a header copy:
+//!   0  4  magic b"SHPM"
+//!   4  4  crc32c of bytes 8..64
+//!   8 16  volume id of the store the log belongs to
+//!  24  8  sequence number of this copy (u64 LE; the valid copy with the larger one holds)
+//!  32  8  head: ring offset of the oldest record that may be live (u64 LE)
+//!  40  8  head lsn: that record's LSN, or the next LSN when the log is empty (u64 LE)
+//!  48 16  reserved, zero
+//! ```
+//! A record is appended at the tail, or at the ring's start when it does not fit before the
+//! ring's end, and persisted before `append` returns. Recovery walks from the head, taking
+//! at each step the record that carries exactly the next LSN, here or at the ring's start:
+//! a record of an earlier lap, or a torn one, is never that successor, so the walk ends at
+//! the true tail. Records are expired in place (their state byte); expired records are
+//! reclaimed from the head, in batches of `reclaim_batch` or when the ring is more than
+//! `reclaim_percent` full, by writing the other header copy with the new head (so a torn
+//! header write leaves the previous copy). A record that cannot find room behind the oldest
+//! live one is [`Error::LogFull`]: spilling to the volume is not built yet.
+
+use std::collections::{HashSet, VecDeque};
+
+use crate::error::{Error, Result};
+use crate::pmem::{LINE_BYTES, PmemLog};
+use crate::undo::{ACTIVE, ALIGN, Before, EXPIRED, UndoRecord};
+
+const MAGIC: &[u8; 4] = b"SHPM";
+const HEADER_COPY_BYTES: usize = LINE_BYTES;
+/// Where the ring begins.
+pub const RING_OFFSET: usize = 2 * HEADER_COPY_BYTES;
+
+/// Where a live record lies, for expiring it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UndoHandle {
+    /// Its LSN.
+    pub lsn: u64,
+    /// Its ring offset.
+    pub offset: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    lsn: u64,
+    offset: u64,
+    /// Encoded length, padding included.
+    len: u64,
+    expired: bool,
+}
+
+/// Counters of the undo log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UndoStats {
+    /// Records appended since the open.
+    pub appended: u64,
+    /// Records reclaimed since the open.
+    pub reclaimed: u64,
+    /// Persist calls (each a round of line write-backs and a fence).
+    pub persists: u64,
+    /// Bytes of the ring between head and tail now.
+    pub ring_bytes_used: u64,
+    /// Bytes of the ring.
+    pub ring_bytes: u64,
+}
+
+/// The undo log.
+#[derive(Debug)]
+pub struct UndoLog {
+    pmem: Box<dyn PmemLog>,
+    volume_id: [u8; 16],
+    ring: u64,
+    live: VecDeque<Entry>,
+    /// Where the next record goes when the log is empty.
+    empty_tail: u64,
+    next_lsn: u64,
+    header_seq: u64,
+    reclaim_batch: usize,
+    reclaim_percent: u64,
+    stats: UndoStats,
+}
+
+/// What the walk of an opened log found.
+#[derive(Debug, Default)]
+pub struct Walked {
+    /// The active records, oldest first.
+    pub active: Vec<(UndoHandle, UndoRecord)>,
+    /// Transactions whose commit mark is in the log (active or expired).
+    pub committed: HashSet<u64>,
+    /// The largest transaction id in the log: new transactions are numbered past it, so
+    /// none shares an id, and so a commit mark, with a transaction of an earlier open.
+    pub max_txn: u64,
+}
+
+/// How the undo log reclaims.
+#[derive(Clone, Copy, Debug)]
+pub struct ReclaimPolicy {
+    /// Reclaim once this many expired records lead the log.
+    pub batch: usize,
+    /// Reclaim when the ring is fuller than this percentage.
+    pub percent: u64,
+}
+
+impl UndoLog {
+    /// Opens the log in `pmem` for the store whose volume id is `volume_id`, formatting a
+    /// zeroed region, and returns it with what the walk found.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a region too small or holding another store's log;
+    /// [`Error::Corruption`] for damaged headers or a damaged record the walk cannot pass.
+    pub fn open(
+        mut pmem: Box<dyn PmemLog>,
+        volume_id: [u8; 16],
+        policy: ReclaimPolicy,
+    ) -> Result<(UndoLog, Walked)> {
+        let len = pmem.len();
+        if len < RING_OFFSET + (64 << 10) || len % LINE_BYTES != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "a persistent memory region of {len} bytes: at least {} and whole lines",
+                RING_OFFSET + (64 << 10)
+            )));
+        }
+        let ring = (len - RING_OFFSET) as u64;
+        let copies = [read_header(&*pmem, 0), read_header(&*pmem, 1)];
+        let best = copies.iter().flatten().max_by_key(|h| h.seq).copied();
+        let header = match best {
+            Some(h) => h,
+            None => {
+                let mut raw = vec![0u8; RING_OFFSET];
+                pmem.read(0, &mut raw);
+                if raw.iter().any(|&b| b != 0) {
+                    return Err(Error::Corruption {
+                        what: "both undo log headers are damaged".into(),
+                        offset: 0,
+                    });
+                }
+                let h = Header { volume_id, seq: 1, head: 0, head_lsn: 1 };
+                write_header(&mut *pmem, &h)?;
+                h
+            }
+        };
+        if header.volume_id != volume_id {
+            return Err(Error::InvalidArgument(
+                "the persistent memory holds the undo log of another store".into(),
+            ));
+        }
+        if header.head >= ring {
+            return Err(Error::Corruption {
+                what: "undo log head past the ring".into(),
+                offset: 0,
+            });
+        }
+        let mut log = UndoLog {
+            pmem,
+            volume_id,
+            ring,
+            live: VecDeque::new(),
+            empty_tail: header.head,
+            next_lsn: header.head_lsn,
+            header_seq: header.seq,
+            reclaim_batch: policy.batch.max(1),
+            reclaim_percent: policy.percent.clamp(1, 100),
+            stats: UndoStats { ring_bytes: ring, ..UndoStats::default() },
+        };
+        let walked = log.walk(header.head)?;
+        Ok((log, walked))
+    }
+
+    /// Walks the ring from `head`, filling `live`.
+    fn walk(&mut self, head: u64) -> Result<Walked> {
+        let mut at = head;
+        let mut w = Walked::default();
+        loop {
+            let expected = self.next_lsn;
+            let found = match self.record_at(at, expected)? {
+                Some(r) => Some((at, r)),
+                None if at != 0 => self.record_at(0, expected)?.map(|r| (0, r)),
+                None => None,
+            };
+            let Some((offset, (rec, state, len))) = found else {
+                self.check_no_successor(at, expected)?;
+                break;
+            };
+            let padded = (len as u64).next_multiple_of(ALIGN as u64);
+            self.live.push_back(Entry {
+                lsn: rec.lsn,
+                offset,
+                len: padded,
+                expired: state == EXPIRED,
+            });
+            if rec.before == Before::Commit {
+                w.committed.insert(rec.txn);
+            }
+            w.max_txn = w.max_txn.max(rec.txn);
+            if state == ACTIVE {
+                w.active.push((UndoHandle { lsn: rec.lsn, offset }, rec));
+            }
+            self.next_lsn += 1;
+            at = offset + padded;
+            if at >= self.ring {
+                at = 0;
+            }
+            if self.live.len() as u64 > self.ring / ALIGN as u64 {
+                return Err(Error::Corruption {
+                    what: "the undo log's records run in a circle".into(),
+                    offset: RING_OFFSET as u64 + at,
+                });
+            }
+        }
+        self.empty_tail = at;
+        Ok(w)
+    }
+
+    /// The record at ring offset `at` if it is a valid record with LSN `lsn`, with its state
+    /// and length. A record of another LSN, or bytes that are no record, give `None`.
+    fn record_at(&self, at: u64, lsn: u64) -> Result<Option<(UndoRecord, u8, usize)>> {
+        let Some(bytes) = self.read_record_bytes(at) else { return Ok(None) };
+        match UndoRecord::decode(&bytes) {
+            Ok((rec, state)) if rec.lsn == lsn => Ok(Some((rec, state, bytes.len()))),
+            // Another lap's record, a torn one, or damage: `check_no_successor` tells.
+            Ok(_) | Err(_) => Ok(None),
+        }
+    }
+
+    /// The bytes of the record that may begin at `at`, as long as its header says, or
+    /// `None` when no record can begin there.
+    fn read_record_bytes(&self, at: u64) -> Option<Vec<u8>> {
+        let start = RING_OFFSET + at as usize;
+        if at + crate::undo::HEADER_BYTES as u64 > self.ring {
+            return None;
+        }
+        let mut head = [0u8; 16];
+        self.pmem.read(start, &mut head);
+        let len = UndoRecord::peek_len(&head)?;
+        if len < crate::undo::HEADER_BYTES || at + len as u64 > self.ring {
+            return None;
+        }
+        let mut b = vec![0u8; len];
+        self.pmem.read(start, &mut b);
+        Some(b)
+    }
+
+    /// At the end of the walk: a valid record with an LSN at or past the one the walk
+    /// wanted means the walk stopped at a damaged record in the middle of the log (its
+    /// successors were appended only once it was persisted), which is Corruption, not a
+    /// torn tail. The whole ring is searched, so damage to any byte of the record, its
+    /// length and magic included, is found. (A damaged *last* record looks exactly like a
+    /// torn append and is taken for one.)
+    fn check_no_successor(&self, at: u64, expected: u64) -> Result<()> {
+        let mut ring = vec![0u8; self.ring as usize];
+        self.pmem.read(RING_OFFSET, &mut ring);
+        let mut o = 0;
+        while o + crate::undo::HEADER_BYTES <= ring.len() {
+            if let Some(len) = UndoRecord::peek_len(&ring[o..]) {
+                let end = o.saturating_add(len).min(ring.len());
+                if let Ok((r, _)) = UndoRecord::decode(&ring[o..end]) {
+                    if r.lsn >= expected {
+                        return Err(Error::Corruption {
+                            what: format!(
+                                "undo record {expected} is damaged: record {} follows it",
+                                r.lsn
+                            ),
+                            offset: RING_OFFSET as u64 + at,
+                        });
+                    }
+                }
+            }
+            o += ALIGN;
+        }
+        Ok(())
+    }
+
+    /// Appends `rec` (its `lsn` is set here) and persists it before returning.
+    ///
+    /// # Errors
+    /// [`Error::LogFull`] when no room can be found behind the oldest live record, even
+    /// after reclaiming; the persistence error of the region.
+    pub fn append(&mut self, rec: &mut UndoRecord) -> Result<UndoHandle> {
+        rec.lsn = self.next_lsn;
+        let len = rec.encoded_len() as u64;
+        let offset = match self.place(len) {
+            Some(o) => o,
+            None => {
+                self.reclaim()?;
+                self.place(len).ok_or(Error::LogFull { needed: len, capacity: self.ring })?
+            }
+        };
+        let bytes = rec.encode();
+        let at = RING_OFFSET + offset as usize;
+        self.pmem.write(at, &bytes);
+        self.persist(at, bytes.len())?;
+        self.live.push_back(Entry { lsn: rec.lsn, offset, len, expired: false });
+        self.next_lsn += 1;
+        self.stats.appended += 1;
+        Ok(UndoHandle { lsn: rec.lsn, offset })
+    }
+
+    /// Where a record of `len` bytes fits, if anywhere.
+    fn place(&self, len: u64) -> Option<u64> {
+        let (Some(front), Some(back)) = (self.live.front(), self.live.back()) else {
+            let t = self.empty_tail;
+            return if t + len <= self.ring { Some(t) } else { (len <= self.ring).then_some(0) };
+        };
+        let head = front.offset;
+        let tail = back.offset + back.len;
+        if back.offset >= head {
+            if tail + len <= self.ring { Some(tail) } else { (len <= head).then_some(0) }
+        } else {
+            (tail + len <= head).then_some(tail)
+        }
+    }
+
+    /// Marks records expired, persistently, then reclaims if a batch is ready.
+    ///
+    /// # Panics
+    /// If a handle names no live record (a bug).
+    ///
+    /// # Errors
+    /// The persistence error of the region.
+    pub fn expire(&mut self, handles: &[UndoHandle]) -> Result<()> {
+        for h in handles {
+            let e = self
+                .live
+                .iter_mut()
+                .find(|e| e.lsn == h.lsn)
+                .expect("an undo handle names a live record");
+            assert_eq!(e.offset, h.offset);
+            e.expired = true;
+            let at = RING_OFFSET + h.offset as usize + 4;
+            self.pmem.write(at, &[EXPIRED]);
+        }
+        // One round of write-backs and one fence for the lot: each state byte is a store
+        // of its own, and the commit waits for all of them together.
+        if let (Some(lo), Some(hi)) =
+            (handles.iter().map(|h| h.offset).min(), handles.iter().map(|h| h.offset).max())
+        {
+            let span = (hi - lo) as usize + 5;
+            if span <= 64 * LINE_BYTES {
+                self.persist(RING_OFFSET + lo as usize + 4, span - 4)?;
+            } else {
+                for h in handles {
+                    self.persist(RING_OFFSET + h.offset as usize + 4, 1)?;
+                }
+            }
+        }
+        let leading = self.live.iter().take_while(|e| e.expired).count();
+        if leading >= self.reclaim_batch || self.used() * 100 > self.ring * self.reclaim_percent {
+            self.reclaim()?;
+        }
+        Ok(())
+    }
+
+    /// Bytes between head and tail.
+    fn used(&self) -> u64 {
+        let (Some(front), Some(back)) = (self.live.front(), self.live.back()) else { return 0 };
+        let tail = back.offset + back.len;
+        if back.offset >= front.offset {
+            tail - front.offset
+        } else {
+            self.ring - front.offset + tail
+        }
+    }
+
+    /// Advances the head past the expired records that lead the log, persistently.
+    ///
+    /// # Errors
+    /// The persistence error of the region.
+    pub fn reclaim(&mut self) -> Result<()> {
+        let leading = self.live.iter().take_while(|e| e.expired).count();
+        if leading == 0 {
+            return Ok(());
+        }
+        let last = self.live[leading - 1];
+        let (head, head_lsn) = match self.live.get(leading) {
+            Some(e) => (e.offset, e.lsn),
+            None => {
+                let mut t = last.offset + last.len;
+                if t >= self.ring {
+                    t = 0;
+                }
+                (t, self.next_lsn)
+            }
+        };
+        self.header_seq += 1;
+        let h = Header { volume_id: self.volume_id, seq: self.header_seq, head, head_lsn };
+        write_header(&mut *self.pmem, &h)?;
+        self.stats.persists += 1;
+        self.live.drain(..leading);
+        if self.live.is_empty() {
+            self.empty_tail = head;
+        }
+        self.stats.reclaimed += leading as u64;
+        Ok(())
+    }
+
+    fn persist(&mut self, at: usize, len: usize) -> Result<()> {
+        self.stats.persists += 1;
+        self.pmem.persist(at, len)
+    }
+
+    /// Counters now.
+    pub fn stats(&self) -> UndoStats {
+        UndoStats { ring_bytes_used: self.used(), ..self.stats }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Header {
+    volume_id: [u8; 16],
+    seq: u64,
+    head: u64,
+    head_lsn: u64,
+}
+
+fn read_header(pmem: &dyn PmemLog, copy: usize) -> Option<Header> {
+    let mut b = [0u8; HEADER_COPY_BYTES];
+    pmem.read(copy * HEADER_COPY_BYTES, &mut b);
+    let crc = u32::from_le_bytes(b[4..8].try_into().unwrap());
+    if &b[..4] != MAGIC || crc != crc32c::crc32c(&b[8..]) {
+        return None;
+    }
+    let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    Some(Header {
+        volume_id: b[8..24].try_into().unwrap(),
+        seq: u64_at(24),
+        head: u64_at(32),
+        head_lsn: u64_at(40),
+    })
+}
+
+/// Writes the header copy its sequence number picks (odd A, even B), persisted.
+fn write_header(pmem: &mut dyn PmemLog, h: &Header) -> Result<()> {
+    let mut b = [0u8; HEADER_COPY_BYTES];
+    b[..4].copy_from_slice(MAGIC);
+    b[8..24].copy_from_slice(&h.volume_id);
+    b[24..32].copy_from_slice(&h.seq.to_le_bytes());
+    b[32..40].copy_from_slice(&h.head.to_le_bytes());
+    b[40..48].copy_from_slice(&h.head_lsn.to_le_bytes());
+    let crc = crc32c::crc32c(&b[8..]);
+    b[4..8].copy_from_slice(&crc.to_le_bytes());
+    let at = (1 - (h.seq % 2) as usize) * HEADER_COPY_BYTES;
+    pmem.write(at, &b);
+    pmem.persist(at, HEADER_COPY_BYTES)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::Pos;
+    use crate::pmem::SimPmem;
+
+    const ID: [u8; 16] = [7; 16];
+    const POLICY: ReclaimPolicy = ReclaimPolicy { batch: 4, percent: 60 };
+
+    fn rec(txn: u64, n: usize) -> UndoRecord {
+        UndoRecord {
+            lsn: 0,
+            txn,
+            table: 1,
+            pos: Pos { block: txn, offset: 0 },
+            before: Before::Image(vec![txn as u8; n]),
+        }
+    }
+
+    #[test]
+    fn active_records_survive_reopen_and_expired_ones_do_not() {
+        let pmem = SimPmem::new(RING_OFFSET + (64 << 10));
+        let (mut log, w) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+        assert!(w.active.is_empty());
+        let a = log.append(&mut rec(1, 100)).unwrap();
+        let b = log.append(&mut rec(2, 3000)).unwrap();
+        log.expire(&[a]).unwrap();
+        drop(log);
+        let (_, w) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+        let active = w.active;
+        assert_eq!(w.max_txn, 2);
+        assert_eq!(active.len(), 1);
+        assert_eq!(active[0].0, b);
+        assert_eq!(active[0].1.txn, 2);
+        assert!(matches!(
+            UndoLog::open(pmem.boxed(), [8; 16], POLICY),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn the_ring_wraps_many_times_and_a_full_log_is_an_error() {
+        let pmem = SimPmem::new(RING_OFFSET + (64 << 10));
+        let (mut log, _) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+        let mut open = Vec::new();
+        let (mut wraps, mut last) = (0, 0);
+        for i in 0..2000u64 {
+            let h = log.append(&mut rec(i, 700 + (i as usize * 37) % 2000)).unwrap();
+            wraps += usize::from(h.offset < last);
+            last = h.offset;
+            open.push(h);
+            if open.len() > 3 {
+                let h = open.remove(0);
+                log.expire(&[h]).unwrap();
+            }
+            if i % 97 == 0 {
+                drop(log);
+                let (l, w) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+                let active = w.active;
+                log = l;
+                assert_eq!(active.iter().map(|a| a.0).collect::<Vec<_>>(), open, "at {i}");
+            }
+        }
+        assert!(wraps > 20, "{wraps} laps of the ring");
+        assert!(log.stats().reclaimed > 0);
+        // Nothing expires: the ring fills and says so.
+        let full = (0..100).map(|i| log.append(&mut rec(i, 4000))).find_map(|r| r.err());
+        assert!(matches!(full, Some(Error::LogFull { .. })), "{full:?}");
+    }
+
+    #[test]
+    fn a_damaged_record_before_a_valid_one_is_corruption() {
+        let pmem = SimPmem::new(RING_OFFSET + (64 << 10));
+        let (mut log, _) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+        let a = log.append(&mut rec(1, 100)).unwrap();
+        log.append(&mut rec(2, 100)).unwrap();
+        drop(log);
+        pmem.corrupt(RING_OFFSET + a.offset as usize + 70, 0x04);
+        assert!(matches!(UndoLog::open(pmem.boxed(), ID, POLICY), Err(Error::Corruption { .. })));
+    }
+}

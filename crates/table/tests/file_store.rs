@@ -1,0 +1,86 @@
+//! A store by path: a directory holding the volume file and the persistent memory file (a
+//! real mapping written back with clwb/clflushopt and sfence), the store lock, reopens,
+//! dropped tables' segments used again, and bad paths.
+
+mod common;
+
+use common::*;
+use shale_table::{
+    Error, FilePmem, FilePmemOptions, Isolation, PMEM_FILE_NAME, TableOptions, TableStore,
+};
+
+fn opts() -> TableOptions {
+    TableOptions { undo_log_bytes: 1 << 20, ..small_options() }
+}
+
+#[test]
+fn a_store_by_path_reopens_with_its_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let store = TableStore::open(&path, opts()).unwrap();
+    let r = TableStore::open(&path, opts());
+    assert!(matches!(r, Err(Error::Space(shale_space::Error::InUse(_)))), "{r:?}");
+    let a = store.create_table("a", schema()).unwrap();
+    let b = store.create_table("b", schema()).unwrap();
+    for i in 0..40 {
+        store.insert(a, &row(&key(i), &text(&key(i), 0, 3000), i)).unwrap();
+        store.insert(b, &row(&key(i), b"b", i)).unwrap();
+    }
+    // Uncommitted at the close: rolled back by the drop's abort.
+    let mut txn = store.begin(Isolation::Serializable);
+    txn.update(a, &key(1), "text", b"uncommitted").unwrap();
+    drop(txn);
+    store.drop_table("b").unwrap();
+    assert!(matches!(store.insert(b, &row(&key(1), b"b", 1)), Err(Error::NoSuchTable(_))));
+    let c = store.create_table("c", schema()).unwrap();
+    assert_ne!(c, b, "ids are never used again");
+    for i in 0..40 {
+        store.insert(c, &row(&key(i), &text(&key(i), 5, 2500), i)).unwrap();
+    }
+    drop(store);
+    assert!(path.join(PMEM_FILE_NAME).exists());
+
+    let store = TableStore::open(&path, opts()).unwrap();
+    assert_eq!(store.tables().len(), 2);
+    assert_eq!(store.table_id("a"), Some(a));
+    assert_eq!(store.table_id("b"), None);
+    for i in 0..40 {
+        assert_eq!(store.select_cell(a, &key(i), "text").unwrap(), Some(text(&key(i), 0, 3000)));
+        assert_eq!(store.select_cell(c, &key(i), "text").unwrap(), Some(text(&key(i), 5, 2500)));
+    }
+}
+
+#[test]
+fn a_persistent_memory_file_elsewhere_and_bad_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let pmem = dir.path().join("elsewhere.pmem");
+    let o = TableOptions { pmem_path: Some(pmem.clone()), ..opts() };
+    let store = TableStore::open(dir.path().join("db"), o.clone()).unwrap();
+    let t = store.create_table("t", schema()).unwrap();
+    store.insert(t, &row(&key(1), b"x", 1)).unwrap();
+    drop(store);
+    assert_eq!(std::fs::metadata(&pmem).unwrap().len(), 1 << 20);
+    assert!(!dir.path().join("db").join(PMEM_FILE_NAME).exists());
+    let store = TableStore::open(dir.path().join("db"), o.clone()).unwrap();
+    assert_eq!(store.select_cell(t, &key(1), "text").unwrap(), Some(b"x".to_vec()));
+    drop(store);
+    // Another size than the file's is refused, as is a file where a directory must be.
+    let r = TableStore::open(dir.path().join("db"), TableOptions { undo_log_bytes: 2 << 20, ..o });
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    let r = TableStore::open(&pmem, opts());
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    let missing = TableOptions { create_if_missing: false, ..opts() };
+    assert!(TableStore::open(dir.path().join("nothing"), missing).is_err());
+    assert!(!dir.path().join("nothing").exists());
+}
+
+#[test]
+fn the_mapping_uses_a_line_write_back_instruction() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = FilePmem::open(&dir.path().join("p"), 64 << 10, FilePmemOptions::default()).unwrap();
+    let name = p.line_flush_name();
+    #[cfg(target_arch = "x86_64")]
+    assert!(["clwb", "clflushopt", "clflush"].contains(&name), "{name}");
+    #[cfg(not(target_arch = "x86_64"))]
+    assert_eq!(name, "msync");
+}

@@ -386,7 +386,7 @@ fn refuse_other_engine(
     }
     if layout.wal_bytes == 0 {
         return Err(Error::InvalidArgument(
-            "the volume has no WAL area, so it is not an lsm store (a hash-engine store?); \
+            "the volume has no WAL area, so it is not an lsm store (a hash-engine or table store?); \
              nothing was written to it"
                 .into(),
         ));

@@ -200,7 +200,13 @@ pub(crate) struct Worker {
     gc_turn: bool,
     /// Log bytes written since the last checkpoint.
     since_checkpoint: u64,
+    /// Batches applied since garbage collection last looked for a victim.
+    since_gc_check: u32,
 }
+
+/// While stores and deletes wait, garbage collection looks for a victim once every this many
+/// batches: the look walks the segment table, which should not cost each batch.
+const GC_CHECK_BATCHES: u32 = 32;
 
 impl Worker {
     pub fn new(shard: Arc<Shard>, submissions: Arc<Submissions>, log: LogWriter) -> Result<Worker> {
@@ -221,6 +227,7 @@ impl Worker {
             gc: None,
             gc_turn: false,
             since_checkpoint: 0,
+            since_gc_check: GC_CHECK_BATCHES,
         })
     }
 
@@ -495,6 +502,10 @@ impl Worker {
         if self.gc.is_some() || ratio <= 0.0 || self.shard.refuse_if_stopped().is_err() {
             return;
         }
+        if self.since_gc_check < GC_CHECK_BATCHES && !self.writes.is_empty() {
+            return;
+        }
+        self.since_gc_check = 0;
         let segments = self.shard.segments();
         let newest = segments.last().map(|(slot, _)| *slot);
         let usage = self.shard.usage();
@@ -908,6 +919,7 @@ impl Worker {
         if written.is_ok() {
             self.log.written(&f.batch);
             self.since_checkpoint += f.batch.image.len() as u64;
+            self.since_gc_check = self.since_gc_check.saturating_add(1);
             let c = &self.shard.counters;
             if f.gc {
                 c.gc_bytes.fetch_add(f.batch.image.len() as u64, Ordering::Relaxed);

@@ -110,19 +110,11 @@ impl HashStore {
     /// layer's error.
     pub fn open(path: impl AsRef<Path>, opts: HashOptions) -> Result<HashStore> {
         opts.validate()?;
-        let path = path.as_ref();
-        // (A dangling symlink is left to the lock, which says its target does not exist.)
-        if opts.create_if_missing && !path.exists() && path.symlink_metadata().is_err() {
-            std::fs::create_dir_all(path).map_err(|e| {
-                Error::Space(shale_io::Error::at_path(shale_io::PathOp::CreateDir, path, e).into())
-            })?;
-        }
-        let lock = if opts.create_if_missing {
-            shale_space::StoreLock::acquire_creating(path)?
-        } else {
-            shale_space::StoreLock::acquire(path)?
-        };
-        let opened = Volume::open_path(path, &opts.volume_options(), &FileOptions::default())?;
+        let (opened, lock) = Volume::open_path_locked(
+            path.as_ref(),
+            &opts.volume_options(),
+            &FileOptions::default(),
+        )?;
         let mut store = HashStore::recover(opened, opts)?;
         store._lock = Some(lock);
         Ok(store)

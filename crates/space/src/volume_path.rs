@@ -7,6 +7,7 @@ use shale_io::{DeviceRef, FileOptions, PathOp, open_device, open_device_read_onl
 
 use crate::error::{Error, Result};
 use crate::layout::{HEADER_AREA_BYTES, Layout};
+use crate::store_lock::StoreLock;
 use crate::volume::{Opened, Volume, VolumeOptions};
 
 /// Name of the volume file inside a directory.
@@ -50,6 +51,33 @@ impl Volume {
         let layout = Layout::new(&opts.layout, shale_io::FILE_BLOCK_SIZE);
         let device = open_device_at(path, opts.create_if_blank, layout, opts.initial_slots, file)?;
         Volume::open(device, opts)
+    }
+
+    /// Opens the volume at `path` for a read-write handle under the store lock, as the hash
+    /// and table engines open their stores: with `opts.create_if_blank`, a missing `path`
+    /// becomes a directory (a dangling symlink is left to the lock, which names its target),
+    /// and the lock is taken creating the volume file for a new store, so two processes
+    /// creating one store meet on it; then [`Volume::open_path`]. The lock is held as long
+    /// as the returned [`StoreLock`] lives.
+    ///
+    /// # Errors
+    /// As [`StoreLock::acquire`] (`Error::InUse` for a store open elsewhere) and
+    /// [`Volume::open_path`]; [`Error::Io`] naming the path when its directory cannot be made.
+    pub fn open_path_locked(
+        path: &Path,
+        opts: &VolumeOptions,
+        file: &FileOptions,
+    ) -> Result<(Opened, StoreLock)> {
+        if opts.create_if_blank && !path.exists() && path.symlink_metadata().is_err() {
+            std::fs::create_dir_all(path)
+                .map_err(|e| shale_io::Error::at_path(PathOp::CreateDir, path, e))?;
+        }
+        let lock = if opts.create_if_blank {
+            StoreLock::acquire_creating(path)?
+        } else {
+            StoreLock::acquire(path)?
+        };
+        Ok((Volume::open_path(path, opts, file)?, lock))
     }
 
     /// Opens the tiered store whose fast volume is at `fast` and capacity volume at

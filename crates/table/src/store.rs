@@ -107,6 +107,8 @@ impl TableStore {
                 Error::Space(shale_io::Error::at_path(shale_io::PathOp::CreateDir, path, e).into())
             })?;
         }
+        // A table store is a directory (its volume and its undo log side by side), checked
+        // before the space layer's open, which would take a file or a device too.
         if !path.is_dir() {
             return Err(Error::InvalidArgument(format!(
                 "{} is not a directory: a table store is a directory holding its volume and \
@@ -114,12 +116,8 @@ impl TableStore {
                 path.display()
             )));
         }
-        let lock = if opts.create_if_missing {
-            shale_space::StoreLock::acquire_creating(path)?
-        } else {
-            shale_space::StoreLock::acquire(path)?
-        };
-        let opened = Volume::open_path(path, &opts.volume_options(), &FileOptions::default())?;
+        let (opened, lock) =
+            Volume::open_path_locked(path, &opts.volume_options(), &FileOptions::default())?;
         let pmem_path = opts.pmem_path.clone().unwrap_or_else(|| path.join(PMEM_FILE_NAME));
         let pmem = FilePmem::open(&pmem_path, opts.undo_log_bytes, opts.pmem)?;
         let mut store = TableStore::recover(opened, Box::new(pmem), opts)?;

@@ -126,7 +126,12 @@ work=$(readlink -f "$work")
 bg_pid=
 cleanup() {
   local rc=$?
-  [ -n "$bg_pid" ] && kill "$bg_pid" 2>/dev/null && wait "$bg_pid" 2>/dev/null
+  # Every step runs, whatever fails before it.
+  set +e
+  if [ -n "$bg_pid" ]; then
+    kill "$bg_pid" 2>/dev/null
+    wait "$bg_pid" 2>/dev/null
+  fi
   if [ $is_root = 1 ]; then
     teardown_dir "$work"
   else

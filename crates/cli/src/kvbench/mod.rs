@@ -237,23 +237,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         Output { csv: csv.as_mut(), ctx: &ctx, entry_bytes: config.key_size + config.value_size };
     match args.engine {
         EngineArg::Hash => {
-            let mut instances = Vec::with_capacity(paths.len());
-            for p in &paths {
-                let opts = HashOptions {
-                    // Room for every thread's window, so the driver's depth is what is in
-                    // flight and Busy stays rare.
-                    queue_depth: (config.threads_per_instance * config.queue_depth)
-                        .clamp(64, shale_hash::QUEUE_DEPTH_MAX),
-                    ..HashOptions::default()
-                };
-                let store = HashStore::open(p, opts)
-                    .map_err(|e| crate::store::PathError::new("opening the hash store at", p, e))?;
-                instances.push(HashInstance {
-                    store,
-                    asynchronous: config.queue_depth > 1,
-                    stat: BlockStat::for_path(p),
-                });
-            }
+            let instances = open_hash(&paths, &config)?;
             header(
                 args,
                 &config,
@@ -282,24 +266,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             finish(errors)
         }
         EngineArg::Lsm => {
-            let mut instances = Vec::with_capacity(paths.len());
-            for p in &paths {
-                let mut o = shale_lsm::Options {
-                    block_cache_bytes: args.cache_size,
-                    write_buffer_bytes: args.write_buffer_size,
-                    ..shale_lsm::Options::default()
-                };
-                o.sst.bloom_bits_per_key = 10;
-                o.sst.compression = shale_lsm::sst::Compression::None;
-                crate::store::fit_volume(&mut o);
-                crate::store::validate_for_flags(&o)?;
-                let db = crate::store::open(p, o, false)?;
-                instances.push(LsmInstance {
-                    db,
-                    write: WriteOptions { sync: args.sync },
-                    stat: BlockStat::for_path(p),
-                });
-            }
+            let instances = open_lsm(args, &paths)?;
             let durability = if args.sync {
                 "every write durable when acknowledged (--sync: WAL synced per write)"
             } else {
@@ -320,6 +287,59 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             finish(errors)
         }
     }
+}
+
+/// Stage 2 for the hash engine: a store per path.
+fn open_hash(
+    paths: &[PathBuf],
+    config: &Config,
+) -> Result<Vec<HashInstance>, Box<dyn std::error::Error>> {
+    let mut instances = Vec::with_capacity(paths.len());
+    for p in paths {
+        let opts = HashOptions {
+            // Room for every thread's window, so the driver's depth is what is in flight and
+            // Busy stays rare.
+            queue_depth: (config.threads_per_instance * config.queue_depth)
+                .clamp(64, shale_hash::QUEUE_DEPTH_MAX),
+            ..HashOptions::default()
+        };
+        let store = HashStore::open(p, opts)
+            .map_err(|e| crate::store::PathError::new("opening the hash store at", p, e))?;
+        instances.push(HashInstance {
+            store,
+            asynchronous: config.queue_depth > 1,
+            stat: BlockStat::for_path(p),
+        });
+    }
+    Ok(instances)
+}
+
+/// Stage 2 for the lsm engine: a store per path, with the comparison's options (those
+/// `shale-compare kvbench` gives RocksDB: no compression, 10 bloom bits, the same memtable and
+/// block cache).
+fn open_lsm(
+    args: &Args,
+    paths: &[PathBuf],
+) -> Result<Vec<LsmInstance>, Box<dyn std::error::Error>> {
+    let mut instances = Vec::with_capacity(paths.len());
+    for p in paths {
+        let mut o = shale_lsm::Options {
+            block_cache_bytes: args.cache_size,
+            write_buffer_bytes: args.write_buffer_size,
+            ..shale_lsm::Options::default()
+        };
+        o.sst.bloom_bits_per_key = 10;
+        o.sst.compression = shale_lsm::sst::Compression::None;
+        crate::store::fit_volume(&mut o);
+        crate::store::validate_for_flags(&o)?;
+        let db = crate::store::open(p, o, false)?;
+        instances.push(LsmInstance {
+            db,
+            write: WriteOptions { sync: args.sync },
+            stat: BlockStat::for_path(p),
+        });
+    }
+    Ok(instances)
 }
 
 fn finish(errors: u64) -> Result<(), Box<dyn std::error::Error>> {

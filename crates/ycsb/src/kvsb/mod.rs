@@ -536,10 +536,9 @@ impl Chooser {
             Chooser::Zipf(g) => Choice::Put(g.next_value(rng)),
             Chooser::Ycsb { read, update, keys, counter } => {
                 let p: f64 = rng.r#gen();
-                if p >= *read + *update
-                    && let Some(c) = counter
-                {
-                    return Choice::Insert(c.next_value());
+                match counter {
+                    Some(c) if p >= *read + *update => return Choice::Insert(c.next_value()),
+                    _ => {}
                 }
                 let n = match keys {
                     Keys::Uniform(g) => g.next_value(rng),

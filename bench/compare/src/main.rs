@@ -13,6 +13,8 @@ mod child;
 mod dbbench;
 mod engines;
 mod fio;
+mod kvbench;
+mod kvbench_summary;
 mod machine;
 mod parse;
 mod scratch;
@@ -59,6 +61,10 @@ enum Cmd {
     AdocSummary(Box<adoc_summary::Args>),
     /// One YCSB phase on RocksDB in one of bench/adoc.sh's configurations.
     AdocYcsb(Box<adoc_ycsb::Args>),
+    /// KVSB on RocksDB, one DB per path: `shale kvbench`'s workloads, flags and lines.
+    Kvbench(Box<kvbench::Args>),
+    /// bench/kvbench.sh's tables and issue #11's targets, from the CSV the runs append to.
+    KvbenchSummary(Box<kvbench_summary::Args>),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +78,8 @@ fn main() -> ExitCode {
         Cmd::AdocRecord(a) => adoc_record::run(&a),
         Cmd::AdocSummary(a) => adoc_summary::run(&a),
         Cmd::AdocYcsb(a) => adoc_ycsb::run(&a),
+        Cmd::Kvbench(a) => kvbench::run(&a),
+        Cmd::KvbenchSummary(a) => kvbench_summary::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

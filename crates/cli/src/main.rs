@@ -48,6 +48,7 @@ mod bench;
 mod check;
 mod inspect;
 mod iobench;
+mod kvbench;
 mod serve;
 mod store;
 mod ycsb;
@@ -79,6 +80,8 @@ enum Command {
     /// Run YCSB's core workloads (A to F) on the lsm engine, printing YCSB's report.
     #[command(args_override_self = true)]
     Ycsb(Box<ycsb::Args>),
+    /// KVSB (the KV-SSD paper's benchmark) on the hash or lsm engine: N volumes at once.
+    Kvbench(Box<kvbench::Args>),
     /// Serve the store over RESP (the Redis protocol) on TCP and a Unix socket.
     Serve(Box<serve::Args>),
 }
@@ -96,7 +99,10 @@ fn main() -> ExitCode {
     };
     let command = Cli::parse_from(argv).command;
     // A server must outlive clients that go away: SIGPIPE stays ignored.
-    if !matches!(command, Command::Bench(_) | Command::Ycsb(_) | Command::Serve(_)) {
+    if !matches!(
+        command,
+        Command::Bench(_) | Command::Ycsb(_) | Command::Kvbench(_) | Command::Serve(_)
+    ) {
         restore_sigpipe();
     }
     let result: Result<(), Box<dyn std::error::Error>> = match command {
@@ -105,6 +111,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Ycsb(args) => ycsb::run(&args),
+        Command::Kvbench(args) => kvbench::run(&args),
         Command::Serve(args) => serve::run(&args),
     };
     match (result, STDOUT_FAILED.get()) {

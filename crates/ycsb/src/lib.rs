@@ -9,6 +9,7 @@
 //! - [`Workload`] and [`Preset`]: the operation mix; [`Config`]: records, operations,
 //!   threads, record layout, seed.
 //! - [`load`] and [`run`]: the two phases on N threads; [`Report`]: YCSB's output.
+//! - [`kvsb`]: the KV-SSD paper's KVSB (instances on their own volumes, fills, then A to D).
 //!
 //! ```
 //! use std::collections::BTreeMap;
@@ -59,6 +60,7 @@
 
 pub mod generator;
 pub mod key;
+pub mod kvsb;
 pub mod record;
 
 mod config;

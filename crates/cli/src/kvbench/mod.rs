@@ -1,0 +1,411 @@
+//! `shale kvbench`: KVSB, the KV-SSD paper's benchmark, on the hash or the lsm engine: one
+//! instance per path (a directory, a volume file or a block device), each driven by its own
+//! client threads, all started together; the workloads, the driver and the report lines are
+//! `ycsb::kvsb`'s, shared with `shale-compare kvbench` (RocksDB), so the outputs tabulate side
+//! by side.
+//!
+//! Stages of one invocation:
+//! 1. Check the flags ([`Args`]): each bad value is a [`FlagError`] naming the flag.
+//! 2. Empty and open one store per path (as `shale bench` empties `--db`: only a shale store
+//!    not in use is emptied; anything else is refused untouched).
+//! 3. Print the header (engine, sizes, durability), then run each workload on every instance
+//!    at once and print its lines (and CSV rows with `--csv`).
+//! 4. Let the lsm engine finish its flushes and compactions, print the session's write
+//!    amplification (what the writes left behind included), close the stores.
+
+mod engine;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use shale_hash::{HashOptions, HashStore};
+use shale_lsm::WriteOptions;
+use ycsb::kvsb::process::BlockStat;
+use ycsb::kvsb::report::{CSV_HEADER, CsvContext};
+use ycsb::kvsb::{Bench, Config, Instance, Workload, WorkloadResult, parse_workloads};
+
+use crate::kvbench::engine::{HashInstance, LsmInstance};
+
+/// The engine under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineArg {
+    /// shale-hash: the KV-SSD engine (every store durable on return).
+    Hash,
+    /// shale-lsm: the LSM engine (WAL on; writes unsynced unless --sync).
+    Lsm,
+}
+
+/// Flags of `shale kvbench`.
+#[derive(clap::Args, Clone, Debug)]
+#[command(after_help = "Durability differs and the header says so: the hash engine makes \
+every store durable before it returns (it has no unsynced mode); the lsm engine acknowledges \
+a write once its WAL page write completed (survives a killed process), durable only with \
+--sync. Workloads run in the order given, on the same stores: seqfill writes records 0..num in \
+key order, randfill and zipffill overwrite num records drawn uniformly or by YCSB's scrambled \
+zipfian, ycsb-a..d run YCSB's mixes (updates are blind puts of a whole value).")]
+pub struct Args {
+    /// Engine: hash or lsm.
+    #[arg(long = "engine", value_enum)]
+    pub engine: EngineArg,
+    /// One instance per path (comma-separated): a new or empty directory, a volume file or a
+    /// blank block device.
+    #[arg(long = "paths", value_delimiter = ',', required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Records per instance, and the operations of each fill.
+    #[arg(long = "num", default_value_t = 100_000)]
+    pub num: u64,
+    /// Operations of each YCSB workload per instance (default: --num).
+    #[arg(long = "operations")]
+    pub operations: Option<u64>,
+    /// Bytes per key (8 to 255; the record number is its last 8 bytes, big-endian).
+    #[arg(long = "key_size", default_value_t = 16)]
+    pub key_size: usize,
+    /// Bytes per value (1 to 2 MiB for the hash engine).
+    #[arg(long = "value_size", default_value_t = 4096)]
+    pub value_size: usize,
+    /// Workloads, comma-separated, in order: seqfill, randfill, zipffill, ycsb-a, ycsb-b,
+    /// ycsb-c, ycsb-d.
+    #[arg(
+        long = "workloads",
+        default_value = "seqfill,randfill,zipffill,ycsb-a,ycsb-b,ycsb-c,ycsb-d"
+    )]
+    pub workloads: String,
+    /// Client threads per instance.
+    #[arg(long = "threads_per_instance", default_value_t = 1)]
+    pub threads_per_instance: usize,
+    /// Submissions each client thread keeps in flight (hash engine; 1: synchronous calls).
+    #[arg(long = "queue_depth", default_value_t = 1)]
+    pub queue_depth: usize,
+    /// Pin instance i's threads to CPU i mod ncpu.
+    #[arg(long = "pin")]
+    pub pin: bool,
+    /// Stop each workload after this many seconds.
+    #[arg(long = "duration")]
+    pub duration: Option<f64>,
+    /// Durable writes on both engines (the hash engine's always are).
+    #[arg(long = "sync")]
+    pub sync: bool,
+    /// Append a CSV row per instance and a total per workload to FILE (header if new).
+    #[arg(long = "csv")]
+    pub csv: Option<PathBuf>,
+    /// A tag for the CSV's run column (a repeat number, say).
+    #[arg(long = "run", default_value = "1")]
+    pub run: String,
+    /// Seed of the client threads' generators.
+    #[arg(long = "seed", default_value_t = 0)]
+    pub seed: u64,
+    /// The lsm engine's block cache in bytes (default 32 MiB, RocksDB's harness's too).
+    #[arg(long = "cache_size", default_value_t = 32 << 20)]
+    pub cache_size: usize,
+    /// The lsm engine's memtable in bytes (default 64 MiB, RocksDB's harness's too).
+    #[arg(long = "write_buffer_size", default_value_t = 64 << 20)]
+    pub write_buffer_size: usize,
+}
+
+/// A flag whose value cannot be run, with the reason.
+#[derive(Debug, PartialEq, Eq)]
+pub struct FlagError {
+    /// The flag, as written on the command line.
+    pub flag: &'static str,
+    /// What is wrong with its value.
+    pub why: String,
+}
+
+impl std::fmt::Display for FlagError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.flag, self.why)
+    }
+}
+
+impl std::error::Error for FlagError {}
+
+fn bad(flag: &'static str, why: impl Into<String>) -> FlagError {
+    FlagError { flag, why: why.into() }
+}
+
+/// The driver's configuration for `args`, checked (stage 1).
+///
+/// # Errors
+/// The first bad flag.
+pub fn config(args: &Args) -> Result<(Config, Vec<Workload>), FlagError> {
+    let workloads = parse_workloads(&args.workloads).map_err(|e| bad("--workloads", e))?;
+    if args.paths.iter().any(|p| p.as_os_str().is_empty()) {
+        return Err(bad("--paths", "an empty path"));
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(p) = args.paths.iter().find(|p| !seen.insert(*p)) {
+        return Err(bad("--paths", format!("{} is named twice", p.display())));
+    }
+    if args.value_size == 0 {
+        return Err(bad("--value_size", "0: values must hold at least 1 byte"));
+    }
+    match args.engine {
+        EngineArg::Hash if args.value_size > shale_hash::VALUE_BYTES_MAX => {
+            return Err(bad(
+                "--value_size",
+                format!(
+                    "{} is over the hash engine's {} bytes (2 MiB)",
+                    args.value_size,
+                    shale_hash::VALUE_BYTES_MAX
+                ),
+            ));
+        }
+        EngineArg::Lsm if args.value_size > crate::store::ENTRY_BYTES_MAX - args.key_size => {
+            return Err(bad(
+                "--value_size",
+                format!("{} is over the lsm engine's limit for one entry", args.value_size),
+            ));
+        }
+        EngineArg::Lsm if args.queue_depth > 1 => {
+            return Err(bad(
+                "--queue_depth",
+                "the lsm engine is driven by synchronous calls here: use 1 (or more threads)",
+            ));
+        }
+        _ => {}
+    }
+    let duration = match args.duration {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 && s <= 1e6 => Some(Duration::from_secs_f64(s)),
+        Some(s) => return Err(bad("--duration", format!("{s}: seconds in (0, 1000000]"))),
+    };
+    let c = Config {
+        num: args.num,
+        operations: args.operations.unwrap_or(args.num),
+        key_size: args.key_size,
+        value_size: args.value_size,
+        threads_per_instance: args.threads_per_instance,
+        queue_depth: args.queue_depth,
+        pin: args.pin,
+        duration,
+        seed: args.seed,
+    };
+    c.validate(args.paths.len()).map_err(|e| {
+        let flag = ["--key_size", "--threads_per_instance", "--queue_depth", "--num", "--duration"]
+            .into_iter()
+            .find(|f| e.starts_with(f))
+            .unwrap_or("--paths");
+        bad(flag, e)
+    })?;
+    Ok((c, workloads))
+}
+
+/// Runs the workloads and prints their lines.
+///
+/// # Errors
+/// Bad flags, a path that cannot hold a store, the stores' errors, a CSV that cannot be
+/// written, or operations that failed.
+pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let (config, workloads) = config(args)?;
+    let mut paths = Vec::with_capacity(args.paths.len());
+    for p in &args.paths {
+        let path = crate::store::prepare(p, false)?;
+        crate::store::destroy(&path)?;
+        paths.push(path);
+    }
+    let mut csv = match &args.csv {
+        None => None,
+        Some(f) => {
+            let new = std::fs::metadata(f).map_or(true, |m| m.len() == 0);
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(f)
+                .map_err(|e| crate::store::PathError::new("opening --csv", f, e))?;
+            if new {
+                writeln!(file, "{CSV_HEADER}")?;
+            }
+            Some(file)
+        }
+    };
+    let ctx = CsvContext {
+        engine: match args.engine {
+            EngineArg::Hash => "hash",
+            EngineArg::Lsm => "lsm",
+        }
+        .into(),
+        run: args.run.clone(),
+        num: config.num,
+        key_size: config.key_size,
+        value_size: config.value_size,
+        threads_per_instance: config.threads_per_instance,
+        queue_depth: config.queue_depth,
+        sync: args.sync || args.engine == EngineArg::Hash,
+    };
+    let mut out =
+        Output { csv: csv.as_mut(), ctx: &ctx, entry_bytes: config.key_size + config.value_size };
+    match args.engine {
+        EngineArg::Hash => {
+            let instances = open_hash(&paths, &config)?;
+            header(
+                args,
+                &config,
+                &paths,
+                "every store durable when acknowledged (the hash engine has no unsynced mode; --sync changes nothing)",
+            );
+            let bench = Bench::new(instances, config)?;
+            let errors = run_workloads(&bench, &workloads, &mut out)?;
+            out.session(&bench)?;
+            for (k, i) in bench.instances().iter().enumerate() {
+                let s = i.store.stats();
+                outln!(
+                    "# hash[{k}]: {} keys, user bytes {}, log bytes written {}, {} segments, index {} bytes, {} batches, {} busy",
+                    s.keys,
+                    s.user_bytes,
+                    s.log_bytes_written,
+                    s.segments,
+                    s.index_memory_bytes,
+                    s.batches,
+                    s.busy
+                );
+            }
+            for i in bench.into_instances() {
+                i.store.close();
+            }
+            finish(errors)
+        }
+        EngineArg::Lsm => {
+            let instances = open_lsm(args, &paths)?;
+            let durability = if args.sync {
+                "every write durable when acknowledged (--sync: WAL synced per write)"
+            } else {
+                "writes acknowledged once their WAL page write completed, not synced (WAL on; --sync for durable writes)"
+            };
+            header(args, &config, &paths, durability);
+            let bench = Bench::new(instances, config)?;
+            let errors = run_workloads(&bench, &workloads, &mut out)?;
+            // What the writes left behind counts in the session's bytes.
+            for i in bench.instances() {
+                i.db.flush()?;
+                i.db.wait_for_compaction()?;
+            }
+            out.session(&bench)?;
+            for i in bench.into_instances() {
+                i.db.close()?;
+            }
+            finish(errors)
+        }
+    }
+}
+
+/// Stage 2 for the hash engine: a store per path.
+fn open_hash(
+    paths: &[PathBuf],
+    config: &Config,
+) -> Result<Vec<HashInstance>, Box<dyn std::error::Error>> {
+    let mut instances = Vec::with_capacity(paths.len());
+    for p in paths {
+        let opts = HashOptions {
+            // Room for every thread's window, so the driver's depth is what is in flight and
+            // Busy stays rare.
+            queue_depth: (config.threads_per_instance * config.queue_depth)
+                .clamp(64, shale_hash::QUEUE_DEPTH_MAX),
+            ..HashOptions::default()
+        };
+        let store = HashStore::open(p, opts)
+            .map_err(|e| crate::store::PathError::new("opening the hash store at", p, e))?;
+        instances.push(HashInstance {
+            store,
+            asynchronous: config.queue_depth > 1,
+            stat: BlockStat::for_path(p),
+        });
+    }
+    Ok(instances)
+}
+
+/// Stage 2 for the lsm engine: a store per path, with the comparison's options (those
+/// `shale-compare kvbench` gives RocksDB: no compression, 10 bloom bits, the same memtable and
+/// block cache).
+fn open_lsm(
+    args: &Args,
+    paths: &[PathBuf],
+) -> Result<Vec<LsmInstance>, Box<dyn std::error::Error>> {
+    let mut instances = Vec::with_capacity(paths.len());
+    for p in paths {
+        let mut o = shale_lsm::Options {
+            block_cache_bytes: args.cache_size,
+            write_buffer_bytes: args.write_buffer_size,
+            ..shale_lsm::Options::default()
+        };
+        o.sst.bloom_bits_per_key = 10;
+        o.sst.compression = shale_lsm::sst::Compression::None;
+        crate::store::fit_volume(&mut o);
+        crate::store::validate_for_flags(&o)?;
+        let db = crate::store::open(p, o, false)?;
+        instances.push(LsmInstance {
+            db,
+            write: WriteOptions { sync: args.sync },
+            stat: BlockStat::for_path(p),
+        });
+    }
+    Ok(instances)
+}
+
+fn finish(errors: u64) -> Result<(), Box<dyn std::error::Error>> {
+    if errors > 0 {
+        return Err(format!("{errors} operations failed (see the lines above)").into());
+    }
+    Ok(())
+}
+
+fn header(args: &Args, c: &Config, paths: &[PathBuf], durability: &str) {
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    outln!(
+        "# shale kvbench: engine {:?}, {} instances ({}), num {} per instance, operations {} per YCSB workload, key {} B, value {} B, {} threads per instance, queue depth {}, pin {}, duration {}",
+        args.engine,
+        paths.len(),
+        names.join(","),
+        c.num,
+        c.operations,
+        c.key_size,
+        c.value_size,
+        c.threads_per_instance,
+        c.queue_depth,
+        if c.pin { "on" } else { "off" },
+        c.duration.map_or("none".to_string(), |d| format!("{} s", d.as_secs_f64()))
+    );
+    outln!("# durability: {durability}");
+    outln!("# {} CPUs", ycsb::kvsb::process::cpus());
+}
+
+struct Output<'a> {
+    csv: Option<&'a mut std::fs::File>,
+    ctx: &'a CsvContext,
+    entry_bytes: usize,
+}
+
+impl Output<'_> {
+    fn emit(&mut self, r: &WorkloadResult, lines: &str) -> std::io::Result<()> {
+        out!("{lines}");
+        if let Some(f) = self.csv.as_mut() {
+            f.write_all(r.csv_rows(self.ctx).as_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn session<I: Instance>(&mut self, bench: &Bench<I>) -> std::io::Result<()> {
+        let s = bench.session();
+        let lines = s.session_lines();
+        self.emit(&s, &lines)
+    }
+}
+
+/// Stage 3: every workload, each on all instances at once; returns the failed operations.
+fn run_workloads<I: Instance>(
+    bench: &Bench<I>,
+    workloads: &[Workload],
+    out: &mut Output<'_>,
+) -> Result<u64, Box<dyn std::error::Error>> {
+    let mut errors = 0;
+    for &w in workloads {
+        if crate::stdout_failed() {
+            break;
+        }
+        let r = bench.run(w);
+        errors += r.total().errors;
+        let lines = r.lines(out.entry_bytes);
+        out.emit(&r, &lines)?;
+    }
+    Ok(errors)
+}

@@ -148,3 +148,53 @@ fn a_half_closed_client_is_answered_then_closed() {
     s.read_to_end(&mut got).unwrap();
     assert_eq!(String::from_utf8_lossy(&got), "+OK\r\n$1\r\nv\r\n");
 }
+
+/// Runs of plain SETs in a pipeline are written as one batch (the server coalesces them); the
+/// replies and the store must be those of one SET at a time: later SETs of a key win, and a
+/// command between two runs sees the first run and not the second.
+#[test]
+fn coalesced_pipelined_sets_behave_as_one_at_a_time() {
+    let server = TestServer::start();
+    let mut s = server.raw();
+    let mut input = Vec::new();
+    for args in [
+        &[&b"SET"[..], b"k", b"1"][..],
+        &[b"set", b"k", b"2"],
+        &[b"SET", b"other", b"x"],
+        &[b"GET", b"k"],
+        &[b"SET", b"k", b"3"],
+        &[b"SET", b"n", b"10"],
+        &[b"INCR", b"n"],
+        &[b"SET", b"n", b"20"],
+        &[b"SET", b"k", b"4", b"NX"],
+        &[b"GET", b"n"],
+        &[b"GET", b"k"],
+    ] {
+        input.extend(resp(args));
+    }
+    exchange(
+        &mut s,
+        &input,
+        b"+OK\r\n+OK\r\n+OK\r\n$1\r\n2\r\n+OK\r\n+OK\r\n:11\r\n+OK\r\n$-1\r\n$2\r\n20\r\n$1\r\n3\r\n",
+    );
+}
+
+/// Before AUTH, a pipelined plain SET is refused like any command: coalescing never skips the
+/// password.
+#[test]
+fn pipelined_sets_before_auth_are_refused() {
+    let mut config = test_config();
+    config.password = Some("secret".into());
+    let server = TestServer::start_with(config);
+    let mut s = server.raw();
+    let mut input = resp(&[b"SET", b"a", b"1"]);
+    input.extend(resp(&[b"SET", b"b", b"2"]));
+    input.extend(resp(&[b"AUTH", b"secret"]));
+    input.extend(resp(&[b"SET", b"c", b"3"]));
+    input.extend(resp(&[b"GET", b"a"]));
+    exchange(
+        &mut s,
+        &input,
+        b"-NOAUTH Authentication required.\r\n-NOAUTH Authentication required.\r\n+OK\r\n+OK\r\n$-1\r\n",
+    );
+}

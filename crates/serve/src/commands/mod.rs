@@ -148,6 +148,12 @@ pub fn failed(e: crate::Error) -> Reply {
     Reply::err(e)
 }
 
+/// Writes a run of plain `SET key value` requests of one pipeline as one `MSET` (the server's
+/// coalescing of pipelined SETs); the reply each of them gets.
+pub async fn set_run(shared: &Shared, mset: &Request) -> Reply {
+    strings::mset(&shared.keyspace, mset).await.unwrap_or_else(failed)
+}
+
 /// Runs one request (the stages of the module comment).
 pub async fn execute(shared: &Shared, session: &mut Session, args: Request) -> Reply {
     let Some(spec) = lookup(&args[0]) else {

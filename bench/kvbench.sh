@@ -105,6 +105,11 @@ if [[ " $ENGINES " == *" rocksdb "* ]]; then
   if [ -f "$CACHE/lib/librocksdb.a" ] && [ -x "$CACHE/db_bench" ]; then
     export ROCKSDB_LIB_DIR=$CACHE/lib ROCKSDB_STATIC=1
     ln -sfn "$CACHE/lib" bench/compare/rocksdb-lib
+    # libclang, for the rocksdb crate's bindgen (as bench/compare.sh installs it).
+    if ! dpkg -s libclang-dev >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+      apt-get update -q >&2
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q libclang-dev >&2
+    fi
     cargo build --release -q --manifest-path bench/compare/Cargo.toml
   else
     rocks_note="RocksDB not run: its release build ($CACHE/lib/librocksdb.a, bench/compare/build_rocksdb.sh) is not there"

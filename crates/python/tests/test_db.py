@@ -422,3 +422,23 @@ def test_reprs(db):
         assert "seq=" in repr(snap)
     assert "released" in repr(snap)
     assert isinstance(shale.__version__, str)
+
+
+def test_the_type_stubs_name_what_the_module_has():
+    import ast
+    import pathlib
+
+    import shale._shale as native
+
+    stub = pathlib.Path(__file__).parent.parent / "python" / "shale" / "_shale.pyi"
+    tree = ast.parse(stub.read_text())
+    classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    assert {c.name for c in classes} >= {"Db", "WriteBatch", "Snapshot", "Iterator", "Error"}
+    for cls in classes:
+        assert hasattr(native, cls.name), cls.name
+        for node in cls.body:
+            if isinstance(node, ast.FunctionDef) and node.name != "__init__":
+                assert hasattr(getattr(native, cls.name), node.name), f"{cls.name}.{node.name}"
+    public = {name for name in dir(native) if not name.startswith("_")}
+    assert public == {c.name for c in classes}
+    assert set(shale.__all__) == public | {"__version__"}

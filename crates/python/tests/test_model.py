@@ -140,7 +140,7 @@ class DbAgainstDict(RuleBasedStateMachine):
 
 
 DbAgainstDict.TestCase.settings = settings(
-    max_examples=int(os.environ.get("SHALE_PY_MODEL_EXAMPLES", "25")),
+    max_examples=int(os.environ.get("SHALE_PY_MODEL_EXAMPLES", "40")),
     stateful_step_count=30,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

@@ -1,0 +1,66 @@
+//! shale's Python exceptions and the mapping from the lsm engine's typed errors.
+//!
+//! Every exception the package raises for the store derives from `shale.Error`, one subclass
+//! per variant of [`shale_lsm::Error`] that a caller can act on; `shale.Closed` is raised
+//! by a call on a closed `Db` or a released `Snapshot`. Wrong Python types (a `str` key)
+//! raise Python's own `TypeError` instead: they are the caller's bug, not the store's state.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+create_exception!(shale, Error, PyException, "Base class of every error of a shale store.");
+create_exception!(
+    shale,
+    InvalidArgument,
+    Error,
+    "Bad options or input (an oversized key or value, an empty path, a snapshot of another store)."
+);
+create_exception!(
+    shale,
+    Corruption,
+    Error,
+    "Persisted bytes are damaged: a checksum or structure check failed."
+);
+create_exception!(shale, IoError, Error, "The device failed a request.");
+create_exception!(shale, NoSpace, Error, "No room on the volume or the device.");
+create_exception!(shale, Busy, Error, "The request queue is full: resubmit later.");
+create_exception!(shale, InUse, Error, "The store is open already, in this process or another.");
+create_exception!(shale, Stopped, Error, "An earlier failed write stopped the store: reopen it.");
+create_exception!(shale, ReadOnly, Error, "A write on a store that only reads.");
+create_exception!(shale, Closed, Error, "A call on a closed Db, or through a released Snapshot.");
+
+/// The Python exception for an error of the engine: its class by variant, its message the
+/// engine's own.
+pub fn to_py(e: shale_lsm::Error) -> PyErr {
+    use shale_lsm::Error as E;
+    let msg = e.to_string();
+    match e {
+        E::Io(_) => IoError::new_err(msg),
+        E::Corruption { .. } => Corruption::new_err(msg),
+        E::InvalidArgument(_) => InvalidArgument::new_err(msg),
+        E::NoSpace(_) => NoSpace::new_err(msg),
+        E::Busy => Busy::new_err(msg),
+        E::Stopped(_) => Stopped::new_err(msg),
+        E::InUse(_) => InUse::new_err(msg),
+        E::ReadOnly(_) => ReadOnly::new_err(msg),
+        // Space errors that map to none of the above, and variants added later.
+        _ => Error::new_err(msg),
+    }
+}
+
+/// Adds the exception classes to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("InvalidArgument", py.get_type::<InvalidArgument>())?;
+    m.add("Corruption", py.get_type::<Corruption>())?;
+    m.add("IoError", py.get_type::<IoError>())?;
+    m.add("NoSpace", py.get_type::<NoSpace>())?;
+    m.add("Busy", py.get_type::<Busy>())?;
+    m.add("InUse", py.get_type::<InUse>())?;
+    m.add("Stopped", py.get_type::<Stopped>())?;
+    m.add("ReadOnly", py.get_type::<ReadOnly>())?;
+    m.add("Closed", py.get_type::<Closed>())?;
+    Ok(())
+}

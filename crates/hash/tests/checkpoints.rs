@@ -11,7 +11,7 @@ use common::value;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_hash::{Error, HashOptions, HashStore, SEGMENT_BYTES_MIN, StoreMode};
-use shale_io::{Damage, SimDevice};
+use shale_io::SimDevice;
 
 /// 64 KiB segments, a checkpoint every 128 KiB of log.
 fn opts() -> HashOptions {
@@ -108,43 +108,7 @@ fn a_damaged_checkpoint_is_corruption() {
 #[test]
 fn every_crash_point_with_checkpoints_and_collection_recovers_an_acknowledged_prefix() {
     let d = sim(53);
-    let store = open(&d);
-    let mut rng = SmallRng::seed_from_u64(53);
-    let mut state = BTreeMap::new();
-    let mut states = vec![state.clone()];
-    let (mut began, mut acked) = (Vec::new(), Vec::new());
-    for step in 0..220u64 {
-        began.push(d.writes());
-        let k = key(rng.gen_range(0..12));
-        if rng.gen_bool(0.15) {
-            store.delete(&k).unwrap();
-            state.remove(&k);
-        } else {
-            let v = value(&k, step, rng.gen_range(0..2500));
-            store.store(&k, &v, StoreMode::Overwrite).unwrap();
-            state.insert(k, v);
-        }
-        acked.push(d.writes());
-        states.push(state.clone());
-    }
-    let s = store.stats();
-    assert!(s.checkpoints > 2 && s.segments_freed > 2, "{s:?}");
-    drop(store);
-    let mut images = 0;
-    for k in 0..=d.writes() {
-        let lo = acked.iter().filter(|&&w| w <= k).count();
-        let hi = began.iter().filter(|&&w| w < k).count().max(lo);
-        for damage in [Damage::Lose, Damage::Keep] {
-            let crashed = SimDevice::from_image(d.crash_image(k, damage), 4096, 0).unwrap();
-            let store = HashStore::open_device(Arc::new(crashed), opts())
-                .unwrap_or_else(|e| panic!("write {k} {damage:?}: open: {e}"));
-            let got = contents(&store, 12);
-            assert!(
-                (lo..=hi).any(|p| states[p] == got),
-                "write {k} {damage:?}: not the state after any of ops {lo}..={hi}"
-            );
-            images += 1;
-        }
-    }
+    let (stats, images) = common::every_crash_point_of_a_scripted_run(&d, &opts(), 53);
+    assert!(stats.checkpoints > 2 && stats.segments_freed > 2, "{stats:?}");
     println!("{images} crash images with checkpoints recovered and checked");
 }

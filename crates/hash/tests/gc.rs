@@ -14,7 +14,7 @@ use common::value;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_hash::{HashOptions, HashStore, SEGMENT_BYTES_MIN, StoreMode};
-use shale_io::{Damage, SimDevice};
+use shale_io::SimDevice;
 
 /// 64 KiB segments (16 pages), so a few hundred writes fill several.
 fn tiny() -> HashOptions {
@@ -112,45 +112,7 @@ fn a_collected_tombstone_keeps_its_key_deleted() {
 #[test]
 fn every_crash_point_of_a_collecting_run_recovers_an_acknowledged_prefix() {
     let d = sim(43);
-    let store = open(&d);
-    let mut rng = SmallRng::seed_from_u64(43);
-    let mut state = BTreeMap::new();
-    let mut states = vec![state.clone()];
-    let (mut began, mut acked) = (Vec::new(), Vec::new());
-    for step in 0..220u64 {
-        began.push(d.writes());
-        let k = key(rng.gen_range(0..12));
-        if rng.gen_bool(0.15) {
-            store.delete(&k).unwrap();
-            state.remove(&k);
-        } else {
-            let v = value(&k, step, rng.gen_range(0..2500));
-            store.store(&k, &v, StoreMode::Overwrite).unwrap();
-            state.insert(k, v);
-        }
-        acked.push(d.writes());
-        states.push(state.clone());
-    }
-    assert!(store.stats().segments_freed > 3, "{:?}", store.stats());
-    drop(store);
-    let writes = d.writes();
-    let mut images = 0;
-    for k in 0..=writes {
-        let lo = acked.iter().filter(|&&w| w <= k).count();
-        let hi = began.iter().filter(|&&w| w < k).count().max(lo);
-        for damage in [Damage::Lose, Damage::Keep] {
-            let crashed = SimDevice::from_image(d.crash_image(k, damage), 4096, 0).unwrap();
-            let store = HashStore::open_device(std::sync::Arc::new(crashed), tiny())
-                .unwrap_or_else(|e| panic!("write {k} {damage:?}: open: {e}"));
-            let got: BTreeMap<Vec<u8>, Vec<u8>> = (0..12)
-                .filter_map(|i| store.retrieve(&key(i)).unwrap().map(|v| (key(i), v)))
-                .collect();
-            assert!(
-                (lo..=hi).any(|p| states[p] == got),
-                "write {k} {damage:?}: not the state after any of ops {lo}..={hi}"
-            );
-            images += 1;
-        }
-    }
+    let (stats, images) = common::every_crash_point_of_a_scripted_run(&d, &tiny(), 43);
+    assert!(stats.segments_freed > 3, "{stats:?}");
     println!("{images} crash images of a collecting run recovered and checked");
 }

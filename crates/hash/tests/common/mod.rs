@@ -47,3 +47,62 @@ pub fn value(key: &[u8], version: u64, len: usize) -> Vec<u8> {
     }
     v
 }
+
+/// A scripted run of 220 stores and deletes over 12 keys (values up to 2,500 bytes), one
+/// synchronous call at a time, on `d` with `opts`; then a power cut after every device write
+/// in two damage variants, each image opened and required to hold the state after some
+/// acknowledged prefix of the calls. Returns the store's counters at the end of the run and
+/// the images checked.
+pub fn every_crash_point_of_a_scripted_run(
+    d: &SimDevice,
+    opts: &HashOptions,
+    seed: u64,
+) -> (shale_hash::HashStats, usize) {
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    use shale_hash::StoreMode;
+    use shale_io::Damage;
+    use std::collections::BTreeMap;
+
+    let key = |i: u32| format!("key-{i:03}").into_bytes();
+    let store = open(d, opts);
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut state = BTreeMap::new();
+    let mut states = vec![state.clone()];
+    let (mut began, mut acked) = (Vec::new(), Vec::new());
+    for step in 0..220u64 {
+        began.push(d.writes());
+        let k = key(rng.gen_range(0..12));
+        if rng.gen_bool(0.15) {
+            store.delete(&k).unwrap();
+            state.remove(&k);
+        } else {
+            let v = value(&k, step, rng.gen_range(0..2500));
+            store.store(&k, &v, StoreMode::Overwrite).unwrap();
+            state.insert(k, v);
+        }
+        acked.push(d.writes());
+        states.push(state.clone());
+    }
+    let stats = store.stats();
+    drop(store);
+    let mut images = 0;
+    for k in 0..=d.writes() {
+        let lo = acked.iter().filter(|&&w| w <= k).count();
+        let hi = began.iter().filter(|&&w| w < k).count().max(lo);
+        for damage in [Damage::Lose, Damage::Keep] {
+            let crashed = SimDevice::from_image(d.crash_image(k, damage), 4096, 0).unwrap();
+            let store = HashStore::open_device(device(&crashed), opts.clone())
+                .unwrap_or_else(|e| panic!("write {k} {damage:?}: open: {e}"));
+            let got: BTreeMap<Vec<u8>, Vec<u8>> = (0..12)
+                .filter_map(|i| store.retrieve(&key(i)).unwrap().map(|v| (key(i), v)))
+                .collect();
+            assert!(
+                (lo..=hi).any(|p| states[p] == got),
+                "write {k} {damage:?}: not the state after any of ops {lo}..={hi}"
+            );
+            images += 1;
+        }
+    }
+    (stats, images)
+}

@@ -237,7 +237,7 @@ impl Memtable {
     }
 
     /// Memory taken from the system so far, in bytes (arena chunks, filled or not); at most
-    /// [`Memtable::capacity_bytes`]. It grows a chunk (1 MiB) at a time.
+    /// [`Memtable::capacity_bytes`]. It grows a chunk (2 MiB, one huge page) at a time.
     pub fn approximate_bytes(&self) -> usize {
         self.list.arena().allocated_bytes()
     }

@@ -40,6 +40,7 @@ pub mod pmem;
 mod row;
 mod scan;
 mod schema;
+mod spill;
 mod storage;
 mod store;
 mod txn;

@@ -26,6 +26,11 @@ pub struct TableOptions {
     /// Bytes of the persistent memory file [`crate::TableStore::open`] makes for the undo
     /// log (at least 64 KiB past its two header lines).
     pub undo_log_bytes: u64,
+    /// Bytes of the undo log's spill area on the volume (rounded up to whole segments, and
+    /// to at least 64 KiB past its two header lines), made the first time a before-image
+    /// finds no room in persistent memory; a record that finds no room there either is
+    /// [`crate::Error::LogFull`]. 0: the log never spills.
+    pub undo_spill_bytes: u64,
     /// Where the undo log's persistent memory is: a file on a DAX mount, in `/dev/shm`, or
     /// anywhere. `None`: `undo.pmem` in the store's directory.
     pub pmem_path: Option<PathBuf>,
@@ -51,6 +56,7 @@ impl Default for TableOptions {
             segment_bytes: 1 << 20,
             version_log_bytes: 8 << 20,
             undo_log_bytes: 64 << 20,
+            undo_spill_bytes: 16 << 20,
             pmem_path: None,
             pmem: FilePmemOptions::default(),
             cache_blocks: 4096,

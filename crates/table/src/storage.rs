@@ -20,11 +20,11 @@
 //! are the whole of crash safety: every block write that may not be durable is covered by
 //! an active undo record, and recovery (`recover`) rolls every active record back.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 
 use shale_io::{AlignedBuf, QueueExt, QueueOptions};
-use shale_space::{Edit, IoClass, Volume, VolumeQueue};
+use shale_space::{Edit, Extent, IoClass, Volume, VolumeQueue};
 
 use crate::block::{self, BLOCK_BYTES, BlockState, HEADER_BYTES, NO_ROW, PAYLOAD_BYTES, Pos};
 use crate::cache::BlockCache;
@@ -34,8 +34,9 @@ use crate::index::Index;
 use crate::options::TableOptions;
 use crate::row::{self, RowHeader, RowState};
 use crate::schema::{Row, Schema};
+use crate::spill::SpillArea;
 use crate::undo::{Before, UndoRecord};
-use crate::undo_log::{ReclaimPolicy, UndoHandle, UndoLog, UndoStats};
+use crate::undo_log::{ReclaimPolicy, Ring, UndoHandle, UndoLog, UndoStats, Walked};
 
 /// A change made by a transaction: its undo record, kept to roll it back.
 pub type Change = (UndoHandle, UndoRecord);
@@ -61,6 +62,15 @@ pub(crate) struct Storage {
     next_table_id: u32,
     cache: BlockCache,
     undo: UndoLog,
+    /// The undo log's spill area on the volume, once it has been needed (`spill.rs`).
+    spill: Option<(Extent, UndoLog)>,
+    /// Bytes the spill area gets when it is made; 0: none is made.
+    spill_bytes: u64,
+    /// Open transactions that have spilled: every later record of theirs spills too, so
+    /// that a transaction's records in persistent memory all precede those in the spill
+    /// area, and recovery knows the order to roll them back in.
+    spilling: HashSet<u64>,
+    policy: ReclaimPolicy,
     blocks_per_segment: u64,
     hash_bits: u32,
     stopped: Option<String>,
@@ -81,8 +91,9 @@ impl Storage {
     /// Recovery's stages:
     /// 1. Read the catalog from the version log (refusing another engine's volume); mark a
     ///    new volume as this engine's.
-    /// 2. Walk the undo log from its head and collect the active records, less those of
-    ///    transactions whose commit mark is in the log.
+    /// 2. Walk the undo log from its head, and the spill area's log from its head, and
+    ///    collect the active records, less those of transactions whose commit mark is in
+    ///    either log; persistent memory's oldest first, then the spill area's.
     /// 3. Newest first, write each active record's before-image into its blocks as read
     ///    from the device, unchecked: such blocks may be torn by the crash, and after the
     ///    rollback hold exactly their committed rows.
@@ -99,10 +110,24 @@ impl Storage {
     ) -> Result<Storage> {
         let cat = catalog::decode(versions)?;
         let policy = ReclaimPolicy { batch: opts.reclaim_batch, percent: opts.reclaim_percent };
-        let (undo, walked) = UndoLog::open(pmem, volume.header().volume_id, policy)?;
+        let volume_id = volume.header().volume_id;
+        let (undo, mut walked) = UndoLog::open(pmem, volume_id, policy)?;
+        let spill = match cat.spill {
+            Some(e) => {
+                let area = Box::new(SpillArea::open(&volume, e)?);
+                let (log, w) = UndoLog::open_ring(Ring::Spill, area, volume_id, policy)?;
+                merge_walks(&mut walked, w);
+                Some((e, log))
+            }
+            None => None,
+        };
         let (active, committed) = (&walked.active, &walked.committed);
         // Records of a transaction whose commit mark persisted are committed, whatever
-        // their own state bytes say; commit marks themselves roll nothing back.
+        // their own state bytes say; commit marks themselves roll nothing back. A
+        // transaction's records in persistent memory precede its spilled ones (it spills
+        // to its end once it has spilled), and the records of different open transactions
+        // cover different bytes, so rolling back this list newest first undoes each
+        // transaction in the reverse order of its changes.
         let undone: Vec<Change> = active
             .iter()
             .filter(|(_, r)| r.before != Before::Commit && !committed.contains(&r.txn))
@@ -129,6 +154,10 @@ impl Storage {
             next_table_id: cat.next_id,
             cache: BlockCache::new(opts.cache_blocks),
             undo,
+            spill,
+            spill_bytes: opts.undo_spill_bytes,
+            spilling: HashSet::new(),
+            policy,
             blocks_per_segment,
             hash_bits: opts.hash_bits,
             stopped: None,
@@ -154,8 +183,11 @@ impl Storage {
         if !active.is_empty() {
             s.flush()?;
             let handles: Vec<UndoHandle> = active.iter().map(|(h, _)| *h).collect();
-            s.undo.expire(&handles)?;
+            s.expire_written_back(&handles)?;
             s.undo.reclaim()?;
+            if let Some((_, log)) = &mut s.spill {
+                log.reclaim()?;
+            }
         }
         Ok(s)
     }
@@ -590,14 +622,87 @@ impl Storage {
         Ok(change)
     }
 
-    /// Stage 4.
+    /// Stage 4: the record goes to persistent memory, or, when that is full (or the
+    /// transaction has spilled before), to the spill area on the volume, durable there
+    /// before this returns.
     fn log_undo(&mut self, txn: u64, table: u32, pos: Pos, before: Before) -> Result<Change> {
         let mut rec = UndoRecord { lsn: 0, txn, table, pos, before };
-        let handle = self.undo.append(&mut rec).map_err(|e| match e {
-            Error::LogFull { .. } => e,
+        let appended = match self.spilling.contains(&txn) {
+            true => self.append_spill(&mut rec),
+            false => match self.undo.append(&mut rec) {
+                Err(Error::LogFull { .. }) if self.spill_bytes > 0 => {
+                    self.spilling.insert(txn);
+                    self.append_spill(&mut rec)
+                }
+                r => r,
+            },
+        };
+        let handle = appended.map_err(|e| match e {
+            Error::LogFull { .. } | Error::Space(shale_space::Error::NoSpace(_)) => e,
             e => self.stop(e),
         })?;
         Ok((handle, rec))
+    }
+
+    fn append_spill(&mut self, rec: &mut UndoRecord) -> Result<UndoHandle> {
+        if self.spill.is_none() {
+            self.spill = Some(self.create_spill()?);
+        }
+        self.spill.as_mut().expect("made above").1.append(rec)
+    }
+
+    /// Makes the spill area: slots allocated, zeroed durably, named in the version log,
+    /// and only then formatted as a log (a crash before the name forgets the slots; one
+    /// after it finds zeros, which the open formats).
+    fn create_spill(&mut self) -> Result<(Extent, UndoLog)> {
+        let slot = self.volume.layout().slot_bytes;
+        let least = crate::undo_log::RING_OFFSET as u64 + (64 << 10);
+        let slots = self.spill_bytes.max(least).div_ceil(slot) as u32;
+        let e = self.volume.allocate(slots)?;
+        if let Err(err) = SpillArea::zero(&self.volume, e) {
+            self.volume.release(e);
+            return Err(err);
+        }
+        let after = Catalog { spill: Some(e), ..self.catalog() };
+        let edit =
+            Edit { added: vec![e], engine: catalog::encode_spill_added(), ..Edit::default() };
+        if let Err(err) = self.volume.commit(&edit, &mut || catalog::encode_base(&after)) {
+            self.volume.release(e);
+            return Err(err.into());
+        }
+        let area = Box::new(SpillArea::open(&self.volume, e)?);
+        let id = self.volume.header().volume_id;
+        let (log, walked) = UndoLog::open_ring(Ring::Spill, area, id, self.policy)?;
+        assert!(walked.active.is_empty(), "a new spill area holds no record");
+        Ok((e, log))
+    }
+
+    /// Expires the records of changes whose before-images were written back and made
+    /// durable (an abort, a recovery): newest first, one at a time, each persisted before
+    /// the next. A crash part way then leaves the *oldest* records of each transaction
+    /// active, and writing those back again gives the same bytes; expired in one batch, a
+    /// crash could keep a newer record of a row without an older one (an erase's header
+    /// after an update), and writing that back alone would put the newer header over the
+    /// older row (the crash enumeration over log spill found it).
+    fn expire_written_back(&mut self, handles: &[UndoHandle]) -> Result<()> {
+        for h in handles.iter().rev() {
+            self.expire(std::slice::from_ref(h))?;
+        }
+        Ok(())
+    }
+
+    /// Expires records of either log: persistent memory's, then the spill area's.
+    fn expire(&mut self, handles: &[UndoHandle]) -> Result<()> {
+        let (spilled, pmem): (Vec<UndoHandle>, Vec<UndoHandle>) =
+            handles.iter().partition(|h| h.ring == Ring::Spill);
+        if !pmem.is_empty() {
+            self.undo.expire(&pmem).map_err(|e| self.stop(e))?;
+        }
+        if !spilled.is_empty() {
+            let log = &mut self.spill.as_mut().expect("a spilled record has a spill area").1;
+            log.expire(&spilled).map_err(|e| self.stop(e))?;
+        }
+        Ok(())
     }
 
     /// Commit stages 1 and 2. One change is committed by expiring its record (one store of
@@ -611,7 +716,8 @@ impl Storage {
         self.flush()?;
         let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
         if changes.len() == 1 {
-            return self.undo.expire(&handles).map_err(|e| self.stop(e));
+            self.spilling.remove(&txn);
+            return self.expire(&handles);
         }
         let mark = match self.log_undo(txn, 0, Pos::default(), Before::Commit) {
             Ok(mark) => mark,
@@ -623,8 +729,9 @@ impl Storage {
             }
             Err(e) => return Err(e),
         };
-        self.undo.expire(&handles).map_err(|e| self.stop(e))?;
-        self.undo.expire(&[mark.0]).map_err(|e| self.stop(e))
+        self.spilling.remove(&txn);
+        self.expire(&handles)?;
+        self.expire(&[mark.0])
     }
 
     /// Abort stages 1 to 3.
@@ -637,8 +744,9 @@ impl Storage {
             self.roll_back(rec)?;
         }
         self.flush()?;
+        self.spilling.remove(&changes[0].1.txn);
         let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
-        self.undo.expire(&handles).map_err(|e| self.stop(e))
+        self.expire_written_back(&handles)
     }
 
     /// Writes one record's before-image back and fixes the index.
@@ -686,6 +794,7 @@ impl Storage {
             tables: self.tables.values().map(|t| t.meta.clone()).collect(),
             next_id: self.next_table_id,
             marked: true,
+            spill: self.spill.as_ref().map(|(e, _)| *e),
         }
     }
 
@@ -740,16 +849,29 @@ impl Storage {
         self.tables.values().map(|t| (t.meta.name.clone(), t.meta.id)).collect()
     }
 
-    /// Counters.
-    pub fn stats(&self) -> (usize, usize, usize, UndoStats) {
+    /// Counters: tables, rows, cached blocks, the undo log's and the spill area's.
+    pub fn stats(&self) -> (usize, usize, usize, UndoStats, UndoStats) {
         let rows = self.tables.values().map(|t| t.index.entries()).sum();
-        (self.tables.len(), rows, self.cache.blocks(), self.undo.stats())
+        let spill = self.spill.as_ref().map(|(_, l)| l.stats()).unwrap_or_default();
+        (self.tables.len(), rows, self.cache.blocks(), self.undo.stats(), spill)
+    }
+
+    /// The device addresses of the spill area, if there is one.
+    pub fn spill_address(&self) -> Option<std::ops::Range<u64>> {
+        self.spill.as_ref().map(|(e, _)| self.volume.extent_range(*e))
     }
 
     /// The device address of block `n` of `table` (for tests that damage blocks).
     pub fn block_address(&self, table: u32, n: u64) -> Option<u64> {
         self.address(table, n)
     }
+}
+
+/// Adds the walk of the spill area to that of persistent memory.
+fn merge_walks(pmem: &mut Walked, spill: Walked) {
+    pmem.active.extend(spill.active);
+    pmem.committed.extend(spill.committed);
+    pmem.max_txn = pmem.max_txn.max(spill.max_txn);
 }
 
 /// What rolling a record back writes at its position.

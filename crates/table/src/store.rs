@@ -52,8 +52,10 @@ pub struct TableStats {
     pub rows: usize,
     /// Blocks in the block cache.
     pub cached_blocks: usize,
-    /// The undo log's counters.
+    /// The undo log's counters (persistent memory).
     pub undo: UndoStats,
+    /// The spill area's counters (all zero while the undo log has never spilled).
+    pub spill: UndoStats,
 }
 
 /// A store of tables on one volume, with its undo log in persistent memory.
@@ -274,8 +276,14 @@ impl TableStore {
 
     /// Counters now.
     pub fn stats(&self) -> TableStats {
-        let (tables, rows, cached_blocks, undo) = self.shared.storage.lock().stats();
-        TableStats { tables, rows, cached_blocks, undo }
+        let (tables, rows, cached_blocks, undo, spill) = self.shared.storage.lock().stats();
+        TableStats { tables, rows, cached_blocks, undo, spill }
+    }
+
+    /// The device addresses of the undo log's spill area, once the log has spilled
+    /// (where tests damage a spilled record).
+    pub fn spill_address(&self) -> Option<std::ops::Range<u64>> {
+        self.shared.storage.lock().spill_address()
     }
 
     /// The device address of block `n` of `table`, where tests damage a block.

@@ -11,6 +11,11 @@
 //!   the state after some prefix of the transactions (P3);
 //! - the recovered store takes a new transaction, and keeps it across a reopen.
 //!
+//! A second script runs transactions larger than the persistent memory's ring, so that the
+//! undo log spills to the volume (committed, aborted, and beside small ones), and is cut
+//! the same way: spilled records are written with FUA, so every point between two spilled
+//! appends is a device write.
+//!
 //! `SHALE_CRASH_SEEDS=N` checks N damage variants per point instead of 3.
 
 mod common;
@@ -66,26 +71,55 @@ fn script() -> Vec<Txn> {
     s
 }
 
+/// Transactions of 14 before-images of about 5 KiB: more than the 64 KiB ring holds.
+fn spill_script() -> Vec<Txn> {
+    use Op::*;
+    let t = |ops: Vec<Op>, commit| Txn { ops, commit };
+    let rows = 0..14u64;
+    vec![
+        t(rows.clone().map(|i| Insert(i, 5000)).collect(), true),
+        t(rows.clone().map(|i| Text(i, 4990)).collect(), true),
+        // Aborted: the spilled before-images are written back by the abort.
+        t(rows.clone().map(|i| Text(i, 4980)).chain([Erase(3), Insert(20, 300)]).collect(), false),
+        // Records of one row in both logs (erased, inserted anew, updated): rolled back in
+        // order at a crash.
+        t(
+            rows.clone()
+                .map(|i| Text(i, 5000))
+                .chain([Erase(5), Insert(5, 100), Text(5, 90), Insert(21, 4000)])
+                .collect(),
+            true,
+        ),
+        t(rows.clone().map(N).collect(), true),
+        t(rows.map(|i| Text(i, 4000)).chain([Erase(21)]).collect(), true),
+    ]
+}
+
+/// A moment of the run: device writes and persistent memory events so far.
+type Moment = (u64, usize);
+
 struct Run {
     /// `states[n]`: the rows after the n-th committed transaction.
     states: Vec<Rows>,
-    /// Per transaction: persistent memory events when it began and when it returned, and
-    /// whether it committed.
-    spans: Vec<(usize, usize, bool)>,
+    /// Per transaction: (device writes, persistent memory events) when it began and when
+    /// it returned, and whether it committed.
+    spans: Vec<(Moment, Moment, bool)>,
+    /// Records the undo log spilled to the volume.
+    spilled: u64,
 }
 
 fn opts() -> TableOptions {
     TableOptions { reclaim_batch: 3, ..small_options() }
 }
 
-fn workload(d: &SimDevice, p: &SimPmem) -> Run {
+fn workload(d: &SimDevice, p: &SimPmem, script: Vec<Txn>) -> Run {
     let store = open(d, p, &opts());
     let t = store.create_table("t", schema()).unwrap();
     let mut rows = Rows::new();
-    let mut run = Run { states: vec![rows.clone()], spans: Vec::new() };
-    for (v, txn) in script().into_iter().enumerate() {
+    let mut run = Run { states: vec![rows.clone()], spans: Vec::new(), spilled: 0 };
+    for (v, txn) in script.into_iter().enumerate() {
         let v = v as u64 + 1;
-        let began = p.events();
+        let began = (d.writes(), p.events());
         let mut view = rows.clone();
         let mut tx = store.begin(Isolation::ReadCommitted);
         for op in txn.ops {
@@ -117,9 +151,11 @@ fn workload(d: &SimDevice, p: &SimPmem) -> Run {
         } else {
             tx.abort().unwrap();
         }
-        run.spans.push((began, p.events(), txn.commit));
+        run.spans.push((began, (d.writes(), p.events()), txn.commit));
     }
-    assert!(store.stats().undo.reclaimed > 20, "{:?}", store.stats());
+    let stats = store.stats();
+    assert!(stats.undo.reclaimed + stats.spill.reclaimed > 20, "{stats:?}");
+    run.spilled = stats.spill.appended;
     run
 }
 
@@ -135,14 +171,15 @@ fn contents(store: &TableStore) -> Option<Rows> {
     )
 }
 
-/// The states the store may hold after a crash at persistent memory event `cut`.
-fn allowed(run: &Run, cut: usize) -> Vec<usize> {
+/// The states the store may hold after a crash after device write `k` and persistent
+/// memory event `cut`.
+fn allowed(run: &Run, k: u64, cut: usize) -> Vec<usize> {
     let mut done = 0;
     for &(began, returned, commit) in &run.spans {
-        if returned <= cut {
+        if k >= returned.0 && cut >= returned.1 {
             done += usize::from(commit);
         } else {
-            if began < cut && commit {
+            if (k > began.0 || cut > began.1) && commit {
                 return vec![done, done + 1];
             }
             break;
@@ -162,9 +199,22 @@ fn damage(variant: u64, seed: u64) -> Damage {
 
 #[test]
 fn every_crash_point_recovers_a_prefix_of_committed_transactions() {
-    let d = sim(24, 11);
+    let checked = every_crash_point(script(), 11);
+    assert!(checked > 600);
+}
+
+#[test]
+fn every_crash_point_over_log_spill_recovers_a_prefix_of_committed_transactions() {
+    let checked = every_crash_point(spill_script(), 13);
+    assert!(checked > 600);
+}
+
+/// Runs `script`, cuts it at every point, checks each image; returns how many.
+fn every_crash_point(script: Vec<Txn>, seed: u64) -> usize {
+    let d = sim(24, seed);
     let p = SimPmem::beside(PMEM_BYTES, &d);
-    let run = workload(&d, &p);
+    let run = workload(&d, &p, script);
+    eprintln!("{} undo records spilled", run.spilled);
     let mut points: Vec<(u64, usize)> =
         (0..=d.writes()).map(|k| (k, p.events_until_device_write(k))).collect();
     points.extend(p.persist_points().into_iter().map(|(cut, k)| (k, cut)));
@@ -183,7 +233,7 @@ fn every_crash_point_recovers_a_prefix_of_committed_transactions() {
             let store = TableStore::open_device(device(&cd), cp.boxed(), opts())
                 .unwrap_or_else(|e| panic!("write {k}, event {cut}, {dmg:?}: open: {e}"));
             let got = contents(&store).unwrap_or_default();
-            let ok = allowed(&run, cut);
+            let ok = allowed(&run, k, cut);
             assert!(
                 ok.iter().any(|&j| run.states[j] == got),
                 "write {k}, event {cut}, {dmg:?}: {} rows, none of states {ok:?} ({:?} rows)",
@@ -208,16 +258,26 @@ fn every_crash_point_recovers_a_prefix_of_committed_transactions() {
         d.writes(),
         p.events()
     );
-    assert!(checked > 600);
+    checked
 }
 
 /// A power cut during recovery itself: a recovery's rollback is written again by the next
 /// one, so any crash of it recovers to what the uninterrupted recovery found.
 #[test]
 fn a_crash_during_recovery_recovers_the_same_rows() {
-    let d = sim(24, 12);
+    assert!(crash_during_recovery(script(), 12) > 50);
+}
+
+/// The same, where recovery rolls back spilled records and expires them on the volume.
+#[test]
+fn a_crash_during_recovery_of_spilled_records_recovers_the_same_rows() {
+    assert!(crash_during_recovery(spill_script(), 14) > 50);
+}
+
+fn crash_during_recovery(script: Vec<Txn>, seed: u64) -> usize {
+    let d = sim(24, seed);
     let p = SimPmem::beside(PMEM_BYTES, &d);
-    workload(&d, &p);
+    workload(&d, &p, script);
     let mut checked = 0;
     for k in (0..=d.writes()).step_by(3) {
         let cut = p.events_until_device_write(k);
@@ -245,5 +305,5 @@ fn a_crash_during_recovery_recovers_the_same_rows() {
         }
     }
     eprintln!("{checked} crash images of recoveries checked");
-    assert!(checked > 50);
+    checked
 }

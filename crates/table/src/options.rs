@@ -44,6 +44,10 @@ pub struct TableOptions {
     pub reclaim_batch: usize,
     /// ...or once the log's ring is fuller than this percentage.
     pub reclaim_percent: u64,
+    /// How often a background thread runs the pass that finds the space of erased rows
+    /// for new rows to reuse (`TableStore::reclaim_space` runs it at once); `None`: no
+    /// thread. Rows dead at the open are found by the open itself.
+    pub space_reclaim_interval: Option<Duration>,
     /// Bits of each key's hash the index keeps: 64; fewer only in tests, to make collisions
     /// common.
     pub hash_bits: u32,
@@ -63,6 +67,7 @@ impl Default for TableOptions {
             lock_timeout: Duration::from_secs(1),
             reclaim_batch: 64,
             reclaim_percent: 60,
+            space_reclaim_interval: Some(Duration::from_secs(1)),
             hash_bits: 64,
         }
     }
@@ -102,6 +107,11 @@ impl TableOptions {
                 "hash_bits {} must be in 1..=64",
                 self.hash_bits
             )));
+        }
+        if self.space_reclaim_interval.is_some_and(|d| d.is_zero()) {
+            return Err(Error::InvalidArgument(
+                "space_reclaim_interval must be longer than zero (None: no thread)".into(),
+            ));
         }
         if !(1..=100).contains(&self.reclaim_percent) || self.reclaim_batch == 0 {
             return Err(Error::InvalidArgument(

@@ -30,13 +30,15 @@ use crate::block::{self, BLOCK_BYTES, BlockState, HEADER_BYTES, NO_ROW, PAYLOAD_
 use crate::cache::BlockCache;
 use crate::catalog::{self, Catalog, TableMeta};
 use crate::error::{Error, Result};
+use crate::free_space::FreeSpace;
 use crate::index::Index;
 use crate::options::TableOptions;
 use crate::row::{self, RowHeader, RowState};
 use crate::schema::{Row, Schema};
 use crate::spill::SpillArea;
+use crate::store::TableStats;
 use crate::undo::{Before, UndoRecord};
-use crate::undo_log::{ReclaimPolicy, Ring, UndoHandle, UndoLog, UndoStats, Walked};
+use crate::undo_log::{ReclaimPolicy, Ring, UndoHandle, UndoLog, Walked};
 
 /// A change made by a transaction: its undo record, kept to roll it back.
 pub type Change = (UndoHandle, UndoRecord);
@@ -46,6 +48,8 @@ pub(crate) struct Table {
     /// Where the next record may go.
     end: Pos,
     index: Index,
+    /// Dead records whose slots a new record may take.
+    free: FreeSpace,
 }
 
 /// A row found by its key.
@@ -71,6 +75,13 @@ pub(crate) struct Storage {
     /// area, and recovery knows the order to roll them back in.
     spilling: HashSet<u64>,
     policy: ReclaimPolicy,
+    /// Row records that an open transaction has an undo record on, by (table, position),
+    /// with how many: the reclaiming pass leaves them alone.
+    pending: HashMap<(u32, Pos), usize>,
+    /// Where the reclaiming pass goes on: a table id and a position in its row stream.
+    reclaim_cursor: (u32, Pos),
+    /// Records placed into reclaimed space since the open.
+    reused: u64,
     blocks_per_segment: u64,
     hash_bits: u32,
     stopped: Option<String>,
@@ -143,6 +154,7 @@ impl Storage {
                     meta: m.clone(),
                     end: Pos::default(),
                     index: Index::new(opts.hash_bits),
+                    free: FreeSpace::default(),
                 };
                 (m.id, t)
             })
@@ -158,6 +170,9 @@ impl Storage {
             spill_bytes: opts.undo_spill_bytes,
             spilling: HashSet::new(),
             policy,
+            pending: HashMap::new(),
+            reclaim_cursor: (0, Pos::default()),
+            reused: 0,
             blocks_per_segment,
             hash_bits: opts.hash_bits,
             stopped: None,
@@ -237,6 +252,7 @@ impl Storage {
     ) -> Result<()> {
         let schema = self.tables[&id].meta.schema.clone();
         let mut index = Index::new(self.hash_bits);
+        let mut free = FreeSpace::default();
         let mut keys = std::collections::HashSet::new();
         // Occupancy as the rows show it, and as the checked blocks claim it.
         let mut seen: HashMap<u64, (u16, u16)> = HashMap::new();
@@ -288,6 +304,9 @@ impl Storage {
                     return Err(corrupt("two live rows of one key"));
                 }
                 index.insert(key, pos);
+            } else {
+                // No transaction is open at the open: every dead record is free.
+                free.add(pos, header.slot_len);
             }
             pos = pos.advance(len);
         }
@@ -310,6 +329,7 @@ impl Storage {
         self.check_blank_past(id, pos)?;
         let t = self.tables.get_mut(&id).unwrap();
         t.index = index;
+        t.free = free;
         t.end = pos;
         Ok(())
     }
@@ -569,6 +589,9 @@ impl Storage {
     }
 
     fn append(&mut self, txn: u64, table: u32, key: &[u8], row: &[u8]) -> Result<Change> {
+        if let Some(change) = self.reuse(txn, table, key, row)? {
+            return Ok(change);
+        }
         let header = RowHeader {
             state: RowState::Live,
             slot_len: row.len() as u32,
@@ -585,6 +608,80 @@ impl Storage {
         t.end = pos.advance(len);
         t.index.insert(key, pos);
         Ok(change)
+    }
+
+    /// Stages 3 to 6 of an insert into a free slot, if the table has one that fits: the
+    /// whole dead record is the before-image (the new row covers its bytes), so rolling
+    /// back, or recovering, gives the dead record back as it was.
+    fn reuse(&mut self, txn: u64, table: u32, key: &[u8], row: &[u8]) -> Result<Option<Change>> {
+        let t = self.tables.get_mut(&table).unwrap();
+        let Some((pos, slot_len)) = t.free.take(row.len() as u32) else { return Ok(None) };
+        let schema = t.meta.schema.clone();
+        let (old, _) = self.read_record(table, pos, &schema)?;
+        assert!(
+            matches!(old.state, RowState::Erased | RowState::Void) && old.slot_len == slot_len,
+            "a free slot holds the dead record it was found with: {old:?} at {pos:?}"
+        );
+        let len = old.record_len();
+        let before = self.read_stream(table, pos, len)?;
+        let change = match self.log_undo(txn, table, pos, Before::Image(before)) {
+            Ok(c) => c,
+            Err(e) => {
+                self.tables.get_mut(&table).unwrap().free.add(pos, slot_len);
+                return Err(e);
+            }
+        };
+        let header = RowHeader { state: RowState::Live, slot_len, row_len: row.len() as u32 };
+        let mut bytes = header.encode().to_vec();
+        bytes.extend_from_slice(row);
+        bytes.resize(len, 0);
+        self.write_stream(table, pos, &bytes)?;
+        self.tables.get_mut(&table).unwrap().index.insert(key, pos);
+        self.reused += 1;
+        Ok(Some(change))
+    }
+
+    /// One step of the reclaiming pass: walks up to `records` row records from where the
+    /// last step stopped, noting each dead one that no open transaction has an undo record
+    /// on as free space. Returns whether the pass has gone past every table (the next
+    /// step starts again at the first). It only reads: a crash during it changes nothing.
+    ///
+    /// # Errors
+    /// A device error or [`Error::Corruption`] of a block read.
+    pub fn reclaim_step(&mut self, records: usize) -> Result<bool> {
+        let mut budget = records;
+        loop {
+            let (id, at) = self.reclaim_cursor;
+            let Some((&next, t)) = self.tables.range(id..).next() else {
+                self.reclaim_cursor = (0, Pos::default());
+                return Ok(true);
+            };
+            let pos = row::record_start(if next == id { at } else { Pos::default() });
+            if pos >= t.end {
+                self.reclaim_cursor = (next + 1, Pos::default());
+                continue;
+            }
+            if budget == 0 {
+                self.reclaim_cursor = (next, pos);
+                return Ok(false);
+            }
+            budget -= 1;
+            let hb = self.read_stream(next, pos, row::HEADER_BYTES)?;
+            let header = RowHeader::decode(&hb).ok_or_else(|| Error::Corruption {
+                what: format!("table {next}: a row record header that does not parse at {pos:?}"),
+                offset: self.address(next, pos.block).unwrap_or(0),
+            })?;
+            let dead = matches!(header.state, RowState::Erased | RowState::Void);
+            if dead && !self.pending.contains_key(&(next, pos)) {
+                self.tables.get_mut(&next).unwrap().free.add(pos, header.slot_len);
+            }
+            self.reclaim_cursor = (next, pos.advance(header.record_len()));
+        }
+    }
+
+    /// Starts the reclaiming pass again at the first table.
+    pub fn restart_reclaim(&mut self) {
+        self.reclaim_cursor = (0, Pos::default());
     }
 
     /// Replaces the row of `key` by the encoded `row`: in place when it fits the record's
@@ -641,7 +738,25 @@ impl Storage {
             Error::LogFull { .. } | Error::Space(shale_space::Error::NoSpace(_)) => e,
             e => self.stop(e),
         })?;
+        if rec.before != Before::Commit {
+            *self.pending.entry((table, pos)).or_insert(0) += 1;
+        }
         Ok((handle, rec))
+    }
+
+    /// The transaction of `changes` has ended: its records no longer hold their rows.
+    fn settle(&mut self, changes: &[Change]) {
+        for (_, rec) in changes {
+            if rec.before == Before::Commit {
+                continue;
+            }
+            let key = (rec.table, rec.pos);
+            let n = self.pending.get_mut(&key).expect("a change's record is pending");
+            *n -= 1;
+            if *n == 0 {
+                self.pending.remove(&key);
+            }
+        }
     }
 
     fn append_spill(&mut self, rec: &mut UndoRecord) -> Result<UndoHandle> {
@@ -717,7 +832,9 @@ impl Storage {
         let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
         if changes.len() == 1 {
             self.spilling.remove(&txn);
-            return self.expire(&handles);
+            self.expire(&handles)?;
+            self.settle(changes);
+            return Ok(());
         }
         let mark = match self.log_undo(txn, 0, Pos::default(), Before::Commit) {
             Ok(mark) => mark,
@@ -731,7 +848,9 @@ impl Storage {
         };
         self.spilling.remove(&txn);
         self.expire(&handles)?;
-        self.expire(&[mark.0])
+        self.expire(&[mark.0])?;
+        self.settle(changes);
+        Ok(())
     }
 
     /// Abort stages 1 to 3.
@@ -746,7 +865,9 @@ impl Storage {
         self.flush()?;
         self.spilling.remove(&changes[0].1.txn);
         let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
-        self.expire_written_back(&handles)
+        self.expire_written_back(&handles)?;
+        self.settle(changes);
+        Ok(())
     }
 
     /// Writes one record's before-image back and fixes the index.
@@ -822,7 +943,8 @@ impl Storage {
         }
         self.next_table_id = id + 1;
         let index = Index::new(self.hash_bits);
-        self.tables.insert(id, Table { meta, end: Pos::default(), index });
+        let free = FreeSpace::default();
+        self.tables.insert(id, Table { meta, end: Pos::default(), index, free });
         Ok(id)
     }
 
@@ -849,11 +971,18 @@ impl Storage {
         self.tables.values().map(|t| (t.meta.name.clone(), t.meta.id)).collect()
     }
 
-    /// Counters: tables, rows, cached blocks, the undo log's and the spill area's.
-    pub fn stats(&self) -> (usize, usize, usize, UndoStats, UndoStats) {
-        let rows = self.tables.values().map(|t| t.index.entries()).sum();
-        let spill = self.spill.as_ref().map(|(_, l)| l.stats()).unwrap_or_default();
-        (self.tables.len(), rows, self.cache.blocks(), self.undo.stats(), spill)
+    /// Counters now.
+    pub fn stats(&self) -> TableStats {
+        TableStats {
+            tables: self.tables.len(),
+            rows: self.tables.values().map(|t| t.index.entries()).sum(),
+            segments: self.tables.values().map(|t| t.meta.segments.len()).sum(),
+            free_bytes: self.tables.values().map(|t| t.free.bytes()).sum(),
+            reused: self.reused,
+            cached_blocks: self.cache.blocks(),
+            undo: self.undo.stats(),
+            spill: self.spill.as_ref().map(|(_, l)| l.stats()).unwrap_or_default(),
+        }
     }
 
     /// The device addresses of the spill area, if there is one.

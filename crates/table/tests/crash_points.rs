@@ -34,6 +34,8 @@ enum Op {
     Text(u64, usize),
     N(u64),
     Erase(u64),
+    /// The reclaiming pass, run while the transaction is open.
+    Reclaim,
 }
 
 struct Txn {
@@ -71,6 +73,28 @@ fn script() -> Vec<Txn> {
     s
 }
 
+/// Rows erased, their space found by the reclaiming pass and taken by new rows (committed,
+/// aborted, updated in place and moved into a reclaimed slot, erased again), and an erase
+/// not yet committed whose slot the pass must leave alone.
+fn reclaim_script() -> Vec<Txn> {
+    use Op::*;
+    let t = |ops: Vec<Op>, commit| Txn { ops, commit };
+    vec![
+        t((0..20).map(|i| Insert(i, 900)).collect(), true),
+        t((0..20).filter(|i| i % 2 == 0).map(Erase).collect(), true),
+        t(vec![Erase(1), Erase(3)], false),
+        t(vec![Reclaim, Insert(30, 900), Insert(31, 850), Insert(32, 900)], true),
+        t(vec![Reclaim, Insert(33, 900), Insert(34, 800), Text(31, 840), N(33)], false),
+        // Erased here and so not free to the pass run after it: 36 is appended.
+        t(vec![Erase(5), Reclaim, Insert(35, 900), Insert(36, 1500), Text(30, 890)], true),
+        t(vec![Reclaim, Erase(36), Erase(31), Insert(37, 900), Insert(41, 1400)], true),
+        // Moves: a row outgrows its slot and takes a reclaimed one (36's, then 41's).
+        t(vec![Reclaim, Text(7, 1200), Insert(38, 880), Insert(39, 900), Erase(41)], true),
+        t(vec![Reclaim, Text(11, 1300), Erase(38), Insert(40, 700)], false),
+        t(vec![Reclaim, Text(11, 1300), N(39)], true),
+    ]
+}
+
 /// Transactions of 14 before-images of about 5 KiB: more than the 64 KiB ring holds.
 fn spill_script() -> Vec<Txn> {
     use Op::*;
@@ -106,6 +130,8 @@ struct Run {
     spans: Vec<(Moment, Moment, bool)>,
     /// Records the undo log spilled to the volume.
     spilled: u64,
+    /// Rows placed into reclaimed space.
+    reused: u64,
 }
 
 fn opts() -> TableOptions {
@@ -116,7 +142,7 @@ fn workload(d: &SimDevice, p: &SimPmem, script: Vec<Txn>) -> Run {
     let store = open(d, p, &opts());
     let t = store.create_table("t", schema()).unwrap();
     let mut rows = Rows::new();
-    let mut run = Run { states: vec![rows.clone()], spans: Vec::new(), spilled: 0 };
+    let mut run = Run { states: vec![rows.clone()], spans: Vec::new(), spilled: 0, reused: 0 };
     for (v, txn) in script.into_iter().enumerate() {
         let v = v as u64 + 1;
         let began = (d.writes(), p.events());
@@ -142,6 +168,9 @@ fn workload(d: &SimDevice, p: &SimPmem, script: Vec<Txn>) -> Run {
                     tx.erase(t, &key(i)).unwrap();
                     view.remove(&key(i));
                 }
+                Op::Reclaim => {
+                    store.reclaim_space().unwrap();
+                }
             }
         }
         if txn.commit {
@@ -156,6 +185,7 @@ fn workload(d: &SimDevice, p: &SimPmem, script: Vec<Txn>) -> Run {
     let stats = store.stats();
     assert!(stats.undo.reclaimed + stats.spill.reclaimed > 20, "{stats:?}");
     run.spilled = stats.spill.appended;
+    run.reused = stats.reused;
     run
 }
 
@@ -204,6 +234,12 @@ fn every_crash_point_recovers_a_prefix_of_committed_transactions() {
 }
 
 #[test]
+fn every_crash_point_over_space_reclamation_recovers_a_prefix_of_committed_transactions() {
+    let checked = every_crash_point(reclaim_script(), 15);
+    assert!(checked > 300);
+}
+
+#[test]
 fn every_crash_point_over_log_spill_recovers_a_prefix_of_committed_transactions() {
     let checked = every_crash_point(spill_script(), 13);
     assert!(checked > 600);
@@ -214,7 +250,7 @@ fn every_crash_point(script: Vec<Txn>, seed: u64) -> usize {
     let d = sim(24, seed);
     let p = SimPmem::beside(PMEM_BYTES, &d);
     let run = workload(&d, &p, script);
-    eprintln!("{} undo records spilled", run.spilled);
+    eprintln!("{} undo records spilled, {} rows in reclaimed space", run.spilled, run.reused);
     let mut points: Vec<(u64, usize)> =
         (0..=d.writes()).map(|k| (k, p.events_until_device_write(k))).collect();
     points.extend(p.persist_points().into_iter().map(|(cut, k)| (k, cut)));
@@ -266,6 +302,12 @@ fn every_crash_point(script: Vec<Txn>, seed: u64) -> usize {
 #[test]
 fn a_crash_during_recovery_recovers_the_same_rows() {
     assert!(crash_during_recovery(script(), 12) > 50);
+}
+
+/// The same, where recovery gives back slots that rows took from the reclaimed space.
+#[test]
+fn a_crash_during_recovery_of_reused_slots_recovers_the_same_rows() {
+    assert!(crash_during_recovery(reclaim_script(), 16) > 50);
 }
 
 /// The same, where recovery rolls back spilled records and expires them on the volume.

@@ -35,6 +35,7 @@ mod catalog;
 mod error;
 mod free_space;
 mod index;
+mod index_page;
 mod lock;
 mod options;
 pub mod pmem;

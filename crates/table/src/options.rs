@@ -48,6 +48,10 @@ pub struct TableOptions {
     /// for new rows to reuse (`TableStore::reclaim_space` runs it at once); `None`: no
     /// thread. Rows dead at the open are found by the open itself.
     pub space_reclaim_interval: Option<Duration>,
+    /// Entries each table's primary index keeps in memory; past them, new entries go to
+    /// index pages on the volume and lookups of their keys read a page. `None`: all in
+    /// memory.
+    pub index_memory_entries: Option<usize>,
     /// Bits of each key's hash the index keeps: 64; fewer only in tests, to make collisions
     /// common.
     pub hash_bits: u32,
@@ -68,6 +72,7 @@ impl Default for TableOptions {
             reclaim_batch: 64,
             reclaim_percent: 60,
             space_reclaim_interval: Some(Duration::from_secs(1)),
+            index_memory_entries: None,
             hash_bits: 64,
         }
     }

@@ -31,7 +31,7 @@ use crate::cache::BlockCache;
 use crate::catalog::{self, Catalog, TableMeta};
 use crate::error::{Error, Result};
 use crate::free_space::FreeSpace;
-use crate::index::Index;
+use crate::index::{Index, PageIo};
 use crate::options::TableOptions;
 use crate::row::{self, RowHeader, RowState};
 use crate::schema::{Row, Schema};
@@ -84,6 +84,10 @@ pub(crate) struct Storage {
     reused: u64,
     blocks_per_segment: u64,
     hash_bits: u32,
+    /// Entries each table's index keeps in memory before it spills to index pages.
+    index_memory_entries: Option<usize>,
+    /// The queue index pages are read and written through.
+    index_queue: VolumeQueue,
     stopped: Option<String>,
     /// The largest transaction id the undo log held at the open.
     pub max_txn: u64,
@@ -145,6 +149,7 @@ impl Storage {
             .cloned()
             .collect();
         let queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let index_queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
         let blocks_per_segment = volume.layout().slot_bytes / BLOCK_BYTES as u64;
         let tables = cat
             .tables
@@ -153,7 +158,7 @@ impl Storage {
                 let t = Table {
                     meta: m.clone(),
                     end: Pos::default(),
-                    index: Index::new(opts.hash_bits),
+                    index: Index::new(m.id, opts.hash_bits, opts.index_memory_entries),
                     free: FreeSpace::default(),
                 };
                 (m.id, t)
@@ -175,6 +180,8 @@ impl Storage {
             reused: 0,
             blocks_per_segment,
             hash_bits: opts.hash_bits,
+            index_memory_entries: opts.index_memory_entries,
+            index_queue,
             stopped: None,
             max_txn: walked.max_txn,
         };
@@ -251,7 +258,7 @@ impl Storage {
         occupancy: &mut HashMap<(u32, u64), (u16, u16)>,
     ) -> Result<()> {
         let schema = self.tables[&id].meta.schema.clone();
-        let mut index = Index::new(self.hash_bits);
+        let mut index = Index::new(id, self.hash_bits, self.index_memory_entries);
         let mut free = FreeSpace::default();
         let mut keys = std::collections::HashSet::new();
         // Occupancy as the rows show it, and as the checked blocks claim it.
@@ -303,7 +310,8 @@ impl Storage {
                 if !keys.insert(key.to_vec()) {
                     return Err(corrupt("two live rows of one key"));
                 }
-                index.insert(key, pos);
+                let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
+                index.insert(key, pos, io)?;
             } else {
                 // No transaction is open at the open: every dead record is free.
                 free.add(pos, header.slot_len);
@@ -530,7 +538,8 @@ impl Storage {
     pub fn find(&mut self, table: u32, key: &[u8]) -> Result<Option<Found>> {
         let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
         let schema = t.meta.schema.clone();
-        for pos in t.index.candidates(key) {
+        let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
+        for pos in t.index.candidates(key, io)? {
             let (header, row) = self.read_record(table, pos, &schema)?;
             if header.state == RowState::Live && schema.key_of(&row) == Some(key) {
                 return Ok(Some(Found { pos, header, row }));
@@ -558,7 +567,8 @@ impl Storage {
         let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
         let schema = t.meta.schema.clone();
         let mut keys = Vec::new();
-        for pos in t.index.positions() {
+        let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
+        for pos in t.index.positions(io)? {
             let (header, row) = self.read_record(table, pos, &schema)?;
             if header.state != RowState::Live {
                 continue;
@@ -604,9 +614,8 @@ impl Storage {
         let mut bytes = header.encode().to_vec();
         bytes.extend_from_slice(row);
         self.write_stream(table, pos, &bytes)?;
-        let t = self.tables.get_mut(&table).unwrap();
-        t.end = pos.advance(len);
-        t.index.insert(key, pos);
+        self.tables.get_mut(&table).unwrap().end = pos.advance(len);
+        self.index_update(table, key, pos, true)?;
         Ok(change)
     }
 
@@ -636,7 +645,7 @@ impl Storage {
         bytes.extend_from_slice(row);
         bytes.resize(len, 0);
         self.write_stream(table, pos, &bytes)?;
-        self.tables.get_mut(&table).unwrap().index.insert(key, pos);
+        self.index_update(table, key, pos, true)?;
         self.reused += 1;
         Ok(Some(change))
     }
@@ -715,7 +724,7 @@ impl Storage {
         let change = self.log_undo(txn, table, f.pos, Before::Image(f.header.encode().to_vec()))?;
         let header = RowHeader { state: RowState::Erased, ..f.header };
         self.write_stream(table, f.pos, &header.encode())?;
-        self.tables.get_mut(&table).unwrap().index.remove(key, f.pos);
+        self.index_update(table, key, f.pos, false)?;
         Ok(change)
     }
 
@@ -870,6 +879,18 @@ impl Storage {
         Ok(())
     }
 
+    /// Stage 6: points `key` at `pos` (`insert`), or no longer. A failed index page write
+    /// stops the store: the index would no longer find every row.
+    fn index_update(&mut self, table: u32, key: &[u8], pos: Pos, insert: bool) -> Result<()> {
+        let index = &mut self.tables.get_mut(&table).expect("a table changed exists").index;
+        let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
+        let r = match insert {
+            true => index.insert(key, pos, io),
+            false => index.remove(key, pos, io),
+        };
+        r.map_err(|e| self.stop(e))
+    }
+
     /// Writes one record's before-image back and fixes the index.
     fn roll_back(&mut self, rec: &UndoRecord) -> Result<()> {
         let schema = self.tables[&rec.table].meta.schema.clone();
@@ -878,12 +899,7 @@ impl Storage {
         self.write_stream(rec.table, rec.pos, &rollback_bytes(&rec.before))?;
         let (header, _) = self.read_record(rec.table, rec.pos, &schema)?;
         if let Some(key) = key {
-            let index = &mut self.tables.get_mut(&rec.table).unwrap().index;
-            if header.state == RowState::Live {
-                index.insert(&key, rec.pos);
-            } else {
-                index.remove(&key, rec.pos);
-            }
+            self.index_update(rec.table, &key, rec.pos, header.state == RowState::Live)?;
         }
         Ok(())
     }
@@ -942,7 +958,7 @@ impl Storage {
             return Err(err.into());
         }
         self.next_table_id = id + 1;
-        let index = Index::new(self.hash_bits);
+        let index = Index::new(id, self.hash_bits, self.index_memory_entries);
         let free = FreeSpace::default();
         self.tables.insert(id, Table { meta, end: Pos::default(), index, free });
         Ok(id)
@@ -961,7 +977,9 @@ impl Storage {
             ..Edit::default()
         };
         self.volume.commit(&edit, &mut || catalog::encode_base(&after))?;
-        self.tables.remove(&id);
+        if let Some(mut t) = self.tables.remove(&id) {
+            t.index.release(&self.volume);
+        }
         self.cache.drop_table(id);
         Ok(())
     }
@@ -978,11 +996,17 @@ impl Storage {
             rows: self.tables.values().map(|t| t.index.entries()).sum(),
             segments: self.tables.values().map(|t| t.meta.segments.len()).sum(),
             free_bytes: self.tables.values().map(|t| t.free.bytes()).sum(),
+            index_paged_entries: self.tables.values().map(|t| t.index.paged_entries()).sum(),
             reused: self.reused,
             cached_blocks: self.cache.blocks(),
             undo: self.undo.stats(),
             spill: self.spill.as_ref().map(|(_, l)| l.stats()).unwrap_or_default(),
         }
+    }
+
+    /// The device address of index page `n` of `table`, if its index has pages.
+    pub fn index_page_address(&self, table: u32, n: u64) -> Option<u64> {
+        self.tables.get(&table)?.index.page_address(n)
     }
 
     /// The device addresses of the spill area, if there is one.

@@ -57,6 +57,8 @@ pub struct TableStats {
     pub free_bytes: u64,
     /// Rows placed into reclaimed space since the open.
     pub reused: u64,
+    /// Index entries in index pages on the volume (past `index_memory_entries`).
+    pub index_paged_entries: usize,
     /// Blocks in the block cache.
     pub cached_blocks: usize,
     /// The undo log's counters (persistent memory).
@@ -355,6 +357,12 @@ impl TableStore {
     /// Counters now.
     pub fn stats(&self) -> TableStats {
         self.shared.storage.lock().stats()
+    }
+
+    /// The device address of index page `n` of `table`, once its index has spilled to
+    /// pages (where tests damage a page).
+    pub fn index_page_address(&self, table: TableId, n: u64) -> Option<u64> {
+        self.shared.storage.lock().index_page_address(table.0, n)
     }
 
     /// The device addresses of the undo log's spill area, once the log has spilled

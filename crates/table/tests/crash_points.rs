@@ -138,8 +138,8 @@ fn opts() -> TableOptions {
     TableOptions { reclaim_batch: 3, ..small_options() }
 }
 
-fn workload(d: &SimDevice, p: &SimPmem, script: Vec<Txn>) -> Run {
-    let store = open(d, p, &opts());
+fn workload(d: &SimDevice, p: &SimPmem, script: Vec<Txn>, o: &TableOptions) -> Run {
+    let store = open(d, p, o);
     let t = store.create_table("t", schema()).unwrap();
     let mut rows = Rows::new();
     let mut run = Run { states: vec![rows.clone()], spans: Vec::new(), spilled: 0, reused: 0 };
@@ -239,6 +239,15 @@ fn every_crash_point_over_space_reclamation_recovers_a_prefix_of_committed_trans
     assert!(checked > 300);
 }
 
+/// The first script with the index in pages past 4 entries: their writes are among the
+/// device writes cut, and the open rebuilds them.
+#[test]
+fn every_crash_point_with_index_pages_recovers_a_prefix_of_committed_transactions() {
+    let o = TableOptions { index_memory_entries: Some(4), ..opts() };
+    let checked = every_crash_point_with(script(), 17, &o);
+    assert!(checked > 600);
+}
+
 #[test]
 fn every_crash_point_over_log_spill_recovers_a_prefix_of_committed_transactions() {
     let checked = every_crash_point(spill_script(), 13);
@@ -247,9 +256,13 @@ fn every_crash_point_over_log_spill_recovers_a_prefix_of_committed_transactions(
 
 /// Runs `script`, cuts it at every point, checks each image; returns how many.
 fn every_crash_point(script: Vec<Txn>, seed: u64) -> usize {
+    every_crash_point_with(script, seed, &opts())
+}
+
+fn every_crash_point_with(script: Vec<Txn>, seed: u64, o: &TableOptions) -> usize {
     let d = sim(24, seed);
     let p = SimPmem::beside(PMEM_BYTES, &d);
-    let run = workload(&d, &p, script);
+    let run = workload(&d, &p, script, o);
     eprintln!("{} undo records spilled, {} rows in reclaimed space", run.spilled, run.reused);
     let mut points: Vec<(u64, usize)> =
         (0..=d.writes()).map(|k| (k, p.events_until_device_write(k))).collect();
@@ -266,7 +279,7 @@ fn every_crash_point(script: Vec<Txn>, seed: u64) -> usize {
             let pimage = p.crash_image(cut, seed);
             let cd = SimDevice::from_image(image, 4096, seed).unwrap();
             let cp = SimPmem::from_image(pimage, None);
-            let store = TableStore::open_device(device(&cd), cp.boxed(), opts())
+            let store = TableStore::open_device(device(&cd), cp.boxed(), o.clone())
                 .unwrap_or_else(|e| panic!("write {k}, event {cut}, {dmg:?}: open: {e}"));
             let got = contents(&store).unwrap_or_default();
             let ok = allowed(&run, k, cut);
@@ -280,7 +293,7 @@ fn every_crash_point(script: Vec<Txn>, seed: u64) -> usize {
             if let Some(t) = store.table_id("t") {
                 store.insert(t, &row(&key(999), b"after", 1)).unwrap();
                 drop(store);
-                let store = TableStore::open_device(device(&cd), cp.boxed(), opts()).unwrap();
+                let store = TableStore::open_device(device(&cd), cp.boxed(), o.clone()).unwrap();
                 assert_eq!(
                     store.select_cell(t, &key(999), "text").unwrap(),
                     Some(b"after".to_vec())
@@ -317,9 +330,10 @@ fn a_crash_during_recovery_of_spilled_records_recovers_the_same_rows() {
 }
 
 fn crash_during_recovery(script: Vec<Txn>, seed: u64) -> usize {
+    let o = &opts();
     let d = sim(24, seed);
     let p = SimPmem::beside(PMEM_BYTES, &d);
-    workload(&d, &p, script);
+    workload(&d, &p, script, o);
     let mut checked = 0;
     for k in (0..=d.writes()).step_by(3) {
         let cut = p.events_until_device_write(k);
@@ -327,7 +341,7 @@ fn crash_during_recovery(script: Vec<Txn>, seed: u64) -> usize {
         let cd = SimDevice::from_image(d.crash_image(k, damage(k, seed)), 4096, seed).unwrap();
         let cp = SimPmem::from_image(p.crash_image(cut, seed), Some(cd.clone()));
         let before = (cd.writes(), cp.events());
-        let store = TableStore::open_device(device(&cd), cp.boxed(), opts()).unwrap();
+        let store = TableStore::open_device(device(&cd), cp.boxed(), o.clone()).unwrap();
         let want = contents(&store);
         drop(store);
         if (cd.writes(), cp.events()) == before {
@@ -340,7 +354,7 @@ fn crash_during_recovery(script: Vec<Txn>, seed: u64) -> usize {
                 cp.crash_image(cp.events_until_device_write(w), seed + w),
                 None,
             );
-            let store = TableStore::open_device(device(&c2), p2.boxed(), opts())
+            let store = TableStore::open_device(device(&c2), p2.boxed(), o.clone())
                 .unwrap_or_else(|e| panic!("crash at {k}, then at recovery write {w}: {e}"));
             assert!(contents(&store) == want, "crash at {k}, then at recovery write {w}");
             checked += 1;

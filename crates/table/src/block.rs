@@ -146,6 +146,9 @@ pub fn check(b: &[u8], table: u32, number: u64, address: u64) -> Result<BlockSta
     if b[12] != FORMAT || h.table != table || h.number != number {
         return Err(bad("a block of another table, number or format"));
     }
+    if b[13..16] != [0; 3] || b[28..32] != [0; 4] {
+        return Err(bad("reserved bytes"));
+    }
     if h.used as usize > PAYLOAD_BYTES
         || (h.first_row != NO_ROW && h.first_row >= h.used.max(1))
         || b[HEADER_BYTES + h.used as usize..].iter().any(|&x| x != 0)

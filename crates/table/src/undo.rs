@@ -162,6 +162,9 @@ impl UndoRecord {
         if crc != checksum(b, len) {
             return Err(DecodeError::Damaged("checksum mismatch"));
         }
+        if b[6..8] != [0; 2] || b[52..56] != [0; 4] {
+            return Err(DecodeError::Damaged("reserved bytes"));
+        }
         let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
         let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
         let span = u32_at(48);
@@ -186,6 +189,18 @@ impl UndoRecord {
         };
         Ok((rec, state))
     }
+}
+
+/// Recomputes the checksum of the record at the start of `b` over the length its header
+/// names, clamped to `b` (for the fuzz targets, so their inputs reach the field checks).
+#[doc(hidden)]
+pub fn reseal(b: &mut [u8]) {
+    if b.len() < 16 {
+        return;
+    }
+    let len = (u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize).clamp(12, b.len());
+    let crc = checksum(b, len);
+    b[8..12].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// The checksum of a record of `len` bytes: its kind and reserved bytes, then everything

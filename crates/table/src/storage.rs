@@ -78,8 +78,6 @@ pub(crate) struct Storage {
     /// Row records that an open transaction has an undo record on, by (table, position),
     /// with how many: the reclaiming pass leaves them alone.
     pending: HashMap<(u32, Pos), usize>,
-    /// Where the reclaiming pass goes on: a table id and a position in its row stream.
-    reclaim_cursor: (u32, Pos),
     /// Records placed into reclaimed space since the open.
     reused: u64,
     blocks_per_segment: u64,
@@ -176,7 +174,6 @@ impl Storage {
             spilling: HashSet::new(),
             policy,
             pending: HashMap::new(),
-            reclaim_cursor: (0, Pos::default()),
             reused: 0,
             blocks_per_segment,
             hash_bits: opts.hash_bits,
@@ -650,28 +647,29 @@ impl Storage {
         Ok(Some(change))
     }
 
-    /// One step of the reclaiming pass: walks up to `records` row records from where the
-    /// last step stopped, noting each dead one that no open transaction has an undo record
-    /// on as free space. Returns whether the pass has gone past every table (the next
-    /// step starts again at the first). It only reads: a crash during it changes nothing.
+    /// One step of the reclaiming pass: walks up to `records` row records from `cursor` (a
+    /// table id and a position in its row stream; `(0, Pos::default())` starts a pass),
+    /// noting each dead one that no open transaction has an undo record on as free space,
+    /// and moves the cursor on. Returns whether the pass has gone past every table. Each
+    /// pass has a cursor of its own, so two at once (the thread's and a caller's) each
+    /// walk everything. It only reads: a crash during it changes nothing.
     ///
     /// # Errors
     /// A device error or [`Error::Corruption`] of a block read.
-    pub fn reclaim_step(&mut self, records: usize) -> Result<bool> {
+    pub fn reclaim_step(&mut self, cursor: &mut (u32, Pos), records: usize) -> Result<bool> {
         let mut budget = records;
         loop {
-            let (id, at) = self.reclaim_cursor;
+            let (id, at) = *cursor;
             let Some((&next, t)) = self.tables.range(id..).next() else {
-                self.reclaim_cursor = (0, Pos::default());
                 return Ok(true);
             };
             let pos = row::record_start(if next == id { at } else { Pos::default() });
             if pos >= t.end {
-                self.reclaim_cursor = (next + 1, Pos::default());
+                *cursor = (next + 1, Pos::default());
                 continue;
             }
             if budget == 0 {
-                self.reclaim_cursor = (next, pos);
+                *cursor = (next, pos);
                 return Ok(false);
             }
             budget -= 1;
@@ -684,13 +682,8 @@ impl Storage {
             if dead && !self.pending.contains_key(&(next, pos)) {
                 self.tables.get_mut(&next).unwrap().free.add(pos, header.slot_len);
             }
-            self.reclaim_cursor = (next, pos.advance(header.record_len()));
+            *cursor = (next, pos.advance(header.record_len()));
         }
-    }
-
-    /// Starts the reclaiming pass again at the first table.
-    pub fn restart_reclaim(&mut self) {
-        self.reclaim_cursor = (0, Pos::default());
     }
 
     /// Replaces the row of `key` by the encoded `row`: in place when it fits the record's

@@ -110,10 +110,10 @@ impl Drop for Reclaimer {
 
 /// One whole reclaiming pass, a step per hold of the lock.
 fn reclaim_pass(shared: &Shared) -> Result<u64> {
-    shared.storage.lock().restart_reclaim();
+    let mut cursor = (0, crate::Pos::default());
     loop {
         let mut storage = shared.storage.lock();
-        if storage.reclaim_step(RECLAIM_STEP_RECORDS)? {
+        if storage.reclaim_step(&mut cursor, RECLAIM_STEP_RECORDS)? {
             return Ok(storage.stats().free_bytes);
         }
         drop(storage);

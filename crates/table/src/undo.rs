@@ -10,7 +10,7 @@
 //!              of `span` bytes there), 2 before-image (rolling back writes `image` back),
 //!              3 commit mark (the transaction committed: none of its records is rolled
 //!              back; table, block, offset and span are zero)
-//!  6      2    reserved, zero
+//!  6      2    reserved, zero (a record with either byte set is damaged)
 //!  8      4    crc32c of bytes 5..8 then 12..len
 //! 12      4    len: bytes of the record, this header included (records start 8-aligned)
 //! 16      8    lsn: the log sequence number, one more than the record before it
@@ -19,7 +19,7 @@
 //! 36      4    offset in the block's payload of the first byte changed
 //! 40      8    block number in the table of the first byte changed
 //! 48      4    span: bytes of the table's row stream the change covers
-//! 52      4    reserved, zero
+//! 52      4    reserved, zero (checked as bytes 6..8 are)
 //! 56   span    before-image (kind 2 only)
 //! ```
 //! All integers little-endian. The two state values differ in all eight bits, so damage to

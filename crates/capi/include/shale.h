@@ -1,12 +1,15 @@
 /*
  * shale.h: the C ABI of shale, a storage engine for NVMe SSDs.
  *
- * Two engines, one library (libshale.so / libshale.a, `cargo build --release -p shale-capi`):
+ * Three engines, one library (libshale.so / libshale.a, `cargo build --release -p shale-capi`):
  *   shale_kvs_*  the hash engine behind a KV-SSD-style (SNIA KV API) interface: store,
  *                retrieve, delete and exist tuples, synchronously or submitted with a tag
  *                and reaped through a completion queue signalled on an eventfd.
  *   shale_db_*   the lsm engine: put, get, delete, atomic write batches, snapshots and
  *                ordered iterators.
+ *   shale_table_* the table engine: tables under a schema, rows inserted, updated a cell at
+ *                a time, erased, selected and scanned by primary key in batches of 100, in
+ *                transactions (read committed, repeatable read, serializable).
  *
  * Status codes. Every call that can fail returns an int, a shale_status: SHALE_OK (0) or the
  * reason. Where the call takes a `shale_error **err` and it is not NULL, a failure also sets
@@ -21,10 +24,13 @@
  *       shale_kvs_store   shale_kvs_close        shale_db         shale_db_close
  *       shale_snapshot    shale_db_snapshot_release
  *       shale_iterator    shale_db_iter_destroy  shale_writebatch shale_writebatch_destroy
+ *       shale_table_store shale_table_close      shale_table_scan shale_table_scan_destroy
+ *       shale_table_txn   shale_table_commit or shale_table_abort (either frees it)
+ *       shale_table_rows  shale_table_rows_free
  *   - Errors (shale_error) are the caller's: shale_error_free. The message string belongs
  *     to the error and lives as long as it does.
- *   - Values the library allocates are the caller's: a value of shale_db_get with
- *     shale_free; a value or exist bitmap in a shale_kvs_event, and the error in it, with
+ *   - Values the library allocates are the caller's: a value of shale_db_get or
+ *     shale_table_select_cell with shale_free; a value or exist bitmap in a shale_kvs_event, and the error in it, with
  *     shale_kvs_free_value and shale_error_free. Both free functions accept NULL.
  *   - Keys, values and buffers the caller passes in stay the caller's: the library copies
  *     what it keeps and holds no pointer to them after the call returns (a submission too).
@@ -34,9 +40,10 @@
  *     once, but the store closes when the last of its snapshots and iterators is released
  *     too. Release them first (as a rule, a snapshot must not outlive its db).
  *
- * Threads: a shale_kvs_store or shale_db handle may be used from many threads at once, and
- * so may a shale_snapshot. A shale_iterator or shale_writebatch is used by one thread at a
- * time (it may move between threads). Closing or destroying a handle must not race with
+ * Threads: a shale_kvs_store, shale_db or shale_table_store handle may be used from many
+ * threads at once, and so may a shale_snapshot. A shale_iterator, shale_writebatch,
+ * shale_table_txn or shale_table_scan is used by one thread at a time (it may move between
+ * threads). Closing or destroying a handle must not race with
  * any other use of it.
  *
  * Keys and values are byte strings given as a pointer and a length; a pointer may be NULL
@@ -83,9 +90,11 @@ typedef enum shale_status {
   // kvs: the submission queue is full (`queue_depth` requests outstanding); nothing was
   // queued and no completion will come: reap some and submit again.
   SHALE_BUSY = 5,
-  // kvs: a store with `SHALE_KVS_STORE_NO_OVERWRITE` found the key present.
+  // kvs: a store with `SHALE_KVS_STORE_NO_OVERWRITE` found the key present; table: an
+  // insert of a primary key that is present.
   SHALE_KEY_EXISTS = 6,
-  // kvs: the key is absent (a retrieve, or a store with `SHALE_KVS_STORE_UPDATE_ONLY`).
+  // kvs: the key is absent (a retrieve, or a store with `SHALE_KVS_STORE_UPDATE_ONLY`);
+  // table: an update or erase of a primary key that is absent.
   SHALE_KEY_NOT_FOUND = 7,
   // Persisted bytes are damaged; never a wrong value instead.
   SHALE_CORRUPTION = 8,
@@ -108,6 +117,21 @@ typedef enum shale_status {
   SHALE_INTERNAL = 15,
   // The most iterators a kvs store allows are open; close one first.
   SHALE_TOO_MANY_ITERATORS = 16,
+  // table: no table of that name or id.
+  SHALE_NO_SUCH_TABLE = 17,
+  // table: a table of that name exists already.
+  SHALE_TABLE_EXISTS = 18,
+  // table: the table's schema has no column of that name.
+  SHALE_NO_SUCH_COLUMN = 19,
+  // table: a cell of the wrong size for its column, or a row of the wrong number of
+  // cells.
+  SHALE_WRONG_SIZE = 20,
+  // table: a lock was not granted in time (another transaction holds it, or a
+  // deadlock); the transaction is still open: abort it or retry.
+  SHALE_LOCK_TIMEOUT = 21,
+  // table: the undo log has no room for a before-image, in persistent memory or in its
+  // spill area; the transaction is still open.
+  SHALE_LOG_FULL = 22,
 } shale_status;
 
 // What a store does when the key is (or is not) present.
@@ -119,6 +143,17 @@ typedef enum shale_kvs_store_mode {
   // Store only if the key is present, else `SHALE_KEY_NOT_FOUND`.
   SHALE_KVS_STORE_UPDATE_ONLY = 2,
 } shale_kvs_store_mode;
+
+// The isolation level of a transaction, as the paper defines them.
+typedef enum shale_table_isolation {
+  // Writes lock their rows to the end; reads wait for writers and see only committed
+  // rows, a later read perhaps a later commit.
+  SHALE_TABLE_READ_COMMITTED = 0,
+  // Rows read stay locked shared to the end: a second read sees the same row.
+  SHALE_TABLE_REPEATABLE_READ = 1,
+  // Table locks: one writer or many readers per table.
+  SHALE_TABLE_SERIALIZABLE = 2,
+} shale_table_isolation;
 
 // An open lsm store. Close it with `shale_db_close`.
 typedef struct shale_db shale_db;
@@ -141,6 +176,21 @@ typedef struct shale_kvs_store shale_kvs_store;
 // A consistent view of a store as of its creation; reads through it see exactly the
 // writes before it. Release it with `shale_db_snapshot_release`.
 typedef struct shale_snapshot shale_snapshot;
+
+// Rows read (one from a select, up to 100 from a scan). Free them with
+// `shale_table_rows_free`.
+typedef struct shale_table_rows shale_table_rows;
+
+// A scan of a table's rows by primary key range, in batches. Destroy it with
+// `shale_table_scan_destroy`.
+typedef struct shale_table_scan shale_table_scan;
+
+// An open table store. Close it with `shale_table_close`.
+typedef struct shale_table_store shale_table_store;
+
+// An open transaction. End it with `shale_table_commit` or `shale_table_abort`, which
+// free it.
+typedef struct shale_table_txn shale_table_txn;
 
 // A batch of puts and deletes, applied atomically by `shale_db_write`. Destroy it with
 // `shale_writebatch_destroy`.
@@ -203,6 +253,38 @@ typedef struct shale_kvs_entry {
   // Its length (0 for a keys-only iterator).
   size_t value_len;
 } shale_kvs_entry;
+
+// How to open a table store. Start from `shale_table_options_default()` and change fields.
+typedef struct shale_table_options {
+  // Make a new store where the path holds none (default true).
+  bool create_if_missing;
+  // Blocks (4 KiB each) the block cache holds (default 4096).
+  size_t cache_blocks;
+  // Bytes of the undo log's persistent memory file, `undo.pmem` in the store's directory
+  // (default 64 MiB).
+  uint64_t undo_log_bytes;
+  // Bytes of the undo log's spill area on the volume, used when the persistent memory
+  // is full (default 16 MiB; 0: no spilling).
+  uint64_t undo_spill_bytes;
+  // Index entries each table keeps in memory before the rest go to index pages on the
+  // volume (0, the default: all in memory).
+  size_t index_memory_entries;
+  // Milliseconds a transaction waits for a lock before `SHALE_LOCK_TIMEOUT` (default
+  // 1000).
+  uint64_t lock_timeout_ms;
+} shale_table_options;
+
+// One column of a schema: its name (a NUL-terminated string), and either exactly `len`
+// bytes (`variable` false) or up to `len` bytes (`variable` true). Column 0 is the
+// primary key.
+typedef struct shale_table_column {
+  // The column's name (1 to 255 bytes).
+  const char *name;
+  // Whether the column holds up to `len` bytes rather than exactly `len`.
+  bool variable;
+  // Bytes of the column (fixed), or the most it holds (variable).
+  uint32_t len;
+} shale_table_column;
 
 #ifdef __cplusplus
 extern "C" {
@@ -713,6 +795,249 @@ void shale_kvs_iterator_close(struct shale_kvs_iterator *iter);
 // # Safety
 // `ptr` is NULL or a value the library returned, freed once.
 void shale_free(void *ptr);
+
+// The default options.
+struct shale_table_options shale_table_options_default(void);
+
+// Opens (or creates) the table store in the directory `path` (its volume and its undo
+// log's persistent memory file side by side), rolling back every transaction a crash
+// left uncommitted. On success `*out` is its handle.
+//
+// `options` may be NULL for the defaults.
+//
+// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` for bad options or a path that is not a
+// directory; `SHALE_IN_USE`; `SHALE_NOT_A_STORE` for another engine's volume;
+// `SHALE_CORRUPTION`; `SHALE_IO`.
+//
+// # Safety
+// `path` is a NUL-terminated string; `options` is NULL or valid; `out` is valid for a
+// write; `err` is NULL or valid for a write.
+int shale_table_open(const char *path,
+                     const struct shale_table_options *options,
+                     struct shale_table_store **out,
+                     struct shale_error **err);
+
+// Closes a store and frees the handle. Commit or abort its transactions and destroy its
+// scans first: one still open when the store closes is rolled back at the next open.
+// NULL is ignored.
+//
+// # Safety
+// `store` is NULL or a live handle, closed once, with no other call on it running or
+// following.
+void shale_table_close(struct shale_table_store *store);
+
+// Creates the table `name` with the `n` columns of `columns` (column 0 the primary key)
+// and sets `*id_out` to its id.
+//
+// Returns `SHALE_OK`; `SHALE_TABLE_EXISTS`; `SHALE_INVALID_ARGUMENT` for a bad name or
+// schema; `SHALE_NO_SPACE`; `SHALE_IO`.
+//
+// # Safety
+// `store` is a live handle; `name` is a NUL-terminated string; `columns` is readable for
+// `n` entries, each name NUL-terminated; `id_out` is valid for a write; `err` is NULL or
+// valid for a write.
+int shale_table_create(const struct shale_table_store *store,
+                       const char *name,
+                       const struct shale_table_column *columns,
+                       size_t n,
+                       uint32_t *id_out,
+                       struct shale_error **err);
+
+// Drops the table `name` and frees its space, once no transaction holds a lock on it.
+//
+// Returns `SHALE_OK`; `SHALE_NO_SUCH_TABLE`; `SHALE_LOCK_TIMEOUT`; `SHALE_IO`.
+//
+// # Safety
+// `store` is a live handle; `name` is a NUL-terminated string; `err` is NULL or valid for
+// a write.
+int shale_table_drop(const struct shale_table_store *store,
+                     const char *name,
+                     struct shale_error **err);
+
+// Sets `*id_out` to the id of the table `name`.
+//
+// Returns `SHALE_OK` or `SHALE_NO_SUCH_TABLE`.
+//
+// # Safety
+// `store` is a live handle; `name` is a NUL-terminated string; `id_out` is valid for a
+// write; `err` is NULL or valid for a write.
+int shale_table_id(const struct shale_table_store *store,
+                   const char *name,
+                   uint32_t *id_out,
+                   struct shale_error **err);
+
+// Begins a transaction at `isolation` (a `shale_table_isolation`). Never NULL for a live
+// store; NULL for a NULL store or an isolation that is none of the three.
+//
+// # Safety
+// `store` is NULL or a live handle.
+struct shale_table_txn *shale_table_begin(const struct shale_table_store *store, int isolation);
+
+// Commits a transaction, making every change durable, and frees it (whatever the result).
+//
+// Returns `SHALE_OK`; `SHALE_STOPPED` or `SHALE_IO` (the store stopped: the changes are
+// rolled back at the next open); `SHALE_LOG_FULL` (no room for the commit's mark: the
+// changes were rolled back).
+//
+// # Safety
+// `txn` is a live transaction, ended once, used by no other thread; `err` is NULL or
+// valid for a write.
+int shale_table_commit(struct shale_table_txn *txn, struct shale_error **err);
+
+// Aborts a transaction, writing back every change, and frees it (whatever the result).
+//
+// Returns `SHALE_OK`, or as `shale_table_commit`.
+//
+// # Safety
+// As `shale_table_commit`.
+int shale_table_abort(struct shale_table_txn *txn, struct shale_error **err);
+
+// Inserts a row of `n` cells (`cells[i]` of `lens[i]` bytes, column 0 the primary key), in
+// `txn`, or alone and committed when `txn` is NULL.
+//
+// Returns `SHALE_OK`; `SHALE_KEY_EXISTS` for a present key; `SHALE_WRONG_SIZE` for a cell
+// of the wrong size or a wrong number of cells; `SHALE_NO_SUCH_TABLE`;
+// `SHALE_LOCK_TIMEOUT`; `SHALE_LOG_FULL`; `SHALE_STOPPED`; `SHALE_NO_SPACE`; `SHALE_IO`.
+// A failed operation in a transaction leaves the transaction open.
+//
+// # Safety
+// `store` is a live handle; `txn` is NULL or a live transaction of it used by this
+// thread only; `cells` and `lens` are readable for `n` entries, each cell for its length;
+// `err` is NULL or valid for a write.
+int shale_table_insert(const struct shale_table_store *store,
+                       struct shale_table_txn *txn,
+                       uint32_t table,
+                       const uint8_t *const *cells,
+                       const size_t *lens,
+                       size_t n,
+                       struct shale_error **err);
+
+// Sets the cell `column` (a NUL-terminated name) of the row of `key` to `value`, in place
+// where it fits, in `txn` or alone.
+//
+// Returns `SHALE_OK`; `SHALE_KEY_NOT_FOUND`; `SHALE_NO_SUCH_COLUMN`; `SHALE_WRONG_SIZE`;
+// `SHALE_INVALID_ARGUMENT` for the primary key's column; and as `shale_table_insert`.
+//
+// # Safety
+// As `shale_table_insert`; `key` and `value` are readable for their lengths; `column` is
+// a NUL-terminated string.
+int shale_table_update(const struct shale_table_store *store,
+                       struct shale_table_txn *txn,
+                       uint32_t table,
+                       const uint8_t *key,
+                       size_t key_len,
+                       const char *column,
+                       const uint8_t *value,
+                       size_t value_len,
+                       struct shale_error **err);
+
+// Erases the row of `key`, in `txn` or alone.
+//
+// Returns `SHALE_OK`; `SHALE_KEY_NOT_FOUND`; and as `shale_table_insert`.
+//
+// # Safety
+// As `shale_table_insert`; `key` is readable for `key_len`.
+int shale_table_erase(const struct shale_table_store *store,
+                      struct shale_table_txn *txn,
+                      uint32_t table,
+                      const uint8_t *key,
+                      size_t key_len,
+                      struct shale_error **err);
+
+// Reads the row of `key`, in `txn` or alone: `*rows_out` is a new `shale_table_rows`
+// holding it (free it with `shale_table_rows_free`), or NULL when there is no such row
+// (still `SHALE_OK`).
+//
+// Returns `SHALE_OK`; `SHALE_WRONG_SIZE` for a key of the wrong size;
+// `SHALE_NO_SUCH_TABLE`; `SHALE_LOCK_TIMEOUT`; `SHALE_CORRUPTION`; `SHALE_IO`.
+//
+// # Safety
+// As `shale_table_erase`; `rows_out` is valid for a write.
+int shale_table_select(const struct shale_table_store *store,
+                       struct shale_table_txn *txn,
+                       uint32_t table,
+                       const uint8_t *key,
+                       size_t key_len,
+                       struct shale_table_rows **rows_out,
+                       struct shale_error **err);
+
+// Reads one cell of the row of `key`, in `txn` or alone: `*value_out` is a copy (the
+// caller's: free it with `shale_free`; never NULL, even for an empty cell) and
+// `*value_len_out` its length; NULL and 0 when there is no such row (still `SHALE_OK`).
+//
+// Returns `SHALE_OK`; `SHALE_NO_SUCH_COLUMN`; and as `shale_table_select`.
+//
+// # Safety
+// As `shale_table_select`; `column` is a NUL-terminated string; `value_out` and
+// `value_len_out` are valid for a write.
+int shale_table_select_cell(const struct shale_table_store *store,
+                            struct shale_table_txn *txn,
+                            uint32_t table,
+                            const uint8_t *key,
+                            size_t key_len,
+                            const char *column,
+                            uint8_t **value_out,
+                            size_t *value_len_out,
+                            struct shale_error **err);
+
+// Starts a scan of the rows of `table` whose primary keys are in `[start, end)`, in key
+// order, each batch read committed; a NULL `start` or `end` leaves that side open. On
+// success `*out` is the scan (destroy it with `shale_table_scan_destroy`).
+//
+// Returns `SHALE_OK`; `SHALE_NO_SUCH_TABLE`; `SHALE_CORRUPTION`; `SHALE_IO`.
+//
+// # Safety
+// `store` is a live handle that outlives the scan; `start` and `end` are NULL or readable
+// for their lengths; `out` is valid for a write; `err` is NULL or valid for a write.
+int shale_table_scan_create(const struct shale_table_store *store,
+                            uint32_t table,
+                            const uint8_t *start,
+                            size_t start_len,
+                            const uint8_t *end,
+                            size_t end_len,
+                            struct shale_table_scan **out,
+                            struct shale_error **err);
+
+// The scan's next batch of up to 100 rows: `*rows_out` is a new `shale_table_rows` (free
+// it with `shale_table_rows_free`), or NULL once the scan is over.
+//
+// Returns `SHALE_OK`; `SHALE_LOCK_TIMEOUT`; `SHALE_CORRUPTION`; `SHALE_IO`.
+//
+// # Safety
+// `scan` is a live scan used by this thread only; `rows_out` is valid for a write; `err`
+// is NULL or valid for a write.
+int shale_table_scan_next(struct shale_table_scan *scan,
+                          struct shale_table_rows **rows_out,
+                          struct shale_error **err);
+
+// Destroys a scan. NULL is ignored.
+//
+// # Safety
+// `scan` is NULL or a live scan, destroyed once.
+void shale_table_scan_destroy(struct shale_table_scan *scan);
+
+// How many rows `rows` holds (0 for NULL).
+//
+// # Safety
+// `rows` is NULL or live.
+size_t shale_table_rows_count(const struct shale_table_rows *rows);
+
+// Cell `column` of row `row` of `rows`: a pointer to its bytes, owned by `rows` and valid
+// until they are freed, with `*len_out` set to its length; NULL (and 0) for a row or
+// column out of range.
+//
+// # Safety
+// `rows` is NULL or live; `len_out` is NULL or valid for a write.
+const uint8_t *shale_table_rows_cell(const struct shale_table_rows *rows,
+                                     size_t row,
+                                     size_t column,
+                                     size_t *len_out);
+
+// Frees rows. NULL is ignored.
+//
+// # Safety
+// `rows` is NULL or live, freed once.
+void shale_table_rows_free(struct shale_table_rows *rows);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -24,9 +24,11 @@ pub enum shale_status {
     /// kvs: the submission queue is full (`queue_depth` requests outstanding); nothing was
     /// queued and no completion will come: reap some and submit again.
     SHALE_BUSY = 5,
-    /// kvs: a store with `SHALE_KVS_STORE_NO_OVERWRITE` found the key present.
+    /// kvs: a store with `SHALE_KVS_STORE_NO_OVERWRITE` found the key present; table: an
+    /// insert of a primary key that is present.
     SHALE_KEY_EXISTS = 6,
-    /// kvs: the key is absent (a retrieve, or a store with `SHALE_KVS_STORE_UPDATE_ONLY`).
+    /// kvs: the key is absent (a retrieve, or a store with `SHALE_KVS_STORE_UPDATE_ONLY`);
+    /// table: an update or erase of a primary key that is absent.
     SHALE_KEY_NOT_FOUND = 7,
     /// Persisted bytes are damaged; never a wrong value instead.
     SHALE_CORRUPTION = 8,
@@ -49,6 +51,21 @@ pub enum shale_status {
     SHALE_INTERNAL = 15,
     /// The most iterators a kvs store allows are open; close one first.
     SHALE_TOO_MANY_ITERATORS = 16,
+    /// table: no table of that name or id.
+    SHALE_NO_SUCH_TABLE = 17,
+    /// table: a table of that name exists already.
+    SHALE_TABLE_EXISTS = 18,
+    /// table: the table's schema has no column of that name.
+    SHALE_NO_SUCH_COLUMN = 19,
+    /// table: a cell of the wrong size for its column, or a row of the wrong number of
+    /// cells.
+    SHALE_WRONG_SIZE = 20,
+    /// table: a lock was not granted in time (another transaction holds it, or a
+    /// deadlock); the transaction is still open: abort it or retry.
+    SHALE_LOCK_TIMEOUT = 21,
+    /// table: the undo log has no room for a before-image, in persistent memory or in its
+    /// spill area; the transaction is still open.
+    SHALE_LOG_FULL = 22,
 }
 
 use shale_status::*;
@@ -136,12 +153,36 @@ impl From<shale_lsm::Error> for Failure {
     }
 }
 
+impl From<shale_table::Error> for Failure {
+    fn from(e: shale_table::Error) -> Failure {
+        use shale_table::Error as E;
+        let status = match &e {
+            E::Space(s) => space_status(s),
+            E::Corruption { .. } => SHALE_CORRUPTION,
+            E::NoSuchTable(_) => SHALE_NO_SUCH_TABLE,
+            E::TableExists(_) => SHALE_TABLE_EXISTS,
+            E::NoSuchColumn(_) => SHALE_NO_SUCH_COLUMN,
+            E::WrongSize { .. } => SHALE_WRONG_SIZE,
+            E::DuplicateKey => SHALE_KEY_EXISTS,
+            E::KeyNotFound => SHALE_KEY_NOT_FOUND,
+            E::NotTableStore(_) => SHALE_NOT_A_STORE,
+            E::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
+            E::Stopped(_) => SHALE_STOPPED,
+            E::LockTimeout => SHALE_LOCK_TIMEOUT,
+            E::LogFull { .. } => SHALE_LOG_FULL,
+            _ => SHALE_INTERNAL,
+        };
+        Failure::new(status, e.to_string())
+    }
+}
+
 fn space_status(e: &shale_space::Error) -> shale_status {
     use shale_space::Error as E;
     match e {
         E::Io(io) => io_status(io),
         E::Corruption { .. } => SHALE_CORRUPTION,
         E::Foreign { .. } | E::NewerFormat { .. } => SHALE_NOT_A_STORE,
+        E::InUse(_) => SHALE_IN_USE,
         E::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
         E::NoSpace(_) => SHALE_NO_SPACE,
         E::Stopped(_) => SHALE_STOPPED,
@@ -257,6 +298,12 @@ pub extern "C" fn shale_status_name(status: c_int) -> *const c_char {
         14 => c"SHALE_NOT_A_STORE",
         15 => c"SHALE_INTERNAL",
         16 => c"SHALE_TOO_MANY_ITERATORS",
+        17 => c"SHALE_NO_SUCH_TABLE",
+        18 => c"SHALE_TABLE_EXISTS",
+        19 => c"SHALE_NO_SUCH_COLUMN",
+        20 => c"SHALE_WRONG_SIZE",
+        21 => c"SHALE_LOCK_TIMEOUT",
+        22 => c"SHALE_LOG_FULL",
         _ => c"SHALE_?",
     };
     name.as_ptr()

@@ -1,9 +1,10 @@
-//! shale's C ABI: one library (`libshale.so`, `libshale.a`) for both engines, with the
+//! shale's C ABI: one library (`libshale.so`, `libshale.a`) for the three engines, with the
 //! header `include/shale.h` generated from this crate by cbindgen (`build.rs`).
 //!
 //! - `shale_kvs_*`: the hash engine behind its kvs API (after the SNIA KV API), sync and
 //!   async, with a completion queue signalled on an eventfd (`kvs.rs`).
 //! - `shale_db_*`, `shale_writebatch_*`: the lsm engine (`db.rs`).
+//! - `shale_table_*`: the table engine: tables, rows, transactions, scans (`table.rs`).
 //! - `shale_error_*`, `shale_status_name`, `shale_free`: errors and memory (`error.rs`,
 //!   `mem.rs`).
 //!
@@ -19,6 +20,7 @@ mod db;
 mod error;
 mod kvs;
 mod mem;
+mod table;
 
 pub use db::*;
 pub use error::{
@@ -27,3 +29,4 @@ pub use error::{
 };
 pub use kvs::*;
 pub use mem::shale_free;
+pub use table::*;

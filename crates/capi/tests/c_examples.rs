@@ -6,9 +6,9 @@
 //! crate types, into the folder of the test binary itself (`target/<profile>/deps/`, where
 //! a cdylib and a staticlib get no hash in their names: `libshale.so`, `libshale.a`), as
 //! fresh as the rlib the tests link. (`cargo build` writes the same names there and copies
-//! them up to `target/<profile>/`.) Both examples link the cdylib, with an rpath to it; the
-//! lsm example also links the staticlib, with the native libraries rustc names for it
-//! (`--print native-static-libs`).
+//! them up to `target/<profile>/`.) Every example links the cdylib, with an rpath to it; the
+//! lsm and table examples also link the staticlib, with the native libraries rustc names
+//! for it (`--print native-static-libs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -148,4 +148,36 @@ fn db_example_runs_against_the_staticlib() {
     let dir = tempfile::tempdir().unwrap();
     let exe = compile("db_example", Link::Static, dir.path());
     assert_lines(&run(&exe, dir.path()), DB_LINES);
+}
+
+const TABLE_LINES: &[&str] = &[
+    "create cities again: SHALE_TABLE_EXISTS",
+    "insert 0001 again: SHALE_KEY_EXISTS",
+    "insert a 5-byte id: SHALE_WRONG_SIZE",
+    "select 0002: 1 row, city Kyoto",
+    "select 0009: (absent)",
+    "city of 0001: Lyon (Rhone)",
+    "update a missing column: SHALE_NO_SUCH_COLUMN",
+    "city of 0003: Quito",
+    "city of 0005: (absent)",
+    "scan ..: 0001=Lyon (Rhone) 0002=Kyoto 0003=Quito 0006=Accra",
+    "scan 0002..0004: 0002=Kyoto 0003=Quito",
+    "drop scratch again: SHALE_NO_SUCH_TABLE",
+    "reopened: cities is table 1",
+    "population of 0002: 01464890",
+    "table example: ok",
+];
+
+#[test]
+fn table_example_runs_against_the_cdylib() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile("table_example", Link::Dynamic, dir.path());
+    assert_lines(&run(&exe, dir.path()), TABLE_LINES);
+}
+
+#[test]
+fn table_example_runs_against_the_staticlib() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile("table_example", Link::Static, dir.path());
+    assert_lines(&run(&exe, dir.path()), TABLE_LINES);
 }

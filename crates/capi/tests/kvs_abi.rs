@@ -445,7 +445,7 @@ fn a_full_queue_answers_busy_and_queues_nothing() {
 
 #[test]
 fn status_names_cover_every_code() {
-    let names: Vec<String> = (0..=16)
+    let names: Vec<String> = (0..=22)
         .map(|s| {
             // SAFETY: a static string.
             unsafe { CStr::from_ptr(shale_status_name(s)) }.to_string_lossy().into_owned()
@@ -457,8 +457,9 @@ fn status_names_cover_every_code() {
     assert!(names.iter().all(|n| n.starts_with("SHALE_") && n != "SHALE_?"));
     // SAFETY: a static string.
     assert_eq!(names[16], "SHALE_TOO_MANY_ITERATORS");
+    assert_eq!(names[22], "SHALE_LOG_FULL");
     // SAFETY: a static string.
-    assert_eq!(unsafe { CStr::from_ptr(shale_status_name(17)) }, c"SHALE_?");
+    assert_eq!(unsafe { CStr::from_ptr(shale_status_name(23)) }, c"SHALE_?");
     assert_eq!(status(shale_status::SHALE_INTERNAL), 15);
 }
 

@@ -9,13 +9,13 @@
 //!  4      4    crc32c of bytes 8..4096
 //!  8      4    table id (u32 LE)
 //! 12      1    format version (1)
-//! 13      3    reserved, zero
+//! 13      3    reserved, zero (checked: a block with one set is damaged)
 //! 16      8    block number in the table (u64 LE)
 //! 24      2    occupancy: payload bytes holding row data, continuations of a row begun in
 //!              an earlier block included (u16 LE, 0..=4064); appends go at the end
 //! 26      2    first row: payload offset of the first row record that begins here, or
 //!              0xFFFF when none does (the block holds only a continuation)
-//! 28      4    reserved, zero
+//! 28      4    reserved, zero (checked)
 //! 32   4064    payload: row stream bytes, zero past the occupancy
 //! ```
 //! A block that was never written reads as zeros (a new volume file, a released slot).
@@ -145,6 +145,9 @@ pub fn check(b: &[u8], table: u32, number: u64, address: u64) -> Result<BlockSta
     let h = header(b);
     if b[12] != FORMAT || h.table != table || h.number != number {
         return Err(bad("a block of another table, number or format"));
+    }
+    if b[13..16] != [0; 3] || b[28..32] != [0; 4] {
+        return Err(bad("reserved bytes"));
     }
     if h.used as usize > PAYLOAD_BYTES
         || (h.first_row != NO_ROW && h.first_row >= h.used.max(1))

@@ -12,7 +12,12 @@
 //!                 segment is the delta's one added extent
 //! kind 3, a segment added: table id (u32 LE); the delta's one added extent
 //! kind 4, a table dropped: table id (u32 LE); its segments are the delta's removed extents
+//! kind 5, base with a spill area: kind 0's fields, then the undo log's spill area (`spill.rs`):
+//!                 tier (u8) | first slot (u32 LE) | slots (u32 LE)
+//! kind 6, the spill area added: nothing more; it is the delta's one added extent
 //! ```
+//! A store without a spill area writes kind 0 bases, so stores made before the spill area
+//! existed read as they did.
 //! A table's segments are its blocks in order: segment `i` holds blocks
 //! `i * blocks_per_segment ..`. The magic tells a table store's volume from the other
 //! engines': this engine refuses a volume whose payloads lack it (writing nothing), and the
@@ -30,6 +35,8 @@ const CREATED: u8 = 1;
 const TABLE_CREATED: u8 = 2;
 const SEGMENT_ADDED: u8 = 3;
 const TABLE_DROPPED: u8 = 4;
+const BASE_WITH_SPILL: u8 = 5;
+const SPILL_ADDED: u8 = 6;
 
 /// A table as the catalog holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,6 +60,8 @@ pub struct Catalog {
     pub next_id: u32,
     /// Whether the volume holds any payload of this engine (false: a new volume).
     pub marked: bool,
+    /// The undo log's spill area, once the log has spilled.
+    pub spill: Option<Extent>,
 }
 
 fn prefix(kind: u8) -> Vec<u8> {
@@ -68,19 +77,40 @@ pub fn encode_created() -> Vec<u8> {
 
 /// The payload of a full catalog.
 pub fn encode_base(c: &Catalog) -> Vec<u8> {
-    let mut b = prefix(BASE);
+    let mut b = prefix(if c.spill.is_some() { BASE_WITH_SPILL } else { BASE });
     b.extend_from_slice(&c.next_id.to_le_bytes());
     b.extend_from_slice(&(c.tables.len() as u32).to_le_bytes());
     for t in &c.tables {
         encode_table(&mut b, t.id, &t.name, &t.schema);
         b.extend_from_slice(&(t.segments.len() as u32).to_le_bytes());
         for e in &t.segments {
-            b.push(e.tier.index() as u8);
-            b.extend_from_slice(&e.first.to_le_bytes());
-            b.extend_from_slice(&e.count.to_le_bytes());
+            encode_extent(&mut b, *e);
         }
     }
+    if let Some(e) = c.spill {
+        encode_extent(&mut b, e);
+    }
     b
+}
+
+fn encode_extent(b: &mut Vec<u8>, e: Extent) {
+    b.push(e.tier.index() as u8);
+    b.extend_from_slice(&e.first.to_le_bytes());
+    b.extend_from_slice(&e.count.to_le_bytes());
+}
+
+fn decode_extent(r: &[u8]) -> Option<Extent> {
+    let tier = match *r.first()? {
+        0 => Tier::Fast,
+        1 => Tier::Capacity,
+        _ => return None,
+    };
+    Some(Extent::on(tier, u32_at(r, 1)?, u32_at(r, 5)?))
+}
+
+/// The payload of a delta adding the undo log's spill area (the delta's added extent).
+pub fn encode_spill_added() -> Vec<u8> {
+    prefix(SPILL_ADDED)
 }
 
 fn encode_table(b: &mut Vec<u8>, id: u32, name: &str, schema: &Schema) {
@@ -148,6 +178,9 @@ pub fn decode(versions: &Versions) -> Result<Catalog> {
                 }
             }
         }
+        if c.spill.is_some_and(|e| !versions.base.extents.contains(&e)) {
+            return Err(bad("a spill area the base does not hold"));
+        }
     } else if !versions.base.extents.is_empty() {
         return Err(Error::NotTableStore("live extents with no table-engine state".into()));
     }
@@ -171,6 +204,9 @@ pub fn decode(versions: &Versions) -> Result<Catalog> {
                 let t = c.tables.iter_mut().find(|t| t.id == id);
                 t.ok_or_else(|| bad("a segment of no table"))?.segments.push(*e);
             }
+            (SPILL_ADDED, [e]) if rest.is_empty() && c.spill.is_none() => {
+                c.spill = Some(*e);
+            }
             (TABLE_DROPPED, []) if rest.len() == 4 => {
                 let id = u32_at(rest, 0).unwrap();
                 let i = c.tables.iter().position(|t| t.id == id);
@@ -188,7 +224,7 @@ pub fn decode(versions: &Versions) -> Result<Catalog> {
 
 fn decode_base(body: &[u8], c: &mut Catalog) -> Option<()> {
     let (&kind, b) = body.split_first()?;
-    if kind != BASE {
+    if kind != BASE && kind != BASE_WITH_SPILL {
         return None;
     }
     c.next_id = u32_at(b, 0)?;
@@ -200,12 +236,7 @@ fn decode_base(body: &[u8], c: &mut Catalog) -> Option<()> {
         let mut r = &rest[4..];
         let mut segments = Vec::new();
         for _ in 0..segs {
-            let tier = match *r.first()? {
-                0 => Tier::Fast,
-                1 => Tier::Capacity,
-                _ => return None,
-            };
-            segments.push(Extent::on(tier, u32_at(r, 1)?, u32_at(r, 5)?));
+            segments.push(decode_extent(r)?);
             r = &r[9..];
         }
         if id >= c.next_id {
@@ -213,6 +244,10 @@ fn decode_base(body: &[u8], c: &mut Catalog) -> Option<()> {
         }
         c.tables.push(TableMeta { id, name, schema, segments });
         b = r;
+    }
+    if kind == BASE_WITH_SPILL {
+        c.spill = Some(decode_extent(b)?);
+        b = &b[9..];
     }
     b.is_empty().then_some(())
 }
@@ -238,6 +273,7 @@ mod tests {
     #[test]
     fn deltas_and_a_base_give_the_same_catalog() {
         let (a, b, c) = (Extent::fast(1, 1), Extent::fast(2, 1), Extent::fast(3, 1));
+        let spill = Extent::fast(5, 2);
         let d = |added: Vec<Extent>, removed: Vec<Extent>, engine| DeltaRecord {
             removed,
             added,
@@ -250,6 +286,7 @@ mod tests {
                 d(vec![a], vec![], encode_table_created(1, "t", &schema())),
                 d(vec![b], vec![], encode_table_created(2, "u", &schema())),
                 d(vec![c], vec![], encode_segment_added(1)),
+                d(vec![spill], vec![], encode_spill_added()),
                 d(vec![], vec![b], encode_table_dropped(2)),
             ],
         };
@@ -257,18 +294,23 @@ mod tests {
         assert_eq!(cat.next_id, 3);
         assert_eq!(cat.tables.len(), 1);
         assert_eq!(cat.tables[0].segments, vec![a, c]);
-        let base = Versions {
-            base: BaseRecord { extents: vec![a, c], engine: encode_base(&cat) },
-            deltas: vec![],
-        };
-        assert_eq!(decode(&base).unwrap(), cat);
-        let enc = encode_base(&cat);
-        for cut in MAGIC.len()..enc.len() {
-            let v = Versions {
-                base: BaseRecord { extents: vec![a, c], engine: enc[..cut].to_vec() },
+        assert_eq!(cat.spill, Some(spill));
+        for (cat, extents) in
+            [(cat.clone(), vec![a, c, spill]), (Catalog { spill: None, ..cat }, vec![a, c])]
+        {
+            let base = Versions {
+                base: BaseRecord { extents: extents.clone(), engine: encode_base(&cat) },
                 deltas: vec![],
             };
-            assert!(decode(&v).is_err(), "cut at {cut}");
+            assert_eq!(decode(&base).unwrap(), cat);
+            let enc = encode_base(&cat);
+            for cut in MAGIC.len()..enc.len() {
+                let v = Versions {
+                    base: BaseRecord { extents: extents.clone(), engine: enc[..cut].to_vec() },
+                    deltas: vec![],
+                };
+                assert!(decode(&v).is_err(), "cut at {cut}");
+            }
         }
     }
 

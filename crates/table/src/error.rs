@@ -47,8 +47,9 @@ pub enum Error {
     /// A lock was not granted within `lock_timeout`: another transaction holds it (or a
     /// deadlock). The transaction is still open; abort it (or retry the operation).
     LockTimeout,
-    /// The undo log has no room for a before-image: the oldest live record belongs to a
-    /// transaction still open. Spilling the log to the volume is not built yet.
+    /// The undo log has no room for a before-image: neither persistent memory nor the
+    /// spill area on the volume (`TableOptions::undo_spill_bytes`; none when 0) has room
+    /// behind the oldest record of a transaction still open. The transaction stays open.
     LogFull {
         /// Bytes the record needs.
         needed: u64,

@@ -26,6 +26,11 @@ pub struct TableOptions {
     /// Bytes of the persistent memory file [`crate::TableStore::open`] makes for the undo
     /// log (at least 64 KiB past its two header lines).
     pub undo_log_bytes: u64,
+    /// Bytes of the undo log's spill area on the volume (rounded up to whole segments, and
+    /// to at least 64 KiB past its two header lines), made the first time a before-image
+    /// finds no room in persistent memory; a record that finds no room there either is
+    /// [`crate::Error::LogFull`]. 0: the log never spills.
+    pub undo_spill_bytes: u64,
     /// Where the undo log's persistent memory is: a file on a DAX mount, in `/dev/shm`, or
     /// anywhere. `None`: `undo.pmem` in the store's directory.
     pub pmem_path: Option<PathBuf>,
@@ -39,6 +44,14 @@ pub struct TableOptions {
     pub reclaim_batch: usize,
     /// ...or once the log's ring is fuller than this percentage.
     pub reclaim_percent: u64,
+    /// How often a background thread runs the pass that finds the space of erased rows
+    /// for new rows to reuse (`TableStore::reclaim_space` runs it at once); `None`: no
+    /// thread. Rows dead at the open are found by the open itself.
+    pub space_reclaim_interval: Option<Duration>,
+    /// Entries each table's primary index keeps in memory; past them, new entries go to
+    /// index pages on the volume and lookups of their keys read a page. `None`: all in
+    /// memory.
+    pub index_memory_entries: Option<usize>,
     /// Bits of each key's hash the index keeps: 64; fewer only in tests, to make collisions
     /// common.
     pub hash_bits: u32,
@@ -51,12 +64,15 @@ impl Default for TableOptions {
             segment_bytes: 1 << 20,
             version_log_bytes: 8 << 20,
             undo_log_bytes: 64 << 20,
+            undo_spill_bytes: 16 << 20,
             pmem_path: None,
             pmem: FilePmemOptions::default(),
             cache_blocks: 4096,
             lock_timeout: Duration::from_secs(1),
             reclaim_batch: 64,
             reclaim_percent: 60,
+            space_reclaim_interval: Some(Duration::from_secs(1)),
+            index_memory_entries: None,
             hash_bits: 64,
         }
     }
@@ -96,6 +112,11 @@ impl TableOptions {
                 "hash_bits {} must be in 1..=64",
                 self.hash_bits
             )));
+        }
+        if self.space_reclaim_interval.is_some_and(|d| d.is_zero()) {
+            return Err(Error::InvalidArgument(
+                "space_reclaim_interval must be longer than zero (None: no thread)".into(),
+            ));
         }
         if !(1..=100).contains(&self.reclaim_percent) || self.reclaim_batch == 0 {
             return Err(Error::InvalidArgument(

@@ -15,8 +15,9 @@
 //! blocks as it needs. The block checksum covers it; the record has none of its own.
 //!
 //! A record never moves and its slot never grows: an update that fits the slot is written
-//! in place, one that does not erases the record and appends a new one. Erased and void
-//! records keep their space until a reclaiming pass (not built yet).
+//! in place, one that does not erases the record and appends a new one. The slot of an
+//! erased or void record is taken by a new row once the reclaiming pass has found it free
+//! (`free_space.rs`); the slot keeps its length, the rest of it past the row zeroed.
 
 use crate::block::{PAYLOAD_BYTES, Pos};
 

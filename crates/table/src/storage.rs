@@ -20,22 +20,25 @@
 //! are the whole of crash safety: every block write that may not be durable is covered by
 //! an active undo record, and recovery (`recover`) rolls every active record back.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 
 use shale_io::{AlignedBuf, QueueExt, QueueOptions};
-use shale_space::{Edit, IoClass, Volume, VolumeQueue};
+use shale_space::{Edit, Extent, IoClass, Volume, VolumeQueue};
 
 use crate::block::{self, BLOCK_BYTES, BlockState, HEADER_BYTES, NO_ROW, PAYLOAD_BYTES, Pos};
 use crate::cache::BlockCache;
 use crate::catalog::{self, Catalog, TableMeta};
 use crate::error::{Error, Result};
-use crate::index::Index;
+use crate::free_space::FreeSpace;
+use crate::index::{Index, PageIo};
 use crate::options::TableOptions;
 use crate::row::{self, RowHeader, RowState};
 use crate::schema::{Row, Schema};
+use crate::spill::SpillArea;
+use crate::store::TableStats;
 use crate::undo::{Before, UndoRecord};
-use crate::undo_log::{ReclaimPolicy, UndoHandle, UndoLog, UndoStats};
+use crate::undo_log::{ReclaimPolicy, Ring, UndoHandle, UndoLog, Walked};
 
 /// A change made by a transaction: its undo record, kept to roll it back.
 pub type Change = (UndoHandle, UndoRecord);
@@ -45,6 +48,8 @@ pub(crate) struct Table {
     /// Where the next record may go.
     end: Pos,
     index: Index,
+    /// Dead records whose slots a new record may take.
+    free: FreeSpace,
 }
 
 /// A row found by its key.
@@ -61,8 +66,26 @@ pub(crate) struct Storage {
     next_table_id: u32,
     cache: BlockCache,
     undo: UndoLog,
+    /// The undo log's spill area on the volume, once it has been needed (`spill.rs`).
+    spill: Option<(Extent, UndoLog)>,
+    /// Bytes the spill area gets when it is made; 0: none is made.
+    spill_bytes: u64,
+    /// Open transactions that have spilled: every later record of theirs spills too, so
+    /// that a transaction's records in persistent memory all precede those in the spill
+    /// area, and recovery knows the order to roll them back in.
+    spilling: HashSet<u64>,
+    policy: ReclaimPolicy,
+    /// Row records that an open transaction has an undo record on, by (table, position),
+    /// with how many: the reclaiming pass leaves them alone.
+    pending: HashMap<(u32, Pos), usize>,
+    /// Records placed into reclaimed space since the open.
+    reused: u64,
     blocks_per_segment: u64,
     hash_bits: u32,
+    /// Entries each table's index keeps in memory before it spills to index pages.
+    index_memory_entries: Option<usize>,
+    /// The queue index pages are read and written through.
+    index_queue: VolumeQueue,
     stopped: Option<String>,
     /// The largest transaction id the undo log held at the open.
     pub max_txn: u64,
@@ -81,8 +104,9 @@ impl Storage {
     /// Recovery's stages:
     /// 1. Read the catalog from the version log (refusing another engine's volume); mark a
     ///    new volume as this engine's.
-    /// 2. Walk the undo log from its head and collect the active records, less those of
-    ///    transactions whose commit mark is in the log.
+    /// 2. Walk the undo log from its head, and the spill area's log from its head, and
+    ///    collect the active records, less those of transactions whose commit mark is in
+    ///    either log; persistent memory's oldest first, then the spill area's.
     /// 3. Newest first, write each active record's before-image into its blocks as read
     ///    from the device, unchecked: such blocks may be torn by the crash, and after the
     ///    rollback hold exactly their committed rows.
@@ -99,16 +123,31 @@ impl Storage {
     ) -> Result<Storage> {
         let cat = catalog::decode(versions)?;
         let policy = ReclaimPolicy { batch: opts.reclaim_batch, percent: opts.reclaim_percent };
-        let (undo, walked) = UndoLog::open(pmem, volume.header().volume_id, policy)?;
+        let volume_id = volume.header().volume_id;
+        let (undo, mut walked) = UndoLog::open(pmem, volume_id, policy)?;
+        let spill = match cat.spill {
+            Some(e) => {
+                let area = Box::new(SpillArea::open(&volume, e)?);
+                let (log, w) = UndoLog::open_ring(Ring::Spill, area, volume_id, policy)?;
+                merge_walks(&mut walked, w);
+                Some((e, log))
+            }
+            None => None,
+        };
         let (active, committed) = (&walked.active, &walked.committed);
         // Records of a transaction whose commit mark persisted are committed, whatever
-        // their own state bytes say; commit marks themselves roll nothing back.
+        // their own state bytes say; commit marks themselves roll nothing back. A
+        // transaction's records in persistent memory precede its spilled ones (it spills
+        // to its end once it has spilled), and the records of different open transactions
+        // cover different bytes, so rolling back this list newest first undoes each
+        // transaction in the reverse order of its changes.
         let undone: Vec<Change> = active
             .iter()
             .filter(|(_, r)| r.before != Before::Commit && !committed.contains(&r.txn))
             .cloned()
             .collect();
         let queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let index_queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
         let blocks_per_segment = volume.layout().slot_bytes / BLOCK_BYTES as u64;
         let tables = cat
             .tables
@@ -117,7 +156,8 @@ impl Storage {
                 let t = Table {
                     meta: m.clone(),
                     end: Pos::default(),
-                    index: Index::new(opts.hash_bits),
+                    index: Index::new(m.id, opts.hash_bits, opts.index_memory_entries),
+                    free: FreeSpace::default(),
                 };
                 (m.id, t)
             })
@@ -129,8 +169,16 @@ impl Storage {
             next_table_id: cat.next_id,
             cache: BlockCache::new(opts.cache_blocks),
             undo,
+            spill,
+            spill_bytes: opts.undo_spill_bytes,
+            spilling: HashSet::new(),
+            policy,
+            pending: HashMap::new(),
+            reused: 0,
             blocks_per_segment,
             hash_bits: opts.hash_bits,
+            index_memory_entries: opts.index_memory_entries,
+            index_queue,
             stopped: None,
             max_txn: walked.max_txn,
         };
@@ -154,8 +202,11 @@ impl Storage {
         if !active.is_empty() {
             s.flush()?;
             let handles: Vec<UndoHandle> = active.iter().map(|(h, _)| *h).collect();
-            s.undo.expire(&handles)?;
+            s.expire_written_back(&handles)?;
             s.undo.reclaim()?;
+            if let Some((_, log)) = &mut s.spill {
+                log.reclaim()?;
+            }
         }
         Ok(s)
     }
@@ -204,7 +255,8 @@ impl Storage {
         occupancy: &mut HashMap<(u32, u64), (u16, u16)>,
     ) -> Result<()> {
         let schema = self.tables[&id].meta.schema.clone();
-        let mut index = Index::new(self.hash_bits);
+        let mut index = Index::new(id, self.hash_bits, self.index_memory_entries);
+        let mut free = FreeSpace::default();
         let mut keys = std::collections::HashSet::new();
         // Occupancy as the rows show it, and as the checked blocks claim it.
         let mut seen: HashMap<u64, (u16, u16)> = HashMap::new();
@@ -255,7 +307,11 @@ impl Storage {
                 if !keys.insert(key.to_vec()) {
                     return Err(corrupt("two live rows of one key"));
                 }
-                index.insert(key, pos);
+                let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
+                index.insert(key, pos, io)?;
+            } else {
+                // No transaction is open at the open: every dead record is free.
+                free.add(pos, header.slot_len);
             }
             pos = pos.advance(len);
         }
@@ -278,6 +334,7 @@ impl Storage {
         self.check_blank_past(id, pos)?;
         let t = self.tables.get_mut(&id).unwrap();
         t.index = index;
+        t.free = free;
         t.end = pos;
         Ok(())
     }
@@ -478,7 +535,8 @@ impl Storage {
     pub fn find(&mut self, table: u32, key: &[u8]) -> Result<Option<Found>> {
         let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
         let schema = t.meta.schema.clone();
-        for pos in t.index.candidates(key) {
+        let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
+        for pos in t.index.candidates(key, io)? {
             let (header, row) = self.read_record(table, pos, &schema)?;
             if header.state == RowState::Live && schema.key_of(&row) == Some(key) {
                 return Ok(Some(Found { pos, header, row }));
@@ -506,7 +564,8 @@ impl Storage {
         let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
         let schema = t.meta.schema.clone();
         let mut keys = Vec::new();
-        for pos in t.index.positions() {
+        let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
+        for pos in t.index.positions(io)? {
             let (header, row) = self.read_record(table, pos, &schema)?;
             if header.state != RowState::Live {
                 continue;
@@ -537,6 +596,9 @@ impl Storage {
     }
 
     fn append(&mut self, txn: u64, table: u32, key: &[u8], row: &[u8]) -> Result<Change> {
+        if let Some(change) = self.reuse(txn, table, key, row)? {
+            return Ok(change);
+        }
         let header = RowHeader {
             state: RowState::Live,
             slot_len: row.len() as u32,
@@ -549,10 +611,79 @@ impl Storage {
         let mut bytes = header.encode().to_vec();
         bytes.extend_from_slice(row);
         self.write_stream(table, pos, &bytes)?;
-        let t = self.tables.get_mut(&table).unwrap();
-        t.end = pos.advance(len);
-        t.index.insert(key, pos);
+        self.tables.get_mut(&table).unwrap().end = pos.advance(len);
+        self.index_update(table, key, pos, true)?;
         Ok(change)
+    }
+
+    /// Stages 3 to 6 of an insert into a free slot, if the table has one that fits: the
+    /// whole dead record is the before-image (the new row covers its bytes), so rolling
+    /// back, or recovering, gives the dead record back as it was.
+    fn reuse(&mut self, txn: u64, table: u32, key: &[u8], row: &[u8]) -> Result<Option<Change>> {
+        let t = self.tables.get_mut(&table).unwrap();
+        let Some((pos, slot_len)) = t.free.take(row.len() as u32) else { return Ok(None) };
+        let schema = t.meta.schema.clone();
+        let (old, _) = self.read_record(table, pos, &schema)?;
+        assert!(
+            matches!(old.state, RowState::Erased | RowState::Void) && old.slot_len == slot_len,
+            "a free slot holds the dead record it was found with: {old:?} at {pos:?}"
+        );
+        let len = old.record_len();
+        let before = self.read_stream(table, pos, len)?;
+        let change = match self.log_undo(txn, table, pos, Before::Image(before)) {
+            Ok(c) => c,
+            Err(e) => {
+                self.tables.get_mut(&table).unwrap().free.add(pos, slot_len);
+                return Err(e);
+            }
+        };
+        let header = RowHeader { state: RowState::Live, slot_len, row_len: row.len() as u32 };
+        let mut bytes = header.encode().to_vec();
+        bytes.extend_from_slice(row);
+        bytes.resize(len, 0);
+        self.write_stream(table, pos, &bytes)?;
+        self.index_update(table, key, pos, true)?;
+        self.reused += 1;
+        Ok(Some(change))
+    }
+
+    /// One step of the reclaiming pass: walks up to `records` row records from `cursor` (a
+    /// table id and a position in its row stream; `(0, Pos::default())` starts a pass),
+    /// noting each dead one that no open transaction has an undo record on as free space,
+    /// and moves the cursor on. Returns whether the pass has gone past every table. Each
+    /// pass has a cursor of its own, so two at once (the thread's and a caller's) each
+    /// walk everything. It only reads: a crash during it changes nothing.
+    ///
+    /// # Errors
+    /// A device error or [`Error::Corruption`] of a block read.
+    pub fn reclaim_step(&mut self, cursor: &mut (u32, Pos), records: usize) -> Result<bool> {
+        let mut budget = records;
+        loop {
+            let (id, at) = *cursor;
+            let Some((&next, t)) = self.tables.range(id..).next() else {
+                return Ok(true);
+            };
+            let pos = row::record_start(if next == id { at } else { Pos::default() });
+            if pos >= t.end {
+                *cursor = (next + 1, Pos::default());
+                continue;
+            }
+            if budget == 0 {
+                *cursor = (next, pos);
+                return Ok(false);
+            }
+            budget -= 1;
+            let hb = self.read_stream(next, pos, row::HEADER_BYTES)?;
+            let header = RowHeader::decode(&hb).ok_or_else(|| Error::Corruption {
+                what: format!("table {next}: a row record header that does not parse at {pos:?}"),
+                offset: self.address(next, pos.block).unwrap_or(0),
+            })?;
+            let dead = matches!(header.state, RowState::Erased | RowState::Void);
+            if dead && !self.pending.contains_key(&(next, pos)) {
+                self.tables.get_mut(&next).unwrap().free.add(pos, header.slot_len);
+            }
+            *cursor = (next, pos.advance(header.record_len()));
+        }
     }
 
     /// Replaces the row of `key` by the encoded `row`: in place when it fits the record's
@@ -586,18 +717,109 @@ impl Storage {
         let change = self.log_undo(txn, table, f.pos, Before::Image(f.header.encode().to_vec()))?;
         let header = RowHeader { state: RowState::Erased, ..f.header };
         self.write_stream(table, f.pos, &header.encode())?;
-        self.tables.get_mut(&table).unwrap().index.remove(key, f.pos);
+        self.index_update(table, key, f.pos, false)?;
         Ok(change)
     }
 
-    /// Stage 4.
+    /// Stage 4: the record goes to persistent memory, or, when that is full (or the
+    /// transaction has spilled before), to the spill area on the volume, durable there
+    /// before this returns.
     fn log_undo(&mut self, txn: u64, table: u32, pos: Pos, before: Before) -> Result<Change> {
         let mut rec = UndoRecord { lsn: 0, txn, table, pos, before };
-        let handle = self.undo.append(&mut rec).map_err(|e| match e {
-            Error::LogFull { .. } => e,
+        let appended = match self.spilling.contains(&txn) {
+            true => self.append_spill(&mut rec),
+            false => match self.undo.append(&mut rec) {
+                Err(Error::LogFull { .. }) if self.spill_bytes > 0 => {
+                    self.spilling.insert(txn);
+                    self.append_spill(&mut rec)
+                }
+                r => r,
+            },
+        };
+        let handle = appended.map_err(|e| match e {
+            Error::LogFull { .. } | Error::Space(shale_space::Error::NoSpace(_)) => e,
             e => self.stop(e),
         })?;
+        if rec.before != Before::Commit {
+            *self.pending.entry((table, pos)).or_insert(0) += 1;
+        }
         Ok((handle, rec))
+    }
+
+    /// The transaction of `changes` has ended: its records no longer hold their rows.
+    fn settle(&mut self, changes: &[Change]) {
+        for (_, rec) in changes {
+            if rec.before == Before::Commit {
+                continue;
+            }
+            let key = (rec.table, rec.pos);
+            let n = self.pending.get_mut(&key).expect("a change's record is pending");
+            *n -= 1;
+            if *n == 0 {
+                self.pending.remove(&key);
+            }
+        }
+    }
+
+    fn append_spill(&mut self, rec: &mut UndoRecord) -> Result<UndoHandle> {
+        if self.spill.is_none() {
+            self.spill = Some(self.create_spill()?);
+        }
+        self.spill.as_mut().expect("made above").1.append(rec)
+    }
+
+    /// Makes the spill area: slots allocated, zeroed durably, named in the version log,
+    /// and only then formatted as a log (a crash before the name forgets the slots; one
+    /// after it finds zeros, which the open formats).
+    fn create_spill(&mut self) -> Result<(Extent, UndoLog)> {
+        let slot = self.volume.layout().slot_bytes;
+        let least = crate::undo_log::RING_OFFSET as u64 + (64 << 10);
+        let slots = self.spill_bytes.max(least).div_ceil(slot) as u32;
+        let e = self.volume.allocate(slots)?;
+        if let Err(err) = SpillArea::zero(&self.volume, e) {
+            self.volume.release(e);
+            return Err(err);
+        }
+        let after = Catalog { spill: Some(e), ..self.catalog() };
+        let edit =
+            Edit { added: vec![e], engine: catalog::encode_spill_added(), ..Edit::default() };
+        if let Err(err) = self.volume.commit(&edit, &mut || catalog::encode_base(&after)) {
+            self.volume.release(e);
+            return Err(err.into());
+        }
+        let area = Box::new(SpillArea::open(&self.volume, e)?);
+        let id = self.volume.header().volume_id;
+        let (log, walked) = UndoLog::open_ring(Ring::Spill, area, id, self.policy)?;
+        assert!(walked.active.is_empty(), "a new spill area holds no record");
+        Ok((e, log))
+    }
+
+    /// Expires the records of changes whose before-images were written back and made
+    /// durable (an abort, a recovery): newest first, one at a time, each persisted before
+    /// the next. A crash part way then leaves the *oldest* records of each transaction
+    /// active, and writing those back again gives the same bytes; expired in one batch, a
+    /// crash could keep a newer record of a row without an older one (an erase's header
+    /// after an update), and writing that back alone would put the newer header over the
+    /// older row (the crash enumeration over log spill found it).
+    fn expire_written_back(&mut self, handles: &[UndoHandle]) -> Result<()> {
+        for h in handles.iter().rev() {
+            self.expire(std::slice::from_ref(h))?;
+        }
+        Ok(())
+    }
+
+    /// Expires records of either log: persistent memory's, then the spill area's.
+    fn expire(&mut self, handles: &[UndoHandle]) -> Result<()> {
+        let (spilled, pmem): (Vec<UndoHandle>, Vec<UndoHandle>) =
+            handles.iter().partition(|h| h.ring == Ring::Spill);
+        if !pmem.is_empty() {
+            self.undo.expire(&pmem).map_err(|e| self.stop(e))?;
+        }
+        if !spilled.is_empty() {
+            let log = &mut self.spill.as_mut().expect("a spilled record has a spill area").1;
+            log.expire(&spilled).map_err(|e| self.stop(e))?;
+        }
+        Ok(())
     }
 
     /// Commit stages 1 and 2. One change is committed by expiring its record (one store of
@@ -611,7 +833,10 @@ impl Storage {
         self.flush()?;
         let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
         if changes.len() == 1 {
-            return self.undo.expire(&handles).map_err(|e| self.stop(e));
+            self.spilling.remove(&txn);
+            self.expire(&handles)?;
+            self.settle(changes);
+            return Ok(());
         }
         let mark = match self.log_undo(txn, 0, Pos::default(), Before::Commit) {
             Ok(mark) => mark,
@@ -623,8 +848,11 @@ impl Storage {
             }
             Err(e) => return Err(e),
         };
-        self.undo.expire(&handles).map_err(|e| self.stop(e))?;
-        self.undo.expire(&[mark.0]).map_err(|e| self.stop(e))
+        self.spilling.remove(&txn);
+        self.expire(&handles)?;
+        self.expire(&[mark.0])?;
+        self.settle(changes);
+        Ok(())
     }
 
     /// Abort stages 1 to 3.
@@ -637,8 +865,23 @@ impl Storage {
             self.roll_back(rec)?;
         }
         self.flush()?;
+        self.spilling.remove(&changes[0].1.txn);
         let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
-        self.undo.expire(&handles).map_err(|e| self.stop(e))
+        self.expire_written_back(&handles)?;
+        self.settle(changes);
+        Ok(())
+    }
+
+    /// Stage 6: points `key` at `pos` (`insert`), or no longer. A failed index page write
+    /// stops the store: the index would no longer find every row.
+    fn index_update(&mut self, table: u32, key: &[u8], pos: Pos, insert: bool) -> Result<()> {
+        let index = &mut self.tables.get_mut(&table).expect("a table changed exists").index;
+        let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
+        let r = match insert {
+            true => index.insert(key, pos, io),
+            false => index.remove(key, pos, io),
+        };
+        r.map_err(|e| self.stop(e))
     }
 
     /// Writes one record's before-image back and fixes the index.
@@ -649,12 +892,7 @@ impl Storage {
         self.write_stream(rec.table, rec.pos, &rollback_bytes(&rec.before))?;
         let (header, _) = self.read_record(rec.table, rec.pos, &schema)?;
         if let Some(key) = key {
-            let index = &mut self.tables.get_mut(&rec.table).unwrap().index;
-            if header.state == RowState::Live {
-                index.insert(&key, rec.pos);
-            } else {
-                index.remove(&key, rec.pos);
-            }
+            self.index_update(rec.table, &key, rec.pos, header.state == RowState::Live)?;
         }
         Ok(())
     }
@@ -686,6 +924,7 @@ impl Storage {
             tables: self.tables.values().map(|t| t.meta.clone()).collect(),
             next_id: self.next_table_id,
             marked: true,
+            spill: self.spill.as_ref().map(|(e, _)| *e),
         }
     }
 
@@ -712,8 +951,9 @@ impl Storage {
             return Err(err.into());
         }
         self.next_table_id = id + 1;
-        let index = Index::new(self.hash_bits);
-        self.tables.insert(id, Table { meta, end: Pos::default(), index });
+        let index = Index::new(id, self.hash_bits, self.index_memory_entries);
+        let free = FreeSpace::default();
+        self.tables.insert(id, Table { meta, end: Pos::default(), index, free });
         Ok(id)
     }
 
@@ -730,7 +970,9 @@ impl Storage {
             ..Edit::default()
         };
         self.volume.commit(&edit, &mut || catalog::encode_base(&after))?;
-        self.tables.remove(&id);
+        if let Some(mut t) = self.tables.remove(&id) {
+            t.index.release(&self.volume);
+        }
         self.cache.drop_table(id);
         Ok(())
     }
@@ -740,16 +982,42 @@ impl Storage {
         self.tables.values().map(|t| (t.meta.name.clone(), t.meta.id)).collect()
     }
 
-    /// Counters.
-    pub fn stats(&self) -> (usize, usize, usize, UndoStats) {
-        let rows = self.tables.values().map(|t| t.index.entries()).sum();
-        (self.tables.len(), rows, self.cache.blocks(), self.undo.stats())
+    /// Counters now.
+    pub fn stats(&self) -> TableStats {
+        TableStats {
+            tables: self.tables.len(),
+            rows: self.tables.values().map(|t| t.index.entries()).sum(),
+            segments: self.tables.values().map(|t| t.meta.segments.len()).sum(),
+            free_bytes: self.tables.values().map(|t| t.free.bytes()).sum(),
+            index_paged_entries: self.tables.values().map(|t| t.index.paged_entries()).sum(),
+            reused: self.reused,
+            cached_blocks: self.cache.blocks(),
+            undo: self.undo.stats(),
+            spill: self.spill.as_ref().map(|(_, l)| l.stats()).unwrap_or_default(),
+        }
+    }
+
+    /// The device address of index page `n` of `table`, if its index has pages.
+    pub fn index_page_address(&self, table: u32, n: u64) -> Option<u64> {
+        self.tables.get(&table)?.index.page_address(n)
+    }
+
+    /// The device addresses of the spill area, if there is one.
+    pub fn spill_address(&self) -> Option<std::ops::Range<u64>> {
+        self.spill.as_ref().map(|(e, _)| self.volume.extent_range(*e))
     }
 
     /// The device address of block `n` of `table` (for tests that damage blocks).
     pub fn block_address(&self, table: u32, n: u64) -> Option<u64> {
         self.address(table, n)
     }
+}
+
+/// Adds the walk of the spill area to that of persistent memory.
+fn merge_walks(pmem: &mut Walked, spill: Walked) {
+    pmem.active.extend(spill.active);
+    pmem.committed.extend(spill.committed);
+    pmem.max_txn = pmem.max_txn.max(spill.max_txn);
 }
 
 /// What rolling a record back writes at its position.

@@ -50,14 +50,81 @@ pub struct TableStats {
     pub tables: usize,
     /// Rows in the indexes (uncommitted inserts included).
     pub rows: usize,
+    /// Segments of all tables (each `TableOptions::segment_bytes` on the volume).
+    pub segments: usize,
+    /// Bytes of dead row records known free (by the open's scan and the reclaiming pass)
+    /// and not yet reused.
+    pub free_bytes: u64,
+    /// Rows placed into reclaimed space since the open.
+    pub reused: u64,
+    /// Index entries in index pages on the volume (past `index_memory_entries`).
+    pub index_paged_entries: usize,
     /// Blocks in the block cache.
     pub cached_blocks: usize,
-    /// The undo log's counters.
+    /// The undo log's counters (persistent memory).
     pub undo: UndoStats,
+    /// The spill area's counters (all zero while the undo log has never spilled).
+    pub spill: UndoStats,
+}
+
+/// Records the reclaiming pass walks per hold of the store's lock, so that a pass over a
+/// large table never stalls transactions for long.
+pub const RECLAIM_STEP_RECORDS: usize = 256;
+
+/// The background thread of the reclaiming pass; stopped and joined when dropped.
+struct Reclaimer {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Reclaimer {
+    /// Starts a thread that runs a whole pass every `interval`, until the store is dropped.
+    fn start(shared: &Arc<Shared>, interval: std::time::Duration) -> Reclaimer {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let weak = Arc::downgrade(shared);
+        let thread = std::thread::Builder::new()
+            .name("shale-table-reclaim".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(interval)
+                {
+                    let Some(shared) = weak.upgrade() else { return };
+                    // An error (a device error, damage) is the next caller's to meet; the
+                    // pass only reads, so it just ends here and tries again later.
+                    let _ = reclaim_pass(&shared);
+                }
+            })
+            .expect("spawn the reclaiming thread");
+        Reclaimer { stop: Some(stop), thread: Some(thread) }
+    }
+}
+
+impl Drop for Reclaimer {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One whole reclaiming pass, a step per hold of the lock.
+fn reclaim_pass(shared: &Shared) -> Result<u64> {
+    let mut cursor = (0, crate::Pos::default());
+    loop {
+        let mut storage = shared.storage.lock();
+        if storage.reclaim_step(&mut cursor, RECLAIM_STEP_RECORDS)? {
+            return Ok(storage.stats().free_bytes);
+        }
+        drop(storage);
+        std::thread::yield_now();
+    }
 }
 
 /// A store of tables on one volume, with its undo log in persistent memory.
 pub struct TableStore {
+    /// Dropped first: the thread is joined before the store's lock is let go.
+    _reclaimer: Option<Reclaimer>,
     shared: Arc<Shared>,
     /// One handle per store (`shale_space::StoreLock`); `None` on a device opened directly.
     _lock: Option<shale_space::StoreLock>,
@@ -147,9 +214,12 @@ impl TableStore {
     ) -> Result<TableStore> {
         let storage = Storage::recover(opened.volume, &opened.versions, pmem, &opts)?;
         let next_txn = AtomicU64::new(storage.max_txn + 1);
+        let interval = opts.space_reclaim_interval;
         let shared =
             Shared { storage: Mutex::new(storage), locks: LockManager::default(), opts, next_txn };
-        Ok(TableStore { shared: Arc::new(shared), _lock: None })
+        let shared = Arc::new(shared);
+        let reclaimer = interval.map(|i| Reclaimer::start(&shared, i));
+        Ok(TableStore { _reclaimer: reclaimer, shared, _lock: None })
     }
 
     /// Creates a table (one segment allocated) and returns its id.
@@ -272,10 +342,33 @@ impl TableStore {
         Ok(Scan::new(ScanTxn::Own(self.shared.clone()), table, keys))
     }
 
+    /// Runs the reclaiming pass now, over every table: the space of rows erased by
+    /// committed transactions (and of inserts rolled back) becomes free for new rows, which
+    /// take it before growing their table. The background thread
+    /// ([`TableOptions::space_reclaim_interval`]) runs the same pass. Returns the bytes now
+    /// known free.
+    ///
+    /// # Errors
+    /// A device error or [`Error::Corruption`] of a block read.
+    pub fn reclaim_space(&self) -> Result<u64> {
+        reclaim_pass(&self.shared)
+    }
+
     /// Counters now.
     pub fn stats(&self) -> TableStats {
-        let (tables, rows, cached_blocks, undo) = self.shared.storage.lock().stats();
-        TableStats { tables, rows, cached_blocks, undo }
+        self.shared.storage.lock().stats()
+    }
+
+    /// The device address of index page `n` of `table`, once its index has spilled to
+    /// pages (where tests damage a page).
+    pub fn index_page_address(&self, table: TableId, n: u64) -> Option<u64> {
+        self.shared.storage.lock().index_page_address(table.0, n)
+    }
+
+    /// The device addresses of the undo log's spill area, once the log has spilled
+    /// (where tests damage a spilled record).
+    pub fn spill_address(&self) -> Option<std::ops::Range<u64>> {
+        self.shared.storage.lock().spill_address()
     }
 
     /// The device address of block `n` of `table`, where tests damage a block.

@@ -10,7 +10,7 @@
 //!              of `span` bytes there), 2 before-image (rolling back writes `image` back),
 //!              3 commit mark (the transaction committed: none of its records is rolled
 //!              back; table, block, offset and span are zero)
-//!  6      2    reserved, zero
+//!  6      2    reserved, zero (a record with either byte set is damaged)
 //!  8      4    crc32c of bytes 5..8 then 12..len
 //! 12      4    len: bytes of the record, this header included (records start 8-aligned)
 //! 16      8    lsn: the log sequence number, one more than the record before it
@@ -19,7 +19,7 @@
 //! 36      4    offset in the block's payload of the first byte changed
 //! 40      8    block number in the table of the first byte changed
 //! 48      4    span: bytes of the table's row stream the change covers
-//! 52      4    reserved, zero
+//! 52      4    reserved, zero (checked as bytes 6..8 are)
 //! 56   span    before-image (kind 2 only)
 //! ```
 //! All integers little-endian. The two state values differ in all eight bits, so damage to
@@ -162,6 +162,9 @@ impl UndoRecord {
         if crc != checksum(b, len) {
             return Err(DecodeError::Damaged("checksum mismatch"));
         }
+        if b[6..8] != [0; 2] || b[52..56] != [0; 4] {
+            return Err(DecodeError::Damaged("reserved bytes"));
+        }
         let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
         let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
         let span = u32_at(48);
@@ -186,6 +189,18 @@ impl UndoRecord {
         };
         Ok((rec, state))
     }
+}
+
+/// Recomputes the checksum of the record at the start of `b` over the length its header
+/// names, clamped to `b` (for the fuzz targets, so their inputs reach the field checks).
+#[doc(hidden)]
+pub fn reseal(b: &mut [u8]) {
+    if b.len() < 16 {
+        return;
+    }
+    let len = (u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize).clamp(12, b.len());
+    let crc = checksum(b, len);
+    b[8..12].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// The checksum of a record of `len` bytes: its kind and reserved bytes, then everything

@@ -23,7 +23,9 @@
 //! reclaimed from the head, in batches of `reclaim_batch` or when the ring is more than
 //! `reclaim_percent` full, by writing the other header copy with the new head (so a torn
 //! header write leaves the previous copy). A record that cannot find room behind the oldest
-//! live one is [`Error::LogFull`]: spilling to the volume is not built yet.
+//! live one is [`Error::LogFull`]; the store then appends it to a second log of the same
+//! format on the volume, the spill area (`spill.rs`), which says so in its handles
+//! ([`Ring::Spill`]).
 
 use std::collections::{HashSet, VecDeque};
 
@@ -36,13 +38,24 @@ const HEADER_COPY_BYTES: usize = LINE_BYTES;
 /// Where the ring begins.
 pub const RING_OFFSET: usize = 2 * HEADER_COPY_BYTES;
 
+/// Which of the store's two undo logs a record is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ring {
+    /// The ring in persistent memory.
+    Pmem,
+    /// The spill area on the volume (`spill.rs`).
+    Spill,
+}
+
 /// Where a live record lies, for expiring it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UndoHandle {
-    /// Its LSN.
+    /// Its LSN (in its ring's sequence).
     pub lsn: u64,
     /// Its ring offset.
     pub offset: u64,
+    /// Its ring.
+    pub ring: Ring,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -73,6 +86,7 @@ pub struct UndoStats {
 #[derive(Debug)]
 pub struct UndoLog {
     pmem: Box<dyn PmemLog>,
+    kind: Ring,
     volume_id: [u8; 16],
     ring: u64,
     live: VecDeque<Entry>,
@@ -106,6 +120,16 @@ pub struct ReclaimPolicy {
     pub percent: u64,
 }
 
+impl Ring {
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ring::Pmem => "persistent memory",
+            Ring::Spill => "spill area",
+        }
+    }
+}
+
 impl UndoLog {
     /// Opens the log in `pmem` for the store whose volume id is `volume_id`, formatting a
     /// zeroed region, and returns it with what the walk found.
@@ -114,6 +138,19 @@ impl UndoLog {
     /// [`Error::InvalidArgument`] for a region too small or holding another store's log;
     /// [`Error::Corruption`] for damaged headers or a damaged record the walk cannot pass.
     pub fn open(
+        pmem: Box<dyn PmemLog>,
+        volume_id: [u8; 16],
+        policy: ReclaimPolicy,
+    ) -> Result<(UndoLog, Walked)> {
+        UndoLog::open_ring(Ring::Pmem, pmem, volume_id, policy)
+    }
+
+    /// Opens the log of `kind` in `pmem`, as [`UndoLog::open`]; its handles name `kind`.
+    ///
+    /// # Errors
+    /// As [`UndoLog::open`].
+    pub fn open_ring(
+        kind: Ring,
         mut pmem: Box<dyn PmemLog>,
         volume_id: [u8; 16],
         policy: ReclaimPolicy,
@@ -135,7 +172,7 @@ impl UndoLog {
                 pmem.read(0, &mut raw);
                 if raw.iter().any(|&b| b != 0) {
                     return Err(Error::Corruption {
-                        what: "both undo log headers are damaged".into(),
+                        what: format!("both undo log headers of the {} are damaged", kind.name()),
                         offset: 0,
                     });
                 }
@@ -151,12 +188,13 @@ impl UndoLog {
         }
         if header.head >= ring {
             return Err(Error::Corruption {
-                what: "undo log head past the ring".into(),
+                what: format!("undo log head past the ring of the {}", kind.name()),
                 offset: 0,
             });
         }
         let mut log = UndoLog {
             pmem,
+            kind,
             volume_id,
             ring,
             live: VecDeque::new(),
@@ -198,7 +236,7 @@ impl UndoLog {
             }
             w.max_txn = w.max_txn.max(rec.txn);
             if state == ACTIVE {
-                w.active.push((UndoHandle { lsn: rec.lsn, offset }, rec));
+                w.active.push((UndoHandle { lsn: rec.lsn, offset, ring: self.kind }, rec));
             }
             self.next_lsn += 1;
             at = offset + padded;
@@ -207,7 +245,7 @@ impl UndoLog {
             }
             if self.live.len() as u64 > self.ring / ALIGN as u64 {
                 return Err(Error::Corruption {
-                    what: "the undo log's records run in a circle".into(),
+                    what: format!("the {} undo log's records run in a circle", self.kind.name()),
                     offset: RING_OFFSET as u64 + at,
                 });
             }
@@ -262,7 +300,8 @@ impl UndoLog {
                     if r.lsn >= expected {
                         return Err(Error::Corruption {
                             what: format!(
-                                "undo record {expected} is damaged: record {} follows it",
+                                "{} undo record {expected} is damaged: record {} follows it",
+                                self.kind.name(),
                                 r.lsn
                             ),
                             offset: RING_OFFSET as u64 + at,
@@ -297,7 +336,7 @@ impl UndoLog {
         self.live.push_back(Entry { lsn: rec.lsn, offset, len, expired: false });
         self.next_lsn += 1;
         self.stats.appended += 1;
-        Ok(UndoHandle { lsn: rec.lsn, offset })
+        Ok(UndoHandle { lsn: rec.lsn, offset, ring: self.kind })
     }
 
     /// Where a record of `len` bytes fits, if anywhere.
@@ -324,6 +363,7 @@ impl UndoLog {
     /// The persistence error of the region.
     pub fn expire(&mut self, handles: &[UndoHandle]) -> Result<()> {
         for h in handles {
+            assert_eq!(h.ring, self.kind, "a handle of the other ring");
             let e = self
                 .live
                 .iter_mut()

@@ -84,3 +84,42 @@ fn the_mapping_uses_a_line_write_back_instruction() {
     #[cfg(not(target_arch = "x86_64"))]
     assert_eq!(name, "msync");
 }
+
+/// A store by path whose persistent memory ring (64 KiB) is far smaller than one
+/// transaction: the undo log spills into the volume file, commits and aborts, and the
+/// spill area (and the index's pages, past 50 entries) come back at the reopen.
+#[test]
+fn a_store_by_path_spills_its_undo_log_to_the_volume() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let o = TableOptions {
+        undo_log_bytes: shale_table::RING_OFFSET as u64 + (64 << 10),
+        undo_spill_bytes: 1 << 20,
+        index_memory_entries: Some(50),
+        ..small_options()
+    };
+    let store = TableStore::open(&path, o.clone()).unwrap();
+    let t = store.create_table("t", schema()).unwrap();
+    for i in 0..80 {
+        store.insert(t, &row(&key(i), &text(&key(i), 0, 2000), i)).unwrap();
+    }
+    for (version, commit) in [(1, true), (2, false)] {
+        let mut txn = store.begin(Isolation::ReadCommitted);
+        for i in 0..80 {
+            txn.update(t, &key(i), "text", &text(&key(i), version, 2000)).unwrap();
+        }
+        if commit { txn.commit().unwrap() } else { txn.abort().unwrap() }
+    }
+    let s = store.stats();
+    assert!(s.spill.appended > 80, "{s:?}");
+    assert!(s.index_paged_entries >= 30, "{s:?}");
+    drop(store);
+    let store = TableStore::open(&path, o).unwrap();
+    for i in 0..80 {
+        assert_eq!(
+            store.select_cell(t, &key(i), "text").unwrap(),
+            Some(text(&key(i), 1, 2000)),
+            "row {i}"
+        );
+    }
+}

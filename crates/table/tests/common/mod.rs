@@ -10,10 +10,13 @@ use shale_io::{DeviceRef, SimDevice};
 use shale_table::{Column, RING_OFFSET, Schema, SimPmem, TableOptions, TableStore};
 
 /// Options for small stores: 64 KiB segments (16 blocks), the smallest version log, a
-/// small cache (so blocks are read back from the device), short lock waits.
+/// small cache (so blocks are read back from the device), short lock waits, an undo spill
+/// area of two segments, no reclaiming thread (tests run the pass when they mean to).
 pub fn small_options() -> TableOptions {
     TableOptions {
+        space_reclaim_interval: None,
         segment_bytes: 64 << 10,
+        undo_spill_bytes: 128 << 10,
         version_log_bytes: 64 << 10,
         cache_blocks: 32,
         lock_timeout: Duration::from_millis(200),

@@ -1,0 +1,108 @@
+//! The undo log's spill area: a second ring of undo records, on the volume, for the
+//! before-images that find no room in persistent memory (a transaction larger than the
+//! ring, or many open at once).
+//!
+//! The spill area is one extent of contiguous slots, allocated at the first spill and named
+//! in the catalog (`catalog.rs`) before a byte of it is written; it stays with the store.
+//! It holds exactly what a persistent memory region holds (`undo_log.rs`), laid on the
+//! extent's bytes:
+//!
+//! ```text
+//! spill area (one extent; addresses relative to its first byte; 4 KiB device blocks)
+//! offset  size   field
+//!   0      64    undo log header copy A   (the layout of `undo_log.rs`: magic b"SHPM",
+//!  64      64    undo log header copy B    crc32c, volume id, sequence, head, head lsn)
+//! 128   len-128  the ring: undo records (`undo.rs`), 8-aligned, head to tail
+//! ```
+//!
+//! [`SpillArea`] is a [`PmemLog`] over that extent, so the ring code is the persistent
+//! memory's, walk, reclaim and corruption checks included. Its model differs in one way:
+//! `persist` writes every 4 KiB block the range touches, whole, with FUA (durable when it
+//! returns), from a mirror of the extent kept in memory. That is safe because the log never
+//! leaves a write unpersisted (each `write` is followed by the `persist` of its range), so
+//! the mirror's bytes outside the range are the durable bytes: a block write torn by a power
+//! cut leaves each 512-byte sector old or new, and an old sector holds exactly what was
+//! there. The state byte of an expired record, a header copy (64 bytes, inside one
+//! sector), a record being appended (the newest; torn, it fails its checksum and ends the
+//! walk as a torn append does in persistent memory) are the only bytes that differ.
+
+use shale_io::{AlignedBuf, QueueExt, QueueOptions};
+use shale_space::{Extent, IoClass, Volume, VolumeQueue};
+
+use crate::block::BLOCK_BYTES;
+use crate::error::{Error, Result};
+use crate::pmem::PmemLog;
+
+/// The spill area's bytes as a [`PmemLog`].
+pub struct SpillArea {
+    queue: VolumeQueue,
+    /// Device address of the extent's first byte.
+    start: u64,
+    /// The extent's bytes: what was read at the open, then every write.
+    mirror: Vec<u8>,
+    /// Block writes sent (each with FUA).
+    writes: u64,
+}
+
+impl std::fmt::Debug for SpillArea {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpillArea")
+            .field("start", &self.start)
+            .field("len", &self.mirror.len())
+            .field("writes", &self.writes)
+            .finish()
+    }
+}
+
+impl SpillArea {
+    /// Opens the spill area in extent `e` of `volume`, reading it whole.
+    ///
+    /// # Errors
+    /// The device's error for the read.
+    pub fn open(volume: &Volume, e: Extent) -> Result<SpillArea> {
+        let range = volume.extent_range(e);
+        let mut queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let mirror = queue.read_at(range.start, (range.end - range.start) as usize)?.to_vec();
+        Ok(SpillArea { queue, start: range.start, mirror, writes: 0 })
+    }
+
+    /// Zeroes extent `e` durably: a new spill area (on a block device, reused slots hold
+    /// old bytes, and a stale record must never be taken for one of this log).
+    ///
+    /// # Errors
+    /// The device's error.
+    pub fn zero(volume: &Volume, e: Extent) -> Result<()> {
+        let range = volume.extent_range(e);
+        let mut queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let zeros = AlignedBuf::zeroed((range.end - range.start) as usize);
+        queue.write_at(range.start, zeros, true)?;
+        Ok(())
+    }
+}
+
+impl PmemLog for SpillArea {
+    fn len(&self) -> usize {
+        self.mirror.len()
+    }
+
+    fn read(&self, offset: usize, out: &mut [u8]) {
+        out.copy_from_slice(&self.mirror[offset..offset + out.len()]);
+    }
+
+    fn write(&mut self, offset: usize, data: &[u8]) {
+        self.mirror[offset..offset + data.len()].copy_from_slice(data);
+    }
+
+    fn persist(&mut self, offset: usize, len: usize) -> Result<()> {
+        assert!(offset + len <= self.mirror.len(), "persist past the spill area's end");
+        if len == 0 {
+            return Ok(());
+        }
+        let first = offset / BLOCK_BYTES * BLOCK_BYTES;
+        let end = (offset + len).next_multiple_of(BLOCK_BYTES).min(self.mirror.len());
+        let buf = AlignedBuf::padded_copy(&self.mirror[first..end], BLOCK_BYTES);
+        self.writes += 1;
+        self.queue.write_at(self.start + first as u64, buf, true).map_err(Error::from)?;
+        Ok(())
+    }
+}

@@ -80,19 +80,19 @@ unsafe fn db_ref<'a>(db: *const shale_db) -> Outcome<&'a shale_db> {
 /// the snapshot belongs to `db`.
 ///
 /// # Safety
-/// `snapshot` is NULL or a live snapshot.
-unsafe fn read_options(
+/// `snapshot` is NULL or a snapshot that stays alive for `'a` (the options borrow it).
+unsafe fn read_options<'a>(
     db: &shale_db,
     snapshot: *const shale_snapshot,
-) -> Outcome<(ReadOptions, Option<Arc<SnapshotShared>>)> {
-    // SAFETY: the caller promises NULL or a live snapshot.
+) -> Outcome<(ReadOptions<'a>, Option<Arc<SnapshotShared>>)> {
+    // SAFETY: the caller promises NULL or a snapshot alive for 'a.
     let Some(snap) = (unsafe { snapshot.as_ref() }) else {
         return Ok((ReadOptions::default(), None));
     };
     if !Arc::ptr_eq(&snap.shared.db, &db.db) {
         return Err(Failure::invalid("the snapshot belongs to another store"));
     }
-    let opts = ReadOptions { snapshot: Some(snap.shared.snapshot.seq()), ..ReadOptions::default() };
+    let opts = ReadOptions { snapshot: Some(&snap.shared.snapshot), ..ReadOptions::default() };
     Ok((opts, Some(snap.shared.clone())))
 }
 

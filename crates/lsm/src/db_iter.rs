@@ -54,6 +54,25 @@ fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Iterates the user keys visible at a snapshot.
+///
+/// A cursor (`seek`, `next`, `prev`, `key`, `value`, as RocksDB's), and, through
+/// [`IntoIterator`], a Rust iterator of `(key, value)` pairs that runs from both ends:
+///
+/// ```
+/// use shale_lsm::{Db, Options, ReadOptions};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::small_for_tests())?;
+/// for k in ["a", "b", "c"] {
+///     db.put(k.as_bytes(), b"v")?;
+/// }
+/// let keys: Vec<Vec<u8>> =
+///     db.iter(&ReadOptions::default()).into_iter().map(|e| e.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+/// assert_eq!(keys, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+/// let last = db.iter(&ReadOptions::default()).into_iter().next_back().transpose()?;
+/// assert_eq!(last, Some((b"c".to_vec(), b"v".to_vec())));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct DbIterator {
     inner: Box<dyn InternalIterator>,
     snapshot: u64,
@@ -444,3 +463,108 @@ mod tests {
         assert_eq!(got, ["ab", "abc", "abd"]);
     }
 }
+
+/// Where an [`Entries`] cursor sits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// Not moved yet, or moved by the other end.
+    Elsewhere,
+    /// On the key last yielded from the front.
+    Front,
+    /// On the key last yielded from the back.
+    Back,
+}
+
+/// The entries of a [`DbIterator`] as a Rust iterator: `(key, value)` pairs in key order from
+/// the front, in reverse from the back, each key once however the two ends are mixed. An
+/// error (a damaged block, a failed read) is yielded once, as `Err`, and ends the iteration.
+///
+/// It starts from the iterator's bounds, wherever the cursor was left. Each switch between
+/// the ends re-seeks (a lookup, as `seek` costs); a run from one end just steps.
+pub struct Entries {
+    it: DbIterator,
+    /// The last key yielded from the front: the next one from the front is after it.
+    front: Option<Vec<u8>>,
+    /// The last key yielded from the back: the next one from the back is before it.
+    back: Option<Vec<u8>>,
+    at: At,
+    done: bool,
+}
+
+impl IntoIterator for DbIterator {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    type IntoIter = Entries;
+
+    fn into_iter(self) -> Entries {
+        Entries { it: self, front: None, back: None, at: At::Elsewhere, done: false }
+    }
+}
+
+impl Entries {
+    /// The entry the cursor is on, if it is still between the two ends; ends the iteration
+    /// otherwise (with the iterator's error, if it stopped on one).
+    fn take(&mut self, from_front: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        if !self.it.valid() {
+            self.done = true;
+            return self.it.status().err().map(Err);
+        }
+        let key = self.it.key();
+        let crossed = if from_front {
+            self.back.as_deref().is_some_and(|b| key >= b)
+        } else {
+            self.front.as_deref().is_some_and(|f| key <= f)
+        };
+        if crossed {
+            self.done = true;
+            return None;
+        }
+        let entry = (key.to_vec(), self.it.value().to_vec());
+        let end = if from_front { &mut self.front } else { &mut self.back };
+        *end = Some(entry.0.clone());
+        Some(Ok(entry))
+    }
+}
+
+impl Iterator for Entries {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match (self.at, self.front.clone()) {
+            (At::Front, _) => self.it.next(),
+            (_, None) => self.it.seek_to_first(),
+            (_, Some(last)) => {
+                self.it.seek(&last);
+                if self.it.valid() && self.it.key() == last.as_slice() {
+                    self.it.next();
+                }
+            }
+        }
+        self.at = At::Front;
+        self.take(true)
+    }
+}
+
+impl DoubleEndedIterator for Entries {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match (self.at, self.back.clone()) {
+            (At::Back, _) => self.it.prev(),
+            (_, None) => self.it.seek_to_last(),
+            (_, Some(last)) => {
+                self.it.seek_for_prev(&last);
+                if self.it.valid() && self.it.key() == last.as_slice() {
+                    self.it.prev();
+                }
+            }
+        }
+        self.at = At::Back;
+        self.take(false)
+    }
+}
+
+impl std::iter::FusedIterator for Entries {}

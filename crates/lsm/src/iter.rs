@@ -50,6 +50,43 @@ pub struct BlockRead {
 
 /// An iterator over a sorted vector of (internal key, value) entries: for tests and for small
 /// in-memory sources.
+/// An iterator that was refused before it began: never valid, its status the refusal.
+pub(crate) struct RefusedIterator {
+    /// The [`Error::InvalidArgument`](crate::Error::InvalidArgument) message.
+    why: String,
+}
+
+impl RefusedIterator {
+    pub(crate) fn new(why: String) -> RefusedIterator {
+        RefusedIterator { why }
+    }
+}
+
+impl InternalIterator for RefusedIterator {
+    fn valid(&self) -> bool {
+        false
+    }
+    fn seek_to_first(&mut self) {}
+    fn seek_to_last(&mut self) {}
+    fn seek(&mut self, _: &[u8]) {}
+    fn seek_for_prev(&mut self, _: &[u8]) {}
+    fn next(&mut self) {
+        unreachable!("next on an iterator that is never valid")
+    }
+    fn prev(&mut self) {
+        unreachable!("prev on an iterator that is never valid")
+    }
+    fn key(&self) -> &[u8] {
+        unreachable!("key of an iterator that is never valid")
+    }
+    fn value(&self) -> &[u8] {
+        unreachable!("value of an iterator that is never valid")
+    }
+    fn status(&self) -> Result<()> {
+        Err(crate::Error::InvalidArgument(self.why.clone()))
+    }
+}
+
 pub struct VecIterator {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     pos: Option<usize>,

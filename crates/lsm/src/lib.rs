@@ -13,7 +13,7 @@
 //!
 //! let snapshot = db.snapshot();
 //! db.delete(b"fruit/pear")?;
-//! let at_snapshot = ReadOptions { snapshot: Some(snapshot.seq()), ..Default::default() };
+//! let at_snapshot = ReadOptions { snapshot: Some(&snapshot), ..Default::default() };
 //! assert_eq!(db.get_opt(b"fruit/pear", &at_snapshot)?, Some(b"green".to_vec()));
 //! assert_eq!(db.get(b"fruit/pear")?, None);
 //!
@@ -57,7 +57,7 @@ pub mod write_controller;
 pub use batch::WriteBatch;
 pub use check::CheckReport;
 pub use db::{Db, ScanEntries, Snapshot};
-pub use db_iter::DbIterator;
+pub use db_iter::{DbIterator, Entries};
 pub use destroy::destroy;
 pub use error::{Error, Result};
 pub use options::{CompactionPri, MemoryTail, Options, ReadOptions, WalTail, WriteOptions};

@@ -493,10 +493,28 @@ pub struct WriteOptions {
 }
 
 /// Options of one read.
+///
+/// A snapshot is borrowed, so a read can only name a snapshot that is still alive: compaction
+/// keeps the versions a live snapshot reads, and a bare sequence number could outlive them.
+///
+/// ```
+/// use shale_lsm::{Db, Options, ReadOptions};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::small_for_tests())?;
+/// db.put(b"k", b"old")?;
+/// let snapshot = db.snapshot();
+/// db.put(b"k", b"new")?;
+/// let then = ReadOptions { snapshot: Some(&snapshot), ..Default::default() };
+/// assert_eq!(db.get_opt(b"k", &then)?.as_deref(), Some(&b"old"[..]));
+/// assert_eq!(db.get(b"k")?.as_deref(), Some(&b"new"[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default)]
-pub struct ReadOptions {
-    /// Read as of this snapshot instead of the latest state.
-    pub snapshot: Option<u64>,
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot instead of the latest state. A snapshot of another store is
+    /// refused with [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    pub snapshot: Option<&'a crate::Snapshot>,
     /// Iterators only: keys at or after this.
     pub lower_bound: Option<Vec<u8>>,
     /// Iterators only: keys before this.

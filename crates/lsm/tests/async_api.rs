@@ -217,7 +217,7 @@ fn lucky_reads_complete_at_submission_and_misses_read_the_ssts() {
     let t = db.submit_get(&key(1), &opts).unwrap();
     assert!(t.is_done());
     assert_eq!(t.wait().unwrap(), Some(b"newer".to_vec()));
-    let at_snapshot = ReadOptions { snapshot: Some(snapshot.seq()), ..Default::default() };
+    let at_snapshot = ReadOptions { snapshot: Some(&snapshot), ..Default::default() };
     let t = db.submit_get(&key(1), &at_snapshot).unwrap();
     assert_eq!(t.wait().unwrap(), Some(b"v1".to_vec()));
     assert_eq!(db.stats().async_lucky_reads, 201);
@@ -251,7 +251,7 @@ fn async_scans_agree_with_sync_iteration() {
         match case % 4 {
             1 => opts.upper_bound = Some(key(rng.gen_range(0..3100))),
             2 => opts.prefix = Some(format!("s0{}", rng.gen_range(0..3)).into_bytes()),
-            3 => opts.snapshot = Some(snapshots[rng.gen_range(0..snapshots.len())].seq()),
+            3 => opts.snapshot = Some(&snapshots[rng.gen_range(0..snapshots.len())]),
             _ => opts.lower_bound = Some(key(rng.gen_range(0..3100))),
         }
         let got = db.submit_scan(&start, limit, &opts).unwrap().wait().unwrap();

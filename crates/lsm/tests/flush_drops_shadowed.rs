@@ -43,7 +43,7 @@ fn a_flush_writes_only_the_versions_a_reader_can_see() {
     overwrite(&db, 1);
     db.delete(b"key0").unwrap();
     db.flush().unwrap();
-    let at_snap = ReadOptions { snapshot: Some(snap.seq()), ..Default::default() };
+    let at_snap = ReadOptions { snapshot: Some(&snap), ..Default::default() };
     for k in 0..5u32 {
         let key = format!("key{k}");
         assert_eq!(db.get_opt(key.as_bytes(), &at_snap).unwrap(), Some(value(k, 5000)), "{key}");

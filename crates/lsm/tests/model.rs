@@ -289,7 +289,7 @@ fn run(seed: u64, steps: usize) -> Counts {
                     // Compaction must keep what the snapshot reads.
                     db.compact_range().unwrap();
                 }
-                let opts = ReadOptions { snapshot: Some(snap.seq()), ..Default::default() };
+                let opts = ReadOptions { snapshot: Some(&snap), ..Default::default() };
                 let k = key(&mut rng);
                 assert_eq!(
                     db.get_opt(&k, &opts).unwrap(),

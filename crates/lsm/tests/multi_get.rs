@@ -89,7 +89,7 @@ fn run(direct: bool, seed: u64) {
     assert!(l0 >= 3, "{ctx}: the test needs overlapping L0 SSTs, has {l0}");
     check(&db, &model, &ReadOptions::default(), &mut rng, &ctx);
     let (snap, old) = frozen.unwrap();
-    let at_snap = ReadOptions { snapshot: Some(snap.seq()), ..Default::default() };
+    let at_snap = ReadOptions { snapshot: Some(&snap), ..Default::default() };
     check(&db, &old, &at_snap, &mut rng, &format!("{ctx}, snapshot"));
     db.compact_range().unwrap();
     check(&db, &model, &ReadOptions::default(), &mut rng, &format!("{ctx}, compacted"));

@@ -96,7 +96,7 @@ fn a_tombstone_above_hides_data_below_and_compaction_to_the_bottom_drops_both() 
     it.seek_for_prev(&k(200));
     assert_eq!(it.key(), &k(99)[..]);
     drop(it);
-    let at_snapshot = ReadOptions { snapshot: Some(snapshot.seq()), ..Default::default() };
+    let at_snapshot = ReadOptions { snapshot: Some(&snapshot), ..Default::default() };
     assert_eq!(db.get_opt(&k(150), &at_snapshot).unwrap(), Some(v(150, 0)));
     assert_eq!(scan(&db, &at_snapshot), expect(&before));
 
@@ -154,7 +154,7 @@ fn a_tombstone_over_several_outputs_is_clipped_to_each_and_the_level_stays_disjo
     // The first tombstone meets several outputs and is cut at each boundary.
     assert!(report.range_tombstones >= 3, "{report:?} {stats:?}");
     assert_eq!(scan(&db, &ReadOptions::default()), expect(&want));
-    let at_snapshot = ReadOptions { snapshot: Some(snapshot.seq()), ..Default::default() };
+    let at_snapshot = ReadOptions { snapshot: Some(&snapshot), ..Default::default() };
     assert_eq!(scan(&db, &at_snapshot), expect(&before));
     for n in (0..1500).step_by(7) {
         assert_eq!(db.get(&k(n)).unwrap(), want.get(&k(n)).cloned(), "key {n}");

@@ -34,7 +34,7 @@ fn an_output_past_its_reservation_is_relocated_and_reads_back_whole() {
     let s = db.stats();
     assert!(s.sst_relocations > 0, "no output outgrew its reservation: {s:?}");
     for (v, snap) in snapshots.iter().step_by(37) {
-        let at = shale_lsm::ReadOptions { snapshot: Some(snap.seq()), ..Default::default() };
+        let at = shale_lsm::ReadOptions { snapshot: Some(snap), ..Default::default() };
         assert_eq!(db.get_opt(b"hot", &at).unwrap(), Some(value(*v)), "version {v}");
     }
     db.check().unwrap();

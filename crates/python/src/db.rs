@@ -87,15 +87,14 @@ impl Db {
     }
 }
 
-/// The value of `key` in `store` (as of sequence number `seq`, when given), read with the
-/// GIL released.
+/// The value of `key` in `store` (as of `snapshot`, when given), read with the GIL released.
 pub fn get_at<'py>(
     py: Python<'py>,
     store: &shale_lsm::Db,
     key: &[u8],
-    seq: Option<u64>,
+    snapshot: Option<&shale_lsm::Snapshot>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    let opts = ReadOptions { snapshot: seq, ..ReadOptions::default() };
+    let opts = ReadOptions { snapshot, ..ReadOptions::default() };
     let value = py.detach(|| store.get_opt(key, &opts)).map_err(to_py)?;
     Ok(value.map(|v| PyBytes::new(py, &v)))
 }
@@ -163,11 +162,11 @@ impl Db {
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let store = self.store()?;
         let key = bytes_arg(key, "key")?;
-        let seq = match snapshot {
-            Some(s) => Some(s.get().shared_for(&store)?.snapshot.seq()),
+        let shared = match snapshot {
+            Some(s) => Some(s.get().shared_for(&store)?),
             None => None,
         };
-        get_at(py, &store, &key, seq)
+        get_at(py, &store, &key, shared.as_ref().map(|s| &s.snapshot))
     }
 
     /// Deletes `key` (nothing happens where it has no value).
@@ -226,12 +225,12 @@ impl Db {
             None => None,
         };
         let opts = ReadOptions {
-            snapshot: snapshot.as_ref().map(|s| s.snapshot.seq()),
+            snapshot: snapshot.as_ref().map(|s| &s.snapshot),
             lower_bound: optional_bytes_arg(lower, "lower")?,
             upper_bound: optional_bytes_arg(upper, "upper")?,
             prefix,
         };
-        Ok(Iterator::new(py, store, snapshot, &opts, reverse))
+        Ok(Iterator::new(py, store, snapshot.clone(), &opts, reverse))
     }
 
     /// A snapshot of the current state, for `get(key, snapshot=...)` and

@@ -57,7 +57,7 @@ impl Snapshot {
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let shared = self.shared()?;
         let key = bytes_arg(key, "key")?;
-        get_at(py, &shared.db, &key, Some(shared.snapshot.seq()))
+        get_at(py, &shared.db, &key, Some(&shared.snapshot))
     }
 
     /// The sequence number the snapshot reads at.

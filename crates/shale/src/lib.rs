@@ -27,8 +27,8 @@
 //! The layers underneath are public too: [`io`] (devices and queues) and [`space`] (volumes).
 
 pub use shale_lsm::{
-    CheckReport, Db, DbIterator, Error, Options, ReadOptions, Result, ScanEntries, Snapshot, Stall,
-    StallTotal, Stalls, Stats, Ticket, WriteBatch, WriteOptions,
+    CheckReport, Db, DbIterator, Entries, Error, Options, ReadOptions, Result, ScanEntries,
+    Snapshot, Stall, StallTotal, Stalls, Stats, Ticket, WriteBatch, WriteOptions,
 };
 
 /// The io layer: devices, queues, backends, the simulated device.

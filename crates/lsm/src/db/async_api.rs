@@ -55,7 +55,7 @@ use crate::stats::Stats;
 use crate::ticket::{self, Completer, Ticket};
 
 use super::pool::panic_message;
-use super::{Db, Inner, MEMTABLE_OVERHEAD_PER_OP};
+use super::{Db, Inner, MEMTABLE_OVERHEAD_PER_OP, Snapshot};
 
 /// Most bytes (memtable footprint) of one batch a worker builds from queued writes: as the
 /// write path's group cap, so one commit does not keep the writes behind it waiting on a long
@@ -111,8 +111,37 @@ struct WriteRequest {
 }
 
 enum ReadRequest {
-    Get { key: Vec<u8>, opts: ReadOptions, done: Completer<Option<Vec<u8>>> },
-    Scan { start: Vec<u8>, limit: usize, opts: ReadOptions, done: Completer<ScanEntries> },
+    Get { key: Vec<u8>, opts: QueuedReadOptions, done: Completer<Option<Vec<u8>>> },
+    Scan { start: Vec<u8>, limit: usize, opts: QueuedReadOptions, done: Completer<ScanEntries> },
+}
+
+/// A read's options while it waits in the queue: the snapshot held by a clone of its own, so
+/// that the versions it reads stay kept after the caller's snapshot drops.
+struct QueuedReadOptions {
+    snapshot: Option<Snapshot>,
+    lower_bound: Option<Vec<u8>>,
+    upper_bound: Option<Vec<u8>>,
+    prefix: Option<Vec<u8>>,
+}
+
+impl QueuedReadOptions {
+    fn new(opts: &ReadOptions<'_>) -> QueuedReadOptions {
+        QueuedReadOptions {
+            snapshot: opts.snapshot.cloned(),
+            lower_bound: opts.lower_bound.clone(),
+            upper_bound: opts.upper_bound.clone(),
+            prefix: opts.prefix.clone(),
+        }
+    }
+
+    fn options(&self) -> ReadOptions<'_> {
+        ReadOptions {
+            snapshot: self.snapshot.as_ref(),
+            lower_bound: self.lower_bound.clone(),
+            upper_bound: self.upper_bound.clone(),
+            prefix: self.prefix.clone(),
+        }
+    }
 }
 
 /// What a worker takes from the queue in one turn.
@@ -222,12 +251,16 @@ impl Db {
     /// full); an I/O error if a worker thread cannot be started. Through the ticket:
     /// [`Db::get_opt`]'s errors.
     pub fn submit_get(&self, key: &[u8], opts: &ReadOptions) -> Result<Ticket<Option<Vec<u8>>>> {
-        if let Ok(answer) = self.inner.read_view(opts).memtables(key) {
+        if let Ok(answer) = self.inner.read_view(opts)?.memtables(key) {
             self.async_api.queue.counters.lucky_reads.fetch_add(1, Ordering::Relaxed);
             return Ok(self.async_api.answered(Ok(answer)));
         }
         self.async_api.enqueue(&self.inner, |done| {
-            Request::Read(ReadRequest::Get { key: key.to_vec(), opts: opts.clone(), done })
+            Request::Read(ReadRequest::Get {
+                key: key.to_vec(),
+                opts: QueuedReadOptions::new(opts),
+                done,
+            })
         })
     }
 
@@ -266,7 +299,7 @@ impl Db {
             Request::Read(ReadRequest::Scan {
                 start: start.to_vec(),
                 limit,
-                opts: opts.clone(),
+                opts: QueuedReadOptions::new(opts),
                 done,
             })
         })
@@ -468,11 +501,11 @@ impl Queue {
     fn serve_read(&self, inner: &Inner, read: ReadRequest, places: &mut Places<'_>) {
         match read {
             ReadRequest::Get { key, opts, done } => {
-                let result = inner.get(&key, &opts);
+                let result = inner.get(&key, &opts.options());
                 self.complete([(done, result)], places);
             }
             ReadRequest::Scan { start, limit, opts, done } => {
-                let result = scan(inner, &start, limit, &opts);
+                let result = scan(inner, &start, limit, &opts.options());
                 self.complete([(done, result)], places);
             }
         }

@@ -86,7 +86,7 @@ use write_group::{GroupSync, Outcome, Pending, WriteQueue};
 use write_timing::WriteTimings;
 
 /// Memory a batch may take in a memtable beyond its encoded bytes, per op: an upper bound
-/// (node header 16, a tower of up to 12 links 96, key trailer 8, alignment), for the arena's
+/// (node header 24, a tower of up to 12 links 96, key trailer 8, alignment), for the arena's
 /// capacity, never the flush decision.
 const MEMTABLE_OVERHEAD_PER_OP: usize = 160;
 /// A memtable's arena may take this many write buffers. It only bounds: chunks come as
@@ -221,6 +221,22 @@ struct State {
 pub struct Snapshot {
     seq: u64,
     inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("seq", &self.seq).finish_non_exhaustive()
+    }
+}
+
+impl Clone for Snapshot {
+    /// Another hold on the same sequence number: the versions it reads are kept until every
+    /// clone has dropped.
+    fn clone(&self) -> Snapshot {
+        let mut st = self.inner.state.lock();
+        *st.snapshots.entry(self.seq).or_insert(0) += 1;
+        Snapshot { seq: self.seq, inner: self.inner.clone() }
+    }
 }
 
 impl Snapshot {
@@ -1489,7 +1505,21 @@ impl Inner {
     }
 
     /// What a point read consults, without the state mutex (`published.rs`).
-    fn read_view(&self, opts: &ReadOptions) -> ReadView {
+    /// The sequence number `opts` reads at, if it names a snapshot, which must be one of this
+    /// store's.
+    fn snapshot_seq(&self, opts: &ReadOptions) -> Result<Option<u64>> {
+        match opts.snapshot {
+            None => Ok(None),
+            Some(s) if std::ptr::eq(Arc::as_ptr(&s.inner), self) => Ok(Some(s.seq)),
+            Some(s) => Err(Error::InvalidArgument(format!(
+                "ReadOptions::snapshot (at sequence {}) is a snapshot of another store",
+                s.seq
+            ))),
+        }
+    }
+
+    fn read_view(&self, opts: &ReadOptions) -> Result<ReadView> {
+        let snapshot = self.snapshot_seq(opts)?;
         // Debug builds check the publication against the state, under its mutex, on one read
         // in eight: the others run lock-free, as in release builds, so that the tests exercise
         // the ordering the publication relies on rather than the mutex's.
@@ -1498,11 +1528,11 @@ impl Inner {
             self.published.check(&st.mem, &st.imm, &st.version, st.last_seq);
         }
         let (last_seq, view) = self.published.load();
-        ReadView { view, snapshot: opts.snapshot.unwrap_or(last_seq) }
+        Ok(ReadView { view, snapshot: snapshot.unwrap_or(last_seq) })
     }
 
     fn get(&self, user_key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        let view = self.read_view(opts);
+        let view = self.read_view(opts)?;
         // The newest range tombstone over the key seen so far, newest source first.
         let mut covering = match view.memtables(user_key) {
             Ok(answer) => return Ok(answer),
@@ -1524,12 +1554,20 @@ impl Inner {
     }
 
     fn iter(&self, opts: &ReadOptions) -> DbIterator {
+        let snapshot = match self.snapshot_seq(opts) {
+            Ok(seq) => seq,
+            Err(Error::InvalidArgument(why)) => {
+                let refused = Box::new(crate::iter::RefusedIterator::new(why));
+                return DbIterator::new(refused, 0, IterBounds::default());
+            }
+            Err(e) => unreachable!("snapshot_seq refuses only with InvalidArgument: {e}"),
+        };
         let st = self.state.lock();
         let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(st.mem.iter())];
         children
             .extend(st.imm.iter().map(|(m, _)| Box::new(m.iter()) as Box<dyn InternalIterator>));
         children.extend(st.version.iterators());
-        let snapshot = opts.snapshot.unwrap_or(st.last_seq);
+        let snapshot = snapshot.unwrap_or(st.last_seq);
         let mut tombstones = st.mem.range_tombstones();
         tombstones.extend(st.imm.iter().flat_map(|(m, _)| m.range_tombstones()));
         let version = st.version.clone();

@@ -48,7 +48,7 @@ impl Inner {
         keys: &[&[u8]],
         opts: &ReadOptions,
     ) -> Result<Vec<Option<Vec<u8>>>> {
-        let view = self.read_view(opts);
+        let view = self.read_view(opts)?;
         let snapshot = view.snapshot;
         let mut answers: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
         let mut walking = Vec::new();

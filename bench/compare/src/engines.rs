@@ -90,7 +90,7 @@ impl Shale {
             ..shale::Options::default()
         };
         o.sst.bloom_bits_per_key = 10;
-        o.sst.compression = shale::lsm::sst::Compression::None;
+        o.sst.compression = shale::lsm::Compression::None;
         // The WAL area is the engine's to size from the write buffer (as for `shale bench`).
         Ok(Shale { db: Some(shale::Db::open(dir, o)?) })
     }

@@ -137,7 +137,7 @@ impl WriteBatch {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the first bad range.
-    pub fn check_ranges(&self, key_bytes_max: usize) -> Result<()> {
+    pub(crate) fn check_ranges(&self, key_bytes_max: usize) -> Result<()> {
         for op in self.ops().filter(|op| op.kind == OpKind::DeleteRange) {
             if op.value.len() > key_bytes_max {
                 return Err(Error::InvalidArgument(format!(
@@ -171,16 +171,18 @@ impl WriteBatch {
         self.rep.len()
     }
 
-    /// The encoding with `first_seq` stamped in: the WAL record.
-    pub fn encode(&self, first_seq: u64) -> Vec<u8> {
-        let mut out = self.rep.clone();
-        out[..8].copy_from_slice(&first_seq.to_le_bytes());
-        out[8..12].copy_from_slice(&self.count.to_le_bytes());
-        out
+    crate::internal_fn! {
+        /// The encoding with `first_seq` stamped in: the WAL record.
+        fn encode(&self, first_seq: u64) -> Vec<u8> {
+            let mut out = self.rep.clone();
+            out[..8].copy_from_slice(&first_seq.to_le_bytes());
+            out[8..12].copy_from_slice(&self.count.to_le_bytes());
+            out
+        }
     }
 
     /// The operations, in order.
-    pub fn ops(&self) -> BatchOps<'_> {
+    pub(crate) fn ops(&self) -> BatchOps<'_> {
         BatchOps { rest: &self.rep[BATCH_HEADER_BYTES..], left: self.count }
     }
 }

@@ -89,7 +89,7 @@ pub struct DbIterator {
 
 impl DbIterator {
     /// Wraps a merged iterator over every source, reading at `snapshot`.
-    pub fn new(inner: Box<dyn InternalIterator>, snapshot: u64, bounds: IterBounds) -> DbIterator {
+    pub(crate) fn new(inner: Box<dyn InternalIterator>, snapshot: u64, bounds: IterBounds) -> DbIterator {
         DbIterator {
             inner,
             snapshot,
@@ -108,14 +108,14 @@ impl DbIterator {
     /// one io_uring submission, or page-cache reads), before seeking. A seek otherwise waits
     /// for those reads one after the other: with the data on the device, a seek over five
     /// sorted runs cost five device latencies where it can cost about one.
-    pub fn with_batched_seeks(mut self, pool: Arc<QueuePool>) -> DbIterator {
+    pub(crate) fn with_batched_seeks(mut self, pool: Arc<QueuePool>) -> DbIterator {
         self.seek_reads = Some(pool);
         self
     }
 
     /// Adds the range tombstones of the sources (all of them: those the snapshot does not see
     /// or outside the bounds are left out here). Call before positioning the iterator.
-    pub fn with_range_tombstones(mut self, tombstones: Vec<RangeTombstone>) -> DbIterator {
+    pub(crate) fn with_range_tombstones(mut self, tombstones: Vec<RangeTombstone>) -> DbIterator {
         let (lower, upper) = (self.bounds.lower.as_deref(), self.bounds.upper.as_deref());
         let visible: Vec<RangeTombstone> = tombstones
             .into_iter()

@@ -7,7 +7,7 @@ use crate::error::Result;
 /// Positioning calls never fail; an SST iterator that hits an I/O error or damage becomes
 /// invalid and reports the error from [`InternalIterator::status`]. Callers check `status`
 /// whenever `valid` turns false.
-pub trait InternalIterator {
+pub trait InternalIterator: Send {
     /// Whether the cursor is on an entry.
     fn valid(&self) -> bool;
     /// Moves to the first entry.

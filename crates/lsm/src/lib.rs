@@ -28,31 +28,70 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod batch;
-pub mod cache;
-pub mod check;
+// Without the `internals` feature (a user's build) the helpers only the project's tools call
+// are unused; the workspace's own builds turn the feature on and check dead code there.
+#![cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
+// No public item may hand out a type a user cannot name.
+#![warn(unnameable_types)]
+
+/// Declares the engine's internal modules: `pub(crate)` for the crate's users, whose API is
+/// the re-exports below and [`options`]; `pub` (and hidden from the docs) with the
+/// `internals` feature, which the project's own tools turn on (the CLI's `inspect`, `check`
+/// and `bench`, the fuzz targets, this crate's scenario tests through its dev-dependency on
+/// itself). Nothing they reach is covered by semver.
+macro_rules! internal_modules {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        pub(crate) mod $name;
+    )*};
+}
+
+/// Declares a method of the engine's internals on a public type, as [`internal_modules!`]
+/// does a module: `pub` and hidden with the `internals` feature, `pub(crate)` without.
+macro_rules! internal_fn {
+    ($(#[$meta:meta])* fn $($rest:tt)*) => {
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        $(#[$meta])*
+        pub fn $($rest)*
+        #[cfg(not(feature = "internals"))]
+        $(#[$meta])*
+        #[allow(dead_code, reason = "used by the project's tools, with the `internals` feature")]
+        pub(crate) fn $($rest)*
+    };
+}
+pub(crate) use internal_fn;
+
+internal_modules!(
+    batch,
+    cache,
+    check,
+    db_iter,
+    destroy,
+    error,
+    iter,
+    key,
+    level_targets,
+    memtable,
+    merge,
+    range_del,
+    sst,
+    stats,
+    ticket,
+    tiering,
+    timeline,
+    tuner,
+    version,
+    version_edit,
+    wal,
+    write_controller,
+);
 mod db;
-pub mod db_iter;
-pub mod destroy;
-pub mod error;
-pub mod iter;
-pub mod key;
-pub mod level_targets;
-pub mod memtable;
-pub mod merge;
 pub mod options;
-pub mod range_del;
-pub mod sst;
-pub mod stats;
 mod sync;
-pub mod ticket;
-pub mod tiering;
-pub mod timeline;
-pub mod tuner;
-pub mod version;
-pub mod version_edit;
-pub mod wal;
-pub mod write_controller;
 
 pub use batch::WriteBatch;
 pub use check::CheckReport;
@@ -61,6 +100,7 @@ pub use db_iter::{DbIterator, Entries};
 pub use destroy::destroy;
 pub use error::{Error, Result};
 pub use options::{CompactionPri, MemoryTail, Options, ReadOptions, WalTail, WriteOptions};
+pub use sst::{Compression, IndexAndFilter, SstOptions};
 pub use stats::{Stall, StallTotal, Stalls, Stats, TierStats};
 pub use ticket::Ticket;
 pub use tiering::TierOptions;

@@ -333,7 +333,7 @@ impl Options {
     }
 
     /// Where SST readers keep index and filter blocks (`cache_index_and_filter_blocks`).
-    pub fn index_and_filter(&self) -> IndexAndFilter {
+    pub(crate) fn index_and_filter(&self) -> IndexAndFilter {
         IndexAndFilter::from_option(self.cache_index_and_filter_blocks)
     }
 

@@ -20,6 +20,9 @@
 //! it.seek_to_first();
 //! assert_eq!((it.key(), it.value()), (&b"user:2"[..], &b"grace"[..]));
 //! # drop(it);
+//! // Or as a Rust iterator, from either end.
+//! let newest = db.iter(&ReadOptions::default()).into_iter().next_back().transpose()?;
+//! assert_eq!(newest, Some((b"user:2".to_vec(), b"grace".to_vec())));
 //! db.close()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -33,7 +36,10 @@ pub use shale_lsm::{
 
 /// The io layer: devices, queues, backends, the simulated device.
 pub use shale_io as io;
-/// The lsm engine's modules (formats, iterators, WAL, SSTs).
+/// The lsm engine: the same API as this crate's root, its options module with the limits, and
+/// the option types (`SstOptions`, `Compression`, `TierOptions`, `TunerOptions`). Its formats,
+/// WAL and SST modules are internal (the `internals` feature, for the project's tools, is
+/// outside semver).
 pub use shale_lsm as lsm;
 /// The space layer: volumes, slots and extents, the version log.
 pub use shale_space as space;

@@ -619,9 +619,11 @@ impl Db {
         crate::check::check_version(&version, &live)
     }
 
-    /// The volume under the store.
-    pub fn volume(&self) -> &Arc<Volume> {
-        &self.inner.volume
+    crate::internal_fn! {
+        /// The raw volume under the store, for the project's tools (`internals` feature).
+        fn volume(&self) -> &Arc<Volume> {
+            &self.inner.volume
+        }
     }
 
     /// Flushes memtables, stops background work and closes the store.

@@ -75,7 +75,11 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     // Refused before the store is touched.
     config.validate().map_err(|e| format!("shale serve: {e}"))?;
-    let mut options = Options::default();
+    // Keys past their expiry go when compaction meets them, not only when read.
+    let mut options = Options {
+        compaction_filter: Some(std::sync::Arc::new(shale_serve::ExpiredKeys)),
+        ..Options::default()
+    };
     if let Some(bytes) = args.write_buffer_size {
         options.write_buffer_bytes = bytes;
     }

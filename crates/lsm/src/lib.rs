@@ -99,7 +99,9 @@ pub use db::{Db, ScanEntries, Snapshot};
 pub use db_iter::{DbIterator, Entries};
 pub use destroy::destroy;
 pub use error::{Error, Result};
-pub use options::{CompactionPri, MemoryTail, Options, ReadOptions, WalTail, WriteOptions};
+pub use options::{
+    CompactionFilter, CompactionPri, MemoryTail, Options, ReadOptions, WalTail, WriteOptions,
+};
 pub use sst::{Compression, IndexAndFilter, SstOptions};
 pub use stats::{Stall, StallTotal, Stalls, Stats, TierStats};
 pub use ticket::Ticket;

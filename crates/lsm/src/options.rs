@@ -1,5 +1,7 @@
 //! Options of a store, with RocksDB's names and defaults where RocksDB has the same knob.
 
+use std::sync::Arc;
+
 use shale_space::{AREA_ALIGN, LayoutOptions, VolumeOptions};
 
 use crate::error::{Error, Result};
@@ -66,6 +68,57 @@ const WAL_GROUP_PAGES_MAX: u64 = u32::MAX as u64;
 /// Slots a new volume file starts with: a small store needs no more, and the volume grows by
 /// at least `grow_slots_min` slots (or a quarter of itself) whenever an SST does not fit.
 pub const INITIAL_SLOTS_DEFAULT: u32 = 4;
+
+/// Decides during compaction whether a key's value is dead, so that the key stops existing
+/// without a delete from the application: keys past an expiry kept in the value
+/// (`shale serve`'s TTLs), say.
+///
+/// Compaction asks only about the newest version of a key, a put, and only once every reader
+/// sees that version (it is at or below the oldest snapshot), so no snapshot's answer
+/// changes and no older version can come back: a removed value becomes a tombstone at the
+/// same sequence number, which hides the versions below and is itself dropped where nothing
+/// deeper holds the key, as any delete is. Keys that are never compacted again keep their
+/// values: readers must still check the value themselves (a filter makes the space come
+/// back, not the answer change). Called from compaction threads: it must be quick and must
+/// not call into the store.
+///
+/// ```
+/// use std::sync::Arc;
+/// use shale_lsm::{CompactionFilter, Db, Options};
+///
+/// /// Drops every value that starts with "dead:".
+/// struct DeadPrefix;
+/// impl CompactionFilter for DeadPrefix {
+///     fn name(&self) -> &str {
+///         "dead-prefix"
+///     }
+///     fn remove(&self, _key: &[u8], value: &[u8]) -> bool {
+///         value.starts_with(b"dead:")
+///     }
+/// }
+///
+/// let dir = tempfile::tempdir()?;
+/// let opts = Options { compaction_filter: Some(Arc::new(DeadPrefix)), ..Options::small_for_tests() };
+/// let db = Db::open(dir.path(), opts)?;
+/// db.put(b"a", b"dead: gone after compaction")?;
+/// db.put(b"b", b"alive")?;
+/// db.compact_range()?;
+/// assert_eq!(db.get(b"a")?, None);
+/// assert_eq!(db.get(b"b")?.as_deref(), Some(&b"alive"[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait CompactionFilter: Send + Sync {
+    /// A name for `Debug` output and logs.
+    fn name(&self) -> &str;
+    /// Whether the value of `key` is dead and the key should stop existing.
+    fn remove(&self, key: &[u8], value: &[u8]) -> bool;
+}
+
+impl std::fmt::Debug for dyn CompactionFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CompactionFilter({})", self.name())
+    }
+}
 
 /// How a store is opened and tuned.
 #[derive(Clone, Debug)]
@@ -192,6 +245,10 @@ pub struct Options {
     /// ADOC's tuner: which knobs it turns each window (`TunerMode::Off`, the default, runs
     /// none; see [`TunerOptions`]).
     pub tuner: TunerOptions,
+    /// Asked by compaction whether a value is dead (RocksDB's compaction filter, for
+    /// removal): an application's own expiry, say. `None` by default. See
+    /// [`CompactionFilter`] for what it is asked and what a removal does.
+    pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
     /// Test failpoint (feature `failpoints`): the flush thread panics before its flush once
     /// this many flushes have committed.
     #[cfg(feature = "failpoints")]
@@ -245,6 +302,7 @@ impl Default for Options {
             wal_tail: WalTail::default(),
             tiers: TierOptions::default(),
             tuner: TunerOptions::default(),
+            compaction_filter: None,
             #[cfg(feature = "failpoints")]
             panic_in_flush_after: None,
             #[cfg(feature = "failpoints")]

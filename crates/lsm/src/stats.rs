@@ -109,6 +109,8 @@ pub struct Stats {
     pub flushes: u64,
     /// Compactions completed since open (trivial moves included).
     pub compactions: u64,
+    /// Puts that the compaction filter ([`crate::CompactionFilter`]) removed since open.
+    pub compaction_filter_removals: u64,
     /// Bytes of write batches accepted since open.
     pub user_bytes_written: u64,
     /// Write batches accepted since open.

@@ -6,10 +6,14 @@
 //! engine's async API so the runtime's few threads never wait on the device.
 //!
 //! ```no_run
+//! use std::sync::Arc;
 //! use shale_lsm::{Db, Options};
-//! use shale_serve::{Config, Server};
+//! use shale_serve::{Config, ExpiredKeys, Server};
 //!
-//! let db = Db::open("/tmp/serve-demo", Options::default())?;
+//! // Compaction drops keys whose expiry has passed (a key never read again keeps its bytes
+//! // otherwise).
+//! let options = Options { compaction_filter: Some(Arc::new(ExpiredKeys)), ..Options::default() };
+//! let db = Db::open("/tmp/serve-demo", options)?;
 //! let server = Server::start(db, Config::default())?;   // 127.0.0.1:6379
 //! println!("listening on {:?}", server.tcp_addr());
 //! server.wait_for_signal()?;                            // SIGTERM or SIGINT
@@ -17,13 +21,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Modules: [`resp`] (the protocol), [`value`] (the stored value format), [`keyspace`] (Redis
+//! Modules: [`resp`] (the protocol), [`value`] (the stored value format), [`expiry_filter`]
+//! (expired keys dropped by compaction), [`keyspace`] (Redis
 //! keys over engine keys, locks, appendfsync), [`commands`] (one module per family),
 //! [`server`] (listeners, connections, shutdown), [`config`], [`glob`] (MATCH patterns).
 
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod expiry_filter;
 pub mod glob;
 pub mod keyspace;
 pub mod resp;
@@ -32,4 +38,5 @@ pub mod value;
 
 pub use config::{AppendFsync, Config};
 pub use error::{Error, Result};
+pub use expiry_filter::ExpiredKeys;
 pub use server::Server;

@@ -28,7 +28,7 @@ use crate::range_del::{self, Fragments, RangeTombstone};
 use crate::version::{HandleIter, SstHandle};
 use crate::version_edit::{SstMeta, VersionEdit};
 
-use super::picker::KeyRange;
+use super::picker::{KeyRange, Plan};
 use super::{Inner, OutputSst, State};
 
 /// Padding (unused bytes of its last slot) from which the last output of a merge counts as
@@ -56,7 +56,10 @@ impl Inner {
         let v = st.version.clone();
         let sizes: Vec<u64> = (0..v.levels.len()).map(|l| v.level_bytes(l)).collect();
         let targets = LevelTargets::compute(&self.opts, &sizes);
-        let plan = st.compaction.pick(&v.levels, &self.opts, &targets, st.full_compaction)?;
+        let plan = st
+            .compaction
+            .pick(&v.levels, &self.opts, &targets, st.full_compaction)
+            .or_else(|| self.bottom_rewrite(st, &v.levels))?;
         let id = st.compaction.start(&v.levels, &plan);
         let take = |level: usize, at: &[usize]| -> Vec<Arc<SstHandle>> {
             at.iter().map(|&i| v.levels[level][i].clone()).collect()
@@ -73,9 +76,34 @@ impl Inner {
             output_level: plan.output_level,
             next: take(plan.output_level, &plan.next),
             full: plan.full,
-            trivial_move: same_tier && plan.is_trivial_move(&v.levels),
+            // A rewrite in place is the point of its compaction (the filter's pass).
+            trivial_move: same_tier
+                && plan.level != plan.output_level
+                && plan.is_trivial_move(&v.levels),
             inputs,
         })
+    }
+
+    /// The last step of a full compaction with a compaction filter: the one level that holds
+    /// everything rewritten in place, so that the filter sees the values no merge would pass
+    /// through again (RocksDB's `kIfHaveCompactionFilter` for its bottommost level). Once per
+    /// `compact_range`, when nothing else runs.
+    fn bottom_rewrite(&self, st: &mut State, levels: &[Vec<Arc<SstHandle>>]) -> Option<Plan> {
+        if !st.full_compaction || !st.rewrite_bottom || st.compaction.running() > 0 {
+            return None;
+        }
+        st.rewrite_bottom = false;
+        let non_empty: Vec<usize> = (0..levels.len()).filter(|&l| !levels[l].is_empty()).collect();
+        match non_empty.as_slice() {
+            &[level] if level > 0 => Some(Plan {
+                level,
+                output_level: level,
+                inputs: (0..levels[level].len()).collect(),
+                next: Vec::new(),
+                full: true,
+            }),
+            _ => None,
+        }
     }
 
     /// Size compaction outputs are cut at: the target file size in whole slots, at least one.
@@ -181,14 +209,31 @@ impl Inner {
                 last_seq_for_key = SEQ_MAX;
             }
             let shadowed = last_seq_for_key <= smallest_snapshot;
-            let dead_tombstone = p.kind == Kind::Delete
+            // The application's filter removes the newest version of a key once every reader
+            // sees it (`CompactionFilter`): the put becomes a tombstone at its sequence.
+            let filtered = new_key
+                && p.kind == Kind::Put
+                && p.seq <= smallest_snapshot
+                && self
+                    .opts
+                    .compaction_filter
+                    .as_ref()
+                    .is_some_and(|f| f.remove(p.user_key, merged.value()));
+            let dead_tombstone = (p.kind == Kind::Delete || filtered)
                 && p.seq <= smallest_snapshot
                 && !version.below_may_contain(out_level, p.user_key);
             // Older than a tombstone that every reader sees.
             let range_deleted = p.seq < covering.max_covering_seq(p.user_key, smallest_snapshot);
             last_seq_for_key = p.seq;
+            if filtered && !shadowed && !range_deleted {
+                self.filtered_removals.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             if !shadowed && !dead_tombstone && !range_deleted {
-                builder.add(ikey, merged.value())?;
+                if filtered {
+                    builder.add(&key::encode(p.user_key, p.seq, Kind::Delete), &[])?;
+                } else {
+                    builder.add(ikey, merged.value())?;
+                }
             }
             merged.next();
         }

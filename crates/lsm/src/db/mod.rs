@@ -133,6 +133,8 @@ enum Worker {
 
 struct Inner {
     opts: Options,
+    /// Puts the compaction filter turned into tombstones since open.
+    filtered_removals: AtomicU64,
     volume: Arc<Volume>,
     pool: Arc<QueuePool>,
     cache: Arc<BlockCache>,
@@ -207,6 +209,9 @@ struct State {
     stopped: Option<String>,
     shutting_down: bool,
     full_compaction: bool,
+    /// The running full compaction still owes the compaction filter its rewrite of the last
+    /// level (`Inner::bottom_rewrite`).
+    rewrite_bottom: bool,
     /// Running compactions, round-robin pointers, odd chunks (`picker.rs`).
     compaction: CompactionState,
     /// Compaction threads wanted and running (`pool.rs`).
@@ -538,6 +543,7 @@ impl Db {
         self.inner.flush()?;
         let mut st = self.inner.state.lock();
         st.full_compaction = true;
+        st.rewrite_bottom = self.inner.opts.compaction_filter.is_some();
         self.inner.cv.notify_all();
         while st.full_compaction && st.stopped.is_none() {
             self.inner.cv.wait(&mut st);
@@ -1616,6 +1622,7 @@ impl Inner {
             last_seq: st.last_seq,
             flushes: st.flushes,
             compactions: st.compactions,
+            compaction_filter_removals: self.filtered_removals.load(Ordering::Relaxed),
             user_bytes_written: self.user_bytes_written.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             write_groups: self.write_groups.load(Ordering::Relaxed),

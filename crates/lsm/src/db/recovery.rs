@@ -171,6 +171,7 @@ impl Db {
             wal: Mutex::new(wal),
             pipeline,
             timings: super::WriteTimings::new(),
+            filtered_removals: std::sync::atomic::AtomicU64::new(0),
             writers: WriteQueue::default(),
             state: Mutex::new(State {
                 freed_ltns: Vec::new(),
@@ -188,6 +189,7 @@ impl Db {
                 stopped: None,
                 shutting_down: false,
                 full_compaction: false,
+                rewrite_bottom: false,
                 compaction: Default::default(),
                 pool: Default::default(),
                 flushes: 0,

@@ -9,6 +9,8 @@ use crate::version::{HandleIter, SstHandle, Version};
 
 /// What a check read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+// Reports grow fields: users read them, only the engine makes them.
+#[non_exhaustive]
 pub struct CheckReport {
     /// SSTs read end to end.
     pub ssts: usize,

@@ -20,6 +20,8 @@ pub enum Stall {
 
 /// Count and total duration of stalls of one kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+// Reports grow fields: users read them, only the engine makes them.
+#[non_exhaustive]
 pub struct StallTotal {
     /// How many times writes stalled.
     pub count: u64,
@@ -29,6 +31,8 @@ pub struct StallTotal {
 
 /// Stall totals by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+// Reports grow fields: users read them, only the engine makes them.
+#[non_exhaustive]
 pub struct Stalls {
     /// Memtable (MT) stalls.
     pub memtable: StallTotal,
@@ -71,6 +75,8 @@ impl StallCounters {
 
 /// A snapshot of the store's statistics and properties.
 #[derive(Clone, Debug, Default, PartialEq)]
+// Reports grow fields: users read them, only the engine makes them.
+#[non_exhaustive]
 pub struct Stats {
     /// SSTs per level.
     pub files_per_level: Vec<usize>,
@@ -259,6 +265,8 @@ pub struct Stats {
 
 /// One tier's figures in [`Stats::tiers`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+// Reports grow fields: users read them, only the engine makes them.
+#[non_exhaustive]
 pub struct TierStats {
     /// "fast" or "capacity".
     pub name: &'static str,

@@ -170,6 +170,9 @@ typedef struct shale_iterator shale_iterator;
 // at a time, closed with `shale_kvs_iterator_close`.
 typedef struct shale_kvs_iterator shale_kvs_iterator;
 
+// An open set of kvs stores. Close it with `shale_kvs_shards_close`.
+typedef struct shale_kvs_shards shale_kvs_shards;
+
 // An open kvs store (one shard of the hash engine). Close it with `shale_kvs_close`.
 typedef struct shale_kvs_store shale_kvs_store;
 
@@ -795,6 +798,98 @@ void shale_kvs_iterator_close(struct shale_kvs_iterator *iter);
 // # Safety
 // `ptr` is NULL or a value the library returned, freed once.
 void shale_free(void *ptr);
+
+// Opens (or creates) a set over the `n` paths `paths[i]` (directories, volume files or
+// block devices), one store each, in that order: a set is opened again with its paths in
+// the same order (the set's membership is recorded in every volume, and a path missing,
+// swapped or from another set is refused). On success `*out` is the set's handle.
+//
+// `options` (NULL for the defaults) apply to every store.
+//
+// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` for no paths, bad options or paths that do
+// not form the recorded set; `SHALE_NOT_A_STORE`; `SHALE_CORRUPTION`; `SHALE_IO`.
+//
+// # Safety
+// `paths` holds `n` NUL-terminated strings; `options` is NULL or valid; `out` is valid for
+// a write; `err` is NULL or valid for a write.
+int shale_kvs_shards_open(const char *const *paths,
+                          size_t n,
+                          const struct shale_kvs_options *options,
+                          struct shale_kvs_shards **out,
+                          struct shale_error **err);
+
+// Closes every store of the set and frees the handle. NULL is ignored.
+//
+// # Safety
+// `shards` is NULL or a live handle, closed once, with no other call on it running or
+// following.
+void shale_kvs_shards_close(struct shale_kvs_shards *shards);
+
+// The number of stores in the set.
+//
+// # Safety
+// `shards` is a live handle.
+size_t shale_kvs_shards_count(const struct shale_kvs_shards *shards);
+
+// As `shale_kvs_store_tuple`, in the store the key's hash picks.
+//
+// # Safety
+// As `shale_kvs_store_tuple`, with a live set handle.
+int shale_kvs_shards_store_tuple(const struct shale_kvs_shards *shards,
+                                 const uint8_t *key,
+                                 size_t key_len,
+                                 const uint8_t *value,
+                                 size_t value_len,
+                                 int mode,
+                                 struct shale_error **err);
+
+// As `shale_kvs_retrieve_tuple`, from the store the key's hash picks.
+//
+// # Safety
+// As `shale_kvs_retrieve_tuple`, with a live set handle.
+int shale_kvs_shards_retrieve_tuple(const struct shale_kvs_shards *shards,
+                                    const uint8_t *key,
+                                    size_t key_len,
+                                    size_t offset,
+                                    uint8_t *buf,
+                                    size_t buf_len,
+                                    size_t *value_len_out,
+                                    struct shale_error **err);
+
+// As `shale_kvs_delete_tuple`, in the store the key's hash picks.
+//
+// # Safety
+// As `shale_kvs_delete_tuple`, with a live set handle.
+int shale_kvs_shards_delete_tuple(const struct shale_kvs_shards *shards,
+                                  const uint8_t *key,
+                                  size_t key_len,
+                                  bool *existed_out,
+                                  struct shale_error **err);
+
+// As `shale_kvs_exist_tuples`, each key asked of the store its hash picks.
+//
+// # Safety
+// As `shale_kvs_exist_tuples`, with a live set handle.
+int shale_kvs_shards_exist_tuples(const struct shale_kvs_shards *shards,
+                                  const uint8_t *const *keys,
+                                  const size_t *key_lens,
+                                  size_t n,
+                                  uint8_t *bits_out,
+                                  size_t bits_len,
+                                  struct shale_error **err);
+
+// As `shale_kvs_open_iterator`, over every store of the set in turn (it holds an iterator
+// of each store while open, so each store's limit of 16 counts it). Read it with
+// `shale_kvs_iterator_next` and close it with `shale_kvs_iterator_close`.
+//
+// # Safety
+// As `shale_kvs_open_iterator`, with a live set handle.
+int shale_kvs_shards_open_iterator(const struct shale_kvs_shards *shards,
+                                   const uint8_t *prefix,
+                                   const uint8_t *bitmask,
+                                   bool with_values,
+                                   struct shale_kvs_iterator **out,
+                                   struct shale_error **err);
 
 // The default options.
 struct shale_table_options shale_table_options_default(void);

@@ -111,7 +111,7 @@ unsafe fn handle<'a>(store: *const shale_kvs_store) -> Outcome<&'a shale_kvs_sto
     unsafe { store.as_ref() }.ok_or_else(|| Failure::null("store"))
 }
 
-fn store_mode(mode: c_int) -> Outcome<StoreMode> {
+pub(crate) fn store_mode(mode: c_int) -> Outcome<StoreMode> {
     match mode {
         0 => Ok(StoreMode::Overwrite),
         1 => Ok(StoreMode::NoOverwrite),
@@ -264,7 +264,7 @@ pub unsafe extern "C" fn shale_kvs_retrieve_tuple(
     }
 }
 
-fn not_found() -> Failure {
+pub(crate) fn not_found() -> Failure {
     Failure::new(shale_status::SHALE_KEY_NOT_FOUND, "key not found")
 }
 
@@ -299,7 +299,7 @@ pub unsafe extern "C" fn shale_kvs_delete_tuple(
 ///
 /// # Safety
 /// `keys` and `key_lens` are readable for `n` entries each, and each key for its length.
-unsafe fn key_list<'a>(
+pub(crate) unsafe fn key_list<'a>(
     keys: *const *const u8,
     key_lens: *const usize,
     n: usize,
@@ -585,7 +585,22 @@ pub unsafe extern "C" fn shale_kvs_free_value(value: *mut u8) {
 /// An open iterator over a kvs store's keys (`shale_kvs_open_iterator`); used from one thread
 /// at a time, closed with `shale_kvs_iterator_close`.
 pub struct shale_kvs_iterator {
-    it: KvIterator,
+    pub(crate) it: Iter,
+}
+
+/// The engine iterator behind a handle: over one store, or over every store of a set.
+pub(crate) enum Iter {
+    One(KvIterator),
+    Set(shale_hash::ShardsIterator),
+}
+
+impl Iter {
+    fn next_batch(&mut self, max: usize) -> shale_hash::Result<Vec<shale_hash::IterEntry>> {
+        match self {
+            Iter::One(it) => it.next_batch(max),
+            Iter::Set(it) => it.next_batch(max),
+        }
+    }
 }
 
 /// One entry of an iterator batch: a key and, for an iterator opened `with_values`, its
@@ -635,7 +650,7 @@ pub unsafe extern "C" fn shale_kvs_open_iterator(
             let mask: [u8; 4] = bytes(bitmask, 4, "bitmask")?.try_into().expect("4 bytes");
             let kind = if with_values { IterKind::KeysAndValues } else { IterKind::Keys };
             let it = s.store.open_iterator(prefix, mask, kind)?;
-            out.write(Box::into_raw(Box::new(shale_kvs_iterator { it })));
+            out.write(Box::into_raw(Box::new(shale_kvs_iterator { it: Iter::One(it) })));
             Ok(())
         })
     }

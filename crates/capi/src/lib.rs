@@ -20,6 +20,7 @@ mod db;
 mod error;
 mod kvs;
 mod mem;
+mod shards;
 mod table;
 
 pub use db::*;
@@ -29,4 +30,5 @@ pub use error::{
 };
 pub use kvs::*;
 pub use mem::shale_free;
+pub use shards::*;
 pub use table::*;

@@ -2,7 +2,8 @@
  * The kvs API of shale's hash engine from C: open a store in the directory argv[1],
  * store, retrieve (whole, from an offset, into a buffer too small), exist, delete, then
  * submit requests asynchronously and reap their completions through poll(2) on the
- * store's completion fd. Prints what it sees; exits 0 when every step went as expected.
+ * store's completion fd; then a set of two stores (argv[1]-a and argv[1]-b) used as one,
+ * reopened in its order. Prints what it sees; exits 0 when every step went as expected.
  *
  *   cc -I crates/capi/include kvs_example.c -L target/release -lshale -o kvs_example
  *   LD_LIBRARY_PATH=target/release ./kvs_example /tmp/kvs-store
@@ -207,6 +208,56 @@ int main(int argc, char **argv) {
     printf("iterate item: %zu keys, %zu value bytes\n", found, value_bytes);
 
     shale_kvs_close(store);
+
+    /* Two stores used as one: each key goes to the store its hash picks. */
+    char path_a[4096], path_b[4096];
+    snprintf(path_a, sizeof path_a, "%s-a", argv[1]);
+    snprintf(path_b, sizeof path_b, "%s-b", argv[1]);
+    const char *set_paths[] = {path_a, path_b};
+    for (int round = 0; round < 2; round++) {
+        shale_kvs_shards *set = NULL;
+        expect("open set", shale_kvs_shards_open(set_paths, 2, NULL, &set, NULL), SHALE_OK, NULL);
+        if (set == NULL) {
+            return 1;
+        }
+        if (round == 0) {
+            for (int i = 0; i < 40; i++) {
+                char key[16], value[16];
+                snprintf(key, sizeof key, "set:%02d", i);
+                snprintf(value, sizeof value, "v%d", i);
+                expect("set store", shale_kvs_shards_store_tuple(set, KEY(key), KEY(value),
+                                                                  SHALE_KVS_STORE_OVERWRITE, NULL),
+                       SHALE_OK, NULL);
+            }
+            bool existed = false;
+            expect("set delete", shale_kvs_shards_delete_tuple(set, KEY("set:00"), &existed, NULL),
+                   SHALE_OK, NULL);
+        }
+        char got[16] = {0};
+        size_t got_len = 0;
+        expect("set retrieve",
+               shale_kvs_shards_retrieve_tuple(set, KEY("set:17"), 0, (uint8_t *)got,
+                                               sizeof got - 1, &got_len, NULL),
+               SHALE_OK, NULL);
+        struct shale_kvs_iterator *all = NULL;
+        const uint8_t set_prefix[4] = {'s', 'e', 't', ':'};
+        const uint8_t set_mask[4] = {0xff, 0xff, 0xff, 0xff};
+        expect("open set iterator",
+               shale_kvs_shards_open_iterator(set, set_prefix, set_mask, false, &all, NULL),
+               SHALE_OK, NULL);
+        size_t keys = 0;
+        do {
+            expect("set iterator next", shale_kvs_iterator_next(all, batch, 4, &n, NULL),
+                   SHALE_OK, NULL);
+            keys += n;
+            shale_kvs_free_entries(batch, n);
+        } while (n > 0);
+        shale_kvs_iterator_close(all);
+        printf("set of %zu, round %d: set:17=%s, %zu keys\n", shale_kvs_shards_count(set), round,
+               got, keys);
+        shale_kvs_shards_close(set);
+    }
+
     if (failures != 0) {
         fprintf(stderr, "%d failures\n", failures);
         return 1;

@@ -1,0 +1,249 @@
+//! A set of kvs stores, one per volume, used as one store (`shale_hash::Shards`): each key
+//! goes to the store its hash picks, each store has its own worker and queues and shares
+//! nothing with the others. The calls mirror the one-store calls of `kvs.rs`; iterators are
+//! the same `shale_kvs_iterator`, walking every store in turn.
+
+use std::ffi::{c_char, c_int};
+
+use shale_hash::{HashOptions, IterKind, Shards};
+
+use crate::error::{Failure, Outcome, boundary, guard, shale_error, shale_status};
+use crate::kvs::shale_kvs_options_default;
+use crate::kvs::{Iter, key_list, not_found, shale_kvs_iterator, shale_kvs_options, store_mode};
+use crate::mem::{buffer, bytes, path_arg, set};
+
+/// An open set of kvs stores. Close it with `shale_kvs_shards_close`.
+pub struct shale_kvs_shards {
+    shards: Shards,
+}
+
+/// The set behind a handle, or `INVALID_ARGUMENT` for NULL.
+///
+/// # Safety
+/// `shards` is NULL or a live handle.
+unsafe fn handle<'a>(shards: *const shale_kvs_shards) -> Outcome<&'a shale_kvs_shards> {
+    // SAFETY: the caller promises NULL or a live handle.
+    unsafe { shards.as_ref() }.ok_or_else(|| Failure::null("shards"))
+}
+
+/// Opens (or creates) a set over the `n` paths `paths[i]` (directories, volume files or
+/// block devices), one store each, in that order: a set is opened again with its paths in
+/// the same order (the set's membership is recorded in every volume, and a path missing,
+/// swapped or from another set is refused). On success `*out` is the set's handle.
+///
+/// `options` (NULL for the defaults) apply to every store.
+///
+/// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` for no paths, bad options or paths that do
+/// not form the recorded set; `SHALE_NOT_A_STORE`; `SHALE_CORRUPTION`; `SHALE_IO`.
+///
+/// # Safety
+/// `paths` holds `n` NUL-terminated strings; `options` is NULL or valid; `out` is valid for
+/// a write; `err` is NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_shards_open(
+    paths: *const *const c_char,
+    n: usize,
+    options: *const shale_kvs_options,
+    out: *mut *mut shale_kvs_shards,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: `err` is as the caller promises; so are the pointers the body reads.
+    unsafe {
+        boundary(err, || {
+            if out.is_null() {
+                return Err(Failure::null("out"));
+            }
+            if paths.is_null() || n == 0 {
+                return Err(Failure::invalid("a set needs at least one path"));
+            }
+            let paths = (0..n).map(|i| path_arg(*paths.add(i))).collect::<Outcome<Vec<_>>>()?;
+            let given = options.as_ref().copied().unwrap_or_else(|| shale_kvs_options_default());
+            let opts = HashOptions {
+                queue_depth: given.queue_depth,
+                segment_bytes: given.segment_bytes,
+                create_if_missing: given.create_if_missing,
+                ..HashOptions::default()
+            };
+            let shards = Shards::open(&paths, opts)?;
+            out.write(Box::into_raw(Box::new(shale_kvs_shards { shards })));
+            Ok(())
+        })
+    }
+}
+
+/// Closes every store of the set and frees the handle. NULL is ignored.
+///
+/// # Safety
+/// `shards` is NULL or a live handle, closed once, with no other call on it running or
+/// following.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_shards_close(shards: *mut shale_kvs_shards) {
+    if shards.is_null() {
+        return;
+    }
+    // SAFETY: the caller gives the handle back, once; it came from `Box::into_raw`.
+    let handle = unsafe { Box::from_raw(shards) };
+    guard((), move || drop(handle));
+}
+
+/// The number of stores in the set.
+///
+/// # Safety
+/// `shards` is a live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_shards_count(shards: *const shale_kvs_shards) -> usize {
+    // SAFETY: as the caller promises.
+    unsafe { shards.as_ref() }.map_or(0, |s| s.shards.shards().len())
+}
+
+/// As `shale_kvs_store_tuple`, in the store the key's hash picks.
+///
+/// # Safety
+/// As `shale_kvs_store_tuple`, with a live set handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_shards_store_tuple(
+    shards: *const shale_kvs_shards,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    mode: c_int,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(shards)?;
+            let key = bytes(key, key_len, "key")?;
+            let value = bytes(value, value_len, "value")?;
+            s.shards.store(key, value, store_mode(mode)?)?;
+            Ok(())
+        })
+    }
+}
+
+/// As `shale_kvs_retrieve_tuple`, from the store the key's hash picks.
+///
+/// # Safety
+/// As `shale_kvs_retrieve_tuple`, with a live set handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_shards_retrieve_tuple(
+    shards: *const shale_kvs_shards,
+    key: *const u8,
+    key_len: usize,
+    offset: usize,
+    buf: *mut u8,
+    buf_len: usize,
+    value_len_out: *mut usize,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(shards)?;
+            let key = bytes(key, key_len, "key")?;
+            let buf = buffer(buf, buf_len, "buf")?;
+            match s.shards.shard_of(key).retrieve_into(key, offset, buf) {
+                Ok(Some(copied)) => {
+                    set(value_len_out, copied);
+                    Ok(())
+                }
+                Ok(None) => Err(not_found()),
+                Err(shale_hash::Error::BufferTooSmall { needed }) => {
+                    set(value_len_out, needed);
+                    Err(shale_hash::Error::BufferTooSmall { needed }.into())
+                }
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+}
+
+/// As `shale_kvs_delete_tuple`, in the store the key's hash picks.
+///
+/// # Safety
+/// As `shale_kvs_delete_tuple`, with a live set handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_shards_delete_tuple(
+    shards: *const shale_kvs_shards,
+    key: *const u8,
+    key_len: usize,
+    existed_out: *mut bool,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(shards)?;
+            let existed = s.shards.delete(bytes(key, key_len, "key")?)?;
+            set(existed_out, existed);
+            Ok(())
+        })
+    }
+}
+
+/// As `shale_kvs_exist_tuples`, each key asked of the store its hash picks.
+///
+/// # Safety
+/// As `shale_kvs_exist_tuples`, with a live set handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_shards_exist_tuples(
+    shards: *const shale_kvs_shards,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n: usize,
+    bits_out: *mut u8,
+    bits_len: usize,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(shards)?;
+            let keys = key_list(keys, key_lens, n)?;
+            let out = buffer(bits_out, bits_len, "bits_out")?;
+            let needed = n.div_ceil(8);
+            if out.len() < needed {
+                return Err(Failure::new(
+                    shale_status::SHALE_BUFFER_TOO_SMALL,
+                    format!("bits_out holds {} bytes: {needed} needed for {n} keys", out.len()),
+                ));
+            }
+            let bits = s.shards.exist(&keys)?;
+            out[..needed].copy_from_slice(&bits[..needed]);
+            Ok(())
+        })
+    }
+}
+
+/// As `shale_kvs_open_iterator`, over every store of the set in turn (it holds an iterator
+/// of each store while open, so each store's limit of 16 counts it). Read it with
+/// `shale_kvs_iterator_next` and close it with `shale_kvs_iterator_close`.
+///
+/// # Safety
+/// As `shale_kvs_open_iterator`, with a live set handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_shards_open_iterator(
+    shards: *const shale_kvs_shards,
+    prefix: *const u8,
+    bitmask: *const u8,
+    with_values: bool,
+    out: *mut *mut shale_kvs_iterator,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(shards)?;
+            if out.is_null() {
+                return Err(Failure::null("out"));
+            }
+            let prefix: [u8; 4] = bytes(prefix, 4, "prefix")?.try_into().expect("4 bytes");
+            let mask: [u8; 4] = bytes(bitmask, 4, "bitmask")?.try_into().expect("4 bytes");
+            let kind = if with_values { IterKind::KeysAndValues } else { IterKind::Keys };
+            let it = s.shards.open_iterator(prefix, mask, kind)?;
+            out.write(Box::into_raw(Box::new(shale_kvs_iterator { it: Iter::Set(it) })));
+            Ok(())
+        })
+    }
+}

@@ -24,7 +24,8 @@
 # Variables: NUM (records per instance and operations per fill, default 40000), OPERATIONS
 # (per YCSB workload, default NUM), KEY_SIZE (16), VALUE_SIZE (4096), WORKLOADS (all seven),
 # REPEATS (3), VOLUMES_MANY (2; 0 to skip), THREADS (per instance, 1), QUEUE_DEPTH (hash, 1),
-# DURATION (seconds cap per workload, none), ENGINES ("hash lsm rocksdb"), SCRATCH
+# DURATION (seconds cap per workload, none), SYNC (1: RocksDB and shale-lsm sync every write,
+# the hash engine's durability; default 0, WAL on unsynced), ENGINES ("hash lsm rocksdb"), SCRATCH
 # (/var/tmp), PROCESS_TIMEOUT (seconds, 1800), OUT (bench/results/<UTC date>-kvbench).
 #
 # Output in OUT: raw/ (each process's output), runs.csv (a row per instance and a total per
@@ -197,7 +198,7 @@ empty_volume() { # engine index
   echo "- shale: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')"
   echo "- engines: $ENGINES${rocks_note:+ ($rocks_note)}"
   echo "- volumes: $([ $is_root = 1 ] && echo "loop devices (--direct-io=on) over sparse files of $VOLUME_BYTES bytes in $SCRATCH; shale on the raw devices, RocksDB on ext4; throttle ${THROTTLE_BPS} B/s, ${THROTTLE_IOPS} IOPS (0: none)" || echo "directories in $SCRATCH (not root)")"
-  echo "- flags: --num $NUM --operations $OPERATIONS --key_size $KEY_SIZE --value_size $VALUE_SIZE --workloads $WORKLOADS --threads_per_instance $THREADS --pin, hash --queue_depth $QUEUE_DEPTH${DURATION:+, --duration $DURATION}; RocksDB and shale-lsm: 64 MiB memtable, 32 MiB block cache, 10 bloom bits, no compression, WAL on, unsynced writes; the hash engine: every store durable"
+  echo "- flags: --num $NUM --operations $OPERATIONS --key_size $KEY_SIZE --value_size $VALUE_SIZE --workloads $WORKLOADS --threads_per_instance $THREADS --pin, hash --queue_depth $QUEUE_DEPTH${DURATION:+, --duration $DURATION}; RocksDB and shale-lsm: 64 MiB memtable, 32 MiB block cache, 10 bloom bits, no compression, WAL on, $([ "${SYNC:-0}" = 1 ] && echo "every write synced (SYNC=1)" || echo "unsynced writes"); the hash engine: every store durable"
   echo "- repeats: $REPEATS, engines alternating; volumes: 1$([ "$VOLUMES_MANY" -gt 1 ] && echo " and $VOLUMES_MANY")"
 } >"$OUT/setup.md"
 
@@ -215,12 +216,14 @@ for n in $counts; do
       flags=(--paths "$paths" --num "$NUM" --operations "$OPERATIONS" --key_size "$KEY_SIZE"
         --value_size "$VALUE_SIZE" --workloads "$WORKLOADS" --threads_per_instance "$THREADS"
         --pin --csv "$OUT/runs.csv" --run "$r" ${DURATION:+--duration "$DURATION"})
+      synced=()
+      [ "${SYNC:-0}" = 1 ] && [ "$e" != hash ] && synced=(--sync)
       log=$OUT/raw/$e-$n-volumes-run$r.txt
       echo "kvbench: $e, $n volume(s), run $r" >&2
       case $e in
-        rocksdb) cmd=("$HARNESS" kvbench "${flags[@]}") ;;
+        rocksdb) cmd=("$HARNESS" kvbench "${flags[@]}" "${synced[@]}") ;;
         hash) cmd=("$SHALE" kvbench --engine hash --queue_depth "$QUEUE_DEPTH" "${flags[@]}") ;;
-        lsm) cmd=("$SHALE" kvbench --engine lsm "${flags[@]}") ;;
+        lsm) cmd=("$SHALE" kvbench --engine lsm "${flags[@]}" "${synced[@]}") ;;
       esac
       echo "# ${cmd[*]}" >"$log"
       "${cmd[@]}" >>"$log" 2>&1 &

@@ -221,8 +221,9 @@ pub struct Stats {
     /// Async requests completed since open: equal to `async_submitted` once every ticket
     /// handed out has completed (each completes exactly once).
     pub async_completed: u64,
-    /// Async gets the memtables answered on the caller's thread, with no queue hop
-    /// (SpanDB's lucky reads); counted in `async_submitted` and `async_completed` too.
+    /// Async gets answered from memory (memtables, held indexes and filters, cached blocks)
+    /// on the caller's thread, with no queue hop (SpanDB's lucky reads); counted in
+    /// `async_submitted` and `async_completed` too.
     pub async_lucky_reads: u64,
     /// Async submissions refused with `Error::Busy` (the queue was full; nothing was queued).
     pub async_busy: u64,

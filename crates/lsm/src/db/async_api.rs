@@ -5,9 +5,10 @@
 //! 1. Submission, on the caller's thread (`Db::submit_*`). A write is checked as
 //!    [`Db::write`] checks it (key sizes, ranges, the batch limit): bad input is refused here
 //!    with [`Error::InvalidArgument`], never queued. A get first asks the memtables, as a
-//!    synchronous get would (`ReadView::memtables`): when they decide (a value or a
-//!    tombstone), the ticket comes back already complete, with no queue hop and no other
-//!    thread involved (SpanDB's "lucky read").
+//!    synchronous get would (`ReadView::memtables`), then the SSTs as far as memory goes
+//!    (held indexes and filters, cached data blocks: `Inner::get_from_memory`): when that
+//!    decides, the ticket comes back already complete, with no queue hop and no other thread
+//!    involved (SpanDB's "lucky read", widened to the block cache).
 //! 2. Admission: at most `Options::async_queue_depth` requests are admitted and not yet
 //!    complete; past that the submission answers [`Error::Busy`] at once, nothing is queued,
 //!    and the caller resubmits. So a caller never blocks, and the queue's memory is bounded.
@@ -225,10 +226,12 @@ impl Db {
         })
     }
 
-    /// Submits a get of `key` (SpanDB's `A_get`). The memtables are asked first, on this
-    /// thread: when they hold the key's newest entry or a range tombstone over it, the ticket
-    /// is complete on return and no queue is involved ([`Stats::async_lucky_reads`] counts
-    /// them; they never answer [`Error::Busy`]). Otherwise a worker reads the SSTs.
+    /// Submits a get of `key` (SpanDB's `A_get`). Memory is asked first, on this thread: the
+    /// memtables, then the SSTs whose index and filter their readers hold, as far as the block
+    /// cache has their data blocks. When that decides (a value, a tombstone, or the key absent
+    /// from every SST), the ticket is complete on return and no queue is involved
+    /// ([`Stats::async_lucky_reads`] counts them; they never answer [`Error::Busy`]). A read
+    /// that needs the device goes to a worker.
     ///
     /// ```
     /// use shale_lsm::{Db, Options, ReadOptions};
@@ -239,10 +242,11 @@ impl Db {
     /// let lucky = db.submit_get(b"hot", &ReadOptions::default())?;
     /// assert!(lucky.is_done(), "answered on this thread");
     /// assert_eq!(lucky.wait()?, Some(b"in the memtable".to_vec()));
-    /// db.flush()?;
-    /// let from_sst = db.submit_get(b"hot", &ReadOptions::default())?; // a worker reads it
-    /// assert_eq!(from_sst.wait()?, Some(b"in the memtable".to_vec()));
-    /// assert_eq!(db.stats().async_lucky_reads, 1);
+    /// db.flush()?; // the new SST's blocks are cached as they are written
+    /// let from_cache = db.submit_get(b"hot", &ReadOptions::default())?;
+    /// assert!(from_cache.is_done(), "a cached block answers on this thread too");
+    /// assert_eq!(from_cache.wait()?, Some(b"in the memtable".to_vec()));
+    /// assert_eq!(db.stats().async_lucky_reads, 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
@@ -251,9 +255,13 @@ impl Db {
     /// full); an I/O error if a worker thread cannot be started. Through the ticket:
     /// [`Db::get_opt`]'s errors.
     pub fn submit_get(&self, key: &[u8], opts: &ReadOptions) -> Result<Ticket<Option<Vec<u8>>>> {
-        if let Ok(answer) = self.inner.read_view(opts)?.memtables(key) {
+        let from_memory = self.inner.get_from_memory(key, opts);
+        if let Err(Error::InvalidArgument(_)) = from_memory {
+            return Err(from_memory.expect_err("matched"));
+        }
+        if let Some(answer) = from_memory.transpose() {
             self.async_api.queue.counters.lucky_reads.fetch_add(1, Ordering::Relaxed);
-            return Ok(self.async_api.answered(Ok(answer)));
+            return Ok(self.async_api.answered(answer));
         }
         self.async_api.enqueue(&self.inner, |done| {
             Request::Read(ReadRequest::Get {

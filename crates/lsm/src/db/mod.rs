@@ -52,7 +52,7 @@ use crate::level_targets::LevelTargets;
 use crate::memtable::Memtable;
 use crate::merge::MergingIterator;
 use crate::options::{KEY_BYTES_MAX, Options, ReadOptions, WriteOptions};
-use crate::sst::{PageCacheFiles, QueuePool, SstReader, VolumeSource, bloom_hash};
+use crate::sst::{PageCacheFiles, Probe, QueuePool, SstReader, VolumeSource, bloom_hash};
 use crate::stats::{Stall, StallCounters, Stats};
 use crate::version::{LEVELS, SstHandle, Version};
 use crate::version_edit::{SstMeta, VersionEdit};
@@ -1559,6 +1559,42 @@ impl Inner {
             }
         }
         Ok(None)
+    }
+
+    /// [`Inner::get`] from memory alone: the memtables, then each SST whose reader holds its
+    /// index and filter and whose block cache holds the data block the lookup needs. `None`
+    /// when the answer needs a read from the device (or a cached index or filter), which the
+    /// caller then makes elsewhere: the async API's lucky reads (SpanDB's) are these.
+    fn get_from_memory(
+        &self,
+        user_key: &[u8],
+        opts: &ReadOptions,
+    ) -> Result<Option<Option<Vec<u8>>>> {
+        let view = self.read_view(opts)?;
+        let mut covering = match view.memtables(user_key) {
+            Ok(answer) => return Ok(Some(answer)),
+            Err(covering) => covering,
+        };
+        let snapshot = view.snapshot;
+        let lookup = key::encode(user_key, snapshot, Kind::SEEK);
+        let hash = bloom_hash(user_key);
+        for f in view.view.version.candidates(user_key) {
+            if !f.reader.holds_index_and_filter() {
+                return Ok(None);
+            }
+            covering = covering.max(f.reader.max_covering_tombstone_seq(user_key, snapshot));
+            match f.reader.probe(&lookup, hash)? {
+                Probe::NeedsBlock(_) => return Ok(None),
+                Probe::Found(Some((ikey, value))) => {
+                    return visible_sst_value(&ikey, value, covering).map(Some);
+                }
+                Probe::Absent | Probe::Found(None) => {}
+            }
+            if covering > 0 {
+                return Ok(Some(None));
+            }
+        }
+        Ok(Some(None))
     }
 
     fn iter(&self, opts: &ReadOptions) -> DbIterator {

@@ -439,6 +439,13 @@ impl SstReader {
         }
     }
 
+    /// Whether this reader holds its index and filter (read at open, outside the block
+    /// cache), so that [`SstReader::probe`] reads nothing from the device before the data
+    /// block.
+    pub fn holds_index_and_filter(&self) -> bool {
+        self.inner.held.is_some()
+    }
+
     /// A point lookup as far as it goes without the device: the filter, the index, then the
     /// data block if the cache holds it. [`Probe::NeedsBlock`] names the block to read
     /// (its stored bytes: [`BlockHandle::stored_bytes`] at [`BlockHandle::offset`] of the

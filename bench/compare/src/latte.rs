@@ -456,9 +456,11 @@ impl Report<'_> {
         ];
         for (name, get, fmt) in &figures {
             let mut row = vec![name.clone()];
-            row.extend(engines.iter().map(|e| {
-                fmt(median_of(self.runs.iter().filter(|r| r.engine == *e).map(|r| get(r))))
-            }));
+            row.extend(
+                engines
+                    .iter()
+                    .map(|e| fmt(median_of(self.runs.iter().filter(|r| r.engine == *e).map(get)))),
+            );
             t.row(row);
         }
         t

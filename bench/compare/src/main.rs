@@ -15,7 +15,9 @@ mod engines;
 mod fio;
 mod kvbench;
 mod kvbench_summary;
+mod latte;
 mod machine;
+mod mariadb;
 mod parse;
 mod scratch;
 mod summary;
@@ -34,7 +36,7 @@ use clap::{Parser, Subcommand};
 pub type Error = Box<dyn std::error::Error>;
 
 #[derive(Parser)]
-#[command(name = "shale-compare", about = "shale against RocksDB and fjall, side by side")]
+#[command(name = "shale-compare", about = "shale against RocksDB, fjall and MariaDB, side by side")]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -61,6 +63,11 @@ enum Cmd {
     AdocSummary(Box<adoc_summary::Args>),
     /// One YCSB phase on RocksDB in one of bench/adoc.sh's configurations.
     AdocYcsb(Box<adoc_ycsb::Args>),
+    /// One engine's YCSB phases in LATTE's row layout: shale's table engine, or MariaDB's
+    /// InnoDB or MyRocks on bench/latte.sh's server (what that script runs per repeat).
+    LatteEngine(Box<latte::EngineArgs>),
+    /// bench/latte.sh's tables and issue #12's targets, from the runs' raw outputs.
+    LatteSummary(Box<latte::SummaryArgs>),
     /// KVSB on RocksDB, one DB per path: `shale kvbench`'s workloads, flags and lines.
     Kvbench(Box<kvbench::Args>),
     /// bench/kvbench.sh's tables and issue #11's targets, from the CSV the runs append to.
@@ -78,6 +85,8 @@ fn main() -> ExitCode {
         Cmd::AdocRecord(a) => adoc_record::run(&a),
         Cmd::AdocSummary(a) => adoc_summary::run(&a),
         Cmd::AdocYcsb(a) => adoc_ycsb::run(&a),
+        Cmd::LatteEngine(a) => latte::run_engine(&a),
+        Cmd::LatteSummary(a) => latte::summarize(&a),
         Cmd::Kvbench(a) => kvbench::run(&a),
         Cmd::KvbenchSummary(a) => kvbench_summary::run(&a),
     };

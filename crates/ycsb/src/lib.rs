@@ -62,6 +62,8 @@ pub mod generator;
 pub mod key;
 pub mod kvsb;
 pub mod record;
+#[cfg(feature = "table")]
+pub mod table;
 
 mod config;
 mod driver;

@@ -17,9 +17,10 @@
 
 mod engine;
 mod options;
+mod table;
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use ::ycsb::{
     Config, KeyFormat, Preset, RecordLayout, Report, RequestDistribution, ScanLengthDistribution,
@@ -40,6 +41,15 @@ pub enum PhaseArg {
     Both,
 }
 
+/// Which engine runs the workloads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineArg {
+    /// The lsm key-value store.
+    Lsm,
+    /// The table engine (LATTE), one row per record.
+    Table,
+}
+
 /// Flags of `shale ycsb`. Workload flags are YCSB's property names (`--readproportion`, ...);
 /// store flags are db_bench's, as `shale bench` takes them.
 #[derive(clap::Args, Clone, Debug, PartialEq)]
@@ -48,6 +58,14 @@ binding writes: acknowledged once they reach the device (they survive a crash of
 not once durable. Updates read the record, replace one random field and write the record back \
 (YCSB's writeallfields=false); --writeallfields makes them blind writes of a whole record.")]
 pub struct Args {
+    /// The engine: lsm (the key-value store, the default) or table (the table engine, in
+    /// LATTE's row layout: a 255-byte key and five 50-byte columns, one table `usertable`).
+    #[arg(long = "engine", value_enum, default_value = "lsm")]
+    pub engine: EngineArg,
+    /// The table engine's undo log (its persistent memory): a file in /dev/shm by default,
+    /// named after the store's path (printed in the header).
+    #[arg(long = "pmem_path")]
+    pub pmem_path: Option<PathBuf>,
     /// Core workload: a (50% read, 50% update), b (95/5 read/update), c (read only),
     /// d (95% read, 5% insert, latest), e (95% scan, 5% insert), f (50% read, 50%
     /// read-modify-write); all zipfian but d. Later flags override its properties.
@@ -65,12 +83,12 @@ pub struct Args {
     /// Client threads.
     #[arg(long = "threads", visible_alias = "threadcount", default_value_t = 1)]
     pub threads: usize,
-    /// Fields per record.
-    #[arg(long = "fieldcount", default_value_t = 10)]
-    pub fieldcount: usize,
-    /// Bytes per field.
-    #[arg(long = "fieldlength", default_value_t = 100)]
-    pub fieldlength: usize,
+    /// Fields per record (default 10; 5 with --engine table).
+    #[arg(long = "fieldcount")]
+    pub fieldcount: Option<usize>,
+    /// Bytes per field (default 100; 50 with --engine table).
+    #[arg(long = "fieldlength")]
+    pub fieldlength: Option<usize>,
     /// How records are picked: uniform, zipfian or latest (default: the workload's).
     #[arg(long = "requestdistribution")]
     pub requestdistribution: Option<RequestDistribution>,
@@ -155,6 +173,26 @@ pub struct Args {
     pub bloom_bits: Option<u32>,
 }
 
+impl Args {
+    /// Fields per record: `--fieldcount`, or the engine's default.
+    pub fn field_count(&self) -> usize {
+        let default = match self.engine {
+            EngineArg::Lsm => RecordLayout::default().field_count,
+            EngineArg::Table => ::ycsb::table::LAYOUT.field_count,
+        };
+        self.fieldcount.unwrap_or(default)
+    }
+
+    /// Bytes per field: `--fieldlength`, or the engine's default.
+    pub fn field_length(&self) -> usize {
+        let default = match self.engine {
+            EngineArg::Lsm => RecordLayout::default().field_length,
+            EngineArg::Table => ::ycsb::table::LAYOUT.field_length,
+        };
+        self.fieldlength.unwrap_or(default)
+    }
+}
+
 /// Parses a gflags-style boolean: true/false, 1/0, yes/no (as `shale bench`).
 fn parse_bool(text: &str) -> Result<bool, String> {
     match text.to_ascii_lowercase().as_str() {
@@ -177,7 +215,7 @@ pub fn config(args: &Args) -> Result<Config, Error> {
     c.record_count = args.records;
     c.operation_count = args.operations;
     c.threads = args.threads;
-    c.layout = RecordLayout { field_count: args.fieldcount, field_length: args.fieldlength };
+    c.layout = RecordLayout { field_count: args.field_count(), field_length: args.field_length() };
     c.key_format = KeyFormat {
         ordered_inserts: args.insertorder == "ordered",
         zero_padding: args.zeropadding,
@@ -263,6 +301,22 @@ pub fn run(args: &Args) -> Result<(), Error> {
         // Checked before the store is touched, not when the run phase starts.
         config.validate_run().map_err(|e| name_flags(&e.to_string()))?;
     }
+    let phases = Phases { load, run };
+    match args.engine {
+        EngineArg::Lsm => run_lsm(args, &config, phases),
+        EngineArg::Table => run_table(args, &config, phases),
+    }
+}
+
+/// Which phases an invocation runs.
+#[derive(Clone, Copy)]
+struct Phases {
+    load: bool,
+    run: bool,
+}
+
+/// The lsm engine's store, opened as `shale bench` opens it, and the phases on it.
+fn run_lsm(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> {
     let mut options = options::options(args)?;
     args.tiers.apply(&mut options);
     crate::store::apply_tuner(&mut options, args.tuner, args.tuner_window_ms);
@@ -281,27 +335,78 @@ pub fn run(args: &Args) -> Result<(), Error> {
     args.tiers.prepare(&mut options, args.use_existing_db)?;
     let db = crate::store::open(&path, options, args.use_existing_db)?;
     let engine = ShaleEngine::new(db, WriteOptions { sync: args.sync });
-    print_header(args, &config, &path);
-    let mut errors = 0;
-    if load {
-        let bar = progress_bar("load", config.record_count);
-        let report = ::ycsb::load_with_progress(&engine, &config, &|n| bar.set_position(n))?;
-        bar.finish_and_clear();
-        errors += print_report("load", &report);
-    }
-    // No one reads the report any more (`| head`): skip the run, and clean up below.
-    if run && !crate::stdout_failed() {
-        let bar = progress_bar("run", config.operation_count);
-        let report = ::ycsb::run_with_progress(&engine, &config, &|n| bar.set_position(n))?;
-        bar.finish_and_clear();
-        errors += print_report(&format!("run, workload {}", args.workload), &report);
-    }
+    let writes = if args.sync { "synced" } else { "unsynced" };
+    print_header(args, config, writes, &format!("store {}", path.display()));
+    let errors = run_phases(&engine, args, config, phases)?;
     let db = engine.into_db();
     if args.statistics {
         crate::bench::print_statistics(&db.stats());
     }
     db.close()?;
     drop(temp);
+    check_errors(errors)
+}
+
+/// The table engine's store (`table.rs`), and the phases on it.
+fn run_table(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> {
+    table::check_layout(args)?;
+    let temp = match &args.db {
+        Some(_) => None,
+        None => Some(crate::store::temp_dir("shale-ycsb-table-")?),
+    };
+    let path: PathBuf = match (&args.db, &temp) {
+        (Some(p), _) => crate::store::prepare(p, args.use_existing_db)?,
+        (None, Some(t)) => t.path().to_path_buf(),
+        (None, None) => unreachable!("a temporary directory exists without --db"),
+    };
+    let (engine, pmem) = table::open(args, &path)?;
+    let where_ = format!(
+        "table store {} (rows of 255 + 5 x 50 bytes), undo log in {}",
+        path.display(),
+        pmem.display()
+    );
+    print_header(args, config, "durable at commit (one transaction per operation)", &where_);
+    let result = run_phases(&engine, args, config, phases);
+    if args.statistics {
+        outln!("# {:?}", engine.store().stats());
+    }
+    drop(engine);
+    if temp.is_some() {
+        // The temporary store goes, and its persistent memory with it.
+        if let Err(e) = std::fs::remove_file(&pmem) {
+            errln!("shale ycsb: removing {}: {e}", pmem.display());
+        }
+    }
+    drop(temp);
+    check_errors(result?)
+}
+
+/// Runs the phases on `engine`, printing their reports; returns the operations that failed.
+fn run_phases(
+    engine: &dyn ::ycsb::Engine,
+    args: &Args,
+    config: &Config,
+    phases: Phases,
+) -> Result<u64, Error> {
+    let mut errors = 0;
+    if phases.load {
+        let bar = progress_bar("load", config.record_count);
+        let report = ::ycsb::load_with_progress(engine, config, &|n| bar.set_position(n))?;
+        bar.finish_and_clear();
+        errors += print_report("load", &report);
+    }
+    // No one reads the report any more (`| head`): skip the run, and clean up after.
+    if phases.run && !crate::stdout_failed() {
+        let bar = progress_bar("run", config.operation_count);
+        let report = ::ycsb::run_with_progress(engine, config, &|n| bar.set_position(n))?;
+        bar.finish_and_clear();
+        errors += print_report(&format!("run, workload {}", args.workload), &report);
+    }
+    Ok(errors)
+}
+
+/// The exit status for `errors` failed operations.
+fn check_errors(errors: u64) -> Result<(), Error> {
     if errors > 0 {
         return Err(
             format!("{errors} operations failed (Return=ERROR); the first are above").into()
@@ -311,7 +416,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
 }
 
 /// What runs on what, as comment lines before the reports.
-fn print_header(args: &Args, c: &Config, path: &Path) {
+fn print_header(args: &Args, c: &Config, writes: &str, store: &str) {
     let w = &c.workload;
     outln!(
         "# shale ycsb: workload {}, records {} ({} fields x {} bytes), operations {}, threads {}, seed {}",
@@ -333,7 +438,7 @@ fn print_header(args: &Args, c: &Config, path: &Path) {
     };
     outln!(
         "# proportions read {} update {} insert {} scan {}{scans} read-modify-write {}; \
-         {} requests; {} updates; {} writes; store {}",
+         {} requests; {} updates; {} writes; {}",
         w.read_proportion,
         w.update_proportion,
         w.insert_proportion,
@@ -341,8 +446,8 @@ fn print_header(args: &Args, c: &Config, path: &Path) {
         w.read_modify_write_proportion,
         w.request_distribution,
         if c.write_all_fields { "whole-record" } else { "one-field (read, merge, write)" },
-        if args.sync { "synced" } else { "unsynced" },
-        path.display()
+        writes,
+        store
     );
 }
 
@@ -377,6 +482,10 @@ fn progress_bar(phase: &'static str, total: u64) -> ProgressBar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    pub(super) fn parse_args(flags: &[&str]) -> Result<Args, clap::Error> {
+        parse(flags)
+    }
 
     fn parse(flags: &[&str]) -> Result<Args, clap::Error> {
         #[derive(clap::Parser)]

@@ -20,9 +20,9 @@ pub const THREADS_MAX: usize = 1024;
 /// The first value beyond its limit.
 pub fn check_limits(args: &Args) -> Result<(), String> {
     in_range("threads", args.threads, 1..=THREADS_MAX, "each is an OS thread")?;
-    in_range("fieldcount", args.fieldcount, 1..=ENTRY_BYTES_MAX, "")?;
-    in_range("fieldlength", args.fieldlength, 0..=ENTRY_BYTES_MAX, "")?;
-    let record = args.fieldcount.saturating_mul(args.fieldlength.saturating_add(16));
+    in_range("fieldcount", args.field_count(), 1..=ENTRY_BYTES_MAX, "")?;
+    in_range("fieldlength", args.field_length(), 0..=ENTRY_BYTES_MAX, "")?;
+    let record = args.field_count().saturating_mul(args.field_length().saturating_add(16));
     in_range(
         "fieldcount x fieldlength",
         record,

@@ -1,0 +1,55 @@
+//! `shale ycsb --engine table`: the table engine in LATTE's row layout loads, runs workloads
+//! A and E on a kept store, and reports no errors.
+
+mod common;
+
+fn shale_ycsb(flags: &[&str]) -> (bool, String, String) {
+    let args: Vec<&str> = std::iter::once("ycsb").chain(flags.iter().copied()).collect();
+    common::shale(&args)
+}
+
+/// The value of the report line `[section], label, value` in the block after `# phase`.
+fn value(out: &str, phase: &str, section: &str, label: &str) -> Option<f64> {
+    let block = out.split(&format!("# {phase}\n")).nth(1)?;
+    let block = block.split("\n# ").next()?;
+    let prefix = format!("[{section}], {label}, ");
+    let line = block.lines().find(|l| l.starts_with(&prefix))?;
+    Some(line[prefix.len()..].parse().expect(line))
+}
+
+#[test]
+fn load_then_a_then_e_on_the_table_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store");
+    let pmem = dir.path().join("undo.pmem");
+    let (db, pmem) = (db.to_str().unwrap(), pmem.to_str().unwrap());
+    let common = ["--engine", "table", "--db", db, "--pmem_path", pmem, "--records", "300"];
+    let run = |extra: &[&str]| {
+        let flags: Vec<&str> = common.iter().chain(extra).copied().collect();
+        let (ok, out, err) = shale_ycsb(&flags);
+        assert!(ok, "exit status; stderr:\n{err}\nstdout:\n{out}");
+        assert!(!out.contains("ERROR") && !out.contains("NOT_FOUND"), "{out}");
+        out
+    };
+    let out = run(&["--phase", "load"]);
+    assert!(out.contains("5 fields x 50 bytes") && out.contains("255 + 5 x 50"), "{out}");
+    assert!(out.contains(pmem), "the undo log's file is printed:\n{out}");
+    assert_eq!(value(&out, "load", "INSERT", "Return=OK"), Some(300.0), "{out}");
+
+    let out =
+        run(&["--use_existing_db", "--workload", "a", "--operations", "400", "--threads", "2"]);
+    let a = "run, workload a";
+    let reads = value(&out, a, "READ", "Return=OK").unwrap();
+    let updates = value(&out, a, "UPDATE", "Return=OK").unwrap();
+    assert_eq!(reads + updates, 400.0, "every record is found:\n{out}");
+
+    let out = run(&["--use_existing_db", "--workload", "e", "--operations", "200"]);
+    let e = "run, workload e";
+    let scans = value(&out, e, "SCAN", "Return=OK").unwrap();
+    let inserts = value(&out, e, "INSERT", "Return=OK").unwrap_or(0.0);
+    assert_eq!(scans + inserts, 200.0, "{out}");
+
+    // Another record layout is refused, and nothing runs.
+    let (ok, _, err) = shale_ycsb(&["--engine", "table", "--fieldcount", "10"]);
+    assert!(!ok && err.contains("--fieldcount 5"), "{err}");
+}

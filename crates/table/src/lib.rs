@@ -37,6 +37,7 @@ mod cache;
 mod catalog;
 mod error;
 mod free_space;
+mod group_flush;
 mod index;
 mod index_page;
 mod lock;

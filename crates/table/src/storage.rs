@@ -485,8 +485,13 @@ impl Storage {
         self.queue.flush().map_err(|e| self.stop(e.into()))
     }
 
+    /// A queue of its own for the store's shared flusher.
+    pub fn flush_queue(&self) -> Result<VolumeQueue> {
+        Ok(self.volume.queue(IoClass::Slot, &QueueOptions::default())?)
+    }
+
     /// Stops the store after a failed write (P5) and returns the error.
-    fn stop(&mut self, e: Error) -> Error {
+    pub fn stop(&mut self, e: Error) -> Error {
         if self.stopped.is_none() {
             self.stopped = Some(e.to_string());
         }
@@ -825,12 +830,13 @@ impl Storage {
     /// Commit stages 1 and 2. One change is committed by expiring its record (one store of
     /// one byte); several by a commit mark persisted after the flush, then their records
     /// and the mark expired, the mark last.
-    pub fn commit(&mut self, txn: u64, changes: &[Change]) -> Result<()> {
+    /// Commit stages 2 and 3, once a device flush that began after every change's block write
+    /// completed has completed ([`crate::group_flush::GroupFlush`], outside this mutex).
+    pub fn commit_flushed(&mut self, txn: u64, changes: &[Change]) -> Result<()> {
         if changes.is_empty() {
             return Ok(());
         }
         self.check_running()?;
-        self.flush()?;
         let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
         if changes.len() == 1 {
             self.spilling.remove(&txn);
@@ -994,6 +1000,9 @@ impl Storage {
             cached_blocks: self.cache.blocks(),
             undo: self.undo.stats(),
             spill: self.spill.as_ref().map(|(_, l)| l.stats()).unwrap_or_default(),
+            // The shared flusher's, filled in by `TableStore::stats`.
+            commit_flushes: 0,
+            flushed_commits: 0,
         }
     }
 

@@ -10,6 +10,7 @@ use shale_io::{DeviceRef, FileOptions};
 use shale_space::Volume;
 
 use crate::error::{Error, Result};
+use crate::group_flush::GroupFlush;
 use crate::lock::{LockKey, LockManager, LockMode};
 use crate::options::{PMEM_FILE_NAME, TableOptions};
 use crate::pmem::{FilePmem, PmemLog};
@@ -27,6 +28,8 @@ pub struct TableId(pub u32);
 /// What the store and its transactions share.
 pub(crate) struct Shared {
     pub storage: Mutex<Storage>,
+    /// Commits share device flushes, made outside `storage`'s mutex.
+    pub group: GroupFlush,
     pub locks: LockManager,
     pub opts: TableOptions,
     next_txn: AtomicU64,
@@ -65,6 +68,11 @@ pub struct TableStats {
     pub undo: UndoStats,
     /// The spill area's counters (all zero while the undo log has never spilled).
     pub spill: UndoStats,
+    /// Device flushes made for commits since the open (group commit: one serves every
+    /// commit that waited for it).
+    pub commit_flushes: u64,
+    /// Commits that waited for a device flush since the open.
+    pub flushed_commits: u64,
 }
 
 /// Records the reclaiming pass walks per hold of the store's lock, so that a pass over a
@@ -215,8 +223,14 @@ impl TableStore {
         let storage = Storage::recover(opened.volume, &opened.versions, pmem, &opts)?;
         let next_txn = AtomicU64::new(storage.max_txn + 1);
         let interval = opts.space_reclaim_interval;
-        let shared =
-            Shared { storage: Mutex::new(storage), locks: LockManager::default(), opts, next_txn };
+        let group = GroupFlush::new(storage.flush_queue()?);
+        let shared = Shared {
+            storage: Mutex::new(storage),
+            group,
+            locks: LockManager::default(),
+            opts,
+            next_txn,
+        };
         let shared = Arc::new(shared);
         let reclaimer = interval.map(|i| Reclaimer::start(&shared, i));
         Ok(TableStore { _reclaimer: reclaimer, shared, _lock: None })
@@ -356,7 +370,8 @@ impl TableStore {
 
     /// Counters now.
     pub fn stats(&self) -> TableStats {
-        self.shared.storage.lock().stats()
+        let (commit_flushes, flushed_commits) = self.shared.group.counts();
+        TableStats { commit_flushes, flushed_commits, ..self.shared.storage.lock().stats() }
     }
 
     /// The device address of index page `n` of `table`, once its index has spilled to

@@ -251,9 +251,25 @@ impl Transaction {
     pub fn commit(mut self) -> Result<()> {
         self.check_open()?;
         self.finished = true;
-        let r = self.shared.storage.lock().commit(self.id, &self.changes);
+        let r = self.commit_changes();
         self.release();
         r
+    }
+
+    /// Commit stage 1 (the device flush) through the store's shared flusher, outside the
+    /// store's mutex, then stages 2 and 3 under it. The row locks are held throughout, so no
+    /// other transaction sees the rows between the two.
+    fn commit_changes(&mut self) -> Result<()> {
+        if self.changes.is_empty() {
+            return Ok(());
+        }
+        self.shared.storage.lock().check_running()?;
+        // Every change's block write has completed (writes wait for completion): a flush
+        // begun from here on covers them.
+        if let Err(e) = self.shared.group.flush() {
+            return Err(self.shared.storage.lock().stop(e));
+        }
+        self.shared.storage.lock().commit_flushed(self.id, &self.changes)
     }
 
     /// Aborts: writes every change's before-image back, then releases the locks.

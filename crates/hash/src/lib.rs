@@ -28,15 +28,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod bounded;
 mod checkpoint;
 mod completion;
 mod digest_table;
 mod error;
 pub mod index;
+mod index_page;
 mod iterator;
 mod log;
 mod meta;
 mod options;
+mod page_cache;
+mod paged_table;
 pub mod record;
 mod shard;
 mod shards;
@@ -47,8 +51,8 @@ pub use completion::{Completion, Output};
 pub use error::{Error, Result};
 pub use iterator::{IterEntry, IterKind, KvIterator};
 pub use options::{
-    HashOptions, HashStats, QUEUE_DEPTH_MAX, SEGMENT_BYTES_FULL_VALUES, SEGMENT_BYTES_MIN,
-    StoreMode,
+    HashOptions, HashStats, INDEX_CACHE_BYTES_MIN, IndexMode, QUEUE_DEPTH_MAX,
+    SEGMENT_BYTES_FULL_VALUES, SEGMENT_BYTES_MIN, StoreMode,
 };
 pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
 pub use shards::{Shards, ShardsIterator};
@@ -80,6 +84,7 @@ pub mod fuzz {
             }],
             entries: vec![(0x6b65_0000_0000_0001, loc(0)), (0x6b65_0000_0000_0002, loc(2))],
             keyed: vec![(b"key-collided".to_vec(), loc(1))],
+            bounded: None,
         }
         .image(generation)
     }

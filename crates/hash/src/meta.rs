@@ -15,6 +15,17 @@
 //!                extent, the checkpoint it replaces (if any) the one removed extent
 //! kind 4, shard membership: set id (16 bytes), index (u32 LE), count (u32 LE): this store
 //!                is shard `index` of `count` of one set ([`crate::Shards`])
+//! kind 5, a bounded index checkpoint (`IndexMode::Bounded`): generation (u64 LE), the
+//!                index table's extent (tier u8, first slot u32 LE, slots u32 LE); the
+//!                delta adds the checkpoint's extent first, then the table's if it is new,
+//!                and removes the checkpoint it replaces and any tables it replaced. It
+//!                says the table's pages were flushed: the index on the volume is *clean*
+//! kind 6, a bounded index session: nothing more. Written by each open of a bounded
+//!                store before it changes a page: the table's pages are no longer trusted
+//!                after a crash (*dirty*) until the next kind 5
+//! kind 7, a base of a bounded store: clean (u8 0 or 1), table present (u8 0 or 1), the
+//!                table's extent (tier u8, first slot u32 LE, slots u32 LE), then a base as
+//!                kind 0 (from its kind byte on)
 //! a base ends, after its segments, with the checkpoint if there is one: present (u8 0 or
 //!                1), then generation (u64 LE), tier (u8), first slot (u32 LE), slots (u32 LE);
 //!                then, if the store is a shard, its membership as in kind 4 (28 bytes)
@@ -34,6 +45,57 @@ const SEGMENT_ADDED: u8 = 1;
 const SEGMENT_REMOVED: u8 = 2;
 const CHECKPOINT: u8 = 3;
 const MEMBERSHIP: u8 = 4;
+const BOUNDED_CHECKPOINT: u8 = 5;
+const BOUNDED_SESSION: u8 = 6;
+const BOUNDED_BASE: u8 = 7;
+/// Bytes of a kind 7 base before its kind 0 part.
+const BOUNDED_BASE_PREFIX: usize = 12;
+
+/// What the version log says of a bounded store's index.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BoundedMeta {
+    /// The table's pages were flushed by the newest checkpoint and nothing changed since:
+    /// an open may trust them. Otherwise an open rebuilds the index from the log.
+    pub clean: bool,
+    /// The newest checkpoint's table.
+    pub table: Option<Extent>,
+}
+
+fn encode_extent(b: &mut Vec<u8>, e: Extent) {
+    b.push(e.tier.index() as u8);
+    b.extend_from_slice(&e.first.to_le_bytes());
+    b.extend_from_slice(&e.count.to_le_bytes());
+}
+
+fn decode_extent(b: &[u8]) -> Option<Extent> {
+    let tier = match b.first()? {
+        0 => Tier::Fast,
+        1 => Tier::Capacity,
+        _ => return None,
+    };
+    Some(Extent {
+        tier,
+        first: u32::from_le_bytes(b.get(1..5)?.try_into().ok()?),
+        count: u32::from_le_bytes(b.get(5..9)?.try_into().ok()?),
+    })
+}
+
+/// The payload of a delta naming a bounded checkpoint of `generation` whose table is
+/// `table`.
+pub fn encode_bounded_checkpoint(generation: u64, table: Extent) -> Vec<u8> {
+    let mut b = MAGIC.to_vec();
+    b.push(BOUNDED_CHECKPOINT);
+    b.extend_from_slice(&generation.to_le_bytes());
+    encode_extent(&mut b, table);
+    b
+}
+
+/// The payload of a delta opening a bounded session (the table's pages may change).
+pub fn encode_bounded_session() -> Vec<u8> {
+    let mut b = MAGIC.to_vec();
+    b.push(BOUNDED_SESSION);
+    b
+}
 
 /// Which shard of which set a store is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +154,8 @@ pub struct State {
     pub checkpoint: Option<CheckpointMeta>,
     /// The set this store is a shard of, if any.
     pub membership: Option<Membership>,
+    /// A bounded store's index; `None` for a store whose index is in memory.
+    pub bounded: Option<BoundedMeta>,
 }
 
 /// A segment as the version log names it.
@@ -112,8 +176,15 @@ pub fn encode_base(
     segments: &[SegmentMeta],
     checkpoint: Option<CheckpointMeta>,
     membership: Option<Membership>,
+    bounded: Option<BoundedMeta>,
 ) -> Vec<u8> {
     let mut b = MAGIC.to_vec();
+    if let Some(m) = bounded {
+        b.push(BOUNDED_BASE);
+        b.push(u8::from(m.clean));
+        b.push(u8::from(m.table.is_some()));
+        encode_extent(&mut b, m.table.unwrap_or(Extent { tier: Tier::Fast, first: 0, count: 0 }));
+    }
     b.push(BASE);
     b.extend_from_slice(&(segments.len() as u32).to_le_bytes());
     for s in segments {
@@ -179,6 +250,7 @@ pub fn decode(versions: &Versions) -> Result<State> {
     let mut segments = Vec::new();
     let mut checkpoint = None;
     let mut membership = None;
+    let mut bounded = None;
     let tier_of = |b: u8| match b {
         0 => Some(Tier::Fast),
         1 => Some(Tier::Capacity),
@@ -189,7 +261,19 @@ pub fn decode(versions: &Versions) -> Result<State> {
     };
     let base = &versions.base.engine;
     if !base.is_empty() {
-        let body = strip_magic(base)?;
+        let mut body = strip_magic(base)?;
+        if body.first() == Some(&BOUNDED_BASE) {
+            if body.len() < BOUNDED_BASE_PREFIX || body[1] > 1 || body[2] > 1 {
+                return Err(bad("bounded base record"));
+            }
+            let table = decode_extent(&body[3..12]).ok_or_else(|| bad("bounded index table"))?;
+            let table = (body[2] == 1).then_some(table);
+            if table.is_some_and(|t| live(t.first, t.tier) != Some(t)) {
+                return Err(bad("a bounded index table the base does not hold"));
+            }
+            bounded = Some(BoundedMeta { clean: body[1] == 1, table });
+            body = &body[BOUNDED_BASE_PREFIX..];
+        }
         if body.first() != Some(&BASE) || body.len() < 5 {
             return Err(bad("base record"));
         }
@@ -267,6 +351,25 @@ pub fn decode(versions: &Versions) -> Result<State> {
                 }
                 checkpoint = Some(CheckpointMeta { generation, extent: *extent });
             }
+            (Some(&BOUNDED_CHECKPOINT), 18, [ck, added_table @ ..]) if added_table.len() <= 1 => {
+                let generation = u64::from_le_bytes(body[1..9].try_into().unwrap());
+                let table =
+                    decode_extent(&body[9..18]).ok_or_else(|| bad("bounded index table"))?;
+                if added_table.first().is_some_and(|&t| t != table) {
+                    return Err(bad("a bounded checkpoint adding another table than it names"));
+                }
+                if let Some(old) = checkpoint.map(|c: CheckpointMeta| c.extent) {
+                    if !delta.removed.contains(&old) {
+                        return Err(bad("a checkpoint that does not replace the current one"));
+                    }
+                }
+                checkpoint = Some(CheckpointMeta { generation, extent: *ck });
+                bounded = Some(BoundedMeta { clean: true, table: Some(table) });
+            }
+            (Some(&BOUNDED_SESSION), 1, []) if delta.removed.is_empty() => {
+                let table = bounded.and_then(|b: BoundedMeta| b.table);
+                bounded = Some(BoundedMeta { clean: false, table });
+            }
             _ => return Err(bad("delta record")),
         }
     }
@@ -274,7 +377,7 @@ pub fn decode(versions: &Versions) -> Result<State> {
     if segments.windows(2).any(|w| w[0].generation == w[1].generation) {
         return Err(bad("two segments of one generation"));
     }
-    Ok(State { segments, checkpoint, membership })
+    Ok(State { segments, checkpoint, membership, bounded })
 }
 
 fn strip_magic(payload: &[u8]) -> Result<&[u8]> {
@@ -304,6 +407,7 @@ mod tests {
                         SegmentMeta { generation: 4, extent: b, sealed_pages: None },
                         SegmentMeta { generation: 2, extent: a, sealed_pages: Some(12) },
                     ],
+                    None,
                     None,
                     None,
                 ),
@@ -343,6 +447,7 @@ mod tests {
                     &[s],
                     Some(CheckpointMeta { generation: 2, extent: c1 }),
                     Some(Membership { set: [7; 16], index: 1, count: 3 }),
+                    None,
                 ),
             },
             deltas: vec![DeltaRecord {

@@ -22,6 +22,30 @@ pub enum StoreMode {
     UpdateOnly,
 }
 
+/// Where the index keeps its digest entries.
+///
+/// The mode is fixed when the store is made: its version log records a bounded store's
+/// index, and an open in the other mode is refused with [`Error::InvalidArgument`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexMode {
+    /// A table in memory: 19 to 23 bytes a key, no index reads, checkpoints through the
+    /// version log.
+    #[default]
+    InMemory,
+    /// Pages on the volume behind a page cache of `cache_bytes` (KV-SSD keeps its index in
+    /// the device): resident memory stays flat as keys grow; a lookup whose page is not
+    /// cached costs one page read. See `docs/hash.md`, "The bounded index".
+    Bounded {
+        /// Bytes of index pages cached in memory, at least [`INDEX_CACHE_BYTES_MIN`].
+        cache_bytes: u64,
+    },
+}
+
+/// Smallest page cache of the bounded index: four pages.
+pub const INDEX_CACHE_BYTES_MIN: u64 = 4 * PAGE_BYTES as u64;
+/// Largest page cache of the bounded index.
+pub const INDEX_CACHE_BYTES_MAX: u64 = 1 << 40;
+
 /// How to open a hash store.
 #[derive(Clone, Debug)]
 pub struct HashOptions {
@@ -58,6 +82,9 @@ pub struct HashOptions {
     /// Iterators open at once, at most (KV-SSD devices allow a few): past it,
     /// [`crate::Error::TooManyIterators`].
     pub max_iterators: usize,
+    /// Where the index lives: in memory (the default) or in pages on the volume behind a
+    /// cache of fixed size.
+    pub index: IndexMode,
 }
 
 /// Smallest segment.
@@ -79,6 +106,7 @@ impl Default for HashOptions {
             gc_live_ratio: 0.5,
             checkpoint_bytes: 1 << 30,
             max_iterators: 16,
+            index: IndexMode::InMemory,
         }
     }
 }
@@ -133,7 +161,23 @@ impl HashOptions {
                 self.gc_live_ratio
             )));
         }
+        if let IndexMode::Bounded { cache_bytes } = self.index {
+            if !(INDEX_CACHE_BYTES_MIN..=INDEX_CACHE_BYTES_MAX).contains(&cache_bytes) {
+                return Err(Error::InvalidArgument(format!(
+                    "index cache_bytes {cache_bytes} must be in \
+                     {INDEX_CACHE_BYTES_MIN}..={INDEX_CACHE_BYTES_MAX}"
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// Pages the bounded index caches (0 in memory mode).
+    pub(crate) fn index_cache_pages(&self) -> usize {
+        match self.index {
+            IndexMode::InMemory => 0,
+            IndexMode::Bounded { cache_bytes } => (cache_bytes / PAGE_BYTES as u64) as usize,
+        }
     }
 
     /// The longest value a store takes: 2 MiB, or less where segments are smaller than
@@ -175,8 +219,13 @@ pub struct HashStats {
     pub log_bytes_written: u64,
     /// Segments in the log.
     pub segments: u64,
-    /// Bytes the index's tables hold in memory.
+    /// Bytes the index holds in memory: its tables in memory mode; its page cache (fixed
+    /// when the store opens) and collision map in bounded mode.
     pub index_memory_bytes: u64,
+    /// Bounded index pages read from the volume.
+    pub index_page_reads: u64,
+    /// Bounded index pages written to the volume.
+    pub index_page_writes: u64,
     /// Records replayed by the open.
     pub recovered_records: u64,
     /// Batches the worker wrote (each one durable write of the pages of its records).

@@ -226,6 +226,8 @@ pub struct HashStats {
     pub index_page_reads: u64,
     /// Bounded index pages written to the volume.
     pub index_page_writes: u64,
+    /// Buckets (pages) of the bounded index's table (0 in memory mode).
+    pub index_buckets: u64,
     /// Records replayed by the open.
     pub recovered_records: u64,
     /// Batches the worker wrote (each one durable write of the pages of its records).

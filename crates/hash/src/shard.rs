@@ -472,6 +472,7 @@ impl Shard {
             index_page_writes: index
                 .paged_table()
                 .map_or(0, |t| t.counters.writes.load(Ordering::Relaxed)),
+            index_buckets: index.paged_table().map_or(0, |t| u64::from(t.state().0.buckets)),
             recovered_records: self.recovered_records.load(Ordering::Relaxed),
             recovery_micros: self.recovery_micros.load(Ordering::Relaxed),
             batches: c.batches.load(Ordering::Relaxed),

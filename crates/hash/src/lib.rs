@@ -58,7 +58,8 @@ pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
 pub use shards::{Shards, ShardsIterator};
 pub use store::{HashStore, HashTicket, KvRequest};
 
-/// The checkpoint decoder for the fuzz targets (`fuzz/src/hash_checks.rs`); not an API.
+/// The checkpoint and index page decoders for the fuzz targets (`fuzz/src/hash_checks.rs`);
+/// not an API.
 #[doc(hidden)]
 pub mod fuzz {
     /// Decodes a checkpoint image of `generation`; an error says what is wrong.
@@ -67,6 +68,46 @@ pub mod fuzz {
     /// What the decoder found wrong.
     pub fn decode_checkpoint(image: &[u8], generation: u64) -> std::result::Result<(), String> {
         crate::checkpoint::Checkpoint::decode(image, generation).map(|_| ())
+    }
+
+    /// Decodes a bounded index page that should be bucket `bucket` of a table of `buckets`
+    /// buckets and generation `generation`; returns its entries, or what is wrong.
+    ///
+    /// # Errors
+    /// What the decoder found wrong.
+    pub fn decode_index_page(
+        page: &[u8],
+        generation: u64,
+        bucket: u32,
+        buckets: u32,
+    ) -> std::result::Result<Vec<(u64, u64)>, String> {
+        let mut entries = Vec::new();
+        let at = crate::index_page::PageAt { generation, bucket, buckets };
+        crate::index_page::decode(page, at, &mut entries)?;
+        Ok(entries)
+    }
+
+    /// The page image of `entries` as bucket `bucket` of a table of `buckets` buckets and
+    /// generation `generation` (entries that do not belong there are a bug: it panics).
+    pub fn encode_index_page(
+        entries: &[(u64, u64)],
+        generation: u64,
+        bucket: u32,
+        buckets: u32,
+    ) -> Vec<u8> {
+        let mut page = vec![0u8; shale_space::log_page::PAGE_BYTES];
+        let at = crate::index_page::PageAt { generation, bucket, buckets };
+        crate::index_page::encode(at, entries, &mut page);
+        page
+    }
+
+    /// Digests that belong to bucket `bucket` of a table of `buckets` buckets, for seeds.
+    pub fn digests_of_bucket(bucket: u32, buckets: u32, n: usize) -> Vec<u64> {
+        (0u64..)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .filter(|&d| crate::index_page::bucket_of(d, buckets) == bucket)
+            .take(n)
+            .collect()
     }
 
     /// A small valid checkpoint image of `generation`, for seed inputs.

@@ -473,6 +473,65 @@ mod tests {
     }
 
     #[test]
+    fn a_bounded_store_is_clean_after_its_checkpoint_and_dirty_after_a_session() {
+        let seg = Extent::fast(1, 1);
+        let (t1, c1, t2, c2) =
+            (Extent::fast(2, 1), Extent::fast(3, 1), Extent::fast(4, 2), Extent::fast(6, 1));
+        let s = SegmentMeta { generation: 1, extent: seg, sealed_pages: None };
+        let clean = BoundedMeta { clean: true, table: Some(t1) };
+        let base = BaseRecord {
+            extents: vec![seg, t1, c1],
+            engine: encode_base(
+                &[s],
+                Some(CheckpointMeta { generation: 2, extent: c1 }),
+                None,
+                Some(clean),
+            ),
+        };
+        let at = |deltas: Vec<DeltaRecord>| {
+            decode(&Versions { base: base.clone(), deltas }).map(|st| (st.bounded, st.checkpoint))
+        };
+        assert_eq!(at(vec![]).unwrap().0, Some(clean));
+        let session =
+            DeltaRecord { removed: vec![], added: vec![], engine: encode_bounded_session() };
+        assert_eq!(
+            at(vec![session.clone()]).unwrap().0,
+            Some(BoundedMeta { clean: false, table: Some(t1) })
+        );
+        // A checkpoint naming a doubled table: adds it, removes the old table and checkpoint.
+        let ck = DeltaRecord {
+            removed: vec![c1, t1],
+            added: vec![c2, t2],
+            engine: encode_bounded_checkpoint(5, t2),
+        };
+        let (bounded, checkpoint) = at(vec![session.clone(), ck]).unwrap();
+        assert_eq!(bounded, Some(BoundedMeta { clean: true, table: Some(t2) }));
+        assert_eq!(checkpoint, Some(CheckpointMeta { generation: 5, extent: c2 }));
+        // One that does not replace the current checkpoint, or adds another table than it
+        // names, is damage.
+        for bad in [
+            DeltaRecord {
+                removed: vec![],
+                added: vec![c2],
+                engine: encode_bounded_checkpoint(5, t1),
+            },
+            DeltaRecord {
+                removed: vec![c1],
+                added: vec![c2, t1],
+                engine: encode_bounded_checkpoint(5, t2),
+            },
+        ] {
+            assert!(matches!(at(vec![session.clone(), bad]), Err(Error::Corruption { .. })));
+        }
+        // A store whose index is in memory has no bounded state.
+        let plain = Versions {
+            base: BaseRecord { extents: vec![seg], engine: encode_base(&[s], None, None, None) },
+            deltas: vec![],
+        };
+        assert_eq!(decode(&plain).unwrap().bounded, None);
+    }
+
+    #[test]
     fn another_engines_payload_is_refused() {
         let versions = Versions {
             base: BaseRecord::default(),

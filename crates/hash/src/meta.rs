@@ -16,16 +16,14 @@
 //! kind 4, shard membership: set id (16 bytes), index (u32 LE), count (u32 LE): this store
 //!                is shard `index` of `count` of one set ([`crate::Shards`])
 //! kind 5, a bounded index checkpoint (`IndexMode::Bounded`): generation (u64 LE), the
-//!                index table's extent (tier u8, first slot u32 LE, slots u32 LE); the
-//!                delta adds the checkpoint's extent first, then the table's if it is new,
-//!                and removes the checkpoint it replaces and any tables it replaced. It
-//!                says the table's pages were flushed: the index on the volume is *clean*
-//! kind 6, a bounded index session: nothing more. Written by each open of a bounded
-//!                store before it changes a page: the table's pages are no longer trusted
-//!                after a crash (*dirty*) until the next kind 5
-//! kind 7, a base of a bounded store: clean (u8 0 or 1), table present (u8 0 or 1), the
-//!                table's extent (tier u8, first slot u32 LE, slots u32 LE), then a base as
-//!                kind 0 (from its kind byte on)
+//!                extent of the index snapshot it names (tier u8, first slot u32 LE, slots
+//!                u32 LE); the delta adds the checkpoint's extent, then the snapshot's, and
+//!                removes the checkpoint and the snapshot they replace
+//! kind 6, a bounded store made: nothing more. The first open of a store in bounded mode
+//!                writes it, so the mode is known before the first checkpoint
+//! kind 7, a base of a bounded store: snapshot present (u8 0 or 1), the snapshot's extent
+//!                (tier u8, first slot u32 LE, slots u32 LE), then a base as kind 0 (from
+//!                its kind byte on)
 //! a base ends, after its segments, with the checkpoint if there is one: present (u8 0 or
 //!                1), then generation (u64 LE), tier (u8), first slot (u32 LE), slots (u32 LE);
 //!                then, if the store is a shard, its membership as in kind 4 (28 bytes)
@@ -46,19 +44,16 @@ const SEGMENT_REMOVED: u8 = 2;
 const CHECKPOINT: u8 = 3;
 const MEMBERSHIP: u8 = 4;
 const BOUNDED_CHECKPOINT: u8 = 5;
-const BOUNDED_SESSION: u8 = 6;
+const BOUNDED_MADE: u8 = 6;
 const BOUNDED_BASE: u8 = 7;
 /// Bytes of a kind 7 base before its kind 0 part.
-const BOUNDED_BASE_PREFIX: usize = 12;
+const BOUNDED_BASE_PREFIX: usize = 11;
 
 /// What the version log says of a bounded store's index.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BoundedMeta {
-    /// The table's pages were flushed by the newest checkpoint and nothing changed since:
-    /// an open may trust them. Otherwise an open rebuilds the index from the log.
-    pub clean: bool,
-    /// The newest checkpoint's table.
-    pub table: Option<Extent>,
+    /// The index snapshot the newest checkpoint names.
+    pub snapshot: Option<Extent>,
 }
 
 fn encode_extent(b: &mut Vec<u8>, e: Extent) {
@@ -80,20 +75,20 @@ fn decode_extent(b: &[u8]) -> Option<Extent> {
     })
 }
 
-/// The payload of a delta naming a bounded checkpoint of `generation` whose table is
-/// `table`.
-pub fn encode_bounded_checkpoint(generation: u64, table: Extent) -> Vec<u8> {
+/// The payload of a delta naming a bounded checkpoint of `generation` whose index snapshot
+/// is `snapshot`.
+pub fn encode_bounded_checkpoint(generation: u64, snapshot: Extent) -> Vec<u8> {
     let mut b = MAGIC.to_vec();
     b.push(BOUNDED_CHECKPOINT);
     b.extend_from_slice(&generation.to_le_bytes());
-    encode_extent(&mut b, table);
+    encode_extent(&mut b, snapshot);
     b
 }
 
-/// The payload of a delta opening a bounded session (the table's pages may change).
-pub fn encode_bounded_session() -> Vec<u8> {
+/// The payload of a delta making the store a bounded one.
+pub fn encode_bounded_made() -> Vec<u8> {
     let mut b = MAGIC.to_vec();
-    b.push(BOUNDED_SESSION);
+    b.push(BOUNDED_MADE);
     b
 }
 
@@ -181,9 +176,9 @@ pub fn encode_base(
     let mut b = MAGIC.to_vec();
     if let Some(m) = bounded {
         b.push(BOUNDED_BASE);
-        b.push(u8::from(m.clean));
-        b.push(u8::from(m.table.is_some()));
-        encode_extent(&mut b, m.table.unwrap_or(Extent { tier: Tier::Fast, first: 0, count: 0 }));
+        b.push(u8::from(m.snapshot.is_some()));
+        let none = Extent { tier: Tier::Fast, first: 0, count: 0 };
+        encode_extent(&mut b, m.snapshot.unwrap_or(none));
     }
     b.push(BASE);
     b.extend_from_slice(&(segments.len() as u32).to_le_bytes());
@@ -263,15 +258,16 @@ pub fn decode(versions: &Versions) -> Result<State> {
     if !base.is_empty() {
         let mut body = strip_magic(base)?;
         if body.first() == Some(&BOUNDED_BASE) {
-            if body.len() < BOUNDED_BASE_PREFIX || body[1] > 1 || body[2] > 1 {
+            if body.len() < BOUNDED_BASE_PREFIX || body[1] > 1 {
                 return Err(bad("bounded base record"));
             }
-            let table = decode_extent(&body[3..12]).ok_or_else(|| bad("bounded index table"))?;
-            let table = (body[2] == 1).then_some(table);
-            if table.is_some_and(|t| live(t.first, t.tier) != Some(t)) {
-                return Err(bad("a bounded index table the base does not hold"));
+            let snapshot =
+                decode_extent(&body[2..11]).ok_or_else(|| bad("bounded index snapshot"))?;
+            let snapshot = (body[1] == 1).then_some(snapshot);
+            if snapshot.is_some_and(|t| live(t.first, t.tier) != Some(t)) {
+                return Err(bad("a bounded index snapshot the base does not hold"));
             }
-            bounded = Some(BoundedMeta { clean: body[1] == 1, table });
+            bounded = Some(BoundedMeta { snapshot });
             body = &body[BOUNDED_BASE_PREFIX..];
         }
         if body.first() != Some(&BASE) || body.len() < 5 {
@@ -351,24 +347,26 @@ pub fn decode(versions: &Versions) -> Result<State> {
                 }
                 checkpoint = Some(CheckpointMeta { generation, extent: *extent });
             }
-            (Some(&BOUNDED_CHECKPOINT), 18, [ck, added_table @ ..]) if added_table.len() <= 1 => {
+            (Some(&BOUNDED_CHECKPOINT), 18, [ck, snapshot]) => {
                 let generation = u64::from_le_bytes(body[1..9].try_into().unwrap());
-                let table =
-                    decode_extent(&body[9..18]).ok_or_else(|| bad("bounded index table"))?;
-                if added_table.first().is_some_and(|&t| t != table) {
-                    return Err(bad("a bounded checkpoint adding another table than it names"));
+                let named = decode_extent(&body[9..18]).ok_or_else(|| bad("bounded snapshot"))?;
+                if named != *snapshot {
+                    return Err(bad("a bounded checkpoint adding another snapshot than it names"));
                 }
-                if let Some(old) = checkpoint.map(|c: CheckpointMeta| c.extent) {
-                    if !delta.removed.contains(&old) {
-                        return Err(bad("a checkpoint that does not replace the current one"));
-                    }
+                let old_snapshot = bounded.and_then(|b: BoundedMeta| b.snapshot);
+                let replaced = checkpoint.map(|c: CheckpointMeta| c.extent);
+                let mut want: Vec<Extent> = replaced.into_iter().chain(old_snapshot).collect();
+                let mut removed = delta.removed.clone();
+                want.sort_by_key(|e| (e.tier.index(), e.first));
+                removed.sort_by_key(|e| (e.tier.index(), e.first));
+                if removed != want {
+                    return Err(bad("a checkpoint that does not replace the current one"));
                 }
                 checkpoint = Some(CheckpointMeta { generation, extent: *ck });
-                bounded = Some(BoundedMeta { clean: true, table: Some(table) });
+                bounded = Some(BoundedMeta { snapshot: Some(*snapshot) });
             }
-            (Some(&BOUNDED_SESSION), 1, []) if delta.removed.is_empty() => {
-                let table = bounded.and_then(|b: BoundedMeta| b.table);
-                bounded = Some(BoundedMeta { clean: false, table });
+            (Some(&BOUNDED_MADE), 1, []) if delta.removed.is_empty() && bounded.is_none() => {
+                bounded = Some(BoundedMeta { snapshot: None });
             }
             _ => return Err(bad("delta record")),
         }
@@ -473,62 +471,59 @@ mod tests {
     }
 
     #[test]
-    fn a_bounded_store_is_clean_after_its_checkpoint_and_dirty_after_a_session() {
+    fn a_bounded_stores_checkpoints_replace_their_snapshots() {
         let seg = Extent::fast(1, 1);
         let (t1, c1, t2, c2) =
             (Extent::fast(2, 1), Extent::fast(3, 1), Extent::fast(4, 2), Extent::fast(6, 1));
         let s = SegmentMeta { generation: 1, extent: seg, sealed_pages: None };
-        let clean = BoundedMeta { clean: true, table: Some(t1) };
-        let base = BaseRecord {
-            extents: vec![seg, t1, c1],
-            engine: encode_base(
-                &[s],
-                Some(CheckpointMeta { generation: 2, extent: c1 }),
-                None,
-                Some(clean),
-            ),
+        let made = DeltaRecord { removed: vec![], added: vec![], engine: encode_bounded_made() };
+        let first = DeltaRecord {
+            removed: vec![],
+            added: vec![c1, t1],
+            engine: encode_bounded_checkpoint(2, t1),
         };
-        let at = |deltas: Vec<DeltaRecord>| {
-            decode(&Versions { base: base.clone(), deltas }).map(|st| (st.bounded, st.checkpoint))
-        };
-        assert_eq!(at(vec![]).unwrap().0, Some(clean));
-        let session =
-            DeltaRecord { removed: vec![], added: vec![], engine: encode_bounded_session() };
-        assert_eq!(
-            at(vec![session.clone()]).unwrap().0,
-            Some(BoundedMeta { clean: false, table: Some(t1) })
-        );
-        // A checkpoint naming a doubled table: adds it, removes the old table and checkpoint.
-        let ck = DeltaRecord {
-            removed: vec![c1, t1],
+        let second = DeltaRecord {
+            removed: vec![t1, c1],
             added: vec![c2, t2],
             engine: encode_bounded_checkpoint(5, t2),
         };
-        let (bounded, checkpoint) = at(vec![session.clone(), ck]).unwrap();
-        assert_eq!(bounded, Some(BoundedMeta { clean: true, table: Some(t2) }));
-        assert_eq!(checkpoint, Some(CheckpointMeta { generation: 5, extent: c2 }));
-        // One that does not replace the current checkpoint, or adds another table than it
-        // names, is damage.
+        let empty = BaseRecord { extents: vec![seg], engine: encode_base(&[s], None, None, None) };
+        let at = |base: &BaseRecord, deltas: Vec<DeltaRecord>| {
+            decode(&Versions { base: base.clone(), deltas }).map(|st| (st.bounded, st.checkpoint))
+        };
+        assert_eq!(at(&empty, vec![]).unwrap().0, None, "an in-memory store");
+        assert_eq!(at(&empty, vec![made.clone()]).unwrap().0, Some(BoundedMeta { snapshot: None }));
+        let (b, ck) = at(&empty, vec![made.clone(), first.clone(), second.clone()]).unwrap();
+        assert_eq!(b, Some(BoundedMeta { snapshot: Some(t2) }));
+        assert_eq!(ck, Some(CheckpointMeta { generation: 5, extent: c2 }));
+        // The same state from a base.
+        let base = BaseRecord {
+            extents: vec![seg, t2, c2],
+            engine: encode_base(
+                &[s],
+                Some(CheckpointMeta { generation: 5, extent: c2 }),
+                None,
+                Some(BoundedMeta { snapshot: Some(t2) }),
+            ),
+        };
+        assert_eq!(at(&base, vec![]).unwrap(), (b, ck));
+        // A checkpoint that leaves the old snapshot or checkpoint live, or adds another
+        // snapshot than it names, is damage.
         for bad in [
             DeltaRecord {
-                removed: vec![],
-                added: vec![c2],
-                engine: encode_bounded_checkpoint(5, t1),
+                removed: vec![c1],
+                added: vec![c2, t2],
+                engine: encode_bounded_checkpoint(5, t2),
             },
             DeltaRecord {
-                removed: vec![c1],
+                removed: vec![t1, c1],
                 added: vec![c2, t1],
                 engine: encode_bounded_checkpoint(5, t2),
             },
         ] {
-            assert!(matches!(at(vec![session.clone(), bad]), Err(Error::Corruption { .. })));
+            let r = at(&empty, vec![made.clone(), first.clone(), bad]);
+            assert!(matches!(r, Err(Error::Corruption { .. })), "{r:?}");
         }
-        // A store whose index is in memory has no bounded state.
-        let plain = Versions {
-            base: BaseRecord { extents: vec![seg], engine: encode_base(&[s], None, None, None) },
-            deltas: vec![],
-        };
-        assert_eq!(decode(&plain).unwrap().bounded, None);
     }
 
     #[test]

@@ -34,7 +34,8 @@ pub enum IndexMode {
     InMemory,
     /// Pages on the volume behind a page cache of `cache_bytes` (KV-SSD keeps its index in
     /// the device): resident memory stays flat as keys grow; a lookup whose page is not
-    /// cached costs one page read. See `docs/hash.md`, "The bounded index".
+    /// cached costs one page read; checkpoints (and each open) copy the table. See
+    /// `docs/hash.md`, "The bounded index".
     Bounded {
         /// Bytes of index pages cached in memory, at least [`INDEX_CACHE_BYTES_MIN`].
         cache_bytes: u64,
@@ -77,7 +78,8 @@ pub struct HashOptions {
     pub gc_live_ratio: f64,
     /// Log bytes written (the user's and garbage collection's) after which the index is
     /// checkpointed, so an open reads the checkpoint and the log after it rather than every
-    /// segment; 0 turns checkpoints off. Each checkpoint writes about 16 bytes per key.
+    /// segment; 0 turns checkpoints off. Each checkpoint writes about 16 bytes per key in
+    /// memory mode, and copies the index's table (32 to 64 bytes a key) in bounded mode.
     pub checkpoint_bytes: u64,
     /// Iterators open at once, at most (KV-SSD devices allow a few): past it,
     /// [`crate::Error::TooManyIterators`].

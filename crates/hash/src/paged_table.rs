@@ -12,14 +12,15 @@
 //! there are no overflow pages, and a lookup costs at most one page read.
 //!
 //! Every page of the table is written before it is read: a new table writes all its pages
-//! empty, and a doubling writes every page of the new one. A page that does not decode is
-//! therefore damage ([`Error::Corruption`]), never an empty bucket.
+//! empty, and a doubling or a copy writes every page of the new one. A page that does not
+//! decode is therefore damage ([`Error::Corruption`]), never an empty bucket.
 //!
-//! Durability: pages are written back without waiting for durability when the cache evicts
-//! them, and [`PagedTable::flush`] writes every dirty page and flushes the device, which a
-//! checkpoint does before the version log names the table. Between checkpoints the pages on
-//! the volume are not trusted after a crash (a page written in place may be torn): see
-//! `docs/hash.md`, "The bounded index".
+//! Durability: the table the store works on (the *working* table) is never named by the
+//! version log; its pages are written back without waiting for durability when the cache
+//! evicts them, and a crash forgets its extent. A checkpoint copies it (cache first, so the
+//! copy holds every change) into a *snapshot*, a new extent written and flushed before the
+//! version log names it, and never written again; an open copies the newest snapshot into a
+//! new working table. See `docs/hash.md`, "The bounded index".
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -70,14 +71,14 @@ pub struct PageCounters {
 struct Inner {
     volume: Arc<Volume>,
     queue: VolumeQueue,
+    /// The working table.
     table: TableAt,
-    /// Whether the version log names `table.extent` (a checkpoint committed it).
-    committed: bool,
-    /// Tables the version log names that a doubling (or a rebuild) replaced: the next
-    /// checkpoint removes them.
-    retired: Vec<Extent>,
+    /// The snapshot the newest checkpoint named, which the next one removes.
+    snapshot: Option<Extent>,
     cache: PageCache,
     scratch: Vec<(u64, u64)>,
+    /// The generation of the next table made (a copy or a doubling).
+    next_generation: u64,
 }
 
 /// The on-volume digest table behind a fixed cache.
@@ -100,8 +101,8 @@ fn slots_for(volume: &Volume, buckets: u32) -> u32 {
 }
 
 impl PagedTable {
-    /// A new, empty table of [`BUCKETS_INITIAL`] buckets with every page written, in an
-    /// extent no checkpoint names yet; `frames` pages of cache.
+    /// A new, empty working table of [`BUCKETS_INITIAL`] buckets with every page written;
+    /// `frames` pages of cache.
     ///
     /// # Errors
     /// The space layer's, allocating or writing.
@@ -114,10 +115,10 @@ impl PagedTable {
                 volume,
                 queue,
                 table,
-                committed: false,
-                retired: Vec::new(),
+                snapshot: None,
                 cache: PageCache::new(frames),
                 scratch: Vec::with_capacity(ENTRIES_MAX),
+                next_generation: generation + 1,
             }),
             counters: PageCounters::default(),
         };
@@ -132,37 +133,59 @@ impl PagedTable {
         Ok(t)
     }
 
-    /// The table a checkpoint named (its pages flushed before the version log named it).
+    /// A working table copied from the snapshot a checkpoint named, each entry's location
+    /// passed through `remap` (which renames segments to this open's table slots, and drops
+    /// entries naming a segment collected since: `None`).
     ///
     /// # Errors
-    /// The space layer's, or [`Error::Corruption`] for a table that does not fit its extent.
-    pub fn load(volume: Arc<Volume>, frames: usize, table: TableAt) -> Result<PagedTable> {
-        let range = volume.extent_range(table.extent);
-        if !table.buckets.is_power_of_two()
-            || table.buckets > BUCKETS_MAX
-            || u64::from(table.buckets) * PAGE_BYTES as u64 > range.end - range.start
+    /// A snapshot page that does not decode, or that does not fit its extent
+    /// ([`Error::Corruption`]); the space layer's error.
+    pub fn from_snapshot(
+        volume: Arc<Volume>,
+        frames: usize,
+        snapshot: TableAt,
+        remap: &mut dyn FnMut(u64) -> Option<u64>,
+    ) -> Result<PagedTable> {
+        let range = volume.extent_range(snapshot.extent);
+        if !snapshot.buckets.is_power_of_two()
+            || snapshot.buckets > BUCKETS_MAX
+            || u64::from(snapshot.buckets) * PAGE_BYTES as u64 > range.end - range.start
         {
             return Err(Error::Corruption {
                 what: format!(
-                    "bounded index: a table of {} buckets in {:?}",
-                    table.buckets, table.extent
+                    "bounded index: a snapshot of {} buckets in {:?}",
+                    snapshot.buckets, snapshot.extent
                 ),
                 offset: range.start,
             });
         }
         let queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
-        Ok(PagedTable {
+        let extent = volume.allocate(slots_for(&volume, snapshot.buckets))?;
+        let generation = snapshot.generation + 1;
+        let table = TableAt { generation, extent, ..snapshot };
+        let t = PagedTable {
             inner: Mutex::new(Inner {
                 volume,
                 queue,
                 table,
-                committed: true,
-                retired: Vec::new(),
+                snapshot: Some(snapshot.extent),
                 cache: PageCache::new(frames),
                 scratch: Vec::with_capacity(ENTRIES_MAX),
+                next_generation: generation + 1,
             }),
             counters: PageCounters::default(),
-        })
+        };
+        {
+            let mut i = t.inner.lock();
+            match i.copy_into(snapshot, table, remap, &t.counters) {
+                Ok(kept) => i.table.entries = kept,
+                Err(e) => {
+                    i.volume.release(extent);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(t)
     }
 
     /// Entries held.
@@ -176,22 +199,43 @@ impl PagedTable {
         i.cache.memory_bytes() + std::mem::size_of::<Inner>() + ENTRIES_MAX * 16
     }
 
-    /// The table now, and the tables the version log names that it replaced.
-    pub fn state(&self) -> (TableAt, bool, Vec<Extent>) {
-        let i = self.inner.lock();
-        (i.table, i.committed, i.retired.clone())
+    /// The working table's buckets.
+    pub fn buckets(&self) -> u32 {
+        self.inner.lock().table.buckets
     }
 
-    /// Marks a table of the version log as replaced, for the next checkpoint to remove.
-    pub fn retire(&self, extent: Extent) {
-        self.inner.lock().retired.push(extent);
+    /// The snapshot the newest checkpoint named.
+    pub fn snapshot(&self) -> Option<Extent> {
+        self.inner.lock().snapshot
     }
 
-    /// Takes note that a checkpoint's commit named the table and removed the retired ones.
-    pub fn committed(&self) {
+    /// Copies the working table (the cache first) into a new snapshot, written and flushed:
+    /// what a checkpoint names. The caller commits it, then calls
+    /// [`PagedTable::snapshot_named`]; or, if the commit fails, gives its extent back.
+    ///
+    /// # Errors
+    /// A page that does not decode, or the space layer's error.
+    pub fn write_snapshot(&self) -> Result<TableAt> {
         let mut i = self.inner.lock();
-        i.committed = true;
-        i.retired.clear();
+        let from = i.table;
+        let extent = i.volume.allocate(slots_for(&i.volume, from.buckets))?;
+        let to = TableAt { generation: i.next_generation, extent, ..from };
+        i.next_generation += 1;
+        let written = i.copy_into(from, to, &mut Some, &self.counters).and_then(|kept| {
+            assert_eq!(kept, from.entries, "a snapshot keeps every entry");
+            i.queue.flush()?;
+            Ok(())
+        });
+        if let Err(e) = written {
+            i.volume.release(extent);
+            return Err(e);
+        }
+        Ok(to)
+    }
+
+    /// Takes note that a checkpoint's commit named `snapshot` (and removed the one before).
+    pub fn snapshot_named(&self, snapshot: Extent) {
+        self.inner.lock().snapshot = Some(snapshot);
     }
 
     /// The location of `digest`.
@@ -290,34 +334,6 @@ impl PagedTable {
         }
         Ok(())
     }
-
-    /// Writes every dirty page back and flushes the device: the table on the volume then
-    /// holds every change made so far.
-    ///
-    /// # Errors
-    /// The device's error.
-    pub fn flush(&self) -> Result<()> {
-        let mut i = self.inner.lock();
-        let dirty = i.cache.take_dirty();
-        let table = i.table;
-        let mut k = 0;
-        while k < dirty.len() {
-            // Write runs of consecutive buckets with one request each.
-            let mut end = k + 1;
-            while end < dirty.len()
-                && dirty[end].bucket == dirty[end - 1].bucket + 1
-                && end - k < DOUBLING_CHUNK_BUCKETS as usize
-            {
-                end += 1;
-            }
-            let pages: Vec<Vec<(u64, u64)>> =
-                dirty[k..end].iter().map(|e| e.entries.clone()).collect();
-            i.write_run(table, dirty[k].bucket, &pages, &self.counters)?;
-            k = end;
-        }
-        i.queue.flush()?;
-        Ok(())
-    }
 }
 
 impl Inner {
@@ -411,9 +427,8 @@ impl Inner {
         Ok(())
     }
 
-    /// Doubles the table: writes a new extent of twice the buckets, chunk by chunk, from the
-    /// old one (cached pages are the newest), then gives the old extent back, or retires it
-    /// for the next checkpoint to remove if the version log names it.
+    /// Doubles the working table: writes a new extent of twice the buckets, chunk by chunk,
+    /// from the old one (cached pages are the newest), then gives the old extent back.
     fn double(&mut self, counters: &PageCounters) -> Result<()> {
         let old = self.table;
         if old.buckets >= BUCKETS_MAX {
@@ -424,50 +439,59 @@ impl Inner {
         }
         let buckets = old.buckets * 2;
         let extent = self.volume.allocate(slots_for(&self.volume, buckets))?;
-        let new = TableAt { generation: old.generation + 1, extent, buckets, entries: old.entries };
-        let written = self.rewrite_into(old, new, counters);
+        let new = TableAt { generation: self.next_generation, extent, buckets, ..old };
+        self.next_generation += 1;
+        let written = self.copy_into(old, new, &mut Some, counters);
         if let Err(e) = written {
             self.volume.release(extent);
             return Err(e);
         }
-        // Every dirty frame went into the new pages.
-        for d in self.cache.take_dirty() {
-            drop(d);
-        }
+        // Every dirty frame went into the new pages; the old working table was never named.
+        self.cache.take_dirty();
         self.cache.clear();
-        if self.committed {
-            self.retired.push(old.extent);
-        } else {
-            self.volume.release(old.extent);
-        }
+        self.volume.release(old.extent);
         self.table = new;
-        self.committed = false;
         counters.doublings.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    fn rewrite_into(&mut self, old: TableAt, new: TableAt, counters: &PageCounters) -> Result<()> {
+    /// Writes every page of `to` (of as many buckets as `from`, or twice) from the entries of
+    /// `from` (cached pages first), each location passed through `remap`; returns the
+    /// entries kept.
+    fn copy_into(
+        &mut self,
+        from: TableAt,
+        to: TableAt,
+        remap: &mut dyn FnMut(u64) -> Option<u64>,
+        counters: &PageCounters,
+    ) -> Result<u64> {
+        assert!(to.buckets == from.buckets || to.buckets == from.buckets * 2);
         let mut run = Vec::new();
+        let mut kept = 0;
         let mut first = 0;
-        while first < old.buckets {
-            let n = DOUBLING_CHUNK_BUCKETS.min(old.buckets - first);
-            self.read_run(old, first, n, &mut run, counters)?;
+        while first < from.buckets {
+            let n = DOUBLING_CHUNK_BUCKETS.min(from.buckets - first);
+            self.read_run(from, first, n, &mut run, counters)?;
             let mut low = vec![Vec::new(); n as usize];
             let mut high = vec![Vec::new(); n as usize];
             for (k, page) in run.iter().enumerate() {
                 for &(d, l) in page {
-                    if index_page::bucket_of(d, new.buckets) == first + k as u32 {
+                    let Some(l) = remap(l) else { continue };
+                    kept += 1;
+                    if index_page::bucket_of(d, to.buckets) == first + k as u32 {
                         low[k].push((d, l));
                     } else {
                         high[k].push((d, l));
                     }
                 }
             }
-            self.write_run(new, first, &low, counters)?;
-            self.write_run(new, first + old.buckets, &high, counters)?;
+            self.write_run(to, first, &low, counters)?;
+            if to.buckets > from.buckets {
+                self.write_run(to, first + from.buckets, &high, counters)?;
+            }
             first += n;
         }
-        Ok(())
+        Ok(kept)
     }
 }
 
@@ -493,7 +517,8 @@ mod tests {
 
     #[test]
     fn a_small_cache_over_a_doubling_table_matches_a_hash_map() {
-        let t = PagedTable::create(volume(), 4, 1).unwrap();
+        let vol = volume();
+        let t = PagedTable::create(vol.clone(), 4, 1).unwrap();
         let mut m: HashMap<u64, u64> = HashMap::new();
         let mut x = 88172645463325252u64;
         for step in 1..100_000u64 {
@@ -516,12 +541,22 @@ mod tests {
             assert_eq!(t.len(), m.len() as u64);
         }
         assert!(t.counters.doublings.load(Ordering::Relaxed) >= 2);
-        t.flush().unwrap();
+        let snap = t.write_snapshot().unwrap();
+        assert_eq!(snap.entries, m.len() as u64);
         let mut all = Vec::new();
         t.for_each(|d, l| all.push((d, l))).unwrap();
         all.sort_unstable();
         let mut want: Vec<(u64, u64)> = m.into_iter().collect();
         want.sort_unstable();
         assert_eq!(all, want);
+        // A copy of the snapshot, dropping odd locations, holds the rest.
+        let copy =
+            PagedTable::from_snapshot(vol, 4, snap, &mut |l| (l % 2 == 0).then_some(l)).unwrap();
+        let mut got = Vec::new();
+        copy.for_each(|d, l| got.push((d, l))).unwrap();
+        got.sort_unstable();
+        want.retain(|e| e.1 % 2 == 0);
+        assert_eq!(got, want);
+        assert_eq!(copy.len(), want.len() as u64);
     }
 }

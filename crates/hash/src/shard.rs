@@ -117,31 +117,6 @@ impl Shard {
             .collect()
     }
 
-    /// Puts each segment in the table slot a checkpoint recorded for its generation, so the
-    /// locations in a bounded index's pages (which name segments by table slot) still hold.
-    /// Segments the checkpoint lacks take free slots.
-    pub fn place_segments(&self, at: &[crate::checkpoint::SegmentAt]) {
-        let mut segments = self.segments.write();
-        let all: Vec<Segment> = segments.iter().flatten().copied().collect();
-        let len = at.iter().map(|s| s.slot as usize + 1).max().unwrap_or(0);
-        let mut placed: Vec<Option<Segment>> = vec![None; len.max(all.len())];
-        let mut rest = Vec::new();
-        for seg in all {
-            match at.iter().find(|s| s.generation == seg.generation) {
-                Some(s) if placed[s.slot as usize].is_none() => placed[s.slot as usize] = Some(seg),
-                _ => rest.push(seg),
-            }
-        }
-        for seg in rest {
-            match placed.iter().position(Option::is_none) {
-                Some(i) => placed[i] = Some(seg),
-                None => placed.push(Some(seg)),
-            }
-        }
-        *self.usage.lock() = vec![Usage::default(); placed.len()];
-        *segments = placed;
-    }
-
     pub fn digest(&self, key: &[u8]) -> u64 {
         digest(key, self.opts.digest_bits)
     }
@@ -308,15 +283,12 @@ impl Shard {
     /// each segment is read only past the pages the checkpoint covers (a segment sealed
     /// there is not read at all). Entries naming a segment collected since are dropped: the
     /// records they named that are still needed were copied after the checkpoint.
-    ///
-    /// With `use_checkpoint` false, every segment is read from its first page whatever
-    /// checkpoint there is (a bounded index rebuilt from the log, `bounded.rs`).
-    pub fn replay(&self, use_checkpoint: bool) -> Result<Replayed> {
+    pub fn replay(&self) -> Result<Replayed> {
         let segments = self.segments();
         let mut queue = self.volume.queue(IoClass::Slot, &QueueOptions::default())?;
         let (mut count, mut max_seq, mut last_end) = (0, 0, None);
         let mut covered: Vec<(u64, u32)> = Vec::new();
-        let checkpoint = if use_checkpoint { *self.checkpoint.lock() } else { None };
+        let checkpoint = *self.checkpoint.lock();
         if let Some(meta) = checkpoint {
             let (ck, seq) = self.load_checkpoint(&mut queue, meta, &segments)?;
             max_seq = seq;
@@ -388,7 +360,7 @@ impl Shard {
             ck.keyed.iter().filter_map(|(k, l)| remap(*l).map(|l| (k.clone(), l))).collect();
         self.counters
             .checkpoint_entries
-            .store((entries.len() + keyed.len()) as u64, Ordering::Relaxed);
+            .fetch_add((entries.len() + keyed.len()) as u64, Ordering::Relaxed);
         self.index.write().load(entries, keyed)?;
         {
             let mut usage = self.usage.lock();
@@ -472,7 +444,7 @@ impl Shard {
             index_page_writes: index
                 .paged_table()
                 .map_or(0, |t| t.counters.writes.load(Ordering::Relaxed)),
-            index_buckets: index.paged_table().map_or(0, |t| u64::from(t.state().0.buckets)),
+            index_buckets: index.paged_table().map_or(0, |t| u64::from(t.buckets())),
             recovered_records: self.recovered_records.load(Ordering::Relaxed),
             recovery_micros: self.recovery_micros.load(Ordering::Relaxed),
             batches: c.batches.load(Ordering::Relaxed),

@@ -156,13 +156,10 @@ impl HashStore {
         let shard = Arc::new(Shard::new(volume, opts, segments));
         *shard.checkpoint.lock() = state.checkpoint;
         *shard.membership.lock() = state.membership;
-        let use_checkpoint = match shard.opts.index {
-            crate::options::IndexMode::InMemory => true,
-            crate::options::IndexMode::Bounded { .. } => {
-                crate::bounded::open_index(&shard, &state, next_generation)?
-            }
-        };
-        let replayed = shard.replay(use_checkpoint)?;
+        if let crate::options::IndexMode::Bounded { .. } = shard.opts.index {
+            crate::bounded::open_index(&shard, &state, next_generation)?;
+        }
+        let replayed = shard.replay()?;
         shard.recovered_records.store(replayed.records, Ordering::Relaxed);
         shard.recovery_micros.store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
         let log = LogWriter::new(replayed.max_seq + 1, next_generation, replayed.last_end);

@@ -657,10 +657,7 @@ impl Worker {
     /// stops the store.
     fn maybe_checkpoint(&mut self) {
         let every = self.shard.opts.checkpoint_bytes;
-        // A bounded store checkpoints at close only: a crash rebuilds its index from the log
-        // whatever checkpoint came before (`bounded.rs`).
-        let bounded = self.shard.index.read().paged_table().is_some();
-        if every == 0 || self.since_checkpoint < every || self.gc.is_some() || bounded {
+        if every == 0 || self.since_checkpoint < every || self.gc.is_some() {
             return;
         }
         if self.shard.refuse_if_stopped().is_err() {
@@ -678,22 +675,32 @@ impl Worker {
     }
 
     /// Writes a checkpoint and names it in the version log. In bounded mode the digest
-    /// entries stay in the table's pages: every dirty page is written back and the device
-    /// flushed first, and the commit also names the table (adding it if it is new, removing
-    /// the tables it replaced), which marks the pages clean (`bounded.rs`).
+    /// entries stay in pages: the working table is first copied into a snapshot, written and
+    /// flushed, which the commit names in place of the previous one (`bounded.rs`).
     fn checkpoint(&mut self) -> Result<()> {
-        use crate::checkpoint::{BoundedAt, Checkpoint, SegmentAt};
         let shard = self.shard.clone();
-        let table = {
+        let snapshot = {
             let index = shard.index.read();
             match index.paged_table() {
-                Some(t) => {
-                    t.flush()?;
-                    Some(t.state())
-                }
+                Some(t) => Some((t.write_snapshot()?, t.snapshot())),
                 None => None,
             }
         };
+        let written = self.write_checkpoint(snapshot);
+        if let (Err(_), Some((snap, _))) = (&written, snapshot) {
+            shard.volume().release(snap.extent);
+        }
+        written
+    }
+
+    /// Writes and commits the checkpoint record of [`Worker::checkpoint`], naming
+    /// `snapshot` (written, and the one it replaces) in bounded mode.
+    fn write_checkpoint(
+        &mut self,
+        snapshot: Option<(crate::paged_table::TableAt, Option<shale_space::Extent>)>,
+    ) -> Result<()> {
+        use crate::checkpoint::{BoundedAt, Checkpoint, SegmentAt};
+        let shard = self.shard.clone();
         let usage = shard.usage();
         let segments: Vec<SegmentAt> = shard
             .segments()
@@ -706,7 +713,7 @@ impl Worker {
             })
             .collect();
         let (entries, keyed) = shard.index.read().entries();
-        let bounded = table.as_ref().map(|(t, _, _)| BoundedAt {
+        let bounded = snapshot.map(|(t, _)| BoundedAt {
             table_generation: t.generation,
             buckets: t.buckets,
             entries: t.entries,
@@ -733,13 +740,11 @@ impl Worker {
                     ..shale_space::Edit::default()
                 };
                 let mut bounded = None;
-                if let Some((t, committed, retired)) = &table {
-                    if !committed {
-                        edit.added.push(t.extent);
-                    }
-                    edit.removed.extend(retired.iter().copied());
+                if let Some((t, replaced)) = snapshot {
+                    edit.added.push(t.extent);
+                    edit.removed.extend(replaced);
                     edit.engine = crate::meta::encode_bounded_checkpoint(generation, t.extent);
-                    bounded = Some(crate::meta::BoundedMeta { clean: true, table: Some(t.extent) });
+                    bounded = Some(crate::meta::BoundedMeta { snapshot: Some(t.extent) });
                 }
                 let mut full = || {
                     crate::meta::encode_base(
@@ -751,10 +756,10 @@ impl Worker {
                 };
                 volume.commit(&edit, &mut full)?;
                 *shard.checkpoint.lock() = Some(new);
-                if bounded.is_some() {
+                if let Some((t, _)) = snapshot {
                     *shard.bounded.lock() = bounded;
-                    if let Some(t) = shard.index.read().paged_table() {
-                        t.committed();
+                    if let Some(table) = shard.index.read().paged_table() {
+                        table.snapshot_named(t.extent);
                     }
                 }
                 Ok(())
@@ -767,9 +772,9 @@ impl Worker {
         Ok(())
     }
 
-    /// At close, in bounded mode: the checkpoint that marks the table's pages clean, so the
-    /// next open trusts them instead of rebuilding the index from the log. Skipped when the
-    /// store stopped (the next open rebuilds).
+    /// At close, in bounded mode: a checkpoint, so the next open copies it and replays no
+    /// log. Skipped when the store stopped (the next open replays the log after the last
+    /// checkpoint).
     fn close_bounded(&mut self) {
         if self.shard.index.read().paged_table().is_none()
             || self.shard.refuse_if_stopped().is_err()
@@ -778,9 +783,7 @@ impl Worker {
         }
         if let Err(e) = self.checkpoint() {
             let e = self.shard.stop(e);
-            log::error!(
-                "the bounded index's closing checkpoint failed (the next open rebuilds it): {e}"
-            );
+            log::error!("the bounded index's closing checkpoint failed: {e}");
         }
     }
 
@@ -960,8 +963,9 @@ impl Worker {
     }
 
     /// Applies a change to the index that must not fail: in bounded mode a page read or
-    /// write-back can, and then the store stops (its next open rebuilds the index from the
-    /// log, which holds the change). Returns the change's answer, or false.
+    /// write-back can, and then the store stops (its next open recovers the index from the
+    /// newest checkpoint and the log, which holds the change). Returns the change's answer,
+    /// or false.
     fn index_update(&self, change: impl FnOnce(&mut crate::index::Index) -> Result<bool>) -> bool {
         let result = change(&mut self.shard.index.write());
         result.unwrap_or_else(|e| {

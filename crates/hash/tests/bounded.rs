@@ -1,8 +1,8 @@
 //! The bounded index mode (`IndexMode::Bounded`): the mode is kept by the store; a cache of
 //! four pages over a table that doubles several times agrees with a `HashMap` through clean
-//! reopens and crashes; a damaged index page is `Corruption`, never a wrong value; and a
-//! power cut at sampled writes of a run that doubles the table recovers an acknowledged
-//! prefix.
+//! reopens and crashes; a damaged index page (of a snapshot, or of the working table) is
+//! `Corruption`, never a wrong value; and a power cut at sampled writes of a run that
+//! doubles the table and checkpoints recovers an acknowledged prefix.
 
 mod common;
 
@@ -16,6 +16,11 @@ use shale_io::{Damage, SimDevice};
 
 fn bounded() -> HashOptions {
     HashOptions { index: BOUNDED, queue_depth: 128, ..small_options() }
+}
+
+/// [`bounded`], with a checkpoint (a snapshot of the table) every 64 KiB of log.
+fn checkpointing() -> HashOptions {
+    HashOptions { checkpoint_bytes: 64 << 10, ..bounded() }
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -64,7 +69,7 @@ fn a_store_opened_in_the_other_index_mode_is_refused() {
 #[test]
 fn a_four_page_cache_over_a_doubling_table_matches_a_hash_map() {
     let mut d = sim(8, 64);
-    let opts = bounded();
+    let opts = checkpointing();
     let mut store = open(&d, &opts);
     let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
     let mut rng = SmallRng::seed_from_u64(64);
@@ -82,6 +87,7 @@ fn a_four_page_cache_over_a_doubling_table_matches_a_hash_map() {
         if step % 4000 == 3999 {
             let s = store.stats();
             assert!(s.index_page_reads > 1000 && s.index_page_writes > 1000, "{s:?}");
+            assert!(s.checkpoints > 2, "{s:?}");
             if step == 3999 {
                 drop(store); // a clean close: the next open trusts the pages
             } else {
@@ -91,6 +97,9 @@ fn a_four_page_cache_over_a_doubling_table_matches_a_hash_map() {
                 d = SimDevice::from_image(image, 4096, 0).unwrap();
             }
             store = open(&d, &opts);
+            let s = store.stats();
+            // The open copied the newest snapshot and replayed only the log after it.
+            assert!(s.checkpoint_entries_loaded > 0 && s.recovered_records < 2000, "{s:?}");
         }
     }
     for i in 0..4000 {
@@ -100,45 +109,58 @@ fn a_four_page_cache_over_a_doubling_table_matches_a_hash_map() {
     assert_eq!(store.stats().keys as usize, model.len());
 }
 
+/// The pages of the newest table on `image` (highest generation) holding more than 20
+/// entries: tables a doubling or a checkpoint replaced are still on the device.
+fn newest_table_pages(image: &[u8]) -> Vec<u64> {
+    let generation =
+        |p: usize| u64::from_le_bytes(image[p * 4096 + 8..p * 4096 + 16].try_into().unwrap());
+    let is_page = |p: &usize| &image[p * 4096..p * 4096 + 8] == b"SHIXPG01";
+    let newest = (0..image.len() / 4096).filter(is_page).map(generation).max().unwrap();
+    (0..image.len() / 4096)
+        .filter(|p| is_page(p) && generation(*p) == newest && image[p * 4096 + 24] > 20)
+        .map(|p| p as u64 * 4096)
+        .collect()
+}
+
 #[test]
 fn a_damaged_index_page_is_corruption_never_a_wrong_value() {
     let d = sim(4, 65);
     let store = open(&d, &bounded());
     fill(&store, 0..3000, 1);
     drop(store);
-    // The table's pages, found by their magic; flip a byte in the entries of each in turn.
+    // The close wrote a snapshot, the newest table: an open copies it whole, so a flipped
+    // byte in any of its pages makes the open fail.
     let image = d.current_image();
-    let generation =
-        |p: usize| u64::from_le_bytes(image[p * 4096 + 8..p * 4096 + 16].try_into().unwrap());
-    let is_page = |p: &usize| &image[p * 4096..p * 4096 + 8] == b"SHIXPG01";
-    // Pages of tables a doubling replaced are still on the device: the live table's
-    // generation is the newest.
-    let live = (0..image.len() / 4096).filter(is_page).map(generation).max().unwrap();
-    let pages: Vec<u64> = (0..image.len() / 4096)
-        .filter(|p| is_page(p) && generation(*p) == live && image[p * 4096 + 24] > 20)
-        .map(|p| p as u64 * 4096)
-        .collect();
-    assert!(pages.len() >= 16, "{} index pages", pages.len());
+    let pages = newest_table_pages(&image);
+    assert!(pages.len() >= 16, "{} snapshot pages", pages.len());
     for (n, &page) in pages.iter().enumerate().step_by(5) {
         let damaged = SimDevice::from_image(image.clone(), 4096, 0).unwrap();
         damaged.corrupt(page + 28 + 16 * (n as u64 % 20) + 9, 0x04);
-        let store = HashStore::open_device(device(&damaged), bounded()).unwrap();
-        let mut corrupt = 0;
-        for i in 0..3000 {
-            match store.retrieve(&key(i)) {
-                Ok(v) => assert_eq!(v, Some(value(&key(i), 1, 20)), "key {i}: a wrong value"),
-                Err(Error::Corruption { .. }) => corrupt += 1,
-                Err(e) => panic!("key {i}: {e}"),
-            }
-        }
-        assert!(corrupt > 0, "page at {page}: the damage went unnoticed");
+        let r = HashStore::open_device(device(&damaged), bounded());
+        assert!(matches!(r, Err(Error::Corruption { .. })), "page at {page}: {r:?}");
     }
+    // The working table an open made from it, damaged under the open store: each retrieve
+    // gives the right value or Corruption, never a wrong value.
+    let store = open(&d, &bounded());
+    let pages = newest_table_pages(&d.current_image());
+    for (n, &page) in pages.iter().enumerate() {
+        d.corrupt(page + 28 + 16 * (n as u64 % 20) + 9, 0x04);
+    }
+    let mut corrupt = 0;
+    for i in 0..3000 {
+        match store.retrieve(&key(i)) {
+            Ok(v) => assert_eq!(v, Some(value(&key(i), 1, 20)), "key {i}: a wrong value"),
+            Err(Error::Corruption { .. }) => corrupt += 1,
+            Err(e) => panic!("key {i}: {e}"),
+        }
+    }
+    assert!(corrupt > 2000, "{corrupt} of 3,000 retrieves found the damage");
 }
 
 #[test]
 fn sampled_crash_points_of_a_run_that_doubles_the_table_recover_an_acknowledged_prefix() {
     let d = sim(8, 66);
-    let opts = bounded();
+    let opts = checkpointing();
     let store = open(&d, &opts);
     // Rounds of 150 new keys each (with values naming the round) and 50 deletes of the
     // round before: the table of four buckets doubles at 508 keys, 1,016, 2,032.
@@ -160,6 +182,7 @@ fn sampled_crash_points_of_a_run_that_doubles_the_table_recover_an_acknowledged_
         states.push(state);
     }
     assert_eq!(store.stats().index_buckets, 16, "the table doubled from 4 buckets to 16");
+    assert!(store.stats().checkpoints >= 2, "{:?}", store.stats());
     drop(store);
     let writes = d.writes();
     let mut images = 0;

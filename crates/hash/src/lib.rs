@@ -4,10 +4,11 @@
 //!
 //! There is no write-ahead log and no compaction: each store appends one self-describing
 //! record to a log of segments (slots of the volume) in the shared log page format
-//! (`shale_space::log_page`), and the log *is* the data. An index in memory maps a 64-bit
-//! digest of each key to its newest record; the full key is compared on every hit, so digest
-//! collisions are resolved. See `docs/hash.md` for the design, the on-disk formats and what
-//! is not built yet.
+//! (`shale_space::log_page`), and the log *is* the data. An index maps a 64-bit digest of
+//! each key to its newest record, held in memory ([`IndexMode::InMemory`]) or in pages on the
+//! volume behind a cache of fixed size ([`IndexMode::Bounded`]); the full key is compared on
+//! every hit, so digest collisions are resolved. See `docs/hash.md` for the design, the
+//! on-disk formats and what is not built yet.
 //!
 //! Promises: a store or delete that returned is durable (it survives power loss, P1); each
 //! store is atomic for its pair; there is no atomicity across keys. Damage to an acknowledged

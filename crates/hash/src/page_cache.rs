@@ -128,6 +128,25 @@ impl PageCache {
         out
     }
 
+    /// Up to `max` dirty frames the hand reaches next, each marked clean (they stay
+    /// cached): written back together with an evicted one, they spare the evictions after it
+    /// a write each.
+    pub fn take_dirty_ahead(&mut self, max: usize) -> Vec<Evicted> {
+        let mut out = Vec::new();
+        let n = self.frames.len();
+        for k in 0..n {
+            if out.len() == max {
+                break;
+            }
+            let f = &mut self.frames[(self.hand + k) % n];
+            if f.dirty {
+                f.dirty = false;
+                out.push(Evicted { bucket: f.bucket, entries: f.entries.clone() });
+            }
+        }
+        out
+    }
+
     /// Forgets every frame (the table they belong to was replaced). Frames keep their room.
     pub fn clear(&mut self) {
         assert!(self.frames.iter().all(|f| !f.dirty), "a dirty frame would be lost");
@@ -156,6 +175,12 @@ mod tests {
         let e = c.insert(11, &[], false).expect("a dirty frame");
         assert_eq!((e.bucket, e.entries), (1, vec![(1, 1)]));
         assert!(c.contains(2), "a referenced frame stays");
+        c.get(2).unwrap().dirty = true;
+        c.get(10).unwrap().dirty = true;
+        let ahead: Vec<u32> = c.take_dirty_ahead(8).iter().map(|e| e.bucket).collect();
+        assert_eq!(ahead.len(), 2);
+        assert!(ahead.contains(&2) && ahead.contains(&10));
+        assert!(c.take_dirty_ahead(8).is_empty(), "taken frames are clean");
         for b in 20..1000 {
             c.insert(b, &[(1, 2)], true);
             c.take_dirty();

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
-use shale_io::{AlignedBuf, QueueExt, QueueOptions};
+use shale_io::{AlignedBuf, Op, Queue, QueueExt, QueueOptions, Request as IoRequest};
 use shale_space::log_page::PAGE_BYTES;
 use shale_space::{Extent, IoClass, Volume, VolumeQueue};
 
@@ -43,6 +43,9 @@ pub const BUCKETS_MAX: u32 = 1 << 26;
 const LOAD_MAX: f64 = 0.5;
 /// Buckets a doubling reads and writes at a time.
 const DOUBLING_CHUNK_BUCKETS: u32 = 64;
+/// Dirty pages written back together when the cache evicts one: those the CLOCK hand
+/// reaches next, written at the queue's depth, so most evictions find a clean frame.
+const WRITE_BACK_BATCH: usize = 32;
 
 /// A table as a checkpoint records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -360,16 +363,74 @@ impl Inner {
                 offset: at,
             });
             if result.is_ok() {
-                if let Some(Evicted { bucket, entries: out }) =
-                    self.cache.insert(b, &entries, false)
-                {
-                    self.write_run(table, bucket, &[out], counters)?;
+                if let Some(evicted) = self.cache.insert(b, &entries, false) {
+                    let mut pages = vec![evicted];
+                    pages.extend(self.cache.take_dirty_ahead(WRITE_BACK_BATCH - 1));
+                    self.write_back(table, pages, counters)?;
                 }
             }
             self.scratch = entries;
             result?;
         }
         Ok(&self.cache.get(b).expect("cached above").entries)
+    }
+
+    /// Writes back the pages of `pages` (not durably), each its own request, at the queue's
+    /// depth.
+    fn write_back(
+        &mut self,
+        table: TableAt,
+        pages: Vec<Evicted>,
+        counters: &PageCounters,
+    ) -> Result<()> {
+        let mut failed: Option<Error> = None;
+        let mut done = Vec::new();
+        // Reaps at least `min` completions; false when the ring itself failed (nothing in
+        // flight will complete).
+        let mut reap = |q: &mut VolumeQueue, min: usize, failed: &mut Option<Error>| {
+            done.clear();
+            match q.reap(min, &mut done) {
+                Ok(_) => {
+                    for c in done.drain(..) {
+                        if let Err(e) = c.result {
+                            failed.get_or_insert(e.into());
+                        }
+                    }
+                    true
+                }
+                Err(e) => {
+                    failed.get_or_insert(e.into());
+                    false
+                }
+            }
+        };
+        let mut ring_ok = true;
+        for e in pages {
+            if self.queue.in_flight() >= self.queue.depth() {
+                ring_ok = reap(&mut self.queue, 1, &mut failed);
+            }
+            if !ring_ok || failed.is_some() {
+                break;
+            }
+            let mut buf = AlignedBuf::zeroed(PAGE_BYTES);
+            let at =
+                PageAt { generation: table.generation, bucket: e.bucket, buckets: table.buckets };
+            index_page::encode(at, &e.entries, &mut buf);
+            let op = Op::Write { offset: self.address(table, e.bucket), buf, durable: false };
+            if let Err((err, _)) = self.queue.submit(IoRequest { tag: u64::from(e.bucket), op }) {
+                failed.get_or_insert(err.into());
+                break;
+            }
+            counters.writes.fetch_add(1, Ordering::Relaxed);
+        }
+        // Every request is reaped before the queue serves another, failed or not.
+        while ring_ok && self.queue.in_flight() > 0 {
+            ring_ok = reap(&mut self.queue, 1, &mut failed);
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Writes the pages of buckets `first..` of `table` with one request (no flush).

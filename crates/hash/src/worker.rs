@@ -773,12 +773,19 @@ impl Worker {
     }
 
     /// At close, in bounded mode: a checkpoint, so the next open copies it and replays no
-    /// log. Skipped when the store stopped (the next open replays the log after the last
-    /// checkpoint).
+    /// log. Skipped when nothing changed since the newest one, and when the store stopped
+    /// (the next open replays the log after the last checkpoint).
     fn close_bounded(&mut self) {
-        if self.shard.index.read().paged_table().is_none()
-            || self.shard.refuse_if_stopped().is_err()
-        {
+        let snapshot = match self.shard.index.read().paged_table() {
+            Some(t) => t.snapshot(),
+            None => return,
+        };
+        // Nothing written since the newest snapshot, and nothing replayed after it: the
+        // next open would copy the same table.
+        let unchanged = snapshot.is_some()
+            && self.since_checkpoint == 0
+            && self.shard.recovered_records.load(Ordering::Relaxed) == 0;
+        if unchanged || self.shard.refuse_if_stopped().is_err() {
             return;
         }
         if let Err(e) = self.checkpoint() {

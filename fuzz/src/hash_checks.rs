@@ -1,7 +1,8 @@
-//! Checks of the hash engine's decoders (`shale-hash`): its log records and its index
-//! checkpoints. Bad bytes give an error, never a panic or a hang. Shared by the cargo-fuzz
-//! targets `hash_record` and `hash_checkpoint` and by `crates/hash/tests/fuzz_regressions.rs`,
-//! which replays `fuzz/regressions/hash_*` on stable Rust.
+//! Checks of the hash engine's decoders (`shale-hash`): its log records, its index
+//! checkpoints and the bounded index's pages. Bad bytes give an error, never a panic or a
+//! hang. Shared by the cargo-fuzz targets `hash_record`, `hash_checkpoint` and
+//! `hash_index_page` and by `crates/hash/tests/fuzz_regressions.rs`, which replays
+//! `fuzz/regressions/hash_*` on stable Rust.
 
 use shale_hash::record::{Kind, Record};
 
@@ -38,7 +39,49 @@ pub fn hash_checkpoint(data: &[u8]) {
     let _ = shale_hash::fuzz::decode_checkpoint(&image, generation);
 }
 
-/// The seed inputs of both targets.
+/// Bytes before the page in a `hash_index_page` input.
+const INDEX_PAGE_PREFIX: usize = 17;
+
+/// `data` as a bounded index page: a flags byte (bit 0: recompute the page's checksum so the
+/// checks behind it are reached), the table generation (u64 LE), bucket (u32 LE) and
+/// buckets (u32 LE) the page should be, then the page (cut or zero-padded to 4096 bytes).
+/// The decoder answers, never panics; a page it accepts re-encodes to the same bytes.
+pub fn hash_index_page(data: &[u8]) {
+    if data.len() < INDEX_PAGE_PREFIX {
+        return;
+    }
+    let flags = data[0];
+    let generation = u64::from_le_bytes(data[1..9].try_into().unwrap());
+    let bucket = u32::from_le_bytes(data[9..13].try_into().unwrap());
+    let buckets = u32::from_le_bytes(data[13..17].try_into().unwrap());
+    let mut page = data[INDEX_PAGE_PREFIX..].to_vec();
+    page.resize(PAGE, 0);
+    if flags & 1 != 0 {
+        let crc = crc32c::crc32c(&page[..PAGE - 4]);
+        page[PAGE - 4..].copy_from_slice(&crc.to_le_bytes());
+    }
+    if let Ok(entries) = shale_hash::fuzz::decode_index_page(&page, generation, bucket, buckets) {
+        let again = shale_hash::fuzz::encode_index_page(&entries, generation, bucket, buckets);
+        assert_eq!(again, page, "a decoded index page re-encodes to itself");
+    }
+}
+
+/// A `hash_index_page` input: a valid page of 40 entries, bucket 5 of 16, generation 3.
+pub fn sample_index_page_input(flags: u8) -> Vec<u8> {
+    let entries: Vec<(u64, u64)> = shale_hash::fuzz::digests_of_bucket(5, 16, 40)
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| (d, (i as u64 + 1) << 54 | 28 << 42 | i as u64))
+        .collect();
+    let mut b = vec![flags];
+    b.extend_from_slice(&3u64.to_le_bytes());
+    b.extend_from_slice(&5u32.to_le_bytes());
+    b.extend_from_slice(&16u32.to_le_bytes());
+    b.extend_from_slice(&shale_hash::fuzz::encode_index_page(&entries, 3, 5, 16));
+    b
+}
+
+/// The seed inputs of the three targets.
 pub fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     let store = Record { kind: Kind::Store, seq: 7, key: b"key-1", value: b"value" }.encode();
     let delete = Record { kind: Kind::Delete, seq: 8, key: b"key-1", value: b"" }.encode();
@@ -53,5 +96,7 @@ pub fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         ("hash_record", "delete", delete),
         ("hash_checkpoint", "valid", checkpoint(0)),
         ("hash_checkpoint", "resealed", checkpoint(1)),
+        ("hash_index_page", "valid", sample_index_page_input(0)),
+        ("hash_index_page", "resealed", sample_index_page_input(1)),
     ]
 }

@@ -87,6 +87,16 @@ fn hash_engine_on_two_instances() {
 }
 
 #[test]
+fn hash_engine_with_the_bounded_index() {
+    let lines = run_two(
+        "hash",
+        600,
+        &["--queue_depth", "4", "--index", "bounded", "--index_cache_bytes", "16384"],
+    );
+    check_counts(&lines, 600);
+}
+
+#[test]
 fn lsm_engine_on_two_instances() {
     let lines = run_two("lsm", 2000, &["--threads_per_instance", "2"]);
     check_counts(&lines, 2000);
@@ -109,6 +119,21 @@ fn bad_flags_are_named() {
         (vec!["--engine", "lsm", "--paths", p, "--queue_depth", "8"], "--queue_depth"),
         (vec!["--engine", "hash", "--paths", p, "--key_size", "4"], "--key_size"),
         (vec!["--engine", "hash", "--paths", &format!("{p},{p}")], "named twice"),
+        (vec!["--engine", "hash", "--paths", p, "--index", "paged"], "invalid value 'paged'"),
+        (
+            vec![
+                "--engine",
+                "hash",
+                "--paths",
+                p,
+                "--index",
+                "bounded",
+                "--index_cache_bytes",
+                "4096",
+            ],
+            "--index_cache_bytes: 4096",
+        ),
+        (vec!["--engine", "lsm", "--paths", p, "--index", "bounded"], "--index"),
     ] {
         let (ok, out, err) = kvbench(&flags);
         assert!(!ok, "{flags:?} ran:\n{out}");

@@ -13,6 +13,9 @@
 //!          | n x (table slot u32, generation u64, pages checkpointed u32, records u64, live u64)
 //! entries: kind u8 = 1 | count u32 | count x (digest u64, packed location u64)
 //! keyed:   kind u8 = 2 | count u32 | count x (key length u8, key, packed location u64)
+//! bounded: kind u8 = 4 | table generation u64 | buckets u32 | table entries u64
+//!          (only in a bounded store's checkpoint, whose digest entries are in the
+//!          table's pages, so it has no kind 1 record)
 //! end:     kind u8 = 3 | digest entries u64 | keyed entries u64
 //! ```
 //! Locations name segments by their table slot at checkpoint time; the header maps each slot
@@ -27,6 +30,7 @@ const MAGIC: &[u8; 8] = b"SHCKPT01";
 const ENTRIES: u8 = 1;
 const KEYED: u8 = 2;
 const END: u8 = 3;
+const BOUNDED: u8 = 4;
 /// Entries per record: records stay well under a megabyte.
 const ENTRIES_PER_RECORD: usize = 32 << 10;
 
@@ -40,6 +44,14 @@ pub(crate) struct SegmentAt {
     pub usage: Usage,
 }
 
+/// A bounded store's table as its checkpoint saw it (the extent is in the version log).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BoundedAt {
+    pub table_generation: u64,
+    pub buckets: u32,
+    pub entries: u64,
+}
+
 /// A decoded checkpoint.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Checkpoint {
@@ -47,6 +59,7 @@ pub(crate) struct Checkpoint {
     pub segments: Vec<SegmentAt>,
     pub entries: Vec<(u64, u64)>,
     pub keyed: Vec<(Vec<u8>, u64)>,
+    pub bounded: Option<BoundedAt>,
 }
 
 impl Checkpoint {
@@ -81,6 +94,13 @@ impl Checkpoint {
                 r.extend_from_slice(key);
                 r.extend_from_slice(&loc.to_le_bytes());
             }
+            out.push(r);
+        }
+        if let Some(b) = self.bounded {
+            let mut r = vec![BOUNDED];
+            r.extend_from_slice(&b.table_generation.to_le_bytes());
+            r.extend_from_slice(&b.buckets.to_le_bytes());
+            r.extend_from_slice(&b.entries.to_le_bytes());
             out.push(r);
         }
         let mut end = vec![END];
@@ -174,8 +194,18 @@ impl Checkpoint {
         }
         r.done()?;
         for rec in &records[1..] {
-            let mut r = Reader(&rec[1..]);
-            match rec[0] {
+            let Some((&kind, body)) = rec.split_first() else {
+                return Err("an empty record".into());
+            };
+            let mut r = Reader(body);
+            match kind {
+                BOUNDED if ck.bounded.is_none() => {
+                    ck.bounded = Some(BoundedAt {
+                        table_generation: r.u64()?,
+                        buckets: r.u32()?,
+                        entries: r.u64()?,
+                    });
+                }
                 ENTRIES => {
                     for _ in 0..r.u32()? {
                         ck.entries.push((r.u64()?, r.u64()?));
@@ -252,6 +282,7 @@ mod tests {
                 .collect(),
             entries: (0..n).map(|i| (i as u64 * 7919, loc(i))).collect(),
             keyed: vec![(b"collided".to_vec(), loc(1)), (vec![9; 255], loc(2))],
+            bounded: Some(BoundedAt { table_generation: 4, buckets: 1024, entries: 99 }),
         }
     }
 

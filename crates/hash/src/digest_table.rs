@@ -35,11 +35,6 @@ impl DigestTable {
         self.len
     }
 
-    /// Whether it holds nothing.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Bytes its slots take.
     pub fn memory_bytes(&self) -> usize {
         self.slots.len() * std::mem::size_of::<[u64; 2]>()

@@ -9,6 +9,8 @@
 use rustc_hash::FxHashMap;
 
 use crate::digest_table::DigestTable;
+use crate::error::Result;
+use crate::paged_table::PagedTable;
 
 /// Where a record lies: its segment (by the segment's slot in the store's table), the log
 /// page its first fragment is on, the byte offset of that fragment in the page, and how many
@@ -85,11 +87,87 @@ pub fn bucket_of(digest: u64) -> u16 {
 /// An entry of the collision map: the full key and its packed location.
 pub type KeyedEntry = (Vec<u8>, u64);
 
+/// Where the digest entries live: a table in memory, or pages on the volume behind a
+/// fixed cache (`IndexMode::Bounded`).
+#[derive(Debug)]
+enum Digests {
+    Memory(DigestTable),
+    Paged(Box<PagedTable>),
+}
+
+impl Default for Digests {
+    fn default() -> Digests {
+        Digests::Memory(DigestTable::default())
+    }
+}
+
+impl Digests {
+    fn get(&self, d: u64) -> Result<Option<u64>> {
+        match self {
+            Digests::Memory(t) => Ok(t.get(d)),
+            Digests::Paged(t) => t.get(d),
+        }
+    }
+
+    fn insert(&mut self, d: u64, loc: u64) -> Result<Option<u64>> {
+        match self {
+            Digests::Memory(t) => Ok(t.insert(d, loc)),
+            Digests::Paged(t) => t.insert(d, loc),
+        }
+    }
+
+    fn remove(&mut self, d: u64) -> Result<Option<u64>> {
+        match self {
+            Digests::Memory(t) => Ok(t.remove(d)),
+            Digests::Paged(t) => t.remove(d),
+        }
+    }
+
+    fn replace_if(&mut self, d: u64, from: u64, to: u64) -> Result<bool> {
+        match self {
+            Digests::Memory(t) => match t.get_mut(d) {
+                Some(v) if *v == from => {
+                    *v = to;
+                    Ok(true)
+                }
+                _ => Ok(false),
+            },
+            Digests::Paged(t) => t.replace_if(d, from, to),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Digests::Memory(t) => t.len(),
+            Digests::Paged(t) => t.len() as usize,
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        match self {
+            Digests::Memory(t) => t.memory_bytes(),
+            Digests::Paged(t) => t.memory_bytes(),
+        }
+    }
+
+    fn for_each(&self, mut each: impl FnMut(u64, u64)) -> Result<()> {
+        match self {
+            Digests::Memory(t) => {
+                t.iter().for_each(|(d, l)| each(d, l));
+                Ok(())
+            }
+            Digests::Paged(t) => t.for_each(each),
+        }
+    }
+}
+
 /// Digest and key-confirmed maps.
 #[derive(Debug, Default)]
 pub struct Index {
-    by_digest: DigestTable,
-    /// Keys whose digest another live key holds in `by_digest`.
+    by_digest: Digests,
+    /// Keys whose digest another live key holds in `by_digest`. Kept in memory in both
+    /// modes: it holds only keys whose 64-bit digest collides with another live key's, rare
+    /// enough (about one pair at 20 million keys) not to grow with the keys.
     collided: FxHashMap<Vec<u8>, u64>,
 }
 
@@ -105,6 +183,19 @@ pub enum Probe {
 }
 
 impl Index {
+    /// An index whose digest entries live in `table`, on the volume.
+    pub(crate) fn paged(table: PagedTable) -> Index {
+        Index { by_digest: Digests::Paged(Box::new(table)), collided: FxHashMap::default() }
+    }
+
+    /// The on-volume table, in bounded mode.
+    pub(crate) fn paged_table(&self) -> Option<&PagedTable> {
+        match &self.by_digest {
+            Digests::Paged(t) => Some(t),
+            Digests::Memory(_) => None,
+        }
+    }
+
     /// Live keys.
     pub fn len(&self) -> usize {
         self.by_digest.len() + self.collided.len()
@@ -112,10 +203,11 @@ impl Index {
 
     /// Whether no key is live.
     pub fn is_empty(&self) -> bool {
-        self.by_digest.is_empty() && self.collided.is_empty()
+        self.len() == 0
     }
 
-    /// Bytes the maps hold in memory (their tables, not counting the allocator's overhead).
+    /// Bytes the index holds in memory (its tables or its page cache, not counting the
+    /// allocator's overhead).
     pub fn memory_bytes(&self) -> usize {
         let digest_map = self.by_digest.memory_bytes();
         let collided: usize = self.collided.keys().map(|k| k.capacity() + 8 + 24 + 1).sum();
@@ -123,129 +215,146 @@ impl Index {
     }
 
     /// Where `key` (of digest `d`) may be.
-    pub fn probe(&self, d: u64, key: &[u8]) -> Probe {
+    ///
+    /// # Errors
+    /// In bounded mode, a page that does not decode ([`crate::Error::Corruption`]) or the
+    /// device's error.
+    pub fn probe(&self, d: u64, key: &[u8]) -> Result<Probe> {
         if !self.collided.is_empty() {
             if let Some(&v) = self.collided.get(key) {
-                return Probe::Exact(Location::unpack(v));
+                return Ok(Probe::Exact(Location::unpack(v)));
             }
         }
-        match self.by_digest.get(d) {
+        Ok(match self.by_digest.get(d)? {
             Some(v) => Probe::Candidate(Location::unpack(v)),
             None => Probe::Absent,
-        }
+        })
     }
 
     /// Points `key` at `loc`; returns where it pointed before, if anywhere. `digest_owner`
     /// says whether the digest entry (if any) belongs to `key` (the caller read its record):
     /// if another key holds the digest, `key` goes to the collision map.
+    ///
+    /// # Errors
+    /// As [`Index::probe`].
     pub fn insert(
         &mut self,
         d: u64,
         key: &[u8],
         loc: Location,
         digest_owner: bool,
-    ) -> Option<Location> {
+    ) -> Result<Option<Location>> {
         if let Some(v) = self.collided.get_mut(key) {
-            return Some(Location::unpack(std::mem::replace(v, loc.pack())));
+            return Ok(Some(Location::unpack(std::mem::replace(v, loc.pack()))));
         }
-        match self.by_digest.get_mut(d) {
-            Some(v) if digest_owner => Some(Location::unpack(std::mem::replace(v, loc.pack()))),
+        match self.by_digest.get(d)? {
+            Some(_) if digest_owner => {
+                Ok(self.by_digest.insert(d, loc.pack())?.map(Location::unpack))
+            }
             Some(_) => {
                 self.collided.insert(key.to_vec(), loc.pack());
-                None
+                Ok(None)
             }
             None => {
-                self.by_digest.insert(d, loc.pack());
-                None
+                self.by_digest.insert(d, loc.pack())?;
+                Ok(None)
             }
         }
     }
 
     /// Removes `key`: from the collision map if it is there, else the digest entry, which
     /// the caller confirmed is the key's. Returns where it pointed.
-    pub fn remove(&mut self, d: u64, key: &[u8], digest_owner: bool) -> Option<Location> {
+    ///
+    /// # Errors
+    /// As [`Index::probe`].
+    pub fn remove(&mut self, d: u64, key: &[u8], digest_owner: bool) -> Result<Option<Location>> {
         if let Some(v) = self.collided.remove(key) {
-            return Some(Location::unpack(v));
+            return Ok(Some(Location::unpack(v)));
         }
         if digest_owner {
             // A colliding key of the same digest may take the freed entry; it stays in the
             // collision map instead, where lookups find it first.
-            return self.by_digest.remove(d).map(Location::unpack);
+            return Ok(self.by_digest.remove(d)?.map(Location::unpack));
         }
-        None
+        Ok(None)
     }
 
     /// Whether `key`'s entry points at exactly `loc`: a record at `loc` is then live, with
     /// no read needed (a location holds one record).
-    pub fn points_at(&self, d: u64, key: &[u8], loc: Location) -> bool {
+    ///
+    /// # Errors
+    /// As [`Index::probe`].
+    pub fn points_at(&self, d: u64, key: &[u8], loc: Location) -> Result<bool> {
         if !self.collided.is_empty() {
             if let Some(&v) = self.collided.get(key) {
-                return v == loc.pack();
+                return Ok(v == loc.pack());
             }
         }
-        self.by_digest.get(d) == Some(loc.pack())
+        Ok(self.by_digest.get(d)? == Some(loc.pack()))
     }
 
     /// Moves `key`'s entry from `from` to `to` if it still points at `from` (a record copied
     /// by garbage collection); returns whether it did.
-    pub fn relocate(&mut self, d: u64, key: &[u8], from: Location, to: Location) -> bool {
+    ///
+    /// # Errors
+    /// As [`Index::probe`].
+    pub fn relocate(&mut self, d: u64, key: &[u8], from: Location, to: Location) -> Result<bool> {
         if let Some(v) = self.collided.get_mut(key) {
             if *v == from.pack() {
                 *v = to.pack();
-                return true;
+                return Ok(true);
             }
-            return false;
+            return Ok(false);
         }
-        match self.by_digest.get_mut(d) {
-            Some(v) if *v == from.pack() => {
-                *v = to.pack();
-                true
-            }
-            _ => false,
-        }
+        self.by_digest.replace_if(d, from.pack(), to.pack())
     }
 
-    /// The raw entries, for a checkpoint: (digest, packed location) and (key, packed
-    /// location) of the collision map.
+    /// The raw entries, for a checkpoint: (digest, packed location), which are empty in
+    /// bounded mode (they are in the pages), and (key, packed location) of the collision map.
     pub fn entries(&self) -> (Vec<(u64, u64)>, Vec<KeyedEntry>) {
-        let by_digest = self.by_digest.iter().collect();
+        let by_digest = match &self.by_digest {
+            Digests::Memory(t) => t.iter().collect(),
+            Digests::Paged(_) => Vec::new(),
+        };
         let collided = self.collided.iter().map(|(k, &l)| (k.clone(), l)).collect();
         (by_digest, collided)
     }
 
-    /// Puts back a checkpoint's entries (into an empty index).
-    pub fn load(&mut self, by_digest: Vec<(u64, u64)>, collided: Vec<KeyedEntry>) {
-        self.by_digest.reserve(self.by_digest.len() + by_digest.len());
+    /// Puts back a checkpoint's entries (into an empty index; in bounded mode the digest
+    /// entries are in the pages and the checkpoint holds none).
+    ///
+    /// # Errors
+    /// As [`Index::probe`].
+    pub fn load(&mut self, by_digest: Vec<(u64, u64)>, collided: Vec<KeyedEntry>) -> Result<()> {
+        if let Digests::Memory(t) = &mut self.by_digest {
+            t.reserve(t.len() + by_digest.len());
+        }
         for (d, l) in by_digest {
-            self.by_digest.insert(d, l);
+            self.by_digest.insert(d, l)?;
         }
         self.collided.extend(collided);
+        Ok(())
     }
 
     /// The locations of every entry whose bucket `b` satisfies `b & mask == want & mask`.
-    pub fn in_buckets(&self, want: u16, mask: u16) -> Vec<Location> {
+    /// In bounded mode this reads every page of the table once.
+    ///
+    /// # Errors
+    /// As [`Index::probe`].
+    pub fn in_buckets(&self, want: u16, mask: u16) -> Result<Vec<Location>> {
         let hit = |d: u64| bucket_of(d) & mask == want & mask;
-        let mut out: Vec<Location> = self
-            .by_digest
-            .iter()
-            .filter(|&(d, _)| hit(d))
-            .map(|(_, l)| Location::unpack(l))
-            .collect();
+        let mut out: Vec<Location> = Vec::new();
+        self.by_digest.for_each(|d, l| {
+            if hit(d) {
+                out.push(Location::unpack(l));
+            }
+        })?;
         for (key, &l) in &self.collided {
             if hit(digest(key, 64)) {
                 out.push(Location::unpack(l));
             }
         }
-        out
-    }
-
-    /// Every live location (for garbage collection's accounting and for checks).
-    pub fn locations(&self) -> impl Iterator<Item = Location> + '_ {
-        self.by_digest
-            .iter()
-            .map(|(_, v)| v)
-            .chain(self.collided.values().copied())
-            .map(Location::unpack)
+        Ok(out)
     }
 }
 
@@ -273,23 +382,29 @@ mod tests {
     fn colliding_keys_are_kept_apart() {
         let mut ix = Index::default();
         let at = |n| Location { segment: n, page: 0, offset: 28, pages: 1 };
-        assert_eq!(ix.insert(5, b"aaaa", at(1), false), None);
+        assert_eq!(ix.insert(5, b"aaaa", at(1), false).unwrap(), None);
         // Same digest, the caller read the record and found another key.
-        assert_eq!(ix.insert(5, b"bbbb", at(2), false), None);
+        assert_eq!(ix.insert(5, b"bbbb", at(2), false).unwrap(), None);
         assert_eq!(ix.len(), 2);
-        assert_eq!(ix.probe(5, b"bbbb"), Probe::Exact(at(2)));
-        assert_eq!(ix.probe(5, b"aaaa"), Probe::Candidate(at(1)));
-        assert_eq!(ix.insert(5, b"aaaa", at(3), true), Some(at(1)));
-        assert_eq!(ix.probe(5, b"aaaa"), Probe::Candidate(at(3)));
-        assert!(ix.points_at(5, b"aaaa", at(3)) && !ix.points_at(5, b"aaaa", at(1)));
-        assert!(ix.points_at(5, b"bbbb", at(2)));
-        assert!(!ix.relocate(5, b"aaaa", at(1), at(4)), "a stale location is not moved");
-        assert!(ix.relocate(5, b"bbbb", at(2), at(5)));
-        assert_eq!(ix.probe(5, b"bbbb"), Probe::Exact(at(5)));
-        assert_eq!(ix.remove(5, b"bbbb", false), Some(at(5)));
-        assert_eq!(ix.probe(5, b"bbbb"), Probe::Candidate(at(3)), "only a candidate is left");
-        assert_eq!(ix.remove(5, b"aaaa", true), Some(at(3)));
-        assert_eq!(ix.probe(5, b"aaaa"), Probe::Absent);
+        assert_eq!(ix.probe(5, b"bbbb").unwrap(), Probe::Exact(at(2)));
+        assert_eq!(ix.probe(5, b"aaaa").unwrap(), Probe::Candidate(at(1)));
+        assert_eq!(ix.insert(5, b"aaaa", at(3), true).unwrap(), Some(at(1)));
+        assert_eq!(ix.probe(5, b"aaaa").unwrap(), Probe::Candidate(at(3)));
+        assert!(
+            ix.points_at(5, b"aaaa", at(3)).unwrap() && !ix.points_at(5, b"aaaa", at(1)).unwrap()
+        );
+        assert!(ix.points_at(5, b"bbbb", at(2)).unwrap());
+        assert!(!ix.relocate(5, b"aaaa", at(1), at(4)).unwrap(), "a stale location is not moved");
+        assert!(ix.relocate(5, b"bbbb", at(2), at(5)).unwrap());
+        assert_eq!(ix.probe(5, b"bbbb").unwrap(), Probe::Exact(at(5)));
+        assert_eq!(ix.remove(5, b"bbbb", false).unwrap(), Some(at(5)));
+        assert_eq!(
+            ix.probe(5, b"bbbb").unwrap(),
+            Probe::Candidate(at(3)),
+            "only a candidate is left"
+        );
+        assert_eq!(ix.remove(5, b"aaaa", true).unwrap(), Some(at(3)));
+        assert_eq!(ix.probe(5, b"aaaa").unwrap(), Probe::Absent);
         assert!(ix.is_empty());
         assert_eq!(
             digest(b"xyzw", 20),

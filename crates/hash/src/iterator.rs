@@ -74,7 +74,13 @@ impl KvIterator {
         }
         let want = u16::from_be_bytes([prefix[0], prefix[1]]);
         let bucket_mask = u16::from_be_bytes([mask[0], mask[1]]);
-        let candidates = shard.index.read().in_buckets(want, bucket_mask);
+        let candidates = match shard.index.read().in_buckets(want, bucket_mask) {
+            Ok(c) => c,
+            Err(e) => {
+                open.fetch_sub(1, Ordering::AcqRel);
+                return Err(e);
+            }
+        };
         Ok(KvIterator { shard, prefix, mask, kind, candidates, next: 0 })
     }
 
@@ -94,7 +100,7 @@ impl KvIterator {
                 continue;
             }
             let d = self.shard.digest(r.key);
-            let live_here = self.shard.index.read().points_at(d, r.key, loc);
+            let live_here = self.shard.index.read().points_at(d, r.key, loc)?;
             let value = if live_here {
                 Some(r.value.to_vec())
             } else {
@@ -116,7 +122,7 @@ impl KvIterator {
 
     /// The key's value now, if live (the record read to check the full key).
     fn current(&self, d: u64, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let probe = self.shard.index.read().probe(d, key);
+        let probe = self.shard.index.read().probe(d, key)?;
         let loc = match probe {
             Probe::Absent => return Ok(None),
             Probe::Exact(l) | Probe::Candidate(l) => l,

@@ -4,10 +4,11 @@
 //!
 //! There is no write-ahead log and no compaction: each store appends one self-describing
 //! record to a log of segments (slots of the volume) in the shared log page format
-//! (`shale_space::log_page`), and the log *is* the data. An index in memory maps a 64-bit
-//! digest of each key to its newest record; the full key is compared on every hit, so digest
-//! collisions are resolved. See `docs/hash.md` for the design, the on-disk formats and what
-//! is not built yet.
+//! (`shale_space::log_page`), and the log *is* the data. An index maps a 64-bit digest of
+//! each key to its newest record, held in memory ([`IndexMode::InMemory`]) or in pages on the
+//! volume behind a cache of fixed size ([`IndexMode::Bounded`]); the full key is compared on
+//! every hit, so digest collisions are resolved. See `docs/hash.md` for the design, the
+//! on-disk formats and what is not built yet.
 //!
 //! Promises: a store or delete that returned is durable (it survives power loss, P1); each
 //! store is atomic for its pair; there is no atomicity across keys. Damage to an acknowledged
@@ -28,15 +29,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod bounded;
 mod checkpoint;
 mod completion;
 mod digest_table;
 mod error;
 pub mod index;
+mod index_page;
 mod iterator;
 mod log;
 mod meta;
 mod options;
+mod page_cache;
+mod paged_table;
 pub mod record;
 mod shard;
 mod shards;
@@ -47,14 +52,15 @@ pub use completion::{Completion, Output};
 pub use error::{Error, Result};
 pub use iterator::{IterEntry, IterKind, KvIterator};
 pub use options::{
-    HashOptions, HashStats, QUEUE_DEPTH_MAX, SEGMENT_BYTES_FULL_VALUES, SEGMENT_BYTES_MIN,
-    StoreMode,
+    HashOptions, HashStats, INDEX_CACHE_BYTES_MIN, IndexMode, QUEUE_DEPTH_MAX,
+    SEGMENT_BYTES_FULL_VALUES, SEGMENT_BYTES_MIN, StoreMode,
 };
 pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
 pub use shards::{Shards, ShardsIterator};
 pub use store::{HashStore, HashTicket, KvRequest};
 
-/// The checkpoint decoder for the fuzz targets (`fuzz/src/hash_checks.rs`); not an API.
+/// The checkpoint and index page decoders for the fuzz targets (`fuzz/src/hash_checks.rs`);
+/// not an API.
 #[doc(hidden)]
 pub mod fuzz {
     /// Decodes a checkpoint image of `generation`; an error says what is wrong.
@@ -63,6 +69,46 @@ pub mod fuzz {
     /// What the decoder found wrong.
     pub fn decode_checkpoint(image: &[u8], generation: u64) -> std::result::Result<(), String> {
         crate::checkpoint::Checkpoint::decode(image, generation).map(|_| ())
+    }
+
+    /// Decodes a bounded index page that should be bucket `bucket` of a table of `buckets`
+    /// buckets and generation `generation`; returns its entries, or what is wrong.
+    ///
+    /// # Errors
+    /// What the decoder found wrong.
+    pub fn decode_index_page(
+        page: &[u8],
+        generation: u64,
+        bucket: u32,
+        buckets: u32,
+    ) -> std::result::Result<Vec<(u64, u64)>, String> {
+        let mut entries = Vec::new();
+        let at = crate::index_page::PageAt { generation, bucket, buckets };
+        crate::index_page::decode(page, at, &mut entries)?;
+        Ok(entries)
+    }
+
+    /// The page image of `entries` as bucket `bucket` of a table of `buckets` buckets and
+    /// generation `generation` (entries that do not belong there are a bug: it panics).
+    pub fn encode_index_page(
+        entries: &[(u64, u64)],
+        generation: u64,
+        bucket: u32,
+        buckets: u32,
+    ) -> Vec<u8> {
+        let mut page = vec![0u8; shale_space::log_page::PAGE_BYTES];
+        let at = crate::index_page::PageAt { generation, bucket, buckets };
+        crate::index_page::encode(at, entries, &mut page);
+        page
+    }
+
+    /// Digests that belong to bucket `bucket` of a table of `buckets` buckets, for seeds.
+    pub fn digests_of_bucket(bucket: u32, buckets: u32, n: usize) -> Vec<u64> {
+        (0u64..)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .filter(|&d| crate::index_page::bucket_of(d, buckets) == bucket)
+            .take(n)
+            .collect()
     }
 
     /// A small valid checkpoint image of `generation`, for seed inputs.
@@ -80,6 +126,7 @@ pub mod fuzz {
             }],
             entries: vec![(0x6b65_0000_0000_0001, loc(0)), (0x6b65_0000_0000_0002, loc(2))],
             keyed: vec![(b"key-collided".to_vec(), loc(1))],
+            bounded: None,
         }
         .image(generation)
     }

@@ -209,7 +209,12 @@ impl LogWriter {
                 })
                 .collect();
             metas.push(SegmentMeta { generation, extent, sealed_pages: None });
-            meta::encode_base(&metas, *shard.checkpoint.lock(), *shard.membership.lock())
+            meta::encode_base(
+                &metas,
+                *shard.checkpoint.lock(),
+                *shard.membership.lock(),
+                *shard.bounded.lock(),
+            )
         };
         if let Err(e) = volume.commit(&edit, &mut full) {
             volume.release(extent);
@@ -253,7 +258,12 @@ impl LogWriter {
                     sealed_pages: s.sealed_pages,
                 })
                 .collect();
-            meta::encode_base(&metas, *shard.checkpoint.lock(), *shard.membership.lock())
+            meta::encode_base(
+                &metas,
+                *shard.checkpoint.lock(),
+                *shard.membership.lock(),
+                *shard.bounded.lock(),
+            )
         };
         shard.volume().commit(&edit, &mut full)?;
         shard.remove_segment(slot);

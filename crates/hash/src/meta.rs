@@ -15,6 +15,15 @@
 //!                extent, the checkpoint it replaces (if any) the one removed extent
 //! kind 4, shard membership: set id (16 bytes), index (u32 LE), count (u32 LE): this store
 //!                is shard `index` of `count` of one set ([`crate::Shards`])
+//! kind 5, a bounded index checkpoint (`IndexMode::Bounded`): generation (u64 LE), the
+//!                extent of the index snapshot it names (tier u8, first slot u32 LE, slots
+//!                u32 LE); the delta adds the checkpoint's extent, then the snapshot's, and
+//!                removes the checkpoint and the snapshot they replace
+//! kind 6, a bounded store made: nothing more. The first open of a store in bounded mode
+//!                writes it, so the mode is known before the first checkpoint
+//! kind 7, a base of a bounded store: snapshot present (u8 0 or 1), the snapshot's extent
+//!                (tier u8, first slot u32 LE, slots u32 LE), then a base as kind 0 (from
+//!                its kind byte on)
 //! a base ends, after its segments, with the checkpoint if there is one: present (u8 0 or
 //!                1), then generation (u64 LE), tier (u8), first slot (u32 LE), slots (u32 LE);
 //!                then, if the store is a shard, its membership as in kind 4 (28 bytes)
@@ -34,6 +43,54 @@ const SEGMENT_ADDED: u8 = 1;
 const SEGMENT_REMOVED: u8 = 2;
 const CHECKPOINT: u8 = 3;
 const MEMBERSHIP: u8 = 4;
+const BOUNDED_CHECKPOINT: u8 = 5;
+const BOUNDED_MADE: u8 = 6;
+const BOUNDED_BASE: u8 = 7;
+/// Bytes of a kind 7 base before its kind 0 part.
+const BOUNDED_BASE_PREFIX: usize = 11;
+
+/// What the version log says of a bounded store's index.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BoundedMeta {
+    /// The index snapshot the newest checkpoint names.
+    pub snapshot: Option<Extent>,
+}
+
+fn encode_extent(b: &mut Vec<u8>, e: Extent) {
+    b.push(e.tier.index() as u8);
+    b.extend_from_slice(&e.first.to_le_bytes());
+    b.extend_from_slice(&e.count.to_le_bytes());
+}
+
+fn decode_extent(b: &[u8]) -> Option<Extent> {
+    let tier = match b.first()? {
+        0 => Tier::Fast,
+        1 => Tier::Capacity,
+        _ => return None,
+    };
+    Some(Extent {
+        tier,
+        first: u32::from_le_bytes(b.get(1..5)?.try_into().ok()?),
+        count: u32::from_le_bytes(b.get(5..9)?.try_into().ok()?),
+    })
+}
+
+/// The payload of a delta naming a bounded checkpoint of `generation` whose index snapshot
+/// is `snapshot`.
+pub fn encode_bounded_checkpoint(generation: u64, snapshot: Extent) -> Vec<u8> {
+    let mut b = MAGIC.to_vec();
+    b.push(BOUNDED_CHECKPOINT);
+    b.extend_from_slice(&generation.to_le_bytes());
+    encode_extent(&mut b, snapshot);
+    b
+}
+
+/// The payload of a delta making the store a bounded one.
+pub fn encode_bounded_made() -> Vec<u8> {
+    let mut b = MAGIC.to_vec();
+    b.push(BOUNDED_MADE);
+    b
+}
 
 /// Which shard of which set a store is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +149,8 @@ pub struct State {
     pub checkpoint: Option<CheckpointMeta>,
     /// The set this store is a shard of, if any.
     pub membership: Option<Membership>,
+    /// A bounded store's index; `None` for a store whose index is in memory.
+    pub bounded: Option<BoundedMeta>,
 }
 
 /// A segment as the version log names it.
@@ -112,8 +171,15 @@ pub fn encode_base(
     segments: &[SegmentMeta],
     checkpoint: Option<CheckpointMeta>,
     membership: Option<Membership>,
+    bounded: Option<BoundedMeta>,
 ) -> Vec<u8> {
     let mut b = MAGIC.to_vec();
+    if let Some(m) = bounded {
+        b.push(BOUNDED_BASE);
+        b.push(u8::from(m.snapshot.is_some()));
+        let none = Extent { tier: Tier::Fast, first: 0, count: 0 };
+        encode_extent(&mut b, m.snapshot.unwrap_or(none));
+    }
     b.push(BASE);
     b.extend_from_slice(&(segments.len() as u32).to_le_bytes());
     for s in segments {
@@ -179,6 +245,7 @@ pub fn decode(versions: &Versions) -> Result<State> {
     let mut segments = Vec::new();
     let mut checkpoint = None;
     let mut membership = None;
+    let mut bounded = None;
     let tier_of = |b: u8| match b {
         0 => Some(Tier::Fast),
         1 => Some(Tier::Capacity),
@@ -189,7 +256,20 @@ pub fn decode(versions: &Versions) -> Result<State> {
     };
     let base = &versions.base.engine;
     if !base.is_empty() {
-        let body = strip_magic(base)?;
+        let mut body = strip_magic(base)?;
+        if body.first() == Some(&BOUNDED_BASE) {
+            if body.len() < BOUNDED_BASE_PREFIX || body[1] > 1 {
+                return Err(bad("bounded base record"));
+            }
+            let snapshot =
+                decode_extent(&body[2..11]).ok_or_else(|| bad("bounded index snapshot"))?;
+            let snapshot = (body[1] == 1).then_some(snapshot);
+            if snapshot.is_some_and(|t| live(t.first, t.tier) != Some(t)) {
+                return Err(bad("a bounded index snapshot the base does not hold"));
+            }
+            bounded = Some(BoundedMeta { snapshot });
+            body = &body[BOUNDED_BASE_PREFIX..];
+        }
         if body.first() != Some(&BASE) || body.len() < 5 {
             return Err(bad("base record"));
         }
@@ -267,6 +347,27 @@ pub fn decode(versions: &Versions) -> Result<State> {
                 }
                 checkpoint = Some(CheckpointMeta { generation, extent: *extent });
             }
+            (Some(&BOUNDED_CHECKPOINT), 18, [ck, snapshot]) => {
+                let generation = u64::from_le_bytes(body[1..9].try_into().unwrap());
+                let named = decode_extent(&body[9..18]).ok_or_else(|| bad("bounded snapshot"))?;
+                if named != *snapshot {
+                    return Err(bad("a bounded checkpoint adding another snapshot than it names"));
+                }
+                let old_snapshot = bounded.and_then(|b: BoundedMeta| b.snapshot);
+                let replaced = checkpoint.map(|c: CheckpointMeta| c.extent);
+                let mut want: Vec<Extent> = replaced.into_iter().chain(old_snapshot).collect();
+                let mut removed = delta.removed.clone();
+                want.sort_by_key(|e| (e.tier.index(), e.first));
+                removed.sort_by_key(|e| (e.tier.index(), e.first));
+                if removed != want {
+                    return Err(bad("a checkpoint that does not replace the current one"));
+                }
+                checkpoint = Some(CheckpointMeta { generation, extent: *ck });
+                bounded = Some(BoundedMeta { snapshot: Some(*snapshot) });
+            }
+            (Some(&BOUNDED_MADE), 1, []) if delta.removed.is_empty() && bounded.is_none() => {
+                bounded = Some(BoundedMeta { snapshot: None });
+            }
             _ => return Err(bad("delta record")),
         }
     }
@@ -274,7 +375,7 @@ pub fn decode(versions: &Versions) -> Result<State> {
     if segments.windows(2).any(|w| w[0].generation == w[1].generation) {
         return Err(bad("two segments of one generation"));
     }
-    Ok(State { segments, checkpoint, membership })
+    Ok(State { segments, checkpoint, membership, bounded })
 }
 
 fn strip_magic(payload: &[u8]) -> Result<&[u8]> {
@@ -304,6 +405,7 @@ mod tests {
                         SegmentMeta { generation: 4, extent: b, sealed_pages: None },
                         SegmentMeta { generation: 2, extent: a, sealed_pages: Some(12) },
                     ],
+                    None,
                     None,
                     None,
                 ),
@@ -343,6 +445,7 @@ mod tests {
                     &[s],
                     Some(CheckpointMeta { generation: 2, extent: c1 }),
                     Some(Membership { set: [7; 16], index: 1, count: 3 }),
+                    None,
                 ),
             },
             deltas: vec![DeltaRecord {
@@ -365,6 +468,62 @@ mod tests {
             }],
         };
         assert!(matches!(decode(&bad), Err(Error::Corruption { .. })));
+    }
+
+    #[test]
+    fn a_bounded_stores_checkpoints_replace_their_snapshots() {
+        let seg = Extent::fast(1, 1);
+        let (t1, c1, t2, c2) =
+            (Extent::fast(2, 1), Extent::fast(3, 1), Extent::fast(4, 2), Extent::fast(6, 1));
+        let s = SegmentMeta { generation: 1, extent: seg, sealed_pages: None };
+        let made = DeltaRecord { removed: vec![], added: vec![], engine: encode_bounded_made() };
+        let first = DeltaRecord {
+            removed: vec![],
+            added: vec![c1, t1],
+            engine: encode_bounded_checkpoint(2, t1),
+        };
+        let second = DeltaRecord {
+            removed: vec![t1, c1],
+            added: vec![c2, t2],
+            engine: encode_bounded_checkpoint(5, t2),
+        };
+        let empty = BaseRecord { extents: vec![seg], engine: encode_base(&[s], None, None, None) };
+        let at = |base: &BaseRecord, deltas: Vec<DeltaRecord>| {
+            decode(&Versions { base: base.clone(), deltas }).map(|st| (st.bounded, st.checkpoint))
+        };
+        assert_eq!(at(&empty, vec![]).unwrap().0, None, "an in-memory store");
+        assert_eq!(at(&empty, vec![made.clone()]).unwrap().0, Some(BoundedMeta { snapshot: None }));
+        let (b, ck) = at(&empty, vec![made.clone(), first.clone(), second.clone()]).unwrap();
+        assert_eq!(b, Some(BoundedMeta { snapshot: Some(t2) }));
+        assert_eq!(ck, Some(CheckpointMeta { generation: 5, extent: c2 }));
+        // The same state from a base.
+        let base = BaseRecord {
+            extents: vec![seg, t2, c2],
+            engine: encode_base(
+                &[s],
+                Some(CheckpointMeta { generation: 5, extent: c2 }),
+                None,
+                Some(BoundedMeta { snapshot: Some(t2) }),
+            ),
+        };
+        assert_eq!(at(&base, vec![]).unwrap(), (b, ck));
+        // A checkpoint that leaves the old snapshot or checkpoint live, or adds another
+        // snapshot than it names, is damage.
+        for bad in [
+            DeltaRecord {
+                removed: vec![c1],
+                added: vec![c2, t2],
+                engine: encode_bounded_checkpoint(5, t2),
+            },
+            DeltaRecord {
+                removed: vec![t1, c1],
+                added: vec![c2, t1],
+                engine: encode_bounded_checkpoint(5, t2),
+            },
+        ] {
+            let r = at(&empty, vec![made.clone(), first.clone(), bad]);
+            assert!(matches!(r, Err(Error::Corruption { .. })), "{r:?}");
+        }
     }
 
     #[test]

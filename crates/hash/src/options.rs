@@ -22,6 +22,31 @@ pub enum StoreMode {
     UpdateOnly,
 }
 
+/// Where the index keeps its digest entries.
+///
+/// The mode is fixed when the store is made: its version log records a bounded store's
+/// index, and an open in the other mode is refused with [`Error::InvalidArgument`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexMode {
+    /// A table in memory: 19 to 23 bytes a key, no index reads, checkpoints through the
+    /// version log.
+    #[default]
+    InMemory,
+    /// Pages on the volume behind a page cache of `cache_bytes` (KV-SSD keeps its index in
+    /// the device): resident memory stays flat as keys grow; a lookup whose page is not
+    /// cached costs one page read; checkpoints (and each open) copy the table. See
+    /// `docs/hash.md`, "The bounded index".
+    Bounded {
+        /// Bytes of index pages cached in memory, at least [`INDEX_CACHE_BYTES_MIN`].
+        cache_bytes: u64,
+    },
+}
+
+/// Smallest page cache of the bounded index: four pages.
+pub const INDEX_CACHE_BYTES_MIN: u64 = 4 * PAGE_BYTES as u64;
+/// Largest page cache of the bounded index.
+pub const INDEX_CACHE_BYTES_MAX: u64 = 1 << 40;
+
 /// How to open a hash store.
 #[derive(Clone, Debug)]
 pub struct HashOptions {
@@ -53,11 +78,15 @@ pub struct HashOptions {
     pub gc_live_ratio: f64,
     /// Log bytes written (the user's and garbage collection's) after which the index is
     /// checkpointed, so an open reads the checkpoint and the log after it rather than every
-    /// segment; 0 turns checkpoints off. Each checkpoint writes about 16 bytes per key.
+    /// segment; 0 turns checkpoints off. Each checkpoint writes about 16 bytes per key in
+    /// memory mode, and copies the index's table (32 to 64 bytes a key) in bounded mode.
     pub checkpoint_bytes: u64,
     /// Iterators open at once, at most (KV-SSD devices allow a few): past it,
     /// [`crate::Error::TooManyIterators`].
     pub max_iterators: usize,
+    /// Where the index lives: in memory (the default) or in pages on the volume behind a
+    /// cache of fixed size.
+    pub index: IndexMode,
 }
 
 /// Smallest segment.
@@ -79,6 +108,7 @@ impl Default for HashOptions {
             gc_live_ratio: 0.5,
             checkpoint_bytes: 1 << 30,
             max_iterators: 16,
+            index: IndexMode::InMemory,
         }
     }
 }
@@ -133,7 +163,23 @@ impl HashOptions {
                 self.gc_live_ratio
             )));
         }
+        if let IndexMode::Bounded { cache_bytes } = self.index {
+            if !(INDEX_CACHE_BYTES_MIN..=INDEX_CACHE_BYTES_MAX).contains(&cache_bytes) {
+                return Err(Error::InvalidArgument(format!(
+                    "index cache_bytes {cache_bytes} must be in \
+                     {INDEX_CACHE_BYTES_MIN}..={INDEX_CACHE_BYTES_MAX}"
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// Pages the bounded index caches (0 in memory mode).
+    pub(crate) fn index_cache_pages(&self) -> usize {
+        match self.index {
+            IndexMode::InMemory => 0,
+            IndexMode::Bounded { cache_bytes } => (cache_bytes / PAGE_BYTES as u64) as usize,
+        }
     }
 
     /// The longest value a store takes: 2 MiB, or less where segments are smaller than
@@ -175,8 +221,15 @@ pub struct HashStats {
     pub log_bytes_written: u64,
     /// Segments in the log.
     pub segments: u64,
-    /// Bytes the index's tables hold in memory.
+    /// Bytes the index holds in memory: its tables in memory mode; its page cache (fixed
+    /// when the store opens) and collision map in bounded mode.
     pub index_memory_bytes: u64,
+    /// Bounded index pages read from the volume.
+    pub index_page_reads: u64,
+    /// Bounded index pages written to the volume.
+    pub index_page_writes: u64,
+    /// Buckets (pages) of the bounded index's table (0 in memory mode).
+    pub index_buckets: u64,
     /// Records replayed by the open.
     pub recovered_records: u64,
     /// Batches the worker wrote (each one durable write of the pages of its records).

@@ -2,6 +2,7 @@
 //! and the counters; and the synchronous reads that recovery (and the worker, for a rare
 //! confirmation) make.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
@@ -53,7 +54,7 @@ pub(crate) struct Replayed {
 
 /// State shared by a store's handle and its worker.
 pub(crate) struct Shard {
-    volume: Volume,
+    volume: Arc<Volume>,
     pub opts: HashOptions,
     pub index: RwLock<Index>,
     /// The segment table: a [`Location`] names a segment by its slot here; a collected
@@ -69,6 +70,8 @@ pub(crate) struct Shard {
     pub checkpoint: Mutex<Option<CheckpointMeta>>,
     /// The set this store is a shard of.
     pub membership: Mutex<Option<crate::meta::Membership>>,
+    /// A bounded store's index state in the version log (`None` in memory mode).
+    pub bounded: Mutex<Option<crate::meta::BoundedMeta>>,
     pub recovered_records: AtomicU64,
     pub recovery_micros: AtomicU64,
 }
@@ -76,7 +79,7 @@ pub(crate) struct Shard {
 impl Shard {
     pub fn new(volume: Volume, opts: HashOptions, segments: Vec<Segment>) -> Shard {
         Shard {
-            volume,
+            volume: Arc::new(volume),
             opts,
             index: RwLock::new(Index::default()),
             usage: Mutex::new(vec![Usage::default(); segments.len()]),
@@ -86,6 +89,7 @@ impl Shard {
             counters: Counters::default(),
             checkpoint: Mutex::new(None),
             membership: Mutex::new(None),
+            bounded: Mutex::new(None),
             open_iterators: std::sync::atomic::AtomicUsize::new(0),
             recovered_records: AtomicU64::new(0),
             recovery_micros: AtomicU64::new(0),
@@ -94,6 +98,23 @@ impl Shard {
 
     pub fn volume(&self) -> &Volume {
         &self.volume
+    }
+
+    /// The volume, to share with the bounded index's table.
+    pub fn volume_arc(&self) -> Arc<Volume> {
+        self.volume.clone()
+    }
+
+    /// The segments as the version log's base names them.
+    pub fn segment_metas(&self) -> Vec<crate::meta::SegmentMeta> {
+        self.segments()
+            .iter()
+            .map(|(_, s)| crate::meta::SegmentMeta {
+                generation: s.generation,
+                extent: s.extent,
+                sealed_pages: s.sealed_pages,
+            })
+            .collect()
     }
 
     pub fn digest(&self, key: &[u8]) -> u64 {
@@ -243,7 +264,7 @@ impl Shard {
 
     /// Whether the digest entry of `d` (if any) is `key`'s own, by a synchronous read.
     pub fn digest_owner(&self, d: u64, key: &[u8]) -> Result<bool> {
-        let probe = self.index.read().probe(d, key);
+        let probe = self.index.read().probe(d, key)?;
         match probe {
             Probe::Candidate(loc) => {
                 let rec = self.read_record(loc)?;
@@ -293,6 +314,25 @@ impl Shard {
         Ok(Replayed { records: count, max_seq, last_end })
     }
 
+    /// Reads and decodes the checkpoint `meta` names.
+    pub fn read_checkpoint(
+        &self,
+        queue: &mut VolumeQueue,
+        meta: CheckpointMeta,
+    ) -> Result<Checkpoint> {
+        let range = self.volume.extent_range(meta.extent);
+        let image = queue.read_at(range.start, (range.end - range.start) as usize)?;
+        Checkpoint::decode(&image, meta.generation).map_err(|why| Error::Corruption {
+            what: format!("index checkpoint {}: {why}", meta.generation),
+            offset: range.start,
+        })
+    }
+
+    /// A queue for the synchronous reads of an open.
+    pub fn open_queue(&self) -> Result<VolumeQueue> {
+        Ok(self.volume.queue(IoClass::Slot, &QueueOptions::default())?)
+    }
+
     /// Loads the checkpoint `meta` names into the index and the counts; returns the pages
     /// it covers of each segment (by generation) and its sequence number.
     fn load_checkpoint(
@@ -301,12 +341,7 @@ impl Shard {
         meta: CheckpointMeta,
         segments: &[(u32, Segment)],
     ) -> Result<(Vec<(u64, u32)>, u64)> {
-        let range = self.volume.extent_range(meta.extent);
-        let image = queue.read_at(range.start, (range.end - range.start) as usize)?;
-        let ck = Checkpoint::decode(&image, meta.generation).map_err(|why| Error::Corruption {
-            what: format!("index checkpoint {}: {why}", meta.generation),
-            offset: range.start,
-        })?;
+        let ck = self.read_checkpoint(queue, meta)?;
         // The checkpoint's table slots, by generation, to this open's.
         let slot_now = |old: u32| {
             let generation = ck.segments.iter().find(|s| s.slot == old)?.generation;
@@ -325,8 +360,8 @@ impl Shard {
             ck.keyed.iter().filter_map(|(k, l)| remap(*l).map(|l| (k.clone(), l))).collect();
         self.counters
             .checkpoint_entries
-            .store((entries.len() + keyed.len()) as u64, Ordering::Relaxed);
-        self.index.write().load(entries, keyed);
+            .fetch_add((entries.len() + keyed.len()) as u64, Ordering::Relaxed);
+        self.index.write().load(entries, keyed)?;
         {
             let mut usage = self.usage.lock();
             for s in &ck.segments {
@@ -348,7 +383,7 @@ impl Shard {
 
     fn replay_record(&self, r: &Record<'_>, loc: Location, image: &[u8], slot: u32) -> Result<()> {
         let d = self.digest(r.key);
-        let probe = self.index.read().probe(d, r.key);
+        let probe = self.index.read().probe(d, r.key)?;
         // The key's current record, if the digest entry (or the collision map) holds one: read
         // from this segment's image when it is there.
         let current = match probe {
@@ -375,7 +410,7 @@ impl Shard {
             Kind::Store => {
                 self.count_record(slot, !newer_held);
                 if !newer_held {
-                    if let Some(old) = self.index.write().insert(d, r.key, loc, owner) {
+                    if let Some(old) = self.index.write().insert(d, r.key, loc, owner)? {
                         self.count_dead(old);
                     }
                 }
@@ -383,7 +418,7 @@ impl Shard {
             Kind::Delete => {
                 self.count_record(slot, false);
                 if !newer_held {
-                    if let Some(old) = self.index.write().remove(d, r.key, owner) {
+                    if let Some(old) = self.index.write().remove(d, r.key, owner)? {
                         self.count_dead(old);
                     }
                 }
@@ -403,6 +438,13 @@ impl Shard {
             log_bytes_written: c.log_bytes.load(Ordering::Relaxed),
             segments: self.segments.read().iter().flatten().count() as u64,
             index_memory_bytes: index.memory_bytes() as u64,
+            index_page_reads: index
+                .paged_table()
+                .map_or(0, |t| t.counters.reads.load(Ordering::Relaxed)),
+            index_page_writes: index
+                .paged_table()
+                .map_or(0, |t| t.counters.writes.load(Ordering::Relaxed)),
+            index_buckets: index.paged_table().map_or(0, |t| u64::from(t.buckets())),
             recovered_records: self.recovered_records.load(Ordering::Relaxed),
             recovery_micros: self.recovery_micros.load(Ordering::Relaxed),
             batches: c.batches.load(Ordering::Relaxed),

@@ -134,7 +134,8 @@ impl HashStore {
         let started = std::time::Instant::now();
         let volume = opened.volume;
         let state = meta::decode(&opened.versions)?;
-        let metas = state.segments;
+        crate::bounded::check_mode(&state, opts.index)?;
+        let metas = state.segments.clone();
         if metas.len() as u64 >= u64::from(SEGMENTS_MAX) {
             return Err(Error::InvalidArgument("more segments than the index can name".into()));
         }
@@ -155,6 +156,9 @@ impl HashStore {
         let shard = Arc::new(Shard::new(volume, opts, segments));
         *shard.checkpoint.lock() = state.checkpoint;
         *shard.membership.lock() = state.membership;
+        if let crate::options::IndexMode::Bounded { .. } = shard.opts.index {
+            crate::bounded::open_index(&shard, &state, next_generation)?;
+        }
         let replayed = shard.replay()?;
         shard.recovered_records.store(replayed.records, Ordering::Relaxed);
         shard.recovery_micros.store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
@@ -465,7 +469,7 @@ impl HashStore {
                     sealed_pages: s.sealed_pages,
                 })
                 .collect();
-            meta::encode_base(&metas, *shard.checkpoint.lock(), Some(m))
+            meta::encode_base(&metas, *shard.checkpoint.lock(), Some(m), *shard.bounded.lock())
         };
         shard.volume().commit(&edit, &mut full)?;
         *shard.membership.lock() = Some(m);

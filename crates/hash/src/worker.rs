@@ -263,6 +263,7 @@ impl Worker {
                 && (closing || self.gc.is_none())
             {
                 if closing {
+                    self.close_bounded();
                     return;
                 }
                 continue; // take_submissions waits for work
@@ -305,9 +306,11 @@ impl Worker {
             Request::Store { .. } | Request::Delete { .. } => self.writes.push_back(req),
             Request::Retrieve { key, done } => {
                 let d = self.shard.digest(&key);
-                match self.shard.index.read().probe(d, &key) {
-                    Probe::Absent => self.complete(done, Ok(None)),
-                    Probe::Exact(loc) | Probe::Candidate(loc) => self
+                let probe = self.shard.index.read().probe(d, &key);
+                match probe {
+                    Err(e) => self.complete(done, Err(e)),
+                    Ok(Probe::Absent) => self.complete(done, Ok(None)),
+                    Ok(Probe::Exact(loc) | Probe::Candidate(loc)) => self
                         .reads_waiting
                         .push_back(Read { loc, for_: ReadFor::Retrieve { key, done } }),
                 }
@@ -315,16 +318,21 @@ impl Worker {
             Request::Exist { keys, done } => {
                 let mut bits = vec![0u8; keys.len().div_ceil(8)];
                 let mut reads = Vec::new();
-                {
+                let probed: Result<()> = (|| {
                     let index = self.shard.index.read();
                     for (bit, key) in keys.into_iter().enumerate() {
-                        match index.probe(self.shard.digest(&key), &key) {
+                        match index.probe(self.shard.digest(&key), &key)? {
                             Probe::Absent => {}
                             // In the collision map: the full key is the map's key.
                             Probe::Exact(_) => bits[bit / 8] |= 1 << (bit % 8),
                             Probe::Candidate(loc) => reads.push((loc, key, bit)),
                         }
                     }
+                    Ok(())
+                })();
+                if let Err(e) = probed {
+                    self.complete(done, Err(e));
+                    return;
                 }
                 if reads.is_empty() {
                     self.complete(done, Ok(bits));
@@ -375,7 +383,13 @@ impl Worker {
                 self.writes.push_front(req);
                 break;
             }
-            let probe = self.shard.index.read().probe(d, &key);
+            let probe = match self.shard.index.read().probe(d, &key) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.answer_write(req, Err(e));
+                    continue;
+                }
+            };
             // Presence and digest ownership, where known without a read.
             let (present, owner) = match probe {
                 Probe::Absent => (Some(false), Some(false)),
@@ -544,7 +558,7 @@ impl Worker {
                 .ok_or_else(|| self.shard.corruption(loc, "record does not parse"))?;
             let d = self.shard.digest(r.key);
             let needed = match r.kind {
-                Kind::Store => self.shard.index.read().points_at(d, r.key, loc),
+                Kind::Store => self.shard.index.read().points_at(d, r.key, loc)?,
                 Kind::Delete => older_exists && !self.present(d, r.key)?,
             };
             if needed {
@@ -556,7 +570,7 @@ impl Worker {
 
     /// Whether `key` is live, by the index (a candidate's key read to confirm).
     fn present(&self, d: u64, key: &[u8]) -> Result<bool> {
-        let probe = self.shard.index.read().probe(d, key);
+        let probe = self.shard.index.read().probe(d, key)?;
         match probe {
             Probe::Absent => Ok(false),
             Probe::Exact(_) => Ok(true),
@@ -586,7 +600,8 @@ impl Worker {
             // A store overwritten, or a deleted key stored again, since the victim was read:
             // nothing to copy.
             let still_needed = if store {
-                self.shard.index.read().points_at(d, r.key, from)
+                // Keep it if the index cannot tell: a needless copy is harmless.
+                self.shard.index.read().points_at(d, r.key, from).unwrap_or(true)
             } else {
                 match self.present(d, r.key) {
                     Ok(present) => !present,
@@ -659,8 +674,32 @@ impl Worker {
         }
     }
 
+    /// Writes a checkpoint and names it in the version log. In bounded mode the digest
+    /// entries stay in pages: the working table is first copied into a snapshot, written and
+    /// flushed, which the commit names in place of the previous one (`bounded.rs`).
     fn checkpoint(&mut self) -> Result<()> {
-        use crate::checkpoint::{Checkpoint, SegmentAt};
+        let shard = self.shard.clone();
+        let snapshot = {
+            let index = shard.index.read();
+            match index.paged_table() {
+                Some(t) => Some((t.write_snapshot()?, t.snapshot())),
+                None => None,
+            }
+        };
+        let written = self.write_checkpoint(snapshot);
+        if let (Err(_), Some((snap, _))) = (&written, snapshot) {
+            shard.volume().release(snap.extent);
+        }
+        written
+    }
+
+    /// Writes and commits the checkpoint record of [`Worker::checkpoint`], naming
+    /// `snapshot` (written, and the one it replaces) in bounded mode.
+    fn write_checkpoint(
+        &mut self,
+        snapshot: Option<(crate::paged_table::TableAt, Option<shale_space::Extent>)>,
+    ) -> Result<()> {
+        use crate::checkpoint::{BoundedAt, Checkpoint, SegmentAt};
         let shard = self.shard.clone();
         let usage = shard.usage();
         let segments: Vec<SegmentAt> = shard
@@ -674,7 +713,12 @@ impl Worker {
             })
             .collect();
         let (entries, keyed) = shard.index.read().entries();
-        let ck = Checkpoint { max_seq: self.log.max_seq(), segments, entries, keyed };
+        let bounded = snapshot.map(|(t, _)| BoundedAt {
+            table_generation: t.generation,
+            buckets: t.buckets,
+            entries: t.entries,
+        });
+        let ck = Checkpoint { max_seq: self.log.max_seq(), segments, entries, keyed, bounded };
         let generation = self.log.take_generation();
         let image = ck.image(generation);
         let volume = shard.volume();
@@ -689,26 +733,35 @@ impl Worker {
             .and_then(|()| {
                 let old = *shard.checkpoint.lock();
                 let new = crate::meta::CheckpointMeta { generation, extent };
-                let edit = shale_space::Edit {
+                let mut edit = shale_space::Edit {
                     added: vec![extent],
                     removed: old.map(|c| c.extent).into_iter().collect(),
                     engine: crate::meta::encode_checkpoint(generation),
                     ..shale_space::Edit::default()
                 };
+                let mut bounded = None;
+                if let Some((t, replaced)) = snapshot {
+                    edit.added.push(t.extent);
+                    edit.removed.extend(replaced);
+                    edit.engine = crate::meta::encode_bounded_checkpoint(generation, t.extent);
+                    bounded = Some(crate::meta::BoundedMeta { snapshot: Some(t.extent) });
+                }
                 let mut full = || {
-                    let metas: Vec<crate::meta::SegmentMeta> = shard
-                        .segments()
-                        .iter()
-                        .map(|(_, s)| crate::meta::SegmentMeta {
-                            generation: s.generation,
-                            extent: s.extent,
-                            sealed_pages: s.sealed_pages,
-                        })
-                        .collect();
-                    crate::meta::encode_base(&metas, Some(new), *shard.membership.lock())
+                    crate::meta::encode_base(
+                        &shard.segment_metas(),
+                        Some(new),
+                        *shard.membership.lock(),
+                        bounded,
+                    )
                 };
                 volume.commit(&edit, &mut full)?;
                 *shard.checkpoint.lock() = Some(new);
+                if let Some((t, _)) = snapshot {
+                    *shard.bounded.lock() = bounded;
+                    if let Some(table) = shard.index.read().paged_table() {
+                        table.snapshot_named(t.extent);
+                    }
+                }
                 Ok(())
             });
         if let Err(e) = written {
@@ -717,6 +770,28 @@ impl Worker {
         }
         shard.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// At close, in bounded mode: a checkpoint, so the next open copies it and replays no
+    /// log. Skipped when nothing changed since the newest one, and when the store stopped
+    /// (the next open replays the log after the last checkpoint).
+    fn close_bounded(&mut self) {
+        let snapshot = match self.shard.index.read().paged_table() {
+            Some(t) => t.snapshot(),
+            None => return,
+        };
+        // Nothing written since the newest snapshot, and nothing replayed after it: the
+        // next open would copy the same table.
+        let unchanged = snapshot.is_some()
+            && self.since_checkpoint == 0
+            && self.shard.recovered_records.load(Ordering::Relaxed) == 0;
+        if unchanged || self.shard.refuse_if_stopped().is_err() {
+            return;
+        }
+        if let Err(e) = self.checkpoint() {
+            let e = self.shard.stop(e);
+            log::error!("the bounded index's closing checkpoint failed: {e}");
+        }
     }
 
     /// Frees the victim once every copy is durable and no read in flight or waiting still
@@ -894,6 +969,19 @@ impl Worker {
         }
     }
 
+    /// Applies a change to the index that must not fail: in bounded mode a page read or
+    /// write-back can, and then the store stops (its next open recovers the index from the
+    /// newest checkpoint and the log, which holds the change). Returns the change's answer,
+    /// or false.
+    fn index_update(&self, change: impl FnOnce(&mut crate::index::Index) -> Result<bool>) -> bool {
+        let result = change(&mut self.shard.index.write());
+        result.unwrap_or_else(|e| {
+            let e = self.shard.stop(e);
+            log::error!("an index update stopped the store: {e}");
+            false
+        })
+    }
+
     fn finish_write(&mut self, result: Result<()>) {
         let f = self.in_flight.as_mut().expect("a batch in flight");
         let result = match result {
@@ -936,7 +1024,8 @@ impl Worker {
             match apply {
                 Apply::Copy { key, d, from, store } => {
                     if written.is_ok() {
-                        let moved = store && self.shard.index.write().relocate(d, &key, from, loc);
+                        let moved =
+                            store && self.index_update(|ix| ix.relocate(d, &key, from, loc));
                         self.shard.count_record(loc.segment, moved);
                         if moved {
                             self.shard.count_dead(from);
@@ -945,8 +1034,11 @@ impl Worker {
                 }
                 Apply::Store { key, d, owner, user_bytes, done } => {
                     let result = match &written {
-                        Ok(()) => {
-                            let old = self.shard.index.write().insert(d, &key, loc, owner);
+                        Ok(()) => 'stored: {
+                            let old = match self.shard.index.write().insert(d, &key, loc, owner) {
+                                Ok(old) => old,
+                                Err(e) => break 'stored Err(self.shard.stop(e)),
+                            };
                             self.shard.count_record(loc.segment, true);
                             if let Some(old) = old {
                                 self.shard.count_dead(old);
@@ -962,8 +1054,11 @@ impl Worker {
                 }
                 Apply::Delete { key, d, owner, done } => {
                     let result = match &written {
-                        Ok(()) => {
-                            let old = self.shard.index.write().remove(d, &key, owner);
+                        Ok(()) => 'deleted: {
+                            let old = match self.shard.index.write().remove(d, &key, owner) {
+                                Ok(old) => old,
+                                Err(e) => break 'deleted Err(self.shard.stop(e)),
+                            };
                             self.shard.count_record(loc.segment, false);
                             if let Some(old) = old {
                                 self.shard.count_dead(old);

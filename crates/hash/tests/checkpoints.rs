@@ -19,6 +19,7 @@ fn opts() -> HashOptions {
         segment_bytes: SEGMENT_BYTES_MIN,
         version_log_bytes: 64 << 10,
         checkpoint_bytes: 128 << 10,
+        index: common::mode(),
         ..HashOptions::default()
     }
 }
@@ -41,74 +42,80 @@ fn contents(store: &HashStore, keys: u32) -> BTreeMap<Vec<u8>, Vec<u8>> {
 
 #[test]
 fn an_open_loads_the_checkpoint_and_replays_only_the_log_after_it() {
-    let d = sim(51);
-    let mut store = open(&d);
-    let mut model = BTreeMap::new();
-    let mut rng = SmallRng::seed_from_u64(51);
-    let mut checkpoints = 0;
-    for step in 0..2400u64 {
-        let k = key(rng.gen_range(0..200));
-        if rng.gen_bool(0.1) {
-            store.delete(&k).unwrap();
-            model.remove(&k);
-        } else {
-            let v = value(&k, step, rng.gen_range(0..1500));
-            store.store(&k, &v, StoreMode::Overwrite).unwrap();
-            model.insert(k, v);
+    common::each_mode(|| {
+        let d = sim(51);
+        let mut store = open(&d);
+        let mut model = BTreeMap::new();
+        let mut rng = SmallRng::seed_from_u64(51);
+        let mut checkpoints = 0;
+        for step in 0..2400u64 {
+            let k = key(rng.gen_range(0..200));
+            if rng.gen_bool(0.1) {
+                store.delete(&k).unwrap();
+                model.remove(&k);
+            } else {
+                let v = value(&k, step, rng.gen_range(0..1500));
+                store.store(&k, &v, StoreMode::Overwrite).unwrap();
+                model.insert(k, v);
+            }
+            if step % 600 == 599 {
+                checkpoints += store.stats().checkpoints;
+                drop(store);
+                store = open(&d);
+                let s = store.stats();
+                assert!(s.checkpoint_entries_loaded > 0, "step {step}: {s:?}");
+                assert!(
+                    s.recovered_records < 600,
+                    "step {step}: replayed {} records",
+                    s.recovered_records
+                );
+                assert_eq!(contents(&store, 200), model, "step {step}");
+            }
         }
-        if step % 600 == 599 {
-            checkpoints += store.stats().checkpoints;
-            drop(store);
-            store = open(&d);
-            let s = store.stats();
-            assert!(s.checkpoint_entries_loaded > 0, "step {step}: {s:?}");
-            assert!(
-                s.recovered_records < 600,
-                "step {step}: replayed {} records",
-                s.recovered_records
-            );
-            assert_eq!(contents(&store, 200), model, "step {step}");
-        }
-    }
-    assert!(checkpoints >= 4, "{checkpoints} checkpoints");
+        assert!(checkpoints >= 4, "{checkpoints} checkpoints");
+    });
 }
 
 #[test]
 fn a_damaged_checkpoint_is_corruption() {
-    let d = sim(52);
-    let store = open(&d);
-    for i in 0..400u32 {
-        store.store(&key(i % 150), &[i as u8; 700], StoreMode::Overwrite).unwrap();
-    }
-    assert!(store.stats().checkpoints > 0);
-    drop(store);
-    // Find the newest checkpoint's first page: a page of the slot area that is neither a
-    // segment's nor empty, found by flipping candidates until an open says "checkpoint".
-    let image = d.current_image();
-    let slot_area = 2 << 20;
-    let mut found = false;
-    for page in (0..(image.len() - slot_area) / 4096).map(|p| slot_area + p * 4096) {
-        if image[page..page + 4096].iter().all(|&b| b == 0) {
-            continue;
+    common::each_mode(|| {
+        let d = sim(52);
+        let store = open(&d);
+        for i in 0..400u32 {
+            store.store(&key(i % 150), &[i as u8; 700], StoreMode::Overwrite).unwrap();
         }
-        let mut bad = image.clone();
-        bad[page + 100] ^= 0x04;
-        let dev = SimDevice::from_image(bad, 4096, 0).unwrap();
-        match HashStore::open_device(Arc::new(dev), opts()) {
-            Err(Error::Corruption { what, .. }) if what.contains("checkpoint") => {
-                found = true;
-                break;
+        assert!(store.stats().checkpoints > 0);
+        drop(store);
+        // Find the newest checkpoint's first page: a page of the slot area that is neither a
+        // segment's nor empty, found by flipping candidates until an open says "checkpoint".
+        let image = d.current_image();
+        let slot_area = 2 << 20;
+        let mut found = false;
+        for page in (0..(image.len() - slot_area) / 4096).map(|p| slot_area + p * 4096) {
+            if image[page..page + 4096].iter().all(|&b| b == 0) {
+                continue;
             }
-            _ => continue,
+            let mut bad = image.clone();
+            bad[page + 100] ^= 0x04;
+            let dev = SimDevice::from_image(bad, 4096, 0).unwrap();
+            match HashStore::open_device(Arc::new(dev), opts()) {
+                Err(Error::Corruption { what, .. }) if what.contains("checkpoint") => {
+                    found = true;
+                    break;
+                }
+                _ => continue,
+            }
         }
-    }
-    assert!(found, "no flipped byte was reported as a damaged checkpoint");
+        assert!(found, "no flipped byte was reported as a damaged checkpoint");
+    });
 }
 
 #[test]
 fn every_crash_point_with_checkpoints_and_collection_recovers_an_acknowledged_prefix() {
-    let d = sim(53);
-    let (stats, images) = common::every_crash_point_of_a_scripted_run(&d, &opts(), 53);
-    assert!(stats.checkpoints > 2 && stats.segments_freed > 2, "{stats:?}");
-    println!("{images} crash images with checkpoints recovered and checked");
+    common::each_mode(|| {
+        let d = sim(53);
+        let (stats, images) = common::every_crash_point_of_a_scripted_run(&d, &opts(), 53);
+        assert!(stats.checkpoints > 2 && stats.segments_freed > 2, "{stats:?}");
+        println!("{images} crash images with checkpoints recovered and checked");
+    });
 }

@@ -1,12 +1,13 @@
 //! Replays every input under `fuzz/regressions/hash_*/` through the same checks as the
-//! cargo-fuzz targets `hash_record` and `hash_checkpoint`, on stable Rust, plus inputs made
-//! here: every truncation and single-byte flip of a valid checkpoint, with and without its
-//! page checksums recomputed, must give an error or data, never a panic.
+//! cargo-fuzz targets `hash_record`, `hash_checkpoint` and `hash_index_page`, on stable Rust,
+//! plus inputs made here: every truncation and single-byte flip of a valid checkpoint and of
+//! a valid bounded index page, with and without checksums recomputed, must give an error or
+//! data, never a panic.
 
 #[path = "../../../fuzz/src/hash_checks.rs"]
 mod hash_checks;
 
-const TARGETS: [&str; 2] = ["hash_record", "hash_checkpoint"];
+const TARGETS: [&str; 3] = ["hash_record", "hash_checkpoint", "hash_index_page"];
 
 #[test]
 fn hash_record_regressions() {
@@ -16,6 +17,34 @@ fn hash_record_regressions() {
 #[test]
 fn hash_checkpoint_regressions() {
     shale_testkit::fuzz_regressions::replay("hash_checkpoint", hash_checks::hash_checkpoint);
+}
+
+#[test]
+fn hash_index_page_regressions() {
+    shale_testkit::fuzz_regressions::replay("hash_index_page", hash_checks::hash_index_page);
+}
+
+#[test]
+fn every_flip_and_truncation_of_an_index_page_is_answered() {
+    for flags in [0u8, 1] {
+        let input = hash_checks::sample_index_page_input(flags);
+        for at in 0..input.len() {
+            for bit in [0x01u8, 0x80] {
+                let mut bad = input.clone();
+                bad[at] ^= bit;
+                hash_checks::hash_index_page(&bad);
+            }
+        }
+        for len in (0..input.len()).step_by(37) {
+            hash_checks::hash_index_page(&input[..len]);
+        }
+    }
+    let input = hash_checks::sample_index_page_input(0);
+    let page = &input[17..];
+    assert_eq!(shale_hash::fuzz::decode_index_page(page, 3, 5, 16).unwrap().len(), 40);
+    let mut flipped = page.to_vec();
+    flipped[100] ^= 1;
+    assert!(shale_hash::fuzz::decode_index_page(&flipped, 3, 5, 16).is_err());
 }
 
 #[test]

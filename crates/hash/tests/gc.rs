@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::value;
+use common::{each_mode, value};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_hash::{HashOptions, HashStore, SEGMENT_BYTES_MIN, StoreMode};
@@ -21,6 +21,7 @@ fn tiny() -> HashOptions {
     HashOptions {
         segment_bytes: SEGMENT_BYTES_MIN,
         version_log_bytes: 64 << 10,
+        index: common::mode(),
         ..HashOptions::default()
     }
 }
@@ -50,69 +51,75 @@ fn check(store: &HashStore, model: &BTreeMap<Vec<u8>, Vec<u8>>, keys: u32, what:
 
 #[test]
 fn overwrites_on_small_segments_are_collected_and_nothing_is_lost() {
-    let d = sim(41);
-    let mut store = open(&d);
-    let mut model = BTreeMap::new();
-    let mut rng = SmallRng::seed_from_u64(41);
-    let (mut freed, mut copied) = (0, 0);
-    for step in 0..3000u64 {
-        let k = key(rng.gen_range(0..40));
-        if rng.gen_bool(0.1) {
-            assert_eq!(store.delete(&k).unwrap(), model.remove(&k).is_some(), "step {step}");
-        } else {
-            let v = value(&k, step, rng.gen_range(0..3000));
-            store.store(&k, &v, StoreMode::Overwrite).unwrap();
-            model.insert(k, v);
+    each_mode(|| {
+        let d = sim(41);
+        let mut store = open(&d);
+        let mut model = BTreeMap::new();
+        let mut rng = SmallRng::seed_from_u64(41);
+        let (mut freed, mut copied) = (0, 0);
+        for step in 0..3000u64 {
+            let k = key(rng.gen_range(0..40));
+            if rng.gen_bool(0.1) {
+                assert_eq!(store.delete(&k).unwrap(), model.remove(&k).is_some(), "step {step}");
+            } else {
+                let v = value(&k, step, rng.gen_range(0..3000));
+                store.store(&k, &v, StoreMode::Overwrite).unwrap();
+                model.insert(k, v);
+            }
+            if step % 1000 == 999 {
+                check(&store, &model, 40, &format!("before reopen at step {step}"));
+                let s = store.stats();
+                assert!(s.gc_bytes_written > 0 || s.gc_records_copied == 0);
+                freed += s.segments_freed;
+                copied += s.gc_records_copied;
+                drop(store);
+                store = open(&d);
+                check(&store, &model, 40, &format!("after reopen at step {step}"));
+            }
         }
-        if step % 1000 == 999 {
-            check(&store, &model, 40, &format!("before reopen at step {step}"));
-            let s = store.stats();
-            assert!(s.gc_bytes_written > 0 || s.gc_records_copied == 0);
-            freed += s.segments_freed;
-            copied += s.gc_records_copied;
-            drop(store);
-            store = open(&d);
-            check(&store, &model, 40, &format!("after reopen at step {step}"));
-        }
-    }
-    let s = store.stats();
-    assert!(freed > 10 && copied > 0, "{freed} segments freed, {copied} records copied");
-    // 3000 writes of up to 3 KB would fill hundreds of 64 KiB segments; collected, the
-    // live data (40 keys) needs a handful.
-    assert!(s.segments < 30, "{} segments live after collection", s.segments);
+        let s = store.stats();
+        assert!(freed > 10 && copied > 0, "{freed} segments freed, {copied} records copied");
+        // 3000 writes of up to 3 KB would fill hundreds of 64 KiB segments; collected, the
+        // live data (40 keys) needs a handful.
+        assert!(s.segments < 30, "{} segments live after collection", s.segments);
+    });
 }
 
 #[test]
 fn a_collected_tombstone_keeps_its_key_deleted() {
-    let d = sim(42);
-    let store = open(&d);
-    // Segment 1 (16 pages, a page a store): the key, among 15 keys that stay live, so it is
-    // never collected.
-    store.store(b"doomed", b"old value", StoreMode::Overwrite).unwrap();
-    for i in 0..15 {
-        store.store(&key(i), &[1; 3000], StoreMode::Overwrite).unwrap();
-    }
-    // Segment 2: the tombstone, among writes that are overwritten at once (garbage), so it is
-    // collected while segment 1 still holds the store it hides.
-    assert!(store.delete(b"doomed").unwrap());
-    for round in 0..60u32 {
-        store.store(b"churn", &[round as u8; 3000], StoreMode::Overwrite).unwrap();
-    }
-    let s = store.stats();
-    assert!(s.segments_freed > 0, "{s:?}");
-    assert_eq!(store.retrieve(b"doomed").unwrap(), None);
-    drop(store);
-    let store = open(&d);
-    assert_eq!(store.retrieve(b"doomed").unwrap(), None, "the tombstone outlived its segment");
-    for i in 0..15 {
-        assert_eq!(store.retrieve(&key(i)).unwrap(), Some(vec![1; 3000]));
-    }
+    each_mode(|| {
+        let d = sim(42);
+        let store = open(&d);
+        // Segment 1 (16 pages, a page a store): the key, among 15 keys that stay live, so it is
+        // never collected.
+        store.store(b"doomed", b"old value", StoreMode::Overwrite).unwrap();
+        for i in 0..15 {
+            store.store(&key(i), &[1; 3000], StoreMode::Overwrite).unwrap();
+        }
+        // Segment 2: the tombstone, among writes that are overwritten at once (garbage), so it is
+        // collected while segment 1 still holds the store it hides.
+        assert!(store.delete(b"doomed").unwrap());
+        for round in 0..60u32 {
+            store.store(b"churn", &[round as u8; 3000], StoreMode::Overwrite).unwrap();
+        }
+        let s = store.stats();
+        assert!(s.segments_freed > 0, "{s:?}");
+        assert_eq!(store.retrieve(b"doomed").unwrap(), None);
+        drop(store);
+        let store = open(&d);
+        assert_eq!(store.retrieve(b"doomed").unwrap(), None, "the tombstone outlived its segment");
+        for i in 0..15 {
+            assert_eq!(store.retrieve(&key(i)).unwrap(), Some(vec![1; 3000]));
+        }
+    });
 }
 
 #[test]
 fn every_crash_point_of_a_collecting_run_recovers_an_acknowledged_prefix() {
-    let d = sim(43);
-    let (stats, images) = common::every_crash_point_of_a_scripted_run(&d, &tiny(), 43);
-    assert!(stats.segments_freed > 3, "{stats:?}");
-    println!("{images} crash images of a collecting run recovered and checked");
+    each_mode(|| {
+        let d = sim(43);
+        let (stats, images) = common::every_crash_point_of_a_scripted_run(&d, &tiny(), 43);
+        assert!(stats.segments_freed > 3, "{stats:?}");
+        println!("{images} crash images of a collecting run recovered and checked");
+    });
 }

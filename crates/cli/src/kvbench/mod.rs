@@ -36,6 +36,16 @@ pub enum EngineArg {
     Lsm,
 }
 
+/// Where the hash engine keeps its index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum IndexArg {
+    /// In memory (19 to 23 bytes a key).
+    #[value(name = "in-memory")]
+    InMemory,
+    /// In pages on the volume behind a cache of --index_cache_bytes.
+    Bounded,
+}
+
 /// Flags of `shale kvbench`.
 #[derive(clap::Args, Clone, Debug)]
 #[command(after_help = "Durability differs and the header says so: the hash engine makes \
@@ -101,6 +111,25 @@ pub struct Args {
     /// The lsm engine's memtable in bytes (default 64 MiB, RocksDB's harness's too).
     #[arg(long = "write_buffer_size", default_value_t = 64 << 20)]
     pub write_buffer_size: usize,
+    /// The hash engine's index: in-memory, or bounded (pages on the volume behind a fixed
+    /// cache).
+    #[arg(long = "index", value_enum, default_value = "in-memory")]
+    pub index: IndexArg,
+    /// The bounded index's page cache in bytes (--index bounded).
+    #[arg(long = "index_cache_bytes", default_value_t = 64 << 20)]
+    pub index_cache_bytes: u64,
+}
+
+impl Args {
+    /// The hash engine's index mode the flags ask for.
+    pub fn index_mode(&self) -> shale_hash::IndexMode {
+        match self.index {
+            IndexArg::InMemory => shale_hash::IndexMode::InMemory,
+            IndexArg::Bounded => {
+                shale_hash::IndexMode::Bounded { cache_bytes: self.index_cache_bytes }
+            }
+        }
+    }
 }
 
 /// A flag whose value cannot be run, with the reason.
@@ -155,6 +184,22 @@ pub fn config(args: &Args) -> Result<(Config, Vec<Workload>), FlagError> {
             return Err(bad(
                 "--value_size",
                 format!("{} is over the lsm engine's limit for one entry", args.value_size),
+            ));
+        }
+        EngineArg::Lsm if args.index != IndexArg::InMemory => {
+            return Err(bad("--index", "the lsm engine has no index mode: leave --index out"));
+        }
+        EngineArg::Hash
+            if args.index == IndexArg::Bounded
+                && args.index_cache_bytes < shale_hash::INDEX_CACHE_BYTES_MIN =>
+        {
+            return Err(bad(
+                "--index_cache_bytes",
+                format!(
+                    "{} is under the bounded index's {} bytes (four pages)",
+                    args.index_cache_bytes,
+                    shale_hash::INDEX_CACHE_BYTES_MIN
+                ),
             ));
         }
         EngineArg::Lsm if args.queue_depth > 1 => {
@@ -237,7 +282,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         Output { csv: csv.as_mut(), ctx: &ctx, entry_bytes: config.key_size + config.value_size };
     match args.engine {
         EngineArg::Hash => {
-            let instances = open_hash(&paths, &config)?;
+            let instances = open_hash(&paths, &config, args.index_mode())?;
             header(
                 args,
                 &config,
@@ -250,12 +295,16 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             for (k, i) in bench.instances().iter().enumerate() {
                 let s = i.store.stats();
                 outln!(
-                    "# hash[{k}]: {} keys, user bytes {}, log bytes written {}, {} segments, index {} bytes, {} batches, {} busy",
+                    "# hash[{k}]: {} keys, user bytes {}, log bytes written {}, {} segments, index {:?}: {} bytes in memory, {} pages read, {} written, {} buckets; {} batches, {} busy",
                     s.keys,
                     s.user_bytes,
                     s.log_bytes_written,
                     s.segments,
+                    args.index_mode(),
                     s.index_memory_bytes,
+                    s.index_page_reads,
+                    s.index_page_writes,
+                    s.index_buckets,
                     s.batches,
                     s.busy
                 );
@@ -293,6 +342,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
 fn open_hash(
     paths: &[PathBuf],
     config: &Config,
+    index: shale_hash::IndexMode,
 ) -> Result<Vec<HashInstance>, Box<dyn std::error::Error>> {
     let mut instances = Vec::with_capacity(paths.len());
     for p in paths {
@@ -301,6 +351,7 @@ fn open_hash(
             // Busy stays rare.
             queue_depth: (config.threads_per_instance * config.queue_depth)
                 .clamp(64, shale_hash::QUEUE_DEPTH_MAX),
+            index,
             ..HashOptions::default()
         };
         let store = HashStore::open(p, opts)

@@ -2,24 +2,53 @@
 
 #![allow(dead_code)]
 
+use std::cell::Cell;
 use std::sync::Arc;
 
-use shale_hash::{HashOptions, HashStore};
+use shale_hash::{HashOptions, HashStore, IndexMode};
 use shale_io::{DeviceRef, SimDevice};
 
-/// Options for small stores: the smallest segments and version log.
+/// The bounded mode the scenario tests run in: a cache of four pages, the smallest, so
+/// nearly every index change evicts a page and writes it back.
+pub const BOUNDED: IndexMode = IndexMode::Bounded { cache_bytes: 4 * 4096 };
+
+thread_local! {
+    static MODE: Cell<IndexMode> = const { Cell::new(IndexMode::InMemory) };
+}
+
+/// The index mode of the scenario running on this thread ([`each_mode`]).
+pub fn mode() -> IndexMode {
+    MODE.with(Cell::get)
+}
+
+/// Runs `scenario` once with the index in memory and once bounded ([`BOUNDED`]): the
+/// options helpers ([`small_options`], and each test's own through [`mode`]) take the mode
+/// of the run.
+pub fn each_mode(mut scenario: impl FnMut()) {
+    for m in [IndexMode::InMemory, BOUNDED] {
+        MODE.with(|c| c.set(m));
+        eprintln!("index mode {m:?}");
+        scenario();
+    }
+    MODE.with(|c| c.set(IndexMode::InMemory));
+}
+
+/// Options for small stores: the smallest segments and version log, in the [`mode`] of the
+/// running scenario.
 pub fn small_options() -> HashOptions {
     HashOptions {
         segment_bytes: shale_hash::SEGMENT_BYTES_FULL_VALUES,
         version_log_bytes: 64 << 10,
+        index: mode(),
         ..HashOptions::default()
     }
 }
 
-/// Bytes of a simulated device with room for `segments` segments of `small_options`.
+/// Bytes of a simulated device with room for `segments` segments of `small_options`, and
+/// three slots more for a bounded index's table and checkpoints.
 pub fn device_bytes(segments: u64) -> u64 {
     // Header area and both version log mirrors, rounded up, then the slots.
-    (2 << 20) + segments * shale_hash::SEGMENT_BYTES_FULL_VALUES
+    (2 << 20) + (segments + 3) * shale_hash::SEGMENT_BYTES_FULL_VALUES
 }
 
 pub fn sim(segments: u64, seed: u64) -> SimDevice {

@@ -146,13 +146,7 @@ pub unsafe extern "C" fn shale_kvs_open(
                 return Err(Failure::null("out"));
             }
             let path = path_arg(path)?;
-            let given = options.as_ref().copied().unwrap_or_else(|| shale_kvs_options_default());
-            let opts = HashOptions {
-                queue_depth: given.queue_depth,
-                segment_bytes: given.segment_bytes,
-                create_if_missing: given.create_if_missing,
-                ..HashOptions::default()
-            };
+            let opts = hash_options(options);
             if !opts.create_if_missing && !path.exists() {
                 return Err(Failure::new(
                     shale_status::SHALE_NOT_A_STORE,
@@ -246,22 +240,88 @@ pub unsafe extern "C" fn shale_kvs_retrieve_tuple(
     unsafe {
         boundary(err, || {
             let s = handle(store)?;
-            let key = bytes(key, key_len, "key")?;
-            let buf = buffer(buf, buf_len, "buf")?;
-            match s.store.retrieve_into(key, offset, buf) {
-                Ok(Some(copied)) => {
-                    set(value_len_out, copied);
-                    Ok(())
-                }
-                Ok(None) => Err(not_found()),
-                Err(shale_hash::Error::BufferTooSmall { needed }) => {
-                    set(value_len_out, needed);
-                    Err(shale_hash::Error::BufferTooSmall { needed }.into())
-                }
-                Err(e) => Err(e.into()),
-            }
+            retrieve_into(
+                &s.store,
+                bytes(key, key_len, "key")?,
+                offset,
+                buf,
+                buf_len,
+                value_len_out,
+            )
         })
     }
+}
+
+/// The engine options of a C caller's options (NULL: the defaults).
+///
+/// # Safety
+/// `options` is NULL or valid.
+pub(crate) unsafe fn hash_options(options: *const shale_kvs_options) -> HashOptions {
+    // SAFETY: the caller promises NULL or valid.
+    let given = unsafe { options.as_ref() }.copied().unwrap_or_else(|| shale_kvs_options_default());
+    HashOptions {
+        queue_depth: given.queue_depth,
+        segment_bytes: given.segment_bytes,
+        create_if_missing: given.create_if_missing,
+        ..HashOptions::default()
+    }
+}
+
+/// `shale_kvs_retrieve_tuple`'s body over `store`: copies the value of `key` from `offset`
+/// into the caller's buffer, the size needed in `*value_len_out` when it is too small.
+///
+/// # Safety
+/// `buf` is writable for `buf_len`; `value_len_out` is NULL or valid for a write.
+pub(crate) unsafe fn retrieve_into(
+    store: &HashStore,
+    key: &[u8],
+    offset: usize,
+    buf: *mut u8,
+    buf_len: usize,
+    value_len_out: *mut usize,
+) -> Outcome<()> {
+    // SAFETY: as the caller promises.
+    let buf = unsafe { buffer(buf, buf_len, "buf")? };
+    match store.retrieve_into(key, offset, buf) {
+        Ok(Some(copied)) => {
+            // SAFETY: as the caller promises.
+            unsafe { set(value_len_out, copied) };
+            Ok(())
+        }
+        Ok(None) => Err(not_found()),
+        Err(shale_hash::Error::BufferTooSmall { needed }) => {
+            // SAFETY: as the caller promises.
+            unsafe { set(value_len_out, needed) };
+            Err(shale_hash::Error::BufferTooSmall { needed }.into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `shale_kvs_exist_tuples`'s body: `exist(keys)`'s bitmap into the caller's `bits_out`.
+///
+/// # Safety
+/// `bits_out` is writable for `bits_len` bytes.
+pub(crate) unsafe fn exist_into(
+    keys: Vec<&[u8]>,
+    bits_out: *mut u8,
+    bits_len: usize,
+    exist: impl FnOnce(&[&[u8]]) -> shale_hash::Result<Vec<u8>>,
+) -> Outcome<()> {
+    // SAFETY: as the caller promises.
+    let out = unsafe { buffer(bits_out, bits_len, "bits_out")? };
+    let n = keys.len();
+    let needed = n.div_ceil(8);
+    if out.len() < needed {
+        return Err(Failure::new(
+            shale_status::SHALE_BUFFER_TOO_SMALL,
+            format!("bits_out holds {} bytes: {needed} needed for {n} keys", out.len()),
+        ));
+    }
+    let bits = exist(&keys)?;
+    assert_eq!(bits.len(), needed, "one bit a key");
+    out[..needed].copy_from_slice(&bits);
+    Ok(())
 }
 
 pub(crate) fn not_found() -> Failure {
@@ -347,19 +407,7 @@ pub unsafe extern "C" fn shale_kvs_exist_tuples(
     unsafe {
         boundary(err, || {
             let s = handle(store)?;
-            let keys = key_list(keys, key_lens, n)?;
-            let out = buffer(bits_out, bits_len, "bits_out")?;
-            let needed = n.div_ceil(8);
-            if out.len() < needed {
-                return Err(Failure::new(
-                    shale_status::SHALE_BUFFER_TOO_SMALL,
-                    format!("bits_out holds {} bytes: {needed} needed for {n} keys", out.len()),
-                ));
-            }
-            let bits = s.store.exist(&keys)?;
-            assert_eq!(bits.len(), needed, "one bit a key");
-            out[..needed].copy_from_slice(&bits);
-            Ok(())
+            exist_into(key_list(keys, key_lens, n)?, bits_out, bits_len, |keys| s.store.exist(keys))
         })
     }
 }

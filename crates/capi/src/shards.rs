@@ -5,12 +5,14 @@
 
 use std::ffi::{c_char, c_int};
 
-use shale_hash::{HashOptions, IterKind, Shards};
+use shale_hash::{IterKind, Shards};
 
-use crate::error::{Failure, Outcome, boundary, guard, shale_error, shale_status};
-use crate::kvs::shale_kvs_options_default;
-use crate::kvs::{Iter, key_list, not_found, shale_kvs_iterator, shale_kvs_options, store_mode};
-use crate::mem::{buffer, bytes, path_arg, set};
+use crate::error::{Failure, Outcome, boundary, guard, shale_error};
+use crate::kvs::{
+    Iter, exist_into, hash_options, key_list, retrieve_into, shale_kvs_iterator, shale_kvs_options,
+    store_mode,
+};
+use crate::mem::{bytes, path_arg, set};
 
 /// An open set of kvs stores. Close it with `shale_kvs_shards_close`.
 pub struct shale_kvs_shards {
@@ -57,14 +59,7 @@ pub unsafe extern "C" fn shale_kvs_shards_open(
                 return Err(Failure::invalid("a set needs at least one path"));
             }
             let paths = (0..n).map(|i| path_arg(*paths.add(i))).collect::<Outcome<Vec<_>>>()?;
-            let given = options.as_ref().copied().unwrap_or_else(|| shale_kvs_options_default());
-            let opts = HashOptions {
-                queue_depth: given.queue_depth,
-                segment_bytes: given.segment_bytes,
-                create_if_missing: given.create_if_missing,
-                ..HashOptions::default()
-            };
-            let shards = Shards::open(&paths, opts)?;
+            let shards = Shards::open(&paths, hash_options(options))?;
             out.write(Box::into_raw(Box::new(shale_kvs_shards { shards })));
             Ok(())
         })
@@ -142,19 +137,7 @@ pub unsafe extern "C" fn shale_kvs_shards_retrieve_tuple(
         boundary(err, || {
             let s = handle(shards)?;
             let key = bytes(key, key_len, "key")?;
-            let buf = buffer(buf, buf_len, "buf")?;
-            match s.shards.shard_of(key).retrieve_into(key, offset, buf) {
-                Ok(Some(copied)) => {
-                    set(value_len_out, copied);
-                    Ok(())
-                }
-                Ok(None) => Err(not_found()),
-                Err(shale_hash::Error::BufferTooSmall { needed }) => {
-                    set(value_len_out, needed);
-                    Err(shale_hash::Error::BufferTooSmall { needed }.into())
-                }
-                Err(e) => Err(e.into()),
-            }
+            retrieve_into(s.shards.shard_of(key), key, offset, buf, buf_len, value_len_out)
         })
     }
 }
@@ -200,18 +183,9 @@ pub unsafe extern "C" fn shale_kvs_shards_exist_tuples(
     unsafe {
         boundary(err, || {
             let s = handle(shards)?;
-            let keys = key_list(keys, key_lens, n)?;
-            let out = buffer(bits_out, bits_len, "bits_out")?;
-            let needed = n.div_ceil(8);
-            if out.len() < needed {
-                return Err(Failure::new(
-                    shale_status::SHALE_BUFFER_TOO_SMALL,
-                    format!("bits_out holds {} bytes: {needed} needed for {n} keys", out.len()),
-                ));
-            }
-            let bits = s.shards.exist(&keys)?;
-            out[..needed].copy_from_slice(&bits[..needed]);
-            Ok(())
+            exist_into(key_list(keys, key_lens, n)?, bits_out, bits_len, |keys| {
+                s.shards.exist(keys)
+            })
         })
     }
 }

@@ -102,8 +102,13 @@ pub use error::{Error, Result};
 pub use options::{
     CompactionFilter, CompactionPri, MemoryTail, Options, ReadOptions, WalTail, WriteOptions,
 };
+/// The limits the SST and tier options are checked against.
+pub use sst::builder::{
+    BLOCK_ALIGN_BYTES, BLOCK_BYTES_MAX, BLOOM_BITS_PER_KEY_MAX, RESTART_INTERVAL_MAX,
+};
 pub use sst::{Compression, IndexAndFilter, SstOptions};
 pub use stats::{Stall, StallTotal, Stalls, Stats, TierStats};
 pub use ticket::Ticket;
 pub use tiering::TierOptions;
 pub use tuner::{TunerMode, TunerOptions};
+pub use version_edit::LEVELS_MAX;

@@ -571,7 +571,7 @@ pub struct WriteOptions {
 #[derive(Clone, Debug, Default)]
 pub struct ReadOptions<'a> {
     /// Read as of this snapshot instead of the latest state. A snapshot of another store is
-    /// refused with [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    /// refused with [`Error::InvalidArgument`].
     pub snapshot: Option<&'a crate::Snapshot>,
     /// Iterators only: keys at or after this.
     pub lower_bound: Option<Vec<u8>>,

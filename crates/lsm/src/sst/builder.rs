@@ -57,8 +57,8 @@ pub struct SstOptions {
 /// block of every device shale runs on.
 pub const BLOCK_ALIGN_BYTES: usize = 4096;
 
-/// Largest data block size: the largest block a reader decompresses
-/// ([`BLOCK_RAW_BYTES_MAX`]). A block is cut once it reaches the size, so it may pass it by
+/// Largest data block size: the largest block a reader decompresses (the SST format's
+/// `BLOCK_RAW_BYTES_MAX`, 64 MiB). A block is cut once it reaches the size, so it may pass it by
 /// one entry; such a block is stored uncompressed (`finish_data_block`).
 pub const BLOCK_BYTES_MAX: usize = BLOCK_RAW_BYTES_MAX;
 /// Largest restart interval: a block holds fewer entries than bytes, so any larger interval

@@ -46,6 +46,7 @@ pub mod record;
 mod shard;
 mod shards;
 mod store;
+mod value_cache;
 mod worker;
 
 pub use completion::{Completion, Output};

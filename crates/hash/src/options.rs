@@ -87,6 +87,10 @@ pub struct HashOptions {
     /// Where the index lives: in memory (the default) or in pages on the volume behind a
     /// cache of fixed size.
     pub index: IndexMode,
+    /// Bytes of values read kept in memory for the next reads of their keys (least recently
+    /// used first out; a value over a quarter of it is not kept); 0 turns the cache off. A
+    /// fixed budget: the bounded index's flat memory stays flat.
+    pub value_cache_bytes: usize,
 }
 
 /// Smallest segment.
@@ -109,6 +113,7 @@ impl Default for HashOptions {
             checkpoint_bytes: 1 << 30,
             max_iterators: 16,
             index: IndexMode::InMemory,
+            value_cache_bytes: 32 << 20,
         }
     }
 }
@@ -236,6 +241,8 @@ pub struct HashStats {
     pub batches: u64,
     /// Submissions answered Busy.
     pub busy: u64,
+    /// Retrieves the value cache answered, with no device read (`value_cache_bytes`).
+    pub value_cache_hits: u64,
     /// Records garbage collection copied (its writes, counted apart from the user's).
     pub gc_records_copied: u64,
     /// Log bytes garbage collection wrote.

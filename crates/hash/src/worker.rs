@@ -41,6 +41,7 @@ use crate::log::{Batch, LogWriter};
 use crate::options::StoreMode;
 use crate::record::{Kind, Record};
 use crate::shard::Shard;
+use crate::value_cache::ValueCache;
 
 /// A submitted request.
 pub(crate) enum Request {
@@ -202,6 +203,8 @@ pub(crate) struct Worker {
     since_checkpoint: u64,
     /// Batches applied since garbage collection last looked for a victim.
     since_gc_check: u32,
+    /// Values read, for the next reads of their keys (`value_cache.rs` has the rules).
+    cache: ValueCache,
 }
 
 /// While stores and deletes wait, garbage collection looks for a victim once every this many
@@ -212,7 +215,9 @@ impl Worker {
     pub fn new(shard: Arc<Shard>, submissions: Arc<Submissions>, log: LogWriter) -> Result<Worker> {
         let opts = QueueOptions { depth: shard.opts.io_depth, ..QueueOptions::default() };
         let queue = Box::new(shard.volume().queue(IoClass::Slot, &opts)?);
+        let cache = ValueCache::new(shard.opts.value_cache_bytes);
         Ok(Worker {
+            cache,
             shard,
             submissions,
             log,
@@ -305,6 +310,12 @@ impl Worker {
         match req {
             Request::Store { .. } | Request::Delete { .. } => self.writes.push_back(req),
             Request::Retrieve { key, done } => {
+                if let Some(value) = self.cache.get(&key) {
+                    let value = value.clone();
+                    self.shard.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    self.complete(done, Ok(Some(value)));
+                    return;
+                }
                 let d = self.shard.digest(&key);
                 let probe = self.shard.index.read().probe(d, &key);
                 match probe {
@@ -927,6 +938,18 @@ impl Worker {
                         r.split_off(crate::record::HEADER_BYTES + key.len())
                     })
                 });
+                if let Ok(Some(value)) = &result {
+                    // Only while the index still names this record: a store applied during
+                    // the read moved the key, and this value must not outlive it.
+                    let d = self.shard.digest(&key);
+                    let current = matches!(
+                        self.shard.index.read().probe(d, &key),
+                        Ok(Probe::Exact(at) | Probe::Candidate(at)) if at == loc
+                    );
+                    if current {
+                        self.cache.insert(key.clone(), value.clone());
+                    }
+                }
                 self.complete(done, result);
             }
             ReadFor::Exist { key, bit, job } => {
@@ -1033,6 +1056,8 @@ impl Worker {
                     }
                 }
                 Apply::Store { key, d, owner, user_bytes, done } => {
+                    // Before the answer: a read after it must not find the old value.
+                    self.cache.remove(&key);
                     let result = match &written {
                         Ok(()) => 'stored: {
                             let old = match self.shard.index.write().insert(d, &key, loc, owner) {
@@ -1053,6 +1078,7 @@ impl Worker {
                     self.complete(done, result);
                 }
                 Apply::Delete { key, d, owner, done } => {
+                    self.cache.remove(&key);
                     let result = match &written {
                         Ok(()) => 'deleted: {
                             let old = match self.shard.index.write().remove(d, &key, owner) {

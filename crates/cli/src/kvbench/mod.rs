@@ -118,6 +118,9 @@ pub struct Args {
     /// The bounded index's page cache in bytes (--index bounded).
     #[arg(long = "index_cache_bytes", default_value_t = 64 << 20)]
     pub index_cache_bytes: u64,
+    /// The hash engine's cache of values read, in bytes (0: off).
+    #[arg(long = "value_cache_bytes", default_value_t = HashOptions::default().value_cache_bytes)]
+    pub value_cache_bytes: usize,
 }
 
 impl Args {
@@ -282,7 +285,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         Output { csv: csv.as_mut(), ctx: &ctx, entry_bytes: config.key_size + config.value_size };
     match args.engine {
         EngineArg::Hash => {
-            let instances = open_hash(&paths, &config, args.index_mode())?;
+            let instances = open_hash(&paths, &config, args.index_mode(), args.value_cache_bytes)?;
             header(
                 args,
                 &config,
@@ -295,7 +298,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             for (k, i) in bench.instances().iter().enumerate() {
                 let s = i.store.stats();
                 outln!(
-                    "# hash[{k}]: {} keys, user bytes {}, log bytes written {}, {} segments, index {:?}: {} bytes in memory, {} pages read, {} written, {} buckets; {} batches, {} busy",
+                    "# hash[{k}]: {} keys, user bytes {}, log bytes written {}, {} segments, index {:?}: {} bytes in memory, {} pages read, {} written, {} buckets; {} batches, {} busy; {} reads from the value cache",
                     s.keys,
                     s.user_bytes,
                     s.log_bytes_written,
@@ -306,7 +309,8 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                     s.index_page_writes,
                     s.index_buckets,
                     s.batches,
-                    s.busy
+                    s.busy,
+                    s.value_cache_hits
                 );
             }
             for i in bench.into_instances() {
@@ -343,6 +347,7 @@ fn open_hash(
     paths: &[PathBuf],
     config: &Config,
     index: shale_hash::IndexMode,
+    value_cache_bytes: usize,
 ) -> Result<Vec<HashInstance>, Box<dyn std::error::Error>> {
     let mut instances = Vec::with_capacity(paths.len());
     for p in paths {
@@ -352,6 +357,7 @@ fn open_hash(
             queue_depth: (config.threads_per_instance * config.queue_depth)
                 .clamp(64, shale_hash::QUEUE_DEPTH_MAX),
             index,
+            value_cache_bytes,
             ..HashOptions::default()
         };
         let store = HashStore::open(p, opts)

@@ -255,11 +255,14 @@ impl Db {
     /// full); an I/O error if a worker thread cannot be started. Through the ticket:
     /// [`Db::get_opt`]'s errors.
     pub fn submit_get(&self, key: &[u8], opts: &ReadOptions) -> Result<Ticket<Option<Vec<u8>>>> {
-        let from_memory = self.inner.get_from_memory(key, opts);
-        if let Err(Error::InvalidArgument(_)) = from_memory {
-            return Err(from_memory.expect_err("matched"));
-        }
-        if let Some(answer) = from_memory.transpose() {
+        let answer = match self.inner.get_from_memory(key, opts) {
+            // Bad input is refused at submission, as for every async call.
+            Err(e @ Error::InvalidArgument(_)) => return Err(e),
+            Ok(None) => None,
+            Ok(Some(value)) => Some(Ok(value)),
+            Err(e) => Some(Err(e)),
+        };
+        if let Some(answer) = answer {
             self.async_api.queue.counters.lucky_reads.fetch_add(1, Ordering::Relaxed);
             return Ok(self.async_api.answered(answer));
         }

@@ -92,16 +92,26 @@ impl Inner {
         if !st.full_compaction || !st.rewrite_bottom || st.compaction.running() > 0 {
             return None;
         }
-        st.rewrite_bottom = false;
         let non_empty: Vec<usize> = (0..levels.len()).filter(|&l| !levels[l].is_empty()).collect();
         match non_empty.as_slice() {
-            &[level] if level > 0 => Some(Plan {
-                level,
-                output_level: level,
-                inputs: (0..levels[level].len()).collect(),
-                next: Vec::new(),
-                full: true,
-            }),
+            // Everything in one level: the full compaction's merges are done; this is its
+            // last step, taken once.
+            &[level] if level > 0 => {
+                st.rewrite_bottom = false;
+                Some(Plan {
+                    level,
+                    output_level: level,
+                    inputs: (0..levels[level].len()).collect(),
+                    next: Vec::new(),
+                    full: true,
+                })
+            }
+            // An empty store: nothing to rewrite.
+            [] => {
+                st.rewrite_bottom = false;
+                None
+            }
+            // Merges still to come (the picker takes them): the rewrite waits for them.
             _ => None,
         }
     }

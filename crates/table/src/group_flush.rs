@@ -23,6 +23,9 @@ struct State {
     running: bool,
     /// The first failed flush: every commit waiting then, and every later one, fails.
     failed: Option<String>,
+    /// Device flushes made, and commits that waited for one, for the stats.
+    flushes: u64,
+    commits: u64,
 }
 
 /// The store's shared flusher: a queue of its own for flushes, and who waits for which.
@@ -30,17 +33,21 @@ pub(crate) struct GroupFlush {
     queue: Mutex<VolumeQueue>,
     state: Mutex<State>,
     cv: Condvar,
-    /// Device flushes made, and commits they covered, for the stats.
-    counts: Mutex<(u64, u64)>,
 }
 
 impl GroupFlush {
     pub(crate) fn new(queue: VolumeQueue) -> GroupFlush {
         GroupFlush {
             queue: Mutex::new(queue),
-            state: Mutex::new(State { started: 0, done: 0, running: false, failed: None }),
+            state: Mutex::new(State {
+                started: 0,
+                done: 0,
+                running: false,
+                failed: None,
+                flushes: 0,
+                commits: 0,
+            }),
             cv: Condvar::new(),
-            counts: Mutex::new((0, 0)),
         }
     }
 
@@ -52,7 +59,7 @@ impl GroupFlush {
     pub(crate) fn flush(&self) -> Result<()> {
         let mut st = self.state.lock();
         let target = st.started + 1;
-        self.counts.lock().1 += 1;
+        st.commits += 1;
         loop {
             if let Some(why) = &st.failed {
                 return Err(Error::Stopped(why.clone()));
@@ -69,9 +76,9 @@ impl GroupFlush {
             let n = st.started;
             drop(st);
             let result = self.queue.lock().flush();
-            self.counts.lock().0 += 1;
             st = self.state.lock();
             st.running = false;
+            st.flushes += 1;
             match result {
                 Ok(()) => st.done = n,
                 Err(e) => {
@@ -87,6 +94,7 @@ impl GroupFlush {
 
     /// (device flushes made, commits that waited for one).
     pub(crate) fn counts(&self) -> (u64, u64) {
-        *self.counts.lock()
+        let st = self.state.lock();
+        (st.flushes, st.commits)
     }
 }

@@ -160,6 +160,11 @@ pub struct Stats {
     /// system's rounding; the rest of the area is a hole. Counted from the open, which
     /// releases every group.
     pub wal_bytes_allocated: u64,
+    /// Bytes of WAL records written without sync that never reached the device: their
+    /// memtable's flush committed while they were still only in the WAL tail, as RocksDB's
+    /// unsynced log files are deleted before the kernel writes their pages back. Counted
+    /// since open; not in `wal_bytes_written`.
+    pub wal_bytes_never_written: u64,
     /// Bytes of SSTs written since open.
     pub sst_bytes_written: u64,
     /// Bytes of flush and compaction outputs written with O_DIRECT since open

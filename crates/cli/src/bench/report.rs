@@ -437,6 +437,7 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.wal.pipeline.turn.wait.micros", s.wal_pipeline_turn_wait_micros),
         ("shale.wal.bytes", s.wal_bytes_written),
         ("shale.wal.bytes.allocated", s.wal_bytes_allocated),
+        ("shale.wal.bytes.never.written", s.wal_bytes_never_written),
         ("shale.sst.bytes.written", s.sst_bytes_written),
         ("shale.sst.bytes.written.direct", s.sst_bytes_written_direct),
         ("shale.sst.bytes.written.buffered", s.sst_bytes_written_buffered),

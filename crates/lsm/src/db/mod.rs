@@ -165,6 +165,8 @@ struct Inner {
     /// The WAL's allocated bytes ([`WalWriter::allocated_bytes`]), read by `stats` without
     /// the WAL lock.
     wal_bytes_allocated: Arc<AtomicU64>,
+    /// [`WalWriter::deferred_dropped_bytes`], read without the WAL lock.
+    wal_bytes_never_written: Arc<AtomicU64>,
     writers: WriteQueue,
     /// Compaction output size, changeable while running (`set_target_file_size`).
     target_file_bytes: AtomicU64,
@@ -1675,6 +1677,7 @@ impl Inner {
             wal_pipeline_turn_wait_micros: pipe.turn_wait_micros,
             wal_bytes_written: io(IoClass::Wal).write_bytes,
             wal_bytes_allocated: self.wal_bytes_allocated.load(Ordering::Relaxed),
+            wal_bytes_never_written: self.wal_bytes_never_written.load(Ordering::Relaxed),
             // Buffered SST writes go around the volume's queues and their counters.
             sst_bytes_written: io(IoClass::Slot).write_bytes + self.pool.bytes_written().buffered,
             sst_bytes_written_direct: self.pool.bytes_written().direct,

@@ -141,7 +141,7 @@ impl Db {
         let (tail, tail_records) = if read_only {
             (None, TailLog::read_records(&opts.wal_tail, volume_id)?)
         } else {
-            match TailLog::open(&opts.wal_tail, volume_id)? {
+            match TailLog::open(&opts.wal_tail, volume_id, wal_tail_ring_bytes(&opts))? {
                 Some((t, records)) => (Some(t), records),
                 None => (None, Vec::new()),
             }
@@ -168,6 +168,7 @@ impl Db {
             pool,
             cache,
             wal_bytes_allocated: wal.allocated_bytes(),
+            wal_bytes_never_written: wal.deferred_dropped_bytes(),
             wal: Mutex::new(wal),
             pipeline,
             timings: super::WriteTimings::new(),
@@ -312,6 +313,16 @@ impl Inner {
         }
         Ok((last_seq, from_tail))
     }
+}
+
+/// The ring a new WAL tail gets: room for the records of two memtables (one sealed and
+/// being flushed, one filling) and some to spare, so that writes without sync keep their
+/// groups deferred (`wal/writer.rs`) and their pages never reach the device. A record in the
+/// tail takes fewer bytes than its memtable entry (no skiplist node), so two write buffers
+/// hold two memtables' records. Its storage is taken as records arrive
+/// (`wal::tail::CHUNK_BYTES`), not for the whole ring.
+fn wal_tail_ring_bytes(opts: &Options) -> u64 {
+    2 * opts.write_buffer_bytes as u64 + (16 << 20)
 }
 
 /// Bytes of replayed records inserted into a memtable at once, by [`replay_threads`] threads.

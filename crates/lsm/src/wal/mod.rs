@@ -21,6 +21,25 @@
 //!    get zeros first (4 MiB ahead, one plain write): a durable write into allocated but
 //!    unwritten storage also changes file system metadata, and costs twice as much.
 //!
+//! Deferred groups. With a WAL tail ([`tail`]), a group starts deferred: appends without
+//! sync only copy their records into the tail, and none of the group's pages is packed or
+//! written. Most groups stay so until their memtable's flush commits; then the records leave
+//! the tail and never reach the device, as RocksDB's unsynced log files are deleted before
+//! the kernel writes their pages back (issue #14: shale's storage writes were 1.8-2.2x
+//! RocksDB's, a WAL page write for every record). A deferred group is written out, its pages
+//! packed from the tail's records:
+//! - by a sync append or [`WalWriter::sync`]: every deferred group, oldest first, sealed ones
+//!   made durable and their end recorded, so the sync covers every earlier write (P1);
+//! - by an append that does not fit the tail: the oldest deferred group only;
+//! - by an append too big for the tail: every deferred group, so pages reach the device in log
+//!   order.
+//!
+//! Once written out, the active group carries on as below. A deferred group is sealed with no
+//! durable page (end 0). Every group older than a deferred one is deferred as well or wholly
+//! written, so after a power cut (the tail gone) the device holds a prefix of the log (P3), and
+//! after a crash of the process the tail holds what the device lacks (P2); recovery replays
+//! the device's groups, then the tail's records that continue their sequence numbers.
+//!
 //! A sync append whose writer has nothing pending may instead be packed for the pipeline
 //! (`WalWriter::stage_sync`, [`pipeline`]): its page writes are made on a logger queue,
 //! outside the WAL lock, beside other groups' writes, and acknowledged in order ([`turns`]).

@@ -59,9 +59,19 @@ const START_AT: usize = 32;
 const END_AT: usize = 40;
 /// Bytes before a record's payload: its length and checksum.
 pub const RECORD_HEADER_BYTES: usize = 8;
-/// Ring size of a new tail: room for what arrives while page writes wait behind compaction
-/// I/O (a write waits when the ring is full; 1 MiB made 1 KB updates wait, docs/lsm.md).
+/// Smallest ring of a new tail: room for what arrives while page writes wait behind
+/// compaction I/O (a write waits when the ring is full; 1 MiB made 1 KB updates wait,
+/// docs/lsm.md). The engine asks for more: room for the unflushed memtables' records, which
+/// then never reach the device (the module doc of [`super`], "Deferred groups").
 pub const DEFAULT_RING_BYTES: u32 = 8 << 20;
+
+/// The ring's storage is taken and given back in chunks of this size: taken (`fallocate`)
+/// before a record is stored in a chunk, given back (a punched hole) once every record in it
+/// is trimmed. So the tail holds memory for the records it keeps, not for the whole ring, as
+/// the page cache holds a deleted log file's pages no longer; and a full `/dev/shm` refuses a
+/// chunk with an error the writer handles (it writes pages instead) rather than a SIGBUS at a
+/// store into the mapping.
+pub const CHUNK_BYTES: u64 = 2 << 20;
 
 /// Where a store keeps the records of unsynced writes until their WAL pages complete.
 #[derive(Clone, Debug, Default)]
@@ -105,6 +115,14 @@ trait Region: Send {
     fn write(&mut self, offset: usize, bytes: &[u8]);
     fn read(&self, offset: usize, len: usize) -> Vec<u8>;
     fn len(&self) -> usize;
+    /// Backs `[offset, offset + len)` with storage before it is written. Memory regions have
+    /// it already.
+    fn reserve(&mut self, _offset: usize, _len: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    /// Gives back the storage of `[offset, offset + len)`, whose bytes are no longer needed;
+    /// they read as zeros until written again.
+    fn release(&mut self, _offset: usize, _len: usize) {}
 }
 
 /// A tail file mapped for writing, with the file kept open: its OFD lock lives as long as
@@ -120,6 +138,35 @@ impl Region for Mapped {
     }
     fn len(&self) -> usize {
         self.0.len()
+    }
+    fn reserve(&mut self, offset: usize, len: usize) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: plain system call on a descriptor this mapping owns.
+        let rc = unsafe {
+            libc::fallocate(
+                self.1.as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+    }
+    fn release(&mut self, offset: usize, len: usize) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: as above. Failing only keeps memory that could have gone back: the bytes
+        // are trimmed either way, so the error is not worth more than a debug line.
+        let rc = unsafe {
+            libc::fallocate(
+                self.1.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if rc != 0 {
+            log::debug!("WAL tail: hole not punched: {}", std::io::Error::last_os_error());
+        }
     }
 }
 
@@ -142,6 +189,15 @@ pub struct TailLog {
     start: u64,
     end: u64,
     path: Option<PathBuf>,
+    /// The ring is a whole number of [`CHUNK_BYTES`] chunks, taken and given back as records
+    /// come and go (a ring of another size, left by an older store, stays whole).
+    chunked: bool,
+    /// Logical offsets `[released_to, reserved_to)`, whole chunks, have storage: from the
+    /// chunk holding `start` to the one holding `end` (or past it).
+    released_to: u64,
+    reserved_to: u64,
+    /// A chunk was refused (the file system is full): said once.
+    refused: bool,
 }
 
 impl std::fmt::Debug for TailLog {
@@ -168,25 +224,32 @@ impl TailLog {
     ///
     /// # Errors
     /// [`Error::Io`] when the tail file cannot be made or mapped (outside the `Shm` default).
-    pub fn open(spec: &WalTail, volume_id: &[u8; 16]) -> Result<Option<(TailLog, Vec<Vec<u8>>)>> {
+    ///
+    /// A new tail's ring is `ring_bytes` rounded up to whole [`CHUNK_BYTES`] chunks; an
+    /// existing one keeps the size it has, and its records.
+    pub fn open(
+        spec: &WalTail,
+        volume_id: &[u8; 16],
+        ring_bytes: u64,
+    ) -> Result<Option<(TailLog, Vec<Vec<u8>>)>> {
+        let ring = new_ring_bytes(ring_bytes);
         let (region, path): (Box<dyn Region>, Option<PathBuf>) = match spec {
             WalTail::Off => return Ok(None),
             WalTail::Memory(m) => {
                 let m = m.clone();
                 if m.len() == 0 {
-                    m.bytes
-                        .lock()
-                        .resize((HEADER_BYTES + u64::from(DEFAULT_RING_BYTES)) as usize, 0);
+                    // Zeroed by the allocator, lazily: a test's tail costs only what it holds.
+                    *m.bytes.lock() = vec![0; (HEADER_BYTES + ring) as usize];
                 }
                 (Box::new(m), None)
             }
             WalTail::Dir(dir) => {
                 let path = tail_path(dir, volume_id);
-                (Box::new(map_file(&path, volume_id)?), Some(path))
+                (Box::new(map_file(&path, volume_id, ring)?), Some(path))
             }
             WalTail::Shm => {
                 let path = tail_path(Path::new("/dev/shm"), volume_id);
-                match map_file(&path, volume_id) {
+                match map_file(&path, volume_id, ring) {
                     Ok(m) => (Box::new(m), Some(path)),
                     // Held by another store, or not a tail of this volume: running without a
                     // tail would skip records this store may need replayed; refuse instead.
@@ -202,8 +265,9 @@ impl TailLog {
                 }
             }
         };
-        let mut tail = TailLog { region, ring: 0, start: 0, end: 0, path };
+        let mut tail = TailLog::unloaded(region, path);
         let records = tail.load(volume_id);
+        tail.release_dead_chunks();
         Ok(Some((tail, records)))
     }
 
@@ -229,10 +293,48 @@ impl TailLog {
                 }
             }
         };
-        let mut tail = TailLog { region, ring: 0, start: 0, end: 0, path: None };
+        let mut tail = TailLog::unloaded(region, None);
         Ok(tail.read_existing(volume_id).unwrap_or_default())
     }
 
+    fn unloaded(region: Box<dyn Region>, path: Option<PathBuf>) -> TailLog {
+        TailLog {
+            region,
+            ring: 0,
+            start: 0,
+            end: 0,
+            path,
+            chunked: false,
+            released_to: 0,
+            reserved_to: 0,
+            refused: false,
+        }
+    }
+
+    /// After loading: the chunks from `start`'s to `end`'s hold the records; any other
+    /// chunk's storage (left by an earlier store) goes back.
+    fn release_dead_chunks(&mut self) {
+        self.chunked = self.ring % CHUNK_BYTES == 0;
+        if !self.chunked {
+            return;
+        }
+        self.released_to = self.start / CHUNK_BYTES * CHUNK_BYTES;
+        self.reserved_to = self.end.div_ceil(CHUNK_BYTES) * CHUNK_BYTES;
+        let chunks = self.ring / CHUNK_BYTES;
+        let live = (self.reserved_to - self.released_to) / CHUNK_BYTES;
+        let first_live = self.released_to / CHUNK_BYTES % chunks;
+        for i in 0..chunks {
+            // Distance after the first live chunk, around the ring.
+            if (i + chunks - first_live) % chunks >= live {
+                self.region.release(self.chunk_offset(i * CHUNK_BYTES), CHUNK_BYTES as usize);
+            }
+        }
+    }
+
+    /// Byte offset in the region of the chunk at logical offset `pos` (chunk-aligned).
+    fn chunk_offset(&self, pos: u64) -> usize {
+        (HEADER_BYTES + pos % self.ring) as usize
+    }
     /// Reads the header and the records, or formats the region afresh where it holds no tail
     /// of this volume.
     fn load(&mut self, volume_id: &[u8; 16]) -> Vec<Vec<u8>> {
@@ -304,9 +406,65 @@ impl TailLog {
         self.end = 0;
     }
 
-    /// Bytes free in the ring.
+    /// Bytes free in the ring. A chunked ring counts from the start of `start`'s chunk: the
+    /// chunk is given back whole, so nothing new may land in it meanwhile.
     pub fn room(&self) -> u64 {
-        self.ring - (self.end - self.start)
+        let from = if self.chunked { self.released_to } else { self.start };
+        self.ring - (self.end - from)
+    }
+
+    /// Whether `bytes` more fit: room in the ring, and storage for it, taken now. `false`
+    /// where the file system refuses the storage (a full `/dev/shm`).
+    pub fn make_room(&mut self, bytes: u64) -> bool {
+        if bytes > self.room() {
+            return false;
+        }
+        let want = self.end + bytes;
+        while self.chunked && self.reserved_to < want {
+            let at = self.chunk_offset(self.reserved_to);
+            if let Err(e) = self.region.reserve(at, CHUNK_BYTES as usize) {
+                if !std::mem::replace(&mut self.refused, true) {
+                    log::warn!(
+                        "WAL tail {}: no storage for more records ({e}); writes without sync \
+                         wait for their WAL pages while it lasts",
+                        self.path.as_deref().unwrap_or(Path::new("(memory)")).display()
+                    );
+                }
+                return false;
+            }
+            self.reserved_to += CHUNK_BYTES;
+        }
+        true
+    }
+
+    /// Logical offset just past the newest record.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// Whether every record is trimmed.
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// The records stored between logical offsets `from` and `to` (record boundaries, with
+    /// `from` not trimmed), oldest first, each with the logical offset just past it.
+    ///
+    /// # Panics
+    /// If `from` is trimmed already or the range does not hold whole records.
+    pub fn records_between(&self, from: u64, to: u64) -> Vec<(Vec<u8>, u64)> {
+        assert!(self.start <= from && from <= to && to <= self.end, "records not held");
+        let mut out = Vec::new();
+        let mut pos = from;
+        while pos < to {
+            let head = self.read_ring(pos, RECORD_HEADER_BYTES);
+            let n = u32::from_le_bytes(head[..4].try_into().unwrap()) as u64;
+            let body_at = pos + RECORD_HEADER_BYTES as u64;
+            assert!(body_at + n <= to, "a record crosses the end of the range");
+            pos = body_at + n;
+            out.push((self.read_ring(body_at, n as usize), pos));
+        }
+        out
     }
 
     /// Size of the ring.
@@ -322,9 +480,14 @@ impl TailLog {
     /// Appends a record and returns the logical offset just past it.
     ///
     /// # Panics
-    /// If it does not fit: the caller checks [`TailLog::room`].
+    /// If it does not fit: the caller checks [`TailLog::make_room`].
     pub fn append(&mut self, payload: &[u8]) -> u64 {
-        assert!(TailLog::footprint(payload.len()) <= self.room(), "WAL tail overflow");
+        let footprint = TailLog::footprint(payload.len());
+        assert!(footprint <= self.room(), "WAL tail overflow");
+        assert!(
+            !self.chunked || self.end + footprint <= self.reserved_to,
+            "WAL tail record without storage: make_room first"
+        );
         let mut head = [0u8; RECORD_HEADER_BYTES];
         head[..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
         let crc = crc32c::crc32c_append(crc32c::crc32c(&head[..4]), payload);
@@ -343,6 +506,12 @@ impl TailLog {
         if pos > self.start {
             self.start = pos;
             self.region.write(START_AT, &self.start.to_le_bytes());
+        }
+        // The chunks wholly before `start` hold no record any more: `start` is stored first,
+        // so a crash between the two never leaves it pointing into a hole.
+        while self.chunked && self.released_to + CHUNK_BYTES <= self.start {
+            self.region.release(self.chunk_offset(self.released_to), CHUNK_BYTES as usize);
+            self.released_to += CHUNK_BYTES;
         }
     }
 
@@ -379,7 +548,19 @@ impl TailLog {
     }
 }
 
-fn map_file(path: &Path, volume_id: &[u8; 16]) -> Result<Mapped> {
+/// The ring a new tail gets for a request of `bytes`: whole chunks, at most what the header's
+/// 32-bit size holds. A ring smaller than a chunk (the tests' small rings) is whole pages,
+/// and its storage is held whole.
+fn new_ring_bytes(bytes: u64) -> u64 {
+    const PAGE: u64 = 4096;
+    if bytes < CHUNK_BYTES {
+        return bytes.max(PAGE).div_ceil(PAGE) * PAGE;
+    }
+    let max = u64::from(u32::MAX) / CHUNK_BYTES * CHUNK_BYTES;
+    bytes.div_ceil(CHUNK_BYTES).saturating_mul(CHUNK_BYTES).min(max)
+}
+
+fn map_file(path: &Path, volume_id: &[u8; 16], ring: u64) -> Result<Mapped> {
     use shale_io::PathOp;
     let failed = |op| move |e| Error::from(shale_io::Error::at_path(op, path, e));
     let file = OpenOptions::new()
@@ -390,7 +571,7 @@ fn map_file(path: &Path, volume_id: &[u8; 16]) -> Result<Mapped> {
         .open(path)
         .map_err(failed(PathOp::Open))?;
     lock_tail(&file, path, Mode::Exclusive)?;
-    let want = HEADER_BYTES + u64::from(DEFAULT_RING_BYTES);
+    let want = HEADER_BYTES + ring;
     let len = file.metadata().map_err(failed(PathOp::Stat))?.len();
     if len > 0 {
         check_ours(&file, path, volume_id)?;
@@ -492,7 +673,13 @@ mod tests {
     const ID: [u8; 16] = *b"0123456789abcdef";
 
     fn open(spec: &WalTail) -> (TailLog, Vec<Vec<u8>>) {
-        TailLog::open(spec, &ID).unwrap().unwrap()
+        TailLog::open(spec, &ID, u64::from(DEFAULT_RING_BYTES)).unwrap().unwrap()
+    }
+
+    /// Appends after taking room, as the writer does.
+    fn put(t: &mut TailLog, payload: &[u8]) -> u64 {
+        assert!(t.make_room(TailLog::footprint(payload.len())));
+        t.append(payload)
     }
 
     #[test]
@@ -503,14 +690,14 @@ mod tests {
         let ring = t.ring_bytes();
         // Fill and trim so that later records wrap around the ring's end.
         let big = vec![7u8; (ring / 3) as usize];
-        let after_first = t.append(&big);
-        t.append(&big);
+        let after_first = put(&mut t, &big);
+        put(&mut t, &big);
         t.trim_to(after_first);
         let recs: Vec<Vec<u8>> = (0..100u8).map(|i| vec![i; 1000 + i as usize]).collect();
         let end_of_big = t.end;
         t.trim_to(end_of_big);
         for r in &recs {
-            t.append(r);
+            put(&mut t, r);
         }
         let (_, got) = open(&WalTail::Memory(mem.crash_copy()));
         assert_eq!(got, recs);
@@ -523,8 +710,8 @@ mod tests {
         assert!(TailLog::read_records(&spec, &ID).unwrap().is_empty());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "a read made a tail file");
         let (mut t, _) = open(&spec);
-        let a = t.append(b"first");
-        t.append(b"second");
+        let a = put(&mut t, b"first");
+        put(&mut t, b"second");
         t.trim_to(a);
         // The writer is gone (a crash): a read-only open of the store reads what it left. (A
         // read beside this volume's own writer cannot happen: the store lock keeps them
@@ -548,12 +735,12 @@ mod tests {
     fn trimmed_records_are_gone_and_a_foreign_tail_is_ignored() {
         let mem = MemoryTail::new();
         let (mut t, _) = open(&WalTail::Memory(mem.clone()));
-        let a = t.append(b"first");
-        t.append(b"second");
+        let a = put(&mut t, b"first");
+        put(&mut t, b"second");
         t.trim_to(a);
         let (_, got) = open(&WalTail::Memory(mem.crash_copy()));
         assert_eq!(got, vec![b"second".to_vec()]);
-        let other = TailLog::open(&WalTail::Memory(mem.crash_copy()), b"fedcba9876543210")
+        let other = TailLog::open(&WalTail::Memory(mem.crash_copy()), b"fedcba9876543210", 1 << 20)
             .unwrap()
             .unwrap();
         assert!(other.1.is_empty(), "another volume's tail must not be replayed");
@@ -563,7 +750,7 @@ mod tests {
     fn a_record_half_stored_is_not_replayed() {
         let mem = MemoryTail::new();
         let (mut t, _) = open(&WalTail::Memory(mem.clone()));
-        t.append(b"whole");
+        put(&mut t, b"whole");
         // A crash while storing the next one: its bytes are there, `end` is not moved yet.
         let end = t.end;
         t.write_ring(end, &[9, 0, 0, 0, 1, 2, 3, 4, b'p', b'a', b'r']);
@@ -575,13 +762,70 @@ mod tests {
     fn a_damaged_record_ends_the_tail() {
         let mem = MemoryTail::new();
         let (mut t, _) = open(&WalTail::Memory(mem.clone()));
-        t.append(b"one");
+        put(&mut t, b"one");
         let second = t.end;
-        t.append(b"two");
-        t.append(b"three");
+        put(&mut t, b"two");
+        put(&mut t, b"three");
         t.write_ring(second + RECORD_HEADER_BYTES as u64, b"X");
         let (_, got) = open(&WalTail::Memory(mem.crash_copy()));
         assert_eq!(got, vec![b"one".to_vec()]);
+    }
+
+    #[test]
+    fn storage_follows_the_records_not_the_ring() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let spec = WalTail::Dir(dir.path().to_path_buf());
+        let (mut t, _) = TailLog::open(&spec, &ID, 16 * CHUNK_BYTES).unwrap().unwrap();
+        assert_eq!(t.ring_bytes(), 16 * CHUNK_BYTES);
+        let path = tail_path(dir.path(), &ID);
+        let held = || std::fs::metadata(&path).unwrap().blocks() * 512;
+        // Chunks lie 64 bytes (the header) past page boundaries, so a punched chunk keeps
+        // the pages it shares with its neighbours: at most one page per chunk, and the header.
+        let slack = 17 * 4096;
+        assert!(held() < CHUNK_BYTES, "a new tail holds a whole ring: {}", held());
+        let rec = vec![5u8; 60 << 10];
+        let mut ends = Vec::new();
+        while ends.len() < (6 * CHUNK_BYTES / rec.len() as u64) as usize {
+            ends.push(put(&mut t, &rec));
+        }
+        assert!(held() >= 5 * CHUNK_BYTES, "records without storage: {}", held());
+        // Keep the last few records: the chunks before theirs go back.
+        let keep_from = ends[ends.len() - 4];
+        t.trim_to(keep_from);
+        assert!(held() <= 2 * CHUNK_BYTES + slack, "trimmed chunks kept: {}", held());
+        // Around the ring several times, records kept across the wrap: storage stays bounded
+        // and the kept records read back after a crash.
+        for round in 0..(3 * 16 * CHUNK_BYTES / rec.len() as u64) {
+            let end = put(&mut t, &vec![round as u8; rec.len()]);
+            t.trim_to(end.saturating_sub(3 * rec.len() as u64 + 3 * RECORD_HEADER_BYTES as u64));
+            assert!(held() <= 2 * CHUNK_BYTES + slack, "round {round}: {}", held());
+        }
+        let (newest, newest_end) = (t.records_between(keep_from.max(t.start), t.end()), t.end());
+        drop(t);
+        let (t, got) = TailLog::open(&spec, &ID, 16 * CHUNK_BYTES).unwrap().unwrap();
+        assert_eq!(got, newest.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>());
+        assert_eq!(newest.last().unwrap().1, newest_end);
+        assert!(held() <= 2 * CHUNK_BYTES + slack, "reopened: {}", held());
+        drop(t);
+    }
+
+    #[test]
+    fn a_ring_without_room_refuses_and_trimming_makes_room() {
+        let mem = MemoryTail::new();
+        let (mut t, _) = TailLog::open(&WalTail::Memory(mem), &ID, 64 << 10).unwrap().unwrap();
+        let rec = vec![1u8; 10_000];
+        let mut ends = Vec::new();
+        while t.make_room(TailLog::footprint(rec.len())) {
+            ends.push(t.append(&rec));
+        }
+        assert_eq!(ends.len(), 6, "64 KiB holds six records of 10 KB");
+        t.trim_to(ends[0]);
+        assert!(t.make_room(TailLog::footprint(rec.len())));
+        let from = ends[2];
+        let got = t.records_between(from, ends[5]);
+        assert_eq!(got.iter().map(|(_, e)| *e).collect::<Vec<_>>(), ends[3..6].to_vec());
+        assert!(got.iter().all(|(r, _)| *r == rec));
     }
 
     #[test]
@@ -590,7 +834,7 @@ mod tests {
         let spec = WalTail::Dir(dir.path().to_path_buf());
         {
             let (mut t, _) = open(&spec);
-            t.append(b"kept by the kernel");
+            put(&mut t, b"kept by the kernel");
             // Dropped without clear: as if the process died.
         }
         let (t, got) = open(&spec);
@@ -609,8 +853,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spec = WalTail::Dir(dir.path().to_path_buf());
         let (mut first, _) = open(&spec);
-        first.append(b"the first copy's record");
-        match TailLog::open(&spec, &ID) {
+        put(&mut first, b"the first copy's record");
+        match TailLog::open(&spec, &ID, 1 << 20) {
             Err(Error::InUse(msg)) => assert!(msg.contains("another store"), "{msg}"),
             other => panic!("a held tail was opened again: {:?}", other.map(|_| ())),
         }
@@ -634,7 +878,7 @@ mod tests {
             h
         }] {
             std::fs::write(&path, &foreign).unwrap();
-            match TailLog::open(&spec, &ID) {
+            match TailLog::open(&spec, &ID, 1 << 20) {
                 Err(Error::InvalidArgument(msg)) => assert!(msg.contains("untouched"), "{msg}"),
                 other => panic!("a foreign file was taken as the tail: {:?}", other.map(|_| ())),
             }

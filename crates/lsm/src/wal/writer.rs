@@ -72,6 +72,21 @@ struct InFlight {
     tail_end: Option<u64>,
 }
 
+/// A group whose records are only in the tail (see the module doc of [`super`], "Deferred
+/// groups"): none of its pages is written, and it takes no storage in the WAL area.
+#[derive(Clone, Copy, Debug)]
+struct Deferred {
+    group: u32,
+    ltn: u64,
+    /// Tail offsets of its records: from `from` to `to`, or to the tail's end while the group
+    /// is the active one (`to` is `None`).
+    from: u64,
+    to: Option<u64>,
+    /// Where its records would end if packed now (page index and room left on that page), so
+    /// that an append knows whether the group has room for it.
+    packed_to: (u32, usize),
+}
+
 /// Full pages sealed and not yet submitted.
 #[derive(Debug, Default)]
 struct Run {
@@ -134,6 +149,12 @@ pub struct WalWriter {
     /// Pages of each group from its first that hold written bytes (zeros or pages) rather
     /// than only allocated storage: durable writes there change no file system metadata.
     written_pages: Vec<u32>,
+    /// The deferred groups, oldest first; the active group is the last when it is deferred.
+    /// Every group older than a deferred one is deferred too or has all its pages written:
+    /// pages reach the device in log order.
+    deferred: VecDeque<Deferred>,
+    /// Bytes of records that left the tail with their group's flush, never written.
+    deferred_dropped_bytes: Arc<AtomicU64>,
 }
 
 impl WalWriter {
@@ -175,6 +196,8 @@ impl WalWriter {
             staging: None,
             staged_ends: VecDeque::new(),
             written_pages: vec![0; layout.groups as usize],
+            deferred: VecDeque::new(),
+            deferred_dropped_bytes: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -198,7 +221,10 @@ impl WalWriter {
     }
 
     /// Takes the tail away (at a clean close, to remove its file).
+    /// Called once every record is flushed: the deferred groups then hold no record the store
+    /// needs, and carry on as groups without a tail.
     pub fn take_tail(&mut self) -> Option<TailLog> {
+        self.deferred.clear();
         self.tail.take()
     }
 
@@ -212,6 +238,12 @@ impl WalWriter {
     /// [`FREE_GROUPS_KEPT_ALLOCATED`] free groups. The counter stays current as it changes.
     pub fn allocated_bytes(&self) -> Arc<AtomicU64> {
         self.allocated_bytes.clone()
+    }
+
+    /// Bytes of WAL records that never reached the device: their group was deferred (kept
+    /// in the tail) until its memtable's flush committed. The counter stays current.
+    pub fn deferred_dropped_bytes(&self) -> Arc<AtomicU64> {
+        self.deferred_dropped_bytes.clone()
     }
 
     /// The group and generation being appended to.
@@ -247,6 +279,24 @@ impl WalWriter {
         self.write_meta()?;
         self.active = Some(Active { group: group as u32, ltn });
         self.synced_pages[group] = 0;
+        self.reset_cursor();
+        // Every earlier page was made durable when its group was sealed (or is deferred and
+        // written nowhere yet): nothing written is waiting for a flush.
+        debug_assert!(!self.unsynced, "a sealed group left pages not durable");
+        if let Some(t) = &self.tail {
+            self.deferred.push_back(Deferred {
+                group: group as u32,
+                ltn,
+                from: t.end(),
+                to: None,
+                packed_to: (0, PageBuf::new().room()),
+            });
+        }
+        Ok(Some(group as u32))
+    }
+
+    /// The packing position of a group with nothing packed yet.
+    fn reset_cursor(&mut self) {
         self.next_page = 0;
         self.page = PageBuf::new();
         self.page_dirty = false;
@@ -254,9 +304,93 @@ impl WalWriter {
         self.page_written_crc = None;
         self.synced_through = 0;
         self.staged_ends.clear();
-        self.unsynced = false;
         self.prev_crc = 0;
-        Ok(Some(group as u32))
+    }
+
+    /// Whether the active group is deferred (its records only in the tail).
+    fn active_deferred(&self) -> bool {
+        self.deferred.back().is_some_and(|d| d.to.is_none())
+    }
+
+    /// Writes out deferred groups, oldest first: every one (`all`), or the oldest only. A
+    /// sealed one's pages are written and made durable, and its end recorded; the active one's
+    /// records are packed and it carries on as any group does, its pages written as they
+    /// fill. Their records leave the tail as their pages complete.
+    fn catch_up(&mut self, all: bool) -> Result<()> {
+        let mut sealed = Vec::new();
+        while self.deferred.front().is_some_and(|d| d.to.is_some()) {
+            let d = self.deferred.pop_front().expect("front exists");
+            if d.to == Some(d.from) {
+                // Sealed with no record: recorded as sealed with no page, which it is.
+                continue;
+            }
+            sealed.push((d.group, d.ltn, self.write_out_sealed(d)?));
+            if !all {
+                break;
+            }
+        }
+        if !sealed.is_empty() {
+            // The end a sealed group records is of durable pages (recovery tells damage below
+            // it from a torn tail).
+            self.queue.flush()?;
+            self.unsynced = false;
+            for (group, ltn, end) in sealed {
+                self.meta.groups[group as usize] =
+                    GroupEntry { ltn, state: GroupState::Sealed, end };
+            }
+            self.write_meta()?;
+            if !all {
+                return Ok(());
+            }
+        }
+        if self.active_deferred() {
+            let d = self.deferred.pop_back().expect("the active group is deferred");
+            debug_assert!(self.deferred.is_empty(), "an older group is still deferred");
+            let active = self.active.expect("a deferred active group is active");
+            let records = self.tail_records(d.from, None);
+            for (rec, end) in &records {
+                self.pack(active, rec, Some(*end))?;
+            }
+            debug_assert_eq!(
+                (self.next_page, self.page.room()),
+                d.packed_to,
+                "packed otherwise than reckoned"
+            );
+        }
+        Ok(())
+    }
+
+    /// The tail's records from `from` to `to` (or its end), with their end offsets.
+    fn tail_records(&self, from: u64, to: Option<u64>) -> Vec<(Vec<u8>, u64)> {
+        let t = self.tail.as_ref().expect("deferred records live in the tail");
+        t.records_between(from, to.unwrap_or(t.end()))
+    }
+
+    /// Writes a sealed deferred group's pages from its records in the tail and waits for
+    /// them; returns its end (pages written). Called with the active group deferred or none:
+    /// its packing position is fresh before and after.
+    fn write_out_sealed(&mut self, d: Deferred) -> Result<u32> {
+        debug_assert!(self.in_flight.is_empty() && self.run.pages == 0 && self.page.is_empty());
+        let records = self.tail_records(d.from, d.to);
+        let active = self.active.take();
+        let me = Active { group: d.group, ltn: d.ltn };
+        self.active = Some(me);
+        self.reset_cursor();
+        self.durable_writes = false;
+        let written = (|| {
+            for (rec, end) in &records {
+                self.pack(me, rec, Some(*end))?;
+            }
+            if self.page_dirty {
+                let tail_end = self.page_tail_end;
+                self.submit_page(me, false, tail_end)?;
+            }
+            self.drain()?;
+            Ok(self.next_page + u32::from(!self.page.is_empty()))
+        })();
+        self.active = active;
+        self.reset_cursor();
+        written
     }
 
     /// Seals the active group: writes its partial page, makes its pages durable and records
@@ -264,8 +398,19 @@ impl WalWriter {
     ///
     /// # Errors
     /// A page write's, the flush's or the metadata write's error.
+    ///
+    /// A deferred group writes nothing: it stays in the tail, recorded as sealed with no
+    /// durable page, until its memtable's flush frees it or a sync writes it out.
     pub fn seal_group(&mut self) -> Result<()> {
         let active = self.active.expect("seal_group without an active group");
+        if self.active_deferred() {
+            let end = self.tail.as_ref().expect("deferred groups live in the tail").end();
+            self.deferred.back_mut().expect("the active group is deferred").to = Some(end);
+            self.active = None;
+            self.meta.groups[active.group as usize] =
+                GroupEntry { ltn: active.ltn, state: GroupState::Sealed, end: 0 };
+            return self.write_meta();
+        }
         self.durable_writes = false;
         if self.page_dirty {
             let tail_end = self.page_tail_end;
@@ -293,6 +438,19 @@ impl WalWriter {
     /// # Errors
     /// The device's error for a release; the log must not be used again (P5).
     pub fn free_group(&mut self, ltn: u64) -> Result<()> {
+        if let Some(at) = self.deferred.iter().position(|d| d.ltn == ltn && d.to.is_some()) {
+            // Its memtable is in an SST: its records leave the tail without being written.
+            // Flushes commit in generation order, so it is the oldest; were it not, the older
+            // ones' records before it would have to stay, and it is left for them to trim.
+            let d = self.deferred.remove(at).expect("found above");
+            let to = d.to.expect("a sealed group");
+            self.deferred_dropped_bytes.fetch_add(to - d.from, Ordering::Relaxed);
+            if at == 0 {
+                if let Some(t) = &mut self.tail {
+                    t.trim_to(to);
+                }
+            }
+        }
         for g in &mut self.meta.groups {
             if g.ltn == ltn && g.state == GroupState::Sealed {
                 *g = GroupEntry { ltn: g.ltn, state: GroupState::Free, end: 0 };
@@ -431,6 +589,18 @@ impl WalWriter {
         }
         let tail_bytes: u64 = records.iter().map(|r| TailLog::footprint(r.len())).sum();
         let via_tail = !sync && self.tail_has_room_for(tail_bytes)?;
+        if via_tail && self.active_deferred() {
+            let t = self.tail.as_mut().expect("deferred groups live in the tail");
+            for rec in records {
+                t.append(rec);
+            }
+            let d = self.deferred.back_mut().expect("the active group is deferred");
+            d.packed_to = packed_end(d.packed_to, records, self.layout.pages_per_group)
+                .expect("fits, checked above");
+            return Ok(());
+        }
+        // Pages reach the device in log order: the deferred groups' first.
+        self.catch_up(true)?;
         self.durable_writes =
             sync && !self.unsynced && self.in_flight.is_empty() && self.run.pages == 0;
         if self.durable_writes {
@@ -495,7 +665,12 @@ impl WalWriter {
         records: &[&[u8]],
     ) -> std::result::Result<Option<Vec<(u64, AlignedBuf)>>, AppendError> {
         let active = self.active.expect("stage_sync without an active group");
-        let tail_empty = self.tail.as_ref().is_none_or(|t| t.room() == t.ring_bytes());
+        let tail_empty = self.tail.as_ref().is_none_or(|t| t.is_empty());
+        if tail_empty {
+            // Deferred groups hold no record: nothing of theirs is to be written, and the
+            // active group's pages may be staged.
+            self.deferred.clear();
+        }
         let pending = self.unsynced
             || !self.in_flight.is_empty()
             || self.run.pages > 0
@@ -615,15 +790,21 @@ impl WalWriter {
         if bytes > t.ring_bytes() / 4 {
             return Ok(false);
         }
-        while self.tail.as_ref().is_some_and(|t| t.room() < bytes) {
+        while !self.tail.as_mut().is_some_and(|t| t.make_room(bytes)) {
             if self.in_flight.is_empty() {
                 if self.run.pages > 0 {
                     let active = self.active.expect("a run belongs to the active group");
                     self.submit_run(active)?;
                     continue;
                 }
+                if !self.deferred.is_empty() {
+                    // The tail is full of deferred groups: the oldest goes to the device.
+                    self.catch_up(false)?;
+                    continue;
+                }
                 // Only the partial page's records are left: the ring is far bigger than a
-                // page, so this means the ring is tiny; take the direct path.
+                // page, so this means the ring is tiny (or the file system refused it
+                // storage); take the direct path.
                 return Ok(false);
             }
             self.reap(1)?;
@@ -631,35 +812,21 @@ impl WalWriter {
         Ok(true)
     }
 
-    /// Whether records fit in the group's remaining pages, packed as [`WalWriter::pack`] does.
+    /// Whether records fit in the group's remaining pages, packed as [`WalWriter::pack`] does
+    /// (after the records a deferred group holds in the tail).
     fn fits(&self, records: &[&[u8]]) -> bool {
-        self.pages_end(records).is_some()
+        let from = match self.deferred.back() {
+            Some(d) if d.to.is_none() => d.packed_to,
+            _ => (self.next_page, self.page.room()),
+        };
+        packed_end(from, records, self.layout.pages_per_group).is_some()
     }
 
     /// The page index just past the last page the records would use, packed as
     /// [`WalWriter::pack`] does, or `None` if they do not fit in the group.
     fn pages_end(&self, records: &[&[u8]]) -> Option<u32> {
-        let limit = self.layout.pages_per_group;
-        let mut index = self.next_page;
-        let mut room = self.page.room();
-        for rec in records {
-            let mut rest = rec.len();
-            loop {
-                if index >= limit {
-                    return None;
-                }
-                let n = rest.min(room - FRAGMENT_HEADER_BYTES);
-                room -= FRAGMENT_HEADER_BYTES + n;
-                rest -= n;
-                if room <= FRAGMENT_HEADER_BYTES {
-                    index += 1;
-                    room = PAGE_PAYLOAD_BYTES;
-                }
-                if rest == 0 {
-                    break;
-                }
-            }
-        }
+        let (index, room) =
+            packed_end((self.next_page, self.page.room()), records, self.layout.pages_per_group)?;
         Some(index + u32::from(room < PAGE_PAYLOAD_BYTES))
     }
 
@@ -821,4 +988,33 @@ impl WalWriter {
         }
         Ok(())
     }
+}
+
+/// Where records packed from page `index` with `room` payload bytes left on it end, packed as
+/// [`WalWriter::pack`] does: the page index and the room left on it, or `None` if they need a
+/// page at or past `limit`.
+fn packed_end(
+    (mut index, mut room): (u32, usize),
+    records: &[&[u8]],
+    limit: u32,
+) -> Option<(u32, usize)> {
+    for rec in records {
+        let mut rest = rec.len();
+        loop {
+            if index >= limit {
+                return None;
+            }
+            let n = rest.min(room - FRAGMENT_HEADER_BYTES);
+            room -= FRAGMENT_HEADER_BYTES + n;
+            rest -= n;
+            if room <= FRAGMENT_HEADER_BYTES {
+                index += 1;
+                room = PAGE_PAYLOAD_BYTES;
+            }
+            if rest == 0 {
+                break;
+            }
+        }
+    }
+    Some((index, room))
 }

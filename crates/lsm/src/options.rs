@@ -237,7 +237,10 @@ pub struct Options {
     pub volume: VolumeOptions,
     /// Where writes without sync wait for their WAL pages (see [`WalTail`]): by default a
     /// file in `/dev/shm`, so such a write costs a memory copy yet survives a crash of the
-    /// process (P2).
+    /// process (P2). Records stay there until their memtable is flushed, and then never
+    /// reach the device, unless a write with sync (or a tail too full) writes them out: the
+    /// tail holds up to about two write buffers of records in memory, as RocksDB's live log
+    /// files do in the page cache (docs/lsm.md, "Deferred groups").
     pub wal_tail: WalTail,
     /// A capacity volume beside the store's (fast) volume, and where SSTs go between them
     /// (SpanDB's tiers; see [`TierOptions`]). None by default.

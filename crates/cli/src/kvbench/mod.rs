@@ -50,7 +50,7 @@ pub enum IndexArg {
 #[derive(clap::Args, Clone, Debug)]
 #[command(after_help = "Durability differs and the header says so: the hash engine makes \
 every store durable before it returns (it has no unsynced mode); the lsm engine acknowledges \
-a write once its WAL page write completed (survives a killed process), durable only with \
+a write once its record is in the WAL tail (survives a killed process), durable only with \
 --sync. Workloads run in the order given, on the same stores: seqfill writes records 0..num in \
 key order, randfill and zipffill overwrite num records drawn uniformly or by YCSB's scrambled \
 zipfian, ycsb-a..d run YCSB's mixes (updates are blind puts of a whole value).")]
@@ -323,7 +323,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             let durability = if args.sync {
                 "every write durable when acknowledged (--sync: WAL synced per write)"
             } else {
-                "writes acknowledged once their WAL page write completed, not synced (WAL on; --sync for durable writes)"
+                "writes acknowledged once their record is in the WAL tail, not synced: a killed process keeps them, a power cut may not (--sync for durable writes)"
             };
             header(args, &config, &paths, durability);
             let bench = Bench::new(instances, config)?;

@@ -150,7 +150,14 @@ impl Region for Mapped {
                 len as libc::off_t,
             )
         };
-        if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // Map the chunk's pages in one call rather than one fault per 4 KiB page as records
+        // reach them: the faults tripled a fill's page faults (16.7k to 50.8k for 1M records
+        // of 100 B). Only a hint: a kernel without MADV_POPULATE_WRITE (before 5.14) faults.
+        let _ = self.0.advise_range(memmap2::Advice::PopulateWrite, offset, len);
+        Ok(())
     }
     fn release(&mut self, offset: usize, len: usize) {
         use std::os::fd::AsRawFd;

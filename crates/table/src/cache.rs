@@ -47,6 +47,11 @@ impl BlockCache {
         self.blocks.retain(|(t, _), _| *t != table);
     }
 
+    /// Most blocks held.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Blocks held.
     pub fn blocks(&self) -> usize {
         self.blocks.len()

@@ -33,6 +33,8 @@ use crate::error::{Error, Result};
 use crate::free_space::FreeSpace;
 use crate::index::{Index, PageIo};
 use crate::options::TableOptions;
+use crate::ordered_index::OrderedIndex;
+use crate::read_ahead;
 use crate::row::{self, RowHeader, RowState};
 use crate::schema::{Row, Schema};
 use crate::spill::SpillArea;
@@ -48,8 +50,17 @@ pub(crate) struct Table {
     /// Where the next record may go.
     end: Pos,
     index: Index,
+    /// The same keys in order, for scans (`ordered_index.rs`).
+    order: OrderedIndex,
     /// Dead records whose slots a new record may take.
     free: FreeSpace,
+}
+
+/// A scan's batch (`Storage::scan_batch`): keys in order with their records' positions,
+/// and whether the range has no key past them.
+pub(crate) struct ScanBatch {
+    pub entries: Vec<(Vec<u8>, Pos)>,
+    pub ended: bool,
 }
 
 /// A row found by its key.
@@ -157,6 +168,7 @@ impl Storage {
                     meta: m.clone(),
                     end: Pos::default(),
                     index: Index::new(m.id, opts.hash_bits, opts.index_memory_entries),
+                    order: OrderedIndex::new(m.schema.fixed_key_len()),
                     free: FreeSpace::default(),
                 };
                 (m.id, t)
@@ -256,6 +268,7 @@ impl Storage {
     ) -> Result<()> {
         let schema = self.tables[&id].meta.schema.clone();
         let mut index = Index::new(id, self.hash_bits, self.index_memory_entries);
+        let mut order = OrderedIndex::new(schema.fixed_key_len());
         let mut free = FreeSpace::default();
         let mut keys = std::collections::HashSet::new();
         // Occupancy as the rows show it, and as the checked blocks claim it.
@@ -309,6 +322,7 @@ impl Storage {
                 }
                 let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
                 index.insert(key, pos, io)?;
+                order.insert(key, pos);
             } else {
                 // No transaction is open at the open: every dead record is free.
                 free.add(pos, header.slot_len);
@@ -334,6 +348,7 @@ impl Storage {
         self.check_blank_past(id, pos)?;
         let t = self.tables.get_mut(&id).unwrap();
         t.index = index;
+        t.order = order;
         t.free = free;
         t.end = pos;
         Ok(())
@@ -560,31 +575,113 @@ impl Storage {
         })
     }
 
-    /// Every live (or uncommitted) key of `table` in `range`, sorted.
-    pub fn keys(
+    /// A scan's next batch: up to `limit` keys of `table` in `range` with a live record
+    /// (committed or not), in key order, their blocks read ahead into the cache; and
+    /// whether the range has no key past them.
+    ///
+    /// The read path of a scan's batch:
+    /// 1. Walk the ordered index: the keys and their records' positions, nothing read. A
+    ///    batch whose rows begin in more than a quarter of the cache's blocks is cut short
+    ///    there (and the range goes on), so that what is read ahead, continuations
+    ///    included, stays cached until its rows are read.
+    /// 2. Read ahead, in block order, every block the records begin in that the cache
+    ///    lacks, each once, with several reads in flight.
+    /// 3. Read ahead likewise the blocks their records run on into (their lengths are in
+    ///    the headers just read), so that the rows' reads (`select_scanned`, one per key,
+    ///    under the transaction's lock of each row) find every block cached, unless the
+    ///    cache is smaller than a batch.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`], [`Error::Corruption`] of a block read, a device error.
+    pub fn scan_batch(
         &mut self,
         table: u32,
         range: &(Bound<Vec<u8>>, Bound<Vec<u8>>),
-    ) -> Result<Vec<Vec<u8>>> {
+        limit: usize,
+    ) -> Result<ScanBatch> {
         let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
-        let schema = t.meta.schema.clone();
-        let mut keys = Vec::new();
-        let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
-        for pos in t.index.positions(io)? {
-            let (header, row) = self.read_record(table, pos, &schema)?;
-            if header.state != RowState::Live {
-                continue;
-            }
-            let key = schema.key_of(&row).map(<[u8]>::to_vec).ok_or_else(|| Error::Corruption {
-                what: format!("table {table}: a row without a key at {pos:?}"),
-                offset: 0,
-            })?;
-            if std::ops::RangeBounds::contains(range, &key) {
-                keys.push(key);
+        let mut entries = t.order.range(range, limit);
+        let ended = entries.len() < limit;
+        let blocks_max = (self.cache.capacity() / 4).max(1);
+        let mut blocks = HashSet::new();
+        if let Some(cut) = entries.iter().position(|(_, p)| {
+            blocks.insert(p.block);
+            blocks.len() > blocks_max
+        }) {
+            entries.truncate(cut);
+            let entries = self.read_batch_ahead(table, entries)?;
+            return Ok(ScanBatch { entries, ended: false });
+        }
+        let entries = self.read_batch_ahead(table, entries)?;
+        Ok(ScanBatch { entries, ended })
+    }
+
+    /// Stages 2 and 3 of a scan's batch.
+    fn read_batch_ahead(
+        &mut self,
+        table: u32,
+        entries: Vec<(Vec<u8>, Pos)>,
+    ) -> Result<Vec<(Vec<u8>, Pos)>> {
+        let mut firsts: Vec<u64> = entries.iter().map(|(_, p)| p.block).collect();
+        firsts.sort_unstable();
+        firsts.dedup();
+        self.read_ahead(table, &firsts)?;
+        let mut rest = Vec::new();
+        for (_, pos) in &entries {
+            // A record's header never straddles blocks: it is in the block just read.
+            let Some(b) = self.cache.get((table, pos.block)) else { continue };
+            let at = HEADER_BYTES + pos.offset as usize;
+            if let Some(h) = RowHeader::decode(&b[at..at + row::HEADER_BYTES]) {
+                rest.extend(pos.blocks(h.record_len()).skip(1));
             }
         }
-        keys.sort();
-        Ok(keys)
+        rest.sort_unstable();
+        rest.dedup();
+        self.read_ahead(table, &rest)?;
+        Ok(entries)
+    }
+
+    /// Reads the blocks `numbers` (sorted) of `table` that the cache lacks, together, and
+    /// caches each that is not blank, checked.
+    fn read_ahead(&mut self, table: u32, numbers: &[u64]) -> Result<()> {
+        let mut wanted = Vec::new();
+        for &n in numbers {
+            if self.cache.get((table, n)).is_none() {
+                if let Some(address) = self.address(table, n) {
+                    wanted.push((n, address));
+                }
+            }
+        }
+        let addresses: Vec<u64> = wanted.iter().map(|w| w.1).collect();
+        let blocks = read_ahead::read_blocks(&mut self.queue, &addresses)?;
+        for ((n, address), raw) in wanted.into_iter().zip(blocks) {
+            if let BlockState::Valid(_) = block::check(&raw, table, n, address)? {
+                self.cache.put((table, n), raw.to_vec());
+            }
+        }
+        Ok(())
+    }
+
+    /// The decoded row of `key` for a scan, found by the ordered index.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`], [`Error::Corruption`], a device error.
+    pub fn select_scanned(&mut self, table: u32, key: &[u8]) -> Result<Option<Row>> {
+        let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
+        let Some(pos) = t.order.get(key) else { return Ok(None) };
+        let schema = t.meta.schema.clone();
+        let (header, row) = self.read_record(table, pos, &schema)?;
+        let corrupt = |what: &str| Error::Corruption {
+            what: format!("table {table}: {what} at {pos:?}, where the ordered index points"),
+            offset: 0,
+        };
+        if header.state != RowState::Live || schema.key_of(&row) != Some(key) {
+            return Err(corrupt("no live row of the key"));
+        }
+        schema
+            .decode_row(&row)
+            .map(Some)
+            .ok_or_else(|| corrupt("a row that does not follow the schema"))
     }
 
     /// Inserts the encoded row `row` whose key is `key` (stages 2 to 6).
@@ -878,15 +975,26 @@ impl Storage {
         Ok(())
     }
 
-    /// Stage 6: points `key` at `pos` (`insert`), or no longer. A failed index page write
-    /// stops the store: the index would no longer find every row.
+    /// Stage 6: points `key` at `pos` (`insert`), or no longer, in the hash index and the
+    /// ordered one. A failed index page write stops the store: the index would no longer
+    /// find every row.
     fn index_update(&mut self, table: u32, key: &[u8], pos: Pos, insert: bool) -> Result<()> {
-        let index = &mut self.tables.get_mut(&table).expect("a table changed exists").index;
+        let t = self.tables.get_mut(&table).expect("a table changed exists");
         let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
         let r = match insert {
-            true => index.insert(key, pos, io),
-            false => index.remove(key, pos, io),
+            true => {
+                t.order.insert(key, pos);
+                t.index.insert(key, pos, io)
+            }
+            false => {
+                t.order.remove(key, pos);
+                t.index.remove(key, pos, io)
+            }
         };
+        debug_assert!(
+            r.is_err() || t.order.len() == t.index.entries(),
+            "the ordered index and the hash index hold the same keys"
+        );
         r.map_err(|e| self.stop(e))
     }
 
@@ -958,8 +1066,9 @@ impl Storage {
         }
         self.next_table_id = id + 1;
         let index = Index::new(id, self.hash_bits, self.index_memory_entries);
+        let order = OrderedIndex::new(meta.schema.fixed_key_len());
         let free = FreeSpace::default();
-        self.tables.insert(id, Table { meta, end: Pos::default(), index, free });
+        self.tables.insert(id, Table { meta, end: Pos::default(), index, order, free });
         Ok(id)
     }
 

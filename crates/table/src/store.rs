@@ -341,8 +341,8 @@ impl TableStore {
         self.auto(|t| t.select_cell(table, key, column))
     }
 
-    /// The committed rows of a range of primary keys, 100 per batch, each batch read
-    /// committed. See [`Scan`].
+    /// The committed rows of a range of primary keys, in key order, 100 per batch, each
+    /// batch read committed, served by the table's ordered index. See [`Scan`].
     ///
     /// # Errors
     /// [`Error::NoSuchTable`], a device error.
@@ -352,8 +352,8 @@ impl TableStore {
         range: impl std::ops::RangeBounds<Vec<u8>>,
     ) -> Result<Scan<'static>> {
         let range = (range.start_bound().cloned(), range.end_bound().cloned());
-        let keys = self.shared.storage.lock().keys(table.0, &range)?;
-        Ok(Scan::new(ScanTxn::Own(self.shared.clone()), table, keys))
+        self.shared.storage.lock().table(table.0)?;
+        Ok(Scan::new(ScanTxn::Own(self.shared.clone()), table, range))
     }
 
     /// Runs the reclaiming pass now, over every table: the space of rows erased by

@@ -239,8 +239,8 @@ impl Transaction {
         self.check_open()?;
         let range = (range.start_bound().cloned(), range.end_bound().cloned());
         self.lock_for_scan(table)?;
-        let keys = self.shared.storage.lock().keys(table.0, &range)?;
-        Ok(Scan::new(crate::scan::ScanTxn::Borrowed(self), table, keys))
+        self.shared.storage.lock().table(table.0)?;
+        Ok(Scan::new(crate::scan::ScanTxn::Borrowed(self), table, range))
     }
 
     /// Commits: makes every change durable, then releases the locks.
@@ -294,9 +294,21 @@ impl Transaction {
         self.changes.clear();
     }
 
-    /// Reads for a scan's batch: the row of `key` under this transaction's locks.
+    /// Reads for a scan's batch: the row of `key` under this transaction's locks, as
+    /// `select` reads it, but found by the ordered index (no index page is read).
     pub(crate) fn scan_read(&mut self, table: TableId, key: &[u8]) -> Result<Option<Row>> {
-        self.select(table, key)
+        self.check_open()?;
+        let short = self.lock_for_read(table, key)?;
+        let got = self.shared.storage.lock().select_scanned(table.0, key);
+        if let Some(k) = short {
+            self.shared.locks.release(self.id, &k);
+        }
+        got
+    }
+
+    /// What the transaction's store shares.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 }
 

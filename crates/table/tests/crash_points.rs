@@ -192,6 +192,8 @@ fn workload(d: &SimDevice, p: &SimPmem, script: Vec<Txn>, o: &TableOptions) -> R
 fn contents(store: &TableStore) -> Option<Rows> {
     let t = store.table_id("t")?;
     let rows = all_rows(store, t);
+    // The ordered index, rebuilt by the recovery, serves ranges as it serves the whole.
+    check_ranges(store, t, &rows);
     Some(
         rows.into_iter()
             .map(|r| {

@@ -1,21 +1,29 @@
 //! The block cache: blocks of every table by (table, block number), least recently used
-//! evicted. Write-through: a cached block is always what its last write sent to the device,
-//! so eviction never writes.
+//! evicted.
+//!
+//! Write-behind: a change leaves its blocks here *dirty* rather than writing them at once,
+//! so that the changes of several transactions to one block (a table's last block, as
+//! appends fill it) reach the device as one write, made when a commit needs them durable
+//! (`Storage::write_dirty`, called by the group flush's leader). Eviction takes clean
+//! blocks only, so a cached block is always at least as new as the device's, and a block
+//! that is not cached is what the device holds.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// The cache.
 #[derive(Debug)]
 pub struct BlockCache {
     blocks: HashMap<(u32, u64), (Vec<u8>, u64)>,
+    /// Blocks changed since they were last written, in block order.
+    dirty: BTreeSet<(u32, u64)>,
     clock: u64,
     capacity: usize,
 }
 
 impl BlockCache {
-    /// A cache of at most `capacity` blocks.
+    /// A cache of at most `capacity` blocks (more while more than that are dirty).
     pub fn new(capacity: usize) -> BlockCache {
-        BlockCache { blocks: HashMap::new(), clock: 0, capacity }
+        BlockCache { blocks: HashMap::new(), dirty: BTreeSet::new(), clock: 0, capacity }
     }
 
     /// The block, marked used.
@@ -28,11 +36,16 @@ impl BlockCache {
         })
     }
 
-    /// Adds or replaces a block, evicting the least recently used eighth when full.
+    /// Adds or replaces a block, evicting the least recently used eighth of the clean
+    /// blocks when full.
     pub fn put(&mut self, key: (u32, u64), block: Vec<u8>) {
         if self.blocks.len() >= self.capacity && !self.blocks.contains_key(&key) {
-            let mut ages: Vec<(u64, (u32, u64))> =
-                self.blocks.iter().map(|(k, (_, used))| (*used, *k)).collect();
+            let mut ages: Vec<(u64, (u32, u64))> = self
+                .blocks
+                .iter()
+                .filter(|(k, _)| !self.dirty.contains(k))
+                .map(|(k, (_, used))| (*used, *k))
+                .collect();
             ages.sort_unstable();
             for (_, k) in ages.iter().take(self.capacity / 8 + 1) {
                 self.blocks.remove(k);
@@ -42,12 +55,34 @@ impl BlockCache {
         self.blocks.insert(key, (block, self.clock));
     }
 
-    /// Drops every block of `table`.
-    pub fn drop_table(&mut self, table: u32) {
-        self.blocks.retain(|(t, _), _| *t != table);
+    /// Marks a cached block changed: it stays cached until [`BlockCache::take_dirty`].
+    pub fn mark_dirty(&mut self, key: (u32, u64)) {
+        assert!(self.blocks.contains_key(&key), "a dirty block is cached");
+        self.dirty.insert(key);
     }
 
-    /// Most blocks held.
+    /// Dirty blocks.
+    pub fn dirty_blocks(&self) -> usize {
+        self.dirty.len()
+    }
+
+    /// The dirty blocks in block order, marked clean: the caller writes them.
+    pub fn take_dirty(&mut self) -> Vec<(u32, u64)> {
+        std::mem::take(&mut self.dirty).into_iter().collect()
+    }
+
+    /// The block's bytes, not marking it used.
+    pub fn peek(&self, key: (u32, u64)) -> Option<&Vec<u8>> {
+        self.blocks.get(&key).map(|(b, _)| b)
+    }
+
+    /// Drops every block of `table`, dirty ones included (the table is gone).
+    pub fn drop_table(&mut self, table: u32) {
+        self.blocks.retain(|(t, _), _| *t != table);
+        self.dirty.retain(|(t, _)| *t != table);
+    }
+
+    /// Most blocks held while few are dirty.
     pub fn capacity(&self) -> usize {
         self.capacity
     }
@@ -55,5 +90,31 @@ impl BlockCache {
     /// Blocks held.
     pub fn blocks(&self) -> usize {
         self.blocks.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dirty_blocks_are_never_evicted() {
+        let mut c = BlockCache::new(8);
+        for n in 0..8 {
+            c.put((1, n), vec![n as u8]);
+            c.mark_dirty((1, n));
+        }
+        for n in 8..20 {
+            c.put((1, n), vec![n as u8]);
+        }
+        for n in 0..8 {
+            assert_eq!(c.peek((1, n)), Some(&vec![n as u8]), "dirty block {n}");
+        }
+        assert_eq!(c.take_dirty(), (0..8).map(|n| (1, n)).collect::<Vec<_>>());
+        assert_eq!(c.dirty_blocks(), 0);
+        for n in 20..40 {
+            c.put((1, n), vec![0]);
+        }
+        assert!(c.blocks() <= 9, "clean again, they are evicted: {}", c.blocks());
     }
 }

@@ -5,7 +5,7 @@
 //! one after another (`row.rs`), a row spanning blocks where it must; a primary hash index
 //! finds a row by its key (`index.rs`), in memory up to a threshold and in index pages on
 //! the volume past it (`index_page.rs`); an ordered index in memory serves scans in key
-//! order (`ordered_index.rs`), reading a batch's blocks together (`read_ahead.rs`). A change
+//! order (`ordered_index.rs`), reading a batch's blocks together (`batch_io.rs`). A change
 //! first persists its before-image in the undo log (`undo.rs`, `undo_log.rs`) on persistent
 //! memory (`pmem.rs`: a file mapping made durable with cache-line write-backs, or a
 //! simulated one), or in the log's spill area on the volume when that is full (`spill.rs`),
@@ -34,6 +34,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod batch_io;
 mod block;
 mod cache;
 mod catalog;
@@ -46,7 +47,6 @@ mod lock;
 mod options;
 mod ordered_index;
 pub mod pmem;
-mod read_ahead;
 mod row;
 mod scan;
 mod schema;

@@ -9,16 +9,22 @@
 //!    the version log *before* a byte is written to it, so recovery knows every block.
 //! 4. Undo: the before-image (or, for an insert, the fact that the bytes were free) is
 //!    appended to the undo log and persisted (write-back of its lines and a fence).
-//! 5. In place: the blocks the change touches are rewritten whole, each self-describing
-//!    and checksummed, through the cache to the device, not yet durable.
-//! 6. Index: the key points at its row, or no longer does.
+//! 5. In place: the blocks the change touches are changed in the cache, each resealed
+//!    (self-describing and checksummed), and left dirty (write-behind, `cache.rs`).
+//! 6. Index: the key points at its row, or no longer does (the hash index and the
+//!    ordered one).
 //!
-//! Commit: (1) flush the device, making every block written so far durable; (2) mark the
-//! transaction's undo records expired, persisted; (3) the caller releases the locks. Abort:
-//! (1) write each before-image back, newest first, fixing the index; (2) flush the device;
-//! (3) expire the records; (4) release the locks. Stage 4 before 5 and commit's 1 before 2
-//! are the whole of crash safety: every block write that may not be durable is covered by
-//! an active undo record, and recovery (`recover`) rolls every active record back.
+//! Commit: (1) write every dirty block, each once, whoever changed it, then flush the
+//! device, making every block written so far durable (the group flush's leader does both
+//! for every commit waiting, `group_flush.rs`); (2) mark the transaction's undo records
+//! expired, persisted; (3) the caller releases the locks. Abort: (1) write each
+//! before-image back, newest first, fixing the index; (2) write the dirty blocks and flush
+//! the device; (3) expire the records; (4) release the locks. Stage 4 before any write of
+//! stage 5's blocks, and commit's 1 before 2, are the whole of crash safety: every block
+//! write that may not be durable is covered by an active undo record, and recovery
+//! (`recover`) rolls every active record back. A dirty block's write may carry the changes
+//! of transactions still open: their records are active, as when each change wrote its
+//! block at once.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
@@ -26,6 +32,7 @@ use std::ops::Bound;
 use shale_io::{AlignedBuf, QueueExt, QueueOptions};
 use shale_space::{Edit, Extent, IoClass, Volume, VolumeQueue};
 
+use crate::batch_io;
 use crate::block::{self, BLOCK_BYTES, BlockState, HEADER_BYTES, NO_ROW, PAYLOAD_BYTES, Pos};
 use crate::cache::BlockCache;
 use crate::catalog::{self, Catalog, TableMeta};
@@ -34,7 +41,6 @@ use crate::free_space::FreeSpace;
 use crate::index::{Index, PageIo};
 use crate::options::TableOptions;
 use crate::ordered_index::OrderedIndex;
-use crate::read_ahead;
 use crate::row::{self, RowHeader, RowState};
 use crate::schema::{Row, Schema};
 use crate::spill::SpillArea;
@@ -55,6 +61,10 @@ pub(crate) struct Table {
     /// Dead records whose slots a new record may take.
     free: FreeSpace,
 }
+
+/// The share of the cache that may be dirty: past `capacity / DIRTY_BLOCKS_MAX_DIVISOR`
+/// dirty blocks, a change writes them all.
+pub const DIRTY_BLOCKS_MAX_DIVISOR: usize = 2;
 
 /// A scan's batch (`Storage::scan_batch`): keys in order with their records' positions,
 /// and whether the range has no key past them.
@@ -91,6 +101,9 @@ pub(crate) struct Storage {
     pending: HashMap<(u32, Pos), usize>,
     /// Records placed into reclaimed space since the open.
     reused: u64,
+    /// Block writes since the open (a dirty block written once however many changes it
+    /// took).
+    block_writes: u64,
     blocks_per_segment: u64,
     hash_bits: u32,
     /// Entries each table's index keeps in memory before it spills to index pages.
@@ -187,6 +200,7 @@ impl Storage {
             policy,
             pending: HashMap::new(),
             reused: 0,
+            block_writes: 0,
             blocks_per_segment,
             hash_bits: opts.hash_bits,
             index_memory_entries: opts.index_memory_entries,
@@ -463,7 +477,9 @@ impl Storage {
     }
 
     /// Stage 5: writes `bytes` into `table`'s row stream at `pos` (a record's start),
-    /// updating each block's occupancy, and sends the blocks to the device.
+    /// updating each block's occupancy, in the cache: the blocks are dirty until the next
+    /// commit's flush (or an abort's) writes them (`write_dirty`), or until more than a
+    /// [`DIRTY_BLOCKS_MAX_DIVISOR`]th of the cache is dirty, when they are written at once.
     fn write_stream(&mut self, table: u32, pos: Pos, bytes: &[u8]) -> Result<()> {
         let blocks: Vec<u64> = pos.blocks(bytes.len()).collect();
         for &n in &blocks {
@@ -483,20 +499,55 @@ impl Storage {
             block::seal(b, used, first_row);
         }
         for n in blocks {
-            self.write_block(table, n)?;
+            self.cache.mark_dirty((table, n));
+        }
+        if self.cache.dirty_blocks() > self.dirty_blocks_max() {
+            self.write_dirty()?;
         }
         Ok(())
     }
 
-    /// Sends the cached block to the device (not durable); a failure stops the store.
+    /// Dirty blocks past which a change writes them all at once: half the cache, so that
+    /// clean blocks are left to evict.
+    fn dirty_blocks_max(&self) -> usize {
+        (self.cache.capacity() / DIRTY_BLOCKS_MAX_DIVISOR).max(1)
+    }
+
+    /// Writes every dirty block, each once, in block order, several in flight; a failure
+    /// stops the store. A commit calls it (through the group flush's leader) before its
+    /// device flush: the changes of every transaction to one block since the last call
+    /// reach the device as one write.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] after an earlier failure, the device's error.
+    pub fn write_dirty(&mut self) -> Result<()> {
+        self.check_running()?;
+        let keys = self.cache.take_dirty();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let mut blocks = Vec::with_capacity(keys.len());
+        for (table, n) in keys {
+            let address = self.address(table, n).expect("a dirty block has a segment");
+            let b = self.cache.peek((table, n)).expect("a dirty block is cached");
+            blocks.push((address, AlignedBuf::padded_copy(b, BLOCK_BYTES)));
+        }
+        self.block_writes += blocks.len() as u64;
+        batch_io::write_blocks(&mut self.queue, blocks).map_err(|e| self.stop(e))
+    }
+
+    /// Sends the cached block to the device now (not durable); a failure stops the store.
     fn write_block(&mut self, table: u32, n: u64) -> Result<()> {
+        self.block_writes += 1;
         let address = self.address(table, n).expect("a written block has a segment");
         let b = self.cache.get((table, n)).expect("a written block is cached");
         let buf = AlignedBuf::padded_copy(b, BLOCK_BYTES);
         self.queue.write_at(address, buf, false).map(|_| ()).map_err(|e| self.stop(e.into()))
     }
 
+    /// Writes the dirty blocks, then flushes the device (an abort's, a recovery's).
     fn flush(&mut self) -> Result<()> {
+        self.write_dirty()?;
         self.queue.flush().map_err(|e| self.stop(e.into()))
     }
 
@@ -653,7 +704,7 @@ impl Storage {
             }
         }
         let addresses: Vec<u64> = wanted.iter().map(|w| w.1).collect();
-        let blocks = read_ahead::read_blocks(&mut self.queue, &addresses)?;
+        let blocks = batch_io::read_blocks(&mut self.queue, &addresses)?;
         for ((n, address), raw) in wanted.into_iter().zip(blocks) {
             if let BlockState::Valid(_) = block::check(&raw, table, n, address)? {
                 self.cache.put((table, n), raw.to_vec());
@@ -1106,6 +1157,7 @@ impl Storage {
             free_bytes: self.tables.values().map(|t| t.free.bytes()).sum(),
             index_paged_entries: self.tables.values().map(|t| t.index.paged_entries()).sum(),
             reused: self.reused,
+            block_writes: self.block_writes,
             cached_blocks: self.cache.blocks(),
             undo: self.undo.stats(),
             spill: self.spill.as_ref().map(|(_, l)| l.stats()).unwrap_or_default(),

@@ -60,6 +60,9 @@ pub struct TableStats {
     pub free_bytes: u64,
     /// Rows placed into reclaimed space since the open.
     pub reused: u64,
+    /// Block writes since the open: a block changed by several transactions between two
+    /// commit flushes is written once (write-behind, `cache.rs`).
+    pub block_writes: u64,
     /// Index entries in index pages on the volume (past `index_memory_entries`).
     pub index_paged_entries: usize,
     /// Blocks in the block cache.

@@ -256,17 +256,18 @@ impl Transaction {
         r
     }
 
-    /// Commit stage 1 (the device flush) through the store's shared flusher, outside the
-    /// store's mutex, then stages 2 and 3 under it. The row locks are held throughout, so no
-    /// other transaction sees the rows between the two.
+    /// Commit stage 1 (the dirty blocks' writes, then the device flush outside the store's
+    /// mutex) through the store's shared flusher, then stages 2 and 3 under the mutex. The
+    /// row locks are held throughout, so no other transaction sees the rows between the
+    /// two.
     fn commit_changes(&mut self) -> Result<()> {
         if self.changes.is_empty() {
             return Ok(());
         }
         self.shared.storage.lock().check_running()?;
-        // Every change's block write has completed (writes wait for completion): a flush
-        // begun from here on covers them.
-        if let Err(e) = self.shared.group.flush() {
+        // Every change is in the cache: a round begun from here on writes its blocks and
+        // then flushes them.
+        if let Err(e) = self.shared.group.flush(|| self.shared.storage.lock().write_dirty()) {
             return Err(self.shared.storage.lock().stop(e));
         }
         self.shared.storage.lock().commit_flushed(self.id, &self.changes)

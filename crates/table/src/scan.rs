@@ -5,14 +5,26 @@
 //! A scan keeps no list of keys: each batch walks the table's ordered index from just past
 //! the last key the previous batch returned, so it sees the index as it is then (rows
 //! inserted or erased since the scan began are found or skipped, as their keys fall).
-//! The batch's blocks are read ahead together (`Storage::scan_batch`); then each row is
-//! read under the transaction's lock of that row, as `select` reads one, and skipped if a
-//! transaction it waited for erased it or rolled its insert back. Outside a transaction
-//! each batch is a read-committed transaction of its own.
+//! Outside a transaction each batch is a read-committed transaction of its own.
+//!
+//! The read path of a batch:
+//! 1. Walk the ordered index (under the store's mutex): the keys and the positions of their
+//!    records, nothing read (`Storage::scan_batch`).
+//! 2. Read ahead every block those records begin in that the cache lacks, each once however
+//!    many of the rows it holds, in block order, up to 32 reads in flight, *outside* the
+//!    store's mutex, so other transactions go on meanwhile; a block that anything put in
+//!    the cache during the read is not taken from it (`cache.rs`).
+//! 3. The same for the blocks the records run on into (their lengths are in the headers
+//!    just read).
+//! 4. Read each row under the transaction's lock of that row, as `select` reads one, by its
+//!    position in the ordered index, skipping a key whose row is gone by then (a writer it
+//!    waited for erased it, or rolled its insert back).
 
 use std::ops::Bound;
 use std::sync::Arc;
 
+use crate::batch_io;
+use crate::block::Pos;
 use crate::error::Result;
 use crate::schema::Row;
 use crate::store::{Shared, TableId};
@@ -88,6 +100,7 @@ impl<'t> Scan<'t> {
             let batch = txn.shared().storage.lock().scan_batch(self.table.0, &self.range, want)?;
             self.ended = batch.ended;
             let entries = batch.entries;
+            read_rows_ahead(txn.shared(), self.table.0, &entries)?;
             let Some((last, _)) = entries.last() else { break };
             self.range.0 = Bound::Excluded(last.clone());
             for (key, _) in &entries {
@@ -101,4 +114,42 @@ impl<'t> Scan<'t> {
         }
         Ok((!out.is_empty()).then_some(out))
     }
+}
+
+/// Stages 2 and 3 of a batch: its records' blocks read ahead into the cache.
+fn read_rows_ahead(shared: &Shared, table: u32, entries: &[(Vec<u8>, Pos)]) -> Result<()> {
+    let positions: Vec<Pos> = entries.iter().map(|e| e.1).collect();
+    let mut firsts: Vec<u64> = positions.iter().map(|p| p.block).collect();
+    firsts.sort_unstable();
+    firsts.dedup();
+    read_ahead(shared, table, &firsts)?;
+    let rest = shared.storage.lock().continuations(table, &positions);
+    read_ahead(shared, table, &rest)
+}
+
+/// Reads the blocks `numbers` of `table` that the cache lacks, outside the store's mutex,
+/// and caches those that nothing changed meanwhile.
+fn read_ahead(shared: &Shared, table: u32, numbers: &[u64]) -> Result<()> {
+    let wanted = shared.storage.lock().begin_read_ahead(table, numbers);
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let queue = shared.read_queues.lock().pop();
+    let made = match queue {
+        Some(q) => Ok(q),
+        None => shared.storage.lock().read_queue(),
+    };
+    let read = match made {
+        Ok(mut q) => {
+            let addresses: Vec<u64> = wanted.iter().map(|w| w.1).collect();
+            let read = batch_io::read_blocks(&mut q, &addresses);
+            // A queue whose reads failed may be broken: it is not kept.
+            if read.is_ok() {
+                shared.read_queues.lock().push(q);
+            }
+            read
+        }
+        Err(e) => Err(e),
+    };
+    shared.storage.lock().end_read_ahead(table, &wanted, read)
 }

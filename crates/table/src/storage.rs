@@ -527,13 +527,20 @@ impl Storage {
             return Ok(());
         }
         let mut blocks = Vec::with_capacity(keys.len());
-        for (table, n) in keys {
+        for &(table, n) in &keys {
             let address = self.address(table, n).expect("a dirty block has a segment");
             let b = self.cache.peek((table, n)).expect("a dirty block is cached");
             blocks.push((address, AlignedBuf::padded_copy(b, BLOCK_BYTES)));
         }
         self.block_writes += blocks.len() as u64;
-        batch_io::write_blocks(&mut self.queue, blocks).map_err(|e| self.stop(e))
+        batch_io::write_blocks(&mut self.queue, blocks).map_err(|e| {
+            // The device may lack any of them: they stay dirty (never evicted), so no
+            // read of the stopped store meets an older copy on the device.
+            for key in keys {
+                self.cache.mark_dirty(key);
+            }
+            self.stop(e)
+        })
     }
 
     /// Sends the cached block to the device now (not durable); a failure stops the store.
@@ -627,23 +634,14 @@ impl Storage {
     }
 
     /// A scan's next batch: up to `limit` keys of `table` in `range` with a live record
-    /// (committed or not), in key order, their blocks read ahead into the cache; and
-    /// whether the range has no key past them.
-    ///
-    /// The read path of a scan's batch:
-    /// 1. Walk the ordered index: the keys and their records' positions, nothing read. A
-    ///    batch whose rows begin in more than a quarter of the cache's blocks is cut short
-    ///    there (and the range goes on), so that what is read ahead, continuations
-    ///    included, stays cached until its rows are read.
-    /// 2. Read ahead, in block order, every block the records begin in that the cache
-    ///    lacks, each once, with several reads in flight.
-    /// 3. Read ahead likewise the blocks their records run on into (their lengths are in
-    ///    the headers just read), so that the rows' reads (`select_scanned`, one per key,
-    ///    under the transaction's lock of each row) find every block cached, unless the
-    ///    cache is smaller than a batch.
+    /// (committed or not), in key order, with their positions (nothing is read); and
+    /// whether the range has no key past them. A batch whose rows begin in more than a
+    /// quarter of the cache's blocks is cut short there (and the range goes on), so that
+    /// what is read ahead for it, continuations included, stays cached until its rows are
+    /// read. See `scan.rs` for the read path of a batch.
     ///
     /// # Errors
-    /// [`Error::NoSuchTable`], [`Error::Corruption`] of a block read, a device error.
+    /// [`Error::NoSuchTable`].
     pub fn scan_batch(
         &mut self,
         table: u32,
@@ -652,7 +650,7 @@ impl Storage {
     ) -> Result<ScanBatch> {
         let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
         let mut entries = t.order.range(range, limit);
-        let ended = entries.len() < limit;
+        let mut ended = entries.len() < limit;
         let blocks_max = (self.cache.capacity() / 4).max(1);
         let mut blocks = HashSet::new();
         if let Some(cut) = entries.iter().position(|(_, p)| {
@@ -660,27 +658,17 @@ impl Storage {
             blocks.len() > blocks_max
         }) {
             entries.truncate(cut);
-            let entries = self.read_batch_ahead(table, entries)?;
-            return Ok(ScanBatch { entries, ended: false });
+            ended = false;
         }
-        let entries = self.read_batch_ahead(table, entries)?;
         Ok(ScanBatch { entries, ended })
     }
 
-    /// Stages 2 and 3 of a scan's batch.
-    fn read_batch_ahead(
-        &mut self,
-        table: u32,
-        entries: Vec<(Vec<u8>, Pos)>,
-    ) -> Result<Vec<(Vec<u8>, Pos)>> {
-        let mut firsts: Vec<u64> = entries.iter().map(|(_, p)| p.block).collect();
-        firsts.sort_unstable();
-        firsts.dedup();
-        self.read_ahead(table, &firsts)?;
+    /// The blocks the records at `positions` run on into past their first, as far as the
+    /// cache holds their first blocks (a record's header never straddles blocks), sorted.
+    pub fn continuations(&mut self, table: u32, positions: &[Pos]) -> Vec<u64> {
         let mut rest = Vec::new();
-        for (_, pos) in &entries {
-            // A record's header never straddles blocks: it is in the block just read.
-            let Some(b) = self.cache.get((table, pos.block)) else { continue };
+        for pos in positions {
+            let Some(b) = self.cache.peek((table, pos.block)) else { continue };
             let at = HEADER_BYTES + pos.offset as usize;
             if let Some(h) = RowHeader::decode(&b[at..at + row::HEADER_BYTES]) {
                 rest.extend(pos.blocks(h.record_len()).skip(1));
@@ -688,29 +676,63 @@ impl Storage {
         }
         rest.sort_unstable();
         rest.dedup();
-        self.read_ahead(table, &rest)?;
-        Ok(entries)
+        rest
     }
 
-    /// Reads the blocks `numbers` (sorted) of `table` that the cache lacks, together, and
-    /// caches each that is not blank, checked.
-    fn read_ahead(&mut self, table: u32, numbers: &[u64]) -> Result<()> {
+    /// Registers reads of the blocks `numbers` of `table` that the cache lacks, to be made
+    /// outside the store's mutex; returns them with their device addresses.
+    pub fn begin_read_ahead(&mut self, table: u32, numbers: &[u64]) -> Vec<(u64, u64)> {
         let mut wanted = Vec::new();
         for &n in numbers {
-            if self.cache.get((table, n)).is_none() {
-                if let Some(address) = self.address(table, n) {
+            if let Some(address) = self.address(table, n) {
+                if self.cache.begin_read((table, n)) {
                     wanted.push((n, address));
                 }
             }
         }
-        let addresses: Vec<u64> = wanted.iter().map(|w| w.1).collect();
-        let blocks = batch_io::read_blocks(&mut self.queue, &addresses)?;
-        for ((n, address), raw) in wanted.into_iter().zip(blocks) {
-            if let BlockState::Valid(_) = block::check(&raw, table, n, address)? {
-                self.cache.put((table, n), raw.to_vec());
-            }
+        wanted
+    }
+
+    /// Ends the reads `wanted` registered by `begin_read_ahead`: each block read is checked
+    /// and cached unless a change or another read put it meanwhile (its bytes may be old),
+    /// or its table was dropped meanwhile.
+    ///
+    /// # Errors
+    /// The reads' error, [`Error::Corruption`] of a block read fresh.
+    pub fn end_read_ahead(
+        &mut self,
+        table: u32,
+        wanted: &[(u64, u64)],
+        read: Result<Vec<AlignedBuf>>,
+    ) -> Result<()> {
+        let (blocks, mut result) = match read {
+            Ok(b) => (b, Ok(())),
+            Err(e) => (Vec::new(), Err(e)),
+        };
+        let mut blocks = blocks.into_iter();
+        let exists = self.tables.contains_key(&table);
+        for &(n, address) in wanted {
+            let raw = blocks.next();
+            let key = (table, n);
+            let fresh = exists && result.is_ok() && self.cache.read_is_fresh(key);
+            let block =
+                match raw.filter(|_| fresh).map(|raw| (block::check(&raw, table, n, address), raw))
+                {
+                    Some((Ok(BlockState::Valid(_)), raw)) => Some(raw.to_vec()),
+                    Some((Err(e), _)) => {
+                        result = Err(e);
+                        None
+                    }
+                    _ => None,
+                };
+            self.cache.end_read(key, block);
         }
-        Ok(())
+        result
+    }
+
+    /// A queue of its own for reads made outside the store's mutex.
+    pub fn read_queue(&self) -> Result<VolumeQueue> {
+        Ok(self.volume.queue(IoClass::Slot, &QueueOptions::default())?)
     }
 
     /// The decoded row of `key` for a scan, found by the ordered index.

@@ -31,6 +31,9 @@ pub(crate) struct Shared {
     /// Commits share device flushes, made outside `storage`'s mutex.
     pub group: GroupFlush,
     pub locks: LockManager,
+    /// Queues for scans' reads outside `storage`'s mutex, one taken per read-ahead (made
+    /// when none is free: at most one per thread scanning at once).
+    pub read_queues: Mutex<Vec<shale_space::VolumeQueue>>,
     pub opts: TableOptions,
     next_txn: AtomicU64,
 }
@@ -231,6 +234,7 @@ impl TableStore {
             storage: Mutex::new(storage),
             group,
             locks: LockManager::default(),
+            read_queues: Mutex::new(Vec::new()),
             opts,
             next_txn,
         };

@@ -56,6 +56,7 @@ mod store;
 mod txn;
 pub mod undo;
 mod undo_log;
+mod unlocked_read;
 
 pub use block::{BLOCK_BYTES, PAYLOAD_BYTES, Pos};
 

@@ -23,12 +23,11 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use crate::batch_io;
-use crate::block::Pos;
 use crate::error::Result;
 use crate::schema::Row;
 use crate::store::{Shared, TableId};
 use crate::txn::{Isolation, Transaction};
+use crate::unlocked_read;
 
 /// Rows per batch.
 pub const SCAN_BATCH_ROWS: usize = 100;
@@ -100,7 +99,8 @@ impl<'t> Scan<'t> {
             let batch = txn.shared().storage.lock().scan_batch(self.table.0, &self.range, want)?;
             self.ended = batch.ended;
             let entries = batch.entries;
-            read_rows_ahead(txn.shared(), self.table.0, &entries)?;
+            let positions: Vec<_> = entries.iter().map(|e| e.1).collect();
+            unlocked_read::read_records_ahead(txn.shared(), self.table.0, &positions)?;
             let Some((last, _)) = entries.last() else { break };
             self.range.0 = Bound::Excluded(last.clone());
             for (key, _) in &entries {
@@ -114,42 +114,4 @@ impl<'t> Scan<'t> {
         }
         Ok((!out.is_empty()).then_some(out))
     }
-}
-
-/// Stages 2 and 3 of a batch: its records' blocks read ahead into the cache.
-fn read_rows_ahead(shared: &Shared, table: u32, entries: &[(Vec<u8>, Pos)]) -> Result<()> {
-    let positions: Vec<Pos> = entries.iter().map(|e| e.1).collect();
-    let mut firsts: Vec<u64> = positions.iter().map(|p| p.block).collect();
-    firsts.sort_unstable();
-    firsts.dedup();
-    read_ahead(shared, table, &firsts)?;
-    let rest = shared.storage.lock().continuations(table, &positions);
-    read_ahead(shared, table, &rest)
-}
-
-/// Reads the blocks `numbers` of `table` that the cache lacks, outside the store's mutex,
-/// and caches those that nothing changed meanwhile.
-fn read_ahead(shared: &Shared, table: u32, numbers: &[u64]) -> Result<()> {
-    let wanted = shared.storage.lock().begin_read_ahead(table, numbers);
-    if wanted.is_empty() {
-        return Ok(());
-    }
-    let queue = shared.read_queues.lock().pop();
-    let made = match queue {
-        Some(q) => Ok(q),
-        None => shared.storage.lock().read_queue(),
-    };
-    let read = match made {
-        Ok(mut q) => {
-            let addresses: Vec<u64> = wanted.iter().map(|w| w.1).collect();
-            let read = batch_io::read_blocks(&mut q, &addresses);
-            // A queue whose reads failed may be broken: it is not kept.
-            if read.is_ok() {
-                shared.read_queues.lock().push(q);
-            }
-            read
-        }
-        Err(e) => Err(e),
-    };
-    shared.storage.lock().end_read_ahead(table, &wanted, read)
 }

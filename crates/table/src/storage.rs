@@ -623,6 +623,17 @@ impl Storage {
         Ok(None)
     }
 
+    /// The positions of the records whose keys hash as `key` does (index pages read if
+    /// need be): where its row may be.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`], a device error, [`Error::Corruption`] of an index page.
+    pub fn candidates(&mut self, table: u32, key: &[u8]) -> Result<Vec<Pos>> {
+        let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
+        let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
+        t.index.candidates(key, io)
+    }
+
     /// The decoded row of `key`.
     pub fn select(&mut self, table: u32, key: &[u8]) -> Result<Option<Row>> {
         let Some(f) = self.find(table, key)? else { return Ok(None) };

@@ -206,7 +206,11 @@ impl Transaction {
         self.check_open()?;
         self.shared.schema(table)?.check_key(key)?;
         let short = self.lock_for_read(table, key)?;
-        let got = self.shared.storage.lock().select(table.0, key);
+        let got = self.read_ahead(table, key).and_then(|()| {
+            // The row's blocks are cached now, unless evicted since: the read under the
+            // mutex is a cache hit.
+            self.shared.storage.lock().select(table.0, key)
+        });
         if let Some(k) = short {
             self.shared.locks.release(self.id, &k);
         }
@@ -293,6 +297,14 @@ impl Transaction {
         self.shared.locks.release_all(self.id, &self.locks);
         self.locks.clear();
         self.changes.clear();
+    }
+
+    /// Reads the blocks of the records `key` may be at (by its hash) into the cache outside
+    /// the store's mutex, so a read that misses the cache does not hold other transactions
+    /// up (`unlocked_read.rs`).
+    fn read_ahead(&self, table: TableId, key: &[u8]) -> Result<()> {
+        let positions = self.shared.storage.lock().candidates(table.0, key)?;
+        crate::unlocked_read::read_records_ahead(&self.shared, table.0, &positions)
     }
 
     /// Reads for a scan's batch: the row of `key` under this transaction's locks, as

@@ -134,9 +134,9 @@ impl Storage {
     /// 3. Newest first, write each active record's before-image into its blocks as read
     ///    from the device, unchecked: such blocks may be torn by the crash, and after the
     ///    rollback hold exactly their committed rows.
-    /// 4. Scan every table's row stream from block 0, rebuilding the index and the end, and
-    ///    checking every block not rolled back (checksum, identity, occupancy); compute the
-    ///    occupancy of the rolled-back ones.
+    /// 4. Scan every table's row stream from block 0, rebuilding the indexes (hash and
+    ///    ordered) and the end, and checking every block not rolled back (checksum,
+    ///    identity, occupancy); compute the occupancy of the rolled-back ones.
     /// 5. Seal and write the rolled-back blocks, flush the device.
     /// 6. Expire every active record (the log then reclaims them).
     pub fn recover(

@@ -623,15 +623,13 @@ impl Storage {
         Ok(None)
     }
 
-    /// The positions of the records whose keys hash as `key` does (index pages read if
-    /// need be): where its row may be.
+    /// Where the ordered index puts the live record of `key`, if anywhere.
     ///
     /// # Errors
-    /// [`Error::NoSuchTable`], a device error, [`Error::Corruption`] of an index page.
-    pub fn candidates(&mut self, table: u32, key: &[u8]) -> Result<Vec<Pos>> {
+    /// [`Error::NoSuchTable`].
+    pub fn ordered_position(&self, table: u32, key: &[u8]) -> Result<Option<Pos>> {
         let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
-        let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
-        t.index.candidates(key, io)
+        Ok(t.order.get(key))
     }
 
     /// The decoded row of `key`.

@@ -299,12 +299,14 @@ impl Transaction {
         self.changes.clear();
     }
 
-    /// Reads the blocks of the records `key` may be at (by its hash) into the cache outside
-    /// the store's mutex, so a read that misses the cache does not hold other transactions
-    /// up (`unlocked_read.rs`).
+    /// Reads the blocks of `key`'s record, where the ordered index puts it (in memory: no
+    /// index page is read for this), into the cache outside the store's mutex, so a read
+    /// that misses the cache does not hold other transactions up (`unlocked_read.rs`).
     fn read_ahead(&self, table: TableId, key: &[u8]) -> Result<()> {
-        let positions = self.shared.storage.lock().candidates(table.0, key)?;
-        crate::unlocked_read::read_records_ahead(&self.shared, table.0, &positions)
+        let Some(pos) = self.shared.storage.lock().ordered_position(table.0, key)? else {
+            return Ok(());
+        };
+        crate::unlocked_read::read_records_ahead(&self.shared, table.0, &[pos])
     }
 
     /// Reads for a scan's batch: the row of `key` under this transaction's locks, as

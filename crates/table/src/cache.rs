@@ -1,21 +1,46 @@
 //! The block cache: blocks of every table by (table, block number), least recently used
-//! evicted. Write-through: a cached block is always what its last write sent to the device,
-//! so eviction never writes.
+//! evicted.
+//!
+//! Write-behind: a change leaves its blocks here *dirty* rather than writing them at once,
+//! so that the changes of several transactions to one block (a table's last block, as
+//! appends fill it) reach the device as one write, made when a commit needs them durable
+//! (`Storage::write_dirty`, called by the group flush's leader). Eviction takes clean
+//! blocks only, so a cached block is always at least as new as the device's, and a block
+//! that is not cached is what the device holds.
+//!
+//! Reads outside the store's mutex (a scan's read-ahead): a block not cached is registered
+//! ([`BlockCache::begin_read`]) before its read is sent, and whatever puts that block
+//! meanwhile (a change, a read under the mutex) makes the read *stale*: its bytes are then
+//! thrown away at [`BlockCache::end_read`], since the block may have been changed, written
+//! and even evicted again while the read was in flight. A read that nothing raced is what
+//! the device holds, which is the block's newest content: every change of a block goes
+//! through a put first.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// The cache.
 #[derive(Debug)]
 pub struct BlockCache {
     blocks: HashMap<(u32, u64), (Vec<u8>, u64)>,
+    /// Blocks changed since they were last written, in block order.
+    dirty: BTreeSet<(u32, u64)>,
+    /// Blocks being read outside the store's mutex: reads in flight, and whether a put has
+    /// made them stale.
+    reading: HashMap<(u32, u64), (u32, bool)>,
     clock: u64,
     capacity: usize,
 }
 
 impl BlockCache {
-    /// A cache of at most `capacity` blocks.
+    /// A cache of at most `capacity` blocks (more while more than that are dirty).
     pub fn new(capacity: usize) -> BlockCache {
-        BlockCache { blocks: HashMap::new(), clock: 0, capacity }
+        BlockCache {
+            blocks: HashMap::new(),
+            dirty: BTreeSet::new(),
+            reading: HashMap::new(),
+            clock: 0,
+            capacity,
+        }
     }
 
     /// The block, marked used.
@@ -28,27 +53,140 @@ impl BlockCache {
         })
     }
 
-    /// Adds or replaces a block, evicting the least recently used eighth when full.
+    /// Adds or replaces a block, evicting the least recently used eighth of the clean
+    /// blocks when full.
     pub fn put(&mut self, key: (u32, u64), block: Vec<u8>) {
         if self.blocks.len() >= self.capacity && !self.blocks.contains_key(&key) {
-            let mut ages: Vec<(u64, (u32, u64))> =
-                self.blocks.iter().map(|(k, (_, used))| (*used, *k)).collect();
+            let mut ages: Vec<(u64, (u32, u64))> = self
+                .blocks
+                .iter()
+                .filter(|(k, _)| !self.dirty.contains(k))
+                .map(|(k, (_, used))| (*used, *k))
+                .collect();
             ages.sort_unstable();
             for (_, k) in ages.iter().take(self.capacity / 8 + 1) {
                 self.blocks.remove(k);
             }
         }
+        if let Some(r) = self.reading.get_mut(&key) {
+            r.1 = true;
+        }
         self.clock += 1;
         self.blocks.insert(key, (block, self.clock));
     }
 
-    /// Drops every block of `table`.
+    /// Registers a read of `key` from the device outside the store's mutex; false (and
+    /// nothing registered) when the block is cached, so there is nothing to read.
+    pub fn begin_read(&mut self, key: (u32, u64)) -> bool {
+        if self.blocks.contains_key(&key) {
+            return false;
+        }
+        self.reading.entry(key).or_insert((0, false)).0 += 1;
+        true
+    }
+
+    /// Whether the registered read of `key` is still fresh (nothing put the block since).
+    pub fn read_is_fresh(&self, key: (u32, u64)) -> bool {
+        self.reading.get(&key).is_some_and(|r| !r.1)
+    }
+
+    /// Ends a read registered by [`BlockCache::begin_read`], caching `block` (`None`: a
+    /// failed read, a blank block) unless the read is stale or the block cached since.
+    pub fn end_read(&mut self, key: (u32, u64), block: Option<Vec<u8>>) {
+        let r = self.reading.get_mut(&key).expect("a read ended was begun");
+        let stale = r.1;
+        r.0 -= 1;
+        if r.0 == 0 {
+            self.reading.remove(&key);
+        }
+        if let Some(b) = block.filter(|_| !stale && !self.blocks.contains_key(&key)) {
+            self.put(key, b);
+        }
+    }
+
+    /// Marks a cached block changed: it stays cached until [`BlockCache::take_dirty`].
+    pub fn mark_dirty(&mut self, key: (u32, u64)) {
+        assert!(self.blocks.contains_key(&key), "a dirty block is cached");
+        self.dirty.insert(key);
+    }
+
+    /// Dirty blocks.
+    pub fn dirty_blocks(&self) -> usize {
+        self.dirty.len()
+    }
+
+    /// The dirty blocks in block order, marked clean: the caller writes them.
+    pub fn take_dirty(&mut self) -> Vec<(u32, u64)> {
+        std::mem::take(&mut self.dirty).into_iter().collect()
+    }
+
+    /// The block's bytes, not marking it used.
+    pub fn peek(&self, key: (u32, u64)) -> Option<&Vec<u8>> {
+        self.blocks.get(&key).map(|(b, _)| b)
+    }
+
+    /// Drops every block of `table`, dirty ones included (the table is gone).
     pub fn drop_table(&mut self, table: u32) {
         self.blocks.retain(|(t, _), _| *t != table);
+        self.dirty.retain(|(t, _)| *t != table);
+    }
+
+    /// Most blocks held while few are dirty.
+    pub fn capacity(&self) -> usize {
+        self.capacity
     }
 
     /// Blocks held.
     pub fn blocks(&self) -> usize {
         self.blocks.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dirty_blocks_are_never_evicted() {
+        let mut c = BlockCache::new(8);
+        for n in 0..8 {
+            c.put((1, n), vec![n as u8]);
+            c.mark_dirty((1, n));
+        }
+        for n in 8..20 {
+            c.put((1, n), vec![n as u8]);
+        }
+        for n in 0..8 {
+            assert_eq!(c.peek((1, n)), Some(&vec![n as u8]), "dirty block {n}");
+        }
+        assert_eq!(c.take_dirty(), (0..8).map(|n| (1, n)).collect::<Vec<_>>());
+        assert_eq!(c.dirty_blocks(), 0);
+        for n in 20..40 {
+            c.put((1, n), vec![0]);
+        }
+        assert!(c.blocks() <= 9, "clean again, they are evicted: {}", c.blocks());
+    }
+
+    #[test]
+    fn a_read_raced_by_a_put_is_thrown_away() {
+        let mut c = BlockCache::new(8);
+        assert!(c.begin_read((1, 1)));
+        c.end_read((1, 1), Some(vec![1]));
+        assert_eq!(c.peek((1, 1)), Some(&vec![1]), "a fresh read is cached");
+        assert!(!c.begin_read((1, 1)), "cached: nothing to read");
+        // Two reads in flight; the block is put, changed and evicted meanwhile.
+        assert!(c.begin_read((1, 2)));
+        assert!(c.begin_read((1, 2)));
+        c.put((1, 2), vec![2]);
+        c.blocks.remove(&(1, 2));
+        assert!(!c.read_is_fresh((1, 2)));
+        c.end_read((1, 2), Some(vec![0]));
+        c.end_read((1, 2), Some(vec![0]));
+        assert_eq!(c.peek((1, 2)), None, "stale reads are not cached");
+        assert!(c.reading.is_empty());
+        // A read begun after the put is fresh again.
+        assert!(c.begin_read((1, 2)));
+        c.end_read((1, 2), Some(vec![2]));
+        assert_eq!(c.peek((1, 2)), Some(&vec![2]));
     }
 }

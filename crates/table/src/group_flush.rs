@@ -1,11 +1,14 @@
-//! Commits share device flushes (group commit).
+//! Commits share block writes and device flushes (group commit).
 //!
-//! A commit's rows are in place once their block writes complete (each write waits for its
-//! completion, under the store's mutex); what it still needs before it may expire its undo
-//! records is a device flush that starts after those writes completed. A flush covers every
-//! write completed before it starts, so commits that arrive while one flush runs all wait for
-//! the next one, which one of them starts: under load one flush serves many commits, and the
-//! flush runs outside the store's mutex, so other transactions write meanwhile.
+//! A commit's rows are in the cache, their blocks dirty (`cache.rs`); what it needs before
+//! it may expire its undo records is those blocks written and then a device flush. The
+//! leader of a round does both for every commit waiting: it writes every dirty block,
+//! each once, under the store's mutex (`write` below: every block write goes through that
+//! mutex, so two writes of one block never race), then flushes outside it, so other
+//! transactions change rows meanwhile. A flush covers every write completed before it
+//! starts, so commits that arrive while one round runs all wait for the next one, which
+//! one of them leads: under load one round serves many commits, and the changes of several
+//! to one block (a table's last block, as inserts fill it) reach the device as one write.
 //!
 //! Numbering: `started` counts the flushes begun, `done` the flushes finished, one at a time
 //! in order. A commit takes `target = started + 1` (the first flush to begin from now on) and
@@ -51,12 +54,14 @@ impl GroupFlush {
         }
     }
 
-    /// Returns once a device flush that began after this call has completed.
+    /// Returns once a round that began after this call has completed: `write` (the dirty
+    /// blocks) and then a device flush.
     ///
     /// # Errors
-    /// The device's error for that flush (or an earlier failed one): the caller stops the
-    /// store; its changes stay active in the undo log, rolled back at the next open.
-    pub(crate) fn flush(&self) -> Result<()> {
+    /// The error of that round's write or flush (or of an earlier failed one): the caller
+    /// stops the store; its changes stay active in the undo log, rolled back at the next
+    /// open.
+    pub(crate) fn flush(&self, write: impl Fn() -> Result<()>) -> Result<()> {
         let mut st = self.state.lock();
         let target = st.started + 1;
         st.commits += 1;
@@ -75,14 +80,13 @@ impl GroupFlush {
             st.started += 1;
             let n = st.started;
             drop(st);
-            let result = self.queue.lock().flush();
+            let result = write().and_then(|()| Ok(self.queue.lock().flush()?));
             st = self.state.lock();
             st.running = false;
             st.flushes += 1;
             match result {
                 Ok(()) => st.done = n,
                 Err(e) => {
-                    let e = Error::from(e);
                     st.failed.get_or_insert_with(|| e.to_string());
                     self.cv.notify_all();
                     return Err(e);

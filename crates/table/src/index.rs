@@ -161,10 +161,11 @@ impl Index {
         Ok(())
     }
 
-    /// Every position in the index.
+    /// Every position in the index (for tests: scans walk the ordered index).
     ///
     /// # Errors
     /// A device error, or [`crate::Error::Corruption`] of an index page.
+    #[cfg(test)]
     pub fn positions(&self, io: &mut PageIo) -> Result<Vec<Pos>> {
         let mut out: Vec<Pos> = self.map.values().flatten().copied().collect();
         if let Some(area) = &self.pages {

@@ -4,13 +4,15 @@
 //! Each table owns segments (one slot each) of 4 KiB blocks (`block.rs`) holding its rows
 //! one after another (`row.rs`), a row spanning blocks where it must; a primary hash index
 //! finds a row by its key (`index.rs`), in memory up to a threshold and in index pages on
-//! the volume past it (`index_page.rs`). A change first persists its before-image in the
-//! undo log (`undo.rs`, `undo_log.rs`) on persistent memory (`pmem.rs`: a file mapping made
-//! durable with cache-line write-backs, or a simulated one), or in the log's spill area on
-//! the volume when that is full (`spill.rs`), then writes its blocks in place; a commit
-//! makes the blocks durable and expires the records; recovery rolls back every record not
-//! expired. There is no redo log. The slots of erased rows are found by a reclaiming pass
-//! and taken by new rows (`free_space.rs`). See `docs/table.md`.
+//! the volume past it (`index_page.rs`); an ordered index in memory serves scans in key
+//! order (`ordered_index.rs`), reading a batch's blocks together (`batch_io.rs`). A change
+//! first persists its before-image in the undo log (`undo.rs`, `undo_log.rs`) on persistent
+//! memory (`pmem.rs`: a file mapping made durable with cache-line write-backs, or a
+//! simulated one), or in the log's spill area on the volume when that is full (`spill.rs`),
+//! then writes its blocks in place; a commit makes the blocks durable and expires the
+//! records; recovery rolls back every record not expired. There is no redo log. The slots
+//! of erased rows are found by a reclaiming pass and taken by new rows (`free_space.rs`).
+//! See `docs/table.md`.
 //!
 //! ```
 //! use shale_table::{Column, Isolation, Schema, TableOptions, TableStore};
@@ -32,6 +34,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod batch_io;
 mod block;
 mod cache;
 mod catalog;
@@ -42,6 +45,7 @@ mod index;
 mod index_page;
 mod lock;
 mod options;
+mod ordered_index;
 pub mod pmem;
 mod row;
 mod scan;
@@ -52,6 +56,7 @@ mod store;
 mod txn;
 pub mod undo;
 mod undo_log;
+mod unlocked_read;
 
 pub use block::{BLOCK_BYTES, PAYLOAD_BYTES, Pos};
 

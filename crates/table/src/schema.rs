@@ -195,6 +195,14 @@ impl Schema {
         b.is_empty().then_some(row)
     }
 
+    /// The length of every primary key, when the key column is fixed.
+    pub fn fixed_key_len(&self) -> Option<usize> {
+        match self.columns[0].ty {
+            ColumnType::Fixed(n) => Some(n as usize),
+            ColumnType::Var(_) => None,
+        }
+    }
+
     /// The primary key of an encoded row, without decoding the rest.
     pub fn key_of<'a>(&self, b: &'a [u8]) -> Option<&'a [u8]> {
         match self.columns[0].ty {

@@ -9,16 +9,22 @@
 //!    the version log *before* a byte is written to it, so recovery knows every block.
 //! 4. Undo: the before-image (or, for an insert, the fact that the bytes were free) is
 //!    appended to the undo log and persisted (write-back of its lines and a fence).
-//! 5. In place: the blocks the change touches are rewritten whole, each self-describing
-//!    and checksummed, through the cache to the device, not yet durable.
-//! 6. Index: the key points at its row, or no longer does.
+//! 5. In place: the blocks the change touches are changed in the cache, each resealed
+//!    (self-describing and checksummed), and left dirty (write-behind, `cache.rs`).
+//! 6. Index: the key points at its row, or no longer does (the hash index and the
+//!    ordered one).
 //!
-//! Commit: (1) flush the device, making every block written so far durable; (2) mark the
-//! transaction's undo records expired, persisted; (3) the caller releases the locks. Abort:
-//! (1) write each before-image back, newest first, fixing the index; (2) flush the device;
-//! (3) expire the records; (4) release the locks. Stage 4 before 5 and commit's 1 before 2
-//! are the whole of crash safety: every block write that may not be durable is covered by
-//! an active undo record, and recovery (`recover`) rolls every active record back.
+//! Commit: (1) write every dirty block, each once, whoever changed it, then flush the
+//! device, making every block written so far durable (the group flush's leader does both
+//! for every commit waiting, `group_flush.rs`); (2) mark the transaction's undo records
+//! expired, persisted; (3) the caller releases the locks. Abort: (1) write each
+//! before-image back, newest first, fixing the index; (2) write the dirty blocks and flush
+//! the device; (3) expire the records; (4) release the locks. Stage 4 before any write of
+//! stage 5's blocks, and commit's 1 before 2, are the whole of crash safety: every block
+//! write that may not be durable is covered by an active undo record, and recovery
+//! (`recover`) rolls every active record back. A dirty block's write may carry the changes
+//! of transactions still open: their records are active, as when each change wrote its
+//! block at once.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
@@ -26,6 +32,7 @@ use std::ops::Bound;
 use shale_io::{AlignedBuf, QueueExt, QueueOptions};
 use shale_space::{Edit, Extent, IoClass, Volume, VolumeQueue};
 
+use crate::batch_io;
 use crate::block::{self, BLOCK_BYTES, BlockState, HEADER_BYTES, NO_ROW, PAYLOAD_BYTES, Pos};
 use crate::cache::BlockCache;
 use crate::catalog::{self, Catalog, TableMeta};
@@ -33,6 +40,7 @@ use crate::error::{Error, Result};
 use crate::free_space::FreeSpace;
 use crate::index::{Index, PageIo};
 use crate::options::TableOptions;
+use crate::ordered_index::OrderedIndex;
 use crate::row::{self, RowHeader, RowState};
 use crate::schema::{Row, Schema};
 use crate::spill::SpillArea;
@@ -48,8 +56,21 @@ pub(crate) struct Table {
     /// Where the next record may go.
     end: Pos,
     index: Index,
+    /// The same keys in order, for scans (`ordered_index.rs`).
+    order: OrderedIndex,
     /// Dead records whose slots a new record may take.
     free: FreeSpace,
+}
+
+/// The share of the cache that may be dirty: past `capacity / DIRTY_BLOCKS_MAX_DIVISOR`
+/// dirty blocks, a change writes them all.
+pub const DIRTY_BLOCKS_MAX_DIVISOR: usize = 2;
+
+/// A scan's batch (`Storage::scan_batch`): keys in order with their records' positions,
+/// and whether the range has no key past them.
+pub(crate) struct ScanBatch {
+    pub entries: Vec<(Vec<u8>, Pos)>,
+    pub ended: bool,
 }
 
 /// A row found by its key.
@@ -80,6 +101,9 @@ pub(crate) struct Storage {
     pending: HashMap<(u32, Pos), usize>,
     /// Records placed into reclaimed space since the open.
     reused: u64,
+    /// Block writes since the open (a dirty block written once however many changes it
+    /// took).
+    block_writes: u64,
     blocks_per_segment: u64,
     hash_bits: u32,
     /// Entries each table's index keeps in memory before it spills to index pages.
@@ -110,9 +134,9 @@ impl Storage {
     /// 3. Newest first, write each active record's before-image into its blocks as read
     ///    from the device, unchecked: such blocks may be torn by the crash, and after the
     ///    rollback hold exactly their committed rows.
-    /// 4. Scan every table's row stream from block 0, rebuilding the index and the end, and
-    ///    checking every block not rolled back (checksum, identity, occupancy); compute the
-    ///    occupancy of the rolled-back ones.
+    /// 4. Scan every table's row stream from block 0, rebuilding the indexes (hash and
+    ///    ordered) and the end, and checking every block not rolled back (checksum,
+    ///    identity, occupancy); compute the occupancy of the rolled-back ones.
     /// 5. Seal and write the rolled-back blocks, flush the device.
     /// 6. Expire every active record (the log then reclaims them).
     pub fn recover(
@@ -157,6 +181,7 @@ impl Storage {
                     meta: m.clone(),
                     end: Pos::default(),
                     index: Index::new(m.id, opts.hash_bits, opts.index_memory_entries),
+                    order: OrderedIndex::new(m.schema.fixed_key_len()),
                     free: FreeSpace::default(),
                 };
                 (m.id, t)
@@ -175,6 +200,7 @@ impl Storage {
             policy,
             pending: HashMap::new(),
             reused: 0,
+            block_writes: 0,
             blocks_per_segment,
             hash_bits: opts.hash_bits,
             index_memory_entries: opts.index_memory_entries,
@@ -256,6 +282,7 @@ impl Storage {
     ) -> Result<()> {
         let schema = self.tables[&id].meta.schema.clone();
         let mut index = Index::new(id, self.hash_bits, self.index_memory_entries);
+        let mut order = OrderedIndex::new(schema.fixed_key_len());
         let mut free = FreeSpace::default();
         let mut keys = std::collections::HashSet::new();
         // Occupancy as the rows show it, and as the checked blocks claim it.
@@ -309,6 +336,7 @@ impl Storage {
                 }
                 let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
                 index.insert(key, pos, io)?;
+                order.insert(key, pos);
             } else {
                 // No transaction is open at the open: every dead record is free.
                 free.add(pos, header.slot_len);
@@ -334,6 +362,7 @@ impl Storage {
         self.check_blank_past(id, pos)?;
         let t = self.tables.get_mut(&id).unwrap();
         t.index = index;
+        t.order = order;
         t.free = free;
         t.end = pos;
         Ok(())
@@ -448,7 +477,9 @@ impl Storage {
     }
 
     /// Stage 5: writes `bytes` into `table`'s row stream at `pos` (a record's start),
-    /// updating each block's occupancy, and sends the blocks to the device.
+    /// updating each block's occupancy, in the cache: the blocks are dirty until the next
+    /// commit's flush (or an abort's) writes them (`write_dirty`), or until more than a
+    /// [`DIRTY_BLOCKS_MAX_DIVISOR`]th of the cache is dirty, when they are written at once.
     fn write_stream(&mut self, table: u32, pos: Pos, bytes: &[u8]) -> Result<()> {
         let blocks: Vec<u64> = pos.blocks(bytes.len()).collect();
         for &n in &blocks {
@@ -468,20 +499,62 @@ impl Storage {
             block::seal(b, used, first_row);
         }
         for n in blocks {
-            self.write_block(table, n)?;
+            self.cache.mark_dirty((table, n));
+        }
+        if self.cache.dirty_blocks() > self.dirty_blocks_max() {
+            self.write_dirty()?;
         }
         Ok(())
     }
 
-    /// Sends the cached block to the device (not durable); a failure stops the store.
+    /// Dirty blocks past which a change writes them all at once: half the cache, so that
+    /// clean blocks are left to evict.
+    fn dirty_blocks_max(&self) -> usize {
+        (self.cache.capacity() / DIRTY_BLOCKS_MAX_DIVISOR).max(1)
+    }
+
+    /// Writes every dirty block, each once, in block order, several in flight; a failure
+    /// stops the store. A commit calls it (through the group flush's leader) before its
+    /// device flush: the changes of every transaction to one block since the last call
+    /// reach the device as one write.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] after an earlier failure, the device's error.
+    pub fn write_dirty(&mut self) -> Result<()> {
+        self.check_running()?;
+        let keys = self.cache.take_dirty();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let mut blocks = Vec::with_capacity(keys.len());
+        for &(table, n) in &keys {
+            let address = self.address(table, n).expect("a dirty block has a segment");
+            let b = self.cache.peek((table, n)).expect("a dirty block is cached");
+            blocks.push((address, AlignedBuf::padded_copy(b, BLOCK_BYTES)));
+        }
+        self.block_writes += blocks.len() as u64;
+        batch_io::write_blocks(&mut self.queue, blocks).map_err(|e| {
+            // The device may lack any of them: they stay dirty (never evicted), so no
+            // read of the stopped store meets an older copy on the device.
+            for key in keys {
+                self.cache.mark_dirty(key);
+            }
+            self.stop(e)
+        })
+    }
+
+    /// Sends the cached block to the device now (not durable); a failure stops the store.
     fn write_block(&mut self, table: u32, n: u64) -> Result<()> {
+        self.block_writes += 1;
         let address = self.address(table, n).expect("a written block has a segment");
         let b = self.cache.get((table, n)).expect("a written block is cached");
         let buf = AlignedBuf::padded_copy(b, BLOCK_BYTES);
         self.queue.write_at(address, buf, false).map(|_| ()).map_err(|e| self.stop(e.into()))
     }
 
+    /// Writes the dirty blocks, then flushes the device (an abort's, a recovery's).
     fn flush(&mut self) -> Result<()> {
+        self.write_dirty()?;
         self.queue.flush().map_err(|e| self.stop(e.into()))
     }
 
@@ -550,6 +623,15 @@ impl Storage {
         Ok(None)
     }
 
+    /// Where the ordered index puts the live record of `key`, if anywhere.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`].
+    pub fn ordered_position(&self, table: u32, key: &[u8]) -> Result<Option<Pos>> {
+        let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
+        Ok(t.order.get(key))
+    }
+
     /// The decoded row of `key`.
     pub fn select(&mut self, table: u32, key: &[u8]) -> Result<Option<Row>> {
         let Some(f) = self.find(table, key)? else { return Ok(None) };
@@ -560,31 +642,128 @@ impl Storage {
         })
     }
 
-    /// Every live (or uncommitted) key of `table` in `range`, sorted.
-    pub fn keys(
+    /// A scan's next batch: up to `limit` keys of `table` in `range` with a live record
+    /// (committed or not), in key order, with their positions (nothing is read); and
+    /// whether the range has no key past them. A batch whose rows begin in more than a
+    /// quarter of the cache's blocks is cut short there (and the range goes on), so that
+    /// what is read ahead for it, continuations included, stays cached until its rows are
+    /// read. See `scan.rs` for the read path of a batch.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`].
+    pub fn scan_batch(
         &mut self,
         table: u32,
         range: &(Bound<Vec<u8>>, Bound<Vec<u8>>),
-    ) -> Result<Vec<Vec<u8>>> {
+        limit: usize,
+    ) -> Result<ScanBatch> {
         let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
-        let schema = t.meta.schema.clone();
-        let mut keys = Vec::new();
-        let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
-        for pos in t.index.positions(io)? {
-            let (header, row) = self.read_record(table, pos, &schema)?;
-            if header.state != RowState::Live {
-                continue;
-            }
-            let key = schema.key_of(&row).map(<[u8]>::to_vec).ok_or_else(|| Error::Corruption {
-                what: format!("table {table}: a row without a key at {pos:?}"),
-                offset: 0,
-            })?;
-            if std::ops::RangeBounds::contains(range, &key) {
-                keys.push(key);
+        let mut entries = t.order.range(range, limit);
+        let mut ended = entries.len() < limit;
+        let blocks_max = (self.cache.capacity() / 4).max(1);
+        let mut blocks = HashSet::new();
+        if let Some(cut) = entries.iter().position(|(_, p)| {
+            blocks.insert(p.block);
+            blocks.len() > blocks_max
+        }) {
+            entries.truncate(cut);
+            ended = false;
+        }
+        Ok(ScanBatch { entries, ended })
+    }
+
+    /// The blocks the records at `positions` run on into past their first, as far as the
+    /// cache holds their first blocks (a record's header never straddles blocks), sorted.
+    pub fn continuations(&mut self, table: u32, positions: &[Pos]) -> Vec<u64> {
+        let mut rest = Vec::new();
+        for pos in positions {
+            let Some(b) = self.cache.peek((table, pos.block)) else { continue };
+            let at = HEADER_BYTES + pos.offset as usize;
+            if let Some(h) = RowHeader::decode(&b[at..at + row::HEADER_BYTES]) {
+                rest.extend(pos.blocks(h.record_len()).skip(1));
             }
         }
-        keys.sort();
-        Ok(keys)
+        rest.sort_unstable();
+        rest.dedup();
+        rest
+    }
+
+    /// Registers reads of the blocks `numbers` of `table` that the cache lacks, to be made
+    /// outside the store's mutex; returns them with their device addresses.
+    pub fn begin_read_ahead(&mut self, table: u32, numbers: &[u64]) -> Vec<(u64, u64)> {
+        let mut wanted = Vec::new();
+        for &n in numbers {
+            if let Some(address) = self.address(table, n) {
+                if self.cache.begin_read((table, n)) {
+                    wanted.push((n, address));
+                }
+            }
+        }
+        wanted
+    }
+
+    /// Ends the reads `wanted` registered by `begin_read_ahead`: each block read is checked
+    /// and cached unless a change or another read put it meanwhile (its bytes may be old),
+    /// or its table was dropped meanwhile.
+    ///
+    /// # Errors
+    /// The reads' error, [`Error::Corruption`] of a block read fresh.
+    pub fn end_read_ahead(
+        &mut self,
+        table: u32,
+        wanted: &[(u64, u64)],
+        read: Result<Vec<AlignedBuf>>,
+    ) -> Result<()> {
+        let (blocks, mut result) = match read {
+            Ok(b) => (b, Ok(())),
+            Err(e) => (Vec::new(), Err(e)),
+        };
+        let mut blocks = blocks.into_iter();
+        let exists = self.tables.contains_key(&table);
+        for &(n, address) in wanted {
+            let raw = blocks.next();
+            let key = (table, n);
+            let fresh = exists && result.is_ok() && self.cache.read_is_fresh(key);
+            let block =
+                match raw.filter(|_| fresh).map(|raw| (block::check(&raw, table, n, address), raw))
+                {
+                    Some((Ok(BlockState::Valid(_)), raw)) => Some(raw.to_vec()),
+                    Some((Err(e), _)) => {
+                        result = Err(e);
+                        None
+                    }
+                    _ => None,
+                };
+            self.cache.end_read(key, block);
+        }
+        result
+    }
+
+    /// A queue of its own for reads made outside the store's mutex.
+    pub fn read_queue(&self) -> Result<VolumeQueue> {
+        Ok(self.volume.queue(IoClass::Slot, &QueueOptions::default())?)
+    }
+
+    /// The decoded row of `key` for a scan, found by the ordered index.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`], [`Error::Corruption`], a device error.
+    pub fn select_scanned(&mut self, table: u32, key: &[u8]) -> Result<Option<Row>> {
+        let t = self.tables.get(&table).ok_or_else(|| Error::NoSuchTable(format!("id {table}")))?;
+        let Some(pos) = t.order.get(key) else { return Ok(None) };
+        let schema = t.meta.schema.clone();
+        let (header, row) = self.read_record(table, pos, &schema)?;
+        let corrupt = |what: &str| Error::Corruption {
+            what: format!("table {table}: {what} at {pos:?}, where the ordered index points"),
+            offset: 0,
+        };
+        if header.state != RowState::Live || schema.key_of(&row) != Some(key) {
+            return Err(corrupt("no live row of the key"));
+        }
+        schema
+            .decode_row(&row)
+            .map(Some)
+            .ok_or_else(|| corrupt("a row that does not follow the schema"))
     }
 
     /// Inserts the encoded row `row` whose key is `key` (stages 2 to 6).
@@ -878,15 +1057,26 @@ impl Storage {
         Ok(())
     }
 
-    /// Stage 6: points `key` at `pos` (`insert`), or no longer. A failed index page write
-    /// stops the store: the index would no longer find every row.
+    /// Stage 6: points `key` at `pos` (`insert`), or no longer, in the hash index and the
+    /// ordered one. A failed index page write stops the store: the index would no longer
+    /// find every row.
     fn index_update(&mut self, table: u32, key: &[u8], pos: Pos, insert: bool) -> Result<()> {
-        let index = &mut self.tables.get_mut(&table).expect("a table changed exists").index;
+        let t = self.tables.get_mut(&table).expect("a table changed exists");
         let io = &mut PageIo { volume: &self.volume, queue: &mut self.index_queue };
         let r = match insert {
-            true => index.insert(key, pos, io),
-            false => index.remove(key, pos, io),
+            true => {
+                t.order.insert(key, pos);
+                t.index.insert(key, pos, io)
+            }
+            false => {
+                t.order.remove(key, pos);
+                t.index.remove(key, pos, io)
+            }
         };
+        debug_assert!(
+            r.is_err() || t.order.len() == t.index.entries(),
+            "the ordered index and the hash index hold the same keys"
+        );
         r.map_err(|e| self.stop(e))
     }
 
@@ -958,8 +1148,9 @@ impl Storage {
         }
         self.next_table_id = id + 1;
         let index = Index::new(id, self.hash_bits, self.index_memory_entries);
+        let order = OrderedIndex::new(meta.schema.fixed_key_len());
         let free = FreeSpace::default();
-        self.tables.insert(id, Table { meta, end: Pos::default(), index, free });
+        self.tables.insert(id, Table { meta, end: Pos::default(), index, order, free });
         Ok(id)
     }
 
@@ -997,6 +1188,7 @@ impl Storage {
             free_bytes: self.tables.values().map(|t| t.free.bytes()).sum(),
             index_paged_entries: self.tables.values().map(|t| t.index.paged_entries()).sum(),
             reused: self.reused,
+            block_writes: self.block_writes,
             cached_blocks: self.cache.blocks(),
             undo: self.undo.stats(),
             spill: self.spill.as_ref().map(|(_, l)| l.stats()).unwrap_or_default(),

@@ -31,6 +31,9 @@ pub(crate) struct Shared {
     /// Commits share device flushes, made outside `storage`'s mutex.
     pub group: GroupFlush,
     pub locks: LockManager,
+    /// Queues for scans' reads outside `storage`'s mutex, one taken per read-ahead (made
+    /// when none is free: at most one per thread scanning at once).
+    pub read_queues: Mutex<Vec<shale_space::VolumeQueue>>,
     pub opts: TableOptions,
     next_txn: AtomicU64,
 }
@@ -60,6 +63,9 @@ pub struct TableStats {
     pub free_bytes: u64,
     /// Rows placed into reclaimed space since the open.
     pub reused: u64,
+    /// Block writes since the open: a block changed by several transactions between two
+    /// commit flushes is written once (write-behind, `cache.rs`).
+    pub block_writes: u64,
     /// Index entries in index pages on the volume (past `index_memory_entries`).
     pub index_paged_entries: usize,
     /// Blocks in the block cache.
@@ -228,6 +234,7 @@ impl TableStore {
             storage: Mutex::new(storage),
             group,
             locks: LockManager::default(),
+            read_queues: Mutex::new(Vec::new()),
             opts,
             next_txn,
         };
@@ -341,8 +348,8 @@ impl TableStore {
         self.auto(|t| t.select_cell(table, key, column))
     }
 
-    /// The committed rows of a range of primary keys, 100 per batch, each batch read
-    /// committed. See [`Scan`].
+    /// The committed rows of a range of primary keys, in key order, 100 per batch, each
+    /// batch read committed, served by the table's ordered index. See [`Scan`].
     ///
     /// # Errors
     /// [`Error::NoSuchTable`], a device error.
@@ -352,8 +359,8 @@ impl TableStore {
         range: impl std::ops::RangeBounds<Vec<u8>>,
     ) -> Result<Scan<'static>> {
         let range = (range.start_bound().cloned(), range.end_bound().cloned());
-        let keys = self.shared.storage.lock().keys(table.0, &range)?;
-        Ok(Scan::new(ScanTxn::Own(self.shared.clone()), table, keys))
+        self.shared.storage.lock().table(table.0)?;
+        Ok(Scan::new(ScanTxn::Own(self.shared.clone()), table, range))
     }
 
     /// Runs the reclaiming pass now, over every table: the space of rows erased by

@@ -206,7 +206,11 @@ impl Transaction {
         self.check_open()?;
         self.shared.schema(table)?.check_key(key)?;
         let short = self.lock_for_read(table, key)?;
-        let got = self.shared.storage.lock().select(table.0, key);
+        let got = self.read_ahead(table, key).and_then(|()| {
+            // The row's blocks are cached now, unless evicted since: the read under the
+            // mutex is a cache hit.
+            self.shared.storage.lock().select(table.0, key)
+        });
         if let Some(k) = short {
             self.shared.locks.release(self.id, &k);
         }
@@ -239,8 +243,8 @@ impl Transaction {
         self.check_open()?;
         let range = (range.start_bound().cloned(), range.end_bound().cloned());
         self.lock_for_scan(table)?;
-        let keys = self.shared.storage.lock().keys(table.0, &range)?;
-        Ok(Scan::new(crate::scan::ScanTxn::Borrowed(self), table, keys))
+        self.shared.storage.lock().table(table.0)?;
+        Ok(Scan::new(crate::scan::ScanTxn::Borrowed(self), table, range))
     }
 
     /// Commits: makes every change durable, then releases the locks.
@@ -256,17 +260,18 @@ impl Transaction {
         r
     }
 
-    /// Commit stage 1 (the device flush) through the store's shared flusher, outside the
-    /// store's mutex, then stages 2 and 3 under it. The row locks are held throughout, so no
-    /// other transaction sees the rows between the two.
+    /// Commit stage 1 (the dirty blocks' writes, then the device flush outside the store's
+    /// mutex) through the store's shared flusher, then stages 2 and 3 under the mutex. The
+    /// row locks are held throughout, so no other transaction sees the rows between the
+    /// two.
     fn commit_changes(&mut self) -> Result<()> {
         if self.changes.is_empty() {
             return Ok(());
         }
         self.shared.storage.lock().check_running()?;
-        // Every change's block write has completed (writes wait for completion): a flush
-        // begun from here on covers them.
-        if let Err(e) = self.shared.group.flush() {
+        // Every change is in the cache: a round begun from here on writes its blocks and
+        // then flushes them.
+        if let Err(e) = self.shared.group.flush(|| self.shared.storage.lock().write_dirty()) {
             return Err(self.shared.storage.lock().stop(e));
         }
         self.shared.storage.lock().commit_flushed(self.id, &self.changes)
@@ -294,9 +299,31 @@ impl Transaction {
         self.changes.clear();
     }
 
-    /// Reads for a scan's batch: the row of `key` under this transaction's locks.
+    /// Reads the blocks of `key`'s record, where the ordered index puts it (in memory: no
+    /// index page is read for this), into the cache outside the store's mutex, so a read
+    /// that misses the cache does not hold other transactions up (`unlocked_read.rs`).
+    fn read_ahead(&self, table: TableId, key: &[u8]) -> Result<()> {
+        let Some(pos) = self.shared.storage.lock().ordered_position(table.0, key)? else {
+            return Ok(());
+        };
+        crate::unlocked_read::read_records_ahead(&self.shared, table.0, &[pos])
+    }
+
+    /// Reads for a scan's batch: the row of `key` under this transaction's locks, as
+    /// `select` reads it, but found by the ordered index (no index page is read).
     pub(crate) fn scan_read(&mut self, table: TableId, key: &[u8]) -> Result<Option<Row>> {
-        self.select(table, key)
+        self.check_open()?;
+        let short = self.lock_for_read(table, key)?;
+        let got = self.shared.storage.lock().select_scanned(table.0, key);
+        if let Some(k) = short {
+            self.shared.locks.release(self.id, &k);
+        }
+        got
+    }
+
+    /// What the transaction's store shares.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 }
 

@@ -192,6 +192,8 @@ fn workload(d: &SimDevice, p: &SimPmem, script: Vec<Txn>, o: &TableOptions) -> R
 fn contents(store: &TableStore) -> Option<Rows> {
     let t = store.table_id("t")?;
     let rows = all_rows(store, t);
+    // The ordered index, rebuilt by the recovery, serves ranges as it serves the whole.
+    check_ranges(store, t, &rows);
     Some(
         rows.into_iter()
             .map(|r| {
@@ -260,15 +262,18 @@ fn every_crash_point_over_log_spill_recovers_a_prefix_of_committed_transactions(
 /// kept. The persistent memory is as it was when the write began.
 #[test]
 fn every_write_torn_over_log_spill_recovers_a_prefix_of_committed_transactions() {
-    assert!(every_write_torn(spill_script(), 18) > 200);
+    // Counts of device writes, each torn once: write-behind (a dirty block written once per
+    // commit round) made them fewer (198 here at the time of writing, from over 200).
+    assert!(every_write_torn(spill_script(), 18) > 180);
 }
 
 /// The same over the first script (segments zeroed with FUA, version log writes) and the
 /// reclaiming one.
 #[test]
 fn every_write_torn_recovers_a_prefix_of_committed_transactions() {
-    assert!(every_write_torn(script(), 19) > 150);
-    assert!(every_write_torn(reclaim_script(), 20) > 50);
+    // 119 and 47 device writes at the time of writing, after write-behind.
+    assert!(every_write_torn(script(), 19) > 100);
+    assert!(every_write_torn(reclaim_script(), 20) > 40);
 }
 
 fn every_write_torn(script: Vec<Txn>, seed: u64) -> usize {

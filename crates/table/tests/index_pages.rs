@@ -100,8 +100,9 @@ fn a_damaged_index_page_is_corruption() {
             }
         }
         assert!(matches!(hit, Some(Error::Corruption { .. })), "byte {offset}: {hit:?}");
-        let scan = store.scan(t, ..).map(|_| ());
-        assert!(matches!(scan, Err(Error::Corruption { .. })), "byte {offset}: {scan:?}");
+        // Scans walk the ordered index in memory and read no index page: they still see
+        // every row.
+        assert_eq!(all_rows(&store, t).len(), 1000, "byte {offset}");
         // The pages are rebuilt at the open from the rows: the store is whole again.
         drop(store);
         let store = open(&d, &p, &opts());

@@ -37,6 +37,7 @@ fn check_all(store: &TableStore, t: shale_table::TableId, oracle: &Rows, seed: u
     };
     assert_eq!(keys(&rows), keys(&want), "seed {seed} step {step}: keys");
     assert!(rows == want, "seed {seed} step {step}: rows differ");
+    check_ranges(store, t, &rows);
 }
 
 fn run(seed: u64) {

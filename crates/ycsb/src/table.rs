@@ -27,11 +27,11 @@
 //!   replaced one field, or made a new one with `writeallfields`), so the adapter reads the
 //!   stored row and updates, in one transaction, only the columns that differ: one column
 //!   for YCSB's default update, all five for a whole-record write;
-//! - scan: see [`TableEngine::scan`].
+//! - scan: the engine's `scan` from the padded start key, served by its ordered primary
+//!   index (see [`TableEngine::scan`]).
 
-use std::collections::BTreeSet;
+use std::ops::Bound;
 use std::path::Path;
-use std::sync::RwLock;
 
 use shale_table::{Column, Isolation, Schema, TableId, TableOptions, TableStore};
 
@@ -146,8 +146,6 @@ pub struct TableEngineOptions {
 pub struct TableEngine {
     store: TableStore,
     table: TableId,
-    /// The keys of the table, in order (unpadded), for scans: see [`TableEngine::scan`].
-    keys: RwLock<BTreeSet<Vec<u8>>>,
 }
 
 impl TableEngine {
@@ -170,13 +168,7 @@ impl TableEngine {
             }
             None => store.create_table(TABLE_NAME, schema())?,
         };
-        let mut keys = BTreeSet::new();
-        let mut scan = store.scan(table, ..)?;
-        while let Some(batch) = scan.next()? {
-            keys.extend(batch.into_iter().map(|mut row| unpad_key(&row.swap_remove(0)).to_vec()));
-        }
-        drop(scan);
-        Ok(TableEngine { store, table, keys: RwLock::new(keys) })
+        Ok(TableEngine { store, table })
     }
 
     /// The store, for its statistics.
@@ -203,7 +195,6 @@ impl Engine for TableEngine {
         row.push(&padded);
         row.extend(columns);
         self.store.insert(self.table, &row)?;
-        self.keys.write().expect("no thread panics holding the keys").insert(key.to_vec());
         Ok(())
     }
 
@@ -228,28 +219,18 @@ impl Engine for TableEngine {
         Ok(())
     }
 
-    /// Up to `count` rows from `start_key` on, in key order, each read whole.
-    ///
-    /// The table engine's index is a hash, and its `scan` finds the keys of a range by
-    /// reading every row of the table and sorting them: one YCSB scan would read the whole
-    /// table. So the adapter keeps the table's keys in order in memory (filled at the open,
-    /// then by each insert) and reads the `count` rows from the start key with `select`, one
-    /// read-committed transaction each, as the engine's own scan reads its batches.
+    /// Up to `count` rows from `start_key` on, in key order, each read whole: the engine's
+    /// own scan over its ordered primary index, from the padded start key (padding keeps
+    /// the order), in batches of at most `count` rows (so no row past them is read), each
+    /// batch a read-committed transaction.
     fn scan(&self, start_key: &[u8], count: usize) -> EngineResult<usize> {
-        let keys: Vec<Vec<u8>> = self
-            .keys
-            .read()
-            .expect("no thread panics holding the keys")
-            .range(start_key.to_vec()..)
-            .take(count)
-            .cloned()
-            .collect();
+        let range = (Bound::Included(pad_key(start_key)?), Bound::Unbounded);
+        let mut scan = self.store.scan(self.table, range)?;
         let mut n = 0;
-        for key in keys {
-            if let Some(row) = self.columns(&key)? {
-                std::hint::black_box(row);
-                n += 1;
-            }
+        while n < count {
+            let Some(rows) = scan.next_up_to(count - n)? else { break };
+            n += rows.len();
+            std::hint::black_box(rows);
         }
         Ok(n)
     }
@@ -313,7 +294,7 @@ mod tests {
             assert_eq!(e.scan(b"user", 5).unwrap(), 5);
             assert_eq!(e.scan(b"v", 5).unwrap(), 0);
         }
-        // Reopened: the rows and the ordered keys are back.
+        // Reopened: the rows are back, and the ordered index rebuilt from them.
         let e = TableEngine::open(&store, opts()).unwrap();
         assert_eq!(e.read(b"user4").unwrap(), Some(record(6)));
         assert_eq!(e.scan(b"user", 100).unwrap(), 30);

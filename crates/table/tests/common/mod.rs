@@ -89,3 +89,34 @@ pub fn all_rows(store: &TableStore, t: shale_table::TableId) -> Vec<Vec<Vec<u8>>
 pub fn seeds(var: &str, default: u64) -> u64 {
     std::env::var(var).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
+
+/// The rows of `range`, by a scan in batches of `batch` rows (`next_up_to`).
+pub fn range_rows(
+    store: &TableStore,
+    t: shale_table::TableId,
+    range: (std::ops::Bound<Vec<u8>>, std::ops::Bound<Vec<u8>>),
+    batch: usize,
+) -> Vec<Vec<Vec<u8>>> {
+    let mut scan = store.scan(t, range).expect("scan");
+    let mut rows = Vec::new();
+    while let Some(b) = scan.next_up_to(batch).expect("next") {
+        assert!(!b.is_empty() && b.len() <= batch.clamp(1, shale_table::SCAN_BATCH_ROWS));
+        rows.extend(b);
+    }
+    rows
+}
+
+/// Checks range scans against `all` (every row of the table, in key order, as a whole scan
+/// gave them): from a middle key on, up to it, and between two keys, in small batches.
+pub fn check_ranges(store: &TableStore, t: shale_table::TableId, all: &[Vec<Vec<u8>>]) {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    if all.is_empty() {
+        assert!(range_rows(store, t, (Unbounded, Unbounded), 7).is_empty());
+        return;
+    }
+    let (a, b) = (all.len() / 3, all.len() * 2 / 3);
+    let (ka, kb) = (all[a][0].clone(), all[b][0].clone());
+    assert_eq!(range_rows(store, t, (Included(ka.clone()), Unbounded), 7), all[a..], "from");
+    assert_eq!(range_rows(store, t, (Unbounded, Excluded(ka.clone())), 3), all[..a], "to");
+    assert_eq!(range_rows(store, t, (Excluded(ka), Included(kb)), 1), all[a + 1..=b], "between");
+}

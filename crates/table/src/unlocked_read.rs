@@ -1,0 +1,61 @@
+//! Reads of blocks outside the store's mutex, so that one transaction's device reads do
+//! not hold up the others (a scan's batch, a point read of a block not cached).
+//!
+//! 1. Under the mutex: the blocks the records at known positions begin in that the cache
+//!    lacks are registered in the cache (`Storage::begin_read_ahead`).
+//! 2. Without it: they are read together, in block order, up to 32 in flight
+//!    (`batch_io.rs`), on a queue taken from the store's pool (made when none is free: at
+//!    most one per thread reading at once).
+//! 3. Under the mutex again: each block read is checked and cached unless anything put it
+//!    in the cache meanwhile (`cache.rs`: the read may be older than a change made during
+//!    it), or its table was dropped.
+//! 4. The same for the blocks the records run on into, their lengths being in the headers
+//!    now cached.
+//!
+//! This only warms the cache: the caller then reads the rows under the mutex and its locks
+//! as it would have, and a block evicted in between is read again there.
+
+use crate::batch_io;
+use crate::block::Pos;
+use crate::error::Result;
+use crate::store::Shared;
+
+/// The blocks of the records at `positions` of `table`, read ahead into the cache.
+///
+/// # Errors
+/// A device error, or [`crate::Error::Corruption`] of a block read.
+pub(crate) fn read_records_ahead(shared: &Shared, table: u32, positions: &[Pos]) -> Result<()> {
+    let mut firsts: Vec<u64> = positions.iter().map(|p| p.block).collect();
+    firsts.sort_unstable();
+    firsts.dedup();
+    read_ahead(shared, table, &firsts)?;
+    let rest = shared.storage.lock().continuations(table, positions);
+    read_ahead(shared, table, &rest)
+}
+
+/// Reads the blocks `numbers` of `table` that the cache lacks, outside the store's mutex,
+/// and caches those that nothing changed meanwhile.
+fn read_ahead(shared: &Shared, table: u32, numbers: &[u64]) -> Result<()> {
+    let wanted = shared.storage.lock().begin_read_ahead(table, numbers);
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let queue = shared.read_queues.lock().pop();
+    let made = match queue {
+        Some(q) => Ok(q),
+        None => shared.storage.lock().read_queue(),
+    };
+    let read = match made {
+        Ok(mut q) => {
+            let addresses: Vec<u64> = wanted.iter().map(|w| w.1).collect();
+            let read = batch_io::read_blocks(&mut q, &addresses);
+            // A queue whose reads failed may be broken: it is not kept.
+            if read.is_ok() {
+                shared.read_queues.lock().push(q);
+            }
+            read
+        }
+        Err(e) => Err(e),
+    };
+    shared.storage.lock().end_read_ahead(table, &wanted, read)
+}

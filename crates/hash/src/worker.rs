@@ -41,7 +41,6 @@ use crate::log::{Batch, LogWriter};
 use crate::options::StoreMode;
 use crate::record::{Kind, Record};
 use crate::shard::Shard;
-use crate::value_cache::ValueCache;
 
 /// A submitted request.
 pub(crate) enum Request {
@@ -203,8 +202,6 @@ pub(crate) struct Worker {
     since_checkpoint: u64,
     /// Batches applied since garbage collection last looked for a victim.
     since_gc_check: u32,
-    /// Values read, for the next reads of their keys (`value_cache.rs` has the rules).
-    cache: ValueCache,
 }
 
 /// While stores and deletes wait, garbage collection looks for a victim once every this many
@@ -215,9 +212,7 @@ impl Worker {
     pub fn new(shard: Arc<Shard>, submissions: Arc<Submissions>, log: LogWriter) -> Result<Worker> {
         let opts = QueueOptions { depth: shard.opts.io_depth, ..QueueOptions::default() };
         let queue = Box::new(shard.volume().queue(IoClass::Slot, &opts)?);
-        let cache = ValueCache::new(shard.opts.value_cache_bytes);
         Ok(Worker {
-            cache,
             shard,
             submissions,
             log,
@@ -310,8 +305,8 @@ impl Worker {
         match req {
             Request::Store { .. } | Request::Delete { .. } => self.writes.push_back(req),
             Request::Retrieve { key, done } => {
-                if let Some(value) = self.cache.get(&key) {
-                    let value = value.clone();
+                // Callers look first (`caller_reads.rs`); a value may have entered since.
+                if let Some(value) = self.shard.values.get(&key) {
                     self.shard.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
                     self.complete(done, Ok(Some(value)));
                     return;
@@ -336,6 +331,10 @@ impl Worker {
                             Probe::Absent => {}
                             // In the collision map: the full key is the map's key.
                             Probe::Exact(_) => bits[bit / 8] |= 1 << (bit % 8),
+                            // A cached value is the key's current one: no read needed.
+                            Probe::Candidate(_) if self.shard.values.contains(&key) => {
+                                bits[bit / 8] |= 1 << (bit % 8)
+                            }
                             Probe::Candidate(loc) => reads.push((loc, key, bit)),
                         }
                     }
@@ -947,7 +946,7 @@ impl Worker {
                         Ok(Probe::Exact(at) | Probe::Candidate(at)) if at == loc
                     );
                     if current {
-                        self.cache.insert(key.clone(), value.clone());
+                        self.shard.values.insert(key.clone(), value.clone());
                     }
                 }
                 self.complete(done, result);
@@ -1057,7 +1056,7 @@ impl Worker {
                 }
                 Apply::Store { key, d, owner, user_bytes, done } => {
                     // Before the answer: a read after it must not find the old value.
-                    self.cache.remove(&key);
+                    self.shard.values.remove(&key);
                     let result = match &written {
                         Ok(()) => 'stored: {
                             let old = match self.shard.index.write().insert(d, &key, loc, owner) {
@@ -1078,7 +1077,7 @@ impl Worker {
                     self.complete(done, result);
                 }
                 Apply::Delete { key, d, owner, done } => {
-                    self.cache.remove(&key);
+                    self.shard.values.remove(&key);
                     let result = match &written {
                         Ok(()) => 'deleted: {
                             let old = match self.shard.index.write().remove(d, &key, owner) {

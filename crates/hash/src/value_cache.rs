@@ -1,5 +1,5 @@
-//! Values read from the log, kept in memory for the next reads of their keys, and readable
-//! by the callers' threads as well as the worker's.
+//! Values stored and read, kept in memory for the next reads of their keys, and readable by
+//! the callers' threads as well as the worker's.
 //!
 //! The engine's index answers where a record is, never what it holds, so without this every
 //! retrieve is a device read; a store's hot keys (YCSB's zipfian reads) then cost the device
@@ -7,15 +7,18 @@
 //! two thread hand-offs (the submission and the ticket), so callers look here first
 //! (`caller_reads.rs`).
 //!
-//! Only the worker changes the cache, with one rule each way:
-//! - a value enters only from a read whose record the index still names when the read
+//! Only the worker changes the cache, with these rules:
+//! - a value enters from a read only if the index still names the record read when the read
 //!   completes (a store applied while the read was in flight has moved the key elsewhere, and
 //!   its old value must not come back). The worker is the index's only writer, so nothing can
 //!   move the key between that check and the insert;
 //! - a store or delete removes the key before it changes the index, and so before its request
 //!   is answered. A read that starts after the answer, on any thread, takes the key's lock
 //!   after the removal released it (the answer is handed over through the ticket's lock, which
-//!   orders them), so it misses or finds a value the index named after the change.
+//!   orders them), so it misses or finds a value the index named after the change;
+//! - a store's value enters after the index names its record, before the answer. Not
+//!   before: a reader could find the new value, and a later reader, finding it evicted,
+//!   would prove the key absent from an index that does not name it yet.
 //!
 //! Callers only look: a hit is a value no acknowledged store or delete has replaced.
 //!

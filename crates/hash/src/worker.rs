@@ -143,9 +143,10 @@ struct ExistJob {
 enum Apply {
     Store {
         key: Vec<u8>,
+        /// Kept for the value cache once the index names the record.
+        value: Vec<u8>,
         d: u64,
         owner: bool,
-        user_bytes: usize,
         done: Reply<()>,
     },
     Delete {
@@ -492,7 +493,7 @@ impl Worker {
             let owner = owner.unwrap_or(false);
             let apply = match req {
                 Request::Store { key, value, done, .. } => {
-                    Apply::Store { user_bytes: key.len() + value.len(), key, d, owner, done }
+                    Apply::Store { key, value, d, owner, done }
                 }
                 Request::Delete { key, done } => Apply::Delete { key, d, owner, done },
                 _ => unreachable!(),
@@ -1054,9 +1055,11 @@ impl Worker {
                         }
                     }
                 }
-                Apply::Store { key, d, owner, user_bytes, done } => {
-                    // Before the answer: a read after it must not find the old value.
+                Apply::Store { key, value, d, owner, done } => {
+                    // Before the index changes, and so before the answer: a read after it
+                    // must not find the old value.
                     self.shard.values.remove(&key);
+                    let user_bytes = key.len() + value.len();
                     let result = match &written {
                         Ok(()) => 'stored: {
                             let old = match self.shard.index.write().insert(d, &key, loc, owner) {
@@ -1070,6 +1073,10 @@ impl Worker {
                             let c = &self.shard.counters;
                             c.stores.fetch_add(1, Ordering::Relaxed);
                             c.user_bytes.fetch_add(user_bytes as u64, Ordering::Relaxed);
+                            // Once the index names the record, not before: a reader that
+                            // finds this value and a later one that misses must both see
+                            // the index changed (`value_cache.rs`).
+                            self.shard.values.insert(key, value);
                             Ok(())
                         }
                         Err(e) => Err(e.clone_for_request()),

@@ -380,7 +380,9 @@ impl HashStore {
         self.submit(true, |done| Request::Delete { key: key.to_vec(), done })?.wait()
     }
 
-    /// The value stored under `key`, or `None`.
+    /// The value stored under `key`, or `None`. A value in the value cache, or a key the
+    /// index proves absent from memory, is answered on this thread; otherwise the worker
+    /// reads the record.
     ///
     /// # Errors
     /// [`Error::KeyLength`]; [`Error::Corruption`] when the record fails its checks (never a

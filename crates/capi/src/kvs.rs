@@ -37,9 +37,9 @@ pub struct shale_kvs_options {
     /// Bytes of index pages cached in memory, with `SHALE_KVS_INDEX_BOUNDED` (at least
     /// 16384, four pages; default 16 MiB); ignored with the index in memory.
     pub index_cache_bytes: u64,
-    /// Bytes of values read kept in memory for the next reads of their keys (default
-    /// 32 MiB; 0 turns the cache off). A read of a cached value is answered on the
-    /// caller's thread.
+    /// Bytes of values stored and read kept in memory for the next reads of their keys
+    /// (default 32 MiB; 0 turns the cache off). A read of a cached value is answered on
+    /// the caller's thread.
     pub value_cache_bytes: usize,
 }
 

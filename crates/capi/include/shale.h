@@ -144,6 +144,15 @@ typedef enum shale_kvs_store_mode {
   SHALE_KVS_STORE_UPDATE_ONLY = 2,
 } shale_kvs_store_mode;
 
+// Where a kvs store keeps its index.
+typedef enum shale_kvs_index_mode {
+  // A table in memory: about 20 bytes a key, no index reads.
+  SHALE_KVS_INDEX_IN_MEMORY = 0,
+  // Pages on the volume behind a cache of `index_cache_bytes`: memory stays flat as keys
+  // grow; a lookup whose page is not cached costs a page read.
+  SHALE_KVS_INDEX_BOUNDED = 1,
+} shale_kvs_index_mode;
+
 // The isolation level of a transaction, as the paper defines them.
 typedef enum shale_table_isolation {
   // Writes lock their rows to the end; reads wait for writers and see only committed
@@ -220,6 +229,16 @@ typedef struct shale_kvs_options {
   uint64_t segment_bytes;
   // Make a new store where the path holds none (default true).
   bool create_if_missing;
+  // Where the index lives, a `shale_kvs_index_mode` (default in memory). Fixed when the
+  // store is made: opening it in the other mode is `SHALE_INVALID_ARGUMENT`.
+  int index_mode;
+  // Bytes of index pages cached in memory, with `SHALE_KVS_INDEX_BOUNDED` (at least
+  // 16384, four pages; default 16 MiB); ignored with the index in memory.
+  uint64_t index_cache_bytes;
+  // Bytes of values stored and read kept in memory for the next reads of their keys
+  // (default 32 MiB; 0 turns the cache off). A read of a cached value is answered on
+  // the caller's thread.
+  size_t value_cache_bytes;
 } shale_kvs_options;
 
 // One completion, filled by `shale_kvs_get_ioevents`.

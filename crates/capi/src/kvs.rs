@@ -12,7 +12,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use shale_hash::{
-    Completion, HashOptions, HashStore, IterKind, KvIterator, KvRequest, Output, StoreMode,
+    Completion, HashOptions, HashStore, IndexMode, IterKind, KvIterator, KvRequest, Output,
+    StoreMode,
 };
 
 use crate::error::{Failure, Outcome, boundary, guard, shale_error, shale_status};
@@ -30,7 +31,31 @@ pub struct shale_kvs_options {
     pub segment_bytes: u64,
     /// Make a new store where the path holds none (default true).
     pub create_if_missing: bool,
+    /// Where the index lives, a `shale_kvs_index_mode` (default in memory). Fixed when the
+    /// store is made: opening it in the other mode is `SHALE_INVALID_ARGUMENT`.
+    pub index_mode: c_int,
+    /// Bytes of index pages cached in memory, with `SHALE_KVS_INDEX_BOUNDED` (at least
+    /// 16384, four pages; default 16 MiB); ignored with the index in memory.
+    pub index_cache_bytes: u64,
+    /// Bytes of values stored and read kept in memory for the next reads of their keys
+    /// (default 32 MiB; 0 turns the cache off). A read of a cached value is answered on
+    /// the caller's thread.
+    pub value_cache_bytes: usize,
 }
+
+/// Where a kvs store keeps its index.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum shale_kvs_index_mode {
+    /// A table in memory: about 20 bytes a key, no index reads.
+    SHALE_KVS_INDEX_IN_MEMORY = 0,
+    /// Pages on the volume behind a cache of `index_cache_bytes`: memory stays flat as keys
+    /// grow; a lookup whose page is not cached costs a page read.
+    SHALE_KVS_INDEX_BOUNDED = 1,
+}
+
+/// The bounded index's page cache when the options do not say (16 MiB).
+const INDEX_CACHE_BYTES_DEFAULT: u64 = 16 << 20;
 
 /// What a store does when the key is (or is not) present.
 #[repr(C)]
@@ -99,6 +124,9 @@ pub extern "C" fn shale_kvs_options_default() -> shale_kvs_options {
         queue_depth: d.queue_depth,
         segment_bytes: d.segment_bytes,
         create_if_missing: d.create_if_missing,
+        index_mode: shale_kvs_index_mode::SHALE_KVS_INDEX_IN_MEMORY as c_int,
+        index_cache_bytes: INDEX_CACHE_BYTES_DEFAULT,
+        value_cache_bytes: d.value_cache_bytes,
     }
 }
 
@@ -146,7 +174,7 @@ pub unsafe extern "C" fn shale_kvs_open(
                 return Err(Failure::null("out"));
             }
             let path = path_arg(path)?;
-            let opts = hash_options(options);
+            let opts = hash_options(options)?;
             if !opts.create_if_missing && !path.exists() {
                 return Err(Failure::new(
                     shale_status::SHALE_NOT_A_STORE,
@@ -252,19 +280,27 @@ pub unsafe extern "C" fn shale_kvs_retrieve_tuple(
     }
 }
 
-/// The engine options of a C caller's options (NULL: the defaults).
+/// The engine options of a C caller's options (NULL: the defaults); an unknown index mode
+/// is `INVALID_ARGUMENT` (the engine checks the sizes when it opens).
 ///
 /// # Safety
 /// `options` is NULL or valid.
-pub(crate) unsafe fn hash_options(options: *const shale_kvs_options) -> HashOptions {
+pub(crate) unsafe fn hash_options(options: *const shale_kvs_options) -> Outcome<HashOptions> {
     // SAFETY: the caller promises NULL or valid.
     let given = unsafe { options.as_ref() }.copied().unwrap_or_else(|| shale_kvs_options_default());
-    HashOptions {
+    let index = match given.index_mode {
+        0 => IndexMode::InMemory,
+        1 => IndexMode::Bounded { cache_bytes: given.index_cache_bytes },
+        m => return Err(Failure::invalid(format!("index_mode {m} is none of 0, 1"))),
+    };
+    Ok(HashOptions {
         queue_depth: given.queue_depth,
         segment_bytes: given.segment_bytes,
         create_if_missing: given.create_if_missing,
+        index,
+        value_cache_bytes: given.value_cache_bytes,
         ..HashOptions::default()
-    }
+    })
 }
 
 /// `shale_kvs_retrieve_tuple`'s body over `store`: copies the value of `key` from `offset`

@@ -59,7 +59,7 @@ pub unsafe extern "C" fn shale_kvs_shards_open(
                 return Err(Failure::invalid("a set needs at least one path"));
             }
             let paths = (0..n).map(|i| path_arg(*paths.add(i))).collect::<Outcome<Vec<_>>>()?;
-            let shards = Shards::open(&paths, hash_options(options))?;
+            let shards = Shards::open(&paths, hash_options(options)?)?;
             out.write(Box::into_raw(Box::new(shale_kvs_shards { shards })));
             Ok(())
         })

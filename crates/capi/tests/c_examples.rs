@@ -114,6 +114,7 @@ fn kvs_example_runs_against_the_cdylib() {
             "async delete tag 103: existed 1",
             "async: 3 ok, 1 not found",
             "iterate item: 15 keys, 111 value bytes",
+            "bounded index: key:042=value-42, in-memory open refused",
             "set of 2, round 0: set:17=v17, 39 keys",
             "set of 2, round 1: set:17=v17, 39 keys",
             "kvs example: ok",

@@ -17,6 +17,9 @@ fn c_path(p: &Path) -> CString {
 }
 
 fn options(queue_depth: usize) -> shale_kvs_options {
+    let d = shale_kvs_options_default();
+    assert_eq!(d.index_mode, shale_kvs_index_mode::SHALE_KVS_INDEX_IN_MEMORY as c_int);
+    assert_eq!((d.index_cache_bytes, d.value_cache_bytes), (16 << 20, 32 << 20));
     shale_kvs_options { queue_depth, segment_bytes: 4 << 20, ..shale_kvs_options_default() }
 }
 
@@ -269,6 +272,19 @@ fn open_refuses_bad_options_and_what_is_not_a_store() {
             call(|e| shale_kvs_open(path.as_ptr(), &o, &mut store, e)).0,
             status(SHALE_INVALID_ARGUMENT)
         );
+        // An index mode that is none of the two, and a bounded cache under four pages.
+        let o = shale_kvs_options { index_mode: 2, ..options(8) };
+        let (rc, msg) = call(|e| shale_kvs_open(path.as_ptr(), &o, &mut store, e));
+        assert_eq!(rc, status(SHALE_INVALID_ARGUMENT));
+        assert!(msg.contains("index_mode 2"), "{msg}");
+        let o = shale_kvs_options {
+            index_mode: shale_kvs_index_mode::SHALE_KVS_INDEX_BOUNDED as c_int,
+            index_cache_bytes: 4096,
+            ..options(8)
+        };
+        let (rc, msg) = call(|e| shale_kvs_open(path.as_ptr(), &o, &mut store, e));
+        assert_eq!(rc, status(SHALE_INVALID_ARGUMENT));
+        assert!(msg.contains("cache_bytes 4096"), "{msg}");
         assert!(store.is_null());
 
         // An lsm store is not a kvs store, and the other way round; both are left as they were.

@@ -231,6 +231,24 @@ impl Index {
         })
     }
 
+    /// As [`Index::probe`], where that needs no device read and no wait on the bounded
+    /// table's lock; `None` where it would.
+    pub fn probe_resident(&self, d: u64, key: &[u8]) -> Option<Probe> {
+        if !self.collided.is_empty() {
+            if let Some(&v) = self.collided.get(key) {
+                return Some(Probe::Exact(Location::unpack(v)));
+            }
+        }
+        let found = match &self.by_digest {
+            Digests::Memory(t) => t.get(d),
+            Digests::Paged(t) => t.get_resident(d)?,
+        };
+        Some(match found {
+            Some(v) => Probe::Candidate(Location::unpack(v)),
+            None => Probe::Absent,
+        })
+    }
+
     /// Points `key` at `loc`; returns where it pointed before, if anywhere. `digest_owner`
     /// says whether the digest entry (if any) belongs to `key` (the caller read its record):
     /// if another key holds the digest, `key` goes to the collision map.

@@ -30,6 +30,7 @@
 //! ```
 
 mod bounded;
+mod caller_reads;
 mod checkpoint;
 mod completion;
 mod digest_table;

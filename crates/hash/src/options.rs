@@ -243,6 +243,9 @@ pub struct HashStats {
     pub busy: u64,
     /// Retrieves the value cache answered, with no device read (`value_cache_bytes`).
     pub value_cache_hits: u64,
+    /// Retrieves and exists answered on the caller's thread, with no hand-off to the
+    /// worker: from the value cache, or by an index lookup that found no entry.
+    pub caller_reads: u64,
     /// Records garbage collection copied (its writes, counted apart from the user's).
     pub gc_records_copied: u64,
     /// Log bytes garbage collection wrote.

@@ -252,6 +252,16 @@ impl PagedTable {
         Ok(f.iter().find(|e| e.0 == digest).map(|e| e.1))
     }
 
+    /// The location of `digest` if its bucket's page is cached and no one holds the table
+    /// (`None` otherwise): never a device read, never a wait. For callers' threads, which
+    /// must not stall behind the worker's page reads.
+    pub fn get_resident(&self, digest: u64) -> Option<Option<u64>> {
+        let mut i = self.inner.try_lock()?;
+        let b = i.bucket(digest);
+        let f = i.cache.get(b)?;
+        Some(f.entries.iter().find(|e| e.0 == digest).map(|e| e.1))
+    }
+
     /// Sets `digest`'s location; returns the one it replaces.
     ///
     /// # Errors

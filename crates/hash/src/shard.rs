@@ -17,6 +17,7 @@ use crate::log::{self, Segment};
 use crate::meta::CheckpointMeta;
 use crate::options::{HashOptions, HashStats};
 use crate::record::{Kind, Record};
+use crate::value_cache::ValueCache;
 
 /// Counters the worker keeps.
 #[derive(Debug, Default)]
@@ -28,6 +29,7 @@ pub(crate) struct Counters {
     pub batches: AtomicU64,
     pub busy: AtomicU64,
     pub cache_hits: AtomicU64,
+    pub caller_reads: AtomicU64,
     pub gc_records: AtomicU64,
     pub gc_bytes: AtomicU64,
     pub segments_freed: AtomicU64,
@@ -58,6 +60,9 @@ pub(crate) struct Shard {
     volume: Arc<Volume>,
     pub opts: HashOptions,
     pub index: RwLock<Index>,
+    /// Values read, for the next reads of their keys, on any thread (`value_cache.rs` has
+    /// the rules; the worker alone changes it).
+    pub values: ValueCache,
     /// The segment table: a [`Location`] names a segment by its slot here; a collected
     /// segment leaves its slot `None` for the next segment to take.
     segments: RwLock<Vec<Option<Segment>>>,
@@ -79,10 +84,12 @@ pub(crate) struct Shard {
 
 impl Shard {
     pub fn new(volume: Volume, opts: HashOptions, segments: Vec<Segment>) -> Shard {
+        let values = ValueCache::new(opts.value_cache_bytes);
         Shard {
             volume: Arc::new(volume),
             opts,
             index: RwLock::new(Index::default()),
+            values,
             usage: Mutex::new(vec![Usage::default(); segments.len()]),
             segments: RwLock::new(segments.into_iter().map(Some).collect()),
             readers: Mutex::new(Vec::new()),
@@ -451,6 +458,7 @@ impl Shard {
             batches: c.batches.load(Ordering::Relaxed),
             busy: c.busy.load(Ordering::Relaxed),
             value_cache_hits: c.cache_hits.load(Ordering::Relaxed),
+            caller_reads: c.caller_reads.load(Ordering::Relaxed),
             gc_records_copied: c.gc_records.load(Ordering::Relaxed),
             gc_bytes_written: c.gc_bytes.load(Ordering::Relaxed),
             segments_freed: c.segments_freed.load(Ordering::Relaxed),

@@ -8,7 +8,8 @@
 //! damage ([`Error::Corruption`]), not a torn tail. New writes after an open go to a new
 //! segment, so a torn tail is never written over.
 //!
-//! Writes and reads are served by one worker thread per store (`worker.rs`, with the stages
+//! Reads the caller's thread can answer from memory are answered there (`caller_reads.rs`).
+//! Writes and other reads are served by one worker thread per store (`worker.rs`, with the stages
 //! of its loop): a store or delete returns (or its ticket completes) once its record is
 //! durable and the index points at it.
 
@@ -23,6 +24,7 @@ use shale_io::ticket::{Ticket, pending};
 use shale_io::{DeviceRef, FileOptions};
 use shale_space::Volume;
 
+use crate::caller_reads;
 use crate::completion::{Completion, CompletionQueue, Output, Reply};
 use crate::error::{Error, Result};
 use crate::index::SEGMENTS_MAX;
@@ -236,6 +238,11 @@ impl HashStore {
             }
             KvRequest::Retrieve { key } => {
                 record::check_key(key)?;
+                if let Some(answer) = caller_reads::retrieve(&self.shard, key) {
+                    // Answered here: straight into the completion queue, as the worker would.
+                    Reply::tagged(tag, cq.clone(), Output::Retrieved).complete(Ok(answer));
+                    return Ok(());
+                }
                 Request::Retrieve {
                     key: key.to_vec(),
                     done: Reply::tagged(tag, cq.clone(), Output::Retrieved),
@@ -244,6 +251,10 @@ impl HashStore {
             KvRequest::Exist { keys } => {
                 for k in keys {
                     record::check_key(k)?;
+                }
+                if let Some(bits) = caller_reads::exist(&self.shard, keys) {
+                    Reply::tagged(tag, cq.clone(), Output::Exist).complete(Ok(bits));
+                    return Ok(());
                 }
                 let keys = keys.iter().map(|k| k.to_vec()).collect();
                 Request::Exist { keys, done: Reply::tagged(tag, cq.clone(), Output::Exist) }
@@ -318,6 +329,9 @@ impl HashStore {
     /// As [`HashStore::submit_store`].
     pub fn submit_retrieve(&self, key: &[u8]) -> Result<HashTicket<Option<Vec<u8>>>> {
         record::check_key(key)?;
+        if let Some(answer) = caller_reads::retrieve(&self.shard, key) {
+            return Ok(Ticket::ready(Ok(answer)));
+        }
         self.submit(false, |done| Request::Retrieve { key: key.to_vec(), done })
     }
 
@@ -329,6 +343,9 @@ impl HashStore {
     pub fn submit_exist(&self, keys: &[&[u8]]) -> Result<HashTicket<Vec<u8>>> {
         for k in keys {
             record::check_key(k)?;
+        }
+        if let Some(bits) = caller_reads::exist(&self.shard, keys) {
+            return Ok(Ticket::ready(Ok(bits)));
         }
         let keys = keys.iter().map(|k| k.to_vec()).collect();
         self.submit(false, |done| Request::Exist { keys, done })
@@ -363,13 +380,18 @@ impl HashStore {
         self.submit(true, |done| Request::Delete { key: key.to_vec(), done })?.wait()
     }
 
-    /// The value stored under `key`, or `None`.
+    /// The value stored under `key`, or `None`. A value in the value cache, or a key the
+    /// index proves absent from memory, is answered on this thread; otherwise the worker
+    /// reads the record.
     ///
     /// # Errors
     /// [`Error::KeyLength`]; [`Error::Corruption`] when the record fails its checks (never a
     /// wrong value); the device's error.
     pub fn retrieve(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         record::check_key(key)?;
+        if let Some(answer) = caller_reads::retrieve(&self.shard, key) {
+            return Ok(answer);
+        }
         self.submit(true, |done| Request::Retrieve { key: key.to_vec(), done })?.wait()
     }
 
@@ -411,6 +433,9 @@ impl HashStore {
     pub fn exist(&self, keys: &[&[u8]]) -> Result<Vec<u8>> {
         for k in keys {
             record::check_key(k)?;
+        }
+        if let Some(bits) = caller_reads::exist(&self.shard, keys) {
+            return Ok(bits);
         }
         let keys = keys.iter().map(|k| k.to_vec()).collect();
         self.submit(true, |done| Request::Exist { keys, done })?.wait()

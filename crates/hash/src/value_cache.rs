@@ -1,80 +1,122 @@
-//! Values read from the log, kept in memory for the next reads of their keys.
+//! Values stored and read, kept in memory for the next reads of their keys, and readable by
+//! the callers' threads as well as the worker's.
 //!
 //! The engine's index answers where a record is, never what it holds, so without this every
 //! retrieve is a device read; a store's hot keys (YCSB's zipfian reads) then cost the device
-//! what an LSM's block cache answers from memory.
+//! what an LSM's block cache answers from memory. A hit answered by the worker still costs
+//! two thread hand-offs (the submission and the ticket), so callers look here first
+//! (`caller_reads.rs`).
 //!
-//! Kept correct by the worker, the only thread that touches it, with one rule each way:
-//! - a value enters only from a read whose record the index still names when the read
+//! Only the worker changes the cache, with these rules:
+//! - a value enters from a read only if the index still names the record read when the read
 //!   completes (a store applied while the read was in flight has moved the key elsewhere, and
-//!   its old value must not come back);
-//! - a store or delete, once applied to the index, removes the key, before its request is
-//!   answered; so a read that starts after the answer misses the cache or finds the new value.
+//!   its old value must not come back). The worker is the index's only writer, so nothing can
+//!   move the key between that check and the insert;
+//! - a store or delete removes the key before it changes the index, and so before its request
+//!   is answered. A read that starts after the answer, on any thread, takes the key's lock
+//!   after the removal released it (the answer is handed over through the ticket's lock, which
+//!   orders them), so it misses or finds a value the index named after the change;
+//! - a store's value enters after the index names its record, before the answer. Not
+//!   before: a reader could find the new value, and a later reader, finding it evicted,
+//!   would prove the key absent from an index that does not name it yet.
 //!
-//! The first rule guards a read that completes after a store of its key applied. This
-//! worker finishes its reads before the batches behind them apply, so `tests/value_cache.rs`
-//! does not reach that case (removing the check passes it; removing the second rule fails
-//! it); the check stays for any ordering that would.
+//! Callers only look: a hit is a value no acknowledged store or delete has replaced.
 //!
 //! A garbage-collection copy moves a record without changing its value, so it leaves the
-//! cache alone. The budget counts key and value bytes; least recently used entries go first.
+//! cache alone. The budget counts key and value bytes; least recently used entries go first,
+//! per lock (`shards` of them, each with its share of the budget), so callers on several
+//! threads and the worker rarely wait on one another.
 
 use lru::LruCache;
+use parking_lot::Mutex;
 
 /// Bytes an entry is charged beyond its key and value (the map's slot and the list's links).
 const ENTRY_OVERHEAD_BYTES: usize = 64;
+/// Most locks the cache is split under: callers of one store are a few threads.
+const SHARDS_MAX: usize = 16;
+/// Least budget a lock is given: below it the cache is split less (a small cache is one LRU
+/// list, so a share is never too small to hold a value).
+const SHARD_BYTES_MIN: usize = 1 << 20;
 
-/// A cache of values by key, bounded in bytes.
-pub(crate) struct ValueCache {
+/// One lock's part of the cache.
+struct Part {
     entries: LruCache<Vec<u8>, Vec<u8>>,
     bytes: usize,
-    capacity_bytes: usize,
+}
+
+/// A cache of values by key, bounded in bytes, behind `SHARDS_MAX` locks at most.
+pub(crate) struct ValueCache {
+    parts: Vec<Mutex<Part>>,
+    /// Each part's budget.
+    part_bytes: usize,
 }
 
 impl ValueCache {
     /// An empty cache of at most `capacity_bytes` (0: nothing is kept).
     pub(crate) fn new(capacity_bytes: usize) -> ValueCache {
-        ValueCache { entries: LruCache::unbounded(), bytes: 0, capacity_bytes }
+        let shards = (capacity_bytes / SHARD_BYTES_MIN).clamp(1, SHARDS_MAX);
+        let parts = (0..shards)
+            .map(|_| Mutex::new(Part { entries: LruCache::unbounded(), bytes: 0 }))
+            .collect();
+        ValueCache { parts, part_bytes: capacity_bytes / shards }
     }
 
     fn charge(key: &[u8], value: &[u8]) -> usize {
         key.len() + value.len() + ENTRY_OVERHEAD_BYTES
     }
 
-    /// The value of `key`, if kept (and marks it recently used).
-    pub(crate) fn get(&mut self, key: &[u8]) -> Option<&Vec<u8>> {
-        self.entries.get(key)
+    fn part(&self, key: &[u8]) -> &Mutex<Part> {
+        let h = xxhash_rust::xxh3::xxh3_64(key) as usize;
+        &self.parts[h % self.parts.len()]
     }
 
-    /// Keeps `value` for `key`, evicting the least recently used entries to stay within the
-    /// budget; a value larger than a quarter of it is not kept.
-    pub(crate) fn insert(&mut self, key: Vec<u8>, value: Vec<u8>) {
+    /// A copy of the value of `key`, if kept (and marks it recently used).
+    pub(crate) fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        if self.part_bytes == 0 {
+            return None;
+        }
+        self.part(key).lock().entries.get(key).cloned()
+    }
+
+    /// Whether `key` is kept (its value is current: see the module's rules).
+    pub(crate) fn contains(&self, key: &[u8]) -> bool {
+        self.part_bytes != 0 && self.part(key).lock().entries.contains(key)
+    }
+
+    /// Keeps `value` for `key`, evicting the least recently used entries of its part to stay
+    /// within the budget; a value larger than a quarter of a part's budget is not kept. The
+    /// worker's alone.
+    pub(crate) fn insert(&self, key: Vec<u8>, value: Vec<u8>) {
         let charge = Self::charge(&key, &value);
-        if charge > self.capacity_bytes / 4 {
-            self.remove(&key);
+        let mut p = self.part(&key).lock();
+        if charge > self.part_bytes / 4 {
+            if let Some(old) = p.entries.pop(&key) {
+                p.bytes -= Self::charge(&key, &old);
+            }
             return;
         }
-        if let Some(old) = self.entries.put(key.clone(), value) {
-            self.bytes -= Self::charge(&key, &old);
+        if let Some(old) = p.entries.put(key.clone(), value) {
+            p.bytes -= Self::charge(&key, &old);
         }
-        self.bytes += charge;
-        while self.bytes > self.capacity_bytes {
-            let (k, v) = self.entries.pop_lru().expect("bytes are charged to entries");
-            self.bytes -= Self::charge(&k, &v);
-        }
-    }
-
-    /// Forgets `key`.
-    pub(crate) fn remove(&mut self, key: &[u8]) {
-        if let Some(old) = self.entries.pop(key) {
-            self.bytes -= Self::charge(key, &old);
+        p.bytes += charge;
+        while p.bytes > self.part_bytes {
+            let (k, v) = p.entries.pop_lru().expect("bytes are charged to entries");
+            p.bytes -= Self::charge(&k, &v);
         }
     }
 
-    /// Bytes charged now.
+    /// Forgets `key`. The worker's alone.
+    pub(crate) fn remove(&self, key: &[u8]) {
+        let mut p = self.part(key).lock();
+        if let Some(old) = p.entries.pop(key) {
+            p.bytes -= Self::charge(key, &old);
+        }
+    }
+
+    /// Bytes charged now, over every part.
     #[cfg(test)]
     pub(crate) fn bytes(&self) -> usize {
-        self.bytes
+        self.parts.iter().map(|p| p.lock().bytes).sum()
     }
 }
 
@@ -84,7 +126,7 @@ mod tests {
 
     #[test]
     fn the_budget_holds_and_the_least_recently_used_go_first() {
-        let mut c = ValueCache::new(1000);
+        let c = ValueCache::new(1000);
         for i in 0..20u8 {
             c.insert(vec![i], vec![i; 100]);
             assert!(c.bytes() <= 1000);
@@ -98,11 +140,29 @@ mod tests {
         assert!(c.get(&[15]).is_none(), "the least recently used went");
         c.remove(&[14]);
         assert!(c.get(&[14]).is_none());
+        assert!(!c.contains(&[14]));
+        assert!(c.contains(&[16]));
         c.insert(vec![1], vec![0; 400]);
         assert!(c.get(&[1]).is_none(), "over a quarter of the budget");
-        let empty = &mut ValueCache::new(0);
+        let empty = ValueCache::new(0);
         empty.insert(vec![1], vec![1]);
         assert!(empty.get(&[1]).is_none());
         assert_eq!(empty.bytes(), 0);
+    }
+
+    #[test]
+    fn a_large_cache_is_split_and_each_part_keeps_its_share() {
+        let c = ValueCache::new(32 << 20);
+        assert_eq!(c.parts.len(), SHARDS_MAX);
+        // 64 MiB of 4 KiB values through a 32 MiB cache: the total stays within budget, and
+        // every part holds some.
+        for i in 0..16_384u32 {
+            c.insert(i.to_le_bytes().to_vec(), vec![1; 4096]);
+        }
+        assert!(c.bytes() <= 32 << 20);
+        assert!(c.bytes() > 30 << 20, "nearly full: {}", c.bytes());
+        assert!(c.parts.iter().all(|p| p.lock().bytes > 0));
+        assert_eq!(ValueCache::new(3 << 20).parts.len(), 3);
+        assert_eq!(ValueCache::new(100).parts.len(), 1);
     }
 }

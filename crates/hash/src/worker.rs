@@ -41,7 +41,6 @@ use crate::log::{Batch, LogWriter};
 use crate::options::StoreMode;
 use crate::record::{Kind, Record};
 use crate::shard::Shard;
-use crate::value_cache::ValueCache;
 
 /// A submitted request.
 pub(crate) enum Request {
@@ -144,9 +143,10 @@ struct ExistJob {
 enum Apply {
     Store {
         key: Vec<u8>,
+        /// Kept for the value cache once the index names the record.
+        value: Vec<u8>,
         d: u64,
         owner: bool,
-        user_bytes: usize,
         done: Reply<()>,
     },
     Delete {
@@ -203,8 +203,6 @@ pub(crate) struct Worker {
     since_checkpoint: u64,
     /// Batches applied since garbage collection last looked for a victim.
     since_gc_check: u32,
-    /// Values read, for the next reads of their keys (`value_cache.rs` has the rules).
-    cache: ValueCache,
 }
 
 /// While stores and deletes wait, garbage collection looks for a victim once every this many
@@ -215,9 +213,7 @@ impl Worker {
     pub fn new(shard: Arc<Shard>, submissions: Arc<Submissions>, log: LogWriter) -> Result<Worker> {
         let opts = QueueOptions { depth: shard.opts.io_depth, ..QueueOptions::default() };
         let queue = Box::new(shard.volume().queue(IoClass::Slot, &opts)?);
-        let cache = ValueCache::new(shard.opts.value_cache_bytes);
         Ok(Worker {
-            cache,
             shard,
             submissions,
             log,
@@ -310,8 +306,8 @@ impl Worker {
         match req {
             Request::Store { .. } | Request::Delete { .. } => self.writes.push_back(req),
             Request::Retrieve { key, done } => {
-                if let Some(value) = self.cache.get(&key) {
-                    let value = value.clone();
+                // Callers look first (`caller_reads.rs`); a value may have entered since.
+                if let Some(value) = self.shard.values.get(&key) {
                     self.shard.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
                     self.complete(done, Ok(Some(value)));
                     return;
@@ -336,6 +332,10 @@ impl Worker {
                             Probe::Absent => {}
                             // In the collision map: the full key is the map's key.
                             Probe::Exact(_) => bits[bit / 8] |= 1 << (bit % 8),
+                            // A cached value is the key's current one: no read needed.
+                            Probe::Candidate(_) if self.shard.values.contains(&key) => {
+                                bits[bit / 8] |= 1 << (bit % 8)
+                            }
                             Probe::Candidate(loc) => reads.push((loc, key, bit)),
                         }
                     }
@@ -493,7 +493,7 @@ impl Worker {
             let owner = owner.unwrap_or(false);
             let apply = match req {
                 Request::Store { key, value, done, .. } => {
-                    Apply::Store { user_bytes: key.len() + value.len(), key, d, owner, done }
+                    Apply::Store { key, value, d, owner, done }
                 }
                 Request::Delete { key, done } => Apply::Delete { key, d, owner, done },
                 _ => unreachable!(),
@@ -947,7 +947,7 @@ impl Worker {
                         Ok(Probe::Exact(at) | Probe::Candidate(at)) if at == loc
                     );
                     if current {
-                        self.cache.insert(key.clone(), value.clone());
+                        self.shard.values.insert(key.clone(), value.clone());
                     }
                 }
                 self.complete(done, result);
@@ -1055,9 +1055,11 @@ impl Worker {
                         }
                     }
                 }
-                Apply::Store { key, d, owner, user_bytes, done } => {
-                    // Before the answer: a read after it must not find the old value.
-                    self.cache.remove(&key);
+                Apply::Store { key, value, d, owner, done } => {
+                    // Before the index changes, and so before the answer: a read after it
+                    // must not find the old value.
+                    self.shard.values.remove(&key);
+                    let user_bytes = key.len() + value.len();
                     let result = match &written {
                         Ok(()) => 'stored: {
                             let old = match self.shard.index.write().insert(d, &key, loc, owner) {
@@ -1071,6 +1073,10 @@ impl Worker {
                             let c = &self.shard.counters;
                             c.stores.fetch_add(1, Ordering::Relaxed);
                             c.user_bytes.fetch_add(user_bytes as u64, Ordering::Relaxed);
+                            // Once the index names the record, not before: a reader that
+                            // finds this value and a later one that misses must both see
+                            // the index changed (`value_cache.rs`).
+                            self.shard.values.insert(key, value);
                             Ok(())
                         }
                         Err(e) => Err(e.clone_for_request()),
@@ -1078,7 +1084,7 @@ impl Worker {
                     self.complete(done, result);
                 }
                 Apply::Delete { key, d, owner, done } => {
-                    self.cache.remove(&key);
+                    self.shard.values.remove(&key);
                     let result = match &written {
                         Ok(()) => 'deleted: {
                             let old = match self.shard.index.write().remove(d, &key, owner) {

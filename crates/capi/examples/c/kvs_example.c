@@ -209,6 +209,50 @@ int main(int argc, char **argv) {
 
     shale_kvs_close(store);
 
+    /* The index in pages on the volume behind a 64 KiB cache, and a 1 MiB value cache: the
+       mode is the store's for good, and an open in the other mode is refused. */
+    char path_bounded[4096];
+    snprintf(path_bounded, sizeof path_bounded, "%s-bounded", argv[1]);
+    shale_kvs_options bounded = shale_kvs_options_default();
+    bounded.index_mode = SHALE_KVS_INDEX_BOUNDED;
+    bounded.index_cache_bytes = 64 << 10;
+    bounded.value_cache_bytes = 1 << 20;
+    shale_kvs_store *paged = NULL;
+    expect("open bounded", shale_kvs_open(path_bounded, &bounded, &paged, NULL), SHALE_OK, NULL);
+    if (paged == NULL) {
+        return 1;
+    }
+    for (int i = 0; i < 100; i++) {
+        char key[16], value[16];
+        snprintf(key, sizeof key, "key:%03d", i);
+        snprintf(value, sizeof value, "value-%d", i);
+        expect("bounded store",
+               shale_kvs_store_tuple(paged, KEY(key), KEY(value), SHALE_KVS_STORE_OVERWRITE,
+                                     NULL),
+               SHALE_OK, NULL);
+    }
+    shale_kvs_close(paged);
+    shale_kvs_options in_memory = bounded;
+    in_memory.index_mode = SHALE_KVS_INDEX_IN_MEMORY;
+    paged = NULL;
+    expect("open a bounded store in memory",
+           shale_kvs_open(path_bounded, &in_memory, &paged, NULL), SHALE_INVALID_ARGUMENT, NULL);
+    expect("reopen bounded", shale_kvs_open(path_bounded, &bounded, &paged, NULL), SHALE_OK,
+           NULL);
+    if (paged == NULL) {
+        return 1;
+    }
+    char got42[16] = {0};
+    size_t got42_len = 0;
+    for (int read = 0; read < 2; read++) { /* the second from the value cache */
+        expect("bounded retrieve",
+               shale_kvs_retrieve_tuple(paged, KEY("key:042"), 0, (uint8_t *)got42,
+                                        sizeof got42 - 1, &got42_len, NULL),
+               SHALE_OK, NULL);
+    }
+    shale_kvs_close(paged);
+    printf("bounded index: key:042=%s, in-memory open refused\n", got42);
+
     /* Two stores used as one: each key goes to the store its hash picks. */
     char path_a[4096], path_b[4096];
     snprintf(path_a, sizeof path_a, "%s-a", argv[1]);

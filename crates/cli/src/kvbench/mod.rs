@@ -298,7 +298,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             for (k, i) in bench.instances().iter().enumerate() {
                 let s = i.store.stats();
                 outln!(
-                    "# hash[{k}]: {} keys, user bytes {}, log bytes written {}, {} segments, index {:?}: {} bytes in memory, {} pages read, {} written, {} buckets; {} batches, {} busy; {} reads from the value cache",
+                    "# hash[{k}]: {} keys, user bytes {}, log bytes written {}, {} segments, index {:?}: {} bytes in memory, {} pages read, {} written, {} buckets; {} batches, {} busy; {} reads from the value cache, {} reads answered on the caller's thread",
                     s.keys,
                     s.user_bytes,
                     s.log_bytes_written,
@@ -310,7 +310,8 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                     s.index_buckets,
                     s.batches,
                     s.busy,
-                    s.value_cache_hits
+                    s.value_cache_hits,
+                    s.caller_reads
                 );
             }
             for i in bench.into_instances() {

@@ -1,0 +1,211 @@
+//! Reads answered on the caller's thread (`caller_reads.rs`): cached values and proven
+//! absences come back with no hand-off to the worker, and no read on any thread ever returns a
+//! value older than a store or delete already acknowledged to any caller, with overwrites,
+//! deletes, cache evictions and garbage collection moving records meanwhile.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use common::*;
+use rand::{Rng, SeedableRng};
+use shale_hash::{HashOptions, HashStore, KvRequest, Output, StoreMode};
+
+#[test]
+fn cached_values_and_absent_keys_are_answered_on_the_callers_thread() {
+    each_mode(|| {
+        let d = sim(4, 81);
+        let store = open(&d, &HashOptions { value_cache_bytes: 1 << 20, ..small_options() });
+        // A store fills the cache once the index names its record.
+        store.store(b"hot-key", b"hot value", StoreMode::Overwrite).unwrap();
+        assert_eq!(store.retrieve(b"hot-key").unwrap().as_deref(), Some(&b"hot value"[..]));
+        let s = store.stats();
+        assert_eq!((s.caller_reads, s.value_cache_hits), (1, 1));
+        // A value over a quarter of the cache is not kept: its read goes to the worker.
+        let big = vec![7u8; 300 << 10];
+        store.store(b"big-key", &big, StoreMode::Overwrite).unwrap();
+        assert_eq!(store.retrieve(b"big-key").unwrap(), Some(big));
+        assert_eq!(store.stats().caller_reads, 1);
+        // A submission the caller's thread answers is complete when it returns.
+        let t = store.submit_retrieve(b"hot-key").unwrap();
+        assert!(t.is_done());
+        assert_eq!(t.wait().unwrap().as_deref(), Some(&b"hot value"[..]));
+        store.submit_tagged(KvRequest::Retrieve { key: b"hot-key" }, 9).unwrap();
+        let mut done = Vec::new();
+        assert_eq!(store.poll_completions(&mut done, 4), 1, "in the queue already");
+        assert_eq!(done[0].tag, 9);
+        assert_eq!(
+            done[0].result.as_ref().unwrap(),
+            &Output::Retrieved(Some(b"hot value".to_vec()))
+        );
+        // An exist of a cached key and an absent one: the index proves the absence where its
+        // page is in memory (always in memory mode).
+        let before = store.stats().caller_reads;
+        assert_eq!(store.exist(&[b"hot-key", b"cold-key"]).unwrap(), vec![0b01]);
+        assert_eq!(store.retrieve(b"cold-key").unwrap(), None);
+        if mode() == shale_hash::IndexMode::InMemory {
+            assert_eq!(store.stats().caller_reads, before + 2);
+        }
+        // A delete takes the key out of the cache before it is answered.
+        assert!(store.delete(b"hot-key").unwrap());
+        assert_eq!(store.retrieve(b"hot-key").unwrap(), None);
+        assert_eq!(store.exist(&[b"hot-key"]).unwrap(), vec![0]);
+    });
+}
+
+/// Keys, each owned by one writer thread.
+const KEYS: usize = 8;
+const WRITERS: usize = 2;
+const READERS: usize = 3;
+const STORES_PER_WRITER: u64 = 1_500;
+
+/// Every fifth version of a key is a delete; version 0 is the key never stored.
+fn is_delete(version: u64) -> bool {
+    version % 5 == 0
+}
+
+fn key(k: usize) -> Vec<u8> {
+    format!("key-{k:02}").into_bytes()
+}
+
+/// Version `v` of key `k`'s value: the version first, then bytes that depend on both.
+fn versioned(k: usize, v: u64) -> Vec<u8> {
+    let mut out = v.to_le_bytes().to_vec();
+    out.extend(value(&key(k), v, 16 + (v as usize * 37) % 600));
+    out
+}
+
+/// Versions of each key: `issued` is raised before a store or delete is submitted, `acked`
+/// after it is answered. A read that starts after `acked` was `a` and ends before `issued` was
+/// `i` must find a version in `a..=i`.
+struct Versions {
+    issued: Vec<AtomicU64>,
+    acked: Vec<AtomicU64>,
+}
+
+/// What one reader saw: the lowest version each key's next read may return.
+fn check_read(
+    v: &Versions,
+    seen: &mut [u64],
+    k: usize,
+    read: impl FnOnce() -> Option<Option<Vec<u8>>>,
+) {
+    let floor = v.acked[k].load(Ordering::SeqCst).max(seen[k]);
+    let Some(got) = read() else { return };
+    let ceiling = v.issued[k].load(Ordering::SeqCst);
+    match got {
+        Some(val) => {
+            let x = u64::from_le_bytes(val[..8].try_into().unwrap());
+            assert!(
+                (floor..=ceiling).contains(&x) && !is_delete(x),
+                "key {k}: version {x} read, acknowledged or seen {floor}, issued {ceiling}"
+            );
+            assert_eq!(val, versioned(k, x), "key {k} version {x}: the bytes");
+            seen[k] = x;
+        }
+        None => {
+            let delete = (floor..=ceiling).find(|&d| is_delete(d));
+            assert!(
+                delete.is_some(),
+                "key {k}: absent, but no delete in {floor}..={ceiling} (acknowledged or seen)"
+            );
+            seen[k] = delete.unwrap();
+        }
+    }
+}
+
+#[test]
+fn concurrent_overwrites_deletes_and_reads_never_go_back_in_time() {
+    each_mode(|| {
+        let d = sim(4, 82);
+        let opts = HashOptions {
+            // 16-page segments and collection on: records move while they are read.
+            segment_bytes: shale_hash::SEGMENT_BYTES_MIN,
+            gc_live_ratio: 0.5,
+            // A cache of a few values: hits, misses and evictions all happen.
+            value_cache_bytes: 3 << 10,
+            ..small_options()
+        };
+        let store = Arc::new(open(&d, &opts));
+        let versions = Arc::new(Versions {
+            issued: (0..KEYS).map(|_| AtomicU64::new(0)).collect(),
+            acked: (0..KEYS).map(|_| AtomicU64::new(0)).collect(),
+        });
+        let done = Arc::new(AtomicBool::new(false));
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (store, v) = (store.clone(), versions.clone());
+                std::thread::spawn(move || {
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(w as u64);
+                    for _ in 0..STORES_PER_WRITER {
+                        let k = w + WRITERS * rng.gen_range(0..KEYS / WRITERS);
+                        let next = v.issued[k].load(Ordering::SeqCst) + 1;
+                        v.issued[k].store(next, Ordering::SeqCst);
+                        if is_delete(next) {
+                            store.delete(&key(k)).unwrap();
+                        } else {
+                            store
+                                .store(&key(k), &versioned(k, next), StoreMode::Overwrite)
+                                .unwrap();
+                        }
+                        v.acked[k].store(next, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        let readers: Vec<_> = (0..READERS)
+            .map(|r| {
+                let (store, v, done) = (store.clone(), versions.clone(), done.clone());
+                std::thread::spawn(move || reader(&store, &v, &done, r as u64))
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        done.store(true, Ordering::SeqCst);
+        let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+        let s = store.stats();
+        eprintln!(
+            "{reads} reads, {} on the callers' threads, {} cache hits, {} segments freed",
+            s.caller_reads, s.value_cache_hits, s.segments_freed
+        );
+        assert!(s.caller_reads > 0 && s.value_cache_hits > 0);
+        assert!(s.segments_freed > 0, "records moved under the reads");
+        for k in 0..KEYS {
+            let last = versions.acked[k].load(Ordering::SeqCst);
+            let want = (!is_delete(last) && last > 0).then(|| versioned(k, last));
+            assert_eq!(store.retrieve(&key(k)).unwrap(), want, "key {k}");
+        }
+    });
+}
+
+/// Reads random keys by each kind of read until `done`; returns how many it made.
+fn reader(store: &HashStore, v: &Versions, done: &AtomicBool, seed: u64) -> u64 {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(100 + seed);
+    let mut seen = vec![0u64; KEYS];
+    let mut reads = 0;
+    while !done.load(Ordering::SeqCst) {
+        let k = rng.gen_range(0..KEYS);
+        let kk = key(k);
+        match rng.gen_range(0..4) {
+            0 | 1 => check_read(v, &mut seen, k, || Some(store.retrieve(&kk).unwrap())),
+            2 => check_read(v, &mut seen, k, || {
+                Some(store.submit_retrieve(&kk).unwrap().wait().unwrap())
+            }),
+            _ => {
+                // An exist says present or absent: checked against the versions alone.
+                let floor = v.acked[k].load(Ordering::SeqCst).max(seen[k]);
+                let present = store.exist(&[&kk]).unwrap()[0] & 1 == 1;
+                let ceiling = v.issued[k].load(Ordering::SeqCst);
+                let fits = (floor..=ceiling).any(|x| is_delete(x) != present);
+                assert!(
+                    fits,
+                    "key {k}: exist {present}, acknowledged or seen {floor}, issued {ceiling}"
+                );
+            }
+        }
+        reads += 1;
+    }
+    reads
+}

@@ -54,6 +54,8 @@ impl Db {
         files: [PageCacheFiles; 2],
     ) -> Result<Db> {
         let started = Instant::now();
+        // Memtable chunks faulted in ahead of the writers, once the store writes.
+        crate::memtable::start_prefaulter();
         let Recovered { inner, groups, tail_records } = Db::recover(opened, opts, files)?;
         let l = inner.volume.layout();
         // 3. Replay the WAL into memtables and flush them before accepting writes, so every

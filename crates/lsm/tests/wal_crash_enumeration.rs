@@ -290,6 +290,16 @@ fn enumerate(dev: &SimDevice, run: &Run, start: u64, seed: u64, layout: WalLayou
     images
 }
 
+/// A simulated device with a new volume on it: the volume, its WAL layout, and the device's
+/// write count before the workload (the first crash point).
+fn fresh_volume(seed: u64) -> (SimDevice, shale_space::Opened, WalLayout, u64) {
+    let dev = SimDevice::new(8 << 20, 4096, seed).unwrap();
+    let opened = Volume::open(Arc::new(dev.clone()), &VolumeOptions::small_for_tests()).unwrap();
+    let layout = layout_of(&opened.volume);
+    let start = dev.writes();
+    (dev, opened, layout, start)
+}
+
 fn seeds() -> u64 {
     std::env::var("SHALE_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2)
 }
@@ -298,11 +308,7 @@ fn seeds() -> u64 {
 fn every_crash_point_recovers_an_acknowledged_prefix() {
     let mut images = 0;
     for seed in 0..seeds() {
-        let dev = SimDevice::new(8 << 20, 4096, seed).unwrap();
-        let opened =
-            Volume::open(Arc::new(dev.clone()), &VolumeOptions::small_for_tests()).unwrap();
-        let layout = layout_of(&opened.volume);
-        let start = dev.writes();
+        let (dev, opened, layout, start) = fresh_volume(seed);
         let run = workload(&dev, &opened.volume, seed, 300);
         assert!(run.flushed.len() > 2, "the workload must recycle groups");
         assert!(run.releases > 0, "the workload must release groups");
@@ -515,11 +521,7 @@ fn deferred_groups_keep_every_write_through_a_process_crash_and_a_prefix_through
     let (mut process_crashes, mut power_cuts) = (0, 0);
     let mut never_written = 0;
     for seed in 0..seeds() {
-        let dev = SimDevice::new(8 << 20, 4096, seed).unwrap();
-        let opened =
-            Volume::open(Arc::new(dev.clone()), &VolumeOptions::small_for_tests()).unwrap();
-        let layout = layout_of(&opened.volume);
-        let start = dev.writes();
+        let (dev, opened, layout, start) = fresh_volume(seed);
         let run = tail_workload(&dev, &opened.volume, seed, 600);
         assert!(run.flushed.len() > 2, "the workload must recycle groups");
         never_written += run.never_written;

@@ -21,8 +21,10 @@
 //!    get zeros first (4 MiB ahead, one plain write): a durable write into allocated but
 //!    unwritten storage also changes file system metadata, and costs twice as much.
 //!
-//! Deferred groups. With a WAL tail ([`tail`]), a group starts deferred: appends without
-//! sync only copy their records into the tail, and none of the group's pages is packed or
+//! Deferred groups. With a WAL tail ([`tail`]), a group starts deferred (unless the group
+//! before it took a sync append: a store that syncs now and then writes its pages as they
+//! fill, so that a sync never waits for a whole memtable's records): appends without sync
+//! only copy their records into the tail, and none of the group's pages is packed or
 //! written. Most groups stay so until their memtable's flush commits; then the records leave
 //! the tail and never reach the device, as RocksDB's unsynced log files are deleted before
 //! the kernel writes their pages back (issue #14: shale's storage writes were 1.8-2.2x

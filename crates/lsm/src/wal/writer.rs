@@ -155,6 +155,12 @@ pub struct WalWriter {
     deferred: VecDeque<Deferred>,
     /// Bytes of records that left the tail with their group's flush, never written.
     deferred_dropped_bytes: Arc<AtomicU64>,
+    /// A write with sync went into the active group.
+    group_synced: bool,
+    /// The next group starts deferred: the group before it had no write with sync. A store
+    /// that syncs now and then keeps writing its pages as they fill, so that a sync never
+    /// waits for a whole memtable's records to be written out.
+    defer_next: bool,
 }
 
 impl WalWriter {
@@ -198,6 +204,8 @@ impl WalWriter {
             written_pages: vec![0; layout.groups as usize],
             deferred: VecDeque::new(),
             deferred_dropped_bytes: Arc::new(AtomicU64::new(0)),
+            group_synced: false,
+            defer_next: true,
         }
     }
 
@@ -283,7 +291,8 @@ impl WalWriter {
         // Every earlier page was made durable when its group was sealed (or is deferred and
         // written nowhere yet): nothing written is waiting for a flush.
         debug_assert!(!self.unsynced, "a sealed group left pages not durable");
-        if let Some(t) = &self.tail {
+        self.group_synced = false;
+        if let Some(t) = self.tail.as_ref().filter(|_| self.defer_next) {
             self.deferred.push_back(Deferred {
                 group: group as u32,
                 ltn,
@@ -403,6 +412,7 @@ impl WalWriter {
     /// durable page, until its memtable's flush frees it or a sync writes it out.
     pub fn seal_group(&mut self) -> Result<()> {
         let active = self.active.expect("seal_group without an active group");
+        self.defer_next = !self.group_synced;
         if self.active_deferred() {
             let end = self.tail.as_ref().expect("deferred groups live in the tail").end();
             self.deferred.back_mut().expect("the active group is deferred").to = Some(end);
@@ -636,6 +646,7 @@ impl WalWriter {
             self.synced_through = self.next_page + u32::from(!self.page.is_empty());
             if !records.is_empty() {
                 self.synced_pages[active.group as usize] = self.synced_through;
+                self.group_synced = true;
             }
             self.close_synced_page();
         }
@@ -701,6 +712,7 @@ impl WalWriter {
         packed?;
         self.synced_pages[active.group as usize] =
             self.next_page + u32::from(!self.page.is_empty());
+        self.group_synced = true;
         // Once the pipeline wrote it, the page holds synced data.
         self.close_synced_page();
         Ok(Some(staged))

@@ -84,32 +84,51 @@ fn a_sync_write_writes_out_every_deferred_record_before_it() {
 }
 
 #[test]
-fn after_a_group_with_a_sync_write_pages_are_written_as_they_fill() {
-    let (dir, tail) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let db = Db::open(dir.path(), opts(tail.path())).unwrap();
-    let value = vec![b's'; 200];
-    for i in 0..2_000u32 {
-        db.put(&key(i), &value).unwrap();
-    }
-    let mut b = WriteBatch::new();
-    b.put(b"synced", b"1");
-    db.write(&b, &WriteOptions { sync: true }).unwrap();
-    // Unsynced writes until the memtable with the sync is flushed: its group is sealed, and
-    // the next one started after a group that took a sync.
-    let mut i = 2_000u32;
-    while db.stats().flushes == 0 {
-        db.put(&key(i), &value).unwrap();
-        i += 1;
-        assert!(i < 200_000, "no flush");
-    }
-    let before = db.stats().wal_bytes_written;
-    for _ in 0..2_000u32 {
-        db.put(&key(i), &value).unwrap();
-        i += 1;
-    }
-    // 2,000 records of about 230 bytes: their full pages reach the device without a sync,
-    // as before deferred groups (a sync later waits for a page or two, not for them all).
-    let written = db.stats().wal_bytes_written - before;
-    assert!(written >= 256 << 10, "{written} bytes of WAL written for 2,000 unsynced records");
-    assert_eq!(db.stats().wal_bytes_never_written, 0);
+fn after_a_group_with_a_sync_the_next_writes_its_pages_as_they_fill() {
+    use shale_io::{QueueOptions, SimDevice};
+    use shale_lsm::wal::meta::WalMeta;
+    use shale_lsm::wal::{MemoryTail, TailLog, WalLayout, WalWriter};
+    use shale_space::{IoClass, Volume, VolumeOptions};
+    use std::sync::Arc;
+
+    // The WAL writer alone on a simulated device, whose write count says when pages are
+    // written: three groups of 86 pages, a tail of 1 MiB, records of 1,000 bytes.
+    let dev = SimDevice::new(8 << 20, 4096, 1).unwrap();
+    let opened = Volume::open(Arc::new(dev.clone()), &VolumeOptions::small_for_tests()).unwrap();
+    let l = opened.volume.layout();
+    let layout = WalLayout::new(l.wal_offset, 260 * 4096, 3).unwrap();
+    let queue = opened.volume.queue(IoClass::Wal, &QueueOptions::default()).unwrap();
+    let (tail, _) =
+        TailLog::open(&WalTail::Memory(MemoryTail::new()), b"wal-deferral-tst", 1 << 20)
+            .unwrap()
+            .unwrap();
+    let meta = WalMeta::empty(3, layout.pages_per_group);
+    let device = opened.volume.device().clone();
+    let mut wal = WalWriter::new(layout, Box::new(queue), device, meta).with_tail(Some(tail));
+    let rec = vec![7u8; 1000];
+    let append = |wal: &mut WalWriter, n: usize, sync: bool| {
+        for _ in 0..n {
+            wal.append(&[&rec], sync).map_err(|e| format!("{e:?}")).unwrap();
+        }
+    };
+    // The first group is deferred: its unsynced records write nothing; a sync writes them.
+    wal.start_group(1).unwrap().unwrap();
+    let w0 = dev.writes();
+    append(&mut wal, 80, false);
+    assert_eq!(dev.writes(), w0, "a deferred group wrote pages");
+    append(&mut wal, 1, true);
+    assert!(dev.writes() > w0, "a sync wrote nothing");
+    // After a group that took a sync, full pages are written as they fill (80 KB: a run of
+    // 16 pages at least), before any sync.
+    wal.seal_group().unwrap();
+    wal.start_group(2).unwrap().unwrap();
+    let w1 = dev.writes();
+    append(&mut wal, 80, false);
+    assert!(dev.writes() > w1, "after a group with a sync, the next kept its pages back");
+    // After a group without one, the next is deferred again.
+    wal.seal_group().unwrap();
+    wal.start_group(3).unwrap().unwrap();
+    let w2 = dev.writes();
+    append(&mut wal, 80, false);
+    assert_eq!(dev.writes(), w2, "after a group without sync, the next wrote pages");
 }

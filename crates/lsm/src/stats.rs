@@ -162,8 +162,9 @@ pub struct Stats {
     pub wal_bytes_allocated: u64,
     /// Bytes of WAL records written without sync that never reached the device: their
     /// memtable's flush committed while they were still only in the WAL tail, as RocksDB's
-    /// unsynced log files are deleted before the kernel writes their pages back. Counted
-    /// since open; not in `wal_bytes_written`.
+    /// unsynced log files are deleted before the kernel writes their pages back. Counted as
+    /// they lay in the tail (each record and its 8-byte tail header) since open; not in
+    /// `wal_bytes_written`.
     pub wal_bytes_never_written: u64,
     /// Bytes of SSTs written since open.
     pub sst_bytes_written: u64,

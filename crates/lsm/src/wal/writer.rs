@@ -248,8 +248,9 @@ impl WalWriter {
         self.allocated_bytes.clone()
     }
 
-    /// Bytes of WAL records that never reached the device: their group was deferred (kept
-    /// in the tail) until its memtable's flush committed. The counter stays current.
+    /// Bytes of WAL records that never reached the device, as they lay in the tail (each
+    /// with its 8-byte header): their group was deferred until its memtable's flush
+    /// committed. The counter stays current.
     pub fn deferred_dropped_bytes(&self) -> Arc<AtomicU64> {
         self.deferred_dropped_bytes.clone()
     }

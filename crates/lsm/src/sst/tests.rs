@@ -690,6 +690,33 @@ fn an_sst_opened_from_its_image_reads_nothing_until_a_data_block_is_needed() {
 }
 
 #[test]
+fn alignment_never_pads_more_than_its_bound() {
+    // Entries of about 1 KB: three fill three quarters of a page, so cutting before the
+    // fourth would leave a quarter of every page zero. Past ALIGN_PAD_MAX the blocks are cut
+    // as without alignment, and the image is no larger than an unaligned one's.
+    let e: Entries = (0..3000u32)
+        .map(|i| (key::encode(format!("user{i:012}").as_bytes(), 7, Kind::Put), vec![b'v'; 1000]))
+        .collect();
+    let size = |block_align| {
+        let image = build(&e, &SstOptions { block_align, ..SstOptions::default() }, 4096);
+        let bytes = image.bytes.to_vec();
+        let footer =
+            Footer::decode(&bytes[bytes.len() - FOOTER_BYTES..], bytes.len() as u64).unwrap();
+        let ranges = data_block_ranges(&bytes, &footer);
+        // Every gap before a block is padding; none passes the bound.
+        for w in ranges.windows(2) {
+            assert!(w[1].start - w[0].end <= builder::ALIGN_PAD_MAX, "{w:?}");
+        }
+        let r = open(bytes).unwrap();
+        assert!(scan_forward(&r).unwrap() == e);
+        ranges.last().unwrap().end
+    };
+    let (aligned, unaligned) = (size(true), size(false));
+    // A block that ends just short of a boundary still moves the next one to it.
+    assert!(aligned * 100 <= unaligned * 101, "aligned data {aligned} B, unaligned {unaligned} B");
+}
+
+#[test]
 fn aligned_data_blocks_stay_within_pages_and_fill_them() {
     let mut rng = SmallRng::seed_from_u64(21);
     let e = entries(&mut rng, 5000);

@@ -28,6 +28,7 @@ use crate::range_del::{self, Fragments, RangeTombstone};
 use crate::version::{HandleIter, SstHandle};
 use crate::version_edit::{SstMeta, VersionEdit};
 
+use super::output::MadeBy;
 use super::picker::{KeyRange, Plan};
 use super::{Inner, OutputSst, State};
 
@@ -146,6 +147,12 @@ impl Inner {
             .collect();
         // SSTs with nothing below them to merge with move down without being rewritten.
         if c.trivial_move {
+            log::debug!(
+                "compaction L{} -> L{}: {} inputs moved down unchanged",
+                c.level,
+                out_level,
+                c.inputs.len()
+            );
             let edit = VersionEdit {
                 removed: removed_ids,
                 added: c.inputs.iter().map(|f| (out_level as u8, f.meta.clone())).collect(),
@@ -192,7 +199,7 @@ impl Inner {
         // holds no more than its inputs either (a small store's target may pass its device).
         let input_bytes: u64 = c.inputs.iter().chain(&c.next).map(|f| f.meta.bytes).sum();
         let reserve = cut_bytes.min(input_bytes) + 2 * self.volume.layout().slot_bytes;
-        let mut builder = self.new_output(out_level, reserve);
+        let mut builder = self.new_output(out_level, reserve, MadeBy::Compaction);
         // User keys from here on belong to the next output (`None`: from the first key on).
         let mut output_lower: Option<Vec<u8>> = None;
         let mut current_key: Option<Vec<u8>> = None;
@@ -206,8 +213,10 @@ impl Inner {
                 // Cut outputs only between user keys, so levels stay disjoint by user key.
                 let after = builder.builder.bytes_after_adding(ikey.len(), merged.value().len());
                 if builder.builder.entries() > 0 && after as u64 > cut_bytes {
-                    let mut full =
-                        std::mem::replace(&mut builder, self.new_output(out_level, reserve));
+                    let mut full = std::mem::replace(
+                        &mut builder,
+                        self.new_output(out_level, reserve, MadeBy::Compaction),
+                    );
                     let lower = output_lower.replace(p.user_key.to_vec());
                     add_clipped(&mut full, &kept_tombstones, lower.as_deref(), Some(p.user_key));
                     for (meta, reader) in self.write_output(full)? {
@@ -254,6 +263,17 @@ impl Inner {
             outputs.push(meta);
             opened.push(reader);
         }
+        log::debug!(
+            "compaction L{} -> L{}: {} inputs of {} B, {} below of {} B, wrote {} outputs of {} B",
+            c.level,
+            out_level,
+            c.inputs.len(),
+            c.inputs.iter().map(|f| f.meta.bytes).sum::<u64>(),
+            c.next.len(),
+            c.next.iter().map(|f| f.meta.bytes).sum::<u64>(),
+            outputs.len(),
+            outputs.iter().map(|m| m.bytes).sum::<u64>(),
+        );
         let added_extents = outputs.iter().map(|m| m.extent).collect();
         let removed_extents = c.inputs.iter().chain(&c.next).map(|f| f.meta.extent).collect();
         let mut st = self.state.lock();

@@ -304,6 +304,28 @@ impl BlockCache {
         value
     }
 
+    /// Caches `value` like [`BlockCache::insert`] only if its shard has room for it without
+    /// evicting anything; returns whether it did. For blocks nobody asked for yet (a
+    /// compaction's outputs), which may fill free room but must not push out what readers use.
+    pub fn insert_if_room(&self, cache_id: u64, offset: u64, value: Cached) -> bool {
+        let key = (cache_id, offset);
+        let mut shard = self.shard(key).lock();
+        if shard.usage_bytes + value.charge_bytes() > self.shard_capacity_bytes {
+            return false;
+        }
+        shard.remove(key);
+        shard.insert(key, value);
+        self.adds.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// Whether the shard of the block at `offset` of SST `cache_id` has room for `bytes` more
+    /// without evicting (a hint: another thread may take the room first).
+    pub fn has_room(&self, cache_id: u64, offset: u64, bytes: usize) -> bool {
+        let shard = self.shard((cache_id, offset)).lock();
+        shard.usage_bytes + bytes <= self.shard_capacity_bytes
+    }
+
     /// An empty buffer with room for at least `bytes`, for a data block about to be cached as
     /// the block at `offset` of SST `cache_id`: the buffer of a block its shard evicted if one
     /// fits, else a new one (rounded up, so that it fits blocks a little larger later).
@@ -433,6 +455,26 @@ mod tests {
         assert!(cache.usage_bytes() <= cache.capacity_bytes());
         cache.forget(7);
         assert_eq!(cache.usage_bytes(), 0);
+    }
+
+    #[test]
+    fn inserts_if_room_never_evict() {
+        let cache = BlockCache::new(64 << 10);
+        let mut i = 0;
+        while cache.insert_if_room(1, i * 4096, block(4000)) {
+            i += 1;
+        }
+        assert!(i > 8, "a 64 KiB cache takes several 4 KB blocks: {i}");
+        let full = cache.usage_bytes();
+        // Every block inserted is still there, and one that needs room is refused.
+        assert!((0..i).all(|j| cache.contains(1, j * 4096)));
+        assert!(!cache.has_room(1, i * 4096, 4000));
+        assert!(!cache.insert_if_room(1, i * 4096, block(4000)));
+        assert_eq!(cache.usage_bytes(), full);
+        // A plain insert makes room by evicting.
+        cache.insert(1, i * 4096, block(4000));
+        assert!(cache.contains(1, i * 4096));
+        assert!((0..i).any(|j| !cache.contains(1, j * 4096)));
     }
 
     #[test]

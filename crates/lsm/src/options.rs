@@ -229,6 +229,9 @@ pub struct Options {
     /// (RocksDB's `prepopulate_block_cache`, there for flushes only). A compaction retires its
     /// inputs' cached blocks, and with O_DIRECT SST writes or reads no page cache holds the
     /// new SST: without this, reads after a compaction go to the device until the cache warms.
+    /// A flush's blocks, and a compaction's where SSTs are written or read with O_DIRECT, push
+    /// older blocks out; a compaction's written and read through the page cache only fill
+    /// free room, so that it does not sweep out the blocks readers use.
     pub prepopulate_block_cache: bool,
     /// The volume: layout of a new one, growth. A `volume.layout.wal_bytes` of 0 (the
     /// default) sizes the WAL area of a new volume from these options

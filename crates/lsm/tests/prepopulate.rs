@@ -68,3 +68,55 @@ fn compactions_add_nothing_to_the_block_cache() {
         assert_eq!(v.as_deref(), Some(&[(i + 2) as u8; 100][..]), "key {i}");
     }
 }
+
+/// What a store in a file does with the block cache over three flushed rounds of every key, a
+/// read of every third key, and a full compaction: the adds of the compaction and the misses
+/// of reading every key after it (each checked).
+fn compaction_adds_and_misses_after(direct_writes: bool, cache_bytes: usize) -> (u64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::small_for_tests();
+    o.block_cache_bytes = cache_bytes;
+    o.prepopulate_block_cache = true;
+    o.use_direct_reads = false;
+    o.use_direct_io_for_flush_and_compaction = direct_writes;
+    let db = Db::open(dir.path().join("db"), o).unwrap();
+    for round in 0..3u32 {
+        for i in 0..KEYS {
+            db.put(format!("key{i:06}").as_bytes(), &[(i + round) as u8; 100]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    for i in (0..KEYS).step_by(3) {
+        db.get(format!("key{i:06}").as_bytes()).unwrap();
+    }
+    let before = db.stats();
+    db.compact_range().unwrap();
+    let after = db.stats();
+    assert!(after.compactions > before.compactions, "{after:?}");
+    for i in 0..KEYS {
+        let v = db.get(format!("key{i:06}").as_bytes()).unwrap();
+        assert_eq!(v.as_deref(), Some(&[(i + 2) as u8; 100][..]), "key {i}");
+    }
+    let read = db.stats();
+    (
+        after.block_cache_adds - before.block_cache_adds,
+        read.block_cache_misses - after.block_cache_misses,
+    )
+}
+
+/// A compaction's outputs go into the block cache as they are written. Through the page cache
+/// (the defaults) they only fill free room: a cache larger than the data holds the new SSTs
+/// whole (no read misses after), while a full cache keeps the blocks it has instead of
+/// taking the outputs (which the page cache holds). With O_DIRECT SST writes no page cache
+/// holds them, and they push older blocks out.
+#[test]
+fn compaction_outputs_fill_free_room_but_evict_only_without_a_page_cache() {
+    for direct_writes in [false, true] {
+        let (adds, misses) = compaction_adds_and_misses_after(direct_writes, 16 << 20);
+        assert!(adds > 0, "direct writes {direct_writes}: the outputs were not cached");
+        assert_eq!(misses, 0, "direct writes {direct_writes}: reads after the compaction missed");
+    }
+    let (buffered, _) = compaction_adds_and_misses_after(false, 64 << 10);
+    let (direct, _) = compaction_adds_and_misses_after(true, 64 << 10);
+    assert!(buffered * 4 < direct, "through the page cache {buffered}, O_DIRECT {direct}");
+}

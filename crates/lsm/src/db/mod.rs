@@ -77,7 +77,7 @@ use crate::write_controller::{self, Pressure};
 use async_api::AsyncApi;
 pub use async_api::ScanEntries;
 use compaction::Compaction;
-use output::OutputSst;
+use output::{MadeBy, OutputSst};
 use picker::CompactionState;
 use pool::{PoolSize, panic_message};
 use published::{Publication, View};
@@ -1297,7 +1297,7 @@ impl Inner {
         // relocation).
         let slot_bytes = self.volume.layout().slot_bytes;
         let reserve = mem.used_bytes() as u64 * 9 / 8 + 2 * slot_bytes;
-        let mut builder = self.new_output(0, reserve);
+        let mut builder = self.new_output(0, reserve, MadeBy::Flush);
         let mut it = mem.iter();
         it.seek_to_first();
         // The current user key, and the sequence of its version just before (newer), if any.

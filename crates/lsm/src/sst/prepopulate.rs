@@ -1,5 +1,5 @@
 //! Filling the block cache from an SST as it is written (RocksDB's `prepopulate_block_cache`,
-//! for flush and compaction outputs alike).
+//! for flush and compaction outputs).
 //!
 //! Why: with O_DIRECT SST writes (`use_direct_io_for_flush_and_compaction`), or direct reads,
 //! shale finds none of a new SST in the page cache, unlike an engine on buffered files, and a
@@ -8,8 +8,10 @@
 //! although the writer held each block in memory a moment before. The builder hands each data
 //! block to [`data_block_sink`] as it cuts it, uncompressed, so caching it costs one insert and
 //! no copy (the SST is streamed to the device and never whole in memory); the index and filter
-//! come from the finished image's tail ([`prepopulate_meta_blocks`]). The LRU evicts what does
-//! not fit, as the page cache would.
+//! come from the finished image's tail ([`prepopulate_meta_blocks`]). The cache evicts what
+//! does not fit, as the page cache would; or, for outputs the page cache will hold anyway (a
+//! compaction's, written and read through it), the blocks fill only free room
+//! (`data_block_sink`'s `evict`), so that a compaction does not sweep out what readers use.
 
 use std::sync::Arc;
 
@@ -23,22 +25,30 @@ use crate::sst::format::{BlockHandle, decode_block};
 use crate::sst::reader::IndexAndFilter;
 
 /// A sink for [`SstBuilder::set_block_sink`] that caches every data block under `cache_id`, at
-/// the offset the reader will look it up by; `None` for a cache of no capacity.
+/// the offset the reader will look it up by; `None` for a cache of no capacity. With `evict`
+/// false a block is cached only where its shard has room without evicting
+/// ([`BlockCache::insert_if_room`]): free room is filled, what readers use stays.
 ///
 /// [`SstBuilder::set_block_sink`]: crate::sst::SstBuilder::set_block_sink
-pub fn data_block_sink(cache: Arc<BlockCache>, cache_id: u64) -> Option<BlockSink> {
+pub fn data_block_sink(cache: Arc<BlockCache>, cache_id: u64, evict: bool) -> Option<BlockSink> {
     if cache.capacity_bytes() == 0 {
         return None;
     }
     Some(Box::new(move |offset, raw: &[u8]| {
+        if !evict && !cache.has_room(cache_id, offset, raw.len()) {
+            return;
+        }
         // Copied into a buffer the cache hands out (one of a block it evicted, when it has
         // one): the builder's own buffer has room to spare, and a block allocated here would
         // be freed by whichever reader thread evicts it (see `cache`).
         let mut data = cache.buffer(cache_id, offset, raw.len());
         data.extend_from_slice(raw);
         match Block::new(data, offset) {
-            Ok(block) => {
+            Ok(block) if evict => {
                 cache.insert(cache_id, offset, Cached::Data(Arc::new(block)));
+            }
+            Ok(block) => {
+                cache.insert_if_room(cache_id, offset, Cached::Data(Arc::new(block)));
             }
             // The builder made the block a moment ago: a bug, and only the cache loses it.
             Err(e) => debug_assert!(false, "a block the builder cut does not decode: {e}"),
@@ -97,7 +107,7 @@ mod tests {
     /// returns the whole image.
     fn build_into(cache: &Arc<BlockCache>, entries: u32, place: IndexAndFilter) -> Vec<u8> {
         let mut b = SstBuilder::new(&SstOptions::default());
-        if let Some(sink) = data_block_sink(cache.clone(), 9) {
+        if let Some(sink) = data_block_sink(cache.clone(), 9, true) {
             b.set_block_sink(sink);
         }
         let mut whole = Vec::new();
@@ -157,7 +167,7 @@ mod tests {
     #[test]
     fn a_zero_cache_is_left_alone_and_a_damaged_tail_is_refused() {
         let none = Arc::new(BlockCache::new(0));
-        assert!(data_block_sink(none.clone(), 1).is_none());
+        assert!(data_block_sink(none.clone(), 1, true).is_none());
         build_into(&none, 100, IndexAndFilter::Cached);
         assert_eq!(none.usage_bytes(), 0);
         let mut b = SstBuilder::new(&SstOptions::default());
@@ -171,5 +181,30 @@ mod tests {
             Err(crate::Error::Corruption { .. })
         ));
         prepopulate_meta_blocks(&cache, 1, &image, IndexAndFilter::Held).unwrap();
+    }
+
+    #[test]
+    fn a_sink_that_may_not_evict_fills_only_free_room() {
+        use crate::cache::BlockKind;
+        let cache = Arc::new(BlockCache::new(256 << 10));
+        let fill = |id: u64, evict: bool| {
+            let mut b = SstBuilder::new(&SstOptions::default());
+            b.set_block_sink(data_block_sink(cache.clone(), id, evict).unwrap());
+            for i in 0..4000u32 {
+                b.add(&key::encode(format!("key{i:06}").as_bytes(), 1, Kind::Put), &[1u8; 100]);
+            }
+            b.finish(4096);
+        };
+        // Into an empty cache, it fills the room there is and stops short of the budget.
+        fill(1, false);
+        let used = cache.usage_bytes_of(BlockKind::Data);
+        assert!(used > (256 << 10) / 2 && used <= 256 << 10, "{used}");
+        // A full cache keeps its blocks: a second SST adds none of its own.
+        let adds = cache.adds();
+        fill(2, false);
+        assert_eq!(cache.adds(), adds);
+        // A sink that may evict puts its blocks in all the same.
+        fill(3, true);
+        assert!(cache.adds() > adds);
     }
 }

@@ -3,7 +3,15 @@
 
 use std::ops::{Deref, DerefMut};
 
-pub(crate) use shuttle::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use shuttle::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+/// The engine's brief wait before sleeping, as one yield and one check: spinning is only a
+/// shortcut, and the model explores both of its outcomes (ready at once, or the condition
+/// variable's wait after it).
+pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
+    shuttle::thread::yield_now();
+    done()
+}
 
 /// A mutex whose `lock` returns its guard (no poisoning: a panic ends the shuttle run).
 #[derive(Default)]

@@ -59,8 +59,10 @@
 # Mind the duration: RocksDB writes its WAL (unsynced in fillrandom and YCSB) through the page
 # cache, and the kernel writes dirty pages back only after 30 s or past its dirty threshold
 # (gigabytes on this machine), so in runs of seconds most of RocksDB's WAL is deleted, after
-# its memtable's flush, before it ever reaches a device; shale's WAL is written to the device
-# (O_DIRECT). The fast-share table shows it (RocksDB's fillrandom writes less than its WAL).
+# its memtable's flush, before it ever reaches a device. shale's unsynced records stay in its
+# WAL tail (/dev/shm) and reach the device only when a sync write or a full tail needs them
+# (docs/lsm.md, "Deferred groups"; until 2026-11-26 every WAL page was written with O_DIRECT).
+# The fast-share table shows it (RocksDB's fillrandom writes less than its WAL).
 # Longer runs (DURATION=60 and more) measure the steady state, at the cost of time.
 #
 # shale-tiered's fast device holds the volume's fixed areas (header, version log, and the WAL

@@ -442,8 +442,9 @@ pub fn render(rows: &[Row]) -> String {
              median of all bytes written beside it. Placements without a fast device show 0%, \
              those all on it 100%. RocksDB writes its WAL through the page cache: what it deletes \
              before the kernel writes it back (an unsynced WAL whose memtable was flushed within \
-             a short run) never reaches a device and is not counted; shale's WAL is written \
-             directly.\n\n",
+             a short run) never reaches a device and is not counted. So, since its deferred \
+             WAL groups, does shale's: an unsynced record stays in the WAL tail (shared \
+             memory) and reaches the device only when a sync write or a full tail needs it.\n\n",
         );
         let label = |w: &str, t: u32| format!("{w} ({t} threads)");
         let cell = |c: &str, w: &str, t: u32| {

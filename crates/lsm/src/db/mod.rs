@@ -70,6 +70,8 @@ mod recovery;
 mod tier_head;
 mod tuner_thread;
 mod write_group;
+#[cfg(test)]
+mod write_group_tests;
 mod write_timing;
 // The write group takes its primitives from here (see `crate::sync`).
 use crate::sync;

@@ -143,7 +143,7 @@ impl Slot {
 /// (synced groups wait for the device: milliseconds) the score falls to zero and writers sleep
 /// at once, but for one wait in [`SpinCredit::PROBE_EVERY`], which probes whether waits have
 /// become short again. Racy updates only blur the score.
-struct SpinCredit {
+pub(super) struct SpinCredit {
     score: AtomicUsize,
     waits: AtomicUsize,
 }
@@ -155,12 +155,12 @@ impl SpinCredit {
     const MISS: usize = 4;
     const PROBE_EVERY: usize = 16;
 
-    fn worth_spinning(&self) -> bool {
+    pub(super) fn worth_spinning(&self) -> bool {
         self.score.load(Ordering::Relaxed) >= Self::MIN_TO_SPIN
             || self.waits.fetch_add(1, Ordering::Relaxed) % Self::PROBE_EVERY == 0
     }
 
-    fn record(&self, in_time: bool) {
+    pub(super) fn record(&self, in_time: bool) {
         let s = self.score.load(Ordering::Relaxed);
         let next =
             if in_time { (s + Self::HIT).min(Self::MAX) } else { s.saturating_sub(Self::MISS) };

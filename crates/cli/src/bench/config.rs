@@ -73,9 +73,9 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     if let Some(v) = args.hard_pending_compaction_bytes_limit {
         o.hard_pending_compaction_bytes_limit = v;
     }
-    if let Some(v) = args.level_compaction_dynamic_level_bytes {
-        o.dynamic_level_bytes = v;
-    }
+    // db_bench 11.8.1's default is false (its DEFINE_bool), though the library's (and the
+    // engine's) is true since 8.4: the same flags must mean the same in both tools.
+    o.dynamic_level_bytes = args.level_compaction_dynamic_level_bytes.unwrap_or(false);
     if let Some(jobs) = args.max_background_jobs {
         o.max_background_jobs = background_jobs(jobs, warn);
     }
@@ -316,7 +316,10 @@ mod tests {
         assert!(!cached(&[]), "db_bench's default: held by the readers");
         assert!(!cached(&["--cache_index_and_filter_blocks=0"]));
         assert!(cached(&["--cache_index_and_filter_blocks"]));
-        assert!(plan_of(&[]).0.unwrap().options.dynamic_level_bytes, "the engine's default");
+        let dynamic = |flags: &[&str]| plan_of(flags).0.unwrap().options.dynamic_level_bytes;
+        assert!(!dynamic(&[]), "db_bench's default: static level sizes");
+        assert!(dynamic(&["--level_compaction_dynamic_level_bytes"]));
+        assert!(dynamic(&["--level_compaction_dynamic_level_bytes=true"]));
         assert_eq!((o.write_buffer_bytes, o.max_write_buffer_number), (1 << 20, 3));
         assert_eq!((o.target_file_size_base, o.max_bytes_for_level_base), (2 << 20, 8 << 20));
         assert_eq!(

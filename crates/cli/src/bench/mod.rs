@@ -152,7 +152,9 @@ pub struct Args {
     /// Bytes of pending compaction at which writes wait for compaction.
     #[arg(long = "hard_pending_compaction_bytes_limit")]
     pub hard_pending_compaction_bytes_limit: Option<u64>,
-    /// Size levels from the largest one up (RocksDB's default from 8.4; the engine's default).
+    /// Size levels from the largest one up. Off unless given, as in db_bench 11.8.1 (whose
+    /// default is false), although the engine's `Options::default()` and RocksDB's library
+    /// turn it on.
     #[arg(long = "level_compaction_dynamic_level_bytes", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub level_compaction_dynamic_level_bytes: Option<bool>,
     /// L0 SSTs that start a compaction into L1.

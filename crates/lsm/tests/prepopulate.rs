@@ -46,16 +46,8 @@ fn compactions_add_nothing_to_the_block_cache() {
     o.prepopulate_block_cache = false;
     let dev = SimDevice::new(64 << 20, 4096, 1).unwrap();
     let db = Db::open_device(Arc::new(dev), o).unwrap();
-    for round in 0..3u32 {
-        for i in 0..KEYS {
-            db.put(format!("key{i:06}").as_bytes(), &[(i + round) as u8; 100]).unwrap();
-        }
-        db.flush().unwrap();
-    }
     // Readers cache blocks of the flushed SSTs, which the compaction then reads.
-    for i in (0..KEYS).step_by(3) {
-        db.get(format!("key{i:06}").as_bytes()).unwrap();
-    }
+    load_three_rounds_and_read_some(&db);
     let before = db.stats();
     assert!(before.block_cache_adds > 0, "reads that miss add their blocks: {before:?}");
     db.compact_range().unwrap();
@@ -63,6 +55,25 @@ fn compactions_add_nothing_to_the_block_cache() {
     assert!(after.compactions > before.compactions, "{after:?}");
     assert!(after.block_cache_hits > before.block_cache_hits, "cached inputs were used");
     assert_eq!(after.block_cache_adds, before.block_cache_adds, "the compaction cached blocks");
+    read_back_the_last_round(&db);
+}
+
+/// Three rounds of every key, each flushed (the last round's values win), then a read of every
+/// third key.
+fn load_three_rounds_and_read_some(db: &Db) {
+    for round in 0..3u32 {
+        for i in 0..KEYS {
+            db.put(format!("key{i:06}").as_bytes(), &[(i + round) as u8; 100]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    for i in (0..KEYS).step_by(3) {
+        db.get(format!("key{i:06}").as_bytes()).unwrap();
+    }
+}
+
+/// Every key reads back with its last round's value.
+fn read_back_the_last_round(db: &Db) {
     for i in 0..KEYS {
         let v = db.get(format!("key{i:06}").as_bytes()).unwrap();
         assert_eq!(v.as_deref(), Some(&[(i + 2) as u8; 100][..]), "key {i}");
@@ -80,23 +91,12 @@ fn compaction_adds_and_misses_after(direct_writes: bool, cache_bytes: usize) -> 
     o.use_direct_reads = false;
     o.use_direct_io_for_flush_and_compaction = direct_writes;
     let db = Db::open(dir.path().join("db"), o).unwrap();
-    for round in 0..3u32 {
-        for i in 0..KEYS {
-            db.put(format!("key{i:06}").as_bytes(), &[(i + round) as u8; 100]).unwrap();
-        }
-        db.flush().unwrap();
-    }
-    for i in (0..KEYS).step_by(3) {
-        db.get(format!("key{i:06}").as_bytes()).unwrap();
-    }
+    load_three_rounds_and_read_some(&db);
     let before = db.stats();
     db.compact_range().unwrap();
     let after = db.stats();
     assert!(after.compactions > before.compactions, "{after:?}");
-    for i in 0..KEYS {
-        let v = db.get(format!("key{i:06}").as_bytes()).unwrap();
-        assert_eq!(v.as_deref(), Some(&[(i + 2) as u8; 100][..]), "key {i}");
-    }
+    read_back_the_last_round(&db);
     let read = db.stats();
     (
         after.block_cache_adds - before.block_cache_adds,

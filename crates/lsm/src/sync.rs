@@ -17,9 +17,9 @@ const WAIT_NANOS: u64 = 30_000;
 /// not (the caller then sleeps on its condition variable). For hand-overs that usually come
 /// within microseconds: a thread that sleeps costs the one waking it a futex call and itself
 /// a context switch, which in a YCSB A run with two writers were 4% of the writers' time. The
-/// wait spins for a moment and then yields the CPU between checks (on a machine of two cores
-/// the thread it waits for may need that CPU), like RocksDB's adaptive yield in its write
-/// thread.
+/// wait spins for a moment and then also yields the CPU every 16 checks (on a machine of two
+/// cores the thread it waits for may need that CPU), like RocksDB's adaptive yield in its
+/// write thread.
 pub(crate) fn spin_until(done: impl Fn() -> bool) -> bool {
     let start = std::time::Instant::now();
     let mut checks = 0u32;

@@ -145,9 +145,9 @@ impl Inner {
     /// miss the block cache (SSTs written or read with O_DIRECT). Through the page cache, a
     /// compaction's output is there already, and caching all of it pushed out the blocks
     /// readers use: 5.6 GB of compaction output through a 32 MiB cache in a YCSB A run swept
-    /// it every few milliseconds, and A ran about 5% slower (docs/lsm.md, "The block cache and
-    /// new SSTs"). Free room is still filled: a cache larger than the data then holds the
-    /// new SSTs whole, as it did.
+    /// it every few milliseconds, and A ran about 5% slower than with no compaction output
+    /// cached (docs/lsm.md, "The block cache and new SSTs"). Free room is still filled: a
+    /// cache larger than the data then holds the new SSTs whole, as it did.
     fn prepopulate_evicts(&self, by: MadeBy) -> bool {
         match by {
             MadeBy::Flush => true,

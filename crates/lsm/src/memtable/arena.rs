@@ -176,6 +176,16 @@ fn map_huge(len: usize) -> Option<NonNull<u8>> {
 /// store opens (`memtable::start_prefaulter`), keeps [`READY_CHUNKS`] chunks mapped and touched ahead of
 /// the arenas: the zeroing moves off the writer, to a core the writer is not using. Also only
 /// while some arena lives; a chunk handed out from them is counted as any taken chunk.
+///
+/// Idle chunks go back. A memtable that fills slowly (a read-mostly load: YCSB B writes about
+/// one chunk a second) or not at all (workload C) would leave up to a whole write buffer of
+/// spare chunks mapped for as long as the store is open: 64 MiB that, in a memory cgroup, the
+/// page cache could hold data in instead (it did: 74 MiB of chunks, 37 of them, during YCSB C
+/// in a 550 MiB group). So the same thread, every [`TRIM_INTERVAL`], keeps only the spares
+/// that [`KEEP_INTERVALS`] intervals at the last one's rate would take, and after an interval
+/// in which no arena asked for a chunk, also the ready ones and stops making more until an
+/// arena asks again. A fast writer keeps everything (it takes the chunks within seconds); a
+/// slow one is served by the ready chunks, whose zeroing at a few chunks a second is cheap.
 mod spare {
     use std::ptr::NonNull;
     use std::sync::{Condvar, Mutex};
@@ -184,6 +194,12 @@ mod spare {
     /// 13 ms (fillseq, 100-byte values), the thread faults one in within a few: one ready
     /// while the next is made is enough, and each more is memory the store holds.
     pub(super) const READY_CHUNKS: usize = 2;
+
+    /// How often the prefault thread trims idle chunks.
+    pub(super) const TRIM_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// Spare chunks kept: what this many intervals take at the rate of the last one.
+    pub(super) const KEEP_INTERVALS: usize = 2;
 
     /// A chunk's base; the list owns the mapping behind it.
     struct Base(NonNull<u8>);
@@ -202,6 +218,8 @@ mod spare {
         /// Some arena took a chunk since arenas came to live: the store writes. A store opened
         /// only to be read holds no ready chunk.
         filling: bool,
+        /// Chunks arenas asked for since the last trim (whether one was spare or not).
+        asked: usize,
     }
 
     impl List {
@@ -228,6 +246,7 @@ mod spare {
                 arenas: 0,
                 ready: Vec::new(),
                 filling: false,
+                asked: 0,
             };
             Spare { list: Mutex::new(list), want: Condvar::new() }
         }
@@ -240,6 +259,7 @@ mod spare {
             }
             let mut list = self.list.lock().ok()?;
             list.filling = true;
+            list.asked += 1;
             let base = list.bases.pop().or_else(|| list.ready.pop()).map(|b| b.0);
             if list.wants_ready() {
                 self.want.notify_one();
@@ -279,17 +299,57 @@ mod spare {
             }
         }
 
-        /// Waits until ready chunks are wanted, then makes them; forever.
+        /// Waits until ready chunks are wanted, then makes them, and trims idle chunks every
+        /// [`TRIM_INTERVAL`]; forever.
         pub(super) fn prefault_forever(&self) -> ! {
+            let mut last_trim = std::time::Instant::now();
             loop {
-                if let Ok(list) = self.list.lock() {
-                    let _unused = self.want.wait_while(list, |l| !l.wants_ready());
-                }
-                if self.fill_ready() == 0 {
+                let wait = TRIM_INTERVAL.saturating_sub(last_trim.elapsed());
+                let wanted = match self.list.lock() {
+                    Ok(list) => {
+                        match self.want.wait_timeout_while(list, wait, |l| !l.wants_ready()) {
+                            Ok((list, _)) => list.wants_ready(),
+                            Err(_) => false,
+                        }
+                    }
+                    Err(_) => false,
+                };
+                if wanted && self.fill_ready() == 0 {
                     // Mapping failed (or the arenas went meanwhile): not a busy loop.
                     std::thread::sleep(std::time::Duration::from_millis(100));
                 }
+                if last_trim.elapsed() >= TRIM_INTERVAL {
+                    self.trim();
+                    last_trim = std::time::Instant::now();
+                }
             }
+        }
+
+        /// Ends an interval: unmaps the spare chunks beyond what [`KEEP_INTERVALS`] intervals
+        /// at this one's rate would take and, when no arena asked for a chunk at all, the
+        /// ready chunks too (none is made again until one asks). Returns how many it unmapped.
+        pub(super) fn trim(&self) -> usize {
+            let idle = {
+                let Ok(mut list) = self.list.lock() else { return 0 };
+                let keep = list.asked.saturating_mul(KEEP_INTERVALS);
+                let mut idle: Vec<Base> = Vec::new();
+                if list.bases.len() > keep {
+                    let excess = list.bases.len() - keep;
+                    idle.extend(list.bases.drain(..excess));
+                }
+                if list.asked == 0 {
+                    list.filling = false;
+                    idle.append(&mut list.ready);
+                }
+                list.asked = 0;
+                idle
+            };
+            for base in &idle {
+                // SAFETY: each base is a whole mapping of one huge chunk that only the list
+                // owned, and it has left the list.
+                unsafe { libc::munmap(base.0.as_ptr().cast(), super::HUGE_PAGE_BYTES) };
+            }
+            idle.len()
         }
 
         /// Ready chunks held.
@@ -627,6 +687,44 @@ mod tests {
         spare.arena_dropping(0);
         assert_eq!(spare.ready_chunks(), 0);
         assert_eq!(spare.fill_ready(), 0);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "miri does not run mmap")]
+    fn idle_chunks_go_back_at_the_rate_arenas_ask_for_them() {
+        let spare = spare::Spare::new();
+        let chunk = || map_huge(HUGE_PAGE_BYTES).expect("an anonymous mapping");
+        // Two arenas; one dropped, having taken 16 chunks, which the list may now hold.
+        spare.arena_made();
+        spare.arena_made();
+        spare.arena_dropping(16 * HUGE_PAGE_BYTES);
+        for _ in 0..16 {
+            assert_eq!(spare.give(chunk(), HUGE_PAGE_BYTES), Ok(()));
+        }
+        // A writer asked for 3 chunks this interval: 2 intervals' worth (6) stays.
+        let taken: Vec<_> = (0..3).map(|_| spare.take(HUGE_PAGE_BYTES).expect("spare")).collect();
+        assert_eq!(spare.held_bytes(), 13 * HUGE_PAGE_BYTES);
+        assert_eq!(spare.fill_ready(), spare::READY_CHUNKS, "the writer wants ready chunks");
+        assert_eq!(spare.trim(), 13 - 3 * spare::KEEP_INTERVALS);
+        assert_eq!(spare.held_bytes(), 3 * spare::KEEP_INTERVALS * HUGE_PAGE_BYTES);
+        assert_eq!(spare.ready_chunks(), spare::READY_CHUNKS, "a writer was active");
+        // An interval in which nobody asks: every spare and ready chunk goes, and no ready
+        // chunk is made until an arena asks again.
+        assert_eq!(spare.trim(), 3 * spare::KEEP_INTERVALS + spare::READY_CHUNKS);
+        assert_eq!((spare.held_bytes(), spare.ready_chunks()), (0, 0));
+        assert_eq!(spare.fill_ready(), 0, "idle: nothing made ahead");
+        assert_eq!(spare.take(HUGE_PAGE_BYTES), None);
+        assert_eq!(spare.fill_ready(), spare::READY_CHUNKS, "asked again: ready chunks");
+        // Chunks in use are never touched by a trim.
+        for c in &taken {
+            // SAFETY: a live mapping of HUGE_PAGE_BYTES that the test owns.
+            unsafe { ptr::write_bytes(c.as_ptr(), 5, HUGE_PAGE_BYTES) };
+        }
+        for c in taken {
+            // SAFETY: as above; unmapped once.
+            unsafe { libc::munmap(c.as_ptr().cast(), HUGE_PAGE_BYTES) };
+        }
+        spare.arena_dropping(0);
     }
 
     #[test]

@@ -15,7 +15,11 @@
 //! - `Db::check` passes (checksums, levels, slot accounting);
 //! - recovery is repeatable: reopening the recovered device (every other image) gives the same
 //!   state, and on some images the recovery's own device writes are crashed at every point too,
-//!   and each of those images must recover to the same state again.
+//!   and each of those images must recover to the same state again;
+//! - the page-cache read path (issue #14) recovers the same state: at every fifth crash point
+//!   the image of `Damage::Keep` (all writes issued, what a killed process leaves) is also
+//!   written to a volume file and opened with buffered reads and no block cache, so recovery
+//!   and every read go through `pread` and the kernel's page cache.
 //!
 //! Why: recovery has to pick the WAL prefix, the version, and the slots apart from whatever a
 //! power cut left half-written; only checking every cut point shows that no point is missed.
@@ -31,7 +35,7 @@ use common::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_io::{Damage, SimDevice};
-use shale_lsm::{Db, WriteBatch, WriteOptions};
+use shale_lsm::{Db, Options, WriteBatch, WriteOptions};
 
 /// Keys are drawn from `0..KEYS`.
 const KEYS: u16 = 100;
@@ -137,6 +141,35 @@ fn open_and_read(dev: &SimDevice, ctx: &str) -> State {
     state
 }
 
+/// Options that read every SST block through the page cache: buffered reads, no block cache.
+fn page_cache_options() -> Options {
+    let mut o = small_options();
+    o.use_direct_reads = false;
+    o.block_cache_bytes = 0;
+    o.prepopulate_block_cache = false;
+    o
+}
+
+/// Opens `image` as a volume file with [`page_cache_options`] and returns its state after the
+/// checks of [`open_and_read`], with the bytes it read from SSTs through the page cache.
+fn open_as_file_and_read(image: &[u8], ctx: &str) -> (State, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(shale_space::VOLUME_FILE_NAME), image).unwrap();
+    let db = Db::open(dir.path(), page_cache_options())
+        .unwrap_or_else(|e| panic!("{ctx}: open failed: {e}"));
+    let sought =
+        seek_state(&db, KEYS, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: seeks: {e}"));
+    let state = scan_state(&db, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
+    assert_eq!(sought, state, "{ctx}: the seeks and the scan disagree");
+    let batched = multi_get_state(&db, KEYS, 16, VALUE_FILLER_MAX)
+        .unwrap_or_else(|e| panic!("{ctx}: multi_get: {e}"));
+    assert_eq!(batched, state, "{ctx}: multi_get and the scan disagree");
+    db.check().unwrap_or_else(|e| panic!("{ctx}: check: {e}"));
+    let stats = db.stats();
+    assert_eq!(stats.sst_bytes_read_direct, 0, "{ctx}: SSTs read with O_DIRECT");
+    (state, stats.sst_bytes_read_buffered)
+}
+
 /// Which prefixes a crash after device write `k` may leave: from the last write that must
 /// survive to the last write that had started.
 fn allowed_prefixes(script: &Script, k: u64, keep: bool) -> (usize, usize) {
@@ -154,6 +187,9 @@ struct Tally {
     images: u64,
     reopened: u64,
     recovery_crash_images: u64,
+    /// Images opened as a file with buffered reads, and those whose SSTs were read so.
+    page_cache_images: u64,
+    page_cache_images_with_sst_reads: u64,
 }
 
 fn check_image(script: &Script, dev: &SimDevice, k: u64, keep: bool, ctx: &str) -> State {
@@ -222,6 +258,14 @@ fn scenario(seed: u64, tally: &mut Tally) {
                 assert_eq!(open_and_read(&recovered, &ctx2), state, "{ctx2}: state changed");
                 tally.reopened += 1;
             }
+            // The same image through the page-cache read path: the same state.
+            if k % 5 == 0 && keep {
+                let ctx3 = format!("{ctx}, as a file read through the page cache");
+                let (through_cache, sst_bytes) = open_as_file_and_read(&image, &ctx3);
+                assert_eq!(through_cache, state, "{ctx3}: another state than the device's");
+                tally.page_cache_images += 1;
+                tally.page_cache_images_with_sst_reads += u64::from(sst_bytes > 0);
+            }
             if k % 89 == 7 && matches!(damage, Damage::Random { .. }) {
                 crash_the_recovery(image, &state, seed ^ k, &ctx, tally);
             }
@@ -240,12 +284,20 @@ fn every_crash_point_recovers_an_acknowledged_prefix() {
     }
     println!(
         "store crash enumeration: {} crash images checked ({} after a crash of the recovery \
-         itself; {} recovered devices reopened), 0 violations, {:?}",
+         itself; {} recovered devices reopened; {} opened as a file through the page cache, \
+         {} of them reading SSTs so), 0 violations, {:?}",
         tally.images + tally.recovery_crash_images,
         tally.recovery_crash_images,
         tally.reopened,
+        tally.page_cache_images,
+        tally.page_cache_images_with_sst_reads,
         started.elapsed()
     );
     assert!(tally.images >= 1000, "fewer than 1,000 crash images checked");
     assert!(tally.recovery_crash_images > 0, "no recovery was crashed");
+    assert!(
+        tally.page_cache_images_with_sst_reads >= 50,
+        "only {} crash images read SSTs through the page cache",
+        tally.page_cache_images_with_sst_reads
+    );
 }

@@ -128,13 +128,19 @@ fn damages(k: u64, seed: u64) -> [(Damage, bool); 4] {
 fn open_and_read(dev: &SimDevice, ctx: &str) -> State {
     let db = Db::open_device(Arc::new(dev.clone()), small_options())
         .unwrap_or_else(|e| panic!("{ctx}: open failed: {e}"));
+    read_and_check(&db, ctx)
+}
+
+/// Reads `db`'s state by seeks, a scan and multi-gets, checks they agree and that
+/// `Db::check` passes, and returns it.
+fn read_and_check(db: &Db, ctx: &str) -> State {
     // Seeks first, on the cold cache: each reads the blocks of every sorted run it lands in
     // together (one batch), the path a scan's start and every seek take.
     let sought =
-        seek_state(&db, KEYS, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: seeks: {e}"));
-    let state = scan_state(&db, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
+        seek_state(db, KEYS, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: seeks: {e}"));
+    let state = scan_state(db, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
     assert_eq!(sought, state, "{ctx}: the seeks and the scan disagree");
-    let batched = multi_get_state(&db, KEYS, 16, VALUE_FILLER_MAX)
+    let batched = multi_get_state(db, KEYS, 16, VALUE_FILLER_MAX)
         .unwrap_or_else(|e| panic!("{ctx}: multi_get: {e}"));
     assert_eq!(batched, state, "{ctx}: multi_get and the scan disagree");
     db.check().unwrap_or_else(|e| panic!("{ctx}: check: {e}"));
@@ -151,20 +157,13 @@ fn page_cache_options() -> Options {
 }
 
 /// Opens `image` as a volume file with [`page_cache_options`] and returns its state after the
-/// checks of [`open_and_read`], with the bytes it read from SSTs through the page cache.
+/// checks of [`read_and_check`], with the bytes it read from SSTs through the page cache.
 fn open_as_file_and_read(image: &[u8], ctx: &str) -> (State, u64) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join(shale_space::VOLUME_FILE_NAME), image).unwrap();
     let db = Db::open(dir.path(), page_cache_options())
         .unwrap_or_else(|e| panic!("{ctx}: open failed: {e}"));
-    let sought =
-        seek_state(&db, KEYS, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: seeks: {e}"));
-    let state = scan_state(&db, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
-    assert_eq!(sought, state, "{ctx}: the seeks and the scan disagree");
-    let batched = multi_get_state(&db, KEYS, 16, VALUE_FILLER_MAX)
-        .unwrap_or_else(|e| panic!("{ctx}: multi_get: {e}"));
-    assert_eq!(batched, state, "{ctx}: multi_get and the scan disagree");
-    db.check().unwrap_or_else(|e| panic!("{ctx}: check: {e}"));
+    let state = read_and_check(&db, ctx);
     let stats = db.stats();
     assert_eq!(stats.sst_bytes_read_direct, 0, "{ctx}: SSTs read with O_DIRECT");
     (state, stats.sst_bytes_read_buffered)

@@ -24,12 +24,13 @@
 //!   first, and after [`BufferedWriter::sync`] they are clean and on the device anyway.
 //!
 //! Write-back errors: Linux reports an error writing back a dirty page once to each open
-//! file description, at its next `fsync`/`fdatasync`; a second call on the same descriptor
-//! returns success although the page never reached the device. Several threads write SSTs
-//! through one [`BufferedWriter`], so an error caused by one thread's pages could be reported
-//! to another's sync, and the first thread's own sync would then succeed. So a writer's syncs
-//! are serialized and the first failure is sticky: every later [`BufferedWriter::sync`]
-//! fails too (DESIGN.md P5: a failed sync is never retried and trusted).
+//! file description that was open when it happened, at its next `fsync`/`fdatasync` (or a
+//! waiting `sync_file_range`); a second call on the same descriptor returns success although
+//! the page never reached the device. So a writer's syncs are serialized and the first
+//! failure is sticky: every later sync fails too (DESIGN.md P5: a failed sync is never
+//! retried and trusted). Where several threads write, each should write through a descriptor
+//! of its own ([`BufferedWriter::reopen`]): an error is then reported to every one of them,
+//! and none has to wait for the others' pages ([`BufferedWriter::sync_range`]).
 //!
 //! The reader's descriptor is advised `POSIX_FADV_RANDOM`: the kernel reads exactly the pages
 //! asked for and no readahead around them, so a point read neither wastes device bandwidth nor
@@ -53,8 +54,9 @@ use crate::error::{Error, OpKind, PathOp, Result};
 const BATCH_RING_ENTRIES: u32 = 64;
 
 thread_local! {
-    /// The ring of this thread's batch reads, made at its first batch; `None` where the
-    /// kernel refuses one (the reads then run one by one).
+    /// The ring of this thread's batch reads and ranged syncs, made at its first use; `None`
+    /// where the kernel refuses one (the reads then run one by one, a ranged sync syncs the
+    /// whole file).
     static BATCH_RING: RefCell<Option<IoUring>> =
         RefCell::new(IoUring::new(BATCH_RING_ENTRIES).ok());
 }
@@ -206,8 +208,9 @@ impl BufferedReader {
                 }
             }
             for cqe in ring.completion() {
-                let i = cqe.user_data() as usize;
-                if results[i].replace(cqe.result()).is_none() {
+                // Not one of these reads: a ranged sync's that was given up on ([`fsync_range`]).
+                let Some(slot) = results.get_mut(cqe.user_data() as usize) else { continue };
+                if slot.replace(cqe.result()).is_none() {
                     reaped += 1;
                 }
             }
@@ -284,6 +287,38 @@ impl BufferedReader {
 
     fn advise(&self, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
         advise(&self.file, offset, len, advice)
+    }
+}
+
+/// The tag of a ranged sync on a thread's ring (reads are tagged by their index).
+const FSYNC_TAG: u64 = u64::MAX;
+
+/// One ranged `fdatasync` of `file` through `ring`, waited for; `None` if the ring failed
+/// before the request was submitted (the caller syncs another way).
+fn fsync_range(ring: &mut IoUring, file: &File, offset: u64, len: u32) -> Option<io::Result<()>> {
+    let sqe = opcode::Fsync::new(types::Fd(file.as_raw_fd()))
+        .offset(offset)
+        .len(len)
+        .flags(types::FsyncFlags::DATASYNC)
+        .build()
+        .user_data(FSYNC_TAG);
+    // SAFETY: the request names no memory; the descriptor stays open until it is reaped.
+    unsafe { ring.submission().push(&sqe) }.ok()?;
+    let mut submitted = false;
+    loop {
+        match ring.submit_and_wait(1) {
+            Ok(_) => submitted = true,
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+            // Not in the kernel's hands: the caller's fallback is safe. Submitted and then
+            // lost, it still is: a whole-file sync covers the range.
+            Err(_) if !submitted => return None,
+            Err(e) => return Some(Err(e)),
+        }
+        // Only this request is in flight on the thread's ring, but skip anything else.
+        if let Some(cqe) = ring.completion().find(|c| c.user_data() == FSYNC_TAG) {
+            let res = cqe.result();
+            return Some(if res < 0 { Err(io::Error::from_raw_os_error(-res)) } else { Ok(()) });
+        }
     }
 }
 
@@ -382,6 +417,88 @@ impl BufferedWriter {
         if rc == 0 { Ok(()) } else { Err(self.flush_error(offset, io::Error::last_os_error())) }
     }
 
+    /// A writer of its own on the same file or device: a new open file description, opened
+    /// through `/proc/self/fd` (so a path renamed or replaced since does not matter), with
+    /// its own record of write-back errors (see the module's comment). Each thread that
+    /// writes and syncs a range of its own should hold one.
+    ///
+    /// # Errors
+    /// [`Error::Path`] naming the path when the kernel refuses the open.
+    pub fn reopen(&self) -> Result<BufferedWriter> {
+        let proc_path = PathBuf::from(format!("/proc/self/fd/{}", self.file.as_raw_fd()));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(&proc_path)
+            .map_err(|e| Error::at_path(PathOp::Open, &self.path, e))?;
+        Ok(BufferedWriter { file, path: self.path.clone(), sync_failed: Mutex::new(false) })
+    }
+
+    /// Waits until the write-back already started of `[offset, offset + len)` is done
+    /// (`sync_file_range(SYNC_FILE_RANGE_WAIT_BEFORE)`), starting none. A writer that calls
+    /// it for the range some bytes behind the one it just started keeps at most those bytes
+    /// queued at the device: on a device slower than the writers, another writer's pages
+    /// (a flush's, behind a compaction's) then wait behind a few megabytes, not behind
+    /// everything the page cache let this one write ahead. An error reported here is sticky:
+    /// the kernel reports it once, and the next sync must not succeed.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (a flush) naming the path for a write-back error, this one or an earlier.
+    pub fn wait_writeback(&self, offset: u64, len: u64) -> Result<()> {
+        let mut failed = self.sync_failed.lock();
+        if *failed {
+            return Err(self.earlier_failure());
+        }
+        let (Ok(off), Ok(n)) = (libc::off64_t::try_from(offset), libc::off64_t::try_from(len))
+        else {
+            return Err(self.flush_error(offset, io::Error::from_raw_os_error(libc::EINVAL)));
+        };
+        // SAFETY: sync_file_range only reads its integer arguments; the fd is open.
+        let rc = unsafe {
+            libc::sync_file_range(self.file.as_raw_fd(), off, n, libc::SYNC_FILE_RANGE_WAIT_BEFORE)
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            *failed = true;
+            Err(self.flush_error(offset, io::Error::last_os_error()))
+        }
+    }
+
+    /// Makes the writes of `[offset, offset + len)` through this writer durable, as
+    /// [`BufferedWriter::sync`] does for all of them, without writing back or waiting for
+    /// any other dirty page of the file: a ranged `fdatasync` (io_uring's `IORING_OP_FSYNC`
+    /// with a range, which the kernel turns into `vfs_fsync_range`: the range's pages, the
+    /// metadata needed to read them, a flush of the device's volatile cache). Where no ring
+    /// can be had, or the range is longer than one request can name, it syncs the whole file.
+    /// Sticky as [`BufferedWriter::sync`]; a write-back error anywhere in the file since this
+    /// descriptor was opened is reported, not only one in the range.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (a flush) naming the path, for this failure or an earlier one.
+    pub fn sync_range(&self, offset: u64, len: u64) -> Result<()> {
+        let mut failed = self.sync_failed.lock();
+        if *failed {
+            return Err(self.earlier_failure());
+        }
+        let ranged = match u32::try_from(len) {
+            Ok(len) if len > 0 => BATCH_RING.with(|ring| match ring.borrow_mut().as_mut() {
+                Some(ring) => fsync_range(ring, &self.file, offset, len),
+                None => None,
+            }),
+            _ => None,
+        };
+        let result = match ranged {
+            Some(r) => r,
+            None => self.file.sync_data(),
+        };
+        result.map_err(|e| {
+            *failed = true;
+            self.flush_error(offset, e)
+        })
+    }
+
     /// Makes every write through this writer so far durable (`fdatasync`: the dirty pages,
     /// the file's block mapping, and a flush of the device's volatile cache). Syncs are
     /// serialized; after one failure every later call fails too, without syncing again.
@@ -391,10 +508,7 @@ impl BufferedWriter {
     pub fn sync(&self) -> Result<()> {
         let mut failed = self.sync_failed.lock();
         if *failed {
-            return Err(self.flush_error(
-                0,
-                io::Error::other("an earlier sync failed; buffered writes are not trusted"),
-            ));
+            return Err(self.earlier_failure());
         }
         self.file.sync_data().map_err(|e| {
             *failed = true;
@@ -420,6 +534,13 @@ impl BufferedWriter {
                 ),
             ),
         })
+    }
+
+    fn earlier_failure(&self) -> Error {
+        self.flush_error(
+            0,
+            io::Error::other("an earlier sync failed; buffered writes are not trusted"),
+        )
     }
 
     fn flush_error(&self, offset: u64, e: io::Error) -> Error {
@@ -526,6 +647,44 @@ mod tests {
         assert!(matches!(err, Error::Io { op: OpKind::Flush, .. }), "{err}");
         assert!(err.to_string().contains("earlier sync failed"), "{err}");
         assert!(w.sync().is_err(), "the failure is sticky");
+    }
+
+    #[test]
+    fn a_reopened_writer_syncs_its_range_and_keeps_its_own_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let opts = FileOptions { create_size: Some(4 << 20), ..FileOptions::default() };
+        let dev = open_device(&path, &opts).unwrap();
+        let mut q = dev.open_queue(&QueueOptions::default()).unwrap();
+        let shared = BufferedWriter::open(&path).unwrap();
+        // Renamed after the open: a reopen goes through the descriptor, not the path.
+        let moved = dir.path().join("moved");
+        std::fs::rename(&path, &moved).unwrap();
+        let (a, b) = (shared.reopen().unwrap(), shared.reopen().unwrap());
+        assert_eq!(a.path(), path.as_path(), "errors name the path the store was opened by");
+        // Each writes a range of its own, streams it, bounds its write-back and syncs it.
+        a.write_at(0, &[b'a'; 1 << 20]).unwrap();
+        b.write_at(2 << 20, &[b'b'; 1 << 20]).unwrap();
+        for (w, at) in [(&a, 0u64), (&b, 2 << 20)] {
+            w.start_writeback(at, 1 << 20).unwrap();
+            w.wait_writeback(at, 1 << 19).unwrap();
+            w.sync_range(at, 1 << 20).unwrap();
+        }
+        assert_eq!(&q.read_at(0, 4096).unwrap()[..], &[b'a'; 4096][..], "O_DIRECT read");
+        assert_eq!(&q.read_at(2 << 20, 4096).unwrap()[..], &[b'b'; 4096][..], "O_DIRECT read");
+        // A range too long for one request, or empty, syncs the whole file.
+        a.write_at(8192, b"whole").unwrap();
+        a.sync_range(0, 1 << 40).unwrap();
+        a.sync_range(0, 0).unwrap();
+        assert_eq!(&q.read_at(8192, 4096).unwrap()[..5], b"whole");
+        // A failure is sticky on its descriptor (the kernel reports it once) and on no other.
+        *a.sync_failed.lock() = true;
+        for err in [a.sync_range(0, 4096).unwrap_err(), a.wait_writeback(0, 4096).unwrap_err()] {
+            assert!(matches!(err, Error::Io { op: OpKind::Flush, .. }), "{err}");
+            assert!(err.to_string().contains("earlier sync failed"), "{err}");
+        }
+        b.sync_range(2 << 20, 4096).unwrap();
+        shared.sync().unwrap();
     }
 
     #[test]

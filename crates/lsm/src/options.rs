@@ -215,15 +215,15 @@ pub struct Options {
     /// kernel's page cache (`false`, the default, as RocksDB's and db_bench's
     /// `use_direct_io_for_flush_and_compaction`). RocksDB then writes SST files buffered and
     /// syncs each before the MANIFEST names it; shale `pwrite`s each SST into its extent
-    /// through a buffered read-write descriptor of the volume file or block device and
-    /// `fdatasync`s it before the version edit naming it is committed, so the durability
-    /// promises are the same either way. The written pages stay cached, so reads through the
-    /// page cache find new SSTs there without the prefetch that O_DIRECT writes need (a device
-    /// read of each SST); the cost is page-cache memory and a sync of the whole volume file
-    /// per SST. WAL pages and the version log are written with O_DIRECT either way. A store
-    /// opened on a device rather than a path ([`crate::Db::open_device`]) has no file to
-    /// write through the page cache and writes directly whatever this says; read-only opens
-    /// write nothing.
+    /// through a buffered read-write descriptor of the volume file and syncs its range
+    /// before the version edit naming it is committed, so the durability promises are the
+    /// same either way. The written pages stay cached, so reads through the page cache find
+    /// new SSTs there without the prefetch that O_DIRECT writes need (a device read of each
+    /// SST); the cost is page-cache memory. WAL pages and the version log are written with
+    /// O_DIRECT either way. A volume on a block device writes SSTs with O_DIRECT whatever this
+    /// says ([`Options::writes_ssts_through_page_cache`]); so does a store opened on a device
+    /// rather than a path ([`crate::Db::open_device`]), which has no file to write through
+    /// the page cache; read-only opens write nothing.
     pub use_direct_io_for_flush_and_compaction: bool,
     /// Put each flush and compaction output's blocks into the block cache as it is written
     /// (RocksDB's `prepopulate_block_cache`, there for flushes only). A compaction retires its
@@ -342,6 +342,24 @@ impl Options {
             wal_tail: WalTail::Off,
             ..Options::default()
         }
+    }
+
+    /// Whether a store at `path` (a directory, a volume file or a block device) writes its
+    /// SSTs through the page cache: when `use_direct_io_for_flush_and_compaction` is false
+    /// and `path` is not a block device.
+    ///
+    /// A block device's cached pages are written back one 4 KiB request per page (the
+    /// kernel's buffer heads; merged later, but each counted by whatever limits requests): a
+    /// loop device throttled to 500 MB/s and 50K IOPS took buffered writes at 144-204 MB/s
+    /// and O_DIRECT writes of 1 MiB at 487 MB/s, and fillrandom of 1 KB values with 16
+    /// threads ran at 107k ops/s buffered against 209-225k with O_DIRECT writes and the new
+    /// SSTs prefetched into the page cache (BENCHMARKS.md, issue #15). A file system writes
+    /// a file's pages back in large requests, so a volume file keeps the choice.
+    pub fn writes_ssts_through_page_cache(&self, path: &std::path::Path) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        let block_device = std::fs::metadata(shale_space::volume_file(path))
+            .is_ok_and(|m| m.file_type().is_block_device());
+        !self.use_direct_io_for_flush_and_compaction && !block_device
     }
 
     /// Number of WAL log groups: one per memtable that may exist at once, and one spare so a

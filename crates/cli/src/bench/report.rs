@@ -271,10 +271,14 @@ pub fn print_header(args: &Args, plan: &DbPlan, path: &Path) {
     outln!("Compression: {}", plan.compression_name);
     let reads = if plan.options.use_direct_reads { "direct (O_DIRECT)" } else { "page cache" };
     outln!("SST reads:  {reads}");
-    let writes = if plan.options.use_direct_io_for_flush_and_compaction {
-        "direct (O_DIRECT)"
-    } else {
+    let writes = if plan.options.writes_ssts_through_page_cache(path) {
         "page cache (synced before commit)"
+    } else if plan.options.use_direct_io_for_flush_and_compaction {
+        "direct (O_DIRECT)"
+    } else if plan.options.use_direct_reads {
+        "direct (O_DIRECT: a block device)"
+    } else {
+        "direct (O_DIRECT: a block device), then read into the page cache"
     };
     outln!("SST writes: {writes}");
     let index_and_filter = if plan.options.cache_index_and_filter_blocks {

@@ -767,13 +767,14 @@ enum Access {
 
 /// The buffered descriptors SSTs are read and written through (`sst/volume_io.rs`), on the
 /// volume file or block device that `path` names, unless the options ask for direct reads
-/// or direct writes; a read-only store writes nothing. Opened after the volume, so the file
-/// exists (a new store's was just created).
+/// or direct writes ([`Options::writes_ssts_through_page_cache`]: never on a block device);
+/// a read-only store writes nothing. Opened after the volume, so the file exists (a new
+/// store's was just created).
 fn page_cache_files(path: &Path, opts: &Options, access: Access) -> Result<PageCacheFiles> {
     let target = shale_space::volume_file(path);
     let reads =
         if opts.use_direct_reads { None } else { Some(Arc::new(BufferedReader::open(&target)?)) };
-    let writes = if opts.use_direct_io_for_flush_and_compaction || access == Access::ReadOnly {
+    let writes = if access == Access::ReadOnly || !opts.writes_ssts_through_page_cache(path) {
         None
     } else {
         Some(Arc::new(BufferedWriter::open(&target)?))

@@ -2,15 +2,16 @@
 //!
 //! Writing takes one of two paths, chosen once per store ([`QueuePool`]); the stages of writing
 //! one SST, streamed while it is built, are `writer`'s ([`SstWriter`]):
-//! - *direct* (`Options::use_direct_io_for_flush_and_compaction = true`, or a store on a
-//!   device rather than a path): O_DIRECT writes through a slot queue, around the page cache;
-//! - *buffered* (`false`, the default, as RocksDB's, on a store opened by path): `pwrite` on a
+//! - *direct* (`Options::use_direct_io_for_flush_and_compaction = true`, a volume on a block
+//!   device, or a store on a device rather than a path): O_DIRECT writes through a slot
+//!   queue, around the page cache;
+//! - *buffered* (`false`, the default, as RocksDB's, on a volume file): `pwrite` on a
 //!   read-write descriptor of the volume file without O_DIRECT ([`BufferedWriter`]), so the
 //!   new SST's pages are in the page cache when it is first read, as an engine writing
-//!   buffered files finds them. Each request's write-back starts at once (a non-waiting
-//!   `sync_file_range`), so it streams instead of piling up for the final `fdatasync`. A
-//!   failed buffered sync is sticky ([`BufferedWriter::sync`]): the kernel reports a
-//!   write-back error once per descriptor, and several threads share this one.
+//!   buffered files finds them. Each SST is written through a descriptor of its own
+//!   ([`BufferedWriter::reopen`]), which sees every write-back error since it was opened;
+//!   each request's write-back starts at once (a non-waiting `sync_file_range`), so it
+//!   streams instead of piling up for the final ranged sync.
 //!
 //! The promises of DESIGN.md hold the same on both paths: nothing names an SST before its
 //! writer's `finish` made it durable.

@@ -64,6 +64,7 @@
 //! record from it. A release is a metadata change a crash may undo; that brings back old
 //! pages of a generation already flushed, which recovery skips as before.
 
+mod level_search;
 pub mod meta;
 /// The WAL's page format is the shared log page of the space layer.
 pub use shale_space::log_page as page;

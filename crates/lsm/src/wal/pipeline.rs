@@ -26,33 +26,21 @@
 //! biggest groups. Which level is best depends on the writers and the device (measured here,
 //! 2 vCPUs, fillsync of 1 KB values: with 8 threads 3 loggers gave 23.8k writes/s and none
 //! 20.7k; with 32 threads none gave 49.9k and 3 loggers 44.1k, their groups four times
-//! smaller), so the pipeline measures instead of guessing: every [`ADAPT_PERIOD`] it compares
-//! the sync writes committed per second with the previous period's, keeps moving the level
-//! the same way while that does not lose more than [`RATE_TOLERANCE`], turns back when it
-//! does, and then stays at the level it returned to: [`DWELL_PERIODS`] periods the first
-//! time, twice as long each time it comes back to the same level, up to
-//! [`DWELL_PERIODS_MAX`], so that once the best level is found, probing its neighbours costs
-//! a few percent of the time rather than a third (a probe of a worse level costs a period).
+//! smaller), so the pipeline measures instead of guessing: every [`ADAPT_PERIOD`] it hands
+//! the sync writes committed per second to a [`LevelSearch`], which stays at the best level
+//! it knows and probes its neighbours less and less often while they lose.
 
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use shale_io::{AlignedBuf, Completion, Op, Queue, Request};
 
+use super::level_search::LevelSearch;
 use super::turns::Turns;
 use crate::error::{Error, Result};
 
 /// How often the number of loggers is reconsidered.
 pub const ADAPT_PERIOD: Duration = Duration::from_millis(100);
-
-/// Fall in the commit rate, from one period to the next, that counts as a loss.
-pub const RATE_TOLERANCE: f64 = 0.03;
-
-/// Periods the pipeline stays at a level it turned back to before it tries another.
-pub const DWELL_PERIODS: u32 = 4;
-
-/// Most periods the pipeline stays at a level before it probes another (6.4 s).
-pub const DWELL_PERIODS_MAX: u32 = 64;
 
 /// Most loggers a pipeline may have (`Options::wal_loggers`' upper limit).
 pub const LOGGERS_MAX: usize = 8;
@@ -84,14 +72,8 @@ struct Loggers {
     /// The current adaptation period: when it started and the sync writes committed in it.
     period_start: Instant,
     period_writes: u64,
-    /// The previous period's commit rate (writes a second), the way the level moves (+1 or
-    /// -1), and periods left to stay at the current level.
-    last_rate: Option<f64>,
-    direction: i8,
-    dwell: u32,
-    /// How long the next stay after a turn lasts, and the level the last turn went back to.
-    dwell_len: u32,
-    returned_to: Option<usize>,
+    /// Which level to run next, from the rates the periods committed at.
+    search: LevelSearch,
     stats: PipelineStats,
 }
 
@@ -101,7 +83,6 @@ pub struct LogPipeline {
     loggers: Mutex<Loggers>,
     /// Wakes leaders waiting for a logger.
     cv: Condvar,
-    max_loggers: usize,
     /// Whether the number of loggers adapts ([`LogPipeline::adapt`]).
     adaptive: bool,
 }
@@ -126,15 +107,10 @@ impl LogPipeline {
                 busy: 0,
                 period_start: Instant::now(),
                 period_writes: 0,
-                last_rate: None,
-                direction: 1,
-                dwell: 0,
-                dwell_len: DWELL_PERIODS,
-                returned_to: None,
+                search: LevelSearch::new(max_loggers, allowed),
                 stats: PipelineStats::default(),
             }),
             cv: Condvar::new(),
-            max_loggers,
             adaptive,
         }
     }
@@ -251,43 +227,7 @@ impl LogPipeline {
         let rate = st.period_writes as f64 / elapsed.as_secs_f64();
         st.period_start = Instant::now();
         st.period_writes = 0;
-        if rate == 0.0 {
-            // No sync writes: nothing to learn.
-            st.last_rate = None;
-            return;
-        }
-        if st.dwell > 0 {
-            // Staying: only the rate is learnt, which the next probe is compared with.
-            st.dwell -= 1;
-            st.last_rate = Some(rate);
-            return;
-        }
-        let lost = st.last_rate.is_some_and(|last| rate < last * (1.0 - RATE_TOLERANCE));
-        st.last_rate = Some(rate);
-        if lost {
-            // The last move (or a change of load) cost throughput: go back, and stay.
-            st.direction = -st.direction;
-            self.step(st);
-            st.dwell_len = if st.returned_to == Some(st.allowed) {
-                (st.dwell_len * 2).min(DWELL_PERIODS_MAX)
-            } else {
-                DWELL_PERIODS
-            };
-            st.returned_to = Some(st.allowed);
-            st.dwell = st.dwell_len;
-            return;
-        }
-        self.step(st);
-    }
-
-    /// Moves the level one step the current way, turning at either end.
-    fn step(&self, st: &mut Loggers) {
-        let next = st.allowed as i64 + i64::from(st.direction);
-        if next < 0 || next > self.max_loggers as i64 {
-            st.direction = -st.direction;
-        }
-        let next = (st.allowed as i64 + i64::from(st.direction)).clamp(0, self.max_loggers as i64);
-        let next = next as usize;
+        let next = st.search.period(rate);
         if next > st.allowed {
             st.stats.logger_increases += 1;
         } else if next < st.allowed {

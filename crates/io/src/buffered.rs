@@ -309,8 +309,9 @@ fn fsync_range(ring: &mut IoUring, file: &File, offset: u64, len: u32) -> Option
         match ring.submit_and_wait(1) {
             Ok(_) => submitted = true,
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-            // Not in the kernel's hands: the caller's fallback is safe. Submitted and then
-            // lost, it still is: a whole-file sync covers the range.
+            // Not in the kernel's hands: the caller's whole-file sync covers the range. The
+            // request may still sit in the queue and go with the thread's next submission,
+            // a harmless sync whose completion nobody waits for (reads skip its tag).
             Err(_) if !submitted => return None,
             Err(e) => return Some(Err(e)),
         }
@@ -406,14 +407,17 @@ impl BufferedWriter {
     /// # Errors
     /// [`Error::Io`] naming the path if the kernel refuses the call.
     pub fn start_writeback(&self, offset: u64, len: u64) -> Result<()> {
+        self.sync_file_range(offset, len, libc::SYNC_FILE_RANGE_WRITE)
+    }
+
+    /// `sync_file_range(2)` of `[offset, offset + len)` with `flags`.
+    fn sync_file_range(&self, offset: u64, len: u64, flags: libc::c_uint) -> Result<()> {
         let (Ok(off), Ok(n)) = (libc::off64_t::try_from(offset), libc::off64_t::try_from(len))
         else {
             return Err(self.flush_error(offset, io::Error::from_raw_os_error(libc::EINVAL)));
         };
         // SAFETY: sync_file_range only reads its integer arguments; the fd is open.
-        let rc = unsafe {
-            libc::sync_file_range(self.file.as_raw_fd(), off, n, libc::SYNC_FILE_RANGE_WRITE)
-        };
+        let rc = unsafe { libc::sync_file_range(self.file.as_raw_fd(), off, n, flags) };
         if rc == 0 { Ok(()) } else { Err(self.flush_error(offset, io::Error::last_os_error())) }
     }
 
@@ -450,20 +454,9 @@ impl BufferedWriter {
         if *failed {
             return Err(self.earlier_failure());
         }
-        let (Ok(off), Ok(n)) = (libc::off64_t::try_from(offset), libc::off64_t::try_from(len))
-        else {
-            return Err(self.flush_error(offset, io::Error::from_raw_os_error(libc::EINVAL)));
-        };
-        // SAFETY: sync_file_range only reads its integer arguments; the fd is open.
-        let rc = unsafe {
-            libc::sync_file_range(self.file.as_raw_fd(), off, n, libc::SYNC_FILE_RANGE_WAIT_BEFORE)
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            *failed = true;
-            Err(self.flush_error(offset, io::Error::last_os_error()))
-        }
+        let waited = self.sync_file_range(offset, len, libc::SYNC_FILE_RANGE_WAIT_BEFORE);
+        *failed = waited.is_err();
+        waited
     }
 
     /// Makes the writes of `[offset, offset + len)` through this writer durable, as

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Scaling with cores, for a machine with more of them than the 2-core development machine
+# (issue #15: the parallel WAL "shown to scale where more cores exist"; issue #11: N hash-engine
+# volumes against one). Three parts, each alternating engines within a repeat, medians in the
+# tables:
+#   1. fillsync (every write durable, 1 KB values) on SYNC_THREADS threads: RocksDB 11.8.1
+#      (release db_bench), shale with its WAL pipeline (the default), shale with plain group
+#      commit (--wal_loggers=0);
+#   2. fillrandom (WAL on, unsynced, 1 KB values) on FILL_THREADS threads: RocksDB and shale;
+#   3. `shale kvbench --engine hash` on 1, then each of KV_VOLUMES volumes at once (one instance
+#      per volume, pinned to CPU i, started together), randfill then YCSB C, 4 KB values, on
+#      volume files in SCRATCH and, where the machine's tmpfs takes O_DIRECT, in /dev/shm too
+#      (memory as the device: what is left is the engine's own CPU scaling).
+# Runs are timed (--duration), not counted, so a faster machine does more work in the same
+# time. Every engine runs on the same file system (SCRATCH), chosen as the first of the
+# candidates that takes O_DIRECT writes and is not tmpfs or an overlay; the machine, the file
+# system and a 4 KiB O_DSYNC write's latency on it are recorded first.
+#
+# Usage: bench/scaling.sh
+# Environment: SHALE (binary; default: cargo build --release), DB_BENCH (default: the release
+#   build of bench/compare/build_rocksdb.sh), SCRATCH (default: the first usable of /var/tmp,
+#   /tmp, /root), OUT (default bench/results/<UTC date>-scaling), REPEATS (2), DURATION (5 s a
+#   run), SYNC_THREADS ("1 4 16 32 64"), FILL_THREADS ("1 4 16"), KV_VOLUMES ("4 16"),
+#   KV_NUM (20000 records per volume), KV_REPEATS (REPEATS), PARTS ("sync fill kv").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+REPEATS=${REPEATS:-2}
+DURATION=${DURATION:-5}
+SYNC_THREADS=${SYNC_THREADS:-1 4 16 32 64}
+FILL_THREADS=${FILL_THREADS:-1 4 16}
+KV_VOLUMES=${KV_VOLUMES:-4 16}
+KV_NUM=${KV_NUM:-20000}
+KV_REPEATS=${KV_REPEATS:-$REPEATS}
+PARTS=${PARTS:-sync fill kv}
+OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-scaling}
+if [ -z "${SHALE:-}" ]; then
+  cargo build --release -p shale-cli >&2 || exit 1
+  SHALE=target/release/shale
+fi
+DB_BENCH=${DB_BENCH:-$(bench/compare/build_rocksdb.sh | tail -2 | head -1)}
+mkdir -p "$OUT/raw"
+SUMMARY="$OUT/README.md"
+
+# The scratch file system: O_DIRECT must work, and tmpfs or an overlay would not be a device.
+usable() { # dir -> 0 when it is a real file system that takes O_DIRECT writes
+  local d=$1 fs
+  mkdir -p "$d" 2>/dev/null || return 1
+  fs=$(findmnt -n -o FSTYPE -T "$d" 2>/dev/null)
+  case $fs in tmpfs | overlay | ramfs | "") return 1 ;; esac
+  dd if=/dev/zero of="$d/.odirect-probe" bs=1M count=8 oflag=direct status=none 2>/dev/null
+  local rc=$?
+  rm -f "$d/.odirect-probe"
+  return $rc
+}
+if [ -z "${SCRATCH:-}" ]; then
+  for c in /var/tmp /tmp /root "$PWD/.scratch"; do
+    if usable "$c"; then SCRATCH=$c; break; fi
+  done
+fi
+[ -n "${SCRATCH:-}" ] || { echo "no file system here takes O_DIRECT writes" >&2; exit 1; }
+work=$(mktemp -d "$SCRATCH/shale-scaling.XXXXXX")
+shm=""
+if [ -d /dev/shm ] && dd if=/dev/zero of=/dev/shm/.odirect-probe bs=1M count=1 oflag=direct status=none 2>/dev/null; then
+  shm=$(mktemp -d /dev/shm/shale-scaling.XXXXXX)
+fi
+rm -f /dev/shm/.odirect-probe
+trap 'rm -rf "$work" ${shm:+"$shm"}' EXIT
+
+{
+  echo "# Scaling run, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "- shale: $("$SHALE" --version 2>&1 | head -1) ($(git rev-parse --short HEAD 2>/dev/null || echo unknown))"
+  echo "- yardstick: $("$DB_BENCH" --version 2>&1 | head -1)"
+  echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
+  echo "- scratch: $SCRATCH on $(findmnt -n -o SOURCE,FSTYPE -T "$SCRATCH" | tr -s ' ')"
+  echo "- 4 KiB O_DIRECT|O_DSYNC writes at depth 1 there: $(dd if=/dev/zero of="$work/.dsync" bs=4k count=4000 oflag=direct,dsync 2>&1 | tail -1)"
+  echo "- tmpfs volumes for kvbench: ${shm:-none (tmpfs here refuses O_DIRECT)}"
+  echo "- each run $DURATION s, medians of $REPEATS alternating runs"
+} | tee "$SUMMARY"
+rm -f "$work/.dsync"
+
+median() { sort -n | awk '{a[NR] = $1} END {if (NR == 0) print "-"; else print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+per() { awk -v a="$1" -v n="$2" 'BEGIN {if (a != "-") printf "%.0f", a / n; else print "-"}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b + 0 > 0 && a != "-") printf "%.2f", a / b; else print "-"}'; }
+ops_of() { # bench name, log -> ops/s from the db_bench-style result line
+  awk -v b="$1" '$1 == b {for (i = 1; i <= NF; i++) if ($(i + 1) == "ops/sec") print $i}' "$2" | tail -1
+}
+
+dbrun() { # variant bench threads repeat -> ops/s
+  local v=$1 b=$2 t=$3 r=$4 log="$OUT/raw/$2-$1-t$3-r$4.txt"
+  rm -rf "$work/db"
+  local common=(--benchmarks="$b" --num=100000000 --writes=100000000 --duration="$DURATION"
+    --threads="$t" --value_size=1024 --db="$work/db")
+  case $v in
+    rocksdb) timeout $((DURATION * 6 + 60)) "$DB_BENCH" "${common[@]}" --compression_type=none >"$log" 2>&1 ;;
+    shale) timeout $((DURATION * 6 + 60)) "$SHALE" bench "${common[@]}" --statistics >"$log" 2>&1 ;;
+    shale-loggers0) timeout $((DURATION * 6 + 60)) "$SHALE" bench "${common[@]}" --wal_loggers=0 --statistics >"$log" 2>&1 ;;
+  esac
+  echo "rc=$?" >>"$log"
+  rm -rf "$work/db"
+  ops_of "$b" "$log"
+}
+
+threads_table() { # bench "threads" variants...
+  local b=$1 threads=$2
+  shift 2
+  local variants=("$@") v t r
+  echo | tee -a "$SUMMARY"
+  echo "## $b, 1 KB values, ops/s" | tee -a "$SUMMARY"
+  echo | tee -a "$SUMMARY"
+  local head="| threads |" rule="|---|"
+  for v in "${variants[@]}"; do head+=" $v |"; rule+="---|"; done
+  for v in "${variants[@]:1}"; do head+=" $v / ${variants[0]} |"; rule+="---|"; done
+  echo "$head" | tee -a "$SUMMARY"
+  echo "$rule" | tee -a "$SUMMARY"
+  for t in $threads; do
+    declare -A got=()
+    for r in $(seq 1 "$REPEATS"); do
+      for v in "${variants[@]}"; do
+        local ops
+        ops=$(dbrun "$v" "$b" "$t" "$r")
+        echo "$b threads $t repeat $r $v: ${ops:-failed} ops/s" >&2
+        got[$v]="${got[$v]:-} ${ops:-}"
+      done
+    done
+    local line="| $t |" base
+    declare -A med=()
+    for v in "${variants[@]}"; do
+      med[$v]=$(echo "${got[$v]:-}" | tr ' ' '\n' | grep . | median)
+      line+=" ${med[$v]} |"
+    done
+    base=${med[${variants[0]}]}
+    for v in "${variants[@]:1}"; do line+=" $(ratio "${med[$v]}" "$base") |"; done
+    echo "$line" | tee -a "$SUMMARY"
+    unset got med
+  done
+}
+
+kv_part() { # medium dir
+  local medium=$1 dir=$2 n r w
+  echo | tee -a "$SUMMARY"
+  echo "## kvbench, hash engine, volumes on $medium: total ops/s of N volumes against N x one volume's" | tee -a "$SUMMARY"
+  echo | tee -a "$SUMMARY"
+  echo "\`shale kvbench --engine hash --num $KV_NUM --operations 100000000 --value_size 4096 --queue_depth 8 --pin --duration $DURATION --workloads randfill,ycsb-c\`" | tee -a "$SUMMARY"
+  echo | tee -a "$SUMMARY"
+  echo "| volumes | randfill ops/s | per volume | share of N x one | ycsb-c ops/s | per volume | share of N x one |" | tee -a "$SUMMARY"
+  echo "|---|---|---|---|---|---|---|" | tee -a "$SUMMARY"
+  local csv="$OUT/raw/kv-$medium.csv" one_fill="" one_read=""
+  for n in 1 $KV_VOLUMES; do
+    [ "$n" -le "$(nproc)" ] || continue
+    declare -A got=()
+    for r in $(seq 1 "$KV_REPEATS"); do
+      local paths=()
+      for i in $(seq 1 "$n"); do paths+=("$dir/v$i"); done
+      rm -rf "$dir"/v*
+      timeout $((DURATION * 10 + 120)) "$SHALE" kvbench --engine hash --paths "$(IFS=,; echo "${paths[*]}")" \
+        --num "$KV_NUM" --operations 100000000 --value_size 4096 --queue_depth 8 --pin --duration "$DURATION" \
+        --workloads randfill,ycsb-c --csv "$csv" --run "n$n-r$r" >"$OUT/raw/kv-$medium-n$n-r$r.txt" 2>&1
+      echo "rc=$?" >>"$OUT/raw/kv-$medium-n$n-r$r.txt"
+      rm -rf "$dir"/v*
+      for w in randfill ycsb-c; do
+        # The run's total row: all instances' operations over the slowest one's time.
+        local ops
+        ops=$(awk -F, -v run="n$n-r$r" -v w="$w" '$2 == run && $3 == w && $4 == "total" {printf "%.0f", $14}' "$csv")
+        echo "kvbench $medium volumes $n repeat $r $w: ${ops:-failed} ops/s" >&2
+        got[$w]="${got[$w]:-} ${ops:-}"
+      done
+    done
+    local fill read
+    fill=$(echo "${got[randfill]:-}" | tr ' ' '\n' | grep . | median)
+    read=$(echo "${got[ycsb-c]:-}" | tr ' ' '\n' | grep . | median)
+    if [ "$n" = 1 ]; then one_fill=$fill; one_read=$read; fi
+    echo "| $n | $fill | $(per "$fill" "$n") | $(ratio "$fill" "$(awk -v a="$one_fill" -v n="$n" 'BEGIN {print a * n}')") | $read | $(per "$read" "$n") | $(ratio "$read" "$(awk -v a="$one_read" -v n="$n" 'BEGIN {print a * n}')") |" | tee -a "$SUMMARY"
+    unset got
+  done
+}
+
+for part in $PARTS; do
+  case $part in
+    sync) threads_table fillsync "$SYNC_THREADS" rocksdb shale shale-loggers0 ;;
+    fill) threads_table fillrandom "$FILL_THREADS" rocksdb shale ;;
+    kv)
+      kv_part disk "$work"
+      [ -n "$shm" ] && kv_part tmpfs "$shm"
+      ;;
+  esac
+done
+echo | tee -a "$SUMMARY"
+echo "finished $(date -u '+%H:%M:%S UTC')" | tee -a "$SUMMARY"

@@ -13,8 +13,9 @@
 #      (memory as the device: what is left is the engine's own CPU scaling).
 # Runs are timed (--duration), not counted, so a faster machine does more work in the same
 # time. Every engine runs on the same file system (SCRATCH), chosen as the first of the
-# candidates that takes O_DIRECT writes and is not tmpfs or an overlay; the machine, the file
-# system and a 4 KiB O_DSYNC write's latency on it are recorded first.
+# candidates that takes O_DIRECT writes and is not tmpfs (nor an overlay, where another one
+# will do); the machine, the file system and a 4 KiB O_DSYNC write's latency on it are
+# recorded first.
 #
 # Usage: bench/scaling.sh
 # Environment: SHALE (binary; default: cargo build --release), DB_BENCH (default: the release
@@ -43,19 +44,22 @@ mkdir -p "$OUT/raw"
 SUMMARY="$OUT/README.md"
 
 # The scratch file system: O_DIRECT must work, and tmpfs or an overlay would not be a device.
-usable() { # dir -> 0 when it is a real file system that takes O_DIRECT writes
-  local d=$1 fs
+usable() { # dir, file systems refused -> 0 when it is none of them and takes O_DIRECT writes
+  local d=$1 refused=$2 fs
   mkdir -p "$d" 2>/dev/null || return 1
   fs=$(findmnt -n -o FSTYPE -T "$d" 2>/dev/null)
-  case $fs in tmpfs | overlay | ramfs | "") return 1 ;; esac
+  case " $refused " in *" ${fs:-none} "*) return 1 ;; esac
   dd if=/dev/zero of="$d/.odirect-probe" bs=1M count=8 oflag=direct status=none 2>/dev/null
   local rc=$?
   rm -f "$d/.odirect-probe"
   return $rc
 }
 if [ -z "${SCRATCH:-}" ]; then
-  for c in /var/tmp /tmp /root "$PWD/.scratch"; do
-    if usable "$c"; then SCRATCH=$c; break; fi
+  # An overlay passes O_DIRECT to the file system below it: second choice, and recorded.
+  for refused in "tmpfs ramfs overlay none" "tmpfs ramfs none"; do
+    for c in /var/tmp /tmp /root "$PWD/.scratch"; do
+      if usable "$c" "$refused"; then SCRATCH=$c; break 2; fi
+    done
   done
 fi
 [ -n "${SCRATCH:-}" ] || { echo "no file system here takes O_DIRECT writes" >&2; exit 1; }

@@ -18,7 +18,9 @@
 # recorded first.
 #
 # Usage: bench/scaling.sh
-# Environment: SHALE (binary; default: cargo build --release), DB_BENCH (default: the release
+# Environment: SHALE (binary; default: cargo build --release), SHALE_BUILDS ("NAME=BINARY ..."
+#   to compare several builds of shale side by side, each with its own column; default
+#   "shale=$SHALE", which also runs shale-loggers0 in the fillsync table), DB_BENCH (default: the release
 #   build of bench/compare/build_rocksdb.sh), SCRATCH (default: the first usable of /var/tmp,
 #   /tmp, /root), OUT (default bench/results/<UTC date>-scaling), REPEATS (2), DURATION (5 s a
 #   run), SYNC_THREADS ("1 4 16 32 64"), FILL_THREADS ("1 4 16"), KV_VOLUMES ("4 16"),
@@ -40,6 +42,15 @@ if [ -z "${SHALE:-}" ]; then
   SHALE=target/release/shale
 fi
 DB_BENCH=${DB_BENCH:-$(bench/compare/build_rocksdb.sh | tail -2 | head -1)}
+SHALE_BUILDS=${SHALE_BUILDS:-shale=$SHALE}
+declare -A BIN=()
+BUILD_NAMES=()
+for b in $SHALE_BUILDS; do
+  BIN[${b%%=*}]=${b#*=}
+  BUILD_NAMES+=("${b%%=*}")
+done
+SYNC_VARIANTS=(rocksdb "${BUILD_NAMES[@]}")
+[ ${#BUILD_NAMES[@]} = 1 ] && SYNC_VARIANTS+=("${BUILD_NAMES[0]}-loggers0")
 mkdir -p "$OUT/raw"
 SUMMARY="$OUT/README.md"
 
@@ -74,7 +85,7 @@ trap 'rm -rf "$work" ${shm:+"$shm"}' EXIT
 {
   echo "# Scaling run, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
-  echo "- shale: $("$SHALE" --version 2>&1 | head -1) ($(git rev-parse --short HEAD 2>/dev/null || echo unknown))"
+  echo "- shale: $("$SHALE" --version 2>&1 | head -1) ($(git rev-parse --short HEAD 2>/dev/null || echo unknown)); builds compared: $SHALE_BUILDS"
   echo "- yardstick: $("$DB_BENCH" --version 2>&1 | head -1)"
   echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
   echo "- scratch: $SCRATCH on $(findmnt -n -o SOURCE,FSTYPE -T "$SCRATCH" | tr -s ' ')"
@@ -98,8 +109,8 @@ dbrun() { # variant bench threads repeat -> ops/s
     --threads="$t" --value_size=1024 --db="$work/db")
   case $v in
     rocksdb) timeout $((DURATION * 6 + 60)) "$DB_BENCH" "${common[@]}" --compression_type=none >"$log" 2>&1 ;;
-    shale) timeout $((DURATION * 6 + 60)) "$SHALE" bench "${common[@]}" --statistics >"$log" 2>&1 ;;
-    shale-loggers0) timeout $((DURATION * 6 + 60)) "$SHALE" bench "${common[@]}" --wal_loggers=0 --statistics >"$log" 2>&1 ;;
+    *-loggers0) timeout $((DURATION * 6 + 60)) "${BIN[${v%-loggers0}]}" bench "${common[@]}" --wal_loggers=0 --statistics >"$log" 2>&1 ;;
+    *) timeout $((DURATION * 6 + 60)) "${BIN[$v]}" bench "${common[@]}" --statistics >"$log" 2>&1 ;;
   esac
   echo "rc=$?" >>"$log"
   rm -rf "$work/db"
@@ -182,8 +193,8 @@ kv_part() { # medium dir
 
 for part in $PARTS; do
   case $part in
-    sync) threads_table fillsync "$SYNC_THREADS" rocksdb shale shale-loggers0 ;;
-    fill) threads_table fillrandom "$FILL_THREADS" rocksdb shale ;;
+    sync) threads_table fillsync "$SYNC_THREADS" "${SYNC_VARIANTS[@]}" ;;
+    fill) threads_table fillrandom "$FILL_THREADS" rocksdb "${BUILD_NAMES[@]}" ;;
     kv)
       kv_part disk "$work"
       [ -n "$shm" ] && kv_part tmpfs "$shm"

@@ -270,6 +270,18 @@ pub struct Options {
     #[cfg(feature = "failpoints")]
     #[doc(hidden)]
     pub panic_in_write_leader_after: Option<u64>,
+    /// Test knob (feature `failpoints`): whether groups of unsynced writes overlap with the
+    /// next group whatever the machine's cores (`None`: as the cores say), so that a 2-core
+    /// machine tests the path a 16-core one takes.
+    #[cfg(feature = "failpoints")]
+    #[doc(hidden)]
+    pub overlap_write_groups: Option<bool>,
+    /// Test failpoint (feature `failpoints`): every write group's inserts start this long
+    /// after its append, widening the window in which later groups append, memtables
+    /// switch and flushes start while the group is still to insert.
+    #[cfg(feature = "failpoints")]
+    #[doc(hidden)]
+    pub pause_before_group_inserts: Option<std::time::Duration>,
 }
 
 impl Default for Options {
@@ -315,6 +327,10 @@ impl Default for Options {
             panic_in_compaction_after: None,
             #[cfg(feature = "failpoints")]
             panic_in_write_leader_after: None,
+            #[cfg(feature = "failpoints")]
+            overlap_write_groups: None,
+            #[cfg(feature = "failpoints")]
+            pause_before_group_inserts: None,
         }
     }
 }

@@ -177,15 +177,23 @@ fn a_store_dropped_after_a_background_panic_does_not_hang() {
 /// does: every writer, in its group (told by the queue, or waiting for a parallel insert's
 /// publication), queued behind it, or waiting for a pipelined group's turn, gets `Stopped`
 /// instead of waiting forever, and a reopen finds every acknowledged write. Run with the
-/// leader inserting small groups, with batches big enough for parallel inserts, and with the
-/// WAL pipeline's loggers on.
+/// leader inserting small groups, with batches big enough for parallel inserts, with the
+/// WAL pipeline's loggers on, and with groups of unsynced writes overlapping (then the
+/// leader panics after it passed the leadership on, and later groups wait for its turn).
 #[test]
 fn a_write_leader_panic_stops_the_store_and_wakes_every_writer() {
-    for (ops_per_batch, pipelined) in [(1, false), (40, false), (1, true)] {
+    for (ops_per_batch, pipelined, overlap) in [
+        (1, false, false),
+        (40, false, false),
+        (1, true, false),
+        (1, false, true),
+        (40, false, true),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let mut o = Options::small_for_tests();
         o.panic_in_write_leader_after = Some(200);
         o.adaptive_wal_loggers = !pipelined;
+        o.overlap_write_groups = Some(overlap);
         let db = Arc::new(Db::open(dir.path(), o).unwrap());
         let writers: Vec<_> = (0..4u32)
             .map(|w| {
@@ -212,7 +220,7 @@ fn a_write_leader_panic_stops_the_store_and_wakes_every_writer() {
         for h in writers {
             outcomes.push(within("a writer", move || h.join().unwrap()));
         }
-        let ctx = format!("{ops_per_batch} ops a batch, pipelined {pipelined}");
+        let ctx = format!("{ops_per_batch} ops a batch, pipelined {pipelined}, overlap {overlap}");
         for (_, _, e) in &outcomes {
             // A writer the queue tells gets the store's reason; one waiting for a parallel
             // insert's publication learns only that its leader panicked.

@@ -25,8 +25,15 @@ const READERS: u32 = 2;
 const KEYS_PER_WRITER: u32 = 50;
 const WRITES_PER_WRITER: u32 = 4000;
 
-fn options(tail: &Option<MemoryTail>) -> Options {
+fn options(tail: &Option<MemoryTail>, overlap: bool) -> Options {
     let mut o = Options::small_for_tests();
+    // Groups of unsynced writes overlapping with the next (a machine of 8 cores or more), or
+    // holding the WAL lock until they publish.
+    o.overlap_write_groups = Some(overlap);
+    // Overlapped groups' inserts start late: memtables switch and flushes start while
+    // groups appended before the switch are still to insert, which the switch must wait for
+    // (without the wait, both tests here lose writes).
+    o.pause_before_group_inserts = overlap.then_some(std::time::Duration::from_micros(200));
     if let Some(t) = tail {
         o.wal_tail = WalTail::Memory(t.clone());
     }
@@ -135,20 +142,24 @@ fn reader(db: &Db, r: u32, stop: &AtomicBool, reads: &AtomicU64) {
 
 #[test]
 fn writers_readers_flushes_and_compactions_agree() {
-    run(None);
+    for overlap in [false, true] {
+        run(None, overlap);
+    }
 }
 
 /// The same with unsynced writes kept in a WAL tail, and a crash of the process at the end
 /// instead of a close: the tail's copy brings back every acknowledged write (P2).
 #[test]
 fn with_a_wal_tail_a_process_crash_keeps_every_write() {
-    run(Some(MemoryTail::new()));
+    for overlap in [false, true] {
+        run(Some(MemoryTail::new()), overlap);
+    }
 }
 
-fn run(tail: Option<MemoryTail>) {
+fn run(tail: Option<MemoryTail>, overlap: bool) {
     let started = Instant::now();
     let dev = SimDevice::new(64 << 20, 4096, 1).unwrap();
-    let db = Arc::new(Db::open_device(Arc::new(dev.clone()), options(&tail)).unwrap());
+    let db = Arc::new(Db::open_device(Arc::new(dev.clone()), options(&tail, overlap)).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     let reads = Arc::new(AtomicU64::new(0));
     let readers: Vec<_> = (0..READERS)
@@ -214,7 +225,7 @@ fn run(tail: Option<MemoryTail>) {
     let db = match &tail {
         None => {
             Arc::into_inner(db).expect("every thread has let go of the store").close().unwrap();
-            Db::open_device(Arc::new(dev), options(&tail)).unwrap()
+            Db::open_device(Arc::new(dev), options(&tail, overlap)).unwrap()
         }
         Some(t) => {
             // Writes after the last flush sit in the partial WAL page and the tail only.
@@ -228,7 +239,7 @@ fn run(tail: Option<MemoryTail>) {
             let tail = Some(t.crash_copy());
             drop(db);
             let dev = SimDevice::from_image(image, 4096, 1).unwrap();
-            Db::open_device(Arc::new(dev), options(&tail)).unwrap()
+            Db::open_device(Arc::new(dev), options(&tail, overlap)).unwrap()
         }
     };
     check(&db, &last, "after reopening");

@@ -1,14 +1,17 @@
 //! The write group and the memtable switch, led as `Db::write` leads them.
 //!
 //! [`Store`] is a model of the engine's write path with the WAL and the SSTs left out (they
-//! sit behind locks that the model keeps: the WAL lock, held by a leader through its whole
-//! group, or, for a pipelined group, until its pages are packed; and the state lock). Its
+//! sit behind locks that the model keeps: the WAL lock, held by a leader until its group is
+//! appended, or, for a pipelined group, until its pages are packed; and the state lock). Its
 //! queue and group hand-over are the engine's own (`write_group.rs`, included by path), and
-//! so is the publication order of pipelined groups (`wal/turns.rs`); its memtables are the
-//! engine's skiplist ([`crate::memtable::List`]). A pipelined group's page writes are the
-//! model's scheduling point between its ticket and its turn: shuttle lets a later group's
-//! "writes" finish first. The steps of `Inner::write`, `Inner::lead_group`,
-//! `Inner::finish_staged`, `Inner::insert_and_publish`, `Inner::append_group`,
+//! so is the publication order of every group (`wal/turns.rs`); its memtables are the
+//! engine's skiplist ([`crate::memtable::List`]). Every group takes a ticket and lets go of
+//! the WAL lock and the leadership before it inserts, as the engine's groups of unsynced
+//! writes do on a machine of 8 cores or more (a group that holds on until it has published,
+//! as the others do, runs one of the schedules explored here); a pipelined group's page
+//! writes are the model's scheduling point between its ticket and its inserts (shuttle lets
+//! a later group's "writes" finish first), an appended group's ticket is written at once.
+//! The steps of `Inner::write`, `Inner::lead_group`, `Inner::finish_staged`, `Inner::insert_and_publish`, `Inner::append_group`,
 //! `Inner::make_room`/`switch_memtable` and `Inner::get` are stated again below, in the same
 //! order, each under the name of the function it stands for: a change to one of those
 //! functions must be made here too.
@@ -64,8 +67,8 @@ pub struct Store {
     published_seq: AtomicU64,
     memtable_ops: usize,
     leader_inserts_ops_max: usize,
-    /// `Inner::pipeline`: whether groups go through it (as sync groups do while loggers are
-    /// allowed), and its turns.
+    /// `Inner::pipeline`: whether groups are staged for it (as sync groups are while loggers
+    /// are allowed) rather than appended, and its turns, which every group takes.
     pipelined: bool,
     turns: Turns,
 }
@@ -118,7 +121,7 @@ impl Store {
         Store::with_pipeline(memtable_ops, leader_inserts_ops_max, false)
     }
 
-    /// As [`Store::new`]; with `pipelined`, every group goes through the WAL pipeline.
+    /// As [`Store::new`]; with `pipelined`, every group is staged for the WAL pipeline.
     pub fn with_pipeline(
         memtable_ops: usize,
         leader_inserts_ops_max: usize,
@@ -160,22 +163,39 @@ impl Store {
         let mut group = self.writers.take_group(usize::MAX);
         assert_eq!(group[0].id, id, "the leader is first in its group");
         let wal = self.wal.lock();
-        let (firsts, mem, last_seq) = self.append_group(&mut group);
-        if self.pipelined {
-            let ticket = self.turns.begin();
-            drop(wal);
-            self.writers.pass_leadership();
-            self.finish_staged(id, batch, &group, (&firsts, &mem, last_seq), ticket);
-            return;
+        if !self.pipelined {
+            // `Inner::wait_pipeline_written`: before an append that is not staged.
+            self.turns.wait_written().expect("model writes never fail");
         }
-        self.insert_and_publish(id, batch, &group, &firsts, &mem, last_seq);
+        let (firsts, mem, last_seq) = self.append_group(&mut group);
+        let ticket = if self.pipelined { self.turns.begin() } else { self.turns.begin_written() };
         drop(wal);
         self.writers.pass_leadership();
+        let group_seqs = (firsts.as_slice(), &mem, last_seq);
+        if self.pipelined {
+            self.finish_staged(id, batch, &group, group_seqs, ticket);
+        } else {
+            self.insert_and_publish(id, batch, &group, group_seqs, ticket);
+        }
     }
 
     /// `Inner::finish_staged`: the pages' writes (a scheduling point: a later group's may
-    /// finish first), the turn, the inserts and the publication.
+    /// finish first), then the inserts and the publication in turn.
     fn finish_staged(
+        &self,
+        id: u64,
+        batch: &Batch,
+        group: &[Pending],
+        group_seqs: (&[u64], &Arc<Memtable>, u64),
+        ticket: u64,
+    ) {
+        shuttle::thread::yield_now();
+        self.turns.written(ticket);
+        self.insert_and_publish(id, batch, group, group_seqs, ticket);
+    }
+
+    /// `Inner::insert_and_publish`: the inserts, then the publication in the ticket's turn.
+    fn insert_and_publish(
         &self,
         id: u64,
         batch: &Batch,
@@ -183,29 +203,14 @@ impl Store {
         (firsts, mem, last_seq): (&[u64], &Arc<Memtable>, u64),
         ticket: u64,
     ) {
-        shuttle::thread::yield_now();
-        self.turns.written(ticket);
-        self.turns.wait_turn(ticket).expect("model writes never fail");
-        self.insert_and_publish(id, batch, group, firsts, mem, last_seq);
-        self.turns.published(ticket);
-    }
-
-    /// `Inner::insert_and_publish`.
-    fn insert_and_publish(
-        &self,
-        id: u64,
-        batch: &Batch,
-        group: &[Pending],
-        firsts: &[u64],
-        mem: &Arc<Memtable>,
-        last_seq: u64,
-    ) {
         let ops: usize = group.iter().map(|p| p.ops).sum();
         if group.len() == 1 || ops <= self.leader_inserts_ops_max {
             for (p, &first_seq) in group.iter().zip(firsts) {
                 insert_ops(&decode(&p.record), first_seq, mem);
             }
+            self.turns.wait_turn(ticket).expect("model writes never fail");
             self.publish_last_seq(last_seq);
+            self.turns.published(ticket);
             let outcomes = group.iter().map(|p| (p.id, Outcome::Done)).collect();
             self.writers.finish(id, outcomes);
         } else {
@@ -221,7 +226,9 @@ impl Store {
             insert_ops(batch, firsts[0], mem);
             sync.inserted();
             sync.wait_inserted();
+            self.turns.wait_turn(ticket).expect("model writes never fail");
             self.publish_last_seq(last_seq);
+            self.turns.published(ticket);
             sync.publish();
         }
     }
@@ -232,7 +239,7 @@ impl Store {
         let ops: usize = group.iter().map(|p| p.ops).sum();
         let mut st = self.state.lock();
         if st.mem_ops > 0 && st.mem_ops + ops > self.memtable_ops {
-            // `switch_memtable`: pipelined groups still inserting into the memtable finish
+            // `switch_memtable`: groups in flight still inserting into the memtable finish
             // first, the state lock let go meanwhile (they publish under it).
             drop(st);
             self.turns.wait_idle().expect("model writes never fail");

@@ -154,6 +154,9 @@ struct Inner {
     writes: AtomicU64,
     write_groups: AtomicU64,
     parallel_insert_groups: AtomicU64,
+    /// Whether the machine has the cores for write groups to overlap
+    /// ([`cores_to_overlap_groups`]).
+    overlap_groups: bool,
     /// Memtable size (and so L0 SST size), changeable while running (`set_write_buffer_bytes`).
     write_buffer_bytes: AtomicU64,
     /// The WAL, owned by the write-group leader (and by whoever switches memtables). Lock
@@ -161,9 +164,9 @@ struct Inner {
     wal: Mutex<WalWriter>,
     /// Where write groups' time goes (`write_timing.rs`).
     timings: WriteTimings,
-    /// Sync groups' page writes in flight side by side (`wal/pipeline.rs`); `None` for a
-    /// read-only store.
-    pipeline: Option<LogPipeline>,
+    /// The publication order of every write group, and the sync groups' page writes in
+    /// flight side by side (`wal/pipeline.rs`; without loggers, only the order).
+    pipeline: LogPipeline,
     /// The WAL's allocated bytes ([`WalWriter::allocated_bytes`]), read by `stats` without
     /// the WAL lock.
     wal_bytes_allocated: Arc<AtomicU64>,
@@ -794,21 +797,22 @@ fn open_sst(
     Ok(Arc::new(SstHandle::new(m.clone(), reader, pool.clone(), cache.clone())))
 }
 
-/// Abandons a group's publication if dropped while its leader unwinds from a panic.
-struct AbandonOnPanic<'a>(&'a GroupSync);
+/// Abandons a group's publication if dropped before the leader published it (it panicked,
+/// or its turn never came): its writers give up instead of waiting forever. Forgotten once
+/// the group is published.
+struct AbandonUnpublished<'a>(&'a GroupSync);
 
-impl Drop for AbandonOnPanic<'_> {
+impl Drop for AbandonUnpublished<'_> {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.0.abandon();
-        }
+        self.0.abandon();
     }
 }
 
 /// Where [`Inner::append_group`] left a group.
 enum Appended {
-    /// In the WAL: each writer's first sequence number, the memtable, the last sequence.
-    Written(Vec<u64>, Arc<Memtable>, u64),
+    /// In the WAL: each writer's first sequence number, the memtable, the last sequence, and
+    /// the group's ticket (already written).
+    Written { firsts: Vec<u64>, mem: Arc<Memtable>, last_seq: u64, ticket: u64 },
     /// Packed for the pipeline: the same, its page writes and its ticket.
     Staged {
         firsts: Vec<u64>,
@@ -865,11 +869,13 @@ impl Inner {
                 if group.wait_published() {
                     Ok(())
                 } else {
-                    // The store's stop reason may not be recorded yet: the leader's unwinding
-                    // abandons the group before its catch records the panic's message.
-                    Err(Error::Stopped(
-                        "the leader of this write's group panicked before publishing it".into(),
-                    ))
+                    // The leader gave up: its turn never came (the store stopped, and says
+                    // why), or it panicked, whose unwinding abandons the group before its
+                    // catch records the store's stop reason.
+                    let why = self.state.lock().stopped.clone();
+                    Err(Error::Stopped(why.unwrap_or_else(|| {
+                        "the leader of this write's group panicked before publishing it".into()
+                    })))
                 }
             }
             Outcome::Done => Ok(()),
@@ -892,86 +898,106 @@ impl Inner {
 
     /// Commits a group as its leader (the writer `id`, first in the group).
     ///
-    /// A group whose WAL append went to the pipeline (`wal/pipeline.rs`) lets go of the WAL
-    /// lock and of the leadership as soon as its pages are packed, writes them on a logger
-    /// queue while the next group packs its own, and inserts and publishes once its turn
-    /// comes (its pages durable, every earlier group published). Any other group holds the
-    /// WAL lock until it has published.
+    /// For unsynced writes on a machine with cores to spare, only the WAL append is done one
+    /// group at a time, under the WAL lock: the leader takes a ticket (`wal/turns.rs`)
+    /// and lets go of the lock and of the leadership before its group inserts into the
+    /// memtable, so the next group appends while this one inserts, and several groups insert
+    /// side by side; each publishes once every earlier ticket has. Holding the lock through
+    /// the inserts made them serial: on 16 cores fillrandom with 16 threads ran at 0.64x its
+    /// speed on one thread, its leaders busy for 3.76 s of 4.07 (docs/lsm.md, "Write groups
+    /// on many cores"). Otherwise the leader holds both until its group has published, as
+    /// it always did ([`OVERLAPPED_GROUPS_MIN_CORES`] says why). A sync group whose append
+    /// went to the pipeline (`wal/pipeline.rs`) lets go once its pages are packed, and
+    /// writes them on a logger queue while the next group packs its own.
     fn lead_group(&self, id: u64, batch: &WriteBatch, sync: bool) -> Result<()> {
         // A sync leader takes its logger first: writers queue behind it meanwhile and join
         // its group (`LogPipeline::acquire`).
         let led_since = self.timings.leading();
-        let logger = match &self.pipeline {
-            Some(p) if sync => p.acquire(),
-            _ => None,
-        };
+        let logger = if sync { self.pipeline.acquire() } else { None };
         let mut group = self.writers.take_group(self.group_cap());
         debug_assert_eq!(group[0].id, id, "the leader is first in its group");
         let mut wal = self.wal.lock();
-        let result = match self.append_group(&mut wal, &mut group, logger.is_some()) {
-            Ok(Appended::Written(firsts, mem, last_seq)) => {
-                self.insert_and_publish(id, batch, &group, &firsts, &mem, last_seq);
-                if let Some(p) = self.pipeline.as_ref().filter(|_| group.iter().any(|w| w.sync)) {
-                    p.committed(group.len());
+        let appended = self.append_group(&mut wal, &mut group, logger.is_some());
+        // An appended group holds on until it has published unless the machine has the
+        // cores and no writer of the group asked for sync ([`OVERLAPPED_GROUPS_MIN_CORES`]).
+        let overlap = self.overlap_groups && group.iter().all(|w| !w.sync);
+        let mut held = match &appended {
+            Ok(Appended::Written { .. }) if !overlap => Some(wal),
+            _ => {
+                drop(wal);
+                None
+            }
+        };
+        if held.is_none() {
+            self.timings.passing(led_since);
+            self.writers.pass_leadership();
+        }
+        let let_go = |held: &mut Option<MutexGuard<'_, WalWriter>>| {
+            if held.take().is_some() {
+                self.timings.passing(led_since);
+                self.writers.pass_leadership();
+            }
+        };
+        match appended {
+            Ok(Appended::Written { firsts, mem, last_seq, ticket }) => {
+                let group_seqs = (firsts.as_slice(), &mem, last_seq);
+                let published = self.insert_and_publish(id, batch, &group, group_seqs, ticket);
+                let_go(&mut held);
+                published?;
+                if group.iter().any(|w| w.sync) {
+                    self.pipeline.committed(group.len());
                 }
                 Ok(())
             }
             Ok(Appended::Staged { firsts, mem, last_seq, pages, ticket }) => {
-                drop(wal);
-                self.timings.passing(led_since);
-                self.writers.pass_leadership();
                 let group_seqs = (firsts.as_slice(), &mem, last_seq);
-                return self.finish_staged(id, batch, &group, group_seqs, (logger, pages, ticket));
+                self.finish_staged(id, batch, &group, group_seqs, (logger, pages, ticket))
             }
             Err(e) => {
                 self.fail_group(id, &group, &e);
                 Err(e)
             }
-        };
-        drop(wal);
-        self.timings.passing(led_since);
-        self.writers.pass_leadership();
-        result
+        }
     }
 
     /// The rest of a pipelined group's commit, after its leader let go of the WAL and of the
-    /// leadership: write its pages, wait for its turn, insert and publish.
+    /// leadership: write its pages, then insert and publish in its turn.
     fn finish_staged(
         &self,
         id: u64,
         batch: &WriteBatch,
         group: &[Pending],
-        (firsts, mem, last_seq): (&[u64], &Arc<Memtable>, u64),
+        group_seqs: (&[u64], &Arc<Memtable>, u64),
         (logger, pages, ticket): (Option<Logger<'_>>, Vec<(u64, AlignedBuf)>, u64),
     ) -> Result<()> {
-        let pipeline = self.pipeline.as_ref().expect("staged without a pipeline");
         let writing = self.timings.appending();
-        pipeline.write(logger, ticket, pages);
+        self.pipeline.write(logger, ticket, pages);
         self.timings.appended(writing);
-        if let Err(e) = pipeline.wait_turn(ticket) {
-            // This group's pages, or an earlier group's, failed: nothing from here on may be
-            // acknowledged (P5).
-            self.stop(&e);
-            self.fail_group(id, group, &e);
-            return Err(e);
-        }
-        self.insert_and_publish(id, batch, group, firsts, mem, last_seq);
-        pipeline.published(ticket);
-        pipeline.committed(group.len());
+        self.insert_and_publish(id, batch, group, group_seqs, ticket)?;
+        self.pipeline.committed(group.len());
         Ok(())
     }
 
-    /// Stage 4 for a group in the WAL: the memtable inserts, by the leader or by each writer,
-    /// and the publication of its last sequence number; every writer is told.
+    /// Stage 4 for a group in the WAL (its ticket `ticket`): the memtable inserts, by the
+    /// leader or by each writer, then, in the ticket's turn (every earlier group published),
+    /// the publication of its last sequence number; every writer is told.
+    ///
+    /// Inserting before the turn is safe: an entry above the published sequence is seen by
+    /// no read, and a memtable is sealed only once every group in flight has published
+    /// (`switch_memtable`). If the turn never comes (this group's pages or an earlier
+    /// group's failed), nothing of the group is acknowledged and the store stops (P5).
     fn insert_and_publish(
         &self,
         id: u64,
         batch: &WriteBatch,
         group: &[Pending],
-        firsts: &[u64],
-        mem: &Arc<Memtable>,
-        last_seq: u64,
-    ) {
+        (firsts, mem, last_seq): (&[u64], &Arc<Memtable>, u64),
+        ticket: u64,
+    ) -> Result<()> {
+        #[cfg(feature = "failpoints")]
+        if let Some(pause) = self.opts.pause_before_group_inserts {
+            std::thread::sleep(pause);
+        }
         if inserted_by_leader(group) {
             // Waking each writer to insert a few ops, then again once the group is
             // published, costs more than the inserts: do them here, wake each once.
@@ -980,16 +1006,21 @@ impl Inner {
             }
             #[cfg(feature = "failpoints")]
             self.leader_failpoint(group.len());
+            if let Err(e) = self.wait_turn(ticket) {
+                self.fail_group(id, group, &e);
+                return Err(e);
+            }
             self.publish_last_seq(&mut self.state.lock(), last_seq);
+            self.pipeline.published(ticket);
             let outcomes = group.iter().map(|p| (p.id, Outcome::Done)).collect();
             self.writers.finish(id, outcomes);
-            return;
+            return Ok(());
         }
         self.parallel_insert_groups.fetch_add(1, Ordering::Relaxed);
         let sync = GroupSync::new(group.len());
-        // Should this leader panic from here on, its writers waiting for the publication give
-        // up rather than wait forever.
-        let _abandon_on_panic = AbandonOnPanic(&sync);
+        // Should this leader panic or its turn never come, its writers waiting for the
+        // publication give up rather than wait forever.
+        let abandon = AbandonUnpublished(&sync);
         let outcomes = group
             .iter()
             .zip(firsts)
@@ -1004,8 +1035,18 @@ impl Inner {
         sync.wait_inserted();
         #[cfg(feature = "failpoints")]
         self.leader_failpoint(group.len());
+        self.wait_turn(ticket)?;
         self.publish_last_seq(&mut self.state.lock(), last_seq);
+        self.pipeline.published(ticket);
         sync.publish();
+        std::mem::forget(abandon);
+        Ok(())
+    }
+
+    /// Waits for `ticket`'s turn to publish. If it never comes (its pages or an earlier
+    /// ticket's failed), nothing from here on may be acknowledged: the store stops (P5).
+    fn wait_turn(&self, ticket: u64) -> Result<()> {
+        self.pipeline.wait_turn(ticket).inspect_err(|e| self.stop(e))
     }
 
     /// Tells every writer of a failed group its error.
@@ -1036,9 +1077,7 @@ impl Inner {
     fn leader_panicked(&self, leader_id: u64, why: String) -> Error {
         let e = Error::Stopped(format!("a write group's leader panicked: {why}"));
         self.stop(&e);
-        if let Some(p) = &self.pipeline {
-            p.abandon(&e.to_string());
-        }
+        self.pipeline.abandon(&e.to_string());
         self.writers.abandon(leader_id, || self.stopped_by_leader());
         e
     }
@@ -1061,11 +1100,21 @@ impl Inner {
         Error::Stopped(why.unwrap_or_else(|| "a write group's leader gave up".into()))
     }
 
-    /// Waits until every pipelined group has published (the WAL lock held, so no new one
-    /// starts): before an append that is not pipelined, and before a memtable switch.
+    /// Waits until every pipelined group's pages are written (the WAL lock held, so no new
+    /// one starts): before an append that is not pipelined, whose pages follow theirs.
+    fn wait_pipeline_written(&self, wal: &mut WalWriter) -> Result<()> {
+        if let Err(e) = self.pipeline.wait_written() {
+            self.stop(&e);
+            return Err(e);
+        }
+        wal.staged_pages_durable();
+        Ok(())
+    }
+
+    /// Waits until every group in flight has published (the WAL lock held, so no new one
+    /// starts): before a memtable switch, so that the sealed memtable holds all its entries.
     fn drain_pipeline(&self, wal: &mut WalWriter) -> Result<()> {
-        let Some(p) = &self.pipeline else { return Ok(()) };
-        if let Err(e) = p.wait_idle() {
+        if let Err(e) = self.pipeline.wait_idle() {
             self.stop(&e);
             return Err(e);
         }
@@ -1107,17 +1156,16 @@ impl Inner {
         drop(st);
         let records: Vec<&[u8]> = group.iter().map(|p| p.record.as_slice()).collect();
         let staged = loop {
-            let attempt = match &self.pipeline {
-                Some(p) if sync && with_logger => {
-                    wal.tickets_published_below(p.published_below());
-                    wal.stage_sync(&records)
-                }
-                _ => Ok(None),
+            let attempt = if sync && with_logger {
+                wal.tickets_published_below(self.pipeline.published_below());
+                wal.stage_sync(&records)
+            } else {
+                Ok(None)
             };
             let appended = match attempt {
                 Ok(Some(pages)) => break Some(pages),
                 Ok(None) => {
-                    self.drain_pipeline(wal)?;
+                    self.wait_pipeline_written(wal)?;
                     let appending = self.timings.appending();
                     let appended = wal.append(&records, sync);
                     self.timings.appended(appending);
@@ -1146,11 +1194,14 @@ impl Inner {
         let last_seq = seq - 1;
         Ok(match staged {
             Some(pages) => {
-                let ticket = self.pipeline.as_ref().expect("staged for the pipeline").begin();
+                let ticket = self.pipeline.begin();
                 wal.staged_as(ticket);
                 Appended::Staged { firsts, mem, last_seq, pages, ticket }
             }
-            None => Appended::Written(firsts, mem, last_seq),
+            None => {
+                let ticket = self.pipeline.begin_appended();
+                Appended::Written { firsts, mem, last_seq, ticket }
+            }
         })
     }
 
@@ -1176,13 +1227,15 @@ impl Inner {
             }
             // The active memtable was sized when it started; a later change of the write
             // buffer size applies from the next one.
-            if st.mem.is_empty() && footprint > st.mem.capacity_bytes() / 2 {
+            // `mem_bytes`, not the memtable's entries: a group in flight may have room
+            // reserved in it and not have inserted yet.
+            if st.mem_bytes == 0 && footprint > st.mem.capacity_bytes() / 2 {
                 // The write buffer shrank after this batch was sized: an empty memtable holds
                 // nothing in the WAL, so swap in one big enough.
                 st.mem = Arc::new(Memtable::new(2 * footprint));
                 self.publish_view(&st);
             }
-            if st.mem.is_empty()
+            if st.mem_bytes == 0
                 || memtable_has_room(&st.mem, st.mem_bytes, footprint, self.write_buffer_bytes())
             {
                 return Ok(st);
@@ -1505,7 +1558,7 @@ impl Inner {
             let mut wal = self.wal.lock();
             let mut st = self.state.lock();
             stopped_error(&st)?;
-            if !st.mem.is_empty() {
+            if !st.mem.is_empty() || st.mem_bytes > 0 {
                 self.switch_memtable(&mut wal, &mut st)?;
             }
         }
@@ -1637,7 +1690,7 @@ impl Inner {
     }
 
     fn stats(&self) -> Stats {
-        let pipe = self.pipeline.as_ref().map(|p| p.stats()).unwrap_or_default();
+        let pipe = self.pipeline.stats();
         let times = self.timings.totals();
         let st = self.state.lock();
         let v = &st.version;
@@ -1733,12 +1786,33 @@ impl Inner {
 
 /// Whether a group's leader inserts every writer's ops itself: for at most this many ops and
 /// bytes, inserting them takes a few microseconds, less than waking the writers to do it.
+/// Also on 16 cores: writers inserting their own single puts made fillrandom slower there
+/// (16 threads, groups overlapped: 165k writes/s against 302k; docs/lsm.md).
 fn inserted_by_leader(group: &[Pending]) -> bool {
     const OPS_MAX: usize = 32;
     const BYTES_MAX: usize = 64 << 10;
     let ops: usize = group.iter().map(|p| p.ops).sum();
     let bytes: usize = group.iter().map(|p| p.record.len()).sum();
     group.len() == 1 || (ops <= OPS_MAX && bytes <= BYTES_MAX)
+}
+
+/// When a write group of unsynced writes overlaps with the next ([`Inner::lead_group`]): on
+/// a machine of at least this many cores.
+///
+/// Measured (1 KB values, medians of two 3 s runs; docs/lsm.md, "Write groups on many
+/// cores"): on 2 vCPUs every thread a hand-over wakes takes the core another needs
+/// (fillrandom, 4 threads: 261k writes/s holding on, 137k overlapped, the leaders waiting
+/// 6.4 s in all for their turns). On 16 cores, overlapped against holding on: fillrandom
+/// 326k against 301k with 4 threads, 279k against 168k with 16, 361k against 199k with
+/// 32; but fillsync with 64 threads 79k against 89k (two runs each, 74-84k and 87-91k): a
+/// sync group's time is its device write, and its writers gain nothing from the next group
+/// starting early, so sync groups hold on.
+const OVERLAPPED_GROUPS_MIN_CORES: usize = 8;
+
+/// Whether this machine has the cores for write groups to overlap
+/// ([`OVERLAPPED_GROUPS_MIN_CORES`]; the cores this process may run on).
+pub(super) fn cores_to_overlap_groups() -> bool {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) >= OVERLAPPED_GROUPS_MIN_CORES
 }
 
 /// Inserts a batch's ops, numbered from `first_seq`, into a memtable (stage 4; concurrent

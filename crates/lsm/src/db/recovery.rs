@@ -151,16 +151,14 @@ impl Db {
         let device = volume.device().clone();
         let wal = WalWriter::new(wanted, Box::new(q), device, meta).with_tail(tail);
         // One queue per logger, of the WAL's class so its bytes count as WAL bytes.
-        let pipeline = if read_only || opts.wal_loggers == 0 {
-            None
-        } else {
-            let logger_queue = || -> Result<Box<dyn shale_io::Queue>> {
-                let o = QueueOptions { depth: WAL_QUEUE_DEPTH, ..Default::default() };
-                Ok(Box::new(volume.queue(IoClass::Wal, &o)?))
-            };
-            let queues = (0..opts.wal_loggers).map(|_| logger_queue()).collect::<Result<_>>()?;
-            Some(LogPipeline::new(queues, opts.adaptive_wal_loggers))
+        let loggers = if read_only { 0 } else { opts.wal_loggers };
+        let logger_queue = || -> Result<Box<dyn shale_io::Queue>> {
+            let o = QueueOptions { depth: WAL_QUEUE_DEPTH, ..Default::default() };
+            Ok(Box::new(volume.queue(IoClass::Wal, &o)?))
         };
+        let queues = (0..loggers).map(|_| logger_queue()).collect::<Result<_>>()?;
+        // Without loggers it still orders the publication of every write group.
+        let pipeline = LogPipeline::new(queues, opts.adaptive_wal_loggers);
         let (mem, version) = (Arc::new(new_memtable(opts.write_buffer_bytes)), Arc::new(version));
         let inner = Arc::new(Inner {
             published: Publication::new(&mem, &version, replayed.last_seq),
@@ -173,6 +171,7 @@ impl Db {
             wal_bytes_never_written: wal.deferred_dropped_bytes(),
             wal: Mutex::new(wal),
             pipeline,
+            overlap_groups: overlap_write_groups(&opts),
             timings: super::WriteTimings::new(),
             filtered_removals: std::sync::atomic::AtomicU64::new(0),
             writers: WriteQueue::default(),
@@ -407,4 +406,15 @@ fn refuse_other_engine(
         ));
     }
     Ok(())
+}
+
+/// Whether groups of unsynced writes overlap ([`super::cores_to_overlap_groups`]), unless a
+/// test says.
+fn overlap_write_groups(opts: &Options) -> bool {
+    #[cfg(feature = "failpoints")]
+    if let Some(overlap) = opts.overlap_write_groups {
+        return overlap;
+    }
+    let _ = opts;
+    super::cores_to_overlap_groups()
 }

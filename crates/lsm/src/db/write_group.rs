@@ -2,14 +2,17 @@
 //!
 //! Every writer queues its encoded batch. The first writer to find no leader leads: it takes
 //! the queue (up to a byte cap), gives the group consecutive sequence numbers, appends all of
-//! its records to the WAL in one append (synced if any writer asked for sync). A small group's
-//! leader then inserts every batch into the memtable itself, publishes the group's last
-//! sequence number and tells each writer it is done: one wake-up per writer. In a larger group
-//! the leader hands each writer its sequence number and memtable; each writer inserts its own
-//! batch, in parallel with the others (the skiplist takes concurrent inserts); the leader waits
-//! for all of them and publishes. Either way the leader then passes leadership to the first
-//! writer queued meanwhile. So a writer pays for one WAL append per group, not per write, and
-//! readers never see part of a group.
+//! its records to the WAL in one append (synced if any writer asked for sync) and takes the
+//! group's ticket (`wal/turns.rs`). A small group's leader then inserts every batch into the
+//! memtable itself, publishes the group's last sequence number in its ticket's turn and tells
+//! each writer it is done: one wake-up per writer. In a larger group the leader hands each
+//! writer its sequence number and memtable; each writer inserts its own batch, in parallel
+//! with the others (the skiplist takes concurrent inserts); the leader waits for all of them
+//! and publishes in its turn. The leader passes leadership to the first writer queued
+//! meanwhile once its group has published, or, for a group of unsynced writes on a machine
+//! with cores to spare, right after the append, so that the next group appends while this
+//! one inserts (`Inner::lead_group`). So a writer pays for one WAL append per group, not per
+//! write, and readers never see part of a group.
 
 use super::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, spin_until};
 use super::{Error, Memtable};

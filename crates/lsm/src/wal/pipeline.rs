@@ -17,8 +17,10 @@
 //! later one; earlier ones still complete.
 //!
 //! Stages of one ticket: [`LogPipeline::begin`] (under the WAL lock, so tickets follow the
-//! pages' order) -> [`LogPipeline::write`] on a logger queue -> [`LogPipeline::wait_turn`]
-//! -> insert into the memtable -> [`LogPipeline::published`].
+//! pages' order) -> [`LogPipeline::write`] on a logger queue -> insert into the memtable ->
+//! [`LogPipeline::wait_turn`] -> [`LogPipeline::published`]. A group appended under the WAL
+//! lock takes its ticket with [`LogPipeline::begin_appended`] and goes the same way from the
+//! insert on: groups insert side by side, and publish in ticket order.
 //!
 //! Loggers. How many groups may have writes in flight adapts to the load (SpanDB's head
 //! thread, done inline: no thread polls), between 0 and the pool's size, where 0 means no
@@ -57,7 +59,8 @@ pub struct PipelineStats {
     pub logger_decreases: u64,
     /// Microseconds groups spent with their page writes in flight, summed.
     pub device_micros: u64,
-    /// Microseconds groups spent waiting for their turn after their writes completed.
+    /// Microseconds groups (pipelined or appended) spent waiting for their turn after their
+    /// writes completed and their inserts were done.
     pub turn_wait_micros: u64,
 }
 
@@ -77,7 +80,8 @@ struct Loggers {
     stats: PipelineStats,
 }
 
-/// The tickets of sync groups in flight ([`Turns`]), and the logger queues they write on.
+/// The tickets of the write groups in flight ([`Turns`]), and the logger queues the sync
+/// groups' pages are written on.
 pub struct LogPipeline {
     turns: Turns,
     loggers: Mutex<Loggers>,
@@ -88,15 +92,14 @@ pub struct LogPipeline {
 }
 
 impl LogPipeline {
-    /// A pipeline writing on `queues` (one per logger, at least one). With `adaptive`, it
-    /// starts with no logger allowed (no pipelining: the plain group commit, which wins on a
-    /// machine where the writers' round trip limits more than the device) and adapts between
-    /// none and `queues.len()`; without, every logger is allowed, always.
-    ///
-    /// # Panics
-    /// Without a queue.
+    /// A pipeline writing on `queues` (one per logger). With `adaptive`, it starts with no
+    /// logger allowed (no pipelining: the plain group commit, which wins on a machine where
+    /// the writers' round trip limits more than the device) and adapts between none and
+    /// `queues.len()`; without, every logger is allowed, always. Without a queue it never
+    /// pipelines, and only orders the publication of the groups appended under the WAL lock
+    /// ([`LogPipeline::begin_appended`]).
     pub fn new(queues: Vec<Box<dyn Queue>>, adaptive: bool) -> LogPipeline {
-        assert!(!queues.is_empty(), "a pipeline needs a logger queue");
+        let adaptive = adaptive && !queues.is_empty();
         let max_loggers = queues.len();
         let allowed = if adaptive { 0 } else { max_loggers };
         LogPipeline {
@@ -151,6 +154,13 @@ impl LogPipeline {
         self.turns.begin()
     }
 
+    /// Hands out the next ticket to a group appended to the WAL under the WAL lock (its
+    /// pages, if any, already written): it inserts with the lock let go and publishes in
+    /// ticket order. Called under the WAL lock.
+    pub fn begin_appended(&self) -> u64 {
+        self.turns.begin_written()
+    }
+
     /// Writes ticket `ticket`'s pages (`(offset, page images)`) as durable writes on
     /// `logger`'s queue, gives the logger back and records the outcome for
     /// [`LogPipeline::wait_turn`]: a failed write fails this ticket and every later one.
@@ -194,6 +204,15 @@ impl LogPipeline {
     /// durable ([`WalWriter::tickets_published_below`](super::WalWriter)).
     pub fn published_below(&self) -> u64 {
         self.turns.published_below()
+    }
+
+    /// Waits until every ticket handed out has its pages written (durably), or the pipeline
+    /// failed: before an append that is not pipelined, whose pages follow theirs.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] if a ticket failed.
+    pub fn wait_written(&self) -> Result<()> {
+        self.turns.wait_written().map_err(|why| Error::Stopped(format!("WAL write failed: {why}")))
     }
 
     /// Waits until every ticket handed out has published, or the pipeline failed.

@@ -27,9 +27,18 @@ impl List {
         self.list.insert(user_key, key::trailer(seq, Kind::Put), value)
     }
 
-    /// The newest entry of `user_key` at or below `snapshot`, as (sequence, value): the same
-    /// seek and user-key check as `Memtable::get_entry`.
+    /// The newest entry of `user_key` at or below `snapshot`, as (sequence, value): the
+    /// point-index walk of `Memtable::get_entry`.
     pub fn get(&self, user_key: &[u8], snapshot: u64) -> Option<(u64, Vec<u8>)> {
+        let (ikey, value) = self.list.get_point(user_key, snapshot.min(key::SEQ_MAX))?;
+        let found = key::parse(ikey).expect("keys are built by insert");
+        assert_eq!(found.user_key, user_key, "the point index found another key");
+        Some((found.seq, value.to_vec()))
+    }
+
+    /// As [`List::get`], by a seek of the levels instead (what `Memtable::get_entry` did
+    /// before the point index): the two must agree.
+    pub fn get_by_seek(&self, user_key: &[u8], snapshot: u64) -> Option<(u64, Vec<u8>)> {
         let target = key::encode(user_key, snapshot.min(key::SEQ_MAX), Kind::SEEK);
         let (ikey, value) = self.list.first_at_or_after(&target)?;
         let found = key::parse(ikey).expect("keys are built by insert");

@@ -212,12 +212,8 @@ impl Memtable {
     /// As [`Memtable::get`], with the sequence number of the entry found, to weigh it against
     /// range tombstones.
     pub fn get_entry(&self, user_key: &[u8], snapshot_seq: u64) -> Option<(u64, Kind, Vec<u8>)> {
-        let target = key::encode(user_key, snapshot_seq.min(key::SEQ_MAX), Kind::SEEK);
-        let (ikey, value) = self.list.first_at_or_after(&target)?;
+        let (ikey, value) = self.list.get_point(user_key, snapshot_seq.min(key::SEQ_MAX))?;
         let found = key::parse(ikey).expect("memtable keys are built by insert");
-        if found.user_key != user_key {
-            return None;
-        }
         match found.kind {
             Kind::Delete => Some((found.seq, Kind::Delete, Vec::new())),
             Kind::Put => Some((found.seq, Kind::Put, value.to_vec())),
@@ -256,6 +252,13 @@ impl Memtable {
     /// [`Memtable::capacity_bytes`]. It grows a chunk (2 MiB, one huge page) at a time.
     pub fn approximate_bytes(&self) -> usize {
         self.list.arena().allocated_bytes()
+    }
+
+    /// Bytes of the point index's buckets, beside [`Memtable::approximate_bytes`]: allocated
+    /// whole at creation, 8 bytes per KiB of capacity (2 MiB for a 64 MiB write buffer, whose
+    /// memtable has 4 write buffers of capacity).
+    pub fn point_index_bytes(&self) -> usize {
+        self.list.point_index_bytes()
     }
 
     /// Bytes its entries take: every node with its index tower, key and value, as allocated

@@ -811,8 +811,9 @@ impl Drop for AbandonUnpublished<'_> {
 /// Where [`Inner::append_group`] left a group.
 enum Appended {
     /// In the WAL: each writer's first sequence number, the memtable, the last sequence, and
-    /// the group's ticket (already written).
-    Written { firsts: Vec<u64>, mem: Arc<Memtable>, last_seq: u64, ticket: u64 },
+    /// the group's ticket (already written; none for a group that holds the WAL lock until it
+    /// has published while no other group is in flight).
+    Written { firsts: Vec<u64>, mem: Arc<Memtable>, last_seq: u64, ticket: Option<u64> },
     /// Packed for the pipeline: the same, its page writes and its ticket.
     Staged {
         firsts: Vec<u64>,
@@ -916,11 +917,11 @@ impl Inner {
         let logger = if sync { self.pipeline.acquire() } else { None };
         let mut group = self.writers.take_group(self.group_cap());
         debug_assert_eq!(group[0].id, id, "the leader is first in its group");
-        let mut wal = self.wal.lock();
-        let appended = self.append_group(&mut wal, &mut group, logger.is_some());
         // An appended group holds on until it has published unless the machine has the
         // cores and no writer of the group asked for sync ([`OVERLAPPED_GROUPS_MIN_CORES`]).
         let overlap = self.overlap_groups && group.iter().all(|w| !w.sync);
+        let mut wal = self.wal.lock();
+        let appended = self.append_group(&mut wal, &mut group, logger.is_some(), !overlap);
         let mut held = match &appended {
             Ok(Appended::Written { .. }) if !overlap => Some(wal),
             _ => {
@@ -973,14 +974,14 @@ impl Inner {
         let writing = self.timings.appending();
         self.pipeline.write(logger, ticket, pages);
         self.timings.appended(writing);
-        self.insert_and_publish(id, batch, group, group_seqs, ticket)?;
+        self.insert_and_publish(id, batch, group, group_seqs, Some(ticket))?;
         self.pipeline.committed(group.len());
         Ok(())
     }
 
-    /// Stage 4 for a group in the WAL (its ticket `ticket`): the memtable inserts, by the
-    /// leader or by each writer, then, in the ticket's turn (every earlier group published),
-    /// the publication of its last sequence number; every writer is told.
+    /// Stage 4 for a group in the WAL (its ticket `ticket`, if it took one): the memtable
+    /// inserts, by the leader or by each writer, then, in the ticket's turn (every earlier
+    /// group published), the publication of its last sequence number; every writer is told.
     ///
     /// Inserting before the turn is safe: an entry above the published sequence is seen by
     /// no read, and a memtable is sealed only once every group in flight has published
@@ -992,7 +993,7 @@ impl Inner {
         batch: &WriteBatch,
         group: &[Pending],
         (firsts, mem, last_seq): (&[u64], &Arc<Memtable>, u64),
-        ticket: u64,
+        ticket: Option<u64>,
     ) -> Result<()> {
         #[cfg(feature = "failpoints")]
         if let Some(pause) = self.opts.pause_before_group_inserts {
@@ -1011,7 +1012,9 @@ impl Inner {
                 return Err(e);
             }
             self.publish_last_seq(&mut self.state.lock(), last_seq);
-            self.pipeline.published(ticket);
+            if let Some(ticket) = ticket {
+                self.pipeline.published(ticket);
+            }
             let outcomes = group.iter().map(|p| (p.id, Outcome::Done)).collect();
             self.writers.finish(id, outcomes);
             return Ok(());
@@ -1037,15 +1040,19 @@ impl Inner {
         self.leader_failpoint(group.len());
         self.wait_turn(ticket)?;
         self.publish_last_seq(&mut self.state.lock(), last_seq);
-        self.pipeline.published(ticket);
+        if let Some(ticket) = ticket {
+            self.pipeline.published(ticket);
+        }
         sync.publish();
         std::mem::forget(abandon);
         Ok(())
     }
 
-    /// Waits for `ticket`'s turn to publish. If it never comes (its pages or an earlier
-    /// ticket's failed), nothing from here on may be acknowledged: the store stops (P5).
-    fn wait_turn(&self, ticket: u64) -> Result<()> {
+    /// Waits for `ticket`'s turn to publish (at once without a ticket). If it never comes
+    /// (its pages or an earlier ticket's failed), nothing from here on may be acknowledged:
+    /// the store stops (P5).
+    fn wait_turn(&self, ticket: Option<u64>) -> Result<()> {
+        let Some(ticket) = ticket else { return Ok(()) };
         self.pipeline.wait_turn(ticket).inspect_err(|e| self.stop(e))
     }
 
@@ -1125,11 +1132,16 @@ impl Inner {
     /// Stages 2 and 3 for a group: room, sequence numbers, WAL. A sync group whose leader
     /// holds a logger (`with_logger`) is packed for the pipeline where the WAL allows
     /// ([`WalWriter::stage_sync`]); any other is appended once the pipeline has drained.
+    ///
+    /// An appended group that will hold the WAL lock until it has published (`held`) takes
+    /// no ticket when no other group is in flight: nothing can come between it and its
+    /// publication, and a lone writer on a small machine then pays for no ticket.
     fn append_group(
         &self,
         wal: &mut WalWriter,
         group: &mut [Pending],
         with_logger: bool,
+        held: bool,
     ) -> Result<Appended> {
         let footprint: usize = group.iter().map(|p| p.footprint).sum();
         let sync = group.iter().any(|p| p.sync);
@@ -1199,7 +1211,8 @@ impl Inner {
                 Appended::Staged { firsts, mem, last_seq, pages, ticket }
             }
             None => {
-                let ticket = self.pipeline.begin_appended();
+                let ticket =
+                    (!held || !self.pipeline.idle()).then(|| self.pipeline.begin_appended());
                 Appended::Written { firsts, mem, last_seq, ticket }
             }
         })

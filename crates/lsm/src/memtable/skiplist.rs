@@ -311,8 +311,9 @@ impl SkipList {
     pub(crate) fn insert(&self, user_key: &[u8], trailer: u64, value: &[u8]) -> bool {
         let height = self.random_height();
         let hash = point_hash(user_key);
-        // The bucket, and below its newest node, are cache misses in a large list that
-        // `index_point` would wait for at the end: start loading them now, behind the search.
+        // The bucket, and then its newest node, are cache misses in a large list that
+        // `index_point` would wait for at the end: start loading the bucket now, behind the
+        // search, and the node once the bucket has arrived.
         let bucket = self.point_bucket(hash);
         prefetch(std::ptr::from_ref(bucket).cast());
         let Some(node) = self.new_node(height, user_key, trailer, value, hash) else {
@@ -322,8 +323,8 @@ impl SkipList {
         // Relaxed: a reader that sees the new height before the node's upper links finds null
         // links from the head there and just moves down a level.
         self.height.fetch_max(height, Mem::Relaxed);
-        prefetch(bucket.load(Mem::Relaxed));
         let mut splices = self.find_splices(key);
+        prefetch(bucket.load(Mem::Relaxed));
         for (level, splice) in splices.iter_mut().enumerate().take(height) {
             loop {
                 let (prev, next) = *splice;

@@ -17,15 +17,19 @@
 //! [`Turns::wait_turn`] -> [`Turns::published`].
 
 use super::sync::{AtomicU64, Condvar, Mutex, Ordering, spin_until};
-use std::collections::BTreeSet;
+use std::collections::VecDeque;
 
 struct TurnState {
     /// The ticket the next [`Turns::begin`] hands out.
     next: u64,
     /// Every ticket below this one has published.
     published_below: u64,
-    /// Tickets whose pages are written and that have not published.
-    written: BTreeSet<u64>,
+    /// Whether each unpublished ticket's pages are written: entry `i` is ticket
+    /// `published_below + i` (a ring that keeps its memory, where a set allocated and freed
+    /// a node for nearly every group).
+    written: VecDeque<bool>,
+    /// How many of `written` are true.
+    written_count: usize,
     /// The first ticket whose pages failed, with why: it and every later ticket fail.
     failed: Option<(u64, String)>,
 }
@@ -37,6 +41,8 @@ pub struct Turns {
     /// `TurnState::published_below`, readable without the lock: a group waiting for its
     /// turn watches it for a moment before it sleeps.
     published_below: AtomicU64,
+    /// `TurnState::next`, readable without the lock ([`Turns::idle`]).
+    handed_out: AtomicU64,
 }
 
 impl Default for Turns {
@@ -51,12 +57,22 @@ impl Turns {
             state: Mutex::new(TurnState {
                 next: 0,
                 published_below: 0,
-                written: BTreeSet::new(),
+                written: VecDeque::new(),
+                written_count: 0,
                 failed: None,
             }),
             cv: Condvar::new(),
             published_below: AtomicU64::new(0),
+            handed_out: AtomicU64::new(0),
         }
+    }
+
+    /// Whether every ticket handed out has published. Called under the WAL lock, under which
+    /// alone tickets are handed out, it stays true for as long as the caller holds the lock
+    /// and takes no ticket: a group that holds the lock until it has published then needs
+    /// none.
+    pub fn idle(&self) -> bool {
+        self.published_below.load(Ordering::Acquire) == self.handed_out.load(Ordering::Relaxed)
     }
 
     /// Hands out the next ticket (called under the WAL lock, right after the group's pages
@@ -65,6 +81,8 @@ impl Turns {
         let mut st = self.state.lock();
         let t = st.next;
         st.next += 1;
+        self.handed_out.store(st.next, Ordering::Relaxed);
+        st.written.push_back(false);
         t
     }
 
@@ -74,13 +92,20 @@ impl Turns {
         let mut st = self.state.lock();
         let t = st.next;
         st.next += 1;
-        st.written.insert(t);
+        self.handed_out.store(st.next, Ordering::Relaxed);
+        st.written.push_back(true);
+        st.written_count += 1;
         t
     }
 
     /// `ticket`'s pages are written (durably).
     pub fn written(&self, ticket: u64) {
-        self.state.lock().written.insert(ticket);
+        let mut st = self.state.lock();
+        let at = (ticket - st.published_below) as usize;
+        if !std::mem::replace(&mut st.written[at], true) {
+            st.written_count += 1;
+        }
+        drop(st);
         self.cv.notify_all();
     }
 
@@ -131,7 +156,7 @@ impl Turns {
                     return Err(why.clone());
                 }
             }
-            if st.published_below == ticket && st.written.contains(&ticket) {
+            if st.published_below == ticket && st.written.front() == Some(&true) {
                 return Ok(());
             }
             self.cv.wait(&mut st);
@@ -142,7 +167,8 @@ impl Turns {
     pub fn published(&self, ticket: u64) {
         let mut st = self.state.lock();
         assert_eq!(st.published_below, ticket, "tickets publish in order");
-        st.written.remove(&ticket);
+        assert_eq!(st.written.pop_front(), Some(true), "a ticket publishes once written");
+        st.written_count -= 1;
         st.published_below = ticket + 1;
         self.published_below.store(ticket + 1, Ordering::Release);
         self.cv.notify_all();
@@ -159,8 +185,7 @@ impl Turns {
             if let Some((_, why)) = &st.failed {
                 return Err(why.clone());
             }
-            // `written` holds exactly the unpublished tickets whose pages are written.
-            if st.published_below + st.written.len() as u64 == st.next {
+            if st.written_count == st.written.len() {
                 return Ok(());
             }
             self.cv.wait(&mut st);

@@ -1110,21 +1110,23 @@ impl Inner {
     /// Waits until every pipelined group's pages are written (the WAL lock held, so no new
     /// one starts): before an append that is not pipelined, whose pages follow theirs.
     fn wait_pipeline_written(&self, wal: &mut WalWriter) -> Result<()> {
-        if let Err(e) = self.pipeline.wait_written() {
-            self.stop(&e);
-            return Err(e);
-        }
-        wal.staged_pages_durable();
-        Ok(())
+        self.wait_pipeline(wal, LogPipeline::wait_written)
     }
 
     /// Waits until every group in flight has published (the WAL lock held, so no new one
     /// starts): before a memtable switch, so that the sealed memtable holds all its entries.
     fn drain_pipeline(&self, wal: &mut WalWriter) -> Result<()> {
-        if let Err(e) = self.pipeline.wait_idle() {
-            self.stop(&e);
-            return Err(e);
-        }
+        self.wait_pipeline(wal, LogPipeline::wait_idle)
+    }
+
+    /// Runs one of the pipeline's waits; after it every staged page is durable. A failed
+    /// ticket stops the store (P5).
+    fn wait_pipeline(
+        &self,
+        wal: &mut WalWriter,
+        wait: fn(&LogPipeline) -> Result<()>,
+    ) -> Result<()> {
+        wait(&self.pipeline).inspect_err(|e| self.stop(e))?;
         wal.staged_pages_durable();
         Ok(())
     }

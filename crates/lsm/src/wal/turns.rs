@@ -78,23 +78,22 @@ impl Turns {
     /// Hands out the next ticket (called under the WAL lock, right after the group's pages
     /// were packed, so tickets follow the pages' order).
     pub fn begin(&self) -> u64 {
-        let mut st = self.state.lock();
-        let t = st.next;
-        st.next += 1;
-        self.handed_out.store(st.next, Ordering::Relaxed);
-        st.written.push_back(false);
-        t
+        self.hand_out(false)
     }
 
     /// Hands out the next ticket, its pages already written: a group appended to the WAL
     /// under the WAL lock, which only needs its turn to publish in order.
     pub fn begin_written(&self) -> u64 {
+        self.hand_out(true)
+    }
+
+    fn hand_out(&self, written: bool) -> u64 {
         let mut st = self.state.lock();
         let t = st.next;
         st.next += 1;
         self.handed_out.store(st.next, Ordering::Relaxed);
-        st.written.push_back(true);
-        st.written_count += 1;
+        st.written.push_back(written);
+        st.written_count += usize::from(written);
         t
     }
 

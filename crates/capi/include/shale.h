@@ -308,6 +308,18 @@ typedef struct shale_table_column {
   uint32_t len;
 } shale_table_column;
 
+// A row a transaction declares when it begins (`shale_table_begin_declared`).
+typedef struct shale_table_declared_row {
+  // The table's id.
+  uint32_t table;
+  // The row's primary key, `key_len` bytes.
+  const uint8_t *key;
+  // Bytes of the key.
+  size_t key_len;
+  // Whether the transaction writes the row (locked exclusive) or only reads it (shared).
+  bool write;
+} shale_table_declared_row;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -986,6 +998,27 @@ int shale_table_id(const struct shale_table_store *store,
 // # Safety
 // `store` is NULL or a live handle.
 struct shale_table_txn *shale_table_begin(const struct shale_table_store *store, int isolation);
+
+// Begins a transaction at `isolation` that first locks the `n` rows of `rows`, all of them
+// and in one order for every transaction (the paper's repeatable read: declared rows
+// locked up front), so transactions that declare the rows they touch never deadlock on
+// them. A row read stays as read; a declared key that is absent stays absent for others.
+// On success `*txn_out` is the transaction.
+//
+// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` for an isolation that is none of the three
+// or a NULL array with `n` > 0; `SHALE_NO_SUCH_TABLE`; `SHALE_LOCK_TIMEOUT` when a row
+// stays locked by another past the store's lock timeout (the locks taken are released, no
+// transaction is made).
+//
+// # Safety
+// `store` is NULL or a live handle; `rows` is readable for `n` entries, each key readable
+// for its length; `txn_out` is valid for a write; `err` is NULL or valid for a write.
+int shale_table_begin_declared(const struct shale_table_store *store,
+                               int isolation,
+                               const struct shale_table_declared_row *rows,
+                               size_t n,
+                               struct shale_table_txn **txn_out,
+                               struct shale_error **err);
 
 // Commits a transaction, making every change durable, and frees it (whatever the result).
 //

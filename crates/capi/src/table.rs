@@ -9,7 +9,9 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-use shale_table::{Column, Isolation, Row, Scan, Schema, TableId, TableOptions, TableStore};
+use shale_table::{
+    Column, Declared, Isolation, Row, Scan, Schema, TableId, TableOptions, TableStore,
+};
 
 use crate::error::{Failure, Outcome, boundary, guard, shale_error};
 use crate::mem::{bytes, optional_bytes, path_arg, set, to_caller};
@@ -61,6 +63,20 @@ pub enum shale_table_isolation {
     SHALE_TABLE_REPEATABLE_READ = 1,
     /// Table locks: one writer or many readers per table.
     SHALE_TABLE_SERIALIZABLE = 2,
+}
+
+/// A row a transaction declares when it begins (`shale_table_begin_declared`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct shale_table_declared_row {
+    /// The table's id.
+    pub table: u32,
+    /// The row's primary key, `key_len` bytes.
+    pub key: *const u8,
+    /// Bytes of the key.
+    pub key_len: usize,
+    /// Whether the transaction writes the row (locked exclusive) or only reads it (shared).
+    pub write: bool,
 }
 
 /// An open table store. Close it with `shale_table_close`.
@@ -327,6 +343,60 @@ pub unsafe extern "C" fn shale_table_begin(
     guard(std::ptr::null_mut(), || {
         Box::into_raw(Box::new(shale_table_txn { txn: s.begin(isolation) }))
     })
+}
+
+/// Begins a transaction at `isolation` that first locks the `n` rows of `rows`, all of them
+/// and in one order for every transaction (the paper's repeatable read: declared rows
+/// locked up front), so transactions that declare the rows they touch never deadlock on
+/// them. A row read stays as read; a declared key that is absent stays absent for others.
+/// On success `*txn_out` is the transaction.
+///
+/// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` for an isolation that is none of the three
+/// or a NULL array with `n` > 0; `SHALE_NO_SUCH_TABLE`; `SHALE_LOCK_TIMEOUT` when a row
+/// stays locked by another past the store's lock timeout (the locks taken are released, no
+/// transaction is made).
+///
+/// # Safety
+/// `store` is NULL or a live handle; `rows` is readable for `n` entries, each key readable
+/// for its length; `txn_out` is valid for a write; `err` is NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_table_begin_declared(
+    store: *const shale_table_store,
+    isolation: c_int,
+    rows: *const shale_table_declared_row,
+    n: usize,
+    txn_out: *mut *mut shale_table_txn,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let isolation = match isolation {
+                0 => Isolation::ReadCommitted,
+                1 => Isolation::RepeatableRead,
+                2 => Isolation::Serializable,
+                i => return Err(Failure::invalid(format!("isolation {i} is none of 0, 1, 2"))),
+            };
+            let store = store_ref(store)?;
+            let rows: &[shale_table_declared_row] = match n {
+                0 => &[],
+                _ if rows.is_null() => return Err(Failure::null("rows")),
+                _ => std::slice::from_raw_parts(rows, n),
+            };
+            let mut declared = Declared::new();
+            for r in rows {
+                let key = bytes(r.key, r.key_len, "key")?;
+                declared = if r.write {
+                    declared.write(TableId(r.table), key)
+                } else {
+                    declared.read(TableId(r.table), key)
+                };
+            }
+            let txn = store.begin_declared(isolation, &declared)?;
+            set(txn_out, Box::into_raw(Box::new(shale_table_txn { txn })));
+            Ok(())
+        })
+    }
 }
 
 /// Commits a transaction, making every change durable, and frees it (whatever the result).

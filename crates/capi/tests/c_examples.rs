@@ -163,6 +163,7 @@ const TABLE_LINES: &[&str] = &[
     "update a missing column: SHALE_NO_SUCH_COLUMN",
     "city of 0003: Quito",
     "city of 0005: (absent)",
+    "population of 0003: 02011388",
     "scan ..: 0001=Lyon (Rhone) 0002=Kyoto 0003=Quito 0006=Accra",
     "scan 0002..0004: 0002=Kyoto 0003=Quito",
     "drop scratch again: SHALE_NO_SUCH_TABLE",

@@ -287,3 +287,60 @@ fn selects_and_scans_read_rows_owned_by_the_caller() {
         shale_table_close(store);
     }
 }
+
+#[test]
+fn a_transaction_locks_its_declared_rows_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, t) = open_with_table(dir.path());
+    ok(|_| insert(store, null_mut(), t, b"0001", b"one").0);
+    let row = |key: &'static [u8], write| shale_table_declared_row {
+        table: t,
+        key: key.as_ptr(),
+        key_len: key.len(),
+        write,
+    };
+    let rows = [row(b"0001", false), row(b"0002", true)];
+    // SAFETY: a live store, `rows` readable for its length, valid out-parameters.
+    unsafe {
+        let mut txn = null_mut();
+        ok(|e| shale_table_begin_declared(store, 1, rows.as_ptr(), 2, &mut txn, e));
+        assert!(!txn.is_null());
+        // Both rows are locked before the transaction touches either: a writer of the row
+        // read and an insert of the absent key wait out the lock timeout.
+        let (rc, _) = call(|e| {
+            shale_table_update(
+                store,
+                null_mut(),
+                t,
+                b"0001".as_ptr(),
+                4,
+                c"v".as_ptr(),
+                b"x".as_ptr(),
+                1,
+                e,
+            )
+        });
+        assert_eq!(rc, status(shale_status::SHALE_LOCK_TIMEOUT));
+        let (rc, _) = insert(store, null_mut(), t, b"0002", b"other");
+        assert_eq!(rc, status(shale_status::SHALE_LOCK_TIMEOUT));
+        ok(|_| insert(store, txn, t, b"0002", b"mine").0);
+        ok(|e| shale_table_commit(txn, e));
+        assert_eq!(cell(store, t, b"0002"), Some(b"mine".to_vec()));
+
+        // Bad input is refused with its status, and no transaction is made.
+        let mut txn = null_mut();
+        let (rc, _) = call(|e| shale_table_begin_declared(store, 7, rows.as_ptr(), 2, &mut txn, e));
+        assert_eq!(rc, status(shale_status::SHALE_INVALID_ARGUMENT));
+        let (rc, _) = call(|e| shale_table_begin_declared(store, 0, null(), 2, &mut txn, e));
+        assert_eq!(rc, status(shale_status::SHALE_INVALID_ARGUMENT));
+        let missing = [shale_table_declared_row { table: 99, ..rows[0] }];
+        let (rc, _) =
+            call(|e| shale_table_begin_declared(store, 0, missing.as_ptr(), 1, &mut txn, e));
+        assert_eq!(rc, status(shale_status::SHALE_NO_SUCH_TABLE));
+        assert!(txn.is_null());
+        // No rows at all: a plain transaction.
+        ok(|e| shale_table_begin_declared(store, 2, null(), 0, &mut txn, e));
+        ok(|e| shale_table_abort(txn, e));
+        shale_table_close(store);
+    }
+}

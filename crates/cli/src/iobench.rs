@@ -231,8 +231,11 @@ fn holds_shale_volume(path: &std::path::Path) -> bool {
 
 fn run_on(args: &Args, existing: bool) -> Result<()> {
     let (dev, created) = open(args, existing)?;
-    let mut queue =
-        dev.open_queue(&QueueOptions { depth: args.queue_depth, poll: poll_mode(args.poll) })?;
+    let mut queue = dev.open_queue(&QueueOptions {
+        depth: args.queue_depth,
+        poll: poll_mode(args.poll),
+        sq_poll: None,
+    })?;
     if created && args.pattern == Pattern::Randread {
         prefill(queue.as_mut(), dev.info().capacity)?;
     }

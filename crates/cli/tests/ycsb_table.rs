@@ -53,3 +53,55 @@ fn load_then_a_then_e_on_the_table_engine() {
     let (ok, _, err) = shale_ycsb(&["--engine", "table", "--fieldcount", "10"]);
     assert!(!ok && err.contains("--fieldcount 5"), "{err}");
 }
+
+#[test]
+fn the_table_engine_runs_on_queue_pairs_in_each_affinity_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, mode) in ["naive", "pair-binding", "separated", "skew"].iter().enumerate() {
+        let db = dir.path().join(format!("store-{mode}"));
+        let pmem = dir.path().join(format!("undo-{mode}.pmem"));
+        let poller = if i % 2 == 0 { "adaptive" } else { "spin" };
+        let flags = [
+            "--engine",
+            "table",
+            "--db",
+            db.to_str().unwrap(),
+            "--pmem_path",
+            pmem.to_str().unwrap(),
+            "--records",
+            "200",
+            "--operations",
+            "300",
+            "--threads",
+            "2",
+            "--cache_size",
+            "131072",
+            "--io_queues",
+            "3",
+            "--io_affinity",
+            mode,
+            "--io_poller",
+            poller,
+            "--statistics",
+        ];
+        let (ok, out, err) = shale_ycsb(&flags);
+        assert!(ok, "{mode}: exit status; stderr:\n{err}\nstdout:\n{out}");
+        assert!(
+            out.contains(&format!("3 queue pairs, affinity {mode}, pollers {poller}")),
+            "{out}"
+        );
+        assert_eq!(value(&out, "load", "INSERT", "Return=OK"), Some(200.0), "{out}");
+        let a = "run, workload a";
+        let done = value(&out, a, "READ", "Return=OK").unwrap()
+            + value(&out, a, "UPDATE", "Return=OK").unwrap();
+        assert_eq!(done, 300.0, "{mode}: every record is found:\n{out}");
+        assert_eq!(out.matches("# queue pair ").count(), 3, "{out}");
+    }
+    // Bad input is named.
+    let (ok, _, err) = shale_ycsb(&["--engine", "table", "--io_queues", "2", "--io_affinity", "x"]);
+    assert!(!ok && err.contains("--io_affinity") && err.contains("skew"), "{err}");
+    let (ok, _, err) = shale_ycsb(&["--io_queues", "2"]);
+    assert!(!ok && err.contains("--engine table"), "{err}");
+    let (ok, _, err) = shale_ycsb(&["--engine", "table", "--io_queues", "65"]);
+    assert!(!ok && err.contains("queue pairs"), "{err}");
+}

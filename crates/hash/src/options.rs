@@ -91,6 +91,11 @@ pub struct HashOptions {
     /// used first out; a value over a quarter of it is not kept); 0 turns the cache off. A
     /// fixed budget: the bounded index's flat memory stays flat.
     pub value_cache_bytes: usize,
+    /// The CPU the store's worker thread is pinned to, as an index into the CPUs the
+    /// process may use (taken modulo their count: `shale_io::affinity::pin_current_thread`);
+    /// `None`, the default, leaves it to the scheduler. KVSB pins each shard's worker
+    /// beside its client threads, one core per shard.
+    pub worker_cpu: Option<usize>,
 }
 
 /// Smallest segment.
@@ -114,6 +119,7 @@ impl Default for HashOptions {
             max_iterators: 16,
             index: IndexMode::InMemory,
             value_cache_bytes: 32 << 20,
+            worker_cpu: None,
         }
     }
 }

@@ -167,9 +167,16 @@ impl HashStore {
         let log = LogWriter::new(replayed.max_seq + 1, next_generation, replayed.last_end);
         let submissions = Arc::new(Submissions::new(shard.opts.queue_depth));
         let worker = Worker::new(shard.clone(), submissions.clone(), log)?;
+        let cpu = shard.opts.worker_cpu;
         let handle = std::thread::Builder::new()
             .name("shale-hash-worker".into())
-            .spawn(move || worker.run())
+            .spawn(move || {
+                if let Some(cpu) = cpu {
+                    // A refusal (a CPU set the kernel will not give) leaves it unpinned.
+                    shale_io::affinity::pin_current_thread(cpu);
+                }
+                worker.run()
+            })
             .map_err(|e| Error::InvalidArgument(format!("cannot start the worker thread: {e}")))?;
         let completions = Arc::new(CompletionQueue::new()?);
         Ok(HashStore { _lock: None, shard, submissions, completions, worker: Some(handle) })

@@ -52,6 +52,22 @@ impl Default for PollMode {
     }
 }
 
+/// A kernel thread that takes an io_uring queue's submissions off its ring by polling it
+/// (`IORING_SETUP_SQPOLL`): while it is awake a submission costs no system call, and the
+/// completions of the queue's requests are posted by it, so any thread may reap them. LATTE's
+/// submission side of a queue pair, bound to a CPU in its affinity modes
+/// ([`crate::QueuePairs`]). Only io_uring queues have one; the other backends ignore it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqPoll {
+    /// The CPU it is bound to (`IORING_SETUP_SQ_AFF`), as an index into the CPUs this process
+    /// may use, modulo their count ([`crate::affinity::cpu_at`]); `None`: the scheduler's
+    /// choice.
+    pub cpu: Option<usize>,
+    /// How long it keeps polling an empty ring before it sleeps (whole milliseconds; the next
+    /// submission then wakes it with a system call).
+    pub idle: Duration,
+}
+
 /// Options for [`Device::open_queue`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueOptions {
@@ -59,6 +75,9 @@ pub struct QueueOptions {
     pub depth: u32,
     /// How [`Queue::reap`] waits.
     pub poll: PollMode,
+    /// A polling kernel thread for submissions (io_uring only; `None`, the default: the
+    /// reaping thread hands them to the kernel).
+    pub sq_poll: Option<SqPoll>,
 }
 
 /// Upper bound of [`QueueOptions::depth`]; deeper queues gain nothing on NVMe and waste memory.
@@ -66,7 +85,7 @@ pub const QUEUE_DEPTH_MAX: u32 = 4096;
 
 impl Default for QueueOptions {
     fn default() -> QueueOptions {
-        QueueOptions { depth: 32, poll: PollMode::default() }
+        QueueOptions { depth: 32, poll: PollMode::default(), sq_poll: None }
     }
 }
 

@@ -48,6 +48,20 @@ pub struct Weights {
     pub rand_write: u32,
 }
 
+impl Weights {
+    /// `lambda * bytes` of `op`, where `previous_write_end` is where the write before it
+    /// ended (a write starting there is sequential; `None`: no write yet, so random).
+    pub(crate) fn weight(&self, op: &Op, previous_write_end: Option<u64>) -> u64 {
+        let lambda = match op {
+            Op::Read { .. } => self.read,
+            Op::Write { offset, .. } if previous_write_end == Some(*offset) => self.seq_write,
+            Op::Write { .. } => self.rand_write,
+            Op::Flush => 0,
+        };
+        u64::from(lambda) * op.len() as u64
+    }
+}
+
 impl Default for Weights {
     /// LATTE's defaults: a random write costs three reads, a sequential write two.
     fn default() -> Weights {
@@ -191,15 +205,7 @@ impl Dispatcher {
 
     /// Stage 1: `lambda * bytes` of the request's class.
     fn weight(&self, op: &Op) -> u64 {
-        let lambda = match op {
-            Op::Read { .. } => self.weights.read,
-            Op::Write { offset, .. } if self.last_write_end == Some(*offset) => {
-                self.weights.seq_write
-            }
-            Op::Write { .. } => self.weights.rand_write,
-            Op::Flush => 0,
-        };
-        u64::from(lambda) * op.len() as u64
+        self.weights.weight(op, self.last_write_end)
     }
 
     /// Stage 2: the non-full queue with the least pending weight, lowest index on ties.

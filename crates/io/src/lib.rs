@@ -14,6 +14,7 @@
 //! # Ok::<(), shale_io::Error>(())
 //! ```
 
+pub mod affinity;
 mod buf;
 mod buffered;
 mod device;
@@ -23,6 +24,7 @@ mod file;
 mod inline;
 mod memory;
 mod pread;
+mod queue_pairs;
 mod sim;
 mod throttle;
 pub mod ticket;
@@ -32,7 +34,7 @@ pub use buf::{AlignedBuf, BUF_ALIGN, SECTOR_SIZE};
 pub use buffered::{BufferedReader, BufferedWriter};
 pub use device::{
     Completion, Device, DeviceInfo, DeviceRef, Op, PollMode, QUEUE_DEPTH_MAX, Queue, QueueExt,
-    QueueOptions, Request, check_range, check_request,
+    QueueOptions, Request, SqPoll, check_range, check_request,
 };
 pub use dispatch::{Dispatcher, Weights};
 pub use error::{Error, OpKind, PathOp, Result};
@@ -42,5 +44,8 @@ pub use file::{
 };
 pub use inline::{InlineQueue, SyncBackend};
 pub use memory::MemoryDevice;
+pub use queue_pairs::{
+    Affinity, PairCpus, PairStats, PollerWait, QUEUE_PAIRS_MAX, QueuePairOptions, QueuePairs,
+};
 pub use sim::{Damage, Fault, FaultPlan, SimDevice, SimStats};
 pub use throttle::{Profile, THROTTLE_BURST, ThrottledDevice};

@@ -18,7 +18,9 @@ use std::time::Instant;
 
 use io_uring::{IoUring, cqueue, opcode, squeue, types};
 
-use crate::device::{Completion, Op, PollMode, Queue, QueueOptions, Request, check_request};
+use crate::device::{
+    Completion, Op, PollMode, Queue, QueueOptions, Request, SqPoll, check_request,
+};
 use crate::error::{Error, OpKind, Result};
 use crate::file::OpenFile;
 
@@ -77,7 +79,19 @@ impl UringQueue {
     /// which the next `io_uring_enter` runs. Kernels before 5.19 refuse the flags (EINVAL) and
     /// get a plain ring. SINGLE_ISSUER would be cheaper still, but a queue may move between
     /// threads (it is `Send`), which that mode forbids.
-    fn ring(entries: u32) -> io::Result<IoUring> {
+    ///
+    /// A queue with a polling kernel thread ([`SqPoll`]) gets neither flag: that thread
+    /// submits, so it runs the completion work, and whichever thread reaps finds the
+    /// completions posted.
+    fn ring(entries: u32, sq_poll: Option<SqPoll>) -> io::Result<IoUring> {
+        if let Some(p) = sq_poll {
+            let mut b = IoUring::builder();
+            b.setup_sqpoll(p.idle.as_millis().min(u128::from(u32::MAX)) as u32);
+            if let Some(index) = p.cpu {
+                b.setup_sqpoll_cpu(crate::affinity::cpu_at(index) as u32);
+            }
+            return b.build(entries);
+        }
         let coop = IoUring::builder().setup_coop_taskrun().setup_taskrun_flag().build(entries);
         match coop {
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => IoUring::new(entries),
@@ -92,7 +106,7 @@ impl UringQueue {
 
     pub(crate) fn new(file: Arc<OpenFile>, opts: &QueueOptions) -> Result<UringQueue> {
         let depth = opts.depth as usize;
-        let ring = Self::ring(opts.depth).map_err(|e| match e.raw_os_error() {
+        let ring = Self::ring(opts.depth, opts.sq_poll).map_err(|e| match e.raw_os_error() {
             Some(libc::ENOSYS | libc::EPERM) => {
                 Error::Unsupported(format!("io_uring setup failed: {e}"))
             }

@@ -17,7 +17,7 @@ fn each_poll_mode_completes_pipelined_io() {
         PollMode::Blocking,
     ];
     for (m, poll) in modes.into_iter().enumerate() {
-        let mut q = dev.open_queue(&QueueOptions { depth: 8, poll }).unwrap();
+        let mut q = dev.open_queue(&QueueOptions { depth: 8, poll, sq_poll: None }).unwrap();
         let seed = m as u64 * 100;
         let mut out = Vec::new();
         for i in 0..32u64 {

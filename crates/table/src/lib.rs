@@ -147,5 +147,5 @@ pub use pmem::{FilePmem, FilePmemOptions, FlushMode, PmemLog, SimPmem};
 pub use scan::{SCAN_BATCH_ROWS, Scan};
 pub use schema::{COLUMNS_MAX, Column, ColumnType, NAME_BYTES_MAX, ROW_BYTES_MAX, Row, Schema};
 pub use store::{RECLAIM_STEP_RECORDS, TableId, TableStats, TableStore};
-pub use txn::{Isolation, Transaction};
+pub use txn::{Declared, Isolation, Transaction};
 pub use undo_log::{RING_OFFSET, UndoStats};

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use shale_io::QueuePairOptions;
 use shale_space::{LayoutOptions, VolumeOptions};
 
 use crate::block::BLOCK_BYTES;
@@ -55,6 +56,13 @@ pub struct TableOptions {
     /// Bits of each key's hash the index keeps: 64; fewer only in tests, to make collisions
     /// common.
     pub hash_bits: u32,
+    /// LATTE's parallel queues: every block read and write of the store (the writer's and
+    /// those of reads outside the mutex) goes through several queues, each request to the
+    /// one whose requests in flight weigh least (reads 1, sequential writes 2, random
+    /// writes 3 per byte), each queue with a completion poller, in the affinity mode given
+    /// (`shale_io::QueuePairs`). `None`, the default: each user of the volume has a queue of
+    /// its own and waits on it itself.
+    pub queue_pairs: Option<QueuePairOptions>,
 }
 
 impl Default for TableOptions {
@@ -74,6 +82,7 @@ impl Default for TableOptions {
             space_reclaim_interval: Some(Duration::from_secs(1)),
             index_memory_entries: None,
             hash_bits: 64,
+            queue_pairs: None,
         }
     }
 }
@@ -117,6 +126,9 @@ impl TableOptions {
             return Err(Error::InvalidArgument(
                 "space_reclaim_interval must be longer than zero (None: no thread)".into(),
             ));
+        }
+        if let Some(p) = &self.queue_pairs {
+            p.validate().map_err(|e| Error::InvalidArgument(format!("queue_pairs: {e}")))?;
         }
         if !(1..=100).contains(&self.reclaim_percent) || self.reclaim_batch == 0 {
             return Err(Error::InvalidArgument(

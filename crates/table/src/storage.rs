@@ -28,11 +28,12 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
+use std::sync::Arc;
 
-use shale_io::{AlignedBuf, QueueExt, QueueOptions};
+use shale_io::{AlignedBuf, Queue, QueueOptions, QueuePairs};
 use shale_space::{Edit, Extent, IoClass, Volume, VolumeQueue};
 
-use crate::batch_io;
+use crate::batch_io::{self, BlockQueue};
 use crate::block::{self, BLOCK_BYTES, BlockState, HEADER_BYTES, NO_ROW, PAYLOAD_BYTES, Pos};
 use crate::cache::BlockCache;
 use crate::catalog::{self, Catalog, TableMeta};
@@ -82,7 +83,10 @@ pub(crate) struct Found {
 
 pub(crate) struct Storage {
     volume: Volume,
-    queue: VolumeQueue,
+    /// The writer's block queue (the store's mutex holder's).
+    queue: BlockQueue,
+    /// The queue pairs every block queue shares, with `TableOptions::queue_pairs`.
+    pairs: Option<Arc<QueuePairs>>,
     tables: BTreeMap<u32, Table>,
     next_table_id: u32,
     cache: BlockCache,
@@ -170,7 +174,16 @@ impl Storage {
             .filter(|(_, r)| r.before != Before::Commit && !committed.contains(&r.txn))
             .cloned()
             .collect();
-        let queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let pairs = match &opts.queue_pairs {
+            Some(p) => Some(Arc::new(QueuePairs::new(p, |o| {
+                Ok::<_, Error>(Box::new(volume.queue(IoClass::Slot, o)?) as Box<dyn Queue>)
+            })?)),
+            None => None,
+        };
+        let queue = match &pairs {
+            Some(p) => BlockQueue::Pairs(p.clone()),
+            None => BlockQueue::Own(volume.queue(IoClass::Slot, &QueueOptions::default())?),
+        };
         let index_queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
         let blocks_per_segment = volume.layout().slot_bytes / BLOCK_BYTES as u64;
         let tables = cat
@@ -190,6 +203,7 @@ impl Storage {
         let mut s = Storage {
             volume,
             queue,
+            pairs,
             tables,
             next_table_id: cat.next_id,
             cache: BlockCache::new(opts.cache_blocks),
@@ -739,9 +753,13 @@ impl Storage {
         result
     }
 
-    /// A queue of its own for reads made outside the store's mutex.
-    pub fn read_queue(&self) -> Result<VolumeQueue> {
-        Ok(self.volume.queue(IoClass::Slot, &QueueOptions::default())?)
+    /// A queue for reads made outside the store's mutex: one of its own, or the store's
+    /// queue pairs.
+    pub fn read_queue(&self) -> Result<BlockQueue> {
+        Ok(match &self.pairs {
+            Some(p) => BlockQueue::Pairs(p.clone()),
+            None => BlockQueue::Own(self.volume.queue(IoClass::Slot, &QueueOptions::default())?),
+        })
     }
 
     /// The decoded row of `key` for a scan, found by the ordered index.
@@ -1196,6 +1214,11 @@ impl Storage {
             commit_flushes: 0,
             flushed_commits: 0,
         }
+    }
+
+    /// Each queue pair's counters and placement (empty without queue pairs).
+    pub fn queue_pair_stats(&self) -> Vec<shale_io::PairStats> {
+        self.pairs.as_ref().map(|p| p.stats()).unwrap_or_default()
     }
 
     /// The device address of index page `n` of `table`, if its index has pages.

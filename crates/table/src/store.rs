@@ -17,7 +17,7 @@ use crate::pmem::{FilePmem, PmemLog};
 use crate::scan::{Scan, ScanTxn};
 use crate::schema::{Row, Schema};
 use crate::storage::Storage;
-use crate::txn::{Isolation, Transaction};
+use crate::txn::{Declared, Isolation, Transaction};
 use crate::undo_log::UndoStats;
 
 /// A table's id, given by [`TableStore::create_table`]; never used again once it is
@@ -33,7 +33,7 @@ pub(crate) struct Shared {
     pub locks: LockManager,
     /// Queues for scans' reads outside `storage`'s mutex, one taken per read-ahead (made
     /// when none is free: at most one per thread scanning at once).
-    pub read_queues: Mutex<Vec<shale_space::VolumeQueue>>,
+    pub read_queues: Mutex<Vec<crate::batch_io::BlockQueue>>,
     pub opts: TableOptions,
     next_txn: AtomicU64,
 }
@@ -295,6 +295,26 @@ impl TableStore {
         Shared::begin(&self.shared, isolation)
     }
 
+    /// Begins a transaction that first locks the rows `rows` names, all of them, in one
+    /// order (see [`Declared`]): LATTE's repeatable read. Transactions that declare the rows
+    /// they touch never deadlock on them; the rows read stay as read, and a declared key not
+    /// present stays absent unless this transaction inserts it.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`] for a table named that does not exist; [`Error::LockTimeout`]
+    /// when a row stays locked by another past `lock_timeout` (the locks taken are released
+    /// and no transaction is left open).
+    pub fn begin_declared(&self, isolation: Isolation, rows: &Declared) -> Result<Transaction> {
+        let mut txn = self.begin(isolation);
+        match txn.lock_declared(rows) {
+            Ok(()) => Ok(txn),
+            Err(e) => {
+                txn.abort()?;
+                Err(e)
+            }
+        }
+    }
+
     /// Runs `f` in a read-committed transaction of its own, committing on success and
     /// aborting on error.
     fn auto<T>(&self, f: impl FnOnce(&mut Transaction) -> Result<T>) -> Result<T> {
@@ -379,6 +399,12 @@ impl TableStore {
     pub fn stats(&self) -> TableStats {
         let (commit_flushes, flushed_commits) = self.shared.group.counts();
         TableStats { commit_flushes, flushed_commits, ..self.shared.storage.lock().stats() }
+    }
+
+    /// Each queue pair's requests, bytes and placement, with `TableOptions::queue_pairs`
+    /// (empty without): how the weighted dispatch spread the store's block I/O.
+    pub fn queue_pair_stats(&self) -> Vec<shale_io::PairStats> {
+        self.shared.storage.lock().queue_pair_stats()
     }
 
     /// The device address of index page `n` of `table`, once its index has spilled to

@@ -15,8 +15,13 @@
 //!   table run one writer or many readers at a time, so no write skew and no phantoms.
 //!
 //! A conflict waits; a wait past `lock_timeout` is [`Error::LockTimeout`], which leaves the
-//! transaction open (abort it, or retry). Deadlocks end the same way.
+//! transaction open (abort it, or retry). Deadlocks end the same way, unless the transactions
+//! declare their rows: a transaction begun with [`Declared`] rows
+//! (`TableStore::begin_declared`, the paper's repeatable read) locks them all before it does
+//! anything, in one order for every transaction, so such transactions never deadlock on
+//! them.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -36,6 +41,66 @@ pub enum Isolation {
     RepeatableRead,
     /// As if one at a time (table locks).
     Serializable,
+}
+
+/// The rows a transaction names when it begins (`TableStore::begin_declared`): LATTE's
+/// repeatable read locks the rows it will touch up front. Each row to be read is locked
+/// shared and each to be written exclusive (a row named both ways, exclusive), present or
+/// not, held to the end whatever the isolation level; the tables' locks come first (their
+/// intention locks, or under serializable their shared or exclusive locks), then the rows,
+/// all in (table, key) order. Two transactions that declare rows therefore take the rows
+/// they share in the same order: one waits for the other, neither holds a row the other
+/// waits for. Rows not declared are locked as met, as in any transaction.
+///
+/// ```
+/// # use shale_table::{Declared, TableId};
+/// # fn f(t: TableId) {
+/// let rows = Declared::new().read(t, b"alice").write(t, b"bob").write(t, b"carol");
+/// assert_eq!(rows.len(), 3);
+/// # }
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Declared {
+    /// By (table, key): whether the row is written.
+    rows: BTreeMap<(u32, Vec<u8>), bool>,
+}
+
+impl Declared {
+    /// No rows yet.
+    pub fn new() -> Declared {
+        Declared::default()
+    }
+
+    /// Names `key` of `table` as read: locked shared.
+    pub fn read(mut self, table: TableId, key: &[u8]) -> Declared {
+        self.rows.entry((table.0, key.to_vec())).or_insert(false);
+        self
+    }
+
+    /// Names `key` of `table` as written: locked exclusive.
+    pub fn write(mut self, table: TableId, key: &[u8]) -> Declared {
+        self.rows.insert((table.0, key.to_vec()), true);
+        self
+    }
+
+    /// Rows named.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether no row is named.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The tables named, each with whether any of its rows is written, in id order.
+    fn tables(&self) -> BTreeMap<u32, bool> {
+        let mut tables = BTreeMap::new();
+        for (&(t, _), &write) in &self.rows {
+            *tables.entry(t).or_insert(false) |= write;
+        }
+        tables
+    }
 }
 
 /// An open transaction. Dropped without [`Transaction::commit`], it aborts.
@@ -120,6 +185,25 @@ impl Transaction {
                 Ok(new.then_some(key))
             }
         }
+    }
+
+    /// Takes the locks of `rows` (see [`Declared`]): tables, then rows, in order.
+    pub(crate) fn lock_declared(&mut self, rows: &Declared) -> Result<()> {
+        for (table, write) in rows.tables() {
+            self.shared.schema(TableId(table))?;
+            let mode = match (self.isolation, write) {
+                (Isolation::Serializable, true) => LockMode::Exclusive,
+                (Isolation::Serializable, false) => LockMode::Shared,
+                (_, true) => LockMode::IntentExclusive,
+                (_, false) => LockMode::IntentShared,
+            };
+            self.lock(LockKey::Table(table), mode)?;
+        }
+        for ((table, key), &write) in &rows.rows {
+            let mode = if write { LockMode::Exclusive } else { LockMode::Shared };
+            self.lock(LockKey::Row(*table, key.clone()), mode)?;
+        }
+        Ok(())
     }
 
     /// Locks the table for a scan under serializable (no phantoms), before its keys are

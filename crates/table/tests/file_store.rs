@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use shale_io::{Affinity, QueuePairOptions};
 use shale_table::{
     Error, FilePmem, FilePmemOptions, Isolation, PMEM_FILE_NAME, TableOptions, TableStore,
 };
@@ -48,6 +49,44 @@ fn a_store_by_path_reopens_with_its_tables() {
         assert_eq!(store.select_cell(a, &key(i), "text").unwrap(), Some(text(&key(i), 0, 3000)));
         assert_eq!(store.select_cell(c, &key(i), "text").unwrap(), Some(text(&key(i), 5, 2500)));
     }
+}
+
+#[test]
+fn a_store_by_path_sends_its_block_io_through_queue_pairs() {
+    // io_uring queues with polling kernel threads, placed per mode; small caches, so that
+    // scans and point reads read blocks back through the pairs from several threads.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let with = |affinity| TableOptions {
+        cache_blocks: 32,
+        queue_pairs: Some(QueuePairOptions { pairs: 3, depth: 8, affinity, ..Default::default() }),
+        ..opts()
+    };
+    let store = TableStore::open(&path, with(Affinity::PairBinding)).unwrap();
+    let t = store.create_table("t", schema()).unwrap();
+    for i in 0..300 {
+        store.insert(t, &row(&key(i), &text(&key(i), 0, 1500), i)).unwrap();
+    }
+    let all = all_rows(&store, t);
+    assert_eq!(all.len(), 300);
+    let stats = store.queue_pair_stats();
+    assert!(stats.iter().filter(|s| s.requests > 0).count() > 1, "{stats:?}");
+    drop(store);
+
+    let store = std::sync::Arc::new(TableStore::open(&path, with(Affinity::Separated)).unwrap());
+    std::thread::scope(|s| {
+        for w in 0..3u64 {
+            let store = store.clone();
+            s.spawn(move || {
+                for i in (w..300).step_by(3) {
+                    let got = store.select_cell(t, &key(i), "text").unwrap();
+                    assert_eq!(got, Some(text(&key(i), 0, 1500)), "row {i}");
+                }
+            });
+        }
+    });
+    check_ranges(&store, t, &all);
+    assert!(store.queue_pair_stats().iter().all(|s| s.requests > 0 && s.pending == 0));
 }
 
 #[test]

@@ -5,7 +5,8 @@
 //! committed transactions. The index keeps 4 bits of each key's hash, so most lookups meet
 //! collisions the full-key check must resolve. The reclaiming pass runs every third
 //! transaction or so, so inserts and moves reuse the slots of erased rows. Odd seeds keep
-//! most index entries in index pages on the volume.
+//! most index entries in index pages on the volume; every third seed sends the store's block
+//! I/O through queue pairs (`TableOptions::queue_pairs`), in each affinity mode in turn.
 //!
 //! `SHALE_MODEL_SEEDS=N` runs N seeds instead of 3; a failure names its seed.
 
@@ -16,7 +17,7 @@ use std::collections::BTreeMap;
 use common::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use shale_io::{Damage, SimDevice};
+use shale_io::{Affinity, Damage, QueuePairOptions, SimDevice};
 use shale_table::{Error, Isolation, SimPmem, TableOptions, TableStore};
 
 type Rows = BTreeMap<Vec<u8>, (Vec<u8>, u64)>;
@@ -45,6 +46,12 @@ fn run(seed: u64) {
     let opts = TableOptions {
         hash_bits: 4,
         index_memory_entries: (seed % 2 == 1).then_some(8),
+        queue_pairs: (seed % 3 == 2).then(|| QueuePairOptions {
+            pairs: 3,
+            depth: 4,
+            affinity: Affinity::ALL[(seed / 3 % 4) as usize],
+            ..QueuePairOptions::default()
+        }),
         ..small_options()
     };
     let mut d = sim(96, seed);

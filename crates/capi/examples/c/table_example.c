@@ -190,6 +190,27 @@ int main(int argc, char **argv) {
     err = NULL;
     check("commit", shale_table_commit(txn, &err), err);
 
+    /* A transaction that declares its rows: all locked, in one order, before it starts, so
+     * transactions that declare theirs never deadlock on them. */
+    shale_table_declared_row declared[2] = {
+        {cities, (const uint8_t *)"0002", 4, false},
+        {cities, (const uint8_t *)"0003", 4, true},
+    };
+    txn = NULL;
+    err = NULL;
+    check("begin declared",
+          shale_table_begin_declared(store, SHALE_TABLE_REPEATABLE_READ, declared, 2, &txn,
+                                     &err),
+          err);
+    err = NULL;
+    check("update declared",
+          shale_table_update(store, txn, cities, BYTES("0003"), "population", BYTES("02011388"),
+                             &err),
+          err);
+    err = NULL;
+    check("commit declared", shale_table_commit(txn, &err), err);
+    show_cell(store, cities, "0003", "population");
+
     scan(store, cities, NULL, NULL);
     scan(store, cities, "0002", "0004");
 

@@ -87,7 +87,8 @@ pub struct Args {
     /// Submissions each client thread keeps in flight (hash engine; 1: synchronous calls).
     #[arg(long = "queue_depth", default_value_t = 1)]
     pub queue_depth: usize,
-    /// Pin instance i's threads to CPU i mod ncpu.
+    /// Pin instance i's threads to CPU i mod ncpu: its client threads, and the hash engine's
+    /// worker thread beside them.
     #[arg(long = "pin")]
     pub pin: bool,
     /// Stop each workload after this many seconds.
@@ -351,7 +352,7 @@ fn open_hash(
     value_cache_bytes: usize,
 ) -> Result<Vec<HashInstance>, Box<dyn std::error::Error>> {
     let mut instances = Vec::with_capacity(paths.len());
-    for p in paths {
+    for (i, p) in paths.iter().enumerate() {
         let opts = HashOptions {
             // Room for every thread's window, so the driver's depth is what is in flight and
             // Busy stays rare.
@@ -359,6 +360,8 @@ fn open_hash(
                 .clamp(64, shale_hash::QUEUE_DEPTH_MAX),
             index,
             value_cache_bytes,
+            // With --pin, instance i's worker runs on the CPU its client threads run on.
+            worker_cpu: config.pin.then_some(i),
             ..HashOptions::default()
         };
         let store = HashStore::open(p, opts)
@@ -424,7 +427,7 @@ fn header(args: &Args, c: &Config, paths: &[PathBuf], durability: &str) {
         c.duration.map_or("none".to_string(), |d| format!("{} s", d.as_secs_f64()))
     );
     outln!("# durability: {durability}");
-    outln!("# {} CPUs", ycsb::kvsb::process::cpus());
+    outln!("# {} CPUs", shale_io::affinity::cpus());
 }
 
 struct Output<'a> {

@@ -66,6 +66,23 @@ pub struct Args {
     /// named after the store's path (printed in the header).
     #[arg(long = "pmem_path")]
     pub pmem_path: Option<PathBuf>,
+    /// The table engine's block I/O through this many queue pairs, LATTE's parallel queues
+    /// (each request to the queue whose requests in flight weigh least, a completion poller
+    /// per queue); 0, the default: a queue per thread, waited on by that thread.
+    #[arg(long = "io_queues", default_value_t = 0)]
+    pub io_queues: usize,
+    /// Where the queue pairs' threads run: naive, pair-binding, separated or skew (LATTE's
+    /// affinity modes).
+    #[arg(long = "io_affinity", default_value = "naive", value_parser = parse_affinity)]
+    pub io_affinity: shale_io::Affinity,
+    /// How the queue pairs' pollers wait: spin (a core each while requests are in flight)
+    /// or adaptive (20 us of polling, then a sleep).
+    #[arg(long = "io_poller", default_value = "adaptive", value_parser = parse_poller)]
+    pub io_poller: shale_io::PollerWait,
+    /// A polling kernel thread per queue pair takes its submissions (io_uring's SQPOLL, the
+    /// pair's submission side that the affinity mode places).
+    #[arg(long = "io_sq_poll", value_parser = parse_bool, num_args = 0..=1, default_value = "true", default_missing_value = "true")]
+    pub io_sq_poll: bool,
     /// Core workload: a (50% read, 50% update), b (95/5 read/update), c (read only),
     /// d (95% read, 5% insert, latest), e (95% scan, 5% insert), f (50% read, 50%
     /// read-modify-write); all zipfian but d. Later flags override its properties.
@@ -193,6 +210,23 @@ impl Args {
     }
 }
 
+/// Parses an affinity mode's name.
+fn parse_affinity(text: &str) -> Result<shale_io::Affinity, String> {
+    shale_io::Affinity::parse(text).ok_or_else(|| {
+        let names: Vec<_> = shale_io::Affinity::ALL.iter().map(|m| m.name()).collect();
+        format!("{text:?} is none of {}", names.join(", "))
+    })
+}
+
+/// Parses a poller's wait: spin or adaptive.
+fn parse_poller(text: &str) -> Result<shale_io::PollerWait, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "spin" => Ok(shale_io::PollerWait::Spin),
+        "adaptive" => Ok(shale_io::PollerWait::default()),
+        _ => Err(format!("{text:?} is neither spin nor adaptive")),
+    }
+}
+
 /// Parses a gflags-style boolean: true/false, 1/0, yes/no (as `shale bench`).
 fn parse_bool(text: &str) -> Result<bool, String> {
     match text.to_ascii_lowercase().as_str() {
@@ -302,6 +336,9 @@ pub fn run(args: &Args) -> Result<(), Error> {
         config.validate_run().map_err(|e| name_flags(&e.to_string()))?;
     }
     let phases = Phases { load, run };
+    if args.engine == EngineArg::Lsm && args.io_queues > 0 {
+        return Err("--io_queues drives the table engine's queue pairs: pass --engine table".into());
+    }
     match args.engine {
         EngineArg::Lsm => run_lsm(args, &config, phases),
         EngineArg::Table => run_table(args, &config, phases),
@@ -360,8 +397,20 @@ fn run_table(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> 
         (None, None) => unreachable!("a temporary directory exists without --db"),
     };
     let (engine, pmem) = table::open(args, &path)?;
+    let io = match args.io_queues {
+        0 => "a queue per thread".to_string(),
+        n => format!(
+            "{n} queue pairs, affinity {}, pollers {}, SQ polling {}",
+            args.io_affinity.name(),
+            match args.io_poller {
+                shale_io::PollerWait::Spin => "spin",
+                shale_io::PollerWait::Adaptive { .. } => "adaptive",
+            },
+            if args.io_sq_poll { "on" } else { "off" }
+        ),
+    };
     let where_ = format!(
-        "table store {} (rows of 255 + 5 x 50 bytes), undo log in {}",
+        "table store {} (rows of 255 + 5 x 50 bytes), undo log in {}, block I/O: {io}",
         path.display(),
         pmem.display()
     );
@@ -369,6 +418,15 @@ fn run_table(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> 
     let result = run_phases(&engine, args, config, phases);
     if args.statistics {
         outln!("# {:?}", engine.store().stats());
+        for (i, p) in engine.store().queue_pair_stats().iter().enumerate() {
+            outln!(
+                "# queue pair {i}: {} requests, {} bytes, planned {:?}, poller on CPUs {:?}",
+                p.requests,
+                p.bytes,
+                p.cpus,
+                p.poller_cpus
+            );
+        }
     }
     drop(engine);
     if temp.is_some() {

@@ -64,6 +64,15 @@ pub fn options(args: &Args, pmem: PathBuf) -> TableOptions {
     if let Some(bytes) = args.cache_size {
         o.cache_blocks = (bytes / shale_table::BLOCK_BYTES).max(16);
     }
+    if args.io_queues > 0 {
+        o.queue_pairs = Some(shale_io::QueuePairOptions {
+            pairs: args.io_queues,
+            affinity: args.io_affinity,
+            poller: args.io_poller,
+            sq_poll: args.io_sq_poll,
+            ..shale_io::QueuePairOptions::default()
+        });
+    }
     o
 }
 

@@ -9,7 +9,8 @@
 //! Stages of one workload ([`Bench::run`]):
 //! 1. Snapshot each instance's device bytes written, and the process's CPU time.
 //! 2. Spawn `threads_per_instance` client threads per instance (pinned to CPU `i mod ncpu`
-//!    with `pin`); all of them meet at one barrier, then each runs its share of the
+//!    with `pin`; an engine pins its own threads there too, as the hash engine's worker
+//!    does with `HashOptions::worker_cpu`); all of them meet at one barrier, then each runs its share of the
 //!    operations, keeping up to `queue_depth` submissions in flight (1: one call at a time).
 //! 3. Join them; the instance's time is its slowest thread's, from the barrier on.
 //! 4. Snapshot again: operations, latency percentiles, host write amplification (device bytes
@@ -563,7 +564,7 @@ fn share(total: u64, threads: usize, t: usize) -> (u64, u64) {
 /// One client thread: stage 2 of the module comment.
 fn client<I: Instance>(inst: &I, config: &Config, plan: &Plan, barrier: &Barrier) -> ThreadOutcome {
     if config.pin {
-        process::pin_to_cpu(plan.instance);
+        shale_io::affinity::pin_current_thread(plan.instance);
     }
     let total = if plan.workload.is_fill() { config.num } else { config.operations };
     let (ops, first) = share(total, config.threads_per_instance, plan.thread);

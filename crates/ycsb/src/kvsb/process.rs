@@ -1,5 +1,5 @@
 //! What KVSB measures of the process and the kernel: CPU time (`getrusage`), resident memory
-//! (`VmRSS`), a thread's CPU (`sched_setaffinity`), and bytes written to a block device
+//! (`VmRSS`), and bytes written to a block device
 //! (`/sys/dev/block/MAJ:MIN/stat`, field 7: sectors written).
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -55,24 +55,8 @@ pub fn rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// CPUs online.
-pub fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// Pins the calling thread to CPU `index mod cpus()`; returns the CPU, or `None` where the
-/// kernel refused (the thread then runs unpinned).
-pub fn pin_to_cpu(index: usize) -> Option<usize> {
-    let cpu = index % cpus();
-    // SAFETY: cpu_set_t is a plain bit set; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: CPU_SET writes one bit of the set; cpu is below the set's size (CPU_SETSIZE is
-    // 1024, and cpus() counts CPUs this process may use).
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: pid 0 is the calling thread; the pointer and size are the set's.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    (rc == 0).then_some(cpu)
-}
+/// CPUs this process may use (the io layer's count, which `--pin` places threads by).
+pub use shale_io::affinity::cpus;
 
 /// A block device's write counter in sysfs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,7 +117,6 @@ mod tests {
         std::hint::black_box(x);
         assert!(cpu_time().since(&before).total() > Duration::ZERO || x == 1);
         assert!(rss_bytes() > 0);
-        assert!(pin_to_cpu(cpus()).is_some());
         // A temporary directory is on a shared disk or a tmpfs: no device of its own.
         let dir = std::env::temp_dir();
         if let Some(b) = BlockStat::for_path(&dir) {

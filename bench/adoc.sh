@@ -47,8 +47,9 @@
 # it dumps into its info LOG every second (`--stats_dump_period_sec=1`: stall micros, stall
 # counts by kind, L0 files, pending compaction bytes). RocksDB counts stall time only as a
 # total, so its split by kind is an estimate (see bench/compare/src/adoc_series.rs). The LOG is
-# kept filtered to those lines and gzipped. shale ycsb prints no statistics: its YCSB stall
-# time is unknown, its stall targets n/a.
+# kept filtered to those lines and gzipped. `shale ycsb --statistics` prints the store's
+# stall counters after its report, which give shale's YCSB stall time (a shale binary whose
+# `ycsb --help` names no --statistics leaves it unknown, its stall targets n/a).
 #
 # Mind RocksDB's page cache: its defaults write through the page cache, and on this 24 GiB
 # machine the kernel lets gigabytes of dirty pages wait before it throttles the writer, so a
@@ -244,10 +245,11 @@ HARNESS=${CARGO_TARGET_DIR:-bench/compare/target}/release/shale-compare
 # What this shale takes: the tuner and the timeline are issue #10's (parts 2 and 3). Without
 # --tuner only shale-off runs (the build's one behaviour), noted in the summary.
 has_flag() { "$SHALE" "$1" --help 2>/dev/null | grep -q -- "--$2"; }
-bench_tuner=0 bench_timeline=0 ycsb_tuner=0
+bench_tuner=0 bench_timeline=0 ycsb_tuner=0 ycsb_statistics=()
 has_flag bench tuner && bench_tuner=1
 has_flag bench timeline && bench_timeline=1
 has_flag ycsb tuner && ycsb_tuner=1
+has_flag ycsb statistics && ycsb_statistics=(--statistics)
 
 mkdir -p "$OUT/raw" "$SCRATCH"
 # Canonical, so that it matches the backing-file paths losetup lists at teardown.
@@ -489,7 +491,7 @@ ycsb_phase() { # device config repeat phase(load|run) workload label
     before=$(device_write_bytes "$SHALE_DEV")
     measured "$prefix" "$SHALE" ycsb "${common[@]}" --db "$SHALE_DEV" "${existing[@]}" \
       --cache_size "$CACHE_SIZE" --write_buffer_size "$WRITE_BUFFER" --compression_type none \
-      --bloom_bits 10 "${sflags[@]}" || status="failed (exit $?)"
+      --bloom_bits 10 "${sflags[@]}" "${ycsb_statistics[@]}" || status="failed (exit $?)"
     sync
     after=$(device_write_bytes "$SHALE_DEV")
   fi

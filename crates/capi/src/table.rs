@@ -143,6 +143,16 @@ unsafe fn name_arg<'a>(name: *const c_char, what: &str) -> Outcome<&'a str> {
     s.to_str().map_err(|_| Failure::invalid(format!("{what} is not UTF-8")))
 }
 
+/// The isolation level a `shale_table_isolation` value names, if any.
+fn isolation_arg(isolation: c_int) -> Option<Isolation> {
+    match isolation {
+        0 => Some(Isolation::ReadCommitted),
+        1 => Some(Isolation::RepeatableRead),
+        2 => Some(Isolation::Serializable),
+        _ => None,
+    }
+}
+
 /// The cells of a row: `n` (pointer, length) pairs.
 ///
 /// # Safety
@@ -332,12 +342,7 @@ pub unsafe extern "C" fn shale_table_begin(
     store: *const shale_table_store,
     isolation: c_int,
 ) -> *mut shale_table_txn {
-    let isolation = match isolation {
-        0 => Isolation::ReadCommitted,
-        1 => Isolation::RepeatableRead,
-        2 => Isolation::Serializable,
-        _ => return std::ptr::null_mut(),
-    };
+    let Some(isolation) = isolation_arg(isolation) else { return std::ptr::null_mut() };
     // SAFETY: the caller promises NULL or a live handle.
     let Ok(s) = (unsafe { store_ref(store) }) else { return std::ptr::null_mut() };
     guard(std::ptr::null_mut(), || {
@@ -371,12 +376,9 @@ pub unsafe extern "C" fn shale_table_begin_declared(
     // SAFETY: as the caller promises.
     unsafe {
         boundary(err, || {
-            let isolation = match isolation {
-                0 => Isolation::ReadCommitted,
-                1 => Isolation::RepeatableRead,
-                2 => Isolation::Serializable,
-                i => return Err(Failure::invalid(format!("isolation {i} is none of 0, 1, 2"))),
-            };
+            let isolation = isolation_arg(isolation).ok_or_else(|| {
+                Failure::invalid(format!("isolation {isolation} is none of 0, 1, 2"))
+            })?;
             let store = store_ref(store)?;
             let rows: &[shale_table_declared_row] = match n {
                 0 => &[],

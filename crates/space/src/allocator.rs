@@ -167,6 +167,17 @@ impl Allocator {
         Some(e)
     }
 
+    /// Allocates `count` contiguous slots as [`Allocator::allocate`] does, or, without a free
+    /// run that long, the whole of the longest one: an SST cut to fit a fragmented device
+    /// rather than a store stopped with free slots left.
+    pub(crate) fn allocate_up_to(&mut self, count: u32) -> Option<Extent> {
+        if let Some(e) = self.allocate(count) {
+            return Some(e);
+        }
+        let longest = self.free.0.values().copied().max()?;
+        self.allocate(longest)
+    }
+
     /// Gives back a pending extent that will not be committed (a failed flush, say).
     ///
     /// # Panics
@@ -347,6 +358,19 @@ mod tests {
         assert_eq!(a.allocate(3), Some(ext(0, 3)));
         assert_eq!(a.allocate(2), Some(ext(6, 2)));
         assert_eq!(a.allocate(1), None);
+        a.check().unwrap();
+    }
+
+    #[test]
+    fn up_to_takes_the_longest_run_when_none_is_long_enough() {
+        // Live at 2 and 6: free runs 0..2, 3..6 and 7..10.
+        let mut a = Allocator::rebuild(Tier::Fast, 10, &[ext(2, 1), ext(6, 1)]).unwrap();
+        assert_eq!(a.allocate(4), None);
+        assert_eq!(a.allocate_up_to(4), Some(ext(3, 3)), "the first of the longest runs");
+        assert_eq!(a.allocate_up_to(2), Some(ext(7, 2)), "a run long enough is cut as usual");
+        assert_eq!(a.allocate_up_to(5), Some(ext(0, 2)));
+        assert_eq!(a.allocate_up_to(5), Some(ext(9, 1)));
+        assert_eq!(a.allocate_up_to(1), None, "nothing free");
         a.check().unwrap();
     }
 

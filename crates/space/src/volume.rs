@@ -164,6 +164,15 @@ enum CapacityCopy {
     Blank,
 }
 
+/// How an allocation may fit the free runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fit {
+    /// Exactly the slots asked for, or nothing.
+    Exact,
+    /// The slots asked for, or the longest free run on a device that cannot grow.
+    UpTo,
+}
+
 /// Queue depth of the volume's own version-log queue: two mirror writes in flight.
 const VERSION_LOG_QUEUE_DEPTH: u32 = 2;
 
@@ -772,6 +781,23 @@ impl Volume {
     /// [`Error::NoSpace`] when no free run is long enough after a full pass and the device
     /// cannot grow; [`Error::InvalidArgument`] for zero slots or a tier the store lacks.
     pub fn allocate_on(&self, tier: Tier, slots: u32) -> Result<Extent> {
+        self.allocate_within(tier, slots, Fit::Exact)
+    }
+
+    /// Allocates `slots` contiguous slots on `tier` as [`Volume::allocate_on`] does, or fewer:
+    /// on a device that cannot grow and has no free run that long, the whole of its longest
+    /// free run. For an output that can be cut into several SSTs, so that a fragmented device
+    /// with free slots left never stops the store.
+    ///
+    /// # Errors
+    /// [`Error::NoSpace`] when the tier has no free slot and cannot grow; as
+    /// [`Volume::allocate_on`] otherwise.
+    pub fn allocate_up_to_on(&self, tier: Tier, slots: u32) -> Result<Extent> {
+        self.allocate_within(tier, slots, Fit::UpTo)
+    }
+
+    /// [`Volume::allocate_on`] and [`Volume::allocate_up_to_on`].
+    fn allocate_within(&self, tier: Tier, slots: u32, fit: Fit) -> Result<Extent> {
         self.refuse_if_read_only("allocation")?;
         if slots == 0 {
             return Err(Error::InvalidArgument("allocation of zero slots".into()));
@@ -782,7 +808,8 @@ impl Volume {
                 tier.name()
             )));
         }
-        let e = self.allocate_slots(tier, slots)?;
+        let e = self.allocate_slots(tier, slots, fit)?;
+        let slots = e.count;
         // The slots of a released extent are holes in a volume file (`release`): give them
         // storage before the SST is written, so a full file system is a typed error here
         // rather than a failed write-back later.
@@ -807,7 +834,7 @@ impl Volume {
 
     /// The allocator's part of [`Volume::allocate_on`]: a free run, growing the device if
     /// needed.
-    fn allocate_slots(&self, tier: Tier, slots: u32) -> Result<Extent> {
+    fn allocate_slots(&self, tier: Tier, slots: u32, fit: Fit) -> Result<Extent> {
         let mut inner = self.inner.lock();
         let map = &mut inner.slots[tier.index()];
         if let Some(e) = map.allocate(slots) {
@@ -816,6 +843,16 @@ impl Volume {
         let t = self.tier_device(tier);
         let info = t.device.info();
         if !info.growable {
+            if fit == Fit::UpTo {
+                if let Some(e) = map.allocate_up_to(slots) {
+                    log::debug!(
+                        "{} of {slots} slots allocated on the {} tier: no longer free run",
+                        e.count,
+                        tier.name()
+                    );
+                    return Ok(e);
+                }
+            }
             let u = map.usage();
             return Err(Error::NoSpace(format!(
                 "no run of {slots} free slots on the {} tier ({} free in {} runs, longest {})",

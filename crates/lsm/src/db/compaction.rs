@@ -18,6 +18,7 @@
 //!    them.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -30,12 +31,23 @@ use crate::version_edit::{SstMeta, VersionEdit};
 
 use super::output::MadeBy;
 use super::picker::{KeyRange, Plan};
-use super::{Inner, OutputSst, State};
+use super::{Inner, State};
 
 /// Padding (unused bytes of its last slot) from which the last output of a merge counts as
 /// part-filled, in eighths of a slot: only then is keeping it back as an odd chunk worth a
 /// later rewrite.
 const ODD_CHUNK_PADDING_EIGHTHS_MIN: u64 = 1;
+
+/// Entries a compaction merges between two looks at `Inner::closing`: a few milliseconds of
+/// merging, and an atomic load each.
+const CLOSING_CHECK_ENTRIES: u64 = 1024;
+
+/// How a compaction that did not fail ended.
+enum Ended {
+    Committed,
+    /// Stopped part-way because the store closes: nothing committed, its outputs given back.
+    Abandoned,
+}
 
 /// A compaction the picker chose, with its SSTs.
 pub(super) struct Compaction {
@@ -124,20 +136,21 @@ impl Inner {
         (target / slot).max(1) * slot
     }
 
-    /// Runs a compaction and commits it; a failed one leaves the book too (the store stops).
+    /// Runs a compaction and commits it; a failed one leaves the book too (the store stops),
+    /// as does one abandoned because the store closes.
     pub(super) fn run_compaction(&self, c: Compaction) -> Result<()> {
         let id = c.id;
         let result = self.compact(c);
-        if result.is_err() {
+        if !matches!(result, Ok(Ended::Committed)) {
             let mut st = self.state.lock();
             let version = st.version.clone();
             st.compaction.finish(id, &version.levels);
             self.cv.notify_all();
         }
-        result
+        result.map(|_| ())
     }
 
-    fn compact(&self, c: Compaction) -> Result<()> {
+    fn compact(&self, c: Compaction) -> Result<Ended> {
         let out_level = c.output_level;
         let removed_ids: Vec<(u8, u64)> = c
             .inputs
@@ -161,7 +174,7 @@ impl Inner {
             let mut st = self.state.lock();
             self.commit_edit(&mut st, edit, Vec::new(), Vec::new(), Vec::new())?;
             self.finish_compaction(&mut st, &c, None);
-            return Ok(());
+            return Ok(Ended::Committed);
         }
         let cut_bytes = self.output_cut_bytes();
         let (smallest_snapshot, version) = {
@@ -204,7 +217,18 @@ impl Inner {
         let mut output_lower: Option<Vec<u8>> = None;
         let mut current_key: Option<Vec<u8>> = None;
         let mut last_seq_for_key = SEQ_MAX;
+        let mut merged_entries = 0u64;
         while merged.valid() {
+            merged_entries += 1;
+            if merged_entries % CLOSING_CHECK_ENTRIES == 0 && self.closing.load(Ordering::Relaxed) {
+                log::debug!(
+                    "compaction L{} -> L{} abandoned after {merged_entries} entries: the store closes",
+                    c.level,
+                    out_level
+                );
+                self.abandon_outputs(builder, outputs, opened);
+                return Ok(Ended::Abandoned);
+            }
             let ikey = merged.key();
             let p = key::parse(ikey)
                 .ok_or_else(|| Error::corruption("compaction input: bad internal key", 0))?;
@@ -212,13 +236,15 @@ impl Inner {
             if new_key {
                 // Cut outputs only between user keys, so levels stay disjoint by user key.
                 let after = builder.builder.bytes_after_adding(ikey.len(), merged.value().len());
-                if builder.builder.entries() > 0 && after as u64 > cut_bytes {
+                if builder.builder.entries() > 0 && after as u64 > cut_bytes
+                    || builder.is_full_after(after)
+                {
                     let mut full = std::mem::replace(
                         &mut builder,
                         self.new_output(out_level, reserve, MadeBy::Compaction),
                     );
                     let lower = output_lower.replace(p.user_key.to_vec());
-                    add_clipped(&mut full, &kept_tombstones, lower.as_deref(), Some(p.user_key));
+                    full.add_clipped(&kept_tombstones, lower.as_deref(), Some(p.user_key));
                     for (meta, reader) in self.write_output(full)? {
                         outputs.push(meta);
                         opened.push(reader);
@@ -257,7 +283,7 @@ impl Inner {
             merged.next();
         }
         merged.status()?;
-        add_clipped(&mut builder, &kept_tombstones, output_lower.as_deref(), None);
+        builder.add_clipped(&kept_tombstones, output_lower.as_deref(), None);
         let last_used_bytes = builder.builder.estimated_bytes() as u64;
         for (meta, reader) in self.write_output(builder)? {
             outputs.push(meta);
@@ -288,7 +314,7 @@ impl Inner {
         let edit = VersionEdit { removed: removed_ids, added, ..Default::default() };
         self.commit_edit(&mut st, edit, added_extents, removed_extents, opened)?;
         self.finish_compaction(&mut st, &c, odd);
-        Ok(())
+        Ok(Ended::Committed)
     }
 
     /// After a commit: out of the book, the new odd chunk recorded, counted, waiters woken.
@@ -341,20 +367,5 @@ impl Inner {
         st.compaction
             .may_keep_odd_chunk(c.id, &st.version.levels, c.level, &removed, &chunk)
             .then_some(last.id)
-    }
-}
-
-/// Adds to an output the pieces of `tombstones` inside its user-key range `[lower, upper)`
-/// (`None`: unbounded).
-fn add_clipped(
-    out: &mut OutputSst,
-    tombstones: &[RangeTombstone],
-    lower: Option<&[u8]>,
-    upper: Option<&[u8]>,
-) {
-    for t in tombstones {
-        if let Some(piece) = t.clipped(lower, upper) {
-            out.add_range_tombstone(piece);
-        }
     }
 }

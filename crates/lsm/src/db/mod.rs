@@ -34,7 +34,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -79,7 +79,7 @@ use crate::write_controller::{self, Pressure};
 use async_api::AsyncApi;
 pub use async_api::ScanEntries;
 use compaction::Compaction;
-use output::{MadeBy, OutputSst};
+use output::MadeBy;
 use picker::CompactionState;
 use pool::{PoolSize, panic_message};
 use published::{Publication, View};
@@ -135,6 +135,10 @@ enum Worker {
 
 struct Inner {
     opts: Options,
+    /// Set by `Db::shutdown` once the last flush is done: running compactions stop at their
+    /// next check and are abandoned (`compact`), as RocksDB's close abandons them, instead
+    /// of a close waiting for gigabytes of merging that the next open would redo anyway.
+    closing: AtomicBool,
     /// Puts the compaction filter turned into tombstones since open.
     filtered_removals: AtomicU64,
     volume: Arc<Volume>,
@@ -639,7 +643,10 @@ impl Db {
         }
     }
 
-    /// Flushes memtables, stops background work and closes the store.
+    /// Flushes memtables, stops background work and closes the store. A compaction under
+    /// way is abandoned, not finished (nothing of it is committed; the next open picks the
+    /// work up again), and none starts: a close after a write burst returns in milliseconds
+    /// rather than after every compaction the burst made due.
     ///
     /// # Errors
     /// The flush's error.
@@ -666,6 +673,7 @@ impl Db {
     fn shutdown(&mut self) {
         // Before the background threads end: a queued write may wait for room they make.
         self.async_api.shutdown();
+        self.inner.closing.store(true, Ordering::Relaxed);
         self.inner.state.lock().shutting_down = true;
         self.inner.cv.notify_all();
         // Taken out of the lock first: a thread being joined may want it (the tuner resizing
@@ -1354,7 +1362,10 @@ impl Inner {
         Ok(())
     }
 
-    /// An SST builder holding every entry of a memtable.
+    /// Writes every entry of a memtable as L0 SSTs, durably, and opens their readers: one SST,
+    /// or more where the device has no free run as long as the memtable's bytes (cut between
+    /// user keys, `OutputSst::is_full_after`, as compaction cuts). The SSTs of one memtable
+    /// hold disjoint user keys, so the order of L0 among them is moot.
     ///
     /// A version that a newer version of its key hides from every reader (the newer one is at
     /// or below `smallest_snapshot`, the oldest sequence any snapshot reads at) is left out,
@@ -1362,13 +1373,21 @@ impl Inner {
     /// overwritten within one memtable wrote 342 MB of SSTs for fillrandom and overwrite of 1M
     /// keys, 302 MB without them (RocksDB 295 MB). Tombstones stay (they hide older SSTs'
     /// entries).
-    fn memtable_builder(&self, mem: &Arc<Memtable>, smallest_snapshot: u64) -> Result<OutputSst> {
+    fn write_memtable(
+        &self,
+        mem: &Arc<Memtable>,
+        smallest_snapshot: u64,
+    ) -> Result<Vec<(SstMeta, SstReader)>> {
         // The SST holds the entries' bytes and less per entry than a skiplist node, plus its
         // filter and index: an eighth more covers those (a shorter reservation only costs a
         // relocation).
         let slot_bytes = self.volume.layout().slot_bytes;
         let reserve = mem.used_bytes() as u64 * 9 / 8 + 2 * slot_bytes;
+        let tombstones = mem.range_tombstones();
+        let mut written = Vec::new();
         let mut builder = self.new_output(0, reserve, MadeBy::Flush);
+        // User keys from here on belong to the current output (`None`: from the first on).
+        let mut output_lower: Option<Vec<u8>> = None;
         let mut it = mem.iter();
         it.seek_to_first();
         // The current user key, and the sequence of its version just before (newer), if any.
@@ -1378,6 +1397,14 @@ impl Inner {
             let p = key::parse(it.key())
                 .ok_or_else(|| Error::corruption("memtable: bad internal key", 0))?;
             if newer_seq.is_none() || current != p.user_key {
+                let after = builder.builder.bytes_after_adding(it.key().len(), it.value().len());
+                if builder.is_full_after(after) {
+                    let mut full =
+                        std::mem::replace(&mut builder, self.new_output(0, reserve, MadeBy::Flush));
+                    let lower = output_lower.replace(p.user_key.to_vec());
+                    full.add_clipped(&tombstones, lower.as_deref(), Some(p.user_key));
+                    written.extend(self.write_output(full)?);
+                }
                 current.clear();
                 current.extend_from_slice(p.user_key);
                 newer_seq = None;
@@ -1389,13 +1416,12 @@ impl Inner {
             it.next();
         }
         it.status()?;
-        for t in mem.range_tombstones() {
-            builder.add_range_tombstone(t);
-        }
-        Ok(builder)
+        builder.add_clipped(&tombstones, output_lower.as_deref(), None);
+        written.extend(self.write_output(builder)?);
+        Ok(written)
     }
 
-    /// Writes the oldest sealed memtable as one L0 SST, commits it, and recycles its WAL
+    /// Writes the oldest sealed memtable as L0 SSTs (`write_memtable`), commits them, and recycles its WAL
     /// group (generation `ltn`).
     fn flush_memtable(&self, mem: &Arc<Memtable>, ltn: u64) -> Result<()> {
         // A snapshot taken later reads at or above every sequence in the sealed memtable, so
@@ -1405,7 +1431,7 @@ impl Inner {
             st.snapshots.keys().next().copied().unwrap_or(st.last_seq)
         };
         let (output, opened): (Vec<SstMeta>, Vec<SstReader>) =
-            self.write_output(self.memtable_builder(mem, smallest_snapshot)?)?.into_iter().unzip();
+            self.write_memtable(mem, smallest_snapshot)?.into_iter().unzip();
         let mut st = self.state.lock();
         let oldest_unflushed =
             st.imm.iter().map(|(_, x)| *x).filter(|x| *x > ltn).min().unwrap_or(st.mem_ltn);
@@ -1548,6 +1574,11 @@ impl Inner {
                     return Some(Job::Flush(mem, ltn));
                 }
             } else {
+                // A closing store starts no compaction (and abandons the running ones,
+                // `Inner::closing`): the next open picks up where it left off.
+                if st.shutting_down {
+                    return leave(st);
+                }
                 if st.pool.retire_one() {
                     self.cv.notify_all();
                     return None;
@@ -1561,7 +1592,7 @@ impl Inner {
                 }
             }
             // Shut down only once no flush is left, so close loses no memtable.
-            if st.shutting_down && (kind == Worker::Compaction || st.imm.is_empty()) {
+            if st.shutting_down && st.imm.is_empty() {
                 return leave(st);
             }
             self.cv.wait(st);

@@ -8,8 +8,12 @@
 //! 2. `OutputSst::add`: an entry goes into the builder; once the builder holds a whole write
 //!    request of finished blocks, an extent is reserved for the most the SST should reach
 //!    (given at creation: the memtable's bytes for a flush, the cut size for a compaction) and
-//!    the request is written there. Bytes that would pass the reservation stay in memory, as
-//!    does the whole SST when the volume has no free run that long.
+//!    the request is written there. On a fragmented device that cannot grow, the reservation
+//!    is the longest free run, and the caller cuts the output before the entry that would
+//!    pass it (`OutputSst::is_full_after`): a flush or compaction then writes more, smaller
+//!    SSTs instead of stopping the store. Bytes that would pass the reservation all the same
+//!    (the versions of one key stay in one SST) stay in memory, as does the whole SST when
+//!    the volume has no free slot.
 //! 3. `Inner::write_output`: the builder finishes; the meta blocks go to the cache when it holds
 //!    them; the rest of the image is written and the SST made durable (relocated if it
 //!    outgrew its reservation), the unused reserved slots given back; the reader is opened
@@ -65,6 +69,31 @@ impl OutputSst {
         self.largest_seq = self.largest_seq.max(seq);
         self.builder.add(ikey, value);
         self.stream()
+    }
+
+    /// Whether the output is to be cut before an entry after which its image would take
+    /// `after_bytes` ([`SstBuilder::bytes_after_adding`]): past its reservation, which is
+    /// shorter than asked for on a fragmented device (`QueuePool::sst_writer`). Cut there,
+    /// the output needs no relocation, which a device without a free run that long could
+    /// not give it.
+    pub(super) fn is_full_after(&self, after_bytes: usize) -> bool {
+        self.builder.entries() > 0
+            && self.writer.as_ref().is_some_and(|w| !w.fits(after_bytes as u64))
+    }
+
+    /// Adds the pieces of `tombstones` inside the output's user-key range `[lower, upper)`
+    /// (`None`: unbounded).
+    pub(super) fn add_clipped(
+        &mut self,
+        tombstones: &[RangeTombstone],
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) {
+        for t in tombstones {
+            if let Some(piece) = t.clipped(lower, upper) {
+                self.add_range_tombstone(piece);
+            }
+        }
     }
 
     pub(super) fn add_range_tombstone(&mut self, t: RangeTombstone) {
@@ -152,6 +181,25 @@ impl Inner {
         match by {
             MadeBy::Flush => true,
             MadeBy::Compaction => !(self.pool.reads_buffered() && self.pool.writes_buffered()),
+        }
+    }
+
+    /// Gives back the outputs of a flush or compaction that will not be committed: the one
+    /// being built (its reservation goes when its writer drops) and those written already
+    /// (`written`, with their `opened` readers): their cached blocks, pages and slots.
+    pub(super) fn abandon_outputs(
+        &self,
+        building: OutputSst,
+        written: Vec<SstMeta>,
+        opened: Vec<SstReader>,
+    ) {
+        self.cache.forget(building.id);
+        drop(building);
+        drop(opened);
+        for meta in written {
+            self.cache.forget(meta.id);
+            self.pool.forget_pages(meta.extent);
+            self.volume.release(meta.extent);
         }
     }
 

@@ -174,6 +174,7 @@ impl Db {
             overlap_groups: overlap_write_groups(&opts),
             timings: super::WriteTimings::new(),
             filtered_removals: std::sync::atomic::AtomicU64::new(0),
+            closing: std::sync::atomic::AtomicBool::new(false),
             writers: WriteQueue::default(),
             state: Mutex::new(State {
                 freed_ltns: Vec::new(),
@@ -227,7 +228,7 @@ impl Inner {
         const NO_SNAPSHOT: u64 = u64::MAX;
         let (mut outputs, mut opened) = (Vec::new(), Vec::new());
         let (last_seq, from_tail) = self.replay_records(groups, tail_records, &mut |mem| {
-            for (meta, reader) in self.write_output(self.memtable_builder(&mem, NO_SNAPSHOT)?)? {
+            for (meta, reader) in self.write_memtable(&mem, NO_SNAPSHOT)? {
                 outputs.push(meta);
                 opened.push(reader);
             }

@@ -265,7 +265,7 @@ impl QueuePool {
                 image.base
             )));
         }
-        self.sst_writer(tier, image.len())?.finish(image)
+        self.sst_writer_exact(tier, image.len())?.finish(image)
     }
 
     /// Readahead runs that scans and compactions read in the background (O_DIRECT reads

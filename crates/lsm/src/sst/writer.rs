@@ -95,25 +95,45 @@ impl std::fmt::Debug for SstWriter {
 }
 
 impl QueuePool {
-    /// Reserves an extent of at least `reserve_bytes` (at least one slot) on `tier` for an
-    /// SST to be streamed into it: through the page cache when the pool has a writer, else
-    /// with O_DIRECT. A fast tier without a free run that long sends the SST to the capacity
-    /// tier, where the store has one: a full fast volume slows nothing down and fails no
-    /// write.
+    /// Reserves an extent of `reserve_bytes` (at least one slot) on `tier` for an SST to be
+    /// streamed into it: through the page cache when the pool has a writer, else with
+    /// O_DIRECT. A fast tier without a free run that long sends the SST to the capacity tier,
+    /// where the store has one: a full fast volume slows nothing down and fails no write.
+    /// Where the last tier tried has no free run that long either (a fragmented device that
+    /// cannot grow), the reservation is its longest free run: shorter, and the caller cuts
+    /// its output to fit ([`SstWriter::fits`]) rather than stop the store with free slots
+    /// left.
     ///
     /// # Errors
-    /// [`Error::NoSpace`] without a free run of that many slots; the device's errors.
+    /// [`Error::NoSpace`] without a free slot; the device's errors.
     pub fn sst_writer(self: &Arc<Self>, tier: Tier, reserve_bytes: u64) -> Result<SstWriter> {
+        self.reserve(tier, reserve_bytes, true)
+    }
+
+    /// [`QueuePool::sst_writer`] for an SST whose size is known, which cannot be cut: a
+    /// reservation of exactly `bytes`, or [`Error::NoSpace`].
+    ///
+    /// # Errors
+    /// As [`QueuePool::sst_writer`]; [`Error::NoSpace`] without a free run that long.
+    pub fn sst_writer_exact(self: &Arc<Self>, tier: Tier, bytes: u64) -> Result<SstWriter> {
+        self.reserve(tier, bytes, false)
+    }
+
+    fn reserve(self: &Arc<Self>, tier: Tier, reserve_bytes: u64, cut: bool) -> Result<SstWriter> {
         let volume = self.volume();
         let slot_bytes = volume.layout().slot_bytes;
         let slots = u32::try_from(reserve_bytes.div_ceil(slot_bytes).max(1)).map_err(|_| {
             Error::InvalidArgument(format!("an SST of {reserve_bytes} bytes is too large"))
         })?;
+        let last_try = |tier| {
+            if cut { volume.allocate_up_to_on(tier, slots) } else { volume.allocate_on(tier, slots) }
+        };
         let extent = match volume.allocate_on(tier, slots) {
             Err(shale_space::Error::NoSpace(why)) if tier == Tier::Fast && volume.is_tiered() => {
                 log::debug!("an SST goes to the capacity tier: the fast tier is full ({why})");
-                volume.allocate_on(Tier::Capacity, slots)?
+                last_try(Tier::Capacity)?
             }
+            Err(shale_space::Error::NoSpace(_)) if cut => last_try(tier)?,
             other => other?,
         };
         let range = volume.extent_range(extent);
@@ -147,7 +167,8 @@ impl QueuePool {
 
 impl SstWriter {
     /// Whether the SST's bytes up to `end` fit the reservation: the builder hands out no bytes
-    /// that do not (they stay in its image, and `finish` relocates the SST).
+    /// that do not (they stay in its image, and `finish` relocates the SST), and an output
+    /// is cut before an entry that would take its image past it (`OutputSst::is_full_after`).
     pub fn fits(&self, end: u64) -> bool {
         end <= self.capacity
     }
@@ -260,7 +281,7 @@ impl SstWriter {
         );
         self.pool.count_relocation();
         let tier = self.reserved.expect("a writer relocates before it finishes").tier;
-        let mut to = self.pool.sst_writer(tier, image.len())?;
+        let mut to = self.pool.sst_writer_exact(tier, image.len())?;
         let slot_queue = QueueOptions { depth: 1, ..QueueOptions::default() };
         let mut q = self.pool.volume().queue(IoClass::Slot, &slot_queue)?;
         let mut at = 0;

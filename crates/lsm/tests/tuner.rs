@@ -1,6 +1,8 @@
 //! ADOC's tuner on a running store:
 //! - a burst of writes overflows the memtables, and the tuner reacts within two windows
 //!   (counted in its own windows, not in wall time, so a loaded machine cannot fail it);
+//! - an L0 past the slowdown trigger, answered within two windows: more threads below their
+//!   cap, a larger batch at it (ADOC, ADOC-B), threads only and nothing at the cap (ADOC-T);
 //! - random writes against a model while the tuner and the test turn the knobs, reopened in
 //!   between: nothing lost, every read as the model;
 //! - the tuner thread ends on close, and stops tuning once the store has stopped (P5).
@@ -12,7 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use shale_io::{DeviceRef, Fault, FaultPlan, MemoryDevice, OpKind, SimDevice};
+use shale_io::{
+    DeviceRef, Fault, FaultPlan, MemoryDevice, OpKind, Profile, SimDevice, ThrottledDevice,
+};
 use shale_lsm::{Db, Options, TunerMode, WriteBatch, WriteOptions};
 
 fn tuned(mode: TunerMode) -> Options {
@@ -62,6 +66,70 @@ fn a_memtable_overflow_is_answered_within_two_windows() {
     if s.tuner_memory_overflows > 0 {
         assert!(db.stats().write_buffer_bytes > initial, "MMO grows the batch");
     }
+}
+
+/// A store whose L0 holds `files` SSTs (written with compaction off), reopened with `mode`,
+/// at most `threads_max` background threads, an L0 slowdown trigger the L0 is past, on a
+/// 2 MB/s device so that the compaction it starts lasts seconds: each window of it is an L0
+/// overflow. Returns (threads, batch) before and after two of the tuner's windows.
+fn l0_overflow_answer(mode: TunerMode, threads_max: usize) -> ((usize, u64), (usize, u64)) {
+    const FILES: u16 = 12;
+    let sim = SimDevice::new(64 << 20, 4096, 3).unwrap();
+    let mut opts = small_options();
+    opts.write_buffer_bytes = 256 << 10;
+    opts.target_file_size_base = 256 << 10;
+    opts.volume.layout.wal_bytes = 2 << 20;
+    opts.max_bytes_for_level_base = 1 << 30;
+    opts.level0_file_num_compaction_trigger = 1000;
+    opts.level0_slowdown_writes_trigger = 1000;
+    opts.level0_stop_writes_trigger = 1000;
+    let db = Db::open_device(Arc::new(sim.clone()), opts.clone()).unwrap();
+    for f in 0..FILES {
+        for k in 0..200u16 {
+            db.put(&key(k), &value(k, (u32::from(f), 0), 1000)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    assert_eq!(db.stats().files_per_level[0], usize::from(FILES));
+    db.close().unwrap();
+
+    let profile = Profile {
+        name: "slow".into(),
+        bandwidth_bytes_per_s: 2_000_000,
+        iops: 100_000,
+        latency: Duration::from_micros(50),
+    };
+    let slow = Arc::new(ThrottledDevice::new(Arc::new(sim), profile).unwrap());
+    opts.max_bytes_for_level_base = 1 << 20;
+    opts.level0_file_num_compaction_trigger = 4;
+    opts.level0_slowdown_writes_trigger = 8;
+    opts.level0_stop_writes_trigger = 64;
+    opts.max_background_jobs = 2;
+    opts.tuner = shale_lsm::TunerOptions { mode, window_ms: 50, threads_max, batch_max: 0 };
+    let db = Db::open_device(slow, opts.clone()).unwrap();
+    let before = (opts.max_background_jobs, opts.write_buffer_bytes as u64);
+    eventually("two windows", || db.stats().tuner_windows >= 2);
+    let s = db.stats();
+    assert!(s.tuner_l0_overflows >= 1, "no L0 overflow seen in two windows: {s:?}");
+    assert!(s.files_per_level[0] >= 8 || s.compactions > 0, "{s:?}");
+    db.close().unwrap();
+    (before, (s.background_jobs, s.write_buffer_bytes))
+}
+
+#[test]
+fn an_l0_overflow_is_answered_within_two_windows() {
+    // Below the thread cap: ADOC adds threads and leaves the batch.
+    let (before, after) = l0_overflow_answer(TunerMode::Full, 8);
+    assert!(after.0 > before.0 && after.1 == before.1, "{before:?} -> {after:?}");
+    // At the cap: the batch grows instead.
+    let (before, after) = l0_overflow_answer(TunerMode::Full, 2);
+    assert!(after.0 == before.0 && after.1 > before.1, "{before:?} -> {after:?}");
+    // ADOC-B turns no threads, so its answer is the batch whatever the cap.
+    let (before, after) = l0_overflow_answer(TunerMode::Batch, 8);
+    assert!(after.0 == before.0 && after.1 > before.1, "{before:?} -> {after:?}");
+    // ADOC-T at the cap has nothing left to turn.
+    let (before, after) = l0_overflow_answer(TunerMode::Threads, 2);
+    assert_eq!(before, after);
 }
 
 #[test]

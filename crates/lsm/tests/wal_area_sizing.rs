@@ -4,7 +4,8 @@
 //! (about 340 MB for a store of two keys), and a large write buffer needed the command line's
 //! own sizing (`fit_volume`) to get WAL groups that hold a whole memtable. Now, with
 //! `volume.layout.wal_bytes` left at 0, `Db::open` gives a new volume two metadata pages and
-//! `max_write_buffer_number + 1` groups of `write_buffer_bytes * 3/2` each, and pre-allocates
+//! `max_write_buffer_number + 1` groups of `write_buffer_bytes * 3/2` each (of the tuner's
+//! largest batch * 3/2 where the tuner grows the batch, as it does by default), and pre-allocates
 //! `INITIAL_SLOTS_DEFAULT` slots; an explicit `wal_bytes` is kept as given. An existing volume
 //! keeps the layout its header records: reopened with another write buffer it still works,
 //! its batches bounded by the WAL group it has.
@@ -18,11 +19,17 @@
 
 use shale_lsm::batch::WriteBatch;
 use shale_lsm::options::INITIAL_SLOTS_DEFAULT;
-use shale_lsm::{Db, Error, Options, WalTail, WriteOptions};
+use shale_lsm::{Db, Error, Options, TunerMode, TunerOptions, WalTail, WriteOptions};
 
-/// Default options except the write buffer, and no WAL tail file in /dev/shm.
+/// Default options except the write buffer, no WAL tail file in /dev/shm, and no tuner (a
+/// tuner that grows the batch sizes the WAL groups for its largest batch; checked apart).
 fn defaults_with_write_buffer(write_buffer_bytes: usize) -> Options {
-    Options { write_buffer_bytes, wal_tail: WalTail::Off, ..Options::default() }
+    Options {
+        write_buffer_bytes,
+        wal_tail: WalTail::Off,
+        tuner: TunerOptions { mode: TunerMode::Off, ..TunerOptions::default() },
+        ..Options::default()
+    }
 }
 
 fn volume_file_bytes(dir: &std::path::Path) -> u64 {
@@ -46,10 +53,14 @@ const FS_SLACK_BYTES: u64 = 64 << 10;
 
 #[test]
 fn a_new_store_with_default_options_sizes_its_wal_area_from_the_write_buffer() {
-    // The defaults themselves: 64 MiB memtables, 2 of them and a spare group, 96 MiB a group.
+    // The defaults themselves: 64 MiB memtables, 2 of them and a spare group, each group
+    // room for the largest memtable and half again: 768 MiB for the tuner's largest batch
+    // (512 MiB), 96 MiB without the tuner. Address space: storage comes as groups are used.
     let defaults = Options::default();
     assert_eq!(defaults.volume.layout.wal_bytes, 0, "the default derives the WAL area");
-    assert_eq!(defaults.volume_options().layout.wal_bytes, 8192 + 3 * (96 << 20));
+    assert_eq!(defaults.volume_options().layout.wal_bytes, 8192 + 3 * (768 << 20));
+    let untuned = defaults_with_write_buffer(defaults.write_buffer_bytes);
+    assert_eq!(untuned.volume_options().layout.wal_bytes, 8192 + 3 * (96 << 20));
 
     let dir = tempfile::tempdir().unwrap();
     let o = defaults_with_write_buffer(1 << 20);
@@ -157,10 +168,11 @@ fn a_store_reopened_with_another_write_buffer_keeps_its_layout_and_works() {
 #[test]
 fn a_new_default_store_takes_disk_space_for_what_its_wal_holds_not_for_its_wal_area() {
     let dir = tempfile::tempdir().unwrap();
-    let o = defaults_with_write_buffer(Options::default().write_buffer_bytes);
+    // The defaults, tuner included: a WAL area of 2.25 GiB (groups for 512 MiB batches).
+    let o = Options { wal_tail: WalTail::Off, ..Options::default() };
     let db = Db::open(dir.path(), o.clone()).unwrap();
     let l = db.volume().layout();
-    assert_eq!(l.wal_bytes, 8192 + 3 * (96 << 20));
+    assert_eq!(l.wal_bytes, 8192 + 3 * (768 << 20));
     for i in 0..10u32 {
         db.write(&one_put(i), &WriteOptions { sync: i % 2 == 0 }).unwrap();
     }

@@ -212,14 +212,23 @@ fn check_room(path: &Path, o: &Options) -> Result<(), Box<dyn std::error::Error>
         return Ok(());
     };
     if bytes > free {
+        // The WAL groups hold the largest memtable: the tuner's largest batch where it grows
+        // the batch (ADOC and ADOC-B), else the write buffer.
+        let memtable = match o.tuner.mode {
+            shale_lsm::TunerMode::Full | shale_lsm::TunerMode::Batch => format!(
+                "the tuner's largest batch, {} MiB (--tuner=off or adoc-t: \
+                 --write_buffer_size={})",
+                o.tuner.batch_max_for(o.write_buffer_bytes as u64) >> 20,
+                o.write_buffer_bytes
+            ),
+            _ => format!("--write_buffer_size={}", o.write_buffer_bytes),
+        };
         return Err(format!(
-            "a new store at {} needs {} MiB ({} MiB of WAL area: 1.5 x \
-             --write_buffer_size={} x (--max_write_buffer_number={} + 1)), more than the {} MiB \
-             free there",
+            "a new store at {} needs {} MiB ({} MiB of WAL area: 1.5 x {memtable} x \
+             (--max_write_buffer_number={} + 1)), more than the {} MiB free there",
             path.display(),
             bytes >> 20,
             l.wal_bytes >> 20,
-            o.write_buffer_bytes,
             o.max_write_buffer_number,
             free >> 20
         )

@@ -59,6 +59,11 @@ pub const VOLUME_STEP_BYTES_MAX: u64 = 1 << 40;
 /// A WAL group holds a full memtable's batches plus their framing (page and fragment headers,
 /// pages left part-filled by synced appends): half as much again is room.
 const WAL_GROUP_HEADROOM: (u64, u64) = (3, 2);
+
+/// The largest share of a device that cannot grow that a WAL area derived for the tuner's
+/// batches may take (numerator, denominator): an eighth
+/// ([`Options::volume_options_for`]).
+pub(crate) const WAL_SHARE_OF_FIXED_DEVICE_MAX: (u64, u64) = (1, 8);
 /// The WAL area's two metadata pages before the first group (`wal::META_PAGES`).
 const WAL_META_BYTES: u64 = 2 * PAGE_BYTES as u64;
 /// Fewest pages in a WAL group (`wal::WalLayout::new`).
@@ -393,7 +398,6 @@ impl Options {
     /// pages and [`Options::wal_groups`] groups, each with room for a full memtable's batches
     /// and their framing (`write_buffer_bytes` and half again, in whole pages).
     pub fn derived_wal_bytes(&self) -> u64 {
-        let (num, den) = WAL_GROUP_HEADROOM;
         // A tuner that grows the batch needs groups for its largest memtables: a WAL group
         // that fills seals its memtable whatever the write buffer size says.
         let batch = match self.tuner.mode {
@@ -402,8 +406,21 @@ impl Options {
             }
             _ => self.tuner.batch_max_for(self.write_buffer_bytes as u64),
         };
+        self.wal_bytes_for_batch(batch)
+    }
+
+    /// A WAL area whose groups each hold a memtable of `batch` bytes and half again.
+    fn wal_bytes_for_batch(&self, batch: u64) -> u64 {
+        let (num, den) = WAL_GROUP_HEADROOM;
         let group = (batch * num / den).next_multiple_of(AREA_ALIGN);
         WAL_META_BYTES + u64::from(self.wal_groups()) * group
+    }
+
+    /// The largest memtable a WAL group of `group_bytes` holds (the inverse of the sizing
+    /// above): the tuner grows the batch no further on a volume whose groups are smaller.
+    pub(crate) fn batch_held_by_wal_group(group_bytes: u64) -> u64 {
+        let (num, den) = WAL_GROUP_HEADROOM;
+        group_bytes * den / num
     }
 
     /// The volume options a store opens its volume with: `volume`, with the WAL area sized
@@ -412,6 +429,25 @@ impl Options {
         let mut v = self.volume.clone();
         if v.layout.wal_bytes == 0 {
             v.layout.wal_bytes = self.derived_wal_bytes();
+        }
+        v
+    }
+
+    /// [`Options::volume_options`] for a store on a device of `fixed_capacity` bytes that
+    /// cannot grow (a block device; `None` for a volume file, which grows). A WAL area
+    /// derived for the tuner's largest batches (2.25 GiB at the defaults) that would take more
+    /// than [`WAL_SHARE_OF_FIXED_DEVICE_MAX`] of such a device is derived from the write
+    /// buffer instead (288 MiB at the defaults): the slots are the device's room for data,
+    /// and the tuner then grows the batch only as far as the WAL groups hold. Only a new
+    /// volume takes the layout; an existing one keeps the one its header records.
+    pub(crate) fn volume_options_for(&self, fixed_capacity: Option<u64>) -> VolumeOptions {
+        let mut v = self.volume_options();
+        let (num, den) = WAL_SHARE_OF_FIXED_DEVICE_MAX;
+        if let Some(capacity) = fixed_capacity
+            && self.volume.layout.wal_bytes == 0
+            && v.layout.wal_bytes > capacity / den * num
+        {
+            v.layout.wal_bytes = self.wal_bytes_for_batch(self.write_buffer_bytes as u64);
         }
         v
     }

@@ -318,3 +318,29 @@ fn a_freed_group_keeps_only_the_pages_sync_writes_used() {
     db.check().unwrap();
     db.close().unwrap();
 }
+
+#[test]
+fn on_a_device_that_cannot_grow_the_tuners_wal_area_takes_at_most_an_eighth_of_it() {
+    use std::sync::Arc;
+    // 1 MiB memtables: groups for the tuner's 8 MiB batches make a WAL area of 36 MiB and
+    // two pages; for the write buffer alone, 4.5 MiB and two pages.
+    let o = Options { write_buffer_bytes: 1 << 20, wal_tail: WalTail::Off, ..Options::default() };
+    let tuned = o.derived_wal_bytes();
+    let untuned = defaults_with_write_buffer(1 << 20).derived_wal_bytes();
+    assert_eq!((tuned, untuned), (8192 + 3 * (12 << 20), 8192 + 3 * (3 << 19)));
+    for (device_bytes, wal_bytes) in [(128u64 << 20, untuned), (512 << 20, tuned)] {
+        let dev = Arc::new(shale_io::SimDevice::new(device_bytes, 4096, 1).unwrap());
+        assert!(!shale_io::Device::info(&*dev).growable);
+        let db = Db::open_device(dev.clone(), o.clone()).unwrap();
+        assert_eq!(db.volume().layout().wal_bytes, wal_bytes, "device of {device_bytes} bytes");
+        for i in 0..3000u32 {
+            db.put(format!("key{i:05}").as_bytes(), &[b'v'; 1000]).unwrap();
+        }
+        db.close().unwrap();
+        // Reopened: the layout its header records, every key back.
+        let db = Db::open_device(dev, o.clone()).unwrap();
+        assert_eq!(db.volume().layout().wal_bytes, wal_bytes);
+        assert_eq!(db.get(b"key02999").unwrap(), Some(vec![b'v'; 1000]));
+        db.check().unwrap();
+    }
+}

@@ -297,7 +297,7 @@ impl Db {
         } else {
             StoreLock::acquire(path)?
         };
-        let vopts = opts.volume_options();
+        let vopts = opts.volume_options_for(block_device_bytes(path)?);
         let no_files = FileOptions::default();
         let capacity = opts.tiers.capacity_path.clone();
         let (opened, locks) = match &capacity {
@@ -381,7 +381,8 @@ impl Db {
     /// As [`Db::open`].
     pub fn open_device(device: DeviceRef, opts: Options) -> Result<Db> {
         opts.validate()?;
-        let opened = Volume::open(device, &opts.volume_options())?;
+        let vopts = opts.volume_options_for(fixed_capacity(&device));
+        let opened = Volume::open(device, &vopts)?;
         Db::open_volume(opened, opts, Default::default())
     }
 
@@ -419,7 +420,8 @@ impl Db {
     /// devices are not one store's fast and capacity volumes.
     pub fn open_tiered_devices(fast: DeviceRef, capacity: DeviceRef, opts: Options) -> Result<Db> {
         opts.validate()?;
-        let opened = Volume::open_tiered(fast, capacity, &opts.volume_options())?;
+        let vopts = opts.volume_options_for(fixed_capacity(&fast));
+        let opened = Volume::open_tiered(fast, capacity, &vopts)?;
         Db::open_volume(opened, opts, Default::default())
     }
 
@@ -1827,6 +1829,28 @@ impl Inner {
             // The async API's counters live with its queue (`Db::stats` adds them).
             ..Stats::default()
         }
+    }
+}
+
+/// The capacity of `device` where it cannot grow (`Options::volume_options_for`).
+fn fixed_capacity(device: &DeviceRef) -> Option<u64> {
+    let info = device.info();
+    (!info.growable).then_some(info.capacity)
+}
+
+/// The size of `path` where it is a block device (a device that cannot grow), else `None`
+/// (a directory or a volume file, which grow; or nothing yet).
+fn block_device_bytes(path: &Path) -> Result<Option<u64>> {
+    use std::io::{Seek, SeekFrom};
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(path) {
+        Ok(m) if m.file_type().is_block_device() => {
+            let opened = std::fs::File::open(path).and_then(|mut f| f.seek(SeekFrom::End(0)));
+            let bytes =
+                opened.map_err(|e| shale_io::Error::at_path(shale_io::PathOp::Open, path, e))?;
+            Ok(Some(bytes))
+        }
+        _ => Ok(None),
     }
 }
 

@@ -56,7 +56,12 @@ impl Inner {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let threads_max = if t.threads_max > 0 { t.threads_max } else { (2 * cores).max(4) };
         let base = self.opts.write_buffer_bytes as u64;
-        let batch_max = t.batch_max_for(base);
+        // No larger than a WAL group holds: a full group seals its memtable whatever the
+        // batch says (a volume made without the tuner, or on a small block device).
+        let l = self.volume.layout();
+        let held = crate::wal::WalLayout::new(l.wal_offset, l.wal_bytes, self.opts.wal_groups())
+            .map_or(base, |w| crate::options::Options::batch_held_by_wal_group(w.group_bytes()));
+        let batch_max = t.batch_max_for(base).min(held).max(base);
         Bounds {
             threads_min: 2,
             threads_max: threads_max.min(crate::options::BACKGROUND_JOBS_MAX),

@@ -245,7 +245,9 @@ fn every_command_on_a_store_in_use() {
     let volume = store.join("volume.shale");
     let header = std::fs::read(&volume).unwrap()[..8192].to_vec();
     let mut holder = Command::new(env!("CARGO_BIN_EXE_shale"))
-        .args(["bench", &db, "--use_existing_db", "--benchmarks=readrandom", "--duration=25"])
+        // Long enough to outlast every command below on a loaded machine (25 s once did not,
+        // under CI beside a build); killed once they are done.
+        .args(["bench", &db, "--use_existing_db", "--benchmarks=readrandom", "--duration=600"])
         .args(["--num=500", "--threads=1"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

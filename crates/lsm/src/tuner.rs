@@ -34,8 +34,8 @@
 //!   defaults, ADOC's cap): a store configured with small memtables gets steps of its own
 //!   scale, not 64 MB jumps;
 //! - L0O with the threads at their cap changes nothing, as in ADOC. Growing the batch there
-//!   was measured (BENCHMARKS.md, "ADOC with the batch grown at the thread cap"): 1.3x to
-//!   1.9x the throughput on three device classes, but on the NVMe class the store ran out of
+//!   was measured (BENCHMARKS.md, "ADOC with the batch grown at the thread cap"): 1.34x to
+//!   1.88x tuner-off's throughput on three device classes, but on the NVMe class it ran out of
 //!   space: L0 at the slowdown trigger holds trigger x batch bytes (10 GiB at 512 MiB
 //!   batches), and its compaction needs room for as much again. It waits for a rule that
 //!   weighs the batch against the volume's free space;

@@ -254,6 +254,15 @@ pub trait Device: Send + Sync + fmt::Debug {
         check_range(&self.info(), "allocation", offset, len)
     }
 
+    /// Bytes of storage the device can still give to ranges that hold none yet, where that is
+    /// bounded by something other than its capacity: on a volume file, what its file system
+    /// has free for it (a sparse file's holes and growth take storage from there). `None`
+    /// (the default) where every byte within the capacity already has storage (a block
+    /// device, memory) or the bound is unknown.
+    fn free_storage(&self) -> Option<u64> {
+        None
+    }
+
     /// Gives back the storage behind `[offset, offset + len)` (block-aligned, within the
     /// device): the caller holds nothing there any more. Until written again the range reads
     /// as zeros or as its old bytes, whichever the device does, so a caller must take neither

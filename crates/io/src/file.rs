@@ -452,6 +452,22 @@ impl Device for FileDevice {
         Ok(())
     }
 
+    /// The file system's blocks free to unprivileged users (statvfs `f_bavail`), for a
+    /// regular file; `None` for a block device (all its storage is its own) or when the file
+    /// system cannot tell.
+    fn free_storage(&self) -> Option<u64> {
+        if self.file.block_device {
+            return None;
+        }
+        // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: fstatvfs writes only into `st`; the fd is open for the call.
+        if unsafe { libc::fstatvfs(self.file.file().as_raw_fd(), &mut st) } != 0 {
+            return None;
+        }
+        Some(st.f_bavail.saturating_mul(st.f_frsize))
+    }
+
     /// fallocate(mode 0) within the file's size. A block device has all its storage from
     /// the start: nothing to do. A file system without fallocate (EOPNOTSUPP) gets nothing
     /// either: its writes allocate as they come, as they did in a file created sparse.

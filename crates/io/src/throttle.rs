@@ -187,6 +187,10 @@ impl Device for ThrottledDevice {
         self.inner.grow(capacity)
     }
 
+    fn free_storage(&self) -> Option<u64> {
+        self.inner.free_storage()
+    }
+
     // Allocating and releasing move no data: they pass through unthrottled.
     fn allocate_range(&self, offset: u64, len: u64) -> Result<()> {
         self.inner.allocate_range(offset, len)

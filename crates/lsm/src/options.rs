@@ -253,8 +253,8 @@ pub struct Options {
     /// A capacity volume beside the store's (fast) volume, and where SSTs go between them
     /// (SpanDB's tiers; see [`TierOptions`]). None by default.
     pub tiers: TierOptions,
-    /// ADOC's tuner: which knobs it turns each window (`TunerMode::Off`, the default, runs
-    /// none; see [`TunerMode`] for why, and [`TunerOptions`]).
+    /// ADOC's tuner: which knobs it turns each window (`TunerMode::Full`, ADOC, by default;
+    /// `TunerMode::Off` runs none; see [`TunerOptions`]).
     pub tuner: TunerOptions,
     /// Asked by compaction whether a value is dead (RocksDB's compaction filter, for
     /// removal): an application's own expiry, say. `None` by default. See
@@ -362,8 +362,8 @@ impl Options {
                 ..VolumeOptions::default()
             },
             wal_tail: WalTail::Off,
-            // Off (also the default): a tuner acts on wall-clock windows, which would make
-            // seeded tests depend on the machine's speed. Tests of the tuner turn it on.
+            // Off: a tuner acts on wall-clock windows, which would make seeded tests depend
+            // on the machine's speed. Tests of the tuner turn it on.
             tuner: TunerOptions { mode: crate::tuner::TunerMode::Off, ..TunerOptions::default() },
             ..Options::default()
         }

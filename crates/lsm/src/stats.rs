@@ -259,6 +259,9 @@ pub struct Stats {
     pub tuner_memory_overflows: u64,
     /// The last window's overflow ("L0O", "RDO", "MMO"), or "" for none or no tuner.
     pub tuner_last_overflow: &'static str,
+    /// The largest batch the tuner may set as of its last window: its cap, lowered to what
+    /// the volume's free space leaves safe (0 without a tuner or before its first window).
+    pub tuner_batch_max: u64,
     /// Times the active memtable filled while a sealed one was still unflushed (ADOC's memory
     /// overflow, counted whether or not a tuner runs), since open.
     pub memory_overflows: u64,

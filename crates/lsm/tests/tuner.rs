@@ -2,7 +2,7 @@
 //! - a burst of writes overflows the memtables, and the tuner reacts within two windows
 //!   (counted in its own windows, not in wall time, so a loaded machine cannot fail it);
 //! - an L0 past the slowdown trigger, answered within two windows: more threads below their
-//!   cap, nothing at it (ADOC, ADOC-T) nor under ADOC-B (which turns no threads);
+//!   cap, a larger batch at it (ADOC, ADOC-B), threads only and nothing at the cap (ADOC-T);
 //! - random writes against a model while the tuner and the test turn the knobs, reopened in
 //!   between: nothing lost, every read as the model;
 //! - the tuner thread ends on close, and stops tuning once the store has stopped (P5).
@@ -133,17 +133,18 @@ fn l0_overflow_answer(mode: TunerMode, threads_max: usize) -> ((usize, u64), (us
 
 #[test]
 fn an_l0_overflow_is_answered_within_two_windows() {
-    // Below the thread cap: ADOC and ADOC-T add threads and leave the batch.
-    for mode in [TunerMode::Full, TunerMode::Threads] {
-        let (before, after) = l0_overflow_answer(mode, 8);
-        assert!(after.0 > before.0 && after.1 == before.1, "{mode:?}: {before:?} -> {after:?}");
-    }
-    // At the cap, and under ADOC-B: the overflow is seen, nothing is turned (a larger batch
-    // there filled a store's volume: tuner.rs).
-    for (mode, cap) in [(TunerMode::Full, 2), (TunerMode::Threads, 2), (TunerMode::Batch, 8)] {
-        let (before, after) = l0_overflow_answer(mode, cap);
-        assert_eq!(before, after, "{mode:?} with at most {cap} threads");
-    }
+    // Below the thread cap: ADOC adds threads and leaves the batch.
+    let (before, after) = l0_overflow_answer(TunerMode::Full, 8);
+    assert!(after.0 > before.0 && after.1 == before.1, "{before:?} -> {after:?}");
+    // At the cap: the batch grows instead.
+    let (before, after) = l0_overflow_answer(TunerMode::Full, 2);
+    assert!(after.0 == before.0 && after.1 > before.1, "{before:?} -> {after:?}");
+    // ADOC-B turns no threads, so its answer is the batch whatever the cap.
+    let (before, after) = l0_overflow_answer(TunerMode::Batch, 8);
+    assert!(after.0 == before.0 && after.1 > before.1, "{before:?} -> {after:?}");
+    // ADOC-T at the cap has nothing left to turn.
+    let (before, after) = l0_overflow_answer(TunerMode::Threads, 2);
+    assert_eq!(before, after);
 }
 
 #[test]
@@ -207,4 +208,73 @@ fn the_tuner_ends_on_close_and_stops_tuning_a_stopped_store() {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(db.stats().tuner_windows, windows, "the tuner kept tuning a stopped store");
     drop(db);
+}
+
+/// A device that cannot grow, with a tuner whose batch cap alone (eight memtables) would let
+/// L0 hold more than the device: the batch stays within what the volume's room leaves safe
+/// (`tuner::batch_room_cap`), the store never runs out of space, and every key reads back.
+#[test]
+fn the_batch_stays_within_the_room_of_a_device_that_cannot_grow() {
+    const KEYS: u32 = 24_000;
+    const VALUE: usize = 1000;
+    let sim = SimDevice::new(64 << 20, 4096, 11).unwrap();
+    let profile = Profile {
+        name: "small".into(),
+        bandwidth_bytes_per_s: 24_000_000,
+        iops: 100_000,
+        latency: Duration::from_micros(20),
+    };
+    let slow = Arc::new(ThrottledDevice::new(Arc::new(sim.clone()), profile).unwrap());
+    let mut opts = small_options();
+    opts.write_buffer_bytes = 256 << 10;
+    opts.target_file_size_base = 256 << 10;
+    opts.max_bytes_for_level_base = 1 << 20;
+    opts.level0_file_num_compaction_trigger = 4;
+    opts.level0_slowdown_writes_trigger = 20;
+    opts.level0_stop_writes_trigger = 36;
+    // WAL groups that hold the largest batch (2 MiB), so only the room bounds it.
+    opts.volume.layout.wal_bytes = 3 * (3 << 20) + 8192;
+    opts.tuner = shale_lsm::TunerOptions {
+        mode: TunerMode::Batch,
+        window_ms: 20,
+        threads_max: 2,
+        batch_max: 0,
+    };
+    let static_cap = 8 * opts.write_buffer_bytes as u64;
+    let db = Db::open_device(slow, opts.clone()).unwrap();
+    let mut largest = 0u64;
+    let mut model: BTreeMap<u16, u32> = BTreeMap::new();
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    // Batches of 64 unsynced puts: writes outrun the device, so memtables and L0 overflow.
+    for g in 0..3 * KEYS / 64 {
+        let mut b = WriteBatch::new();
+        for i in 0..64 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let n = (rng % u64::from(KEYS)) as u16;
+            b.put(&key(n), &value(n, (g * 64 + i, 0), VALUE));
+            model.insert(n, g * 64 + i);
+        }
+        db.write(&b, &WriteOptions { sync: false }).unwrap();
+        largest = largest.max(db.stats().write_buffer_bytes);
+    }
+    let s = db.stats();
+    assert!(s.tuner_memory_overflows + s.tuner_l0_overflows > 0, "no overflow: {s:?}");
+    assert!(largest > opts.write_buffer_bytes as u64, "the batch never grew: {s:?}");
+    assert!(
+        s.tuner_batch_max >= opts.write_buffer_bytes as u64 && s.tuner_batch_max < static_cap,
+        "the room did not bound the batch: {s:?}"
+    );
+    assert!(largest <= static_cap / 2, "the batch reached {largest}: {s:?}");
+    assert!(s.stopped.is_none(), "{s:?}");
+    db.check().unwrap();
+    db.close().unwrap();
+    let db = Db::open_device(Arc::new(sim), opts).unwrap();
+    for (&n, &w) in &model {
+        let v = db.get(&key(n)).unwrap().unwrap_or_else(|| panic!("key {n} lost"));
+        assert_eq!(stamp_of(n, &v, VALUE), Some((w, 0)), "key {n}");
+    }
+    db.check().unwrap();
+    db.close().unwrap();
 }

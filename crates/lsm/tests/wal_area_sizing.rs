@@ -54,15 +54,13 @@ const FS_SLACK_BYTES: u64 = 64 << 10;
 #[test]
 fn a_new_store_with_default_options_sizes_its_wal_area_from_the_write_buffer() {
     // The defaults themselves: 64 MiB memtables, 2 of them and a spare group, each group
-    // room for the largest memtable and half again: 96 MiB (the tuner is off by default);
-    // 768 MiB with a tuner that grows the batch to its largest (512 MiB). Address space:
-    // storage comes as groups are used.
+    // room for the largest memtable and half again: 768 MiB for the tuner's largest batch
+    // (512 MiB), 96 MiB without the tuner. Address space: storage comes as groups are used.
     let defaults = Options::default();
     assert_eq!(defaults.volume.layout.wal_bytes, 0, "the default derives the WAL area");
-    assert_eq!(defaults.volume_options().layout.wal_bytes, 8192 + 3 * (96 << 20));
-    let mut tuned = defaults.clone();
-    tuned.tuner.mode = TunerMode::Full;
-    assert_eq!(tuned.volume_options().layout.wal_bytes, 8192 + 3 * (768 << 20));
+    assert_eq!(defaults.volume_options().layout.wal_bytes, 8192 + 3 * (768 << 20));
+    let untuned = defaults_with_write_buffer(defaults.write_buffer_bytes);
+    assert_eq!(untuned.volume_options().layout.wal_bytes, 8192 + 3 * (96 << 20));
 
     let dir = tempfile::tempdir().unwrap();
     let o = defaults_with_write_buffer(1 << 20);
@@ -170,9 +168,8 @@ fn a_store_reopened_with_another_write_buffer_keeps_its_layout_and_works() {
 #[test]
 fn a_new_default_store_takes_disk_space_for_what_its_wal_holds_not_for_its_wal_area() {
     let dir = tempfile::tempdir().unwrap();
-    // The defaults with the tuner on: a WAL area of 2.25 GiB (groups for 512 MiB batches).
-    let mut o = Options { wal_tail: WalTail::Off, ..Options::default() };
-    o.tuner.mode = TunerMode::Full;
+    // The defaults, tuner included: a WAL area of 2.25 GiB (groups for 512 MiB batches).
+    let o = Options { wal_tail: WalTail::Off, ..Options::default() };
     let db = Db::open(dir.path(), o.clone()).unwrap();
     let l = db.volume().layout();
     assert_eq!(l.wal_bytes, 8192 + 3 * (768 << 20));
@@ -327,9 +324,7 @@ fn on_a_device_that_cannot_grow_the_tuners_wal_area_takes_at_most_an_eighth_of_i
     use std::sync::Arc;
     // 1 MiB memtables: groups for the tuner's 8 MiB batches make a WAL area of 36 MiB and
     // two pages; for the write buffer alone, 4.5 MiB and two pages.
-    let mut o =
-        Options { write_buffer_bytes: 1 << 20, wal_tail: WalTail::Off, ..Options::default() };
-    o.tuner.mode = TunerMode::Full;
+    let o = Options { write_buffer_bytes: 1 << 20, wal_tail: WalTail::Off, ..Options::default() };
     let tuned = o.derived_wal_bytes();
     let untuned = defaults_with_write_buffer(1 << 20).derived_wal_bytes();
     assert_eq!((tuned, untuned), (8192 + 3 * (12 << 20), 8192 + 3 * (3 << 19)));

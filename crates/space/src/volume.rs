@@ -1064,6 +1064,20 @@ impl Volume {
         self.inner.lock().slots.get(tier.index()).map(Allocator::usage).unwrap_or_default()
     }
 
+    /// Bytes new extents on `tier` can still take: its free slots on a device that cannot
+    /// grow; on one that can, what the device can still give (a volume file: its file
+    /// system's free space, which both its holes and its growth draw on); `None` where that
+    /// has no known bound (a growable memory device), or for a tier the store lacks.
+    pub fn tier_room(&self, tier: Tier) -> Option<u64> {
+        let t = self.tiers.get(tier.index())?;
+        if t.device.info().growable {
+            t.device.free_storage()
+        } else {
+            let free = self.tier_slot_usage(tier).free;
+            Some(u64::from(free) * t.header.layout.slot_bytes)
+        }
+    }
+
     /// The extents of the committed version, on every tier (fast ones first).
     pub fn live_extents(&self) -> Vec<Extent> {
         self.inner.lock().slots.iter().flat_map(Allocator::live_extents).collect()

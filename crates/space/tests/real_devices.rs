@@ -102,3 +102,54 @@ fn scenario_on_a_loop_device_with_direct_io() {
     drop(lo);
     std::fs::remove_file(&backing).unwrap();
 }
+
+/// The room a tier has for new extents (`Volume::tier_room`, what ADOC's tuner bounds its
+/// batch by): the file system's free space for a volume file, which grows; the free slots of
+/// a loop device, which cannot; no bound for a growable memory device.
+#[test]
+fn room_for_new_extents_on_a_file_a_loop_device_and_memory() {
+    use shale_space::tier::Tier;
+    let layout = tiny_layout();
+    let path = scratch("room.vol");
+    let opened = open(file_device(&path, Backend::Pread), &layout);
+    let room = opened.volume.tier_room(Tier::Fast).expect("a file's file system tells its room");
+    // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: statvfs only writes into `st`; `c` is a valid C string.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    assert_eq!(rc, 0);
+    let fs_free = st.f_bavail * st.f_frsize;
+    // Other processes share the file system: within 64 MiB of each other.
+    assert!(room.abs_diff(fs_free) < 64 << 20, "room {room}, file system free {fs_free}");
+    drop(opened);
+    std::fs::remove_file(&path).unwrap();
+
+    let opened = open(arc(shale_io::MemoryDevice::new(4 << 20, 4096).unwrap()), &layout);
+    assert_eq!(opened.volume.tier_room(Tier::Fast), None, "memory grows without a known bound");
+    assert_eq!(opened.volume.tier_room(Tier::Capacity), None, "no capacity tier");
+    drop(opened);
+
+    let backing = scratch("room-loop.img");
+    std::fs::File::create(&backing).unwrap().set_len(8 << 20).unwrap();
+    let lo = match shale_testkit::LoopDevice::attach(&backing) {
+        Ok(lo) => lo,
+        Err(why) => {
+            println!("skipped the loop device: {why}");
+            return;
+        }
+    };
+    let dev = open_device(lo.path(), &FileOptions::default()).expect("open loop device");
+    let opened = open(dev, &layout);
+    let v = &opened.volume;
+    let slot = v.layout().slot_bytes;
+    let free = u64::from(v.tier_slot_usage(Tier::Fast).free);
+    assert_eq!(v.tier_room(Tier::Fast), Some(free * slot));
+    let e = v.allocate(3).unwrap();
+    assert_eq!(v.tier_room(Tier::Fast), Some((free - 3) * slot));
+    v.release(e);
+    assert_eq!(v.tier_room(Tier::Fast), Some(free * slot));
+    drop(opened);
+    drop(lo);
+    std::fs::remove_file(&backing).unwrap();
+}

@@ -121,7 +121,7 @@ pub struct Args {
     /// The capacity volume and the level pointer of a tiered store (shale's own flags).
     #[command(flatten)]
     pub tiers: crate::store::TierArgs,
-    /// ADOC's tuner: off (the default), adoc (threads and batch), adoc-t (threads only) or
+    /// ADOC's tuner: adoc (threads and batch, the default), off, adoc-t (threads only) or
     /// adoc-b (batch only) (shale's own flag).
     #[arg(long = "tuner", value_parser = parse_tuner)]
     pub tuner: Option<shale_lsm::TunerMode>,

@@ -154,7 +154,7 @@ pub struct Args {
     /// The capacity volume and the level pointer of a tiered store (shale's own flags).
     #[command(flatten)]
     pub tiers: crate::store::TierArgs,
-    /// ADOC's tuner: off (the default), adoc, adoc-t (threads only) or adoc-b (batch only).
+    /// ADOC's tuner: adoc (the default), off, adoc-t (threads only) or adoc-b (batch only).
     #[arg(long = "tuner", value_parser = crate::bench::parse_tuner)]
     pub tuner: Option<shale_lsm::TunerMode>,
     /// The tuner's window in milliseconds (default 1000).

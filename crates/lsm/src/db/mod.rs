@@ -1824,6 +1824,7 @@ impl Inner {
                 .last()
                 .and_then(|a| a.overflow)
                 .map_or("", |o| o.name()),
+            tuner_batch_max: self.tuner.batch_max(),
             memory_overflows: self.memory_overflows.load(Ordering::Relaxed),
             write_buffer_bytes: self.write_buffer_bytes() as u64,
             // The async API's counters live with its queue (`Db::stats` adds them).

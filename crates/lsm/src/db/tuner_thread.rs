@@ -25,6 +25,8 @@ pub(super) struct TunerState {
     windows: AtomicU64,
     /// The last window's action, for the timeline.
     last: Mutex<Option<Action>>,
+    /// The last window's cap on the batch (`tuner::batch_room_cap` within the bounds).
+    batch_max: AtomicU64,
 }
 
 impl TunerState {
@@ -37,6 +39,11 @@ impl TunerState {
     /// The last window's action.
     pub(super) fn last(&self) -> Option<Action> {
         *self.last.lock()
+    }
+
+    /// The last window's cap on the batch (0 before the first window, or without a tuner).
+    pub(super) fn batch_max(&self) -> u64 {
+        self.batch_max.load(Ordering::Relaxed)
     }
 }
 
@@ -70,8 +77,33 @@ impl Inner {
         }
     }
 
-    /// The store as the tuner sees it now, with the window's differences from `prev`.
-    fn tuner_snapshot(&self, prev: &mut Previous) -> Snapshot {
+    /// Free bytes on the tiers SSTs go to (`Volume::tier_room`), `None` where a tier's room
+    /// has no known bound.
+    fn sst_room(&self) -> Option<u64> {
+        self.volume
+            .tiers()
+            .iter()
+            .try_fold(0u64, |sum, &t| self.volume.tier_room(t).map(|r| sum.saturating_add(r)))
+    }
+
+    /// `bounds` with the batch capped by the volume's room (`tuner::batch_room_cap`), for
+    /// L0 and L1 holding `sizes[0]` and `sizes[1]` bytes.
+    fn bounds_within_room(&self, bounds: &Bounds, sizes: &[u64]) -> Bounds {
+        let Some(free) = self.sst_room() else { return *bounds };
+        let cap = crate::tuner::batch_room_cap(
+            free,
+            sizes[0],
+            sizes[1],
+            self.opts.level0_stop_writes_trigger,
+            bounds.threads_max,
+            self.opts.max_bytes_for_level_multiplier,
+        );
+        Bounds { batch_max: bounds.batch_max.min(cap).max(bounds.batch_min), ..*bounds }
+    }
+
+    /// The store as the tuner sees it now, with the window's differences from `prev`, and
+    /// `bounds` within the volume's room now.
+    fn tuner_snapshot(&self, prev: &mut Previous, bounds: &Bounds) -> (Snapshot, Bounds) {
         let stalls = self.stalls.snapshot();
         let memory_overflows = self.memory_overflows.load(Ordering::Relaxed);
         let memtable_stalls = stalls.memtable.count;
@@ -91,9 +123,10 @@ impl Inner {
             threads: st.pool.background_jobs(),
             batch: self.write_buffer_bytes() as u64,
         };
+        drop(st);
         *prev =
             Previous { l0_files: s.l0_files, memory_overflows, memtable_stalls, pending_stalls };
-        s
+        (s, self.bounds_within_room(bounds, &sizes))
     }
 
     /// Turns the knobs to `a`: threads through the pool, the batch as the memtable size and
@@ -117,7 +150,7 @@ impl Inner {
         let bounds = self.tuner_bounds();
         let mode = self.opts.tuner.mode;
         let mut prev = Previous::default();
-        self.tuner_snapshot(&mut prev);
+        self.tuner_snapshot(&mut prev, &bounds);
         let mut due = Instant::now() + window;
         loop {
             {
@@ -131,8 +164,9 @@ impl Inner {
                 }
             }
             due += window;
-            let s = self.tuner_snapshot(&mut prev);
-            let a = decide(&s, mode, &bounds);
+            let (s, within_room) = self.tuner_snapshot(&mut prev, &bounds);
+            self.tuner.batch_max.store(within_room.batch_max, Ordering::Relaxed);
+            let a = decide(&s, mode, &within_room);
             self.tuner.windows.fetch_add(1, Ordering::Relaxed);
             if let Some(o) = a.overflow {
                 let i = match o {

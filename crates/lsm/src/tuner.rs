@@ -46,11 +46,14 @@
 //!   tuner-off's throughput on three device classes; on the NVMe class, without the space
 //!   bound below, the store filled its volume;
 //! - the batch is bounded by the space the volume has for it ([`batch_room_cap`]): L0 may
-//!   hold up to the stop trigger's count of batch-sized SSTs, and compacting them into L1
-//!   needs room for as much again plus the L1 it rewrites. Each window the cap is taken
-//!   from the free space of the tier L0 is written to (a file volume counts what its file
-//!   system can still give it), so as a store fills, its batch shrinks back (to no less than
-//!   the configured write buffer, the size its owner chose);
+//!   hold up to the stop trigger's count of batch-sized SSTs, compacting them into L1 needs
+//!   room for as much again plus the L1 it rewrites, and the other compaction threads each
+//!   need room for one batch-sized SST merged with those it overlaps below. Each window the
+//!   cap is taken from the free space of the tiers SSTs go to (a volume file counts what its
+//!   file system can still give it), so as a store fills, its batch shrinks back (to no less
+//!   than the configured write buffer, the size its owner chose). The bound is a worst case
+//!   and costs throughput on small volumes (BENCHMARKS.md, "ADOC with its batch bounded by
+//!   the volume's room": 103-281 MiB batches on 33 GiB volumes);
 //! - thread bounds: at least 2 (one flush, one compaction thread: the engine's minimum), at
 //!   most `threads_max` (default: twice the machine's cores, at least 4): compaction threads
 //!   wait on the device as much as they compute;

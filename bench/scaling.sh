@@ -24,7 +24,8 @@
 #   build of bench/compare/build_rocksdb.sh), SCRATCH (default: the first usable of /var/tmp,
 #   /tmp, /root), OUT (default bench/results/<UTC date>-scaling), REPEATS (2), DURATION (5 s a
 #   run), SYNC_THREADS ("1 4 16 32 64"), FILL_THREADS ("1 4 16"), KV_VOLUMES ("4 16"),
-#   KV_NUM (20000 records per volume), KV_REPEATS (REPEATS), PARTS ("sync fill kv").
+#   KV_NUM (20000 records per volume), KV_REPEATS (REPEATS), KV_MEDIA ("disk tmpfs": where the
+#   kvbench volumes lie, in that order), PARTS ("sync fill kv").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +36,7 @@ FILL_THREADS=${FILL_THREADS:-1 4 16}
 KV_VOLUMES=${KV_VOLUMES:-4 16}
 KV_NUM=${KV_NUM:-20000}
 KV_REPEATS=${KV_REPEATS:-$REPEATS}
+KV_MEDIA=${KV_MEDIA:-disk tmpfs}
 PARTS=${PARTS:-sync fill kv}
 OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-scaling}
 if [ -z "${SHALE:-}" ]; then
@@ -196,8 +198,13 @@ for part in $PARTS; do
     sync) threads_table fillsync "$SYNC_THREADS" "${SYNC_VARIANTS[@]}" ;;
     fill) threads_table fillrandom "$FILL_THREADS" rocksdb "${BUILD_NAMES[@]}" ;;
     kv)
-      kv_part disk "$work"
-      [ -n "$shm" ] && kv_part tmpfs "$shm"
+      for medium in $KV_MEDIA; do
+        case $medium in
+          disk) kv_part disk "$work" ;;
+          tmpfs) if [ -n "$shm" ]; then kv_part tmpfs "$shm"; else echo "kvbench on tmpfs skipped: tmpfs here refuses O_DIRECT" | tee -a "$SUMMARY"; fi ;;
+          *) echo "unknown KV_MEDIA entry: $medium (disk or tmpfs)" >&2; exit 2 ;;
+        esac
+      done
       ;;
   esac
 done

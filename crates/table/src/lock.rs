@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::error::{Error, Result};
 
@@ -59,20 +60,56 @@ pub enum LockKey {
     Row(u32, Vec<u8>),
 }
 
-/// The lock table.
-#[derive(Debug, Default)]
+/// Stripes of the lock table: a power of two, so a key's stripe is its hash's low bits.
+const STRIPES: usize = 64;
+
+/// The lock table, in stripes by key hash, each its own mutex and condition variable: on
+/// many cores every transaction locks rows, and one mutex for all of them (with every
+/// release waking every waiter) was where 16 client threads queued (2026-11-27, 16-core
+/// run in BENCHMARKS.md). A request or release touches one key, so one stripe; a
+/// transaction's `release_all` takes its keys' stripes one after another, never two at
+/// once, so stripes cannot deadlock with each other. A table's own lock (its intention
+/// locks) is one key, so one stripe, as before.
+#[derive(Debug)]
 pub struct LockManager {
-    held: Mutex<HashMap<LockKey, Vec<(u64, LockMode)>>>,
+    stripes: Box<[Stripe]>,
+}
+
+#[derive(Debug, Default)]
+struct Stripe {
+    state: Mutex<StripeState>,
     released: Condvar,
 }
 
+#[derive(Debug, Default)]
+struct StripeState {
+    held: HashMap<LockKey, Vec<(u64, LockMode)>>,
+    /// Requests of this stripe waiting now: a release wakes waiters only when there are any.
+    waiting: usize,
+}
+
+impl Default for LockManager {
+    fn default() -> LockManager {
+        LockManager { stripes: (0..STRIPES).map(|_| Stripe::default()).collect() }
+    }
+}
+
 impl LockManager {
+    fn stripe(&self, key: &LockKey) -> &Stripe {
+        let h = match key {
+            LockKey::Table(t) => u64::from(*t).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32,
+            LockKey::Row(t, k) => xxh3_64_with_seed(k, u64::from(*t)),
+        };
+        &self.stripes[h as usize & (STRIPES - 1)]
+    }
+
     /// Grants `txn` the lock `key` in `mode` (or a stronger mode it holds already), waiting
-    /// up to `timeout` for conflicting holders to release. Returns whether the lock is new to
-    /// `txn` (so the caller releases it).
+    /// up to `timeout` for holders of conflicting modes to release. Returns whether `txn`
+    /// did not hold `key` before (a new lock to release later), false for an upgrade or a
+    /// mode it holds.
     ///
     /// # Errors
-    /// [`Error::LockTimeout`] when the lock is still held by another at the timeout.
+    /// [`Error::LockTimeout`] when the wait runs out; nothing is granted then.
     pub fn acquire(
         &self,
         txn: u64,
@@ -81,9 +118,14 @@ impl LockManager {
         timeout: Duration,
     ) -> Result<bool> {
         let deadline = Instant::now() + timeout;
-        let mut held = self.held.lock();
+        let stripe = self.stripe(key);
+        let mut st = stripe.state.lock();
         loop {
-            let holders = held.entry(key.clone()).or_default();
+            // The key is cloned only for a lock nobody holds.
+            if !st.held.contains_key(key) {
+                st.held.insert(key.clone(), Vec::new());
+            }
+            let holders = st.held.get_mut(key).expect("inserted above");
             let mine = holders.iter().position(|(t, _)| *t == txn);
             let want = mine.map_or(mode, |i| holders[i].1.join(mode));
             if mine.is_some_and(|i| holders[i].1 == want) {
@@ -97,40 +139,42 @@ impl LockManager {
                 }
                 return Ok(mine.is_none());
             }
-            if self.released.wait_until(&mut held, deadline).timed_out() {
-                let holders = held.entry(key.clone()).or_default();
-                if holders.is_empty() {
-                    held.remove(key);
+            st.waiting += 1;
+            let timed_out = stripe.released.wait_until(&mut st, deadline).timed_out();
+            st.waiting -= 1;
+            if timed_out {
+                if st.held.get(key).is_some_and(Vec::is_empty) {
+                    st.held.remove(key);
                 }
                 return Err(Error::LockTimeout);
             }
         }
     }
 
-    /// Releases `txn`'s lock on `key`.
+    /// Releases `txn`'s lock `key` (read committed's short read lock).
     pub fn release(&self, txn: u64, key: &LockKey) {
-        let mut held = self.held.lock();
-        if let Some(holders) = held.get_mut(key) {
-            holders.retain(|(t, _)| *t != txn);
-            if holders.is_empty() {
-                held.remove(key);
-            }
+        let stripe = self.stripe(key);
+        let mut st = stripe.state.lock();
+        release_in(&mut st, txn, key);
+        if st.waiting > 0 {
+            stripe.released.notify_all();
         }
-        self.released.notify_all();
     }
 
     /// Releases every lock of `keys` that `txn` holds.
     pub fn release_all(&self, txn: u64, keys: &[LockKey]) {
-        let mut held = self.held.lock();
         for key in keys {
-            if let Some(holders) = held.get_mut(key) {
-                holders.retain(|(t, _)| *t != txn);
-                if holders.is_empty() {
-                    held.remove(key);
-                }
-            }
+            self.release(txn, key);
         }
-        self.released.notify_all();
+    }
+}
+
+fn release_in(st: &mut StripeState, txn: u64, key: &LockKey) {
+    if let Some(holders) = st.held.get_mut(key) {
+        holders.retain(|(t, _)| *t != txn);
+        if holders.is_empty() {
+            st.held.remove(key);
+        }
     }
 }
 
@@ -154,6 +198,37 @@ mod tests {
         m.release(3, &k);
         assert!(!m.acquire(2, &k, Exclusive, T).unwrap(), "an upgrade is not a new lock");
         assert!(!m.acquire(2, &k, Shared, T).unwrap(), "X grants S");
+    }
+
+    /// Keys fall in many stripes: `release_all` frees each, waking a waiter in any stripe,
+    /// and a lock in one stripe never blocks a key of another.
+    #[test]
+    fn locks_in_every_stripe_are_released_and_their_waiters_woken() {
+        let m = std::sync::Arc::new(LockManager::default());
+        let keys: Vec<LockKey> =
+            (0..500u32).map(|i| LockKey::Row(i % 3, i.to_le_bytes().to_vec())).collect();
+        let stripes: std::collections::HashSet<*const Stripe> =
+            keys.iter().map(|k| m.stripe(k) as *const Stripe).collect();
+        assert_eq!(stripes.len(), STRIPES, "500 keys cover every stripe");
+        for k in &keys {
+            assert!(m.acquire(1, k, Exclusive, T).unwrap());
+        }
+        let waiters: Vec<_> = [7usize, 250, 499]
+            .into_iter()
+            .map(|i| {
+                let (m, k) = (m.clone(), keys[i].clone());
+                std::thread::spawn(move || {
+                    m.acquire(2 + i as u64, &k, Shared, Duration::from_secs(10))
+                })
+            })
+            .collect();
+        assert!(m.acquire(9, &LockKey::Row(0, b"other".to_vec()), Exclusive, T).unwrap());
+        std::thread::sleep(Duration::from_millis(30));
+        m.release_all(1, &keys);
+        for w in waiters {
+            assert!(w.join().unwrap().unwrap());
+        }
+        assert!(m.acquire(3, &keys[100], Exclusive, T).unwrap(), "released");
     }
 
     #[test]

@@ -646,6 +646,26 @@ impl Storage {
         Ok(t.order.get(key))
     }
 
+    /// The decoded row of `key` (or `None`), read now if every block its record lies in is
+    /// cached or the ordered index does not know the key; `Ok(None)` when a block is not
+    /// cached, for the caller to read ahead outside the mutex first. A point read of a
+    /// cached row so takes the store's mutex once instead of five times (position, two
+    /// read-ahead checks, continuations, the read), which is what queued readers on many
+    /// cores.
+    pub fn select_if_cached(&mut self, table: u32, key: &[u8]) -> Result<Option<Option<Row>>> {
+        let Some(pos) = self.ordered_position(table, key)? else {
+            return self.select(table, key).map(Some);
+        };
+        if self.cache.peek((table, pos.block)).is_none() {
+            return Ok(None);
+        }
+        let rest = self.continuations(table, &[pos]);
+        if rest.iter().any(|&n| self.cache.peek((table, n)).is_none()) {
+            return Ok(None);
+        }
+        self.select(table, key).map(Some)
+    }
+
     /// The decoded row of `key`.
     pub fn select(&mut self, table: u32, key: &[u8]) -> Result<Option<Row>> {
         let Some(f) = self.find(table, key)? else { return Ok(None) };

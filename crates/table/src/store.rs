@@ -1,11 +1,12 @@
 //! The table store's handle: opening (recovery), tables, transactions and the auto-commit
 //! calls.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use shale_io::{DeviceRef, FileOptions};
 use shale_space::Volume;
 
@@ -31,6 +32,10 @@ pub(crate) struct Shared {
     /// Commits share device flushes, made outside `storage`'s mutex.
     pub group: GroupFlush,
     pub locks: LockManager,
+    /// Each table's schema, read by every operation to check its row or key: kept apart
+    /// from `storage` (and shared, not cloned) so that those checks do not take the
+    /// store's mutex. Changed only under that mutex, beside the catalog.
+    schemas: RwLock<HashMap<u32, Arc<Schema>>>,
     /// Queues for scans' reads outside `storage`'s mutex, one taken per read-ahead (made
     /// when none is free: at most one per thread scanning at once).
     pub read_queues: Mutex<Vec<crate::batch_io::BlockQueue>>,
@@ -39,8 +44,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn schema(&self, table: TableId) -> Result<Schema> {
-        Ok(self.storage.lock().table(table.0)?.schema.clone())
+    pub(crate) fn schema(&self, table: TableId) -> Result<Arc<Schema>> {
+        self.schemas
+            .read()
+            .get(&table.0)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchTable(format!("id {}", table.0)))
     }
 
     pub(crate) fn begin(shared: &Arc<Shared>, isolation: Isolation) -> Transaction {
@@ -230,10 +239,15 @@ impl TableStore {
         let next_txn = AtomicU64::new(storage.max_txn + 1);
         let interval = opts.space_reclaim_interval;
         let group = GroupFlush::new(storage.flush_queue()?);
+        let mut schemas = HashMap::new();
+        for (_, id) in storage.tables() {
+            schemas.insert(id, Arc::new(storage.table(id)?.schema.clone()));
+        }
         let shared = Shared {
             storage: Mutex::new(storage),
             group,
             locks: LockManager::default(),
+            schemas: RwLock::new(schemas),
             read_queues: Mutex::new(Vec::new()),
             opts,
             next_txn,
@@ -249,7 +263,10 @@ impl TableStore {
     /// [`Error::TableExists`], [`Error::InvalidArgument`] for a bad name, the space layer's
     /// error.
     pub fn create_table(&self, name: &str, schema: Schema) -> Result<TableId> {
-        self.shared.storage.lock().create_table(name, schema).map(TableId)
+        let mut storage = self.shared.storage.lock();
+        let id = storage.create_table(name, schema.clone())?;
+        self.shared.schemas.write().insert(id, Arc::new(schema));
+        Ok(TableId(id))
     }
 
     /// Drops the table named `name`, once no transaction holds a lock on it.
@@ -266,7 +283,14 @@ impl TableStore {
             LockMode::Exclusive,
             self.shared.opts.lock_timeout,
         )?;
-        let r = self.shared.storage.lock().drop_table(id.0);
+        let r = {
+            let mut storage = self.shared.storage.lock();
+            let r = storage.drop_table(id.0);
+            if r.is_ok() {
+                self.shared.schemas.write().remove(&id.0);
+            }
+            r
+        };
         self.shared.locks.release(txn.id(), &key);
         txn.commit_empty();
         r
@@ -287,7 +311,7 @@ impl TableStore {
     /// # Errors
     /// [`Error::NoSuchTable`].
     pub fn schema(&self, table: TableId) -> Result<Schema> {
-        self.shared.schema(table)
+        self.shared.schema(table).map(|s| (*s).clone())
     }
 
     /// Begins a transaction.

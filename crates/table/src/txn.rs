@@ -290,11 +290,16 @@ impl Transaction {
         self.check_open()?;
         self.shared.schema(table)?.check_key(key)?;
         let short = self.lock_for_read(table, key)?;
-        let got = self.read_ahead(table, key).and_then(|()| {
-            // The row's blocks are cached now, unless evicted since: the read under the
-            // mutex is a cache hit.
-            self.shared.storage.lock().select(table.0, key)
-        });
+        // A row whose blocks are cached is read at once; otherwise they are read ahead
+        // outside the mutex, and the read under it is a cache hit (unless evicted since).
+        let cached = self.shared.storage.lock().select_if_cached(table.0, key);
+        let got = match cached {
+            Ok(Some(row)) => Ok(row),
+            Ok(None) => self
+                .read_ahead(table, key)
+                .and_then(|()| self.shared.storage.lock().select(table.0, key)),
+            Err(e) => Err(e),
+        };
         if let Some(k) = short {
             self.shared.locks.release(self.id, &k);
         }

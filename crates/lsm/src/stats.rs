@@ -98,6 +98,12 @@ pub struct Stats {
     pub running_compactions: usize,
     /// Most compactions that ran at once since open.
     pub peak_running_compactions: usize,
+    /// Bytes of room the running compactions hold reserved for their outputs.
+    pub compaction_room_reserved: u64,
+    /// Picks of a compaction put off, since open, because its outputs would not have fit in
+    /// the volume's room beside the running compactions' and the memtables' (it ran once a
+    /// running one ended).
+    pub compactions_deferred_for_room: u64,
     /// Background threads wanted: one flush thread and the compaction threads
     /// (`max_background_jobs`, `Db::set_background_jobs`).
     pub background_jobs: usize,

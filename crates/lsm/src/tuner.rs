@@ -47,8 +47,11 @@
 //!   bound below, the store filled its volume;
 //! - the batch is bounded by the space the volume has for it ([`batch_room_cap`]): L0 may
 //!   hold up to the stop trigger's count of batch-sized SSTs, compacting them into L1 needs
-//!   room for as much again plus the L1 it rewrites, and the other compaction threads each
-//!   need room for one batch-sized SST merged with those it overlaps below. Each window the
+//!   room for as much again plus the L1 it rewrites, and two memtables need room to flush.
+//!   Other compactions are left out of that sum because a compaction reserves room for its
+//!   outputs and one that would not fit waits for the running ones (docs/lsm.md, "Room for
+//!   compactions"); the bound first counted each other thread's merge of a batch-sized SST
+//!   with the SSTs below it, 105 batches at the defaults against 74 now. Each window the
 //!   cap is taken from the free space of the tiers SSTs go to (a volume file counts what its
 //!   file system can still give it), so as a store fills, its batch shrinks back (to no less
 //!   than the configured write buffer, the size its owner chose). The bound is a worst case
@@ -203,19 +206,13 @@ pub struct Action {
 /// The largest batch a volume with `free` bytes of room leaves safe, with `l0_bytes` and
 /// `l1_bytes` in L0 and L1 now (see the module comment). The worst case a batch drives: L0
 /// filled to `stop_trigger` batch-sized SSTs, whose compaction into L1 writes them and the
-/// L1 it overlaps again while its inputs are still held, beside `threads_max - 1` other
-/// compactions each merging one batch-sized SST with the `fanout` it overlaps one level
-/// down. L0's bytes now count as room (they are part of that worst case), L1's do not.
-pub fn batch_room_cap(
-    free: u64,
-    l0_bytes: u64,
-    l1_bytes: u64,
-    stop_trigger: usize,
-    threads_max: usize,
-    fanout: u64,
-) -> u64 {
-    let others = (threads_max.max(1) as u64 - 1).saturating_mul(fanout.saturating_add(1));
-    let batches = (2 * stop_trigger.max(1) as u64).saturating_add(others);
+/// L1 it overlaps again while its inputs are still held, beside room for two memtables to
+/// flush (the active one and one sealed). Other compactions need no room of their own in
+/// this sum: a compaction whose outputs would not fit beside the running ones' waits for
+/// them (`Inner::room_for_compaction`). L0's bytes now count as room (they are part of that
+/// worst case), L1's do not.
+pub fn batch_room_cap(free: u64, l0_bytes: u64, l1_bytes: u64, stop_trigger: usize) -> u64 {
+    let batches = 2 * stop_trigger.max(1) as u64 + 2;
     free.saturating_add(l0_bytes).saturating_sub(l1_bytes) / batches
 }
 
@@ -359,15 +356,14 @@ mod tests {
     #[test]
     fn the_batch_is_bounded_by_the_room_the_volume_has() {
         const GB: u64 = 1 << 30;
-        // 2 x 36 batches for L0 and its compaction, 3 x 11 for the other compactions: 105.
-        assert_eq!(batch_room_cap(105 * GB, 0, 0, 36, 4, 10), GB);
+        // 2 x 36 batches for L0 and its compaction, 2 for the memtables: 74.
+        assert_eq!(batch_room_cap(74 * GB, 0, 0, 36), GB);
         // L0's bytes are part of the worst case, L1's must stay beside it.
-        assert_eq!(batch_room_cap(100 * GB, 5 * GB, 0, 36, 4, 10), GB);
-        assert_eq!(batch_room_cap(110 * GB, 0, 5 * GB, 36, 4, 10), GB);
-        // More threads, a smaller batch; a full volume, none.
-        assert_eq!(batch_room_cap(105 * GB, 0, 0, 36, 1, 10), 105 * GB / 72);
-        assert!(batch_room_cap(105 * GB, 0, 0, 36, 32, 10) < GB / 3);
-        assert_eq!(batch_room_cap(GB, 0, 2 * GB, 36, 4, 10), 0);
+        assert_eq!(batch_room_cap(69 * GB, 5 * GB, 0, 36), GB);
+        assert_eq!(batch_room_cap(79 * GB, 0, 5 * GB, 36), GB);
+        // A lower stop trigger, a larger batch; a full volume, none.
+        assert_eq!(batch_room_cap(74 * GB, 0, 0, 18), 74 * GB / 38);
+        assert_eq!(batch_room_cap(GB, 0, 2 * GB, 36), 0);
         // decide shrinks a batch past a lowered cap at once, quiet window or not, and no
         // lower than the floor.
         let b = Bounds { batch_max: 100 * MB, ..bounds() };

@@ -467,6 +467,7 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.tuner.redundancy.overflows", s.tuner_redundancy_overflows),
         ("shale.tuner.memory.overflows", s.tuner_memory_overflows),
         ("shale.tuner.batch.max", s.tuner_batch_max),
+        ("shale.compaction.deferred.for.room", s.compactions_deferred_for_room),
         ("shale.async.submitted", s.async_submitted),
         ("shale.async.completed", s.async_completed),
         ("shale.async.lucky.reads", s.async_lucky_reads),

@@ -1,6 +1,9 @@
 //! Leveled compaction: running the compaction the picker chose (`picker.rs`) and committing
 //! it as one version edit.
 //!
+//! 0. Room: a compaction reserves room on the volume for its outputs (at most its inputs'
+//!    bytes); one that would not fit beside the running ones' reservations and the
+//!    memtables' flushes is not started until a running one ends (`room_for_compaction`).
 //! 1. A trivial move (nothing below to merge with) commits the inputs at the output level,
 //!    unchanged.
 //! 2. Otherwise the inputs and their overlap below are merged, keeping every version a live
@@ -60,6 +63,27 @@ pub(super) struct Compaction {
     /// Part of a full compaction: no odd chunk stays behind.
     full: bool,
     trivial_move: bool,
+    /// Bytes of room reserved for its outputs (`State::compaction_room_reserved`), given
+    /// back when it ends, however it ends.
+    reserved: u64,
+}
+
+/// The rule of `Inner::room_for_compaction`: whether a compaction whose outputs may take
+/// `reserve` bytes starts beside `running` compactions holding `reserved` bytes, with
+/// `flush_bytes` kept for the memtables, on a tier with `room` free bytes (`None`: unknown,
+/// unbounded).
+fn fits_in_room(
+    reserve: u64,
+    reserved: u64,
+    running: usize,
+    flush_bytes: u64,
+    room: Option<u64>,
+) -> bool {
+    if reserve == 0 || running == 0 {
+        return true;
+    }
+    let Some(room) = room else { return true };
+    reserve.saturating_add(reserved).saturating_add(flush_bytes) <= room
 }
 
 impl Inner {
@@ -73,28 +97,65 @@ impl Inner {
             .compaction
             .pick(&v.levels, &self.opts, &targets, st.full_compaction)
             .or_else(|| self.bottom_rewrite(st, &v.levels))?;
-        let id = st.compaction.start(&v.levels, &plan);
         let take = |level: usize, at: &[usize]| -> Vec<Arc<SstHandle>> {
             at.iter().map(|&i| v.levels[level][i].clone()).collect()
         };
         let inputs = take(plan.level, &plan.inputs);
+        let next = take(plan.output_level, &plan.next);
         // An SST moves down without a rewrite only when it is on the tier its new level
         // writes to: otherwise the move is where it crosses the level pointer (RocksDB does
         // not move a file trivially between paths either).
         let target_tier = self.tier_for(plan.output_level, 0);
         let same_tier = inputs.iter().all(|f| f.meta.extent.tier == target_tier);
+        // A rewrite in place is the point of its compaction (the filter's pass).
+        let trivial_move =
+            same_tier && plan.level != plan.output_level && plan.is_trivial_move(&v.levels);
+        // What its outputs may take: at most what its inputs hold (a merge drops, never
+        // adds); a move writes nothing.
+        let reserve =
+            if trivial_move { 0 } else { inputs.iter().chain(&next).map(|f| f.meta.bytes).sum() };
+        if !plan.full && !self.room_for_compaction(st, reserve, target_tier) {
+            st.compactions_deferred_for_room += 1;
+            return None;
+        }
+        let id = st.compaction.start(&v.levels, &plan);
+        st.compaction_room_reserved += reserve;
         Some(Compaction {
             id,
             level: plan.level,
             output_level: plan.output_level,
-            next: take(plan.output_level, &plan.next),
+            next,
             full: plan.full,
-            // A rewrite in place is the point of its compaction (the filter's pass).
-            trivial_move: same_tier
-                && plan.level != plan.output_level
-                && plan.is_trivial_move(&v.levels),
+            trivial_move,
             inputs,
+            reserved: reserve,
         })
+    }
+
+    /// Whether a compaction whose outputs may take `reserve` bytes of `tier` starts now.
+    /// Compactions reserve room for their outputs (RocksDB's `SstFileManager` does the
+    /// same): one that would not fit beside the running ones' reservations and room for the
+    /// memtables to flush (the active one and those sealed) waits for a running one to end,
+    /// rather than fail for want of space, which stops the store. With none running it
+    /// starts anyway: nothing would free room, and its reservation is an upper bound. A
+    /// running compaction's whole reservation counts until it ends, the outputs it has
+    /// written included (they are in the room already taken too): conservative, so room
+    /// that is short defers more than it must. Full compactions (`compact_range`) never
+    /// wait. A volume whose room is unbounded (a growable device that cannot say) never
+    /// defers.
+    fn room_for_compaction(&self, st: &State, reserve: u64, tier: shale_space::Tier) -> bool {
+        // Asked only when it could matter: the room is a syscall for a volume file.
+        if reserve == 0 || st.compaction.running() == 0 {
+            return true;
+        }
+        let flushes = (st.imm.len() as u64 + 1).saturating_mul(self.write_buffer_bytes() as u64);
+        fits_in_room(
+            reserve,
+            st.compaction_room_reserved,
+            st.compaction.running(),
+            flushes,
+            self.volume.tier_room(tier),
+        )
     }
 
     /// The last step of a full compaction with a compaction filter: the one level that holds
@@ -140,11 +201,13 @@ impl Inner {
     /// as does one abandoned because the store closes.
     pub(super) fn run_compaction(&self, c: Compaction) -> Result<()> {
         let id = c.id;
+        let reserved = c.reserved;
         let result = self.compact(c);
         if !matches!(result, Ok(Ended::Committed)) {
             let mut st = self.state.lock();
             let version = st.version.clone();
             st.compaction.finish(id, &version.levels);
+            st.compaction_room_reserved -= reserved;
             self.cv.notify_all();
         }
         result.map(|_| ())
@@ -321,6 +384,7 @@ impl Inner {
     fn finish_compaction(&self, st: &mut State, c: &Compaction, odd: Option<u64>) {
         let version = st.version.clone();
         st.compaction.finish(c.id, &version.levels);
+        st.compaction_room_reserved -= c.reserved;
         if let Some(id) = odd {
             st.compaction.set_odd_chunk(c.level, id);
         }
@@ -367,5 +431,26 @@ impl Inner {
         st.compaction
             .may_keep_odd_chunk(c.id, &st.version.levels, c.level, &removed, &chunk)
             .then_some(last.id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fits_in_room;
+
+    const MB: u64 = 1 << 20;
+
+    #[test]
+    fn a_compaction_starts_only_where_its_outputs_fit_beside_the_running_ones() {
+        // 3 MiB of outputs beside 4 MiB reserved and 1 MiB for flushes: 8 MiB needed.
+        assert!(fits_in_room(3 * MB, 4 * MB, 1, MB, Some(8 * MB)));
+        assert!(!fits_in_room(3 * MB, 4 * MB, 1, MB, Some(8 * MB - 1)));
+        // With none running it starts whatever the room: nothing would free any.
+        assert!(fits_in_room(3 * MB, 0, 0, MB, Some(0)));
+        // A move writes nothing; a volume that cannot say its room never defers.
+        assert!(fits_in_room(0, 4 * MB, 2, MB, Some(0)));
+        assert!(fits_in_room(3 * MB, 4 * MB, 2, MB, None));
+        // No overflow on huge figures.
+        assert!(!fits_in_room(u64::MAX, u64::MAX, 3, u64::MAX, Some(u64::MAX - 1)));
     }
 }

@@ -227,6 +227,12 @@ struct State {
     compaction: CompactionState,
     /// Compaction threads wanted and running (`pool.rs`).
     pool: PoolSize,
+    /// Bytes of room the running compactions reserved for their outputs
+    /// (`Inner::room_for_compaction`).
+    compaction_room_reserved: u64,
+    /// Picks of a compaction put off because its outputs would not fit beside the running
+    /// ones', since open.
+    compactions_deferred_for_room: u64,
     flushes: u64,
     compactions: u64,
 }
@@ -1755,6 +1761,8 @@ impl Inner {
             odd_chunks_kept: st.compaction.odd_chunks_kept(),
             running_compactions: st.compaction.running(),
             peak_running_compactions: st.compaction.peak_running(),
+            compaction_room_reserved: st.compaction_room_reserved,
+            compactions_deferred_for_room: st.compactions_deferred_for_room,
             background_jobs: st.pool.background_jobs(),
             compaction_threads: st.pool.live,
             target_file_bytes: self.target_file_bytes.load(Ordering::Relaxed),

@@ -195,6 +195,8 @@ impl Db {
                 rewrite_bottom: false,
                 compaction: Default::default(),
                 pool: Default::default(),
+                compaction_room_reserved: 0,
+                compactions_deferred_for_room: 0,
                 flushes: 0,
                 compactions: 0,
             }),

@@ -95,8 +95,6 @@ impl Inner {
             sizes[0],
             sizes[1],
             self.opts.level0_stop_writes_trigger,
-            bounds.threads_max,
-            self.opts.max_bytes_for_level_multiplier,
         );
         Bounds { batch_max: bounds.batch_max.min(cap).max(bounds.batch_min), ..*bounds }
     }

@@ -12,13 +12,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
 use shale_io::{Profile, SimDevice, ThrottledDevice};
-use shale_lsm::{Db, WriteBatch, WriteOptions};
+use shale_lsm::Db;
 
 /// Keys: their live data (5 MB) and L0 leave room for one compaction at a time but often
 /// not for several (with 4,000 keys none waits; with 5,600 the device fills whatever the
@@ -50,22 +49,8 @@ fn compactions_that_would_not_fit_wait_for_room_instead_of_stopping_the_store() 
     opts.dynamic_level_bytes = false;
     opts.volume.layout.wal_bytes = 3 * (1 << 20) + 8192;
     let db = Db::open_device(slow, opts.clone()).unwrap();
-    let mut model: BTreeMap<u16, u32> = BTreeMap::new();
-    let mut rng = 0x2545_f491_4f6c_dd1du64;
-    for g in 0..20 * KEYS / 32 {
-        let mut b = WriteBatch::new();
-        for i in 0..32 {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            let n = (rng % u64::from(KEYS)) as u16;
-            b.put(&key(n), &value(n, (g * 32 + i, 0), VALUE));
-            model.insert(n, g * 32 + i);
-        }
-        db.write(&b, &WriteOptions { sync: false }).unwrap_or_else(|e| {
-            panic!("write {g} failed: {e}; {:?}", db.stats());
-        });
-    }
+    let model =
+        random_overwrites(&db, KEYS, 20 * KEYS / 32, 32, VALUE, 0x2545_f491_4f6c_dd1d, |_| {});
     db.flush().unwrap();
     let s = db.stats();
     assert!(s.stopped.is_none(), "{s:?}");
@@ -74,10 +59,7 @@ fn compactions_that_would_not_fit_wait_for_room_instead_of_stopping_the_store() 
     db.check().unwrap();
     db.close().unwrap();
     let db = Db::open_device(Arc::new(sim), opts).unwrap();
-    for (&n, &w) in &model {
-        let v = db.get(&key(n)).unwrap().unwrap_or_else(|| panic!("key {n} lost"));
-        assert_eq!(stamp_of(n, &v, VALUE), Some((w, 0)), "key {n}");
-    }
+    assert_reads_back(&db, &model, VALUE);
     db.check().unwrap();
     db.close().unwrap();
 }

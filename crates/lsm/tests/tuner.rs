@@ -243,22 +243,11 @@ fn the_batch_stays_within_the_room_of_a_device_that_cannot_grow() {
     let static_cap = 8 * opts.write_buffer_bytes as u64;
     let db = Db::open_device(slow, opts.clone()).unwrap();
     let mut largest = 0u64;
-    let mut model: BTreeMap<u16, u32> = BTreeMap::new();
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     // Batches of 64 unsynced puts: writes outrun the device, so memtables and L0 overflow.
-    for g in 0..3 * KEYS / 64 {
-        let mut b = WriteBatch::new();
-        for i in 0..64 {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            let n = (rng % u64::from(KEYS)) as u16;
-            b.put(&key(n), &value(n, (g * 64 + i, 0), VALUE));
-            model.insert(n, g * 64 + i);
-        }
-        db.write(&b, &WriteOptions { sync: false }).unwrap();
-        largest = largest.max(db.stats().write_buffer_bytes);
-    }
+    let model =
+        random_overwrites(&db, KEYS, 3 * KEYS / 64, 64, VALUE, 0x9e37_79b9_7f4a_7c15, |db| {
+            largest = largest.max(db.stats().write_buffer_bytes);
+        });
     let s = db.stats();
     assert!(s.tuner_memory_overflows + s.tuner_l0_overflows > 0, "no overflow: {s:?}");
     assert!(largest > opts.write_buffer_bytes as u64, "the batch never grew: {s:?}");
@@ -271,10 +260,7 @@ fn the_batch_stays_within_the_room_of_a_device_that_cannot_grow() {
     db.check().unwrap();
     db.close().unwrap();
     let db = Db::open_device(Arc::new(sim), opts).unwrap();
-    for (&n, &w) in &model {
-        let v = db.get(&key(n)).unwrap().unwrap_or_else(|| panic!("key {n} lost"));
-        assert_eq!(stamp_of(n, &v, VALUE), Some((w, 0)), "key {n}");
-    }
+    assert_reads_back(&db, &model, VALUE);
     db.check().unwrap();
     db.close().unwrap();
 }

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use shale_lsm::{Db, Options, ReadOptions};
+use shale_lsm::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 /// Options that make scripted work flush, compact and switch WAL groups quickly.
 pub fn small_options() -> Options {
@@ -152,4 +152,45 @@ pub fn seek_state(db: &Db, keys: u16, len_max: usize) -> shale_lsm::Result<State
 pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Writes `batches` batches of `per_batch` unsynced puts of `len_max`-byte values to keys
+/// drawn from `0..keys` (xorshift from `seed`), calling `after_write` after each batch;
+/// returns each key's last write (its number, op 0), the model to read back with
+/// [`assert_reads_back`]. A failed write panics with the store's stats.
+pub fn random_overwrites(
+    db: &Db,
+    keys: u32,
+    batches: u32,
+    per_batch: u32,
+    len_max: usize,
+    seed: u64,
+    mut after_write: impl FnMut(&Db),
+) -> BTreeMap<u16, u32> {
+    let mut model = BTreeMap::new();
+    let mut rng = seed;
+    for g in 0..batches {
+        let mut b = WriteBatch::new();
+        for i in 0..per_batch {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let n = (rng % u64::from(keys)) as u16;
+            b.put(&key(n), &value(n, (g * per_batch + i, 0), len_max));
+            model.insert(n, g * per_batch + i);
+        }
+        db.write(&b, &WriteOptions { sync: false }).unwrap_or_else(|e| {
+            panic!("write {g} failed: {e}; {:?}", db.stats());
+        });
+        after_write(db);
+    }
+    model
+}
+
+/// Every key of `model` (from [`random_overwrites`]) reads back as its last write.
+pub fn assert_reads_back(db: &Db, model: &BTreeMap<u16, u32>, len_max: usize) {
+    for (&n, &w) in model {
+        let v = db.get(&key(n)).unwrap().unwrap_or_else(|| panic!("key {n} lost"));
+        assert_eq!(stamp_of(n, &v, len_max), Some((w, 0)), "key {n}");
+    }
 }

@@ -247,8 +247,9 @@ pub struct Options {
     /// file in `/dev/shm`, so such a write costs a memory copy yet survives a crash of the
     /// process (P2). Records stay there until their memtable is flushed, and then never
     /// reach the device, unless a write with sync (or a tail too full) writes them out: the
-    /// tail holds up to about two write buffers of records in memory, as RocksDB's live log
-    /// files do in the page cache (docs/lsm.md, "Deferred groups").
+    /// tail holds up to about two memtables of records in memory (of the largest the tuner
+    /// may make), as RocksDB's live log files do in the page cache (docs/lsm.md, "Deferred
+    /// groups").
     pub wal_tail: WalTail,
     /// A capacity volume beside the store's (fast) volume, and where SSTs go between them
     /// (SpanDB's tiers; see [`TierOptions`]). None by default.
@@ -400,13 +401,18 @@ impl Options {
     pub fn derived_wal_bytes(&self) -> u64 {
         // A tuner that grows the batch needs groups for its largest memtables: a WAL group
         // that fills seals its memtable whatever the write buffer size says.
-        let batch = match self.tuner.mode {
+        self.wal_bytes_for_batch(self.largest_memtable_bytes())
+    }
+
+    /// The largest memtable the store may fill: the write buffer, or the tuner's largest
+    /// batch where it turns the batch (ADOC, ADOC-B).
+    pub fn largest_memtable_bytes(&self) -> u64 {
+        match self.tuner.mode {
             crate::tuner::TunerMode::Off | crate::tuner::TunerMode::Threads => {
                 self.write_buffer_bytes as u64
             }
             _ => self.tuner.batch_max_for(self.write_buffer_bytes as u64),
-        };
-        self.wal_bytes_for_batch(batch)
+        }
     }
 
     /// A WAL area whose groups each hold a memtable of `batch` bytes and half again.

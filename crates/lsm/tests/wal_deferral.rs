@@ -132,3 +132,45 @@ fn after_a_group_with_a_sync_the_next_writes_its_pages_as_they_fill() {
     append(&mut wal, 80, false);
     assert_eq!(dev.writes(), w2, "after a group without sync, the next wrote pages");
 }
+
+#[test]
+fn memtables_the_tuner_may_grow_keep_their_groups_deferred() {
+    // A store whose tuner turns the batch fills memtables eight times its write buffer. The
+    // tail must hold two of those, not two write buffers: with a ring of two 4 MiB write
+    // buffers (and its 16 MiB to spare), 32 MiB memtables filled it, and every record's WAL
+    // page went to the device. The tuner is kept from acting (a window of a minute); the
+    // batch is set as it would set it.
+    use shale_lsm::{TunerMode, TunerOptions};
+    let (dir, tail) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let o = Options {
+        write_buffer_bytes: 4 << 20,
+        tuner: TunerOptions {
+            mode: TunerMode::Batch,
+            window_ms: 60_000,
+            batch_max: 32 << 20,
+            ..TunerOptions::default()
+        },
+        ..opts(tail.path())
+    };
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    db.set_write_buffer_bytes(32 << 20).unwrap();
+    let value = vec![b't'; 1000];
+    for i in 0..100_000u32 {
+        db.put(&key(i), &value).unwrap();
+    }
+    db.flush().unwrap();
+    let s = db.stats();
+    assert!(s.flushes >= 2, "the writes must span memtables: {} flushes", s.flushes);
+    let user = s.user_bytes_written;
+    assert!(
+        s.wal_bytes_written < user / 4,
+        "{} bytes of WAL written for {user} bytes of records",
+        s.wal_bytes_written
+    );
+    assert!(s.wal_bytes_never_written > user / 2, "{} never written", s.wal_bytes_never_written);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), o).unwrap();
+    for i in (0..100_000u32).step_by(101) {
+        assert_eq!(db.get(&key(i)).unwrap().as_deref(), Some(&value[..]), "key {i}");
+    }
+}

@@ -322,11 +322,15 @@ impl Inner {
 /// The ring a new WAL tail gets: room for the records of two memtables (one sealed and
 /// being flushed, one filling) and some to spare, so that writes without sync keep their
 /// groups deferred (`wal/writer.rs`) and their pages never reach the device. A record in the
-/// tail takes fewer bytes than its memtable entry (no skiplist node), so two write buffers
-/// hold two memtables' records. Its storage is taken as records arrive
+/// tail takes fewer bytes than its memtable entry (no skiplist node), so two memtables'
+/// bytes hold two memtables' records. The memtables are the largest the store may fill: the
+/// tuner's largest batch where it turns the batch. A ring of two write buffers under a
+/// tuner that had grown the batch to 256 MiB was full all the time, and every record's WAL
+/// page went to the device: 12.6 GB in a 300 s run of fillrandom on the hard-disk-class
+/// device, a third of its bandwidth (BENCHMARKS.md). Its storage is taken as records arrive
 /// (`wal::tail::CHUNK_BYTES`), not for the whole ring.
 fn wal_tail_ring_bytes(opts: &Options) -> u64 {
-    2 * opts.write_buffer_bytes as u64 + (16 << 20)
+    2 * opts.largest_memtable_bytes() + (16 << 20)
 }
 
 /// Bytes of replayed records inserted into a memtable at once, by [`replay_threads`] threads.

@@ -27,6 +27,15 @@ pub struct TableOptions {
     /// Bytes of the persistent memory file [`crate::TableStore::open`] makes for the undo
     /// log (at least 64 KiB past its two header lines).
     pub undo_log_bytes: u64,
+    /// Bytes into the undo log's ring past which a new record goes back to the ring's start,
+    /// once the oldest live record is past them too (else it goes on to the ring's end).
+    /// Short transactions then cycle through the ring's first bytes, so a large region costs
+    /// only what bursts use: a file of emulated persistent memory (sparse) allocates only
+    /// what is touched, and the lines in use stay few. A long transaction gets at least this
+    /// much of persistent memory before it spills to the volume, and the whole ring when it
+    /// begins before the mark. 1 MiB by default: some 1,800 before-images of 505-byte rows,
+    /// far more than the transactions a group commit holds at once.
+    pub undo_wrap_bytes: u64,
     /// Bytes of the undo log's spill area on the volume (rounded up to whole segments, and
     /// to at least 64 KiB past its two header lines), made the first time a before-image
     /// finds no room in persistent memory; a record that finds no room there either is
@@ -72,6 +81,7 @@ impl Default for TableOptions {
             segment_bytes: 1 << 20,
             version_log_bytes: 8 << 20,
             undo_log_bytes: 64 << 20,
+            undo_wrap_bytes: 1 << 20,
             undo_spill_bytes: 16 << 20,
             pmem_path: None,
             pmem: FilePmemOptions::default(),

@@ -9,6 +9,7 @@
 //! and not persisted may be lost at a crash, line by line: a 64-byte line is the unit that
 //! survives or not, never smaller pieces of it.
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +33,14 @@ pub trait PmemLog: Send + std::fmt::Debug {
 
     /// Copies bytes at `offset` into `out`.
     fn read(&self, offset: usize, out: &mut [u8]);
+
+    /// The ranges of the region that may hold bytes other than zeros, in order; the rest
+    /// reads as zeros. A search of the whole log reads only these: a region never written
+    /// is not read, which for a file mapping on tmpfs would allocate every page it faults
+    /// in. The whole region unless the region knows better.
+    fn written_ranges(&self) -> Vec<Range<usize>> {
+        std::iter::once(0..self.len()).collect()
+    }
 
     /// Stores `data` at `offset`: visible to reads at once, persistent only after
     /// [`PmemLog::persist`] of its lines.
@@ -72,8 +81,8 @@ pub struct FilePmemOptions {
 /// store lock) while mapped.
 pub struct FilePmem {
     map: memmap2::MmapMut,
-    /// The mapped file, open for its lock.
-    _file: std::fs::File,
+    /// The mapped file, open for its lock and for finding its holes.
+    file: std::fs::File,
     opts: FilePmemOptions,
     line_flush: LineFlush,
 }
@@ -133,7 +142,7 @@ impl FilePmem {
         // ignores the lock and writes the file would break that, as it would for any mapping.
         let map = unsafe { memmap2::MmapOptions::new().map_mut(&file) }
             .map_err(|e| io(shale_io::PathOp::Map, e))?;
-        Ok(FilePmem { map, _file: file, opts, line_flush: LineFlush::detect() })
+        Ok(FilePmem { map, file, opts, line_flush: LineFlush::detect() })
     }
 
     /// The instruction this CPU writes lines back with.
@@ -149,6 +158,35 @@ impl PmemLog for FilePmem {
 
     fn read(&self, offset: usize, out: &mut [u8]) {
         out.copy_from_slice(&self.map[offset..offset + out.len()]);
+    }
+
+    /// The file's data extents (`SEEK_DATA`, `SEEK_HOLE`): pages never written are holes
+    /// of the sparse file the open made.
+    fn written_ranges(&self) -> Vec<Range<usize>> {
+        use std::os::fd::AsRawFd;
+        let fd = self.file.as_raw_fd();
+        let len = self.map.len();
+        let mut ranges = Vec::new();
+        let mut at = 0usize;
+        while at < len {
+            // SAFETY: lseek on a descriptor this struct owns; it moves only the descriptor's
+            // offset, which nothing else uses (the bytes go through the mapping).
+            let data = unsafe { libc::lseek(fd, at as libc::off_t, libc::SEEK_DATA) };
+            if data < 0 {
+                // ENXIO: nothing but holes past `at`. Another error (a file system that
+                // cannot say): take the rest as written.
+                if std::io::Error::last_os_error().raw_os_error() != Some(libc::ENXIO) {
+                    ranges.push(at..len);
+                }
+                break;
+            }
+            // SAFETY: as above.
+            let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
+            let end = if hole < 0 { len } else { (hole as usize).min(len) };
+            ranges.push(data as usize..end);
+            at = end;
+        }
+        ranges
     }
 
     fn write(&mut self, offset: usize, data: &[u8]) {
@@ -415,6 +453,14 @@ impl SimPmem {
         s.initial[offset] ^= xor;
     }
 
+    /// Zeroes `len` bytes at `offset`, in what reads return and in the initial image, as
+    /// if never written: a hole, for tests of what searches the region.
+    pub fn zero(&self, offset: usize, len: usize) {
+        let mut s = self.inner.lock();
+        s.current[offset..offset + len].fill(0);
+        s.initial[offset..offset + len].fill(0);
+    }
+
     /// What reads return now.
     pub fn current_image(&self) -> Vec<u8> {
         self.inner.lock().current.clone()
@@ -436,6 +482,25 @@ impl PmemLog for SimPmem {
 
     fn read(&self, offset: usize, out: &mut [u8]) {
         out.copy_from_slice(&self.inner.lock().current[offset..offset + out.len()]);
+    }
+
+    /// The runs of 4 KiB pages holding a byte other than zero, as a sparse file reports its
+    /// data: what the open's search reads is then what it reads from a file.
+    fn written_ranges(&self) -> Vec<Range<usize>> {
+        const PAGE: usize = 4096;
+        let s = self.inner.lock();
+        let mut ranges: Vec<Range<usize>> = Vec::new();
+        for (i, page) in s.current.chunks(PAGE).enumerate() {
+            if page.iter().all(|&b| b == 0) {
+                continue;
+            }
+            let (start, end) = (i * PAGE, i * PAGE + page.len());
+            match ranges.last_mut() {
+                Some(last) if last.end == start => last.end = end,
+                _ => ranges.push(start..end),
+            }
+        }
+        ranges
     }
 
     fn write(&mut self, offset: usize, data: &[u8]) {

@@ -150,7 +150,11 @@ impl Storage {
         opts: &TableOptions,
     ) -> Result<Storage> {
         let cat = catalog::decode(versions)?;
-        let policy = ReclaimPolicy { batch: opts.reclaim_batch, percent: opts.reclaim_percent };
+        let policy = ReclaimPolicy {
+            batch: opts.reclaim_batch,
+            percent: opts.reclaim_percent,
+            wrap_after: opts.undo_wrap_bytes,
+        };
         let volume_id = volume.header().volume_id;
         let (undo, mut walked) = UndoLog::open(pmem, volume_id, policy)?;
         let spill = match cat.spill {

@@ -16,7 +16,12 @@
 //!  48 16  reserved, zero
 //! ```
 //! A record is appended at the tail, or at the ring's start when it does not fit before the
-//! ring's end, and persisted before `append` returns. Recovery walks from the head, taking
+//! ring's end, or once both the tail and the head have passed the wrap mark
+//! (`ReclaimPolicy::wrap_after`): the ring then cycles through its first bytes
+//! and keeps the rest for bursts (long transactions, large before-images), so a log of short
+//! transactions touches little of a large region (a file of persistent memory emulated on
+//! tmpfs or disk allocates only what is touched). Each record is persisted before `append`
+//! returns. Recovery walks from the head, taking
 //! at each step the record that carries exactly the next LSN, here or at the ring's start:
 //! a record of an earlier lap, or a torn one, is never that successor, so the walk ends at
 //! the true tail. Records are expired in place (their state byte); expired records are
@@ -37,6 +42,8 @@ const MAGIC: &[u8; 4] = b"SHPM";
 const HEADER_COPY_BYTES: usize = LINE_BYTES;
 /// Where the ring begins.
 pub const RING_OFFSET: usize = 2 * HEADER_COPY_BYTES;
+/// Bytes of the ring the open's search for a record past a damaged one reads at a time.
+const SCAN_CHUNK_BYTES: usize = 1 << 20;
 
 /// Which of the store's two undo logs a record is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -76,7 +83,8 @@ pub struct UndoStats {
     pub reclaimed: u64,
     /// Persist calls (each a round of line write-backs and a fence).
     pub persists: u64,
-    /// Bytes of the ring between head and tail now.
+    /// Bytes of the records between head and tail now (live, or expired and not yet
+    /// reclaimed), padding included.
     pub ring_bytes_used: u64,
     /// Bytes of the ring.
     pub ring_bytes: u64,
@@ -90,12 +98,15 @@ pub struct UndoLog {
     volume_id: [u8; 16],
     ring: u64,
     live: VecDeque<Entry>,
+    /// Bytes of the records in `live`.
+    live_bytes: u64,
     /// Where the next record goes when the log is empty.
     empty_tail: u64,
     next_lsn: u64,
     header_seq: u64,
     reclaim_batch: usize,
     reclaim_percent: u64,
+    wrap_after: u64,
     stats: UndoStats,
 }
 
@@ -118,6 +129,9 @@ pub struct ReclaimPolicy {
     pub batch: usize,
     /// Reclaim when the ring is fuller than this percentage.
     pub percent: u64,
+    /// Go back to the ring's start once the tail and the head are this many bytes into the
+    /// ring (at the ring's end otherwise).
+    pub wrap_after: u64,
 }
 
 impl Ring {
@@ -198,11 +212,13 @@ impl UndoLog {
             volume_id,
             ring,
             live: VecDeque::new(),
+            live_bytes: 0,
             empty_tail: header.head,
             next_lsn: header.head_lsn,
             header_seq: header.seq,
             reclaim_batch: policy.batch.max(1),
             reclaim_percent: policy.percent.clamp(1, 100),
+            wrap_after: policy.wrap_after,
             stats: UndoStats { ring_bytes: ring, ..UndoStats::default() },
         };
         let walked = log.walk(header.head)?;
@@ -231,6 +247,7 @@ impl UndoLog {
                 len: padded,
                 expired: state == EXPIRED,
             });
+            self.live_bytes += padded;
             if rec.before == Before::Commit {
                 w.committed.insert(rec.txn);
             }
@@ -286,30 +303,43 @@ impl UndoLog {
     /// At the end of the walk: a valid record with an LSN at or past the one the walk
     /// wanted means the walk stopped at a damaged record in the middle of the log (its
     /// successors were appended only once it was persisted), which is Corruption, not a
-    /// torn tail. The whole ring is searched, so damage to any byte of the record, its
-    /// length and magic included, is found. (A damaged *last* record looks exactly like a
-    /// torn append and is taken for one.)
+    /// torn tail. Every written part of the ring is searched (`PmemLog::written_ranges`),
+    /// so damage to any byte of the record, its length and magic included, is found. (A
+    /// damaged *last* record looks exactly like a torn append and is taken for one.)
     fn check_no_successor(&self, at: u64, expected: u64) -> Result<()> {
-        let mut ring = vec![0u8; self.ring as usize];
-        self.pmem.read(RING_OFFSET, &mut ring);
-        let mut o = 0;
-        while o + crate::undo::HEADER_BYTES <= ring.len() {
-            if let Some(len) = UndoRecord::peek_len(&ring[o..]) {
-                let end = o.saturating_add(len).min(ring.len());
-                if let Ok((r, _)) = UndoRecord::decode(&ring[o..end]) {
-                    if r.lsn >= expected {
-                        return Err(Error::Corruption {
-                            what: format!(
-                                "{} undo record {expected} is damaged: record {} follows it",
-                                self.kind.name(),
-                                r.lsn
-                            ),
-                            offset: RING_OFFSET as u64 + at,
-                        });
+        let ring = self.ring as usize;
+        let mut buf = Vec::new();
+        // Only what the region says may be written: a record's header is never in a hole,
+        // and reading a hole of a file mapping on tmpfs would allocate its pages.
+        for range in self.pmem.written_ranges() {
+            let end = range.end.min(RING_OFFSET + ring).saturating_sub(RING_OFFSET);
+            let mut o = range.start.max(RING_OFFSET) - RING_OFFSET;
+            o = o.next_multiple_of(ALIGN);
+            while o < end && o + crate::undo::HEADER_BYTES <= ring {
+                // A chunk of record starts, and the 16 bytes past it a length is read from.
+                let base = o;
+                let chunk_end = (base + SCAN_CHUNK_BYTES).min(end);
+                buf.resize((chunk_end + 16).min(end) - base, 0);
+                self.pmem.read(RING_OFFSET + base, &mut buf);
+                while o < chunk_end && o + crate::undo::HEADER_BYTES <= ring {
+                    if UndoRecord::peek_len(&buf[o - base..]).is_some() {
+                        let record = self.read_record_bytes(o as u64);
+                        if let Some(Ok((r, _))) = record.map(|b| UndoRecord::decode(&b)) {
+                            if r.lsn >= expected {
+                                return Err(Error::Corruption {
+                                    what: format!(
+                                        "{} undo record {expected} is damaged: record {} follows it",
+                                        self.kind.name(),
+                                        r.lsn
+                                    ),
+                                    offset: RING_OFFSET as u64 + at,
+                                });
+                            }
+                        }
                     }
+                    o += ALIGN;
                 }
             }
-            o += ALIGN;
         }
         Ok(())
     }
@@ -334,21 +364,41 @@ impl UndoLog {
         self.pmem.write(at, &bytes);
         self.persist(at, bytes.len())?;
         self.live.push_back(Entry { lsn: rec.lsn, offset, len, expired: false });
+        self.live_bytes += len;
         self.next_lsn += 1;
         self.stats.appended += 1;
         Ok(UndoHandle { lsn: rec.lsn, offset, ring: self.kind })
     }
 
-    /// Where a record of `len` bytes fits, if anywhere.
+    /// Where a record of `len` bytes fits, if anywhere: at the tail, or at the ring's start
+    /// when the tail is past the wrap mark and so is the head, or the record does not fit
+    /// before the ring's end. The head past the mark too means the log is short, and leaves
+    /// a record that goes back early at least the mark's bytes before it meets the head: a
+    /// long transaction begun just before the mark runs on to the ring's end instead, and
+    /// one begun after an early wrap has that much before it spills.
+    ///
+    /// Going back to the start early needs nothing of recovery: its walk already looks for
+    /// each next LSN at the ring's start when it is not where the previous record ended,
+    /// and the records of earlier laps the early wrap leaves behind carry smaller LSNs.
     fn place(&self, len: u64) -> Option<u64> {
         let (Some(front), Some(back)) = (self.live.front(), self.live.back()) else {
             let t = self.empty_tail;
-            return if t + len <= self.ring { Some(t) } else { (len <= self.ring).then_some(0) };
+            return if t + len <= self.ring && t < self.wrap_after {
+                Some(t)
+            } else {
+                (len <= self.ring).then_some(0)
+            };
         };
         let head = front.offset;
         let tail = back.offset + back.len;
         if back.offset >= head {
-            if tail + len <= self.ring { Some(tail) } else { (len <= head).then_some(0) }
+            if tail >= self.wrap_after && head >= self.wrap_after && len <= head {
+                Some(0)
+            } else if tail + len <= self.ring {
+                Some(tail)
+            } else {
+                (len <= head).then_some(0)
+            }
         } else {
             (tail + len <= head).then_some(tail)
         }
@@ -389,21 +439,11 @@ impl UndoLog {
             }
         }
         let leading = self.live.iter().take_while(|e| e.expired).count();
-        if leading >= self.reclaim_batch || self.used() * 100 > self.ring * self.reclaim_percent {
+        if leading >= self.reclaim_batch || self.live_bytes * 100 > self.ring * self.reclaim_percent
+        {
             self.reclaim()?;
         }
         Ok(())
-    }
-
-    /// Bytes between head and tail.
-    fn used(&self) -> u64 {
-        let (Some(front), Some(back)) = (self.live.front(), self.live.back()) else { return 0 };
-        let tail = back.offset + back.len;
-        if back.offset >= front.offset {
-            tail - front.offset
-        } else {
-            self.ring - front.offset + tail
-        }
     }
 
     /// Advances the head past the expired records that lead the log, persistently.
@@ -430,7 +470,7 @@ impl UndoLog {
         let h = Header { volume_id: self.volume_id, seq: self.header_seq, head, head_lsn };
         write_header(&mut *self.pmem, &h)?;
         self.stats.persists += 1;
-        self.live.drain(..leading);
+        self.live_bytes -= self.live.drain(..leading).map(|e| e.len).sum::<u64>();
         if self.live.is_empty() {
             self.empty_tail = head;
         }
@@ -445,7 +485,7 @@ impl UndoLog {
 
     /// Counters now.
     pub fn stats(&self) -> UndoStats {
-        UndoStats { ring_bytes_used: self.used(), ..self.stats }
+        UndoStats { ring_bytes_used: self.live_bytes, ..self.stats }
     }
 }
 
@@ -495,7 +535,7 @@ mod tests {
     use crate::pmem::SimPmem;
 
     const ID: [u8; 16] = [7; 16];
-    const POLICY: ReclaimPolicy = ReclaimPolicy { batch: 4, percent: 60 };
+    const POLICY: ReclaimPolicy = ReclaimPolicy { batch: 4, percent: 60, wrap_after: u64::MAX };
 
     fn rec(txn: u64, n: usize) -> UndoRecord {
         UndoRecord {
@@ -565,6 +605,84 @@ mod tests {
         let a = log.append(&mut rec(1, 100)).unwrap();
         log.append(&mut rec(2, 100)).unwrap();
         drop(log);
+        pmem.corrupt(RING_OFFSET + a.offset as usize + 70, 0x04);
+        assert!(matches!(UndoLog::open(pmem.boxed(), ID, POLICY), Err(Error::Corruption { .. })));
+    }
+
+    #[test]
+    fn past_the_wrap_mark_the_ring_goes_back_to_its_start() {
+        let policy = ReclaimPolicy { wrap_after: 8 << 10, ..POLICY };
+        let pmem = SimPmem::new(RING_OFFSET + (64 << 10));
+        let (mut log, _) = UndoLog::open(pmem.boxed(), ID, policy).unwrap();
+        let mut open = Vec::new();
+        let (mut wraps, mut last, mut end) = (0, 0, 0);
+        for i in 0..2000u64 {
+            let mut r = rec(i, 700 + (i as usize * 37) % 2000);
+            let h = log.append(&mut r).unwrap();
+            wraps += usize::from(h.offset < last);
+            last = h.offset;
+            end = end.max(h.offset as usize + r.encoded_len());
+            open.push(h);
+            if open.len() > 3 {
+                let h = open.remove(0);
+                log.expire(&[h]).unwrap();
+            }
+            if i % 97 == 0 {
+                drop(log);
+                let (l, w) = UndoLog::open(pmem.boxed(), ID, policy).unwrap();
+                log = l;
+                assert_eq!(w.active.iter().map(|a| a.0).collect::<Vec<_>>(), open, "at {i}");
+            }
+        }
+        // Past the 8 KiB mark the tail goes on only until the head passes it too: at most the
+        // log's span (three active records and up to four expired ones awaiting their
+        // reclaim, at most 2.8 KiB each) and a record beyond it.
+        assert!(end <= 32 << 10, "records reached ring offset {end}");
+        assert!(wraps > 100, "{wraps} laps of the ring");
+        let written = pmem.written_ranges();
+        assert!(written.last().unwrap().end <= RING_OFFSET + (36 << 10), "{written:?}");
+        // A burst of live records (a long transaction) begun with the log empty has the
+        // whole ring, its end included.
+        log.expire(&open).unwrap();
+        log.reclaim().unwrap();
+        let burst: Vec<_> =
+            (0..15).map(|i| log.append(&mut rec(5000 + i, 2500)).unwrap()).collect();
+        assert!(burst.iter().any(|h| h.offset > 32 << 10), "{burst:?}");
+        drop(log);
+        let (_, w) = UndoLog::open(pmem.boxed(), ID, policy).unwrap();
+        assert_eq!(w.active.iter().map(|a| a.0).collect::<Vec<_>>(), burst);
+    }
+
+    #[test]
+    fn damage_is_found_past_a_search_chunk_and_past_holes() {
+        // Records well past the first chunk the open's search reads, and a ring whose
+        // written pages are few: a damaged first record is still Corruption.
+        let pmem = SimPmem::new(RING_OFFSET + (3 << 20));
+        let (mut log, _) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+        let first = log.append(&mut rec(1, 100)).unwrap();
+        let mut last = first;
+        for i in 2..450 {
+            last = log.append(&mut rec(i, 4000)).unwrap();
+        }
+        assert!(last.offset > SCAN_CHUNK_BYTES as u64, "{}", last.offset);
+        drop(log);
+        assert!(UndoLog::open(pmem.boxed(), ID, POLICY).is_ok());
+        pmem.corrupt(RING_OFFSET + first.offset as usize + 70, 0x04);
+        assert!(matches!(UndoLog::open(pmem.boxed(), ID, POLICY), Err(Error::Corruption { .. })));
+
+        // A log of two records far apart, with holes between: only the second's damage
+        // makes it a torn tail, the first's is Corruption.
+        let pmem = SimPmem::new(RING_OFFSET + (3 << 20));
+        let (mut log, _) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+        let a = log.append(&mut rec(1, 100)).unwrap();
+        let filler: Vec<_> = (2..400).map(|i| log.append(&mut rec(i, 4000)).unwrap()).collect();
+        log.expire(&filler).unwrap();
+        drop(log);
+        // Zero the filler records: the ring has holes between the first record and the last.
+        let gap_start = RING_OFFSET + filler[0].offset as usize;
+        let gap_end = RING_OFFSET + filler[filler.len() - 2].offset as usize;
+        pmem.zero(gap_start.next_multiple_of(4096), gap_end - gap_start.next_multiple_of(4096));
+        assert!(pmem.written_ranges().len() >= 2, "{:?}", pmem.written_ranges());
         pmem.corrupt(RING_OFFSET + a.offset as usize + 70, 0x04);
         assert!(matches!(UndoLog::open(pmem.boxed(), ID, POLICY), Err(Error::Corruption { .. })));
     }

@@ -162,3 +162,51 @@ fn a_store_by_path_spills_its_undo_log_to_the_volume() {
         );
     }
 }
+
+/// Allocated bytes of a file (`st_blocks`).
+fn allocated(path: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+#[test]
+fn the_undo_log_file_allocates_only_what_its_ring_uses() {
+    // The log's file is sparse: the open's search of the ring reads only its written pages
+    // (on tmpfs a read of a hole through the mapping allocates the page), and short
+    // transactions go back to the ring's start past the wrap mark. In /dev/shm, where the
+    // emulation puts persistent memory by default, when the machine has one.
+    let dir = tempfile::tempdir().unwrap();
+    let shm = std::path::Path::new("/dev/shm");
+    let pmem_dir = if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    let pmem = pmem_dir.path().join("undo.pmem");
+    let o = TableOptions {
+        undo_log_bytes: 8 << 20,
+        undo_wrap_bytes: 64 << 10,
+        pmem_path: Some(pmem.clone()),
+        ..small_options()
+    };
+    let path = dir.path().join("db");
+    let store = TableStore::open(&path, o.clone()).unwrap();
+    let t = store.create_table("t", schema()).unwrap();
+    drop(store);
+    // Reopened: the search of an empty ring read no hole.
+    let store = TableStore::open(&path, o.clone()).unwrap();
+    assert!(allocated(&pmem) <= 16 << 10, "{} bytes after a reopen", allocated(&pmem));
+    for i in 0..3000 {
+        store.insert(t, &row(&key(i), b"v", i)).unwrap();
+    }
+    let appended = store.stats().undo.appended;
+    drop(store);
+    let store = TableStore::open(&path, o).unwrap();
+    for i in (0..3000).step_by(97) {
+        assert_eq!(store.select_cell(t, &key(i), "text").unwrap(), Some(b"v".to_vec()));
+    }
+    // Thousands of records (at least 56 bytes each) in one wrap mark's worth of pages.
+    assert!(appended >= 3000 && appended * 56 > 2 * (64 << 10), "{appended} records");
+    let bytes = allocated(&pmem);
+    assert!(bytes <= (64 << 10) + (16 << 10), "{bytes} bytes allocated for {appended} records");
+}

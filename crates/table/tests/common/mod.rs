@@ -21,6 +21,9 @@ pub fn small_options() -> TableOptions {
         cache_blocks: 32,
         lock_timeout: Duration::from_millis(200),
         reclaim_batch: 4,
+        // Within the tests' 64 KiB ring, so that crashes meet a ring gone back to its start
+        // early as well as at its end.
+        undo_wrap_bytes: 8 << 10,
         ..TableOptions::default()
     }
 }

@@ -568,16 +568,28 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn the_ring_wraps_many_times_and_a_full_log_is_an_error() {
-        let pmem = SimPmem::new(RING_OFFSET + (64 << 10));
-        let (mut log, _) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
+    /// What [`cycle`] leaves: the log, its active records, the laps of the ring it made and
+    /// the furthest ring offset a record reached.
+    struct Cycled {
+        log: UndoLog,
+        open: Vec<UndoHandle>,
+        wraps: usize,
+        end: usize,
+    }
+
+    /// Appends 2,000 records of 700 to 2,700 bytes, keeping the newest three active and
+    /// expiring the others, and reopens after every 97th: each reopen must find exactly the
+    /// active ones.
+    fn cycle(pmem: &SimPmem, policy: ReclaimPolicy) -> Cycled {
+        let (mut log, _) = UndoLog::open(pmem.boxed(), ID, policy).unwrap();
         let mut open = Vec::new();
-        let (mut wraps, mut last) = (0, 0);
+        let (mut wraps, mut last, mut end) = (0, 0, 0);
         for i in 0..2000u64 {
-            let h = log.append(&mut rec(i, 700 + (i as usize * 37) % 2000)).unwrap();
+            let mut r = rec(i, 700 + (i as usize * 37) % 2000);
+            let h = log.append(&mut r).unwrap();
             wraps += usize::from(h.offset < last);
             last = h.offset;
+            end = end.max(h.offset as usize + r.encoded_len());
             open.push(h);
             if open.len() > 3 {
                 let h = open.remove(0);
@@ -585,12 +597,18 @@ mod tests {
             }
             if i % 97 == 0 {
                 drop(log);
-                let (l, w) = UndoLog::open(pmem.boxed(), ID, POLICY).unwrap();
-                let active = w.active;
+                let (l, w) = UndoLog::open(pmem.boxed(), ID, policy).unwrap();
                 log = l;
-                assert_eq!(active.iter().map(|a| a.0).collect::<Vec<_>>(), open, "at {i}");
+                assert_eq!(w.active.iter().map(|a| a.0).collect::<Vec<_>>(), open, "at {i}");
             }
         }
+        Cycled { log, open, wraps, end }
+    }
+
+    #[test]
+    fn the_ring_wraps_many_times_and_a_full_log_is_an_error() {
+        let pmem = SimPmem::new(RING_OFFSET + (64 << 10));
+        let Cycled { mut log, wraps, .. } = cycle(&pmem, POLICY);
         assert!(wraps > 20, "{wraps} laps of the ring");
         assert!(log.stats().reclaimed > 0);
         // Nothing expires: the ring fills and says so.
@@ -613,27 +631,7 @@ mod tests {
     fn past_the_wrap_mark_the_ring_goes_back_to_its_start() {
         let policy = ReclaimPolicy { wrap_after: 8 << 10, ..POLICY };
         let pmem = SimPmem::new(RING_OFFSET + (64 << 10));
-        let (mut log, _) = UndoLog::open(pmem.boxed(), ID, policy).unwrap();
-        let mut open = Vec::new();
-        let (mut wraps, mut last, mut end) = (0, 0, 0);
-        for i in 0..2000u64 {
-            let mut r = rec(i, 700 + (i as usize * 37) % 2000);
-            let h = log.append(&mut r).unwrap();
-            wraps += usize::from(h.offset < last);
-            last = h.offset;
-            end = end.max(h.offset as usize + r.encoded_len());
-            open.push(h);
-            if open.len() > 3 {
-                let h = open.remove(0);
-                log.expire(&[h]).unwrap();
-            }
-            if i % 97 == 0 {
-                drop(log);
-                let (l, w) = UndoLog::open(pmem.boxed(), ID, policy).unwrap();
-                log = l;
-                assert_eq!(w.active.iter().map(|a| a.0).collect::<Vec<_>>(), open, "at {i}");
-            }
-        }
+        let Cycled { mut log, open, wraps, end } = cycle(&pmem, policy);
         // Past the 8 KiB mark the tail goes on only until the head passes it too: at most the
         // log's span (three active records and up to four expired ones awaiting their
         // reclaim, at most 2.8 KiB each) and a record beyond it.

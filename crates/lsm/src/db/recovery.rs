@@ -325,7 +325,7 @@ impl Inner {
 /// tail takes fewer bytes than its memtable entry (no skiplist node), so two memtables'
 /// bytes hold two memtables' records. The memtables are the largest the store may fill: the
 /// tuner's largest batch where it turns the batch. A ring of two write buffers under a
-/// tuner that had grown the batch to 256 MiB was full all the time, and every record's WAL
+/// tuner that had grown the batch to 364-391 MiB was full all the time, and every record's WAL
 /// page went to the device: 12.6 GB in a 300 s run of fillrandom on the hard-disk-class
 /// device, a third of its bandwidth (BENCHMARKS.md). Its storage is taken as records arrive
 /// (`wal::tail::CHUNK_BYTES`), not for the whole ring.

@@ -346,6 +346,7 @@ const FLAG_OF_OPTION: &[(&str, &str)] = &[
     ("max_bytes_for_level_multiplier", "--max_bytes_for_level_multiplier"),
     ("soft_pending_compaction_bytes_limit", "--soft_pending_compaction_bytes_limit"),
     ("hard_pending_compaction_bytes_limit", "--hard_pending_compaction_bytes_limit"),
+    ("delayed_write_rate", "--delayed_write_rate"),
     ("max_background_jobs", "--max_background_jobs"),
     ("level0_file_num_compaction_trigger", "--level0_file_num_compaction_trigger"),
     ("level0_slowdown_writes_trigger", "--level0_slowdown_writes_trigger"),

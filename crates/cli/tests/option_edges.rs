@@ -50,6 +50,7 @@ fn every_bench_option_at_its_edges() {
         ("max_bytes_for_level_multiplier", &["0", "-1", "1001", "1e300", "NaN"]),
         ("soft_pending_compaction_bytes_limit", &["0", "-1", U64_MAX]),
         ("hard_pending_compaction_bytes_limit", &["0", "-1", U64_MAX]),
+        ("delayed_write_rate", &["0", "-1", "16383", U64_MAX]),
         ("level0_file_num_compaction_trigger", &["0", "-1", U64_MAX]),
         ("level0_slowdown_writes_trigger", &["0", "-1", U64_MAX]),
         ("level0_stop_writes_trigger", &["0", "-1", U64_MAX]),

@@ -185,6 +185,12 @@ pub struct Options {
     pub soft_pending_compaction_bytes_limit: u64,
     /// Compaction debt at which writes wait for compaction (0 = off).
     pub hard_pending_compaction_bytes_limit: u64,
+    /// Bytes a second that writes go at while L0 is past its slowdown trigger or the
+    /// compaction debt past its soft limit (RocksDB's `delayed_write_rate`, whose default is
+    /// the same 16 MiB/s): where a slowdown starts, and the most it lets through. While it
+    /// lasts the pace adapts to whether the background work is catching up, down to 16 KiB/s
+    /// (`write_controller::DelayedWrites`).
+    pub delayed_write_rate: u64,
     /// Block size, restart interval, bloom bits and compression of SSTs.
     pub sst: SstOptions,
     /// Byte budget of the block cache: data blocks, and index and filter blocks with
@@ -311,6 +317,7 @@ impl Default for Options {
             async_workers: 2,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
+            delayed_write_rate: 16 << 20,
             sst: SstOptions::default(),
             block_cache_bytes: 32 << 20,
             cache_index_and_filter_blocks: false,
@@ -527,6 +534,12 @@ impl Options {
             "max_bytes_for_level_multiplier",
             self.max_bytes_for_level_multiplier,
             LEVEL_MULTIPLIER_MIN,
+            u64::MAX,
+        )?;
+        check_range(
+            "delayed_write_rate",
+            self.delayed_write_rate,
+            crate::write_controller::MIN_DELAYED_WRITE_RATE,
             u64::MAX,
         )?;
         let (soft, hard) =

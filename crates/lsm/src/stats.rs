@@ -90,6 +90,9 @@ pub struct Stats {
     pub base_level: usize,
     /// Bytes by which levels exceed their targets (an estimate of compaction debt).
     pub pending_compaction_bytes: u64,
+    /// The pace, in bytes a second, that writes go at while the store is slowed down: the
+    /// delayed write rate as it has adapted so far (`Options::delayed_write_rate` at most).
+    pub delayed_write_rate: u64,
     /// Levels holding an odd chunk (LDS's odd-chunk rule), at most one each.
     pub odd_chunks: usize,
     /// Odd chunks kept back in their level since open.

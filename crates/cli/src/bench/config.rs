@@ -73,6 +73,9 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     if let Some(v) = args.hard_pending_compaction_bytes_limit {
         o.hard_pending_compaction_bytes_limit = v;
     }
+    if let Some(v) = args.delayed_write_rate {
+        o.delayed_write_rate = v;
+    }
     // db_bench 11.8.1's default is false (its DEFINE_bool), though the library's (and the
     // engine's) is true since 8.4: the same flags must mean the same in both tools.
     o.dynamic_level_bytes = args.level_compaction_dynamic_level_bytes.unwrap_or(false);

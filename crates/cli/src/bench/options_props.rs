@@ -30,6 +30,7 @@ const FLAGS: &[&str] = &[
     "max_bytes_for_level_multiplier",
     "soft_pending_compaction_bytes_limit",
     "hard_pending_compaction_bytes_limit",
+    "delayed_write_rate",
     "level_compaction_dynamic_level_bytes",
     "level0_file_num_compaction_trigger",
     "level0_slowdown_writes_trigger",

@@ -5,9 +5,9 @@
 //!    before it leads a group of the writers queued, holding the WAL writer's lock.
 //! 2. The leader makes room under the state lock: switch to a new memtable when this one is
 //!    full, stalling while too many memtables wait for flush (MT stall), L0 holds the stop
-//!    trigger of SSTs (L0 stop) or compaction debt is past the hard limit (PS stop); delay
-//!    each group by 1 ms while L0 is past the slowdown trigger or the debt past the soft limit
-//!    (`write_controller`). It stamps consecutive sequence numbers on the group's batches.
+//!    trigger of SSTs (L0 stop) or compaction debt is past the hard limit (PS stop); while L0
+//!    is past the slowdown trigger or the debt past the soft limit, pace the groups to the
+//!    delayed write rate, which adapts to whether the debt shrinks (`write_controller`). It stamps consecutive sequence numbers on the group's batches.
 //! 3. The leader appends the group's records to the active WAL group in one append, synced
 //!    if any writer asked; without sync the records go to the WAL tail and the append does
 //!    not wait for the device. A full group switches the memtable and retries; a failed
@@ -100,8 +100,6 @@ const MEMTABLE_OVERHEAD_PER_OP: usize = 160;
 const MEMTABLE_CAPACITY_WRITE_BUFFERS: usize = 4;
 /// WAL pages kept in flight by one append.
 const WAL_QUEUE_DEPTH: u32 = 16;
-/// Delay of one write under slowdown pressure (L0 or pending compaction bytes).
-const WRITE_DELAY: Duration = Duration::from_millis(1);
 
 /// An open store.
 ///
@@ -154,6 +152,8 @@ struct Inner {
     cv: Condvar,
     next_sst_id: AtomicU64,
     stalls: StallCounters,
+    /// When the store opened: the clock of the slowdown's pacing (`State::delayed`).
+    opened: Instant,
     user_bytes_written: AtomicU64,
     writes: AtomicU64,
     write_groups: AtomicU64,
@@ -217,6 +217,8 @@ struct State {
     persisted_seq: u64,
     /// Compaction debt of `version`, kept with it so the write path does not walk the levels.
     pending_compaction_bytes: u64,
+    /// The pace of writes under slowdown pressure, adapted at each new version.
+    delayed: write_controller::DelayedWrites,
     stopped: Option<String>,
     shutting_down: bool,
     full_compaction: bool,
@@ -1170,7 +1172,8 @@ impl Inner {
             // rather than at the next memtable switch.
             self.free_wal_groups(wal, &mut st)?;
         }
-        st = self.make_room(st, wal, footprint)?;
+        let bytes = group.iter().map(|p| p.record.len() as u64).sum();
+        st = self.make_room(st, wal, footprint, bytes)?;
         // Pipelined groups before this one may not have published yet: number from the last
         // sequence handed out, not the last published.
         let mut seq = st.allocated_seq + 1;
@@ -1242,13 +1245,18 @@ impl Inner {
         mut st: MutexGuard<'a, State>,
         wal: &mut WalWriter,
         footprint: usize,
+        bytes: u64,
     ) -> Result<MutexGuard<'a, State>> {
         if let Pressure::Delay(kind) = self.pressure(&st) {
-            let started = Instant::now();
-            drop(st);
-            std::thread::sleep(WRITE_DELAY);
-            self.stalls.record(kind, started.elapsed());
-            st = self.state.lock();
+            let now_us = self.opened.elapsed().as_micros() as u64;
+            let wait = st.delayed.delay(now_us, bytes);
+            if !wait.is_zero() {
+                let started = Instant::now();
+                drop(st);
+                std::thread::sleep(wait);
+                self.stalls.record(kind, started.elapsed());
+                st = self.state.lock();
+            }
         }
         loop {
             stopped_error(&st)?;
@@ -1296,6 +1304,19 @@ impl Inner {
             st.version.levels[0].len(),
             st.pending_compaction_bytes,
         )
+    }
+
+    /// Tells the slowdown's pacing of a new version: its pressure, its debt (the levels'
+    /// excess, and L0's bytes once L0 is due for compaction, as RocksDB estimates it) and
+    /// whether L0 is near the stop trigger.
+    fn observe_shape(&self, st: &mut State) {
+        let l0_files = st.version.levels[0].len();
+        let l0_due = l0_files >= self.opts.level0_file_num_compaction_trigger;
+        let l0_debt = if l0_due { st.version.level_bytes(0) } else { 0 };
+        let near_stop =
+            l0_files + write_controller::NEAR_STOP_L0_FILES >= self.opts.level0_stop_writes_trigger;
+        let pressure = self.pressure(st);
+        st.delayed.observe(pressure, st.pending_compaction_bytes + l0_debt, near_stop);
     }
 
     /// Bytes by which levels exceed their targets: an estimate of compaction debt.
@@ -1518,6 +1539,7 @@ impl Inner {
         }
         st.pending_compaction_bytes = self.pending_compaction_bytes(&version);
         st.version = Arc::new(version);
+        self.observe_shape(st);
         self.publish_view(st);
         Ok(())
     }
@@ -1757,6 +1779,7 @@ impl Inner {
             level_target_bytes: targets.bytes.to_vec(),
             base_level: targets.base_level,
             pending_compaction_bytes: targets.excess_bytes(&sizes),
+            delayed_write_rate: st.delayed.rate(),
             odd_chunks: (0..LEVELS).filter_map(|l| st.compaction.odd_chunk(l)).count(),
             odd_chunks_kept: st.compaction.odd_chunks_kept(),
             running_compactions: st.compaction.running(),

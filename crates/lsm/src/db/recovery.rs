@@ -32,6 +32,7 @@ use crate::stats::StallCounters;
 use crate::version::Version;
 use crate::version_edit::{SstMeta, VersionEdit};
 use crate::wal::{LogPipeline, RecoveredGroup, TailLog, WalLayout, WalWriter};
+use crate::write_controller::DelayedWrites;
 
 use super::published::Publication;
 use super::{
@@ -189,6 +190,7 @@ impl Db {
                 snapshots: BTreeMap::new(),
                 persisted_seq: replayed.last_seq,
                 pending_compaction_bytes: 0,
+                delayed: DelayedWrites::new(opts.delayed_write_rate),
                 stopped: None,
                 shutting_down: false,
                 full_compaction: false,
@@ -203,6 +205,7 @@ impl Db {
             cv: Condvar::new(),
             next_sst_id: AtomicU64::new(max_id + 1),
             stalls: StallCounters::default(),
+            opened: Instant::now(),
             user_bytes_written: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             write_groups: AtomicU64::new(0),

@@ -1,0 +1,115 @@
+//! The slowdown paces writes to `Options::delayed_write_rate` (`write_controller::DelayedWrites`,
+//! whose arithmetic is unit-tested there): a store held past its L0 slowdown trigger lets a
+//! writer through at about that many bytes a second, whatever the size of its writes, and
+//! counts the wait as L0-slowdown stall time.
+//!
+//! L0 is held there by a compaction filter that blocks until the test lets it go: the first
+//! compaction waits inside it, and the L0 files stay. Only lower bounds on time are asserted
+//! (a loaded machine only makes a run slower); the old pacing, 1 ms per write group, let the
+//! 64 writes here through in about 64 ms, where the rate takes more than a second.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use shale_lsm::{CompactionFilter, Db, Options};
+
+/// A compaction filter that holds every compaction until opened.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn release(&self) {
+        *self.open.lock() = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Opens the gate when dropped: a failed assertion unwinds through it before the store's
+/// drop waits for its compaction, so the test fails instead of hanging.
+struct Opener(Arc<Gate>);
+
+impl Drop for Opener {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+impl CompactionFilter for Gate {
+    fn name(&self) -> &str {
+        "gate"
+    }
+    fn remove(&self, _key: &[u8], _value: &[u8]) -> bool {
+        let mut open = self.open.lock();
+        while !*open {
+            self.cv.wait(&mut open);
+        }
+        false
+    }
+}
+
+const RATE: u64 = 1 << 20;
+const VALUE: usize = 16 << 10;
+const WRITES: usize = 64;
+
+#[test]
+fn writes_past_the_slowdown_trigger_go_at_the_delayed_write_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Arc::new(Gate::default());
+    let opts = Options {
+        compaction_filter: Some(gate.clone()),
+        // Room for every write below, so that no flush changes the shape (and the rate)
+        // while they run.
+        write_buffer_bytes: 4 << 20,
+        level0_file_num_compaction_trigger: 2,
+        level0_slowdown_writes_trigger: 2,
+        level0_stop_writes_trigger: 1000,
+        delayed_write_rate: RATE,
+        ..Options::small_for_tests()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let _opener = Opener(gate.clone());
+    // Three L0 files over the same keys, so that compacting them is a merge, not a move.
+    for _ in 0..3 {
+        db.put(b"a", b"v").unwrap();
+        db.put(b"z", b"v").unwrap();
+        db.flush().unwrap();
+    }
+    let s = db.stats();
+    assert_eq!(s.files_per_level[0], 3, "L0 held past the slowdown trigger");
+    // The second flush started the slowdown at the rate; the third, a debt that grew,
+    // slowed it by a fifth.
+    assert_eq!(s.delayed_write_rate, (RATE as f64 * 0.8) as u64);
+    let rate = s.delayed_write_rate;
+    let before = s.stalls.l0_slowdown;
+
+    let value = vec![7u8; VALUE];
+    let started = Instant::now();
+    for i in 0..WRITES {
+        db.put(format!("key{i:04}").as_bytes(), &value).unwrap();
+    }
+    let took = started.elapsed();
+    let stalled = db.stats().stalls.l0_slowdown;
+
+    // The first millisecond's credit (under 1 KiB) lets nothing of 16 KiB through: every
+    // byte waits at the rate, 1.25 s in all; 0.9 of it allows for the clock's rounding.
+    let bytes = (WRITES * VALUE) as f64;
+    let at_rate = Duration::from_secs_f64(0.9 * bytes / rate as f64);
+    assert!(took >= at_rate, "{WRITES} writes of {VALUE} B took {took:?}: faster than the rate");
+    let waited = Duration::from_micros(stalled.duration_us - before.duration_us);
+    assert!(waited >= at_rate, "L0-slowdown stall time {waited:?} for {took:?} of writes");
+    assert!(stalled.count > before.count);
+
+    gate.release();
+    db.wait_for_compaction().unwrap();
+    let s = db.stats();
+    assert!(s.files_per_level[0] < 2, "the compaction went through once let go: {s:?}");
+    assert!(s.delayed_write_rate > rate, "leaving the slowdown speeds its next start");
+    for i in 0..WRITES {
+        assert_eq!(db.get(format!("key{i:04}").as_bytes()).unwrap().as_deref(), Some(&value[..]));
+    }
+    db.close().unwrap();
+}

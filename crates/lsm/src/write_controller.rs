@@ -105,15 +105,20 @@ impl DelayedWrites {
             }
             return;
         }
-        if let Some(prev) = self.prev_debt {
-            let stopped = matches!(pressure, Pressure::Stop(_));
-            if stopped || near_stop {
-                self.scale(NEAR_STOP);
-            } else if debt >= prev {
-                self.scale(SLOWER);
-            } else {
-                self.scale(FASTER);
-            }
+        let Some(prev) = self.prev_debt else {
+            // A new slowdown: no credit from the time since the last one ended, which would
+            // let a burst through unpaced.
+            self.credit = 0;
+            self.next_refill_us = None;
+            self.prev_debt = Some(debt);
+            return;
+        };
+        if near_stop || matches!(pressure, Pressure::Stop(_)) {
+            self.scale(NEAR_STOP);
+        } else if debt >= prev {
+            self.scale(SLOWER);
+        } else {
+            self.scale(FASTER);
         }
         self.prev_debt = Some(debt);
     }
@@ -209,6 +214,22 @@ mod tests {
         assert_eq!(d.rate(), (r as f64 * 1.4) as u64, "leaving the slowdown");
         d.observe(Pressure::None, 0, false);
         assert_eq!(d.rate(), (r as f64 * 1.4) as u64, "once");
+    }
+
+    #[test]
+    fn a_new_slowdown_starts_without_the_credit_of_the_time_between() {
+        let slow = Pressure::Delay(Stall::L0Slowdown);
+        let mut d = DelayedWrites::new(MIB);
+        d.observe(slow, 10, false);
+        assert_eq!(d.delay(0, 1000), Duration::ZERO);
+        d.observe(Pressure::None, 0, false);
+        let rate = d.rate();
+        // Ten seconds later, a new slowdown: a millisecond's credit, not ten seconds'.
+        d.observe(slow, 10, false);
+        let now = 10_000_000;
+        let credit = (REFILL_US * rate).div_ceil(1_000_000);
+        assert_eq!(d.delay(now, credit), Duration::ZERO);
+        assert_eq!(d.delay(now, 1), Duration::from_micros(REFILL_US));
     }
 
     #[test]

@@ -29,7 +29,8 @@
 # (/var/tmp), PROCESS_TIMEOUT (seconds, 1800), OUT (bench/results/<UTC date>-kvbench).
 #
 # Output in OUT: raw/ (each process's output), runs.csv (a row per instance and a total per
-# workload and process), setup.md and summary.md (setup.md, then the tables).
+# workload and process), setup.md and summary.md (setup.md, then the tables), kvbench.svg (the
+# ratios to RocksDB of throughput and CPU time per operation on one volume, targets marked).
 #
 # Usage: bench/kvbench.sh          (see above for the environment)
 #        bench/kvbench.sh cleanup  (tear down what a killed run left in SCRATCH)
@@ -120,7 +121,8 @@ if [[ " $ENGINES " == *" rocksdb "* ]]; then
 fi
 summarise() {
   if [ -x "$HARNESS" ]; then
-    { cat "$OUT/setup.md"; echo; "$HARNESS" kvbench-summary --csv "$OUT/runs.csv"; } >"$OUT/summary.md"
+    { cat "$OUT/setup.md"; echo; "$HARNESS" kvbench-summary --csv "$OUT/runs.csv" --chart "$OUT/kvbench.svg"
+      echo; echo '![ratios to RocksDB](kvbench.svg)'; } >"$OUT/summary.md"
   else
     { cat "$OUT/setup.md"; echo; echo "(no shale-compare build: the tables need it; runs.csv holds every figure)"; } >"$OUT/summary.md"
   fi

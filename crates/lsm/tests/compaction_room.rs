@@ -43,6 +43,10 @@ fn compactions_that_would_not_fit_wait_for_room_instead_of_stopping_the_store() 
     // L0 bounded well within the device: its writes stop before it could fill the device.
     opts.level0_slowdown_writes_trigger = 6;
     opts.level0_stop_writes_trigger = 8;
+    // Slowed writes as fast as the 1 ms a group of 32 KB that the slowdown once was, which
+    // the key count above was chosen with: at the default 16 MiB/s, a run sometimes kept L0
+    // low enough that no compaction had to wait.
+    opts.delayed_write_rate = 32 << 20;
     opts.max_background_jobs = 5;
     // Static level sizes: every compaction is a few SSTs (no merge of the whole last level
     // into itself), so one always fits where several at once may not.

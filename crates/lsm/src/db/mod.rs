@@ -7,7 +7,8 @@
 //!    full, stalling while too many memtables wait for flush (MT stall), L0 holds the stop
 //!    trigger of SSTs (L0 stop) or compaction debt is past the hard limit (PS stop); while L0
 //!    is past the slowdown trigger or the debt past the soft limit, pace the groups to the
-//!    delayed write rate, which adapts to whether the debt shrinks (`write_controller`). It stamps consecutive sequence numbers on the group's batches.
+//!    delayed write rate, which adapts to whether the debt shrinks (`write_controller`). It
+//!    stamps consecutive sequence numbers on the group's batches.
 //! 3. The leader appends the group's records to the active WAL group in one append, synced
 //!    if any writer asked; without sync the records go to the WAL tail and the append does
 //!    not wait for the device. A full group switches the memtable and retries; a failed

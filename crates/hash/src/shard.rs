@@ -34,6 +34,7 @@ pub(crate) struct Counters {
     pub gc_bytes: AtomicU64,
     pub segments_freed: AtomicU64,
     pub checkpoints: AtomicU64,
+    pub checkpoint_bytes: AtomicU64,
     pub checkpoint_entries: AtomicU64,
 }
 
@@ -463,6 +464,7 @@ impl Shard {
             gc_bytes_written: c.gc_bytes.load(Ordering::Relaxed),
             segments_freed: c.segments_freed.load(Ordering::Relaxed),
             checkpoints: c.checkpoints.load(Ordering::Relaxed),
+            checkpoint_bytes_written: c.checkpoint_bytes.load(Ordering::Relaxed),
             checkpoint_entries_loaded: c.checkpoint_entries.load(Ordering::Relaxed),
         }
     }

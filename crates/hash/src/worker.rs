@@ -201,6 +201,9 @@ pub(crate) struct Worker {
     gc_turn: bool,
     /// Log bytes written since the last checkpoint.
     since_checkpoint: u64,
+    /// Bytes the last checkpoint of this open wrote (0 before the first): what
+    /// `checkpoint_log_ratio` scales the interval by.
+    last_checkpoint_bytes: u64,
     /// Batches applied since garbage collection last looked for a victim.
     since_gc_check: u32,
 }
@@ -228,6 +231,7 @@ impl Worker {
             gc: None,
             gc_turn: false,
             since_checkpoint: 0,
+            last_checkpoint_bytes: 0,
             since_gc_check: GC_CHECK_BATCHES,
         })
     }
@@ -659,16 +663,18 @@ impl Worker {
         }
     }
 
-    /// Checkpoints the index once `checkpoint_bytes` of log were written since the last one,
-    /// between batches and collections (the index then holds exactly the log written so
+    /// Checkpoints the index once [`Worker::checkpoint_interval`] bytes of log were written
+    /// since the last one, between batches and collections (the index then holds exactly the log written so
     /// far): the checkpoint is written into an extent of its own, durably, then the version
     /// log names it in place of the previous one, whose slots that frees. Writes wait
     /// meanwhile (about 16 bytes of checkpoint per key). A checkpoint that finds no room is
     /// skipped with a warning (the log still recovers everything); a failed write or commit
     /// stops the store.
     fn maybe_checkpoint(&mut self) {
-        let every = self.shard.opts.checkpoint_bytes;
-        if every == 0 || self.since_checkpoint < every || self.gc.is_some() {
+        if self.shard.opts.checkpoint_bytes == 0
+            || self.since_checkpoint < self.checkpoint_interval()
+            || self.gc.is_some()
+        {
             return;
         }
         if self.shard.refuse_if_stopped().is_err() {
@@ -683,6 +689,15 @@ impl Worker {
             let e = self.shard.stop(e);
             log::error!("an index checkpoint stopped the store: {e}");
         }
+    }
+
+    /// Log bytes between checkpoints: `checkpoint_bytes`, or `checkpoint_log_ratio` times what
+    /// the last one wrote where that is more (the index outgrew the fixed interval).
+    fn checkpoint_interval(&self) -> u64 {
+        let opts = &self.shard.opts;
+        let scaled =
+            self.last_checkpoint_bytes.saturating_mul(u64::from(opts.checkpoint_log_ratio));
+        opts.checkpoint_bytes.max(scaled)
     }
 
     /// Writes a checkpoint and names it in the version log. In bounded mode the digest
@@ -779,7 +794,12 @@ impl Worker {
             volume.release(extent);
             return Err(e);
         }
+        // The record's pages, and the table copy's (one page a bucket) in bounded mode.
+        let table_bytes = snapshot.map_or(0, |(t, _)| u64::from(t.buckets) * PAGE_BYTES as u64);
+        let bytes = image.len().next_multiple_of(PAGE_BYTES) as u64 + table_bytes;
+        self.last_checkpoint_bytes = bytes;
         shard.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        shard.counters.checkpoint_bytes.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
     }
 

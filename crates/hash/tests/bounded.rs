@@ -18,9 +18,10 @@ fn bounded() -> HashOptions {
     HashOptions { index: BOUNDED, queue_depth: 128, ..small_options() }
 }
 
-/// [`bounded`], with a checkpoint (a snapshot of the table) every 64 KiB of log.
+/// [`bounded`], with a checkpoint (a snapshot of the table) every 64 KiB of log, at that
+/// fixed cadence (no scaling by the snapshot's size).
 fn checkpointing() -> HashOptions {
-    HashOptions { checkpoint_bytes: 64 << 10, ..bounded() }
+    HashOptions { checkpoint_bytes: 64 << 10, checkpoint_log_ratio: 0, ..bounded() }
 }
 
 fn key(i: u32) -> Vec<u8> {

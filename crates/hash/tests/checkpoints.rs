@@ -13,12 +13,14 @@ use rand::{Rng, SeedableRng};
 use shale_hash::{Error, HashOptions, HashStore, SEGMENT_BYTES_MIN, StoreMode};
 use shale_io::SimDevice;
 
-/// 64 KiB segments, a checkpoint every 128 KiB of log.
+/// 64 KiB segments, a checkpoint every 128 KiB of log: a fixed cadence (no scaling by the
+/// checkpoint's size), which these scenarios are sized for.
 fn opts() -> HashOptions {
     HashOptions {
         segment_bytes: SEGMENT_BYTES_MIN,
         version_log_bytes: 64 << 10,
         checkpoint_bytes: 128 << 10,
+        checkpoint_log_ratio: 0,
         index: common::mode(),
         ..HashOptions::default()
     }
@@ -117,5 +119,67 @@ fn every_crash_point_with_checkpoints_and_collection_recovers_an_acknowledged_pr
         let (stats, images) = common::every_crash_point_of_a_scripted_run(&d, &opts(), 53);
         assert!(stats.checkpoints > 2 && stats.segments_freed > 2, "{stats:?}");
         println!("{images} crash images with checkpoints recovered and checked");
+    });
+}
+
+/// With `checkpoint_log_ratio`, the log written between two checkpoints is at least the ratio
+/// times what the earlier one wrote, so checkpoints cost at most 1/ratio of the log however
+/// large the index is; at a fixed 16 KiB interval the same run writes more checkpoint than log.
+#[test]
+fn checkpoints_wait_for_their_ratio_of_log() {
+    common::each_mode(|| {
+        let run = |ratio: u32| {
+            let o =
+                HashOptions { checkpoint_bytes: 16 << 10, checkpoint_log_ratio: ratio, ..opts() };
+            let store = HashStore::open_device(Arc::new(sim(54)), o).expect("open");
+            let mut rng = SmallRng::seed_from_u64(54);
+            // (log bytes, checkpoint bytes) when each checkpoint was first seen.
+            let mut seen: Vec<(u64, u64)> = Vec::new();
+            let mut last_checkpoints = 0;
+            for step in 0..3_000u64 {
+                let k = key(rng.gen_range(0..1000));
+                let v = value(&k, step, rng.gen_range(100..300));
+                store.store(&k, &v, StoreMode::Overwrite).unwrap();
+                let s = store.stats();
+                if s.checkpoints > last_checkpoints {
+                    assert_eq!(s.checkpoints, last_checkpoints + 1, "one checkpoint per store");
+                    last_checkpoints = s.checkpoints;
+                    seen.push((
+                        s.log_bytes_written + s.gc_bytes_written,
+                        s.checkpoint_bytes_written,
+                    ));
+                }
+            }
+            // Each store is a batch of its own, one or two pages of log.
+            (seen, 2 * 4096, store.stats())
+        };
+
+        let (seen, slack, s) = run(8);
+        assert!(seen.len() >= 2, "{} checkpoints: {s:?}", seen.len());
+        let mut written_before = 0;
+        for pair in seen.windows(2) {
+            let ((log0, written0), (log1, _)) = (pair[0], pair[1]);
+            let cost = written0 - written_before;
+            written_before = written0;
+            // A checkpoint may be seen one store late: a batch more or less of log between.
+            assert!(
+                log1 - log0 + slack >= 8 * cost,
+                "{} bytes of log after a checkpoint of {cost}: {seen:?}",
+                log1 - log0
+            );
+        }
+        // Every checkpoint but the newest was paid for by 8 times its bytes of log.
+        let log = s.log_bytes_written + s.gc_bytes_written;
+        let all_but_newest = seen[seen.len() - 2].1;
+        assert!(all_but_newest <= log / 8, "{all_but_newest} checkpoint bytes for {log} of log");
+
+        // The fixed interval: checkpoints every 16 KiB of log, each of the whole index.
+        let (_, _, fixed) = run(0);
+        assert!(
+            fixed.checkpoint_bytes_written > 4 * s.checkpoint_bytes_written,
+            "fixed {} vs scaled {}",
+            fixed.checkpoint_bytes_written,
+            s.checkpoint_bytes_written
+        );
     });
 }

@@ -299,10 +299,13 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             for (k, i) in bench.instances().iter().enumerate() {
                 let s = i.store.stats();
                 outln!(
-                    "# hash[{k}]: {} keys, user bytes {}, log bytes written {}, {} segments, index {:?}: {} bytes in memory, {} pages read, {} written, {} buckets; {} batches, {} busy; {} reads from the value cache, {} reads answered on the caller's thread",
+                    "# hash[{k}]: {} keys, user bytes {}, log bytes written {} (gc {}), {} checkpoints of {} bytes, {} segments, index {:?}: {} bytes in memory, {} pages read, {} written, {} buckets; {} batches, {} busy; {} reads from the value cache, {} reads answered on the caller's thread",
                     s.keys,
                     s.user_bytes,
                     s.log_bytes_written,
+                    s.gc_bytes_written,
+                    s.checkpoints,
+                    s.checkpoint_bytes_written,
                     s.segments,
                     args.index_mode(),
                     s.index_memory_bytes,

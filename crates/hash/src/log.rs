@@ -5,6 +5,15 @@
 //! written with one durable write. Its last page is never written again, even if it has room:
 //! it holds acknowledged records, which a torn rewrite would destroy. So the next batch starts
 //! on the next page, and a lone small store costs a page, while a full queue shares pages.
+//!
+//! Under a steady stream of writes the worker instead *carries* a batch's last, partial page
+//! into the next batch ([`Batch::finish_carrying`], [`Batch::resume`]): the batch writes only
+//! its full pages, and the records that end in the carried page are acknowledged with the next
+//! batch, which fills the page before writing it once. Otherwise every batch would end in
+//! padding, about half a page each (2% more device writes at 27 records of 4 KiB a batch). A
+//! crash between the two writes leaves the head of a record whose tail was never written,
+//! never acknowledged, at the end of the segment's valid pages; recovery drops it
+//! ([`scan_segment`]), even once a later segment has sealed the segment there.
 
 use shale_space::log_page::{
     self, FRAGMENT_HEADER_BYTES, FragmentType, PAGE_BYTES, PAGE_HEADER_BYTES, PageBuf,
@@ -137,6 +146,35 @@ impl Batch {
         if !self.page.is_empty() {
             self.seal_page();
         }
+    }
+
+    /// Ends the batch at its last full page and hands back the partial page after it, with
+    /// nothing written of it, for [`Batch::resume`] to go on filling in the next batch. Only
+    /// where the batch has a full page to write and a partial one to carry; otherwise this is
+    /// [`Batch::finish`] and gives `None`.
+    pub fn finish_carrying(&mut self) -> Option<PageBuf> {
+        if self.image.is_empty() || self.page.is_empty() {
+            self.finish();
+            return None;
+        }
+        Some(std::mem::replace(&mut self.page, PageBuf::new()))
+    }
+
+    /// Index of the page after the batch's written pages: with [`Batch::finish_carrying`]'s
+    /// page, that page's.
+    pub fn end_page(&self) -> u32 {
+        self.next_page
+    }
+
+    /// Starts this fresh batch with the page an earlier one carried (its records located in
+    /// `locations`, which this batch's locations begin with).
+    ///
+    /// # Panics
+    /// If the batch holds anything already.
+    pub fn resume(&mut self, page: PageBuf, locations: Vec<Location>) {
+        assert!(self.image.is_empty() && self.page.is_empty() && self.locations.is_empty());
+        self.page = page;
+        self.locations = locations;
     }
 }
 
@@ -348,7 +386,10 @@ pub(crate) fn scan_segment(image: &[u8], seg: &Segment, slot: u32) -> Result<(Ve
         .max()
         .unwrap_or(0)
         .max(seg.sealed_pages.unwrap_or(0));
-    if index < durable || (seg.sealed_pages.is_some() && fragments.in_record()) {
+    // A record begun in the last valid pages and never finished is not damage, even in a
+    // sealed segment: its tail was carried into a batch that a crash kept from the device,
+    // and it was never acknowledged (module comment). Its pages were each valid.
+    if index < durable {
         return Err(Error::Corruption {
             what: format!(
                 "record log segment {} page {index} was durable but is invalid",

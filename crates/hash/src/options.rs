@@ -255,6 +255,9 @@ pub struct HashStats {
     pub batches: u64,
     /// Submissions answered Busy.
     pub busy: u64,
+    /// Batches whose last, partial page went on in the next batch rather than being
+    /// written padded (while writes stream in: `log.rs`).
+    pub batch_tails_carried: u64,
     /// Retrieves the value cache answered, with no device read (`value_cache_bytes`).
     pub value_cache_hits: u64,
     /// Retrieves and exists answered on the caller's thread, with no hand-off to the

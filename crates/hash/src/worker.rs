@@ -27,12 +27,13 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use rustc_hash::FxHashSet;
 use shale_io::{AlignedBuf, Completion, Op, Queue, QueueOptions, Request as IoRequest};
 use shale_space::IoClass;
-use shale_space::log_page::PAGE_BYTES;
+use shale_space::log_page::{PAGE_BYTES, PageBuf};
 
 use crate::completion::Reply;
 use crate::error::{Error, Result};
@@ -179,6 +180,18 @@ struct InFlight {
     written: Option<Result<()>>,
     /// A batch of garbage collection's copies.
     gc: bool,
+    /// The batch's last, partial page, not written: it goes on in the next batch, with the
+    /// records that end in it (`log.rs`, module comment).
+    carried: Option<PageBuf>,
+}
+
+/// A partial page carried from a written batch into the next, and the records ending in it,
+/// acknowledged once that batch is written.
+struct Carry {
+    page: PageBuf,
+    locations: Vec<Location>,
+    /// Each with its index into `locations`.
+    applies: Vec<(Apply, usize)>,
 }
 
 /// Tag of the batch's write; reads are tagged by their slot in `reads_in_flight`.
@@ -206,7 +219,21 @@ pub(crate) struct Worker {
     last_checkpoint_bytes: u64,
     /// Batches applied since garbage collection last looked for a victim.
     since_gc_check: u32,
+    /// What the last batch carried into the next one.
+    carry: Option<Carry>,
 }
+
+/// A batch carries its last page only when it holds at least this many new writes: several
+/// callers' writes are in flight, and those the batch answers will write again. A lone write
+/// (one caller waiting on each) is written whole at once, not a write later.
+const CARRY_WRITES_MIN: usize = 2;
+
+/// How long a carried page waits for new writes to fill it once its batch is written, the
+/// worker having nothing else to do, before it is written alone (padded, as it would have been
+/// without the carry). The callers the batch answered write again within microseconds when
+/// they stream; where the device writes in about that time (memory, tmpfs) the next batch
+/// would otherwise often go out before they do, with the carried page alone.
+const CARRY_LINGER: Duration = Duration::from_micros(50);
 
 /// While stores and deletes wait, garbage collection looks for a victim once every this many
 /// batches: the look walks the segment table, which should not cost each batch.
@@ -233,6 +260,7 @@ impl Worker {
             since_checkpoint: 0,
             last_checkpoint_bytes: 0,
             since_gc_check: GC_CHECK_BATCHES,
+            carry: None,
         })
     }
 
@@ -251,11 +279,20 @@ impl Worker {
             }
             if self.in_flight.is_none() {
                 let gc_copies = self.gc.as_ref().is_some_and(|g| !g.pending.is_empty());
-                if gc_copies && !closing && (self.gc_turn || self.writes.is_empty()) {
+                // A carried page goes on in a user batch: garbage collection's waits a turn.
+                if gc_copies
+                    && !closing
+                    && self.carry.is_none()
+                    && (self.gc_turn || self.writes.is_empty())
+                {
                     self.build_gc_batch();
                     self.gc_turn = false;
-                } else if !self.writes.is_empty() {
-                    self.build_batch();
+                } else if !self.writes.is_empty() || self.carry.is_some() {
+                    // Never carry past what must follow a batch that ends on a record:
+                    // garbage collection's turn, a checkpoint (its replay starts on a page
+                    // boundary), the close.
+                    let may_carry = !closing && !gc_copies && !self.checkpoint_due();
+                    self.build_batch(may_carry);
                     self.gc_turn = true;
                 }
             }
@@ -263,6 +300,7 @@ impl Worker {
             let busy = self.queue.in_flight() > 0;
             if !busy
                 && self.writes.is_empty()
+                && self.carry.is_none()
                 && self.reads_waiting.is_empty()
                 && self.in_flight.is_none()
                 && (closing || self.gc.is_none())
@@ -286,6 +324,7 @@ impl Worker {
     fn take_submissions(&mut self) -> (VecDeque<Request>, bool) {
         let idle = self.queue.in_flight() == 0
             && self.writes.is_empty()
+            && self.carry.is_none()
             && self.reads_waiting.is_empty()
             && self.in_flight.is_none()
             && self.gc.is_none();
@@ -293,6 +332,21 @@ impl Worker {
         if idle {
             while s.queue.is_empty() && !s.closing {
                 self.submissions.work.wait(&mut s);
+            }
+        }
+        let lingers = self.carry.is_some()
+            && self.queue.in_flight() == 0
+            && self.writes.is_empty()
+            && self.in_flight.is_none();
+        if lingers {
+            // Until writes enough for the next batch to carry in turn are queued: one write
+            // alone would fill the page and answer its callers, but leave its own last page
+            // padded.
+            let until = Instant::now() + CARRY_LINGER;
+            while s.queue.len() < CARRY_WRITES_MIN && !s.closing {
+                if self.submissions.work.wait_until(&mut s, until).timed_out() {
+                    break;
+                }
             }
         }
         (std::mem::take(&mut s.queue), s.closing)
@@ -379,7 +433,12 @@ impl Worker {
     ///   is packed at once and the read made beside the batch's write; a store whose mode
     ///   depends on presence is decided by a read made now (rare), ending the batch before it
     ///   unless it is the first.
-    fn build_batch(&mut self) {
+    ///
+    /// A page the last batch carried starts this one, with its records, whose digests count
+    /// as in this batch (they are not in the index yet). With `may_carry`, at least
+    /// [`CARRY_WRITES_MIN`] new writes and more waiting, this batch carries its own last page
+    /// in turn.
+    fn build_batch(&mut self, may_carry: bool) {
         if let Err(e) = self.shard.refuse_if_stopped() {
             self.fail_writes(&e);
             return;
@@ -388,6 +447,21 @@ impl Worker {
         let mut applies = Vec::new();
         let mut confirms = Vec::new();
         let mut digests = FxHashSet::default();
+        if let Some(c) = self.carry.take() {
+            // The carried page is the active segment's next: the batch goes on from it.
+            let mut b = self.log.batch(&self.shard).expect("a carried page is in the segment");
+            b.resume(c.page, c.locations);
+            for (apply, at) in c.applies {
+                // A write of the same digest waits for these to reach the index, as within
+                // a batch.
+                if let Apply::Store { d, .. } | Apply::Delete { d, .. } = &apply {
+                    digests.insert(*d);
+                }
+                applies.push((apply, at));
+            }
+            batch = Some(b);
+        }
+        let carried_in = applies.len();
         while let Some(req) = self.writes.pop_front() {
             let key = match &req {
                 Request::Store { key, .. } | Request::Delete { key, .. } => key.clone(),
@@ -508,12 +582,18 @@ impl Worker {
         if applies.is_empty() {
             return;
         }
-        batch.finish();
+        let carried = if may_carry && applies.len() - carried_in >= CARRY_WRITES_MIN {
+            batch.finish_carrying()
+        } else {
+            batch.finish();
+            None
+        };
         let buf = AlignedBuf::padded_copy(&batch.image, PAGE_BYTES);
         let op = Op::Write { offset: batch.address, buf, durable: true };
         let confirms_left = confirms.len();
         self.reads_waiting.extend(confirms);
-        self.in_flight = Some(InFlight { batch, applies, confirms_left, written: None, gc: false });
+        self.in_flight =
+            Some(InFlight { batch, applies, confirms_left, written: None, gc: false, carried });
         if let Err((e, _)) = self.queue.submit(IoRequest { tag: WRITE_TAG, op }) {
             self.finish_write(Err(e.into()));
         }
@@ -656,8 +736,14 @@ impl Worker {
         batch.finish();
         let buf = AlignedBuf::padded_copy(&batch.image, PAGE_BYTES);
         let op = Op::Write { offset: batch.address, buf, durable: true };
-        self.in_flight =
-            Some(InFlight { batch, applies, confirms_left: 0, written: None, gc: true });
+        self.in_flight = Some(InFlight {
+            batch,
+            applies,
+            confirms_left: 0,
+            written: None,
+            gc: true,
+            carried: None,
+        });
         if let Err((e, _)) = self.queue.submit(IoRequest { tag: WRITE_TAG, op }) {
             self.finish_write(Err(e.into()));
         }
@@ -671,10 +757,9 @@ impl Worker {
     /// skipped with a warning (the log still recovers everything); a failed write or commit
     /// stops the store.
     fn maybe_checkpoint(&mut self) {
-        if self.shard.opts.checkpoint_bytes == 0
-            || self.since_checkpoint < self.checkpoint_interval()
-            || self.gc.is_some()
-        {
+        // Not while a page is carried: the checkpoint's replay starts on a page boundary,
+        // which must be a record's (`checkpoint_due` keeps the batch before from carrying).
+        if !self.checkpoint_due() || self.gc.is_some() || self.carry.is_some() {
             return;
         }
         if self.shard.refuse_if_stopped().is_err() {
@@ -689,6 +774,11 @@ impl Worker {
             let e = self.shard.stop(e);
             log::error!("an index checkpoint stopped the store: {e}");
         }
+    }
+
+    /// Whether enough log was written for a checkpoint.
+    fn checkpoint_due(&self) -> bool {
+        self.shard.opts.checkpoint_bytes != 0 && self.since_checkpoint >= self.checkpoint_interval()
     }
 
     /// Log bytes between checkpoints: `checkpoint_bytes`, or `checkpoint_log_ratio` times what
@@ -881,9 +971,17 @@ impl Worker {
         }
     }
 
+    /// Answers every write not yet written with `e`: those queued, and those carried.
     fn fail_writes(&mut self, e: &Error) {
         while let Some(req) = self.writes.pop_front() {
             self.answer_write(req, Err(e.clone_for_request()));
+        }
+        for (apply, _) in self.carry.take().map(|c| c.applies).unwrap_or_default() {
+            match apply {
+                Apply::Store { done, .. } => self.complete(done, Err(e.clone_for_request())),
+                Apply::Delete { done, .. } => self.complete(done, Err(e.clone_for_request())),
+                Apply::Copy { .. } => unreachable!("garbage collection's batches carry nothing"),
+            }
         }
     }
 
@@ -1045,8 +1143,22 @@ impl Worker {
         if !ready {
             return;
         }
-        let f = self.in_flight.take().expect("checked above");
+        let mut f = self.in_flight.take().expect("checked above");
         let written = f.written.expect("checked above");
+        if let (Ok(()), Some(page)) = (&written, f.carried.take()) {
+            // The records ending in the carried page wait for the next batch's write.
+            let cut = f.batch.end_page();
+            let ends = |at: usize| {
+                let loc = f.batch.locations[at];
+                loc.page + u32::from(loc.pages) - 1
+            };
+            let first = f.applies.iter().position(|&(_, at)| ends(at) >= cut);
+            let carried = first.map_or_else(Vec::new, |i| f.applies.split_off(i));
+            let locations = carried.iter().map(|&(_, at)| f.batch.locations[at]).collect();
+            let applies = carried.into_iter().enumerate().map(|(i, (a, _))| (a, i)).collect();
+            self.carry = Some(Carry { page, locations, applies });
+            self.shard.counters.tails_carried.fetch_add(1, Ordering::Relaxed);
+        }
         if written.is_ok() {
             self.log.written(&f.batch);
             self.since_checkpoint += f.batch.image.len() as u64;

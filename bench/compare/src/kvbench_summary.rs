@@ -66,10 +66,9 @@ pub fn read(text: &str) -> Result<Runs, Error> {
         let bytes = |name: &str| col(name).ok().and_then(|c| cells[c].parse::<f64>().ok());
         if let (Some(device), Some(gc), Some(user)) =
             (bytes("device_bytes"), bytes("gc_bytes"), bytes("user_bytes"))
+            && user > 0.0
         {
-            if user > 0.0 {
-                f.insert(WA_WITHOUT_GC.to_string(), (device - gc) / user);
-            }
+            f.insert(WA_WITHOUT_GC.to_string(), (device - gc) / user);
         }
         runs.entry((cells[engine].into(), n, cells[workload].into())).or_default().push(f);
     }

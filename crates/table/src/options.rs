@@ -54,9 +54,10 @@ pub struct TableOptions {
     pub reclaim_batch: usize,
     /// ...or once the log's ring is fuller than this percentage.
     pub reclaim_percent: u64,
-    /// How often a background thread runs the pass that finds the space of erased rows
-    /// for new rows to reuse (`TableStore::reclaim_space` runs it at once); `None`: no
-    /// thread. Rows dead at the open are found by the open itself.
+    /// How often a background thread gives the space of the rows that died since its last
+    /// look (erased, moved by an update, inserts rolled back) to new rows
+    /// (`TableStore::reclaim_space` walks every table at once); `None`: no thread. Rows dead
+    /// at the open are found by the open itself.
     pub space_reclaim_interval: Option<Duration>,
     /// Entries each table's primary index keeps in memory; past them, new entries go to
     /// index pages on the volume and lookups of their keys read a page. `None`: all in

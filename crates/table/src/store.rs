@@ -101,7 +101,8 @@ struct Reclaimer {
 }
 
 impl Reclaimer {
-    /// Starts a thread that runs a whole pass every `interval`, until the store is dropped.
+    /// Starts a thread that, every `interval`, looks at the records that died since the
+    /// last time (`Storage::reclaim_dead`), until the store is dropped.
     fn start(shared: &Arc<Shared>, interval: std::time::Duration) -> Reclaimer {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let weak = Arc::downgrade(shared);
@@ -114,7 +115,7 @@ impl Reclaimer {
                     let Some(shared) = weak.upgrade() else { return };
                     // An error (a device error, damage) is the next caller's to meet; the
                     // pass only reads, so it just ends here and tries again later.
-                    let _ = reclaim_pass(&shared);
+                    let _ = reclaim_recorded(&shared);
                 }
             })
             .expect("spawn the reclaiming thread");
@@ -129,6 +130,21 @@ impl Drop for Reclaimer {
             let _ = t.join();
         }
     }
+}
+
+/// Looks at the records recorded dead when the pass begins (those still held by a
+/// transaction go back for later), a step per hold of the lock.
+fn reclaim_recorded(shared: &Shared) -> Result<()> {
+    let mut left = shared.storage.lock().dead_recorded();
+    while left > 0 {
+        let looked = shared.storage.lock().reclaim_dead(left.min(RECLAIM_STEP_RECORDS))?;
+        if looked == 0 {
+            return Ok(());
+        }
+        left -= looked;
+        std::thread::yield_now();
+    }
+    Ok(())
 }
 
 /// One whole reclaiming pass, a step per hold of the lock.

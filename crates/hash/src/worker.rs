@@ -341,7 +341,7 @@ impl Worker {
         if lingers {
             // Until writes enough for the next batch to carry in turn are queued: one write
             // alone would fill the page and answer its callers, but leave its own last page
-            // padded.
+            // padded. A read that comes meanwhile waits with the page, 50 us at most.
             let until = Instant::now() + CARRY_LINGER;
             while s.queue.len() < CARRY_WRITES_MIN && !s.closing {
                 if self.submissions.work.wait_until(&mut s, until).timed_out() {
@@ -435,9 +435,8 @@ impl Worker {
     ///   unless it is the first.
     ///
     /// A page the last batch carried starts this one, with its records, whose digests count
-    /// as in this batch (they are not in the index yet). With `may_carry`, at least
-    /// [`CARRY_WRITES_MIN`] new writes and more waiting, this batch carries its own last page
-    /// in turn.
+    /// as in this batch (they are not in the index yet). With `may_carry` and at least
+    /// [`CARRY_WRITES_MIN`] new writes, this batch carries its own last page in turn.
     fn build_batch(&mut self, may_carry: bool) {
         if let Err(e) = self.shard.refuse_if_stopped() {
             self.fail_writes(&e);
@@ -750,12 +749,12 @@ impl Worker {
     }
 
     /// Checkpoints the index once [`Worker::checkpoint_interval`] bytes of log were written
-    /// since the last one, between batches and collections (the index then holds exactly the log written so
-    /// far): the checkpoint is written into an extent of its own, durably, then the version
-    /// log names it in place of the previous one, whose slots that frees. Writes wait
-    /// meanwhile (about 16 bytes of checkpoint per key). A checkpoint that finds no room is
-    /// skipped with a warning (the log still recovers everything); a failed write or commit
-    /// stops the store.
+    /// since the last one, between batches and collections (the index then holds exactly
+    /// the log written so far): the checkpoint is written into an extent of its own, durably,
+    /// then the version log names it in place of the previous one, whose slots that frees.
+    /// Writes wait meanwhile (about 16 bytes of checkpoint per key). A checkpoint that finds
+    /// no room is skipped with a warning (the log still recovers everything); a failed write
+    /// or commit stops the store.
     fn maybe_checkpoint(&mut self) {
         // Not while a page is carried: the checkpoint's replay starts on a page boundary,
         // which must be a record's (`checkpoint_due` keeps the batch before from carrying).

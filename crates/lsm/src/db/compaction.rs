@@ -100,20 +100,23 @@ impl Inner {
         let take = |level: usize, at: &[usize]| -> Vec<Arc<SstHandle>> {
             at.iter().map(|&i| v.levels[level][i].clone()).collect()
         };
+        let target_tier = self.tier_for(plan.output_level, 0);
+        let plan = self.cut_to_room(st, &v.levels, plan, target_tier);
         let inputs = take(plan.level, &plan.inputs);
         let next = take(plan.output_level, &plan.next);
         // An SST moves down without a rewrite only when it is on the tier its new level
         // writes to: otherwise the move is where it crosses the level pointer (RocksDB does
         // not move a file trivially between paths either).
-        let target_tier = self.tier_for(plan.output_level, 0);
         let same_tier = inputs.iter().all(|f| f.meta.extent.tier == target_tier);
         // A rewrite in place is the point of its compaction (the filter's pass).
         let trivial_move =
             same_tier && plan.level != plan.output_level && plan.is_trivial_move(&v.levels);
-        // What its outputs may take: at most what its inputs hold (a merge drops, never
-        // adds); a move writes nothing.
-        let reserve =
-            if trivial_move { 0 } else { inputs.iter().chain(&next).map(|f| f.meta.bytes).sum() };
+        // What its outputs may take (`output_room`); a move writes nothing.
+        let reserve = if trivial_move {
+            0
+        } else {
+            self.output_room(inputs.iter().chain(&next).map(|f| f.meta.bytes).sum())
+        };
         if !plan.full && !self.room_for_compaction(st, reserve, target_tier) {
             st.compactions_deferred_for_room += 1;
             return None;
@@ -130,6 +133,41 @@ impl Inner {
             inputs,
             reserved: reserve,
         })
+    }
+
+    /// An L0 compaction to start with none running, cut to its oldest SSTs where all of L0
+    /// with its overlap below would not fit in the room left beside the memtables' flushes
+    /// (`CompactionState::cut_l0_to_fit`): a part that fits drains L0 where the whole would
+    /// fail for want of space and stop the store. Any other plan as it is.
+    fn cut_to_room(
+        &self,
+        st: &State,
+        levels: &[Vec<Arc<SstHandle>>],
+        plan: Plan,
+        tier: shale_space::Tier,
+    ) -> Plan {
+        if plan.level != 0 || plan.full || plan.inputs.len() < 2 || st.compaction.running() > 0 {
+            return plan;
+        }
+        let Some(room) = self.volume.tier_room(tier) else { return plan };
+        let flushes = (st.imm.len() as u64 + 1).saturating_mul(self.write_buffer_bytes() as u64);
+        st.compaction.cut_l0_to_fit(levels, plan, |bytes| {
+            self.output_room(bytes).saturating_add(flushes) <= room
+        })
+    }
+
+    /// Room on the volume that the outputs of a compaction of `input_bytes` may hold at
+    /// once: the bytes of its inputs (a merge drops entries, never adds), each output's
+    /// last slot partly used, and the slots reserved ahead for the output being built
+    /// (`compact`: the cut size and two slots). Counting the inputs' bytes alone fell short
+    /// by a third on small SSTs, and a compaction that seemed to fit ran out of space.
+    fn output_room(&self, input_bytes: u64) -> u64 {
+        let slot = self.volume.layout().slot_bytes;
+        let cut = self.output_cut_bytes();
+        let outputs = input_bytes.div_ceil(cut);
+        input_bytes
+            .saturating_add(outputs.saturating_mul(slot))
+            .saturating_add(cut.min(input_bytes) + 2 * slot)
     }
 
     /// Whether a compaction whose outputs may take `reserve` bytes of `tier` starts now.

@@ -359,6 +359,41 @@ impl CompactionState {
         (!clashes).then_some(Plan { level, output_level, inputs, next, full })
     }
 
+    /// An L0 compaction cut to its oldest inputs so that `fits` holds for the bytes it may
+    /// write (its inputs' and their overlap's below), or as near as it gets with one input
+    /// left. L0 SSTs overlap, so only the oldest may go down while the newer stay above
+    /// them: each SST left out is newer (by sequence) than every one kept. For a volume
+    /// nearly full, where the whole of L0 with its overlap would not fit even alone and the
+    /// store would stop for want of space, though part of it fits.
+    pub fn cut_l0_to_fit<T: Sst>(
+        &self,
+        levels: &[Vec<T>],
+        plan: Plan,
+        fits: impl Fn(u64) -> bool,
+    ) -> Plan {
+        let bytes = |p: &Plan| -> u64 {
+            let inputs = p.inputs.iter().map(|&i| levels[p.level][i].meta().bytes);
+            inputs.chain(p.next.iter().map(|&i| levels[p.output_level][i].meta().bytes)).sum()
+        };
+        if plan.level != 0 || plan.full {
+            return plan;
+        }
+        let mut best = plan;
+        while !fits(bytes(&best)) && best.inputs.len() > 1 {
+            // Positions ascend newest first: the first input is the newest.
+            let (newest, kept) = (best.inputs[0], &best.inputs[1..]);
+            let newest_seq = levels[0][newest].meta().smallest_seq;
+            if kept.iter().any(|&i| levels[0][i].meta().largest_seq >= newest_seq) {
+                break;
+            }
+            match self.plan(levels, 0, best.output_level, kept.to_vec(), false) {
+                Some(cut) => best = cut,
+                None => break,
+            }
+        }
+        best
+    }
+
     /// Enters a picked plan in the book and advances the level's round robin; returns the id
     /// that [`CompactionState::finish`] takes.
     pub fn start<T: Sst>(&mut self, levels: &[Vec<T>], plan: &Plan) -> u64 {
@@ -511,6 +546,44 @@ mod tests {
             .collect();
         levels[3] = vec![sst(40, "a", "f", 10), sst(41, "g", "m", 10), sst(42, "n", "z", 10)];
         levels
+    }
+
+    /// An L0 SST of `mib` MiB over `lo..=hi` holding the sequence numbers `seqs`.
+    fn l0(id: u64, lo: &str, hi: &str, mib: u64, seqs: (u64, u64)) -> SstMeta {
+        SstMeta { smallest_seq: seqs.0, largest_seq: seqs.1, ..sst(id, lo, hi, mib) }
+    }
+
+    #[test]
+    fn an_l0_compaction_too_big_for_the_room_keeps_its_oldest_ssts_that_fit() {
+        let mut levels = vec![Vec::new(); LEVELS];
+        // Newest first: 3 (seqs 21..30), 2 (11..20), 1 (1..10), each over "a".."m".
+        levels[0] = vec![
+            l0(3, "a", "m", 2, (21, 30)),
+            l0(2, "a", "m", 2, (11, 20)),
+            l0(1, "a", "m", 2, (1, 10)),
+        ];
+        levels[1] = vec![sst(10, "a", "f", 1), sst(11, "g", "m", 1), sst(12, "n", "z", 1)];
+        let book = CompactionState::default();
+        let whole = book.plan(&levels, 0, 1, vec![0, 1, 2], false).unwrap();
+        // All of it: 6 MiB of L0 and 2 of L1.
+        assert_eq!(book.cut_l0_to_fit(&levels, whole.clone(), |b| b <= 8 << 20), whole);
+        // Room for 6 MiB: the two oldest with their overlap below.
+        let cut = book.cut_l0_to_fit(&levels, whole.clone(), |b| b <= 6 << 20);
+        assert_eq!(
+            (ids(&levels, 0, &cut.inputs), ids(&levels, 1, &cut.next)),
+            (vec![2, 1], vec![10, 11])
+        );
+        // No room at all: as near as it gets, the oldest alone.
+        let cut = book.cut_l0_to_fit(&levels, whole.clone(), |_| false);
+        assert_eq!(ids(&levels, 0, &cut.inputs), vec![1]);
+        // An SST left out must be newer than every one kept: where sequences interleave
+        // (3 holds an entry older than one of 2's), 3 stays with 2.
+        levels[0][0].smallest_seq = 15;
+        let cut = book.cut_l0_to_fit(&levels, whole.clone(), |_| false);
+        assert_eq!(cut, whole);
+        // Other levels' compactions are never cut.
+        let deeper = book.plan(&levels, 1, 2, vec![0], false).unwrap();
+        assert_eq!(book.cut_l0_to_fit(&levels, deeper.clone(), |_| false), deeper);
     }
 
     #[test]

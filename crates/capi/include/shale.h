@@ -1145,6 +1145,28 @@ int shale_table_scan_create(const struct shale_table_store *store,
                             struct shale_table_scan **out,
                             struct shale_error **err);
 
+// Starts a scan of the rows of `table` whose value of `column` is in `[start, end)`,
+// compared as bytes, in primary-key order, each batch read committed; a NULL `start` or
+// `end` leaves that side open. By the primary key's column this is
+// `shale_table_scan_create`; by any other column the scan reads the whole table to keep the
+// rows in range (there is no index of other columns). On success `*out` is the scan
+// (destroy it with `shale_table_scan_destroy`).
+//
+// Returns `SHALE_OK`; `SHALE_NO_SUCH_TABLE`; `SHALE_NO_SUCH_COLUMN`; `SHALE_CORRUPTION`;
+// `SHALE_IO`.
+//
+// # Safety
+// As `shale_table_scan_create`; `column` is a NUL-terminated string.
+int shale_table_scan_column_create(const struct shale_table_store *store,
+                                   uint32_t table,
+                                   const char *column,
+                                   const uint8_t *start,
+                                   size_t start_len,
+                                   const uint8_t *end,
+                                   size_t end_len,
+                                   struct shale_table_scan **out,
+                                   struct shale_error **err);
+
 // The scan's next batch of up to 100 rows: `*rows_out` is a new `shale_table_rows` (free
 // it with `shale_table_rows_free`), or NULL once the scan is over.
 //

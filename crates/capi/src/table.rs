@@ -671,6 +671,50 @@ pub unsafe extern "C" fn shale_table_scan_create(
     }
 }
 
+/// Starts a scan of the rows of `table` whose value of `column` is in `[start, end)`,
+/// compared as bytes, in primary-key order, each batch read committed; a NULL `start` or
+/// `end` leaves that side open. By the primary key's column this is
+/// `shale_table_scan_create`; by any other column the scan reads the whole table to keep the
+/// rows in range (there is no index of other columns). On success `*out` is the scan
+/// (destroy it with `shale_table_scan_destroy`).
+///
+/// Returns `SHALE_OK`; `SHALE_NO_SUCH_TABLE`; `SHALE_NO_SUCH_COLUMN`; `SHALE_CORRUPTION`;
+/// `SHALE_IO`.
+///
+/// # Safety
+/// As `shale_table_scan_create`; `column` is a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_table_scan_column_create(
+    store: *const shale_table_store,
+    table: u32,
+    column: *const c_char,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+    out: *mut *mut shale_table_scan,
+    err: *mut *mut shale_error,
+) -> c_int {
+    use std::ops::Bound;
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = store_ref(store)?;
+            if out.is_null() {
+                return Err(Failure::null("out"));
+            }
+            let column = name_arg(column, "column")?;
+            let lo = optional_bytes(start, start_len)
+                .map_or(Bound::Unbounded, |k| Bound::Included(k.to_vec()));
+            let hi = optional_bytes(end, end_len)
+                .map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec()));
+            let scan = s.scan_column(TableId(table), column, (lo, hi))?;
+            out.write(Box::into_raw(Box::new(shale_table_scan { scan })));
+            Ok(())
+        })
+    }
+}
+
 /// The scan's next batch of up to 100 rows: `*rows_out` is a new `shale_table_rows` (free
 /// it with `shale_table_rows_free`), or NULL once the scan is over.
 ///

@@ -284,6 +284,61 @@ fn selects_and_scans_read_rows_owned_by_the_caller() {
         }
         assert_eq!(batches, vec![100, 100, 30]);
         shale_table_scan_destroy(scan);
+        // By the value column: "v10".."v12" as bytes holds v10, v100..v119 and v11, v110..
+        // (byte order), in key order.
+        ok(|e| {
+            shale_table_scan_column_create(
+                store,
+                t,
+                c"v".as_ptr(),
+                b"v10".as_ptr(),
+                3,
+                b"v12".as_ptr(),
+                3,
+                &mut scan,
+                e,
+            )
+        });
+        let mut keys = Vec::new();
+        loop {
+            let mut rows = null_mut();
+            ok(|e| shale_table_scan_next(scan, &mut rows, e));
+            if rows.is_null() {
+                break;
+            }
+            for r in 0..shale_table_rows_count(rows) {
+                let mut len = 0;
+                let k = shale_table_rows_cell(rows, r, 0, &mut len);
+                keys.push(String::from_utf8(std::slice::from_raw_parts(k, len).to_vec()).unwrap());
+            }
+            shale_table_rows_free(rows);
+        }
+        let want: Vec<String> = (0..250u32)
+            .filter(|i| {
+                let v = format!("v{i}");
+                ("v10".."v12").contains(&v.as_str())
+            })
+            .map(|i| format!("{i:04}"))
+            .collect();
+        assert_eq!(want.len(), 22);
+        assert_eq!(keys, want);
+        shale_table_scan_destroy(scan);
+        let mut none = null_mut();
+        let (rc, _) = call(|e| {
+            shale_table_scan_column_create(
+                store,
+                t,
+                c"w".as_ptr(),
+                null(),
+                0,
+                null(),
+                0,
+                &mut none,
+                e,
+            )
+        });
+        assert_eq!(rc, status(shale_status::SHALE_NO_SUCH_COLUMN));
+        assert!(none.is_null());
         shale_table_close(store);
     }
 }

@@ -19,8 +19,13 @@
 //! 4. Read each row under the transaction's lock of that row, as `select` reads one, by its
 //!    position in the ordered index, skipping a key whose row is gone by then (a writer it
 //!    waited for erased it, or rolled its insert back).
+//!
+//! A scan by another column (the paper's `scan(table, column, range)`, [`ColumnRange`]) has
+//! no index of that column to walk: it walks the whole table in primary-key order as above
+//! and keeps the rows whose value of the column lies in the range (values compared as bytes),
+//! so each batch may read many rows to return few, and its rows come in primary-key order.
 
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use crate::error::Result;
@@ -40,18 +45,38 @@ pub(crate) enum ScanTxn<'t> {
     Own(Arc<Shared>),
 }
 
+/// A range of one column's values, for a scan by a column other than the primary key: the
+/// column's position in the schema and the bounds its value must lie in, as bytes.
+#[derive(Clone, Debug)]
+pub(crate) struct ColumnRange {
+    pub column: usize,
+    pub range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
+}
+
+impl ColumnRange {
+    fn holds(&self, row: &Row) -> bool {
+        row.get(self.column).is_some_and(|v| self.range.contains(v))
+    }
+}
+
 /// A scan in progress.
 pub struct Scan<'t> {
     txn: ScanTxn<'t>,
     table: TableId,
     /// The keys still to scan: the lower bound moves past each batch's last key.
     range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
+    /// For a scan by another column: the rows kept.
+    filter: Option<ColumnRange>,
     ended: bool,
 }
 
 impl std::fmt::Debug for Scan<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scan").field("range", &self.range).field("ended", &self.ended).finish()
+        f.debug_struct("Scan")
+            .field("range", &self.range)
+            .field("filter", &self.filter)
+            .field("ended", &self.ended)
+            .finish()
     }
 }
 
@@ -61,7 +86,13 @@ impl<'t> Scan<'t> {
         table: TableId,
         range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
     ) -> Scan<'t> {
-        Scan { txn, table, range, ended: false }
+        Scan { txn, table, range, filter: None, ended: false }
+    }
+
+    /// A scan of the whole table that returns the rows `filter` holds for.
+    pub(crate) fn by_column(txn: ScanTxn<'t>, table: TableId, filter: ColumnRange) -> Scan<'t> {
+        let all = (Bound::Unbounded, Bound::Unbounded);
+        Scan { txn, table, range: all, filter: Some(filter), ended: false }
     }
 
     /// The next batch of up to [`SCAN_BATCH_ROWS`] rows, or `None` at the end.
@@ -104,7 +135,8 @@ impl<'t> Scan<'t> {
             let Some((last, _)) = entries.last() else { break };
             self.range.0 = Bound::Excluded(last.clone());
             for (key, _) in &entries {
-                if let Some(row) = txn.scan_read(self.table, key)? {
+                let Some(row) = txn.scan_read(self.table, key)? else { continue };
+                if self.filter.as_ref().is_none_or(|f| f.holds(&row)) {
                     out.push(row);
                 }
             }

@@ -423,6 +423,29 @@ impl TableStore {
         Ok(Scan::new(ScanTxn::Own(self.shared.clone()), table, range))
     }
 
+    /// The committed rows whose value of `column` is in `range` (compared as bytes), in
+    /// primary-key order, 100 per batch, each batch read committed. See
+    /// [`Transaction::scan_column`]: by a column other than the primary key, a walk of the
+    /// whole table.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`], [`Error::NoSuchColumn`], a device error.
+    pub fn scan_column(
+        &self,
+        table: TableId,
+        column: &str,
+        range: impl std::ops::RangeBounds<Vec<u8>>,
+    ) -> Result<Scan<'static>> {
+        let c = self.shared.schema(table)?.column_index(column)?;
+        if c == 0 {
+            return self.scan(table, range);
+        }
+        let range = (range.start_bound().cloned(), range.end_bound().cloned());
+        self.shared.storage.lock().table(table.0)?;
+        let filter = crate::scan::ColumnRange { column: c, range };
+        Ok(Scan::by_column(ScanTxn::Own(self.shared.clone()), table, filter))
+    }
+
     /// Runs the reclaiming pass now, over every table: the space of rows erased by
     /// committed transactions (and of inserts rolled back) becomes free for new rows, which
     /// take it before growing their table. The background thread

@@ -336,6 +336,32 @@ impl Transaction {
         Ok(Scan::new(crate::scan::ScanTxn::Borrowed(self), table, range))
     }
 
+    /// The rows whose value of `column` is in `range` (compared as bytes), in primary-key
+    /// order, 100 per batch: the paper's `scan(table, column, range)`. By the primary key
+    /// (column 0) this is [`Transaction::scan`]; by any other column there is no index of it,
+    /// so the scan walks the whole table and reads every row to keep those in range (the
+    /// module `scan`).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`], and as [`Transaction::scan`].
+    pub fn scan_column(
+        &mut self,
+        table: TableId,
+        column: &str,
+        range: impl std::ops::RangeBounds<Vec<u8>>,
+    ) -> Result<Scan<'_>> {
+        let c = self.shared.schema(table)?.column_index(column)?;
+        if c == 0 {
+            return self.scan(table, range);
+        }
+        self.check_open()?;
+        let range = (range.start_bound().cloned(), range.end_bound().cloned());
+        self.lock_for_scan(table)?;
+        self.shared.storage.lock().table(table.0)?;
+        let filter = crate::scan::ColumnRange { column: c, range };
+        Ok(Scan::by_column(crate::scan::ScanTxn::Borrowed(self), table, filter))
+    }
+
     /// Commits: makes every change durable, then releases the locks.
     ///
     /// # Errors

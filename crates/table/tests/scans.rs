@@ -63,3 +63,65 @@ fn scans_return_key_ordered_batches_of_a_range() {
     assert_eq!(all_rows(&store, t).len(), 100);
     assert_eq!(store.select(t, &key(1000)).unwrap(), None);
 }
+
+/// Every row of a scan, with the sizes of its batches.
+fn drain(mut scan: shale_table::Scan<'_>) -> (Vec<usize>, Vec<Vec<Vec<u8>>>) {
+    let (mut sizes, mut rows) = (Vec::new(), Vec::new());
+    while let Some(batch) = scan.next().unwrap() {
+        sizes.push(batch.len());
+        rows.extend(batch);
+    }
+    (sizes, rows)
+}
+
+#[test]
+fn scans_by_another_column_keep_the_rows_in_its_range_in_key_order() {
+    let d = sim(32, 43);
+    let p = SimPmem::new(PMEM_BYTES);
+    let store = open(&d, &p, &small_options());
+    let t = store.create_table("t", schema()).unwrap();
+    // n big-endian here, so that byte order is number order: n = (i * 37) % 500.
+    let n_of = |i: u64| (i * 37) % 500;
+    let mut txn = store.begin(Isolation::ReadCommitted);
+    for i in (0..500).rev() {
+        let n = n_of(i).to_be_bytes().to_vec();
+        txn.insert(t, &[key(i), text(&key(i), 0, 5), n]).unwrap();
+    }
+    txn.commit().unwrap();
+    let be = |x: u64| x.to_be_bytes().to_vec();
+    let want = |lo: u64, hi: u64| -> Vec<Vec<u8>> {
+        (0..500).filter(|&i| (lo..hi).contains(&n_of(i))).map(key).collect()
+    };
+    // 250 of 500 rows: batches of 100 in key order, however many rows each walk reads.
+    let (sizes, rows) = drain(store.scan_column(t, "n", be(100)..be(350)).unwrap());
+    assert_eq!(sizes, vec![100, 100, 50]);
+    assert_eq!(rows.iter().map(|r| r[0].clone()).collect::<Vec<_>>(), want(100, 350));
+    assert!(rows.iter().all(|r| (be(100)..be(350)).contains(&r[2])));
+    // A range no row is in; a range of one value; the key column is the key scan.
+    assert_eq!(drain(store.scan_column(t, "n", be(600)..).unwrap()).1.len(), 0);
+    let (_, one) = drain(store.scan_column(t, "n", be(74)..=be(74)).unwrap());
+    assert_eq!(one.iter().map(|r| r[0].clone()).collect::<Vec<_>>(), vec![key(2)]);
+    let (_, by_key) = drain(store.scan_column(t, "id", key(10)..key(13)).unwrap());
+    assert_eq!(
+        by_key.iter().map(|r| r[0].clone()).collect::<Vec<_>>(),
+        vec![key(10), key(11), key(12)]
+    );
+    // A column the schema lacks, a table that is not there.
+    let err = store.scan_column(t, "nope", ..).unwrap_err();
+    assert!(matches!(err, shale_table::Error::NoSuchColumn(ref c) if c == "nope"), "{err:?}");
+    assert!(store.scan_column(shale_table::TableId(99), "n", ..).is_err());
+    // Inside a transaction: its own change moves a row into the range, an erase out of it.
+    let mut txn = store.begin(Isolation::RepeatableRead);
+    txn.update(t, &key(0), "n", &be(120)).unwrap();
+    txn.erase(t, &key(2)).unwrap();
+    let (_, mine) = drain(txn.scan_column(t, "n", be(0)..be(130)).unwrap());
+    let keys: Vec<_> = mine.iter().map(|r| r[0].clone()).collect();
+    assert!(keys.contains(&key(0)) && !keys.contains(&key(2)), "{keys:?}");
+    let mut expect = want(0, 130);
+    expect.retain(|k| *k != key(2));
+    if !expect.contains(&key(0)) {
+        expect.insert(0, key(0));
+    }
+    assert_eq!(keys, expect);
+    txn.abort().unwrap();
+}

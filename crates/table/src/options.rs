@@ -44,6 +44,12 @@ pub struct TableOptions {
     /// Where the undo log's persistent memory is: a file on a DAX mount, in `/dev/shm`, or
     /// anywhere. `None`: `undo.pmem` in the store's directory.
     pub pmem_path: Option<PathBuf>,
+    /// The undo log on the fast volume instead of persistent memory (for a machine with
+    /// none): every before-image goes to the log's ring on the volume (the spill area, of
+    /// `undo_spill_bytes`, which must not be 0), durable there by a FUA write before the
+    /// change is made in place, so a change costs a device write more. No persistent memory
+    /// file is made; one left by an earlier open with persistent memory is still recovered.
+    pub undo_log_on_volume: bool,
     /// How the file mapping is made persistent, and its emulated extra latency.
     pub pmem: FilePmemOptions,
     /// Blocks the block cache holds (4 KiB each).
@@ -85,6 +91,7 @@ impl Default for TableOptions {
             undo_wrap_bytes: 1 << 20,
             undo_spill_bytes: 16 << 20,
             pmem_path: None,
+            undo_log_on_volume: false,
             pmem: FilePmemOptions::default(),
             cache_blocks: 4096,
             lock_timeout: Duration::from_secs(1),
@@ -120,6 +127,13 @@ impl TableOptions {
                 "undo_log_bytes {} must be a multiple of 64 of at least {pmem_min}",
                 self.undo_log_bytes
             )));
+        }
+        if self.undo_log_on_volume && self.undo_spill_bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "undo_log_on_volume needs an undo log ring on the volume: undo_spill_bytes \
+                 must not be 0"
+                    .into(),
+            ));
         }
         if self.cache_blocks < 16 {
             return Err(Error::InvalidArgument(format!(

@@ -95,6 +95,8 @@ pub(crate) struct Storage {
     spill: Option<(Extent, UndoLog)>,
     /// Bytes the spill area gets when it is made; 0: none is made.
     spill_bytes: u64,
+    /// Every record goes to the spill area (`TableOptions::undo_log_on_volume`).
+    undo_on_volume: bool,
     /// Open transactions that have spilled: every later record of theirs spills too, so
     /// that a transaction's records in persistent memory all precede those in the spill
     /// area, and recovery knows the order to roll them back in.
@@ -220,6 +222,7 @@ impl Storage {
             undo,
             spill,
             spill_bytes: opts.undo_spill_bytes,
+            undo_on_volume: opts.undo_log_on_volume,
             spilling: HashSet::new(),
             policy,
             pending: HashMap::new(),
@@ -1003,11 +1006,11 @@ impl Storage {
     }
 
     /// Stage 4: the record goes to persistent memory, or, when that is full (or the
-    /// transaction has spilled before), to the spill area on the volume, durable there
-    /// before this returns.
+    /// transaction has spilled before, or the log is on the volume), to the spill area on
+    /// the volume, durable there before this returns.
     fn log_undo(&mut self, txn: u64, table: u32, pos: Pos, before: Before) -> Result<Change> {
         let mut rec = UndoRecord { lsn: 0, txn, table, pos, before };
-        let appended = match self.spilling.contains(&txn) {
+        let appended = match self.undo_on_volume || self.spilling.contains(&txn) {
             true => self.append_spill(&mut rec),
             false => match self.undo.append(&mut rec) {
                 Err(Error::LogFull { .. }) if self.spill_bytes > 0 => {

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::group_flush::GroupFlush;
 use crate::lock::{LockKey, LockManager, LockMode};
 use crate::options::{PMEM_FILE_NAME, TableOptions};
-use crate::pmem::{FilePmem, PmemLog};
+use crate::pmem::{FilePmem, PmemLog, SimPmem};
 use crate::scan::{Scan, ScanTxn};
 use crate::schema::{Row, Schema};
 use crate::storage::Storage;
@@ -225,8 +225,15 @@ impl TableStore {
         let (opened, lock) =
             Volume::open_path_locked(path, &opts.volume_options(), &FileOptions::default())?;
         let pmem_path = opts.pmem_path.clone().unwrap_or_else(|| path.join(PMEM_FILE_NAME));
-        let pmem = FilePmem::open(&pmem_path, opts.undo_log_bytes, opts.pmem)?;
-        let mut store = TableStore::recover(opened, Box::new(pmem), opts)?;
+        // With the log on the volume nothing is appended to persistent memory: a region in
+        // memory stands in for it, unless a file of an earlier open with persistent memory
+        // is there, whose records the open must still roll back.
+        let pmem: Box<dyn PmemLog> = if opts.undo_log_on_volume && !pmem_path.exists() {
+            Box::new(SimPmem::new(crate::undo_log::RING_OFFSET + (64 << 10)))
+        } else {
+            Box::new(FilePmem::open(&pmem_path, opts.undo_log_bytes, opts.pmem)?)
+        };
+        let mut store = TableStore::recover(opened, pmem, opts)?;
         store._lock = Some(lock);
         Ok(store)
     }

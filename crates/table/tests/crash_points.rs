@@ -256,6 +256,17 @@ fn every_crash_point_over_log_spill_recovers_a_prefix_of_committed_transactions(
     assert!(checked > 600);
 }
 
+/// The undo log on the volume (`undo_log_on_volume`): every before-image is a FUA write of
+/// the volume's ring, none goes to persistent memory; every cut of the first script, and
+/// every one of its device writes torn, recovers a prefix of the committed transactions.
+#[test]
+fn every_crash_point_with_the_undo_log_on_the_volume_recovers_a_prefix_of_committed_transactions() {
+    let o = TableOptions { undo_log_on_volume: true, ..opts() };
+    let checked = every_crash_point_with(script(), 23, &o);
+    assert!(checked > 300, "{checked}");
+    assert!(every_write_torn_with(script(), 24, &o) > 100);
+}
+
 /// A power cut in the middle of each device write, FUA writes included (the spill area's
 /// appends and expiries, which the images above never tear: a durable write is whole in
 /// them): each 512-byte sector of the write is old or new, by a seed, every earlier write
@@ -277,7 +288,10 @@ fn every_write_torn_recovers_a_prefix_of_committed_transactions() {
 }
 
 fn every_write_torn(script: Vec<Txn>, seed: u64) -> usize {
-    let o = &opts();
+    every_write_torn_with(script, seed, &opts())
+}
+
+fn every_write_torn_with(script: Vec<Txn>, seed: u64, o: &TableOptions) -> usize {
     let d = sim(24, seed);
     let p = SimPmem::beside(PMEM_BYTES, &d);
     let run = workload(&d, &p, script, o);

@@ -204,3 +204,69 @@ fn a_damaged_spilled_record_is_corruption() {
     }
     drop(txn);
 }
+
+/// The undo log on the volume (`undo_log_on_volume`): every before-image goes to the
+/// volume's ring, none to persistent memory, even the small ones that would fit there; a
+/// crash with a transaction open rolls it back from the volume alone; a store in a
+/// directory makes no persistent memory file; and a store switched to it from persistent
+/// memory still rolls back what that memory holds.
+#[test]
+fn with_the_undo_log_on_the_volume_no_record_goes_to_persistent_memory() {
+    let on_volume = TableOptions { undo_log_on_volume: true, ..opts() };
+    let d = sim(64, 5);
+    let p = SimPmem::beside(PMEM_BYTES, &d);
+    let store = open(&d, &p, &on_volume);
+    let t = store.create_table("t", schema()).unwrap();
+    for i in 0..ROWS {
+        store.insert(t, &row(&key(i), &text(&key(i), 0, 100), i)).unwrap();
+    }
+    let mut txn = store.begin(Isolation::ReadCommitted);
+    txn.update(t, &key(1), "text", b"uncommitted").unwrap();
+    txn.erase(t, &key(2)).unwrap();
+    let s = store.stats();
+    assert_eq!(s.undo.appended, 0, "{s:?}");
+    assert_eq!(s.spill.appended, ROWS + 2, "{s:?}");
+    // Power cut: persistent memory lost whole, the volume as written.
+    let cd = SimDevice::from_image(d.crash_image(d.writes(), Damage::Lose), 4096, 9).unwrap();
+    let blank = SimPmem::new(PMEM_BYTES);
+    let store = TableStore::open_device(device(&cd), blank.boxed(), on_volume.clone()).unwrap();
+    assert_eq!(store.select_cell(t, &key(1), "text").unwrap(), Some(text(&key(1), 0, 100)));
+    assert!(store.select(t, &key(2)).unwrap().is_some());
+    drop(txn);
+    drop(store);
+
+    // In a directory: no undo.pmem is made.
+    let dir = tempfile::tempdir().unwrap();
+    let small = TableOptions { undo_log_on_volume: true, ..small_options() };
+    let store = TableStore::open(dir.path(), small.clone()).unwrap();
+    let t = store.create_table("t", schema()).unwrap();
+    store.insert(t, &row(&key(7), b"x", 7)).unwrap();
+    drop(store);
+    assert!(!dir.path().join(shale_table::PMEM_FILE_NAME).exists());
+    let store = TableStore::open(dir.path(), small).unwrap();
+    assert_eq!(store.select_cell(t, &key(7), "text").unwrap(), Some(b"x".to_vec()));
+    drop(store);
+
+    // Switched from persistent memory: its records of an open transaction still roll back.
+    let dir = tempfile::tempdir().unwrap();
+    let pmem_opts = TableOptions { space_reclaim_interval: None, ..small_options() };
+    let store = TableStore::open(dir.path(), pmem_opts.clone()).unwrap();
+    let t = store.create_table("t", schema()).unwrap();
+    store.insert(t, &row(&key(8), b"before", 8)).unwrap();
+    let mut txn = store.begin(Isolation::ReadCommitted);
+    txn.update(t, &key(8), "text", b"after").unwrap();
+    // Another commit writes the block the open transaction changed in place.
+    store.insert(t, &row(&key(9), b"other", 9)).unwrap();
+    // The process dies with the transaction open: a copy of its files as they are now.
+    let copy = tempfile::tempdir().unwrap();
+    for f in std::fs::read_dir(dir.path()).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), copy.path().join(f.file_name())).unwrap();
+    }
+    drop(txn);
+    drop(store);
+    let on_volume = TableOptions { undo_log_on_volume: true, ..pmem_opts.clone() };
+    let store = TableStore::open(copy.path(), on_volume).unwrap();
+    assert_eq!(store.select_cell(t, &key(8), "text").unwrap(), Some(b"before".to_vec()));
+    assert_eq!(store.select_cell(t, &key(9), "text").unwrap(), Some(b"other".to_vec()));
+}

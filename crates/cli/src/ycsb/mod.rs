@@ -66,6 +66,10 @@ pub struct Args {
     /// named after the store's path (printed in the header).
     #[arg(long = "pmem_path")]
     pub pmem_path: Option<PathBuf>,
+    /// The table engine's undo log on the store's volume instead of persistent memory (every
+    /// before-image a FUA write of the volume's undo ring; `--pmem_path` is then not made).
+    #[arg(long = "undo_on_volume")]
+    pub undo_on_volume: bool,
     /// The table engine's block I/O through this many queue pairs, LATTE's parallel queues
     /// (each request to the queue whose requests in flight weigh least, a completion poller
     /// per queue); 0, the default: a queue per thread, waited on by that thread.
@@ -409,10 +413,13 @@ fn run_table(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> 
             if args.io_sq_poll { "on" } else { "off" }
         ),
     };
+    let undo = match args.undo_on_volume {
+        true => "on the volume".to_string(),
+        false => format!("in {}", pmem.display()),
+    };
     let where_ = format!(
-        "table store {} (rows of 255 + 5 x 50 bytes), undo log in {}, block I/O: {io}",
+        "table store {} (rows of 255 + 5 x 50 bytes), undo log {undo}, block I/O: {io}",
         path.display(),
-        pmem.display()
     );
     print_header(args, config, "durable at commit (one transaction per operation)", &where_);
     let result = run_phases(&engine, args, config, phases);

@@ -60,7 +60,11 @@ pub fn pmem_path(args: &Args, dir: &Path) -> PathBuf {
 
 /// The store's options for `args`.
 pub fn options(args: &Args, pmem: PathBuf) -> TableOptions {
-    let mut o = TableOptions { pmem_path: Some(pmem), ..TableOptions::default() };
+    let mut o = TableOptions {
+        pmem_path: Some(pmem),
+        undo_log_on_volume: args.undo_on_volume,
+        ..TableOptions::default()
+    };
     if let Some(bytes) = args.cache_size {
         o.cache_blocks = (bytes / shale_table::BLOCK_BYTES).max(16);
     }
@@ -138,6 +142,13 @@ mod tests {
         check_layout(&a).unwrap();
         let a = super::super::tests::parse_args(&["--engine=table", "--fieldcount=10"]).unwrap();
         assert!(check_layout(&a).unwrap_err().to_string().contains("--fieldcount 5"));
+        let a = super::super::tests::parse_args(&["--engine=table", "--undo_on_volume"]).unwrap();
+        assert!(options(&a, "/tmp/log".into()).undo_log_on_volume);
+        assert!(!options(&a_default(), "/tmp/log".into()).undo_log_on_volume);
+    }
+
+    fn a_default() -> Args {
+        super::super::tests::parse_args(&[]).unwrap()
     }
 
     #[test]

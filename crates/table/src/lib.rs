@@ -47,6 +47,7 @@ mod lock;
 mod options;
 mod ordered_index;
 pub mod pmem;
+mod pmem_map;
 mod row;
 mod scan;
 mod schema;

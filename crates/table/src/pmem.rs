@@ -80,7 +80,7 @@ pub struct FilePmemOptions {
 /// Persistent memory emulated by a shared mapping of a file, locked (an OFD lock, as the
 /// store lock) while mapped.
 pub struct FilePmem {
-    map: memmap2::MmapMut,
+    map: crate::pmem_map::Mapping,
     /// The mapped file, open for its lock and for finding its holes.
     file: std::fs::File,
     opts: FilePmemOptions,
@@ -90,7 +90,8 @@ pub struct FilePmem {
 impl std::fmt::Debug for FilePmem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FilePmem")
-            .field("len", &self.map.len())
+            .field("len", &self.map.bytes().len())
+            .field("dax", &self.map.is_dax())
             .field("opts", &self.opts)
             .field("line_flush", &self.line_flush)
             .finish()
@@ -136,13 +137,22 @@ impl FilePmem {
                 path.display()
             )));
         }
-        // SAFETY: the mapping is of a file this process opened read-write and holds an
-        // exclusive OFD lock on (taken above, kept with the mapping), so no other handle of
-        // this engine maps it and no other Rust reference aliases the bytes. A process that
-        // ignores the lock and writes the file would break that, as it would for any mapping.
-        let map = unsafe { memmap2::MmapOptions::new().map_mut(&file) }
+        // A DAX mapping where the file system gives one (`pmem_map.rs`). The file is open
+        // read-write and this process holds an exclusive OFD lock on it (taken above, kept
+        // with the mapping), so no other handle of this engine maps it and no other Rust
+        // reference aliases the bytes. A process that ignores the lock and writes the file
+        // would break that, as it would for any mapping.
+        let map = crate::pmem_map::Mapping::new(&file, len as usize)
             .map_err(|e| io(shale_io::PathOp::Map, e))?;
         Ok(FilePmem { map, file, opts, line_flush: LineFlush::detect() })
+    }
+
+    /// Whether the file is mapped with DAX (`MAP_SYNC`): on a file system mounted with DAX
+    /// over real persistent memory, where cache-line write-backs make stores durable. Else
+    /// the mapping is of the page cache, and survives a crash of the process only (with
+    /// [`FlushMode::CacheLines`]).
+    pub fn is_dax(&self) -> bool {
+        self.map.is_dax()
     }
 
     /// The instruction this CPU writes lines back with.
@@ -153,11 +163,11 @@ impl FilePmem {
 
 impl PmemLog for FilePmem {
     fn len(&self) -> usize {
-        self.map.len()
+        self.map.bytes().len()
     }
 
     fn read(&self, offset: usize, out: &mut [u8]) {
-        out.copy_from_slice(&self.map[offset..offset + out.len()]);
+        out.copy_from_slice(&self.map.bytes()[offset..offset + out.len()]);
     }
 
     /// The file's data extents (`SEEK_DATA`, `SEEK_HOLE`): pages never written are holes
@@ -165,7 +175,7 @@ impl PmemLog for FilePmem {
     fn written_ranges(&self) -> Vec<Range<usize>> {
         use std::os::fd::AsRawFd;
         let fd = self.file.as_raw_fd();
-        let len = self.map.len();
+        let len = self.map.bytes().len();
         let mut ranges = Vec::new();
         let mut at = 0usize;
         while at < len {
@@ -190,11 +200,11 @@ impl PmemLog for FilePmem {
     }
 
     fn write(&mut self, offset: usize, data: &[u8]) {
-        self.map[offset..offset + data.len()].copy_from_slice(data);
+        self.map.bytes_mut()[offset..offset + data.len()].copy_from_slice(data);
     }
 
     fn persist(&mut self, offset: usize, len: usize) -> Result<()> {
-        assert!(offset + len <= self.map.len(), "persist past the region's end");
+        assert!(offset + len <= self.map.bytes().len(), "persist past the region's end");
         if len == 0 {
             return Ok(());
         }
@@ -211,7 +221,7 @@ impl PmemLog for FilePmem {
             })?,
             FlushMode::CacheLines => {
                 let first = offset / LINE_BYTES * LINE_BYTES;
-                let base = self.map.as_ptr();
+                let base = self.map.bytes().as_ptr();
                 self.line_flush.write_back(base, first, offset + len);
             }
         }

@@ -143,6 +143,25 @@ unsafe fn name_arg<'a>(name: *const c_char, what: &str) -> Outcome<&'a str> {
     s.to_str().map_err(|_| Failure::invalid(format!("{what} is not UTF-8")))
 }
 
+/// The range `[start, end)` of a scan, a NULL side open.
+///
+/// # Safety
+/// `start` and `end` are NULL or readable for their lengths.
+unsafe fn half_open(
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+) -> (std::ops::Bound<Vec<u8>>, std::ops::Bound<Vec<u8>>) {
+    use std::ops::Bound;
+    // SAFETY: as the caller promises.
+    let (lo, hi) = unsafe { (optional_bytes(start, start_len), optional_bytes(end, end_len)) };
+    (
+        lo.map_or(Bound::Unbounded, |k| Bound::Included(k.to_vec())),
+        hi.map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec())),
+    )
+}
+
 /// The isolation level a `shale_table_isolation` value names, if any.
 fn isolation_arg(isolation: c_int) -> Option<Isolation> {
     match isolation {
@@ -652,7 +671,6 @@ pub unsafe extern "C" fn shale_table_scan_create(
     out: *mut *mut shale_table_scan,
     err: *mut *mut shale_error,
 ) -> c_int {
-    use std::ops::Bound;
     // SAFETY: as the caller promises.
     unsafe {
         boundary(err, || {
@@ -660,11 +678,8 @@ pub unsafe extern "C" fn shale_table_scan_create(
             if out.is_null() {
                 return Err(Failure::null("out"));
             }
-            let lo = optional_bytes(start, start_len)
-                .map_or(Bound::Unbounded, |k| Bound::Included(k.to_vec()));
-            let hi = optional_bytes(end, end_len)
-                .map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec()));
-            let scan = s.scan(TableId(table), (lo, hi))?;
+            let range = half_open(start, start_len, end, end_len);
+            let scan = s.scan(TableId(table), range)?;
             out.write(Box::into_raw(Box::new(shale_table_scan { scan })));
             Ok(())
         })
@@ -695,7 +710,6 @@ pub unsafe extern "C" fn shale_table_scan_column_create(
     out: *mut *mut shale_table_scan,
     err: *mut *mut shale_error,
 ) -> c_int {
-    use std::ops::Bound;
     // SAFETY: as the caller promises.
     unsafe {
         boundary(err, || {
@@ -704,11 +718,8 @@ pub unsafe extern "C" fn shale_table_scan_column_create(
                 return Err(Failure::null("out"));
             }
             let column = name_arg(column, "column")?;
-            let lo = optional_bytes(start, start_len)
-                .map_or(Bound::Unbounded, |k| Bound::Included(k.to_vec()));
-            let hi = optional_bytes(end, end_len)
-                .map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec()));
-            let scan = s.scan_column(TableId(table), column, (lo, hi))?;
+            let range = half_open(start, start_len, end, end_len);
+            let scan = s.scan_column(TableId(table), column, range)?;
             out.write(Box::into_raw(Box::new(shale_table_scan { scan })));
             Ok(())
         })

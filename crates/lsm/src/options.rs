@@ -294,6 +294,13 @@ pub struct Options {
     #[cfg(feature = "failpoints")]
     #[doc(hidden)]
     pub pause_before_group_inserts: Option<std::time::Duration>,
+    /// Test failpoint (feature `failpoints`): every point read (`get`, `multi_get`) pauses
+    /// this long between loading the published view and the last sequence
+    /// (`db/published.rs`), widening the window in which writes, flushes and compactions
+    /// come between the two.
+    #[cfg(feature = "failpoints")]
+    #[doc(hidden)]
+    pub pause_in_point_reads: Option<std::time::Duration>,
 }
 
 impl Default for Options {
@@ -344,6 +351,8 @@ impl Default for Options {
             overlap_write_groups: None,
             #[cfg(feature = "failpoints")]
             pause_before_group_inserts: None,
+            #[cfg(feature = "failpoints")]
+            pause_in_point_reads: None,
         }
     }
 }

@@ -1670,7 +1670,12 @@ impl Inner {
             let st = self.state.lock();
             self.published.check(&st.mem, &st.imm, &st.version, st.last_seq);
         }
-        let (last_seq, view) = self.published.load();
+        let (last_seq, view) = self.published.load(|| {
+            #[cfg(feature = "failpoints")]
+            if let Some(pause) = self.opts.pause_in_point_reads {
+                std::thread::sleep(pause);
+            }
+        });
         Ok(ReadView { view, snapshot: snapshot.unwrap_or(last_seq) })
     }
 

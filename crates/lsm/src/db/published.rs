@@ -13,13 +13,29 @@
 //!   changes, before the mutex is released and before any write goes into a new memtable;
 //! - the last complete sequence number in an atomic, after the write is in its memtable.
 //!
-//! A reader loads the sequence first (Acquire), then the view. Why that order is enough: a
-//! write with a sequence at or below the one loaded was inserted before the sequence was
-//! published, into a memtable that was published before the write went into it; the view
-//! loaded after is that publication or a later one, which holds the memtable or, once it
-//! was flushed, the SST that replaced it (the flush publishes both in one view). So the view
-//! holds every write the sequence admits, and entries past the sequence are filtered out by
-//! it. A read therefore sees every write acknowledged before it started (P1).
+//! A reader loads the view first, then the sequence (Acquire), as RocksDB's `GetImpl` refs
+//! its SuperVersion before it reads the last sequence. Why that order:
+//! - The view holds every write acknowledged before the read started: such a write went into
+//!   a memtable that was published before the write went into it, so before the read; the
+//!   view loaded is that publication or a later one, which holds the memtable or, once it was
+//!   flushed, the SST that replaced it (the flush publishes both in one view). The sequence
+//!   loaded after the view is at least that write's, so the read sees it (P1).
+//! - Every version the view's SSTs left out is hidden by a newer one the read sees: a flush or
+//!   a compaction drops a version only under a newer one at or below the last sequence when
+//!   it started (no snapshot older than that being held), and it published its SSTs after
+//!   that; the sequence loaded after the view is at least as new.
+//!
+//! The other order broke the second point: a reader that loaded the sequence, then was
+//! descheduled while a newer version of its key was written and a flush dropped the version
+//! its sequence saw, loaded a view whose SST held only the newer version (above its sequence)
+//! and answered with an older one from a deeper SST: a version the key had left before the
+//! read started (`tests/concurrent.rs` caught it once in CI as a reader going back from
+//! version 1098 to 1066; `tests/point_read_view.rs` now shows it every time).
+//!
+//! A view older than the sequence is harmless: a write at or below the sequence that it lacks
+//! went into a memtable switched in after the view was loaded, so it was not acknowledged
+//! before the read started, and every write in the view's memtables is older than it (a
+//! switch waits for the groups in flight to publish).
 //!
 //! The state keeps its own copies (`State::mem`, `imm`, `version`, `last_seq`), which the
 //! writer side reads under the mutex; debug builds check on one read in eight that the
@@ -86,10 +102,12 @@ impl Publication {
         self.last_seq.store(seq, Ordering::Release);
     }
 
-    /// The last complete sequence, then the view: in this order (see the module's comment).
-    pub fn load(&self) -> (u64, Guard<Arc<View>>) {
-        let seq = self.last_seq.load(Ordering::Acquire);
-        (seq, self.view.load())
+    /// The view, then the last complete sequence: in this order (see the module's comment).
+    /// `between` runs between the two loads (a test's pause; nothing otherwise).
+    pub fn load(&self, between: impl FnOnce()) -> (u64, Guard<Arc<View>>) {
+        let view = self.view.load();
+        between();
+        (self.last_seq.load(Ordering::Acquire), view)
     }
 
     /// Panics if the publication differs from the state's own copies (called under the state

@@ -104,7 +104,8 @@ fn versions_of_a_key_read_back_beside_other_inserts() {
 }
 
 /// Versions of one key inserted out of sequence order by two threads (as two write groups
-/// that overlap insert them): the point index keeps each chain from the newest sequence down
+/// that overlap insert them), the first two racing to be the key's node in the levels: the
+/// point index keeps each chain from the newest sequence down
 /// whatever the order of the inserts, so a read at any snapshot finds the newest version at
 /// or below it, the same one a seek of the levels finds.
 fn versions_of_one_key_inserted_out_of_order() {
@@ -127,6 +128,10 @@ fn versions_of_one_key_inserted_out_of_order() {
     };
     older_first.join().unwrap();
     newer_then_oldest.join().unwrap();
+    // The first two raced to be the key's node in the levels: one won, the others are
+    // versions beside it, and every entry is listed once, newest first.
+    assert_eq!(list.key_nodes(), [b"k".to_vec()]);
+    assert_eq!(list.entries(), [(b"k".to_vec(), 6), (b"k".to_vec(), 5), (b"k".to_vec(), 4)]);
     for snapshot in [3, 4, 5, 6, u64::MAX] {
         let got = list.get(b"k", snapshot);
         assert_eq!(got, list.get_by_seek(b"k", snapshot), "at snapshot {snapshot}");

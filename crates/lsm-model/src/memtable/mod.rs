@@ -54,7 +54,13 @@ impl List {
         Some((found.user_key.to_vec(), found.seq))
     }
 
-    /// Every entry in list order (level 0), as (user key, sequence).
+    /// The user keys of the levels' key nodes, in order: each once, however many versions
+    /// it has.
+    pub fn key_nodes(&self) -> Vec<Vec<u8>> {
+        self.list.key_nodes().into_iter().map(<[u8]>::to_vec).collect()
+    }
+
+    /// Every entry in list order, as (user key, sequence).
     pub fn entries(&self) -> Vec<(Vec<u8>, u64)> {
         let mut out = Vec::new();
         let mut target = Vec::new();

@@ -42,9 +42,10 @@ pub struct Args {
     /// Most clients connected at once.
     #[arg(long, default_value_t = config::MAX_CLIENTS_DEFAULT)]
     maxclients: usize,
-    /// Worker threads of the server's runtime (the engine has threads of its own).
-    #[arg(long, default_value_t = config::THREADS_DEFAULT)]
-    threads: usize,
+    /// Worker threads of the server's runtime (the engine has threads of its own) [default:
+    /// half the cores, at least 1].
+    #[arg(long)]
+    threads: Option<usize>,
     /// Most bytes of one request and of one bulk string in it (Redis's proto-max-bulk-len,
     /// less one byte).
     #[arg(long = "max-request-bytes", default_value_t = shale_serve::resp::REQUEST_BYTES_MAX_DEFAULT)]
@@ -70,7 +71,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         appendfsync: args.appendfsync,
         max_clients: args.maxclients,
         max_request_bytes: args.max_request_bytes,
-        threads: args.threads,
+        threads: args.threads.unwrap_or_else(config::default_threads),
         ..Config::default()
     };
     // Refused before the store is touched.

@@ -230,6 +230,7 @@ pub(crate) fn record_ops(rec: &[u8]) -> BatchOps<'_> {
 }
 
 /// Iterator over a batch's operations.
+#[derive(Clone)]
 pub struct BatchOps<'a> {
     rest: &'a [u8],
     left: u32,

@@ -1442,6 +1442,14 @@ impl Inner {
             if newer_seq.is_none_or(|newer| newer > smallest_snapshot) {
                 builder.add(it.key(), it.value())?;
             }
+            if p.seq <= smallest_snapshot {
+                // Every older version of this key is hidden by this one from every reader:
+                // skip them without walking them (a key overwritten many times in one
+                // memtable has many).
+                it.next_user_key();
+                newer_seq = None;
+                continue;
+            }
             newer_seq = Some(p.seq);
             it.next();
         }
@@ -1925,10 +1933,8 @@ pub(super) fn cores_to_overlap_groups() -> bool {
 
 /// Inserts a batch's ops, numbered from `first_seq`, into a memtable (stage 4; concurrent
 /// with other writers' inserts).
-fn insert_ops<'a>(ops: impl Iterator<Item = BatchOp<'a>>, first_seq: u64, mem: &Memtable) {
-    for (i, op) in ops.enumerate() {
-        mem.apply(&op, first_seq + i as u64).expect("make_room left room for the group");
-    }
+fn insert_ops<'a>(ops: impl Iterator<Item = BatchOp<'a>> + Clone, first_seq: u64, mem: &Memtable) {
+    mem.apply_all(ops, first_seq).expect("make_room left room for the group");
 }
 
 enum Job {

@@ -422,6 +422,19 @@ impl SkipList {
         .filter(move |n| n.is_version_of(tag, user_key))
     }
 
+    /// Starts loading the point-index bucket of `user_key` ([`SkipList::insert`]'s first
+    /// cache miss in a large list). Only a hint.
+    pub(crate) fn prefetch_bucket(&self, user_key: &[u8]) {
+        prefetch(ptr::from_ref(self.point_bucket(point_hash(user_key))).cast());
+    }
+
+    /// Starts loading the newest node of `user_key`'s bucket (the second miss): best some
+    /// inserts after [`SkipList::prefetch_bucket`], once the bucket has arrived. Only a hint.
+    pub(crate) fn prefetch_chain_head(&self, user_key: &[u8]) {
+        // Relaxed: the pointer is only a hint, never followed here.
+        prefetch(self.point_bucket(point_hash(user_key)).load(Mem::Relaxed));
+    }
+
     /// The bucket of a user key's `point_hash`.
     fn point_bucket(&self, hash: u64) -> &Link {
         &self.points[hash as usize & (self.points.len() - 1)]
@@ -799,6 +812,12 @@ impl Cursor {
             None => self.list.first_version_from(self.list.next(Some(node), 0)),
         };
         self.at = at(found);
+    }
+
+    /// Moves to the next key node's newest version, past the current key's older versions.
+    pub(crate) fn next_user_key(&mut self) {
+        let (node, _) = self.expect_current();
+        self.at = at(self.list.first_version_from(self.list.next(Some(node), 0)));
     }
 
     pub(crate) fn prev(&mut self) {

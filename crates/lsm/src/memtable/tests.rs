@@ -489,3 +489,31 @@ fn seek_never_returns_a_node_linked_before_its_target_meanwhile() {
         }
     }
 }
+
+/// A batch applied with its loads started ahead holds what applying its ops one at a time
+/// holds, and a batch that does not fit stops at the first op that does not, with the ops
+/// before it in.
+#[test]
+fn applying_a_batch_with_loads_ahead_matches_one_op_at_a_time() {
+    let mut batch = crate::batch::WriteBatch::new();
+    for i in 0..100u32 {
+        // Keys repeat (versions of one key in one batch), deletes among the puts.
+        let k = format!("key:00000000{:02}", i * 7 % 30);
+        if i % 9 == 0 { batch.delete(k.as_bytes()) } else { batch.put(k.as_bytes(), &[i as u8; 20]) }
+    }
+    let all = Arc::new(Memtable::with_chunk_bytes(1 << 20, 1 << 12));
+    all.apply_all(batch.ops(), 1000).unwrap();
+    let one = Arc::new(Memtable::with_chunk_bytes(1 << 20, 1 << 12));
+    for (i, op) in batch.ops().enumerate() {
+        one.apply(&op, 1000 + i as u64).unwrap();
+    }
+    assert_eq!(scan_forward(&all), scan_forward(&one));
+    assert_eq!(all.len(), 100);
+
+    let small = Arc::new(Memtable::with_chunk_bytes(2048, 1024));
+    assert_eq!(small.apply_all(batch.ops(), 1), Err(MemtableFull));
+    let fitted = small.len();
+    assert!(fitted > 0 && fitted < 100, "{fitted} ops fitted");
+    let seqs: Vec<u64> = scan_forward(&small).iter().map(|(k, _)| key::trailer_of(k) >> 8).collect();
+    assert!(seqs.iter().all(|&s| s <= fitted as u64), "only the first {fitted} ops: {seqs:?}");
+}

@@ -3,7 +3,9 @@
 
 use std::ops::{Deref, DerefMut};
 
-pub(crate) use shuttle::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use shuttle::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
+};
 
 /// The engine's brief wait before sleeping, as one yield and one check: spinning is only a
 /// shortcut, and the model explores both of its outcomes (ready at once, or the condition

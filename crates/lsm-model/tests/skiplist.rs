@@ -95,6 +95,7 @@ fn versions_of_one_key_beside_other_inserts() {
     versions.join().unwrap();
     others.join().unwrap();
     assert_eq!(list.entries().len(), 6);
+    list.check_version_flags();
 }
 
 #[test]
@@ -131,6 +132,7 @@ fn versions_of_one_key_inserted_out_of_order() {
     // The first two raced to be the key's node in the levels: one won, the others are
     // versions beside it, and every entry is listed once, newest first.
     assert_eq!(list.key_nodes(), [b"k".to_vec()]);
+    list.check_version_flags();
     assert_eq!(list.entries(), [(b"k".to_vec(), 6), (b"k".to_vec(), 5), (b"k".to_vec(), 4)]);
     for snapshot in [3, 4, 5, 6, u64::MAX] {
         let got = list.get(b"k", snapshot);
@@ -144,4 +146,34 @@ fn versions_of_one_key_inserted_out_of_order() {
 fn the_point_index_finds_the_newest_version_whatever_the_insert_order() {
     shuttle::check_random(versions_of_one_key_inserted_out_of_order, ITERATIONS);
     shuttle::check_pct(versions_of_one_key_inserted_out_of_order, ITERATIONS, PCT_DEPTH);
+}
+
+/// Three threads inserting versions of one key out of order, two of them racing for its key
+/// node: once all return, each node's flags say exactly whether the key has older and newer
+/// versions than it (what cursors rely on to skip chain walks), and a walk by seeks lists
+/// every version once, newest first.
+fn three_threads_flag_one_keys_versions() {
+    let list = Arc::new(List::new(1 << 20, 512));
+    let inserter = |seqs: Vec<u64>| {
+        let list = list.clone();
+        shuttle::thread::spawn(move || {
+            for seq in seqs {
+                assert!(list.insert(b"k", seq, &seq.to_le_bytes()));
+                assert_eq!(list.get(b"k", seq).map(|(s, _)| s), Some(seq));
+            }
+        })
+    };
+    let threads = [inserter(vec![3]), inserter(vec![5, 1]), inserter(vec![4, 2])];
+    for t in threads {
+        t.join().unwrap();
+    }
+    list.check_version_flags();
+    let seqs: Vec<u64> = list.entries().into_iter().map(|(_, s)| s).collect();
+    assert_eq!(seqs, [5, 4, 3, 2, 1]);
+}
+
+#[test]
+fn version_flags_are_exact_after_racing_inserts() {
+    shuttle::check_random(three_threads_flag_one_keys_versions, ITERATIONS);
+    shuttle::check_pct(three_threads_flag_one_keys_versions, ITERATIONS, PCT_DEPTH);
 }

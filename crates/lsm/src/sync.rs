@@ -7,7 +7,9 @@
 //! real ones: std's atomics and parking_lot's locks.
 
 pub(crate) use parking_lot::{Condvar, Mutex};
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
+};
 
 /// How long [`spin_until`] spins on the CPU before it yields it, and how long it waits in all.
 const SPIN_NANOS: u64 = 2_000;

@@ -60,6 +60,12 @@ impl List {
         self.list.key_nodes().into_iter().map(<[u8]>::to_vec).collect()
     }
 
+    /// Panics unless every node's flags say exactly whether its key has older and newer
+    /// versions (once every insert has returned).
+    pub fn check_version_flags(&self) {
+        self.list.check_version_flags();
+    }
+
     /// Every entry in list order, as (user key, sequence).
     pub fn entries(&self) -> Vec<(Vec<u8>, u64)> {
         let mut out = Vec::new();

@@ -1,8 +1,10 @@
 //! `shale serve --appendfsync always` killed under load: clients pipeline SETs and record
-//! each one acknowledged; the server is SIGKILLed; restarted on the same store, it has every
-//! acknowledged key with its value. A last SIGTERM must shut it down cleanly (exit 0, the
-//! store closed). Verified with a client of its own over a raw socket, so the test needs
-//! nothing but the binary.
+//! each one acknowledged, while redis-benchmark (Debian's redis-tools, which `.ci/run`
+//! installs) pipelines SETs and INCRs over 100,000 keys of its own beside them; the server is
+//! SIGKILLed; restarted on the same store, it has every acknowledged key with its value. A
+//! last SIGTERM must shut it down cleanly (exit 0, the store closed). Verified with a client
+//! of its own over a raw socket; without redis-benchmark the test runs without that load and
+//! says so.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -143,6 +145,37 @@ fn verify(port: u16, acked: &[Vec<usize>]) {
     }
 }
 
+/// redis-benchmark loading the server until killed, where it is installed.
+struct Load(Option<Child>);
+
+impl Load {
+    fn start(port: u16) -> Load {
+        let spawned = Command::new("redis-benchmark")
+            .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+            .args(["-c", "20", "-P", "16", "-n", "100000000", "-r", "100000", "-t", "set,incr"])
+            .args(["-q"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        Load(spawned.ok())
+    }
+
+    /// Whether the load ran until now (it was started and has not exited).
+    fn running(&mut self) -> bool {
+        self.0.as_mut().is_some_and(|c| c.try_wait().unwrap().is_none())
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 #[test]
 fn every_acknowledged_set_survives_a_sigkill() {
     let dir = tempfile::tempdir().unwrap();
@@ -160,14 +193,25 @@ fn every_acknowledged_set_survives_a_sigkill() {
                 std::thread::spawn(move || write_until_killed(port, w, round, &stop))
             })
             .collect();
+        let mut load = Load::start(server.port);
         std::thread::sleep(WRITE_FOR);
-        // SIGKILL while the writers still write.
+        let loaded = load.running();
+        if load.0.is_none() {
+            println!("round {round}: redis-benchmark not installed: no load beside the writers");
+        } else {
+            assert!(loaded, "round {round}: redis-benchmark stopped before the kill");
+        }
+        // SIGKILL while the writers (and redis-benchmark) still write.
         server.child.kill().unwrap();
         server.child.wait().unwrap();
         stop.store(true, Ordering::Relaxed);
         let counts: Vec<usize> = writers.into_iter().map(|w| w.join().unwrap()).collect();
         assert!(counts.iter().sum::<usize>() > 0, "round {round}: nothing was acknowledged");
-        println!("round {round}: acknowledged {counts:?} before SIGKILL");
+        drop(load);
+        println!(
+            "round {round}: acknowledged {counts:?} before SIGKILL{}",
+            if loaded { ", redis-benchmark loading it" } else { "" }
+        );
         acked.push(counts);
     }
     let mut server = start(&db);

@@ -865,7 +865,7 @@ pub(crate) struct Cursor {
     list: std::sync::Arc<SkipList>,
     /// The current key node of `list` and the version of its user key the cursor is on;
     /// `None` when not on an entry.
-    at: Option<(NonNull<Node>, NonNull<Node>)>,
+    at: At,
 }
 
 // SAFETY: the cursor's node pointers are only a position in `list`, whose nodes are immutable

@@ -21,8 +21,10 @@ pub const MAX_CLIENTS_MAX: usize = 1_000_000;
 /// Worker threads of the runtime by default: half the machine's cores, at least one. The
 /// other half is for the engine's own threads (flush, compaction, async workers, WAL loggers)
 /// and the kernel's network work; more workers than that only take turns on the cores. On 2
-/// cores shared with redis-benchmark, one worker served pipelined GETs at 773k/s against 706k
-/// with two and unpipelined SETs at 87k/s against 67k (medians of 3, docs/serve.md).
+/// cores shared with redis-benchmark, one worker against two (medians of 3,
+/// `bench/results/2026-11-28-serve-versions/longer-runs.txt`): SETs 83k/s against 75k
+/// unpipelined and 588k against 469k pipelined, GETs 83k against 77k unpipelined, and
+/// pipelined GETs a tie (699k against 707k).
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }

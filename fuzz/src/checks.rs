@@ -97,7 +97,11 @@ pub fn scan_template() -> &'static [u8] {
         let capacity =
             8192 + 2 * layout.version_log_bytes + layout.wal_bytes + SCAN_SLOTS * layout.slot_bytes;
         let device = Arc::new(MemoryDevice::new(capacity, SCAN_SECTOR_BYTES).expect("device"));
-        let opts = VolumeOptions { layout, ..VolumeOptions::default() };
+        let opts = VolumeOptions {
+            layout,
+            engine: Some(shale_space::EngineKind::Lsm),
+            ..VolumeOptions::default()
+        };
         let volume = Volume::open(device.clone(), &opts).expect("create volume").volume;
         let mut live = Vec::new();
         for n in 0..SCAN_COMMITS {
@@ -220,12 +224,13 @@ pub fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     let object =
         |kind, payload: Vec<u8>, sector| LogObject { kind, lsn: 7, sn: 3, payload }.encode(sector);
     let header = Header {
-        format_version: shale_space::header::FORMAT_VERSION_SINGLE,
+        format_version: shale_space::header::FORMAT_VERSION,
         volume_id: *b"0123456789abcdef",
         layout: shale_space::Layout::new(&scan_layout(), 4096),
         created_unix_secs: 1_800_000_000,
         role: shale_space::Role::Single,
         partner_id: [0; 16],
+        engine: Some(shale_space::EngineKind::Lsm),
     };
     let template = scan_template();
     // The mirror A anchor sector, as a scan input: rewriting it unchanged must open fine.

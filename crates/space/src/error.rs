@@ -45,6 +45,14 @@ pub enum Error {
     /// Another handle holds the store ([`crate::StoreLock`]): read-write excludes everyone,
     /// read-only excludes writers.
     InUse(String),
+    /// The volume is the store of another engine than the one opening it (its format header
+    /// says which); nothing was written to it.
+    OtherEngine {
+        /// The engine whose store the volume is.
+        found: crate::EngineKind,
+        /// The engine that tried to open it.
+        expected: crate::EngineKind,
+    },
 }
 
 impl fmt::Display for Error {
@@ -65,6 +73,12 @@ impl fmt::Display for Error {
             Error::Stopped(s) => write!(f, "volume stopped after a failed write ({s}); reopen it"),
             Error::ReadOnly(s) => write!(f, "volume opened read-only: {s}"),
             Error::Tiers(s) => write!(f, "volumes do not form one store: {s}; nothing was written"),
+            Error::OtherEngine { found, expected } => write!(
+                f,
+                "this is {}, not {} (open it with the {found} engine); nothing was written to it",
+                found.a_store(),
+                expected.a_store()
+            ),
         }
     }
 }

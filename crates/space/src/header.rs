@@ -1,8 +1,9 @@
 //! The format header: what a volume is and how it is laid out.
 //!
-//! Written once, when the volume is created, in two copies (sector 0 of byte 0 and of byte
-//! 4096), and never rewritten, so no later crash can tear it. Everything else on the volume is
-//! found from it.
+//! Written when the volume is created, in two copies (sector 0 of byte 0 and of byte 4096),
+//! and otherwise only to repair a damaged copy from the valid one (`Volume`'s open, read-write
+//! only): a crash can tear at most the copy being written, and the other still names the same
+//! volume. Everything else on the volume is found from it.
 //!
 //! ```text
 //! offset size field                    notes
@@ -23,23 +24,30 @@
 //! 96     4    role                     u32 (format 2): 0 single, 1 fast, 2 capacity (`Role`)
 //! 100    16   partner volume id        (format 2) fast: its capacity volume's id;
 //!                                      capacity: its fast volume's id
-//! 116    12   reserved                 zero
+//! 116    4    engine kind              u32 (format 3): 1 lsm, 2 hash, 3 table (`EngineKind`)
+//! 120    8    reserved                 zero
 //! 128    ..   zero to the sector's end (not covered by the checksum)
 //! ```
-//! All integers are little-endian. Format 1 has zeros at 96..128 and is a single volume; a
-//! volume of a tiered store is written as format 2 (so a shale that predates tiers refuses it
-//! as newer rather than opening half a store), a single volume still as format 1.
+//! All integers are little-endian. Format 1 has zeros at 96..128 and is a single volume;
+//! format 2 added the role and partner (tiered stores); format 3 the engine kind. Every volume
+//! is now written as format 3, so a shale that cannot tell engines apart refuses it as newer
+//! rather than opening one engine's store with another (and wiping it). Formats 1 and 2 are
+//! still read: their engine kind is `None`, and the engines recognise them by their payloads
+//! (`engine_kind`'s module comment).
 
 use crate::codec::{PutLe, le_u32, le_u64};
+use crate::engine_kind::EngineKind;
 use crate::layout::Layout;
 use crate::tier::Role;
 
 /// First bytes of every header copy.
 pub const HEADER_MAGIC: &[u8; 8] = b"SHALEVOL";
 /// The newest format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
-/// The format version of a single volume (no tiers), which every shale reads.
-pub const FORMAT_VERSION_SINGLE: u32 = 1;
+pub const FORMAT_VERSION: u32 = 3;
+/// The first format version with a role and partner (tiered stores).
+pub const FORMAT_VERSION_TIERS: u32 = 2;
+/// The first format version with an engine kind.
+pub const FORMAT_VERSION_ENGINE_KIND: u32 = 3;
 /// Bytes of a header covered by its checksum, from the start of the copy.
 pub const HEADER_BYTES: usize = 128;
 
@@ -58,13 +66,8 @@ pub struct Header {
     pub role: Role,
     /// The other volume of a tiered store (zero for a single volume).
     pub partner_id: [u8; 16],
-}
-
-impl Header {
-    /// The format version a header of `role` is written with.
-    pub fn format_for(role: Role) -> u32 {
-        if role == Role::Single { FORMAT_VERSION_SINGLE } else { FORMAT_VERSION }
-    }
+    /// The engine whose store this is; `None` in a header older than format 3.
+    pub engine: Option<EngineKind>,
 }
 
 /// What one header copy turned out to be.
@@ -104,9 +107,13 @@ impl Header {
         ] {
             b.put_u64(v);
         }
-        if self.format_version >= 2 {
+        if self.format_version >= FORMAT_VERSION_TIERS {
             b.put_u32(self.role.code());
             b.extend_from_slice(&self.partner_id);
+        }
+        if self.format_version >= FORMAT_VERSION_ENGINE_KIND {
+            let kind = self.engine.expect("a format 3 header names its engine");
+            b.put_u32(kind.code());
         }
         b.resize(HEADER_BYTES, 0);
         let crc = crc32c::crc32c(&b[12..HEADER_BYTES]);
@@ -141,13 +148,21 @@ impl Header {
         if !layout.is_consistent() || le_u32(b, 20) != 0 {
             return HeaderCopy::Damaged;
         }
-        let (role, partner_id) = if format_version >= 2 {
+        let (role, partner_id) = if format_version >= FORMAT_VERSION_TIERS {
             match Role::from_code(le_u32(b, 96)) {
                 Some(role) => (role, b[100..116].try_into().unwrap()),
                 None => return HeaderCopy::Damaged,
             }
         } else {
             (Role::Single, [0; 16])
+        };
+        let engine = if format_version >= FORMAT_VERSION_ENGINE_KIND {
+            match EngineKind::from_code(le_u32(b, 116)) {
+                Some(kind) => Some(kind),
+                None => return HeaderCopy::Damaged,
+            }
+        } else {
+            None
         };
         HeaderCopy::Valid(Header {
             format_version,
@@ -156,6 +171,7 @@ impl Header {
             created_unix_secs: le_u64(b, 88),
             role,
             partner_id,
+            engine,
         })
     }
 }
@@ -167,42 +183,55 @@ mod tests {
 
     fn sample() -> Header {
         Header {
-            format_version: FORMAT_VERSION_SINGLE,
+            format_version: FORMAT_VERSION,
             volume_id: *b"0123456789abcdef",
             layout: Layout::new(&LayoutOptions::default(), 4096),
             created_unix_secs: 1_800_000_000,
             role: Role::Single,
             partner_id: [0; 16],
+            engine: Some(EngineKind::Lsm),
         }
     }
 
     fn tiered(role: Role) -> Header {
-        Header {
-            format_version: Header::format_for(role),
-            role,
-            partner_id: *b"fedcba9876543210",
-            ..sample()
-        }
+        Header { role, partner_id: *b"fedcba9876543210", ..sample() }
     }
 
     #[test]
     fn round_trip() {
-        let h = sample();
-        assert_eq!(Header::decode(&h.encode()), HeaderCopy::Valid(h));
+        for engine in EngineKind::ALL {
+            let h = Header { engine: Some(engine), ..sample() };
+            assert_eq!(Header::decode(&h.encode()), HeaderCopy::Valid(h));
+        }
         for role in [Role::Fast, Role::Capacity] {
             let h = tiered(role);
-            assert_eq!(h.format_version, 2);
             assert_eq!(Header::decode(&h.encode()), HeaderCopy::Valid(h));
         }
     }
 
-    /// A single volume is written exactly as before tiers (format 1, zeros past byte 96), so
-    /// a shale that predates tiers still opens it.
+    /// Volumes written before engine kinds still read, with no kind: format 1 (a single
+    /// volume, zeros past byte 96) and format 2 (a tiered one).
     #[test]
-    fn a_single_volume_keeps_format_one() {
-        let enc = sample().encode();
-        assert_eq!(le_u32(&enc, 12), 1);
+    fn older_formats_read_without_an_engine_kind() {
+        let v1 = Header { format_version: 1, engine: None, ..sample() };
+        let enc = v1.encode();
         assert!(enc[96..].iter().all(|&b| b == 0));
+        assert_eq!(Header::decode(&enc), HeaderCopy::Valid(v1));
+        let v2 = Header { format_version: 2, engine: None, ..tiered(Role::Fast) };
+        let enc = v2.encode();
+        assert!(enc[116..].iter().all(|&b| b == 0));
+        assert_eq!(Header::decode(&enc), HeaderCopy::Valid(v2));
+    }
+
+    #[test]
+    fn an_unknown_engine_kind_is_damaged() {
+        let mut enc = sample().encode();
+        for code in [0u32, 9] {
+            enc[116..120].copy_from_slice(&code.to_le_bytes());
+            let crc = crc32c::crc32c(&enc[12..HEADER_BYTES]);
+            enc[8..12].copy_from_slice(&crc.to_le_bytes());
+            assert_eq!(Header::decode(&enc), HeaderCopy::Damaged);
+        }
     }
 
     #[test]

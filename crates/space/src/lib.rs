@@ -7,11 +7,12 @@
 //! ```
 //! use std::sync::Arc;
 //! use shale_io::MemoryDevice;
-//! use shale_space::{Edit, LayoutOptions, Volume, VolumeOptions};
+//! use shale_space::{Edit, EngineKind, LayoutOptions, Volume, VolumeOptions};
 //!
 //! let device = Arc::new(MemoryDevice::new(16 << 20, 4096)?);
 //! let opts = VolumeOptions {
 //!     layout: LayoutOptions { slot_bytes: 1 << 20, version_log_bytes: 256 << 10, wal_bytes: 1 << 20 },
+//!     engine: Some(EngineKind::Lsm), // whose store a new volume is (its header says so)
 //!     ..VolumeOptions::default()
 //! };
 //! let volume = Volume::open(device.clone(), &opts)?.volume;
@@ -29,6 +30,7 @@
 mod allocator;
 mod codec;
 mod counters;
+mod engine_kind;
 mod error;
 pub mod header;
 mod layout;
@@ -43,11 +45,12 @@ mod volume_path;
 
 pub use allocator::SlotUsage;
 pub use counters::{ClassSnapshot, IoClass, VolumeQueue};
+pub use engine_kind::EngineKind;
 pub use error::{Error, Result};
 pub use layout::{AREA_ALIGN, HEADER_AREA_BYTES, Layout, LayoutOptions, VERSION_LOG_BYTES_MIN};
 pub use store_lock::StoreLock;
 pub use tier::{CAPACITY_ADDRESS_BIT, Role, Tier};
 pub use version_log::{LogState, Versions};
 pub use version_record::{BaseRecord, DeltaRecord, Extent};
-pub use volume::{CommitKind, Edit, Opened, Volume, VolumeOptions, hex};
+pub use volume::{CommitKind, DamagedCopy, Edit, Opened, Volume, VolumeOptions, hex};
 pub use volume_path::{VOLUME_FILE_NAME, volume_file};

@@ -123,6 +123,26 @@ pub(crate) struct VersionLog {
     /// one anchor torn or older (a crash between the two anchor writes, or a walk that passed
     /// a newer base than the anchors name), until the next trim rewrites both.
     anchors_current: bool,
+    /// Copies found damaged by recovery, with the good copy's bytes to write over them: what
+    /// [`VersionLog::repair`] writes on a read-write open, and what `shale check` reports.
+    damaged: Vec<Repair>,
+}
+
+/// One damaged copy of a mirrored sector run (an anchor, or an object of the live chain)
+/// whose other copy is valid.
+#[derive(Clone, Debug)]
+pub(crate) struct Repair {
+    /// What the copy is, for reports: "version log mirror A anchor", ...
+    pub(crate) what: String,
+    /// Device offset of the damaged copy.
+    pub(crate) offset: u64,
+    /// The valid copy's bytes, a whole number of sectors.
+    pub(crate) good: Vec<u8>,
+}
+
+/// A mirror's name in reports.
+fn mirror_name(m: usize) -> &'static str {
+    if m == 0 { "A" } else { "B" }
 }
 
 impl VersionLog {
@@ -173,6 +193,7 @@ impl VersionLog {
             held: vec![held; chunks],
             anchors_held: held,
             anchors_current,
+            damaged: Vec::new(),
         }
     }
 
@@ -187,10 +208,35 @@ impl VersionLog {
             .map(|m| queue.read_at(layout.mirror_offset(m), layout.version_log_bytes as usize))
             .collect::<shale_io::Result<_>>()?;
         let scan = Scan { layout: &layout, mirrors: &mirrors };
-        let (state, versions) = scan.recover()?;
+        let (state, versions, chain) = scan.recover()?;
         let anchors_current = scan.anchors_name(&state);
-        let log = VersionLog::assemble(layout, state, queue, device, true, anchors_current);
+        let damaged = scan.damaged_copies(&chain);
+        let mut log = VersionLog::assemble(layout, state, queue, device, true, anchors_current);
+        log.damaged = damaged;
         Ok((log, versions))
+    }
+
+    /// The damaged copies recovery found (each with a valid copy in the other mirror).
+    pub(crate) fn damaged(&self) -> &[Repair] {
+        &self.damaged
+    }
+
+    /// Rewrites every damaged copy recovery found from its valid copy, each durable before
+    /// the next. Only copies of the anchors and of the live chain are rewritten, with the
+    /// bytes recovery read from the other mirror, so a crash during a repair leaves that copy
+    /// torn (found and repaired again next time) and the valid one untouched.
+    ///
+    /// # Errors
+    /// The device's error for a write; the copies not yet rewritten stay damaged.
+    pub(crate) fn repair(&mut self) -> Result<usize> {
+        let mut repaired = 0;
+        for r in std::mem::take(&mut self.damaged) {
+            let buf = AlignedBuf::padded_copy(&r.good, self.sector as usize);
+            self.queue.write_at(r.offset, buf, true)?;
+            log::warn!("repaired {} at byte offset {} from the other mirror", r.what, r.offset);
+            repaired += 1;
+        }
+        Ok(repaired)
     }
 
     /// Ring bytes of chunk `c`.
@@ -436,6 +482,14 @@ struct Scan<'a> {
     mirrors: &'a [AlignedBuf],
 }
 
+/// Where one object of the live chain lies, and which mirror's copy recovery used.
+struct ChainSpan {
+    pos: u64,
+    used: u64,
+    lsn: u64,
+    from_b: bool,
+}
+
 /// Outcome of reading one position of the ring.
 enum Found {
     /// A valid object with the expected lsn, and the bytes it occupies.
@@ -501,7 +555,7 @@ impl Scan<'_> {
         found
     }
 
-    fn recover(&self) -> Result<(LogState, Versions)> {
+    fn recover(&self) -> Result<(LogState, Versions, Vec<ChainSpan>)> {
         let anchors = self.anchors();
         if anchors.is_empty() {
             return Err(Error::corruption(
@@ -519,8 +573,53 @@ impl Scan<'_> {
         Err(last_err.expect("at least one anchor was tried"))
     }
 
+    /// Copies of the anchors and of the live chain's objects (`chain`) that are damaged in
+    /// one mirror while the other holds a valid copy. Two valid anchors naming different
+    /// bases are no damage (a crash between the two anchor writes leaves that); an invalid
+    /// one is, whatever tore it.
+    fn damaged_copies(&self, chain: &[ChainSpan]) -> Vec<Repair> {
+        let sector = self.sector();
+        let mut found = Vec::new();
+        let anchor_ok = |m: usize| {
+            let sector_bytes = &self.mirrors[m][..sector];
+            matches!(LogObject::decode(sector_bytes, sector), Ok((obj, _))
+                if obj.kind == ObjectKind::WrapLeft && obj.payload.len() == 8)
+        };
+        for m in 0..MIRRORS {
+            let other = 1 - m;
+            if !anchor_ok(m) && anchor_ok(other) {
+                found.push(Repair {
+                    what: format!("version log mirror {} anchor", mirror_name(m)),
+                    offset: self.layout.mirror_offset(m),
+                    good: self.mirrors[other][..sector].to_vec(),
+                });
+            }
+        }
+        for span in chain {
+            let (good, bad) = if span.from_b { (1, 0) } else { (0, 1) };
+            let range = span.pos as usize..(span.pos + span.used) as usize;
+            if self.ring(good)[range.clone()] != self.ring(bad)[range.clone()] {
+                found.push(Repair {
+                    what: format!(
+                        "version log mirror {} object lsn {}",
+                        mirror_name(bad),
+                        span.lsn
+                    ),
+                    offset: self.layout.mirror_offset(bad) + sector as u64 + span.pos,
+                    good: self.ring(good)[range].to_vec(),
+                });
+            }
+        }
+        found
+    }
+
     /// Walks the chain from the base an anchor points at.
-    fn walk(&self, base_lsn: u64, base_sn: u64, base_pos: u64) -> Result<(LogState, Versions)> {
+    fn walk(
+        &self,
+        base_lsn: u64,
+        base_sn: u64,
+        base_pos: u64,
+    ) -> Result<(LogState, Versions, Vec<ChainSpan>)> {
         let ring_bytes = VersionLog::ring_bytes(self.layout);
         let sector = self.sector() as u64;
         if base_pos >= ring_bytes || base_pos % sector != 0 {
@@ -528,6 +627,7 @@ impl Scan<'_> {
         }
         let mut state = LogState { ring_bytes, ..LogState::default() };
         let mut versions = Versions::default();
+        let mut chain = Vec::new();
         let (mut pos, mut lsn, mut sn) = (base_pos, base_lsn, base_sn);
         let mut started = false;
         loop {
@@ -545,6 +645,7 @@ impl Scan<'_> {
                 Found::End => break,
             };
             state.repaired += u64::from(from_b);
+            chain.push(ChainSpan { pos, used, lsn, from_b });
             match obj.kind {
                 ObjectKind::Base => {
                     let expected = if started { sn.checked_add(1) } else { Some(base_sn) };
@@ -590,7 +691,7 @@ impl Scan<'_> {
         state.head = pos;
         state.next_lsn = lsn;
         self.check_no_later_object(lsn)?;
-        Ok((state, versions))
+        Ok((state, versions, chain))
     }
 
     /// The lsn after `lsn`; an lsn at its maximum can only come from damage (or forgery).

@@ -37,11 +37,12 @@ use shale_io::{AlignedBuf, DeviceRef, QueueExt, QueueOptions};
 
 use crate::allocator::{Allocator, SlotUsage};
 use crate::counters::{ClassSnapshot, IoClass, IoCounters, LazyLane, VolumeQueue};
+use crate::engine_kind::EngineKind;
 use crate::error::{Error, Result};
 use crate::header::{FORMAT_VERSION, Header, HeaderCopy};
 use crate::layout::{AREA_ALIGN, HEADER_AREA_BYTES, Layout, LayoutOptions, VERSION_LOG_BYTES_MIN};
 use crate::tier::{Role, Tier};
-use crate::version_log::{LogState, VersionLog, Versions};
+use crate::version_log::{LogState, Repair, VersionLog, Versions};
 use crate::version_record::{BaseRecord, DeltaRecord, Extent};
 
 /// How to open a volume.
@@ -55,6 +56,11 @@ pub struct VolumeOptions {
     pub grow_slots_min: u32,
     /// Slots a new volume file is pre-allocated with ([`Volume::open_path`] on a directory).
     pub initial_slots: u32,
+    /// The engine opening the volume: a new volume is created as its store, and a volume
+    /// whose header names another engine is refused with [`Error::OtherEngine`] before
+    /// anything is written. `None` opens a volume of any engine (tools that inspect) and
+    /// creates none.
+    pub engine: Option<EngineKind>,
 }
 
 impl Default for VolumeOptions {
@@ -64,13 +70,14 @@ impl Default for VolumeOptions {
             create_if_blank: true,
             grow_slots_min: 64,
             initial_slots: 64,
+            engine: None,
         }
     }
 }
 
 impl VolumeOptions {
-    /// A layout of a few MiB (64 KiB slots, 256 KiB version log mirrors, 1 MiB WAL area):
-    /// for examples and tests, not for data.
+    /// A layout of a few MiB (64 KiB slots, 256 KiB version log mirrors, 1 MiB WAL area),
+    /// creating lsm volumes: for examples and tests, not for data.
     pub fn small_for_tests() -> VolumeOptions {
         VolumeOptions {
             layout: LayoutOptions {
@@ -80,6 +87,7 @@ impl VolumeOptions {
             },
             grow_slots_min: 16,
             initial_slots: 16,
+            engine: Some(EngineKind::Lsm),
             ..VolumeOptions::default()
         }
     }
@@ -121,6 +129,28 @@ pub struct Opened {
     pub created: bool,
 }
 
+/// A redundant copy (a format header copy, a version log anchor or object in one mirror)
+/// that the open found damaged while its twin was valid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DamagedCopy {
+    /// Which copy: "format header copy B", "version log mirror A anchor", ...
+    pub what: String,
+    /// Device offset of the damaged copy (on the fast device; a capacity volume's header
+    /// copies say "capacity" in `what`).
+    pub offset: u64,
+    /// Whether the open rewrote it from the valid copy (read-write opens do; read-only
+    /// opens only report).
+    pub repaired: bool,
+}
+
+/// What reading both header copies found.
+pub(crate) struct HeaderRead {
+    /// The valid header, `None` for a blank device.
+    pub(crate) header: Option<Header>,
+    /// The copies to rewrite from the valid one (by copy index, 0 or 1).
+    pub(crate) damaged: Vec<usize>,
+}
+
 struct Inner {
     log: VersionLog,
     /// The slot map of each tier, by tier index.
@@ -145,6 +175,8 @@ pub struct Volume {
     read_only: bool,
     grow_slots_min: u32,
     inner: Mutex<Inner>,
+    /// Redundant copies found damaged at open (repaired, unless read-only).
+    damaged: Vec<DamagedCopy>,
 }
 
 impl std::fmt::Debug for Volume {
@@ -160,7 +192,8 @@ impl std::fmt::Debug for Volume {
 
 /// What the capacity device of a tiered open turned out to be.
 enum CapacityCopy {
-    Valid(Header),
+    /// A valid header, and its damaged copies (indexes) to repair.
+    Valid(Header, Vec<usize>),
     Blank,
 }
 
@@ -254,12 +287,13 @@ impl Volume {
     }
 
     /// Reads both header copies of `device`: the valid header, or `None` for a blank device
-    /// (or one whose creation was torn before either copy was complete).
+    /// (or one whose creation was torn before either copy was complete), and which copy is
+    /// damaged while the other is valid.
     pub(crate) fn read_header(
         device: &DeviceRef,
         read_only: bool,
         opts: &VolumeOptions,
-    ) -> Result<Option<Header>> {
+    ) -> Result<HeaderRead> {
         let info = device.info();
         if info.capacity < HEADER_AREA_BYTES {
             return Err(Error::InvalidArgument(format!(
@@ -274,7 +308,16 @@ impl Volume {
         let half = AREA_ALIGN as usize;
         let copies = [Header::decode(&area[..half]), Header::decode(&area[half..])];
         match copies {
-            [HeaderCopy::Valid(h), _] | [_, HeaderCopy::Valid(h)] => Ok(Some(h)),
+            [HeaderCopy::Valid(a), HeaderCopy::Valid(b)] => {
+                // Two valid copies that differ: only damage (or forgery) gives that, as
+                // both are written from one header. Copy A wins, as it always has.
+                let damaged = if a == b { Vec::new() } else { vec![1] };
+                Ok(HeaderRead { header: Some(a), damaged })
+            }
+            // One valid copy: the other was damaged, or creation was cut between the two
+            // copies (the version log was complete before copy A was written).
+            [HeaderCopy::Valid(h), _] => Ok(HeaderRead { header: Some(h), damaged: vec![1] }),
+            [_, HeaderCopy::Valid(h)] => Ok(HeaderRead { header: Some(h), damaged: vec![0] }),
             [HeaderCopy::Newer(found), _] | [_, HeaderCopy::Newer(found)] => {
                 Err(Error::NewerFormat { found, supported: FORMAT_VERSION })
             }
@@ -293,7 +336,7 @@ impl Volume {
                         why: "the device is blank and creating a volume was not allowed".into(),
                     });
                 }
-                Ok(None)
+                Ok(HeaderRead { header: None, damaged: Vec::new() })
             }
             [HeaderCopy::Damaged, HeaderCopy::Damaged] => {
                 Err(Error::corruption("format header, both copies", 0))
@@ -303,6 +346,60 @@ impl Volume {
                     .into(),
             }),
         }
+    }
+
+    /// Reads the format header of `device` without opening the volume: `None` for a blank
+    /// device. Tools use it to learn a store's engine before choosing how to open it.
+    ///
+    /// # Errors
+    /// As [`Volume::open_read_only`] for the header alone: [`Error::Foreign`],
+    /// [`Error::NewerFormat`], [`Error::Corruption`] (both copies damaged), [`Error::Io`].
+    pub fn peek_header(device: &DeviceRef) -> Result<Option<Header>> {
+        let any = VolumeOptions { create_if_blank: true, ..VolumeOptions::default() };
+        Ok(Self::read_header(device, false, &any)?.header)
+    }
+
+    /// Refuses a volume whose header names another engine than the one opening it.
+    fn check_engine(header: &Header, opts: &VolumeOptions) -> Result<()> {
+        match (header.engine, opts.engine) {
+            (Some(found), Some(expected)) if found != expected => {
+                Err(Error::OtherEngine { found, expected })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Rewrites the header copies `damaged` (indexes) of `device` from `header`, each
+    /// durable before the next; the valid copy is never written.
+    fn repair_header(
+        device: &DeviceRef,
+        header: &Header,
+        damaged: &[usize],
+        what: &str,
+        counters: &Arc<IoCounters>,
+    ) -> Result<Vec<DamagedCopy>> {
+        let mut found = Vec::new();
+        if damaged.is_empty() {
+            return Ok(found);
+        }
+        let mut q = Self::raw_queue(device, IoClass::Header, 0..HEADER_AREA_BYTES, counters)?;
+        let bytes = header.encode();
+        for &copy in damaged {
+            let offset = copy as u64 * AREA_ALIGN;
+            let buf = AlignedBuf::padded_copy(&bytes, header.layout.sector_bytes as usize);
+            q.write_at(offset, buf, true)?;
+            let name = if copy == 0 { "A" } else { "B" };
+            log::warn!(
+                "repaired {what}format header copy {name} of volume {}",
+                hex(&header.volume_id)
+            );
+            found.push(DamagedCopy {
+                what: format!("{what}format header copy {name}"),
+                offset,
+                repaired: true,
+            });
+        }
+        Ok(found)
     }
 
     fn open_as(
@@ -316,16 +413,18 @@ impl Volume {
         let lenient = VolumeOptions { create_if_blank: true, ..opts.clone() };
         let capacity = match capacity {
             Some(c) => {
-                let copy = match Self::read_header(&c, false, &lenient)? {
-                    Some(h) => CapacityCopy::Valid(h),
+                let read = Self::read_header(&c, false, &lenient)?;
+                let copy = match read.header {
+                    Some(h) => CapacityCopy::Valid(h, read.damaged),
                     None => CapacityCopy::Blank,
                 };
                 Some((c, copy))
             }
             None => None,
         };
-        let Some(header) = Self::read_header(&device, read_only, opts)? else {
-            if let Some((_, CapacityCopy::Valid(h))) = &capacity {
+        let read = Self::read_header(&device, read_only, opts)?;
+        let Some(header) = read.header else {
+            if let Some((_, CapacityCopy::Valid(h, _))) = &capacity {
                 return Err(Error::Tiers(format!(
                     "the fast device is blank but the capacity device holds the {} volume {} \
                      (of store {}): a new store needs a blank capacity device",
@@ -336,6 +435,7 @@ impl Volume {
             }
             return Self::create(device, capacity.map(|(c, _)| c), opts);
         };
+        Self::check_engine(&header, opts)?;
         match (header.role, &capacity) {
             (Role::Capacity, _) => Err(Error::Tiers(format!(
                 "volume {} is the capacity volume of store {}: open the store by its fast volume",
@@ -352,7 +452,7 @@ impl Volume {
                 hex(&header.volume_id),
                 hex(&header.partner_id)
             ))),
-            _ => Self::recover(device, header, capacity, opts, read_only),
+            _ => Self::recover(device, header, read.damaged, capacity, opts, read_only),
         }
     }
 
@@ -374,6 +474,13 @@ impl Volume {
         capacity: Option<DeviceRef>,
         opts: &VolumeOptions,
     ) -> Result<Opened> {
+        let Some(engine) = opts.engine else {
+            return Err(Error::InvalidArgument(
+                "a new volume needs the engine whose store it is (VolumeOptions::engine); \
+                 nothing was written"
+                    .into(),
+            ));
+        };
         opts.layout.validate()?;
         let info = device.info();
         let layout = Layout::new(&opts.layout, info.block_size);
@@ -404,18 +511,20 @@ impl Volume {
                     created_unix_secs: now,
                     role: Role::Capacity,
                     partner_id: fast_id,
+                    engine: Some(engine),
                 })
             }
             None => None,
         };
         let role = if capacity.is_some() { Role::Fast } else { Role::Single };
         let header = Header {
-            format_version: Header::format_for(role),
+            format_version: FORMAT_VERSION,
             volume_id: fast_id,
             layout,
             created_unix_secs: now,
             role,
             partner_id: capacity_header.as_ref().map_or([0; 16], |h| h.volume_id),
+            engine: Some(engine),
         };
         let counters = Arc::new(IoCounters::default());
         let log_area = layout.version_log_offset..layout.wal_offset;
@@ -444,7 +553,7 @@ impl Volume {
             tiers.push(tier);
             maps.push(map);
         }
-        let volume = Volume::assemble(tiers, opts, log, maps, false);
+        let volume = Volume::assemble(tiers, opts, log, maps, false, Vec::new());
         Ok(Opened { volume, versions: Versions::default(), created: true })
     }
 
@@ -485,6 +594,7 @@ impl Volume {
     fn recover(
         device: DeviceRef,
         header: Header,
+        header_damaged: Vec<usize>,
         capacity: Option<(DeviceRef, CapacityCopy)>,
         opts: &VolumeOptions,
         read_only: bool,
@@ -496,7 +606,7 @@ impl Volume {
         let counters = Arc::new(IoCounters::default());
         let log_area = layout.version_log_offset..layout.wal_offset;
         let log_queue = Self::raw_queue(&device, IoClass::VersionLog, log_area, &counters)?;
-        let (log, versions) = VersionLog::recover(layout, Box::new(log_queue), device.clone())?;
+        let (mut log, versions) = VersionLog::recover(layout, Box::new(log_queue), device.clone())?;
         let live = replay_extents(&versions, layout.slot_offset)?;
         let (fast_live, capacity_live): (Vec<Extent>, Vec<Extent>) =
             live.iter().partition(|e| e.tier == Tier::Fast);
@@ -516,11 +626,19 @@ impl Volume {
             })?;
         let mut tiers = vec![TierDevice { device, header: header.clone(), counters }];
         let mut maps = vec![slots];
+        let mut capacity_damaged = Vec::new();
         if let Some((c, copy)) = capacity {
+            if let CapacityCopy::Valid(_, damaged) = &copy {
+                capacity_damaged = damaged.clone();
+            }
             let (tier, map) = Self::recover_capacity(c, copy, &header, &capacity_live, read_only)?;
             tiers.push(tier);
             maps.push(map);
         }
+        // Every check passed: only now is anything written, and only to rewrite a damaged
+        // copy from its valid twin (P7: a damaged redundant copy is repaired, never carried).
+        let damaged =
+            Self::handle_damage(&tiers, &mut log, &header_damaged, &capacity_damaged, read_only)?;
         let s = log.state();
         log::info!(
             "opened volume {}: base SN {} + {} deltas, {} repaired copies, {} live slots, \
@@ -532,8 +650,66 @@ impl Volume {
             maps.iter().map(|m| m.usage().live).sum::<u32>(),
             started.elapsed()
         );
-        let volume = Volume::assemble(tiers, opts, log, maps, read_only);
+        let volume = Volume::assemble(tiers, opts, log, maps, read_only, damaged);
         Ok(Opened { volume, versions, created: false })
+    }
+
+    /// Reports the damaged copies the open found (header copies of each tier, version log
+    /// anchors and objects) and, on a read-write open, rewrites each from its valid copy.
+    fn handle_damage(
+        tiers: &[TierDevice],
+        log: &mut VersionLog,
+        header_damaged: &[usize],
+        capacity_damaged: &[usize],
+        read_only: bool,
+    ) -> Result<Vec<DamagedCopy>> {
+        let copy_name = |i: usize| if i == 0 { "A" } else { "B" };
+        if read_only {
+            let mut found: Vec<DamagedCopy> = Vec::new();
+            for (tier, damaged, what) in
+                [(0, header_damaged, ""), (1, capacity_damaged, "capacity ")]
+            {
+                if tier < tiers.len() {
+                    found.extend(damaged.iter().map(|&i| DamagedCopy {
+                        what: format!("{what}format header copy {}", copy_name(i)),
+                        offset: i as u64 * AREA_ALIGN,
+                        repaired: false,
+                    }));
+                }
+            }
+            found.extend(log.damaged().iter().map(|r: &Repair| DamagedCopy {
+                what: r.what.clone(),
+                offset: r.offset,
+                repaired: false,
+            }));
+            return Ok(found);
+        }
+        let mut found = Vec::new();
+        let fast = &tiers[0];
+        found.extend(Self::repair_header(
+            &fast.device,
+            &fast.header,
+            header_damaged,
+            "",
+            &fast.counters,
+        )?);
+        if let Some(cap) = tiers.get(1) {
+            found.extend(Self::repair_header(
+                &cap.device,
+                &cap.header,
+                capacity_damaged,
+                "capacity ",
+                &cap.counters,
+            )?);
+        }
+        let log_copies: Vec<DamagedCopy> = log
+            .damaged()
+            .iter()
+            .map(|r| DamagedCopy { what: r.what.clone(), offset: r.offset, repaired: true })
+            .collect();
+        log.repair()?;
+        found.extend(log_copies);
+        Ok(found)
     }
 
     /// Checks the capacity device against the fast volume's header and rebuilds its slot map
@@ -551,12 +727,13 @@ impl Volume {
                 // The crash came between the fast volume's creation and the capacity
                 // volume's header: nothing can be on it yet.
                 let h = Header {
-                    format_version: FORMAT_VERSION,
+                    format_version: fast.format_version,
                     volume_id: fast.partner_id,
                     layout: capacity_layout(fast.layout.slot_bytes, device.info().block_size),
                     created_unix_secs: fast.created_unix_secs,
                     role: Role::Capacity,
                     partner_id: fast.volume_id,
+                    engine: fast.engine,
                 };
                 return Self::finish_capacity(device, h, live);
             }
@@ -569,7 +746,7 @@ impl Volume {
                     hex(&fast.partner_id)
                 )));
             }
-            CapacityCopy::Valid(h) => h,
+            CapacityCopy::Valid(h, _) => h,
         };
         if header.role != Role::Capacity {
             return Err(Error::Tiers(format!(
@@ -614,13 +791,28 @@ impl Volume {
         log: VersionLog,
         slots: Vec<Allocator>,
         read_only: bool,
+        damaged: Vec<DamagedCopy>,
     ) -> Volume {
         Volume {
             tiers,
             read_only,
             grow_slots_min: opts.grow_slots_min.max(1),
             inner: Mutex::new(Inner { log, slots, stopped: None }),
+            damaged,
         }
+    }
+
+    /// The redundant copies the open found damaged while their twins were valid: format
+    /// header copies and version log anchors and objects of either mirror. A read-write open
+    /// has rewritten each from its valid copy (`repaired`); a read-only open only reports,
+    /// so `shale check` can say what a store lost of its redundancy.
+    pub fn damaged_copies(&self) -> &[DamagedCopy] {
+        &self.damaged
+    }
+
+    /// The engine the volume's header names, `None` for a volume written before format 3.
+    pub fn engine(&self) -> Option<EngineKind> {
+        self.tiers[0].header.engine
     }
 
     /// Gives back the storage of every free run (slots freed before a crash cut in after

@@ -121,7 +121,7 @@ impl Volume {
             open_device_at(fast, opts.create_if_blank, layout, opts.initial_slots, file)?;
         refuse_same_volume(fast, capacity)?;
         let lenient = VolumeOptions { create_if_blank: true, ..opts.clone() };
-        let new_store = Volume::read_header(&fast_device, false, &lenient)?.is_none();
+        let new_store = Volume::read_header(&fast_device, false, &lenient)?.header.is_none();
         if !new_store && !capacity.exists() {
             return Err(Error::Tiers(format!(
                 "the store at {} has a capacity volume, and {} does not exist",

@@ -5,7 +5,9 @@
 //! - every acknowledged commit is present, nothing after an unbegun one is (prefix, P1/P3);
 //! - the live extents are exactly the recovered commit's, and hold its data;
 //! - no slot is both free and live, none leaked, none pending;
-//! - recovery writes nothing, and opening the image again gives the same state;
+//! - recovery writes nothing but the repair of each copy the crash tore (one mirror's
+//!   anchor or object) from its valid twin, and opening the image again finds nothing to
+//!   repair and gives the same state;
 //! - work continued after recovery (giving back free storage, overwriting the torn tail)
 //!   survives crashes too; the version log gives back its ring behind each new base, and
 //!   those releases (unsynced zero writes on the simulated device) are crash points as well.
@@ -61,13 +63,26 @@ fn recover_and_check(
     let dev = SimDevice::from_image(image, sector, seed).unwrap();
     let opened = open(sim_ref(&dev), layout);
     if !opened.created {
-        assert_eq!(dev.writes(), 0, "recovery wrote to the device (seed {seed}, crash {crash_at})");
+        // Recovery writes nothing but the repair of a copy torn by the crash (one mirror's
+        // anchor or object, one header copy), one write per copy, from its valid twin.
+        let damaged = opened.volume.damaged_copies();
+        assert!(damaged.iter().all(|d| d.repaired), "seed {seed}, crash {crash_at}: {damaged:?}");
+        assert_eq!(
+            dev.writes(),
+            damaged.len() as u64,
+            "recovery wrote more than its repairs (seed {seed}, crash {crash_at}): {damaged:?}"
+        );
     }
     let n = check_recovered(&opened, record, crash_at, first_commit);
     let mut state = opened.volume.log_state();
     drop(opened);
     // A crash during (or right after) recovery: opening again must give the same state.
     let again = open(sim_ref(&dev), layout);
+    assert_eq!(
+        again.volume.damaged_copies(),
+        &[],
+        "a repaired copy was found damaged again (seed {seed}, crash {crash_at})"
+    );
     let again_state = durable_part(again.volume.log_state());
     state = durable_part(state);
     assert_eq!(again_state, state, "second recovery differs (seed {seed}, crash {crash_at})");

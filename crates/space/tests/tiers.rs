@@ -12,6 +12,7 @@ use shale_space::{Edit, Error, Extent, IoClass, LayoutOptions, Role, Tier, Volum
 fn opts() -> VolumeOptions {
     VolumeOptions {
         layout: LayoutOptions { slot_bytes: 4096, version_log_bytes: 64 << 10, wal_bytes: 8192 },
+        engine: Some(shale_space::EngineKind::Lsm),
         ..VolumeOptions::default()
     }
 }

@@ -26,6 +26,7 @@ fn options() -> VolumeOptions {
         },
         initial_slots: 16,
         grow_slots_min: 16,
+        engine: Some(shale_space::EngineKind::Lsm),
         ..VolumeOptions::default()
     }
 }

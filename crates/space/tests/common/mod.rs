@@ -23,7 +23,7 @@ pub fn tiny_layout() -> LayoutOptions {
 }
 
 pub fn options(layout: LayoutOptions) -> VolumeOptions {
-    VolumeOptions { layout, ..VolumeOptions::default() }
+    VolumeOptions { layout, engine: Some(shale_space::EngineKind::Lsm), ..VolumeOptions::default() }
 }
 
 /// What the workload knows after each acknowledged commit.

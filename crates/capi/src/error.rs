@@ -147,6 +147,7 @@ impl From<shale_lsm::Error> for Failure {
             E::Space(s) => space_status(s),
             E::InUse(_) => SHALE_IN_USE,
             E::ReadOnly(_) => SHALE_READ_ONLY,
+            E::NotLsmStore(_) => SHALE_NOT_A_STORE,
             _ => SHALE_INTERNAL,
         };
         Failure::new(status, e.to_string())
@@ -181,7 +182,7 @@ fn space_status(e: &shale_space::Error) -> shale_status {
     match e {
         E::Io(io) => io_status(io),
         E::Corruption { .. } => SHALE_CORRUPTION,
-        E::Foreign { .. } | E::NewerFormat { .. } => SHALE_NOT_A_STORE,
+        E::Foreign { .. } | E::NewerFormat { .. } | E::OtherEngine { .. } => SHALE_NOT_A_STORE,
         E::InUse(_) => SHALE_IN_USE,
         E::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
         E::NoSpace(_) => SHALE_NO_SPACE,

@@ -8,15 +8,18 @@
 //!    (opening a FIFO would block), so is a dangling symlink; a symlink is resolved.
 //! 2. With `--use_existing_db`: a store must be there (db_bench's "no store at PATH"), and the
 //!    store is opened without creating one ([`open`] with `create_if_blank` off).
-//! 3. Without it: the old store is destroyed by [`shale_lsm::destroy`], which takes the store
-//!    lock first and proves the file is a shale volume by its header; a directory holding
-//!    other files but no store, and a block device holding data, are refused.
+//! 3. Without it: the old store is destroyed ([`destroy`]), only if it is a store of the
+//!    benchmark's own engine: under the store lock, its header must prove it a shale volume
+//!    of that engine (a tool of one engine never replaces another engine's store); a
+//!    directory holding other files but no store, and a block device holding data, are
+//!    refused.
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use shale_lsm::sst::Compression;
 use shale_lsm::{Db, Options};
+use shale_space::EngineKind;
 
 /// Smallest slot a volume is laid out with when `--target_file_size_base` asks for small SSTs.
 const SLOT_BYTES_MIN: u64 = 64 << 10;
@@ -132,15 +135,16 @@ fn is_blank(path: &Path) -> Result<bool, Box<dyn std::error::Error>> {
     Ok(head.iter().all(|&b| b == 0))
 }
 
-/// Empties the store at `path` (a path from [`prepare`]) so a benchmark starts empty, through
-/// [`shale_lsm::destroy`]: a shale store not in use loses its volume file and WAL tail;
-/// anything else is refused untouched. A block device is never erased: a blank one is left
-/// for the open to lay out, one holding data (a store a first fill benchmark made, say) is
-/// refused.
+/// Empties the store at `path` (a path from [`prepare`]) so a benchmark of `engine` starts
+/// empty: a store of that engine not in use loses its volume file (an lsm store its WAL tail
+/// too, through [`shale_lsm::destroy`]); anything else, another engine's store included, is
+/// refused untouched. A block device is never erased: a blank one is left for the open to lay
+/// out, one holding data (a store a first fill benchmark made, say) is refused.
 ///
 /// # Errors
-/// The store is in use, or `path` is not a shale store or a blank device; each names the path.
-pub fn destroy(path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+/// The store is in use, or `path` is not a store of `engine` or a blank device; each names
+/// the path.
+pub fn destroy(path: &Path, engine: EngineKind) -> Result<(), Box<dyn std::error::Error>> {
     if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device()) {
         if is_blank(path)? {
             return Ok(());
@@ -151,7 +155,48 @@ pub fn destroy(path: &Path) -> Result<(), Box<dyn std::error::Error>> {
              an empty store cannot run twice on it: zero its first 8 KiB between runs)",
         ));
     }
-    shale_lsm::destroy(path).map_err(|e| PathError::new("emptying the store at", path, e).into())
+    let emptied = match engine {
+        EngineKind::Lsm => shale_lsm::destroy(path).map_err(Into::into),
+        other => destroy_volume_of(path, other),
+    };
+    emptied.map_err(|e| PathError::new("emptying the store at", path, e).into())
+}
+
+/// [`destroy`] for the hash and table engines, whose stores keep nothing outside the volume
+/// file that a benchmark makes (a table store's persistent-memory file is the caller's):
+/// under the store lock, the volume's header must name `engine` (or, for a volume older than
+/// format 3, its version log must hold that engine's payloads), then the file goes.
+fn destroy_volume_of(path: &Path, engine: EngineKind) -> Result<(), Box<dyn std::error::Error>> {
+    let volume = shale_space::volume_file(path);
+    if std::fs::symlink_metadata(&volume).is_err() {
+        return Ok(());
+    }
+    let _lock = shale_space::StoreLock::acquire(path)?;
+    let opts = shale_space::VolumeOptions {
+        engine: Some(engine),
+        create_if_blank: false,
+        ..Default::default()
+    };
+    let opened = shale_space::Volume::open_path_read_only(path, &opts, &Default::default())?;
+    if opened.volume.engine().is_none() {
+        // Older than format 3: each engine's payloads start with its magic.
+        let magic: &[u8] = if engine == EngineKind::Hash { b"SHHASH" } else { b"SHTABL" };
+        let v = &opened.versions;
+        let payloads = std::iter::once(&v.base.engine).chain(v.deltas.iter().map(|d| &d.engine));
+        let theirs = payloads.filter(|p| !p.is_empty()).any(|p| !p.starts_with(magic));
+        if theirs || opened.volume.layout().wal_bytes > 0 {
+            return Err(format!(
+                "{} is not {}; nothing was deleted",
+                path.display(),
+                engine.a_store()
+            )
+            .into());
+        }
+    }
+    drop(opened);
+    std::fs::remove_file(&volume)
+        .map_err(|e| PathError::new("removing the volume file", &volume, e))?;
+    Ok(())
 }
 
 /// A temporary directory for a run without `--db`, named in the error if it cannot be made.
@@ -454,7 +499,7 @@ impl TierArgs {
         if let Some(cap) = &self.capacity_path {
             let cap = prepare(cap, use_existing)?;
             if !use_existing {
-                destroy(&cap)?;
+                destroy(&cap, EngineKind::Lsm)?;
             }
             o.tiers.capacity_path = Some(cap);
         }
@@ -469,7 +514,7 @@ impl TierArgs {
 /// As [`destroy`].
 pub fn destroy_capacity(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
     match &o.tiers.capacity_path {
-        Some(cap) => destroy(cap),
+        Some(cap) => destroy(cap, EngineKind::Lsm),
         None => Ok(()),
     }
 }

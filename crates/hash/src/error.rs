@@ -97,7 +97,13 @@ impl std::error::Error for Error {
 
 impl From<shale_space::Error> for Error {
     fn from(e: shale_space::Error) -> Error {
-        Error::Space(e)
+        match e {
+            shale_space::Error::OtherEngine { found, .. } => Error::NotHashStore(format!(
+                "this is {}; nothing was written to it",
+                found.a_store()
+            )),
+            other => Error::Space(other),
+        }
     }
 }
 

@@ -221,6 +221,7 @@ impl HashOptions {
             create_if_blank: self.create_if_missing,
             grow_slots_min: 4,
             initial_slots: 4,
+            engine: Some(shale_space::EngineKind::Hash),
         }
     }
 }

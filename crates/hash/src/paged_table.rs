@@ -582,6 +582,7 @@ mod tests {
             create_if_blank: true,
             grow_slots_min: 4,
             initial_slots: 4,
+            engine: Some(shale_space::EngineKind::Hash),
         };
         Arc::new(Volume::open(Arc::new(dev), &opts).unwrap().volume)
     }

@@ -13,10 +13,14 @@
 //!    else (a FIFO, whose open would block, a character device, a socket).
 //! 2. Take the store lock, as [`crate::Db::open`] takes it, so a store open anywhere is
 //!    [`Error::InUse`] and stays untouched.
-//! 3. Prove the file is a shale volume: one of its two format-header copies must decode as a
-//!    valid header of a format this build reads (the space layer's [`Header::decode`]).
-//! 4. Remove the volume file, then the store's WAL tail in `/dev/shm` (named after the volume
-//!    id read in stage 3). The volume goes first: should the process die in between, what
+//! 3. Prove the file is an lsm store: one of its two format-header copies must decode as a
+//!    valid header of a format this build reads (the space layer's [`Header::decode`]), and
+//!    name the lsm engine (a volume older than format 3, which names none, must not hold
+//!    another engine's version log). A hash or table store is refused: a tool of one engine
+//!    never replaces another engine's store.
+//! 4. Remove the volume file, then this store instance's WAL tail in `/dev/shm` (named after
+//!    the volume id read in stage 3 and the volume file's instance id, so a copy's or the
+//!    original's tail stays). The volume goes first: should the process die in between, what
 //!    remains is an orphaned tail of a volume that no longer exists, never a volume whose
 //!    unsynced writes were thrown away while it survived.
 //!
@@ -32,11 +36,8 @@ use shale_space::header::{Header, HeaderCopy};
 use shale_space::{AREA_ALIGN, HEADER_AREA_BYTES, VOLUME_FILE_NAME};
 
 use crate::error::{Error, Result};
-use crate::wal::tail::tail_path;
-use shale_space::StoreLock;
-
-/// Where [`crate::WalTail::Shm`], the default, keeps a store's WAL tail.
-const SHM_DIR: &str = "/dev/shm";
+use crate::wal::tail::{SHM_DIR, TailOwner, tail_path};
+use shale_space::{EngineKind, StoreLock};
 /// First bytes of a WAL tail file (`wal/tail.rs`'s layout): a file in `/dev/shm` is removed
 /// only if it starts with them.
 const TAIL_MAGIC: &[u8; 8] = b"SHALTAIL";
@@ -69,8 +70,39 @@ pub fn destroy(path: &Path) -> Result<()> {
     };
     let _lock = StoreLock::acquire(path)?;
     let header = read_header(&volume)?;
+    refuse_other_engine(&volume, &header)?;
+    let owner = TailOwner {
+        volume_id: header.volume_id,
+        instance_id: Some(shale_space::instance_id(&volume)?),
+    };
     std::fs::remove_file(&volume).map_err(|e| io_error(&volume, "removing the volume file", e))?;
-    remove_tail(&tail_path(Path::new(SHM_DIR), &header.volume_id))
+    remove_tail(&tail_path(Path::new(SHM_DIR), &owner))
+}
+
+/// Stage 3's second half: a volume of another engine is refused, named by its kind.
+fn refuse_other_engine(volume: &Path, header: &Header) -> Result<()> {
+    let found = match header.engine {
+        Some(kind) => kind,
+        // Older than format 3: the version log says (the lsm engine's own recovery check).
+        None => {
+            let opts = shale_space::VolumeOptions { engine: None, ..Default::default() };
+            let opened =
+                shale_space::Volume::open_path_read_only(volume, &opts, &Default::default())?;
+            match crate::db::refuse_other_engine(&opened.versions, &opened.volume.layout()) {
+                Ok(()) => EngineKind::Lsm,
+                Err(_) => EngineKind::Hash,
+            }
+        }
+    };
+    if found != EngineKind::Lsm {
+        return Err(Error::NotLsmStore(format!(
+            "{} is {}, not an lsm store; nothing was deleted (destroy it with its own engine's \
+             tools)",
+            volume.display(),
+            found.a_store()
+        )));
+    }
+    Ok(())
 }
 
 /// Stage 1: the volume file `path` names, or `None` if there is nothing to destroy. Only file
@@ -383,9 +415,15 @@ mod tests {
     fn the_wal_tail_left_by_a_crash_goes_with_its_store() {
         let dir = tempfile::tempdir().unwrap();
         make_store(dir.path());
-        let id = read_header(&dir.path().join(VOLUME_FILE_NAME)).unwrap().volume_id;
-        // What a killed process leaves in /dev/shm: a tail named after the volume id.
-        let tail = tail_path(Path::new(SHM_DIR), &id);
+        let volume = dir.path().join(VOLUME_FILE_NAME);
+        let id = read_header(&volume).unwrap().volume_id;
+        // What a killed process leaves in /dev/shm: a tail named after the volume id and
+        // the volume file's instance.
+        let owner = TailOwner {
+            volume_id: id,
+            instance_id: Some(shale_space::instance_id(&volume).unwrap()),
+        };
+        let tail = tail_path(Path::new(SHM_DIR), &owner);
         if std::fs::write(&tail, [&TAIL_MAGIC[..], &[0u8; 56]].concat()).is_err() {
             eprintln!("skipped: {SHM_DIR} is not writable here");
             return;

@@ -31,6 +31,9 @@ pub enum Error {
     /// [`crate::Db::open_read_only`], or a read-write open of a store on a read-only file
     /// system.
     ReadOnly(String),
+    /// The volume is another engine's store (a hash or table store: its format header, or
+    /// for a volume older than format 3 its version log, says so); nothing was written to it.
+    NotLsmStore(String),
 }
 
 impl fmt::Display for Error {
@@ -47,6 +50,7 @@ impl fmt::Display for Error {
             Error::Space(e) => write!(f, "{e}"),
             Error::InUse(s) => write!(f, "store in use: {s}"),
             Error::ReadOnly(s) => write!(f, "read-only: {s}"),
+            Error::NotLsmStore(s) => write!(f, "not an lsm store: {s}"),
         }
     }
 }
@@ -86,6 +90,10 @@ impl From<shale_space::Error> for Error {
             shale_space::Error::Stopped(s) => Error::Stopped(s),
             shale_space::Error::ReadOnly(s) => Error::ReadOnly(s),
             shale_space::Error::InUse(s) => Error::InUse(s),
+            shale_space::Error::OtherEngine { found, .. } => Error::NotLsmStore(format!(
+                "this is {}; nothing was written to it",
+                found.a_store()
+            )),
             other => Error::Space(other),
         }
     }

@@ -449,6 +449,9 @@ impl Options {
     /// from the options where `volume.layout.wal_bytes` is 0.
     pub fn volume_options(&self) -> VolumeOptions {
         let mut v = self.volume.clone();
+        // Whatever the caller's volume options say, a volume the lsm engine makes is an lsm
+        // store, and it opens no other engine's.
+        v.engine = Some(shale_space::EngineKind::Lsm);
         if v.layout.wal_bytes == 0 {
             v.layout.wal_bytes = self.derived_wal_bytes();
         }

@@ -343,7 +343,8 @@ fn pipelined_sync_appends_never_acknowledge_a_write_after_a_hole() {
 /// records (a group is 84 KiB), so that groups are deferred and freed unwritten, written out
 /// when the ring fills (a sealed one, or the active one), and written out by sync appends.
 const TAIL_RING: u64 = 160 << 10;
-const TAIL_VOLUME: [u8; 16] = *b"tail-enumeration";
+const TAIL_VOLUME: shale_lsm::wal::tail::TailOwner =
+    shale_lsm::wal::tail::TailOwner { volume_id: *b"tail-enumeration", instance_id: None };
 
 /// A process crash's view at one instant: the device's write count and the tail's bytes.
 struct Moment {

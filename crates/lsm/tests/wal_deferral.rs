@@ -98,10 +98,13 @@ fn after_a_group_with_a_sync_the_next_writes_its_pages_as_they_fill() {
     let l = opened.volume.layout();
     let layout = WalLayout::new(l.wal_offset, 260 * 4096, 3).unwrap();
     let queue = opened.volume.queue(IoClass::Wal, &QueueOptions::default()).unwrap();
-    let (tail, _) =
-        TailLog::open(&WalTail::Memory(MemoryTail::new()), b"wal-deferral-tst", 1 << 20)
-            .unwrap()
-            .unwrap();
+    let (tail, _) = TailLog::open(
+        &WalTail::Memory(MemoryTail::new()),
+        &shale_lsm::wal::tail::TailOwner { volume_id: *b"wal-deferral-tst", instance_id: None },
+        1 << 20,
+    )
+    .unwrap()
+    .unwrap();
     let meta = WalMeta::empty(3, layout.pages_per_group);
     let device = opened.volume.device().clone();
     let mut wal = WalWriter::new(layout, Box::new(queue), device, meta).with_tail(Some(tail));

@@ -29,6 +29,12 @@ create_exception!(shale, InUse, Error, "The store is open already, in this proce
 create_exception!(shale, Stopped, Error, "An earlier failed write stopped the store: reopen it.");
 create_exception!(shale, ReadOnly, Error, "A write on a store that only reads.");
 create_exception!(shale, Closed, Error, "A call on a closed Db, or through a released Snapshot.");
+create_exception!(
+    shale,
+    NotAStore,
+    Error,
+    "The path holds no lsm store: another engine's store, a newer format, or foreign data. Nothing was written to it."
+);
 
 /// The Python exception for an error of the engine: its class by variant, its message the
 /// engine's own.
@@ -44,6 +50,12 @@ pub fn to_py(e: shale_lsm::Error) -> PyErr {
         E::Stopped(_) => Stopped::new_err(msg),
         E::InUse(_) => InUse::new_err(msg),
         E::ReadOnly(_) => ReadOnly::new_err(msg),
+        E::NotLsmStore(_) => NotAStore::new_err(msg),
+        E::Space(
+            shale_space::Error::Foreign { .. }
+            | shale_space::Error::NewerFormat { .. }
+            | shale_space::Error::OtherEngine { .. },
+        ) => NotAStore::new_err(msg),
         // Space errors that map to none of the above, and variants added later.
         _ => Error::new_err(msg),
     }
@@ -62,5 +74,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Stopped", py.get_type::<Stopped>())?;
     m.add("ReadOnly", py.get_type::<ReadOnly>())?;
     m.add("Closed", py.get_type::<Closed>())?;
+    m.add("NotAStore", py.get_type::<NotAStore>())?;
     Ok(())
 }

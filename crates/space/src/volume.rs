@@ -177,6 +177,9 @@ pub struct Volume {
     inner: Mutex<Inner>,
     /// Redundant copies found damaged at open (repaired, unless read-only).
     damaged: Vec<DamagedCopy>,
+    /// The identity of the fast volume's file or block device (`instance`), for a volume
+    /// opened by path; `None` for a device given directly.
+    instance: Option<[u8; 16]>,
 }
 
 impl std::fmt::Debug for Volume {
@@ -799,7 +802,19 @@ impl Volume {
             grow_slots_min: opts.grow_slots_min.max(1),
             inner: Mutex::new(Inner { log, slots, stopped: None }),
             damaged,
+            instance: None,
         }
+    }
+
+    /// The identity of this copy of the store ([`crate::instance_id`] of its fast volume's
+    /// file or block device), for state kept outside the volume: `None` for a volume opened
+    /// on a device directly rather than by path.
+    pub fn instance_id(&self) -> Option<[u8; 16]> {
+        self.instance
+    }
+
+    pub(crate) fn set_instance(&mut self, id: [u8; 16]) {
+        self.instance = Some(id);
     }
 
     /// The redundant copies the open found damaged while their twins were valid: format

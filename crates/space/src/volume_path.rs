@@ -50,7 +50,7 @@ impl Volume {
         }
         let layout = Layout::new(&opts.layout, shale_io::FILE_BLOCK_SIZE);
         let device = open_device_at(path, opts.create_if_blank, layout, opts.initial_slots, file)?;
-        Volume::open(device, opts)
+        with_instance(Volume::open(device, opts)?, path)
     }
 
     /// Opens the volume at `path` for a read-write handle under the store lock, as the hash
@@ -133,7 +133,7 @@ impl Volume {
         let create = new_store && opts.create_if_blank;
         let capacity_device =
             open_device_at(capacity, create, cap_layout, opts.initial_slots, file)?;
-        Volume::open_tiered(fast_device, capacity_device, opts)
+        with_instance(Volume::open_tiered(fast_device, capacity_device, opts)?, fast)
     }
 
     /// [`Volume::open_path_tiered`] without writing anything, as
@@ -150,7 +150,7 @@ impl Volume {
         refuse_same_volume(fast, capacity)?;
         let fast_device = open_device_read_only_at(fast, file)?;
         let capacity_device = open_device_read_only_at(capacity, file)?;
-        Volume::open_tiered_read_only(fast_device, capacity_device, opts)
+        with_instance(Volume::open_tiered_read_only(fast_device, capacity_device, opts)?, fast)
     }
 
     /// Opens the volume at `path` (a directory holding a volume file, a volume file or a block
@@ -166,8 +166,16 @@ impl Volume {
         file: &FileOptions,
     ) -> Result<Opened> {
         let device = open_device_read_only_at(path, file)?;
-        Volume::open_read_only(device, opts)
+        with_instance(Volume::open_read_only(device, opts)?, path)
     }
+}
+
+/// Records the identity of the volume file at `path` (a store directory or the file itself)
+/// in the opened volume.
+fn with_instance(mut opened: Opened, path: &Path) -> Result<Opened> {
+    let id = crate::instance::instance_id(&volume_file(path))?;
+    opened.volume.set_instance(id);
+    Ok(opened)
 }
 
 /// Opens the device of the volume at `path`: a directory (made if missing and `create`)

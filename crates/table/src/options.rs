@@ -173,6 +173,7 @@ impl TableOptions {
             create_if_blank: self.create_if_missing,
             grow_slots_min: 4,
             initial_slots: 4,
+            engine: Some(shale_space::EngineKind::Table),
         }
     }
 }

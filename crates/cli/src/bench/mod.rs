@@ -309,7 +309,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
         (None, None) => unreachable!("a temporary directory exists without --db"),
     };
     if !args.use_existing_db {
-        crate::store::destroy(&path)?;
+        crate::store::destroy(&path, shale_space::EngineKind::Lsm)?;
     }
     args.tiers.prepare(&mut plan.options, args.use_existing_db)?;
     let open = || crate::store::open(&path, plan.options.clone(), args.use_existing_db);
@@ -340,7 +340,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
                 if let Some(old) = db.take() {
                     old.close()?;
                 }
-                crate::store::destroy(&path)?;
+                crate::store::destroy(&path, shale_space::EngineKind::Lsm)?;
                 crate::store::destroy_capacity(&plan.options)?;
                 db = Some(open()?);
             }

@@ -250,7 +250,11 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut paths = Vec::with_capacity(args.paths.len());
     for p in &args.paths {
         let path = crate::store::prepare(p, false)?;
-        crate::store::destroy(&path)?;
+        let engine = match args.engine {
+            EngineArg::Hash => shale_space::EngineKind::Hash,
+            EngineArg::Lsm => shale_space::EngineKind::Lsm,
+        };
+        crate::store::destroy(&path, engine)?;
         paths.push(path);
     }
     let mut csv = match &args.csv {

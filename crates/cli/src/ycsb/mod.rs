@@ -371,7 +371,7 @@ fn run_lsm(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> {
         (None, None) => unreachable!("a temporary directory exists without --db"),
     };
     if !args.use_existing_db {
-        crate::store::destroy(&path)?;
+        crate::store::destroy(&path, shale_space::EngineKind::Lsm)?;
     }
     args.tiers.prepare(&mut options, args.use_existing_db)?;
     let db = crate::store::open(&path, options, args.use_existing_db)?;

@@ -94,9 +94,8 @@ fn empty_store(dir: &Path, pmem: &Path) -> Result<(), Error> {
         )
         .into());
     }
-    for n in &names {
-        std::fs::remove_file(dir.join(n))?;
-    }
+    // The volume goes only if it is a table store's (another engine's is refused untouched).
+    crate::store::destroy(dir, shale_space::EngineKind::Table)?;
     match std::fs::remove_file(pmem) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
         _ => Ok(()),

@@ -68,6 +68,7 @@ mod pool;
 mod published;
 mod read_only;
 mod recovery;
+pub(crate) use recovery::refuse_other_engine;
 mod tier_head;
 mod tuner_thread;
 mod write_group;

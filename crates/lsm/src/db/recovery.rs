@@ -140,11 +140,14 @@ impl Db {
             meta.generation = generation;
         }
         // The WAL tail: records of writes without sync whose pages had not completed.
-        let volume_id = &volume.header().volume_id;
+        let owner = crate::wal::tail::TailOwner {
+            volume_id: volume.header().volume_id,
+            instance_id: volume.instance_id(),
+        };
         let (tail, tail_records) = if read_only {
-            (None, TailLog::read_records(&opts.wal_tail, volume_id)?)
+            (None, TailLog::read_records(&opts.wal_tail, &owner)?)
         } else {
-            match TailLog::open(&opts.wal_tail, volume_id, wal_tail_ring_bytes(&opts))? {
+            match TailLog::open(&opts.wal_tail, &owner, wal_tail_ring_bytes(&opts))? {
                 Some((t, records)) => (Some(t), records),
                 None => (None, Vec::new()),
             }
@@ -389,29 +392,27 @@ fn insert_replayed(
 /// a volume holding one is that engine's store.
 const HASH_ENGINE_MAGIC: &[u8] = b"SHHASH";
 
-/// Refuses a volume of another engine: one whose version log holds the hash engine's
-/// payloads, or that has no WAL area (the lsm engine always gives its volumes one; the hash
-/// engine never does).
+/// Refuses a volume of another engine written before format 3 put the engine in the header
+/// (the space layer refuses a newer one before recovery): one whose version log holds the
+/// hash engine's payloads, or that has no WAL area (the lsm engine always gives its volumes
+/// one; the hash and table engines never do).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] saying what the volume holds.
-fn refuse_other_engine(
+/// [`Error::NotLsmStore`] saying what the volume holds.
+pub(crate) fn refuse_other_engine(
     versions: &shale_space::Versions,
     layout: &shale_space::Layout,
 ) -> Result<()> {
     let payloads =
         std::iter::once(&versions.base.engine).chain(versions.deltas.iter().map(|d| &d.engine));
     if payloads.into_iter().any(|p| p.starts_with(HASH_ENGINE_MAGIC)) {
-        return Err(Error::InvalidArgument(
-            "the volume holds a hash-engine store (shale-hash), not an lsm store; nothing was \
-             written to it"
-                .into(),
+        return Err(Error::NotLsmStore(
+            "the volume holds a hash-engine store (shale-hash); nothing was written to it".into(),
         ));
     }
     if layout.wal_bytes == 0 {
-        return Err(Error::InvalidArgument(
-            "the volume has no WAL area, so it is not an lsm store (a hash-engine or table store?); \
-             nothing was written to it"
+        return Err(Error::NotLsmStore(
+            "the volume has no WAL area (a hash-engine or table store?); nothing was written to it"
                 .into(),
         ));
     }

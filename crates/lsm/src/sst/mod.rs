@@ -77,6 +77,7 @@ pub(crate) fn duplicate_error(e: &Error) -> Error {
         Error::Stopped(s) => Error::Stopped(s.clone()),
         Error::InUse(s) => Error::InUse(s.clone()),
         Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
+        Error::NotLsmStore(s) => Error::NotLsmStore(s.clone()),
         // The space layer's leftover variants (foreign or newer volumes) never come out of
         // block reads; keep the message if one ever does.
         Error::Space(s) => Error::Io(shale_io::Error::Unsupported(s.to_string())),

@@ -18,12 +18,13 @@
 //! ```text
 //! offset size field
 //! 0      8    magic b"SHALTAIL"
-//! 8      4    format version (1)
+//! 8      4    format version (2; 1 had zeros for the instance id)
 //! 12     4    ring bytes R
 //! 16     16   volume id: a tail is only ever read back for the volume that wrote it
 //! 32     8    start: logical offset of the oldest record still needed
 //! 40     8    end: logical offset just past the newest complete record
-//! 48     16   zero
+//! 48     16   instance id of the store's volume file (`shale_space::instance_id`; zero for
+//!             a store opened on a device directly)
 //! 64     R    the ring: logical offset p lies at 64 + p % R; a record may wrap around
 //!
 //! record: length u32 | crc32c u32 of (length, payload) | payload (one WAL record)
@@ -32,12 +33,17 @@
 //! killed at any instruction leaves `[start, end)` holding complete records only. `start` and
 //! `end` are aligned 8-byte stores, never torn.
 //!
-//! The tail file is named after the volume id, so two copies of one volume (a `cp` of a store)
-//! name the same tail. A read-write store holds an exclusive OFD lock on its tail file while
+//! One store instance, one tail (P7). The tail file is named after the volume id and the
+//! instance id of the store's volume file (`shale-<volume id>-<instance id>.tail`): a rename
+//! of the store keeps its file and so its tail, while a copy (`cp -a`, rsync, a restore from
+//! a backup) is a new file, so it neither reads nor removes the original's tail. A copy of a
+//! crashed store therefore opens as after a machine crash (its synced writes, P1), and says
+//! in a warning that it left another instance's tail alone. A tail of format 1, named after
+//! the volume id alone by a shale before instance ids, is adopted by the first read-write
+//! open of its volume (renamed and stamped), as that shale would have replayed it.
+//! A read-write store holds an exclusive OFD lock on its tail file while
 //! it has it mapped (the store lock's kind, `shale_space::store_lock`), and removes it only while
-//! holding that lock; a second store finding it locked is refused (`Error::InUse`: it could
-//! neither replay the records nor share the file), so a copy opened beside its original needs
-//! a tail of its own (`WalTail::Dir`) or none (`WalTail::Off`). A file at the tail's name that
+//! holding that lock; a second store finding it locked is refused (`Error::InUse`). A file at the tail's name that
 //! is not this volume's tail (no magic, or another volume id) is never resized or formatted:
 //! the open is refused and the file is left as it was. A read-only open takes the tail's
 //! lock shared, and skips a tail a writer holds (that writer is a copy's: this volume's own
@@ -53,10 +59,13 @@ use crate::error::{Error, Result};
 use shale_space::store_lock::{Mode, lock};
 
 const MAGIC: &[u8; 8] = b"SHALTAIL";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The format before instance ids: read, and adopted by a read-write open.
+const VERSION_WITHOUT_INSTANCE: u32 = 1;
 const HEADER_BYTES: u64 = 64;
 const START_AT: usize = 32;
 const END_AT: usize = 40;
+const INSTANCE_AT: usize = 48;
 /// Bytes before a record's payload: its length and checksum.
 pub const RECORD_HEADER_BYTES: usize = 8;
 /// Smallest ring of a new tail: room for what arrives while page writes wait behind
@@ -76,12 +85,14 @@ pub const CHUNK_BYTES: u64 = 2 << 20;
 /// Where a store keeps the records of unsynced writes until their WAL pages complete.
 #[derive(Clone, Debug, Default)]
 pub enum WalTail {
-    /// A file in `/dev/shm` named after the volume id (the default). Where `/dev/shm` cannot
-    /// be used the store falls back to [`WalTail::Off`] and logs a warning.
+    /// A file in `/dev/shm` named after the volume id and the store's instance (the default).
+    /// Where `/dev/shm` cannot be used the store falls back to [`WalTail::Off`] and logs a
+    /// warning.
     #[default]
     Shm,
-    /// A file in this directory, named after the volume id. Any file system works; on a
-    /// disk-backed one the tail also reaches the disk now and then (not needed for P2).
+    /// A file in this directory, named after the volume id and the store's instance. Any
+    /// file system works; on a disk-backed one the tail also reaches the disk now and then
+    /// (not needed for P2).
     Dir(PathBuf),
     /// Memory shared inside this process: for tests that simulate a crash of the process by
     /// reopening with [`MemoryTail::crash_copy`].
@@ -218,10 +229,88 @@ impl std::fmt::Debug for TailLog {
     }
 }
 
-/// The file a tail of volume `id` uses in `dir`.
-pub fn tail_path(dir: &Path, volume_id: &[u8; 16]) -> PathBuf {
-    let hex: String = volume_id.iter().map(|b| format!("{b:02x}")).collect();
-    dir.join(format!("shale-{hex}.tail"))
+/// Which store a tail belongs to: its volume id, and the instance id of its volume file
+/// (`None` for a store opened on a device directly, which no copy can share).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TailOwner {
+    /// The volume id, from the format header.
+    pub volume_id: [u8; 16],
+    /// [`shale_space::instance_id`] of the store's volume file.
+    pub instance_id: Option<[u8; 16]>,
+}
+
+impl TailOwner {
+    /// The instance id as the header stores it.
+    fn instance_bytes(&self) -> [u8; 16] {
+        self.instance_id.unwrap_or([0; 16])
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The file the tail of `owner` uses in `dir`.
+pub fn tail_path(dir: &Path, owner: &TailOwner) -> PathBuf {
+    match &owner.instance_id {
+        Some(instance) => {
+            dir.join(format!("shale-{}-{}.tail", hex(&owner.volume_id), hex(instance)))
+        }
+        None => legacy_tail_path(dir, &owner.volume_id),
+    }
+}
+
+/// The name a tail of volume `volume_id` had before instance ids (and still has for a store
+/// opened on a device directly).
+fn legacy_tail_path(dir: &Path, volume_id: &[u8; 16]) -> PathBuf {
+    dir.join(format!("shale-{}.tail", hex(volume_id)))
+}
+
+/// Tails in `dir` of other instances of the same volume (copies of the store): named after
+/// its volume id with another instance id.
+fn other_instances(dir: &Path, owner: &TailOwner) -> Vec<PathBuf> {
+    let ours = tail_path(dir, owner);
+    let prefix = format!("shale-{}-", hex(&owner.volume_id));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.starts_with(&prefix) && name.ends_with(".tail") && *p != ours
+        })
+        .collect()
+}
+
+/// Gives a tail of format 1 (named after the volume id alone) to the instance opening its
+/// volume read-write, as the shale that wrote it would have replayed it; and says which
+/// tails of other instances of the volume were left alone.
+fn adopt_or_report(dir: &Path, owner: &TailOwner) {
+    if owner.instance_id.is_none() {
+        return;
+    }
+    let ours = tail_path(dir, owner);
+    let legacy = legacy_tail_path(dir, &owner.volume_id);
+    if !ours.exists() && legacy.exists() {
+        match std::fs::rename(&legacy, &ours) {
+            Ok(()) => log::info!(
+                "WAL tail {} of an older shale adopted as {}",
+                legacy.display(),
+                ours.display()
+            ),
+            Err(e) => log::warn!("WAL tail {} not adopted: {e}", legacy.display()),
+        }
+    }
+    for other in other_instances(dir, owner) {
+        log::warn!(
+            "WAL tail {} belongs to another copy of this volume (the store this one was copied \
+             from, or a copy of it): left alone; this store opens as after a machine crash, \
+             without the writes that copy acknowledged without sync",
+            other.display()
+        );
+    }
 }
 
 impl TailLog {
@@ -236,7 +325,7 @@ impl TailLog {
     /// existing one keeps the size it has, and its records.
     pub fn open(
         spec: &WalTail,
-        volume_id: &[u8; 16],
+        owner: &TailOwner,
         ring_bytes: u64,
     ) -> Result<Option<(TailLog, Vec<Vec<u8>>)>> {
         let ring = new_ring_bytes(ring_bytes);
@@ -251,12 +340,14 @@ impl TailLog {
                 (Box::new(m), None)
             }
             WalTail::Dir(dir) => {
-                let path = tail_path(dir, volume_id);
-                (Box::new(map_file(&path, volume_id, ring)?), Some(path))
+                adopt_or_report(dir, owner);
+                let path = tail_path(dir, owner);
+                (Box::new(map_file(&path, owner, ring)?), Some(path))
             }
             WalTail::Shm => {
-                let path = tail_path(Path::new("/dev/shm"), volume_id);
-                match map_file(&path, volume_id, ring) {
+                adopt_or_report(Path::new(SHM_DIR), owner);
+                let path = tail_path(Path::new(SHM_DIR), owner);
+                match map_file(&path, owner, ring) {
                     Ok(m) => (Box::new(m), Some(path)),
                     // Held by another store, or not a tail of this volume: running without a
                     // tail would skip records this store may need replayed; refuse instead.
@@ -273,7 +364,7 @@ impl TailLog {
             }
         };
         let mut tail = TailLog::unloaded(region, path);
-        let records = tail.load(volume_id);
+        let records = tail.load(owner);
         tail.release_dead_chunks();
         Ok(Some((tail, records)))
     }
@@ -284,24 +375,32 @@ impl TailLog {
     ///
     /// # Errors
     /// [`Error::Io`] when a tail file exists but cannot be opened or mapped.
-    pub fn read_records(spec: &WalTail, volume_id: &[u8; 16]) -> Result<Vec<Vec<u8>>> {
-        let region: Box<dyn Region> = match spec {
+    pub fn read_records(spec: &WalTail, owner: &TailOwner) -> Result<Vec<Vec<u8>>> {
+        let dir = match spec {
             WalTail::Off => return Ok(Vec::new()),
             WalTail::Memory(m) if m.len() == 0 => return Ok(Vec::new()),
-            WalTail::Memory(m) => Box::new(m.clone()),
-            WalTail::Dir(dir) => match map_file_read_only(&tail_path(dir, volume_id))? {
-                Some(m) => Box::new(m),
-                None => return Ok(Vec::new()),
-            },
-            WalTail::Shm => {
-                match map_file_read_only(&tail_path(Path::new("/dev/shm"), volume_id))? {
-                    Some(m) => Box::new(m),
-                    None => return Ok(Vec::new()),
+            WalTail::Memory(m) => {
+                let mut tail = TailLog::unloaded(Box::new(m.clone()), None);
+                return Ok(tail.read_existing(owner).unwrap_or_default());
+            }
+            WalTail::Dir(dir) => dir.as_path(),
+            WalTail::Shm => Path::new(SHM_DIR),
+        };
+        // This instance's tail, or one an older shale left under the volume id alone (a
+        // read-only open adopts nothing: it reads that one where it is).
+        let mut candidates = vec![tail_path(dir, owner)];
+        if owner.instance_id.is_some() {
+            candidates.push(legacy_tail_path(dir, &owner.volume_id));
+        }
+        for path in candidates {
+            if let Some(m) = map_file_read_only(&path)? {
+                let mut tail = TailLog::unloaded(Box::new(m), None);
+                if let Some(records) = tail.read_existing(owner) {
+                    return Ok(records);
                 }
             }
-        };
-        let mut tail = TailLog::unloaded(region, None);
-        Ok(tail.read_existing(volume_id).unwrap_or_default())
+        }
+        Ok(Vec::new())
     }
 
     fn unloaded(region: Box<dyn Region>, path: Option<PathBuf>) -> TailLog {
@@ -344,19 +443,25 @@ impl TailLog {
     }
     /// Reads the header and the records, or formats the region afresh where it holds no tail
     /// of this volume.
-    fn load(&mut self, volume_id: &[u8; 16]) -> Vec<Vec<u8>> {
-        match self.read_existing(volume_id) {
-            Some(records) => records,
+    fn load(&mut self, owner: &TailOwner) -> Vec<Vec<u8>> {
+        match self.read_existing(owner) {
+            Some(records) => {
+                // A tail of format 1 (adopted) is stamped with this instance.
+                self.region.write(8, &VERSION.to_le_bytes());
+                self.region.write(INSTANCE_AT, &owner.instance_bytes());
+                records
+            }
             None => {
                 let len = self.region.len() as u64;
-                self.format(volume_id, len - HEADER_BYTES);
+                self.format(owner, len - HEADER_BYTES);
                 Vec::new()
             }
         }
     }
 
-    /// The records of this volume's tail, or `None` where the region holds no tail of it.
-    fn read_existing(&mut self, volume_id: &[u8; 16]) -> Option<Vec<Vec<u8>>> {
+    /// The records of this instance's tail (or of a format 1 tail of its volume), or `None`
+    /// where the region holds no tail of it.
+    fn read_existing(&mut self, owner: &TailOwner) -> Option<Vec<Vec<u8>>> {
         let len = self.region.len() as u64;
         if len < HEADER_BYTES {
             return None;
@@ -365,11 +470,16 @@ impl TailLog {
         let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
         let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap());
         let ring = u64::from(u32_at(12));
+        let instance_ok = match u32_at(8) {
+            VERSION => h[INSTANCE_AT..INSTANCE_AT + 16] == owner.instance_bytes(),
+            VERSION_WITHOUT_INSTANCE => h[INSTANCE_AT..INSTANCE_AT + 16] == [0; 16],
+            _ => false,
+        };
         let ours = &h[..8] == MAGIC
-            && u32_at(8) == VERSION
+            && instance_ok
             && ring > 0
             && HEADER_BYTES + ring == len
-            && h[16..32] == volume_id[..]
+            && h[16..32] == owner.volume_id[..]
             && u64_at(START_AT) <= u64_at(END_AT)
             && u64_at(END_AT) - u64_at(START_AT) <= ring;
         if !ours {
@@ -401,12 +511,13 @@ impl TailLog {
         Some(records)
     }
 
-    fn format(&mut self, volume_id: &[u8; 16], ring: u64) {
+    fn format(&mut self, owner: &TailOwner, ring: u64) {
         let mut h = vec![0u8; HEADER_BYTES as usize];
         h[..8].copy_from_slice(MAGIC);
         h[8..12].copy_from_slice(&VERSION.to_le_bytes());
         h[12..16].copy_from_slice(&(ring as u32).to_le_bytes());
-        h[16..32].copy_from_slice(volume_id);
+        h[16..32].copy_from_slice(&owner.volume_id);
+        h[INSTANCE_AT..INSTANCE_AT + 16].copy_from_slice(&owner.instance_bytes());
         self.region.write(0, &h);
         self.ring = ring;
         self.start = 0;
@@ -567,7 +678,10 @@ fn new_ring_bytes(bytes: u64) -> u64 {
     bytes.div_ceil(CHUNK_BYTES).saturating_mul(CHUNK_BYTES).min(max)
 }
 
-fn map_file(path: &Path, volume_id: &[u8; 16], ring: u64) -> Result<Mapped> {
+/// Where [`WalTail::Shm`] keeps tails.
+pub const SHM_DIR: &str = "/dev/shm";
+
+fn map_file(path: &Path, owner: &TailOwner, ring: u64) -> Result<Mapped> {
     use shale_io::PathOp;
     let failed = |op| move |e| Error::from(shale_io::Error::at_path(op, path, e));
     let file = OpenOptions::new()
@@ -581,7 +695,7 @@ fn map_file(path: &Path, volume_id: &[u8; 16], ring: u64) -> Result<Mapped> {
     let want = HEADER_BYTES + ring;
     let len = file.metadata().map_err(failed(PathOp::Stat))?.len();
     if len > 0 {
-        check_ours(&file, path, volume_id)?;
+        check_ours(&file, path, &owner.volume_id)?;
     }
     if !usable_len(len) {
         // New (or ours but of a size no tail has: damaged; its records cannot be read back
@@ -677,7 +791,55 @@ fn map_file_read_only(path: &Path) -> Result<Option<MappedReadOnly>> {
 mod tests {
     use super::*;
 
-    const ID: [u8; 16] = *b"0123456789abcdef";
+    const ID: TailOwner =
+        TailOwner { volume_id: *b"0123456789abcdef", instance_id: Some(*b"instance-0000001") };
+    const OTHER_VOLUME: TailOwner = TailOwner { volume_id: *b"fedcba9876543210", ..ID };
+    const COPY: TailOwner = TailOwner { instance_id: Some(*b"instance-0000002"), ..ID };
+
+    #[test]
+    fn a_copy_of_the_store_neither_reads_nor_removes_the_originals_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = WalTail::Dir(dir.path().to_path_buf());
+        let (mut t, _) = open(&spec);
+        put(&mut t, b"acknowledged without sync");
+        drop(t); // the original crashes
+        let original = tail_path(dir.path(), &ID);
+        let before = std::fs::read(&original).unwrap();
+        // The copy (another instance of the same volume) finds nothing of it, reading or
+        // opening read-write, and the original's tail stays as it was.
+        assert!(TailLog::read_records(&spec, &COPY).unwrap().is_empty());
+        let (copy, got) = TailLog::open(&spec, &COPY, 1 << 20).unwrap().unwrap();
+        assert!(got.is_empty(), "the copy replayed the original's tail");
+        copy.remove_file();
+        assert_eq!(std::fs::read(&original).unwrap(), before);
+        // The original, reopened (a rename keeps its instance), gets its record back.
+        let (_, got) = open(&spec);
+        assert_eq!(got, vec![b"acknowledged without sync".to_vec()]);
+    }
+
+    #[test]
+    fn a_tail_of_format_1_is_adopted_by_its_volume() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = WalTail::Dir(dir.path().to_path_buf());
+        let (mut t, _) = open(&spec);
+        put(&mut t, b"old record");
+        drop(t);
+        // Make it what a shale before instance ids left: format 1, no instance, old name.
+        let path = tail_path(dir.path(), &ID);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[8..12].copy_from_slice(&VERSION_WITHOUT_INSTANCE.to_le_bytes());
+        bytes[INSTANCE_AT..INSTANCE_AT + 16].fill(0);
+        std::fs::remove_file(&path).unwrap();
+        let legacy = legacy_tail_path(dir.path(), &ID.volume_id);
+        std::fs::write(&legacy, &bytes).unwrap();
+        assert_eq!(TailLog::read_records(&spec, &ID).unwrap(), vec![b"old record".to_vec()]);
+        let (_, got) = open(&spec);
+        assert_eq!(got, vec![b"old record".to_vec()]);
+        assert!(!legacy.exists() && path.exists(), "not adopted under the new name");
+        let stamped = std::fs::read(&path).unwrap();
+        assert_eq!(stamped[8..12], VERSION.to_le_bytes());
+        assert_eq!(stamped[INSTANCE_AT..INSTANCE_AT + 16], ID.instance_bytes());
+    }
 
     fn open(spec: &WalTail) -> (TailLog, Vec<Vec<u8>>) {
         TailLog::open(spec, &ID, u64::from(DEFAULT_RING_BYTES)).unwrap().unwrap()
@@ -728,7 +890,7 @@ mod tests {
         let before = std::fs::read(&file).unwrap();
         assert_eq!(TailLog::read_records(&spec, &ID).unwrap(), vec![b"second".to_vec()]);
         // Another volume's tail is neither replayed nor formatted over.
-        let other = *b"fedcba9876543210";
+        let other = OTHER_VOLUME;
         std::fs::copy(&file, tail_path(dir.path(), &other)).unwrap();
         assert!(TailLog::read_records(&spec, &other).unwrap().is_empty());
         assert_eq!(std::fs::read(tail_path(dir.path(), &other)).unwrap(), before);
@@ -747,7 +909,7 @@ mod tests {
         t.trim_to(a);
         let (_, got) = open(&WalTail::Memory(mem.crash_copy()));
         assert_eq!(got, vec![b"second".to_vec()]);
-        let other = TailLog::open(&WalTail::Memory(mem.crash_copy()), b"fedcba9876543210", 1 << 20)
+        let other = TailLog::open(&WalTail::Memory(mem.crash_copy()), &OTHER_VOLUME, 1 << 20)
             .unwrap()
             .unwrap();
         assert!(other.1.is_empty(), "another volume's tail must not be replayed");

@@ -39,6 +39,9 @@ class ReadOnly(Error):
 class Closed(Error):
     """A call on a closed Db, or through a released Snapshot."""
 
+class NotAStore(Error):
+    """The path holds no lsm store: another engine's store, a newer format, or foreign data. Nothing was written to it."""
+
 class Db:
     """An open lsm store. Keys and values are bytes; writes are atomic and ordered."""
 

@@ -1,0 +1,219 @@
+//! Issue #41: tools of one engine silently replaced another engine's store (`kvbench
+//! --engine hash` on a `bench` store, `bench` on a hash store, `ycsb --engine table` on
+//! either), and a copy of a crashed store took the original's WAL tail. Now every tool that
+//! empties a store for a benchmark refuses a store of another engine untouched, naming what
+//! it is, and a copy of a store neither reads nor removes its original's tail.
+
+#[path = "common/child.rs"]
+mod child;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The engines' stores, each made by its own tool.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Lsm,
+    Hash,
+    Table,
+}
+
+fn make(kind: Kind, dir: &Path) {
+    let d = dir.display().to_string();
+    let o = match kind {
+        Kind::Lsm => {
+            child::run(&["bench", &format!("--db={d}"), "--num=300", "--benchmarks=fillseq"])
+        }
+        Kind::Hash => child::run(&[
+            "kvbench",
+            "--engine",
+            "hash",
+            "--paths",
+            &d,
+            "--num",
+            "100",
+            "--value_size",
+            "100",
+            "--workloads",
+            "seqfill",
+        ]),
+        Kind::Table => child::run(&[
+            "ycsb",
+            "--engine",
+            "table",
+            "--phase",
+            "load",
+            &format!("--db={d}"),
+            "--records=100",
+        ]),
+    };
+    o.assert_ok(&format!("making the {kind:?} store"));
+}
+
+/// The tools that empty a store of `kind` before their benchmark, pointed at `dir`.
+fn tools_of(kind: Kind, dir: &Path) -> Vec<Vec<String>> {
+    let d = dir.display().to_string();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    match kind {
+        Kind::Lsm => vec![
+            s(&["bench", &format!("--db={d}"), "--num=100", "--benchmarks=fillseq"]),
+            s(&["ycsb", "--phase=load", &format!("--db={d}"), "--records=10"]),
+            s(&[
+                "kvbench",
+                "--engine",
+                "lsm",
+                "--paths",
+                &d,
+                "--num",
+                "10",
+                "--workloads",
+                "seqfill",
+            ]),
+        ],
+        Kind::Hash => vec![s(&[
+            "kvbench",
+            "--engine",
+            "hash",
+            "--paths",
+            &d,
+            "--num",
+            "10",
+            "--value_size",
+            "100",
+            "--workloads",
+            "seqfill",
+        ])],
+        Kind::Table => vec![s(&[
+            "ycsb",
+            "--engine",
+            "table",
+            "--phase",
+            "load",
+            &format!("--db={d}"),
+            "--records=10",
+        ])],
+    }
+}
+
+fn volume(dir: &Path) -> PathBuf {
+    dir.join("volume.shale")
+}
+
+#[test]
+fn a_tool_of_one_engine_refuses_another_engines_store_untouched() {
+    let kinds = [Kind::Lsm, Kind::Hash, Kind::Table];
+    for store in kinds {
+        let dir = tempfile::tempdir().unwrap();
+        make(store, dir.path());
+        let before = std::fs::read(volume(dir.path())).unwrap();
+        for tool in kinds.into_iter().filter(|&k| k != store) {
+            for args in tools_of(tool, dir.path()) {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let what = format!("{} on a {store:?} store", args.join(" "));
+                let expected = match store {
+                    Kind::Lsm => "an lsm store",
+                    Kind::Hash => "a hash store",
+                    Kind::Table => "a table store",
+                };
+                child::run(&args).assert_refused(&what, expected);
+                assert!(
+                    std::fs::read(volume(dir.path())).unwrap() == before,
+                    "{what}: the store's bytes changed"
+                );
+            }
+        }
+        // Its own engine's tools still empty it and start again.
+        for args in tools_of(store, dir.path()).into_iter().take(1) {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            child::run(&args).assert_ok(&format!("{} on its own store", args.join(" ")));
+        }
+    }
+}
+
+/// Names of `/dev/shm` WAL tails of the volume in `dir`.
+fn tails_of(dir: &Path) -> Vec<PathBuf> {
+    let header = std::fs::read(volume(dir)).unwrap();
+    let id: String = header[24..40].iter().map(|b| format!("{b:02x}")).collect();
+    let prefix = format!("shale-{id}");
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(&prefix))
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_copy_of_a_crashed_store_leaves_the_originals_wal_tail_alone() {
+    assert!(Path::new("/dev/shm").is_dir(), "this test needs /dev/shm (the WAL tail's default)");
+    let root = tempfile::tempdir().unwrap();
+    let original = root.path().join("original");
+    let copy = root.path().join("copy");
+    // Writes acknowledged without sync, then SIGKILL while the tail holds some: the
+    // overwrite runs long and slowly (rate-limited) after the fill's line is printed.
+    let mut writer = Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args([
+            "bench",
+            &format!("--db={}", original.display()),
+            "--benchmarks=fillseq,overwrite",
+            "--num=2000",
+            "--duration=60",
+            "--benchmark_write_rate_limit=2000000",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(writer.stdout.take().unwrap()).lines();
+    loop {
+        let line = lines.next().expect("bench ended before its fill's line").unwrap();
+        if line.starts_with("fillseq") {
+            break;
+        }
+    }
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    let tails = tails_of(&original);
+    assert_eq!(tails.len(), 1, "the killed store left one WAL tail: {tails:?}");
+    let tail_bytes = std::fs::read(&tails[0]).unwrap();
+    // The usual reflex: back the directory up first, then look at the copy.
+    let status = Command::new("cp").arg("-a").arg(&original).arg(&copy).status().unwrap();
+    assert!(status.success());
+    child::run(&[
+        "bench",
+        &format!("--db={}", copy.display()),
+        "--use_existing_db=1",
+        "--benchmarks=readseq",
+        "--num=2000",
+    ])
+    .assert_ok("reading the copy");
+    assert_eq!(tails_of(&original), tails, "opening the copy changed the tails of the volume");
+    assert!(
+        std::fs::read(&tails[0]).unwrap() == tail_bytes,
+        "opening the copy changed the original's tail"
+    );
+    // The original, opened again (read-write), takes its own tail back and ends with none
+    // left once closed cleanly.
+    child::run(&[
+        "bench",
+        &format!("--db={}", original.display()),
+        "--use_existing_db=1",
+        "--benchmarks=readseq",
+        "--num=2000",
+    ])
+    .assert_ok("reopening the original");
+    assert!(!tails[0].exists(), "the original did not take its tail back");
+    // A rename keeps the tail: the store is the file, whatever its name.
+    let moved = root.path().join("moved");
+    std::fs::rename(&copy, &moved).unwrap();
+    child::run(&[
+        "bench",
+        &format!("--db={}", moved.display()),
+        "--use_existing_db=1",
+        "--benchmarks=readseq",
+        "--num=2000",
+    ])
+    .assert_ok("opening the renamed copy");
+}

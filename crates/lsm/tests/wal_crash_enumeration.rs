@@ -402,7 +402,7 @@ fn tail_workload(dev: &SimDevice, volume: &Volume, seed: u64, batches: u64) -> T
     let mut rng = SmallRng::seed_from_u64(seed);
     let layout = layout_of(volume);
     let tail_mem = MemoryTail::new();
-    let (tail, old) = TailLog::open(&WalTail::Memory(tail_mem.clone()), &TAIL_VOLUME, TAIL_RING)
+    let (tail, old) = TailLog::open(&WalTail::Memory(tail_mem.clone()), &TAIL_VOLUME, None, TAIL_RING)
         .unwrap()
         .unwrap();
     assert!(old.is_empty());
@@ -482,7 +482,7 @@ fn check_process_crash(run: &TailRun, dev: &SimDevice, i: u64, layout: WalLayout
     let min_ltn = run.flushed.iter().filter(|f| f.0 <= i).map(|f| f.2).max().unwrap();
     let (_, groups) = recover(&layout, &mut *q, min_ltn)
         .unwrap_or_else(|e| panic!("process crash at moment {i}: {e}"));
-    let (_, tail) = TailLog::open(&WalTail::Memory(m.tail.crash_copy()), &TAIL_VOLUME, TAIL_RING)
+    let (_, tail) = TailLog::open(&WalTail::Memory(m.tail.crash_copy()), &TAIL_VOLUME, None, TAIL_RING)
         .unwrap()
         .unwrap();
     // What the flushed generations hold is in SSTs: the replay continues from their last.

@@ -180,6 +180,9 @@ pub struct Volume {
     /// The identity of the fast volume's file or block device (`instance`), for a volume
     /// opened by path; `None` for a device given directly.
     instance: Option<[u8; 16]>,
+    /// The fast volume's file or block device, as opened (canonical), for a volume opened
+    /// by path.
+    path: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Volume {
@@ -803,6 +806,7 @@ impl Volume {
             inner: Mutex::new(Inner { log, slots, stopped: None }),
             damaged,
             instance: None,
+            path: None,
         }
     }
 
@@ -813,8 +817,14 @@ impl Volume {
         self.instance
     }
 
-    pub(crate) fn set_instance(&mut self, id: [u8; 16]) {
+    /// The fast volume's file or block device (canonical), for a volume opened by path.
+    pub fn volume_path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
+    }
+
+    pub(crate) fn set_instance(&mut self, id: [u8; 16], path: std::path::PathBuf) {
         self.instance = Some(id);
+        self.path = Some(path);
     }
 
     /// The redundant copies the open found damaged while their twins were valid: format

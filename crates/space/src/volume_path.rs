@@ -173,8 +173,10 @@ impl Volume {
 /// Records the identity of the volume file at `path` (a store directory or the file itself)
 /// in the opened volume.
 fn with_instance(mut opened: Opened, path: &Path) -> Result<Opened> {
-    let id = crate::instance::instance_id(&volume_file(path))?;
-    opened.volume.set_instance(id);
+    let file = volume_file(path);
+    let id = crate::instance::instance_id(&file)?;
+    let canonical = std::fs::canonicalize(&file).unwrap_or(file);
+    opened.volume.set_instance(id, canonical);
     Ok(opened)
 }
 

@@ -147,7 +147,12 @@ impl Db {
         let (tail, tail_records) = if read_only {
             (None, TailLog::read_records(&opts.wal_tail, &owner)?)
         } else {
-            match TailLog::open(&opts.wal_tail, &owner, wal_tail_ring_bytes(&opts))? {
+            match TailLog::open(
+                &opts.wal_tail,
+                &owner,
+                volume.volume_path(),
+                wal_tail_ring_bytes(&opts),
+            )? {
                 Some((t, records)) => (Some(t), records),
                 None => (None, Vec::new()),
             }

@@ -27,6 +27,12 @@
 //!             a store opened on a device directly)
 //! 64     R    the ring: logical offset p lies at 64 + p % R; a record may wrap around
 //!
+//! 64+R   4032 trailer (files made by format 2; a file whose length is a multiple of 4096
+//!             has one, a memory tail or a file of format 1 none):
+//!             magic b"SHTLPATH" | path bytes u32 | the store's volume file, canonical, as
+//!             its last read-write open named it; for `shale orphans` to tell a tail whose
+//!             store is gone (never used to find records)
+//!
 //! record: length u32 | crc32c u32 of (length, payload) | payload (one WAL record)
 //! ```
 //! A record's bytes are stored before `end` moves past it, by the same thread, so a process
@@ -66,6 +72,15 @@ const HEADER_BYTES: u64 = 64;
 const START_AT: usize = 32;
 const END_AT: usize = 40;
 const INSTANCE_AT: usize = 48;
+/// Bytes of the trailer after the ring: header and trailer make one page, so a file's length
+/// says whether it has one.
+const TRAILER_BYTES: u64 = 4096 - HEADER_BYTES;
+const TRAILER_MAGIC: &[u8; 8] = b"SHTLPATH";
+
+/// The trailer's bytes in a region of `len` bytes: a file tail of format 2 has one.
+fn trailer_bytes(len: u64) -> u64 {
+    if len % 4096 == 0 { TRAILER_BYTES } else { 0 }
+}
 /// Bytes before a record's payload: its length and checksum.
 pub const RECORD_HEADER_BYTES: usize = 8;
 /// Smallest ring of a new tail: room for what arrives while page writes wait behind
@@ -326,6 +341,7 @@ impl TailLog {
     pub fn open(
         spec: &WalTail,
         owner: &TailOwner,
+        volume_path: Option<&Path>,
         ring_bytes: u64,
     ) -> Result<Option<(TailLog, Vec<Vec<u8>>)>> {
         let ring = new_ring_bytes(ring_bytes);
@@ -365,6 +381,9 @@ impl TailLog {
         };
         let mut tail = TailLog::unloaded(region, path);
         let records = tail.load(owner);
+        if let Some(p) = volume_path {
+            tail.write_trailer(p);
+        }
         tail.release_dead_chunks();
         Ok(Some((tail, records)))
     }
@@ -453,10 +472,25 @@ impl TailLog {
             }
             None => {
                 let len = self.region.len() as u64;
-                self.format(owner, len - HEADER_BYTES);
+                self.format(owner, len - HEADER_BYTES - trailer_bytes(len));
                 Vec::new()
             }
         }
+    }
+
+    /// Records the store's volume file in the trailer, where the region has one.
+    fn write_trailer(&mut self, volume_path: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let len = self.region.len() as u64;
+        let path = volume_path.as_os_str().as_bytes();
+        if trailer_bytes(len) == 0 || path.len() as u64 > TRAILER_BYTES - 12 {
+            return;
+        }
+        let mut t = Vec::with_capacity(12 + path.len());
+        t.extend_from_slice(TRAILER_MAGIC);
+        t.extend_from_slice(&(path.len() as u32).to_le_bytes());
+        t.extend_from_slice(path);
+        self.region.write((HEADER_BYTES + self.ring) as usize, &t);
     }
 
     /// The records of this instance's tail (or of a format 1 tail of its volume), or `None`
@@ -478,7 +512,7 @@ impl TailLog {
         let ours = &h[..8] == MAGIC
             && instance_ok
             && ring > 0
-            && HEADER_BYTES + ring == len
+            && HEADER_BYTES + ring + trailer_bytes(len) == len
             && h[16..32] == owner.volume_id[..]
             && u64_at(START_AT) <= u64_at(END_AT)
             && u64_at(END_AT) - u64_at(START_AT) <= ring;
@@ -692,7 +726,7 @@ fn map_file(path: &Path, owner: &TailOwner, ring: u64) -> Result<Mapped> {
         .open(path)
         .map_err(failed(PathOp::Open))?;
     lock_tail(&file, path, Mode::Exclusive)?;
-    let want = HEADER_BYTES + ring;
+    let want = HEADER_BYTES + ring + TRAILER_BYTES;
     let len = file.metadata().map_err(failed(PathOp::Stat))?.len();
     if len > 0 {
         check_ours(&file, path, &owner.volume_id)?;
@@ -744,7 +778,62 @@ fn check_ours(file: &std::fs::File, path: &Path, volume_id: &[u8; 16]) -> Result
 
 /// Whether a tail file of `len` bytes can hold a tail at all.
 fn usable_len(len: u64) -> bool {
-    (HEADER_BYTES + 8..=HEADER_BYTES + u64::from(u32::MAX)).contains(&len)
+    (HEADER_BYTES + 8..=HEADER_BYTES + u64::from(u32::MAX) + TRAILER_BYTES).contains(&len)
+}
+
+/// What a file in a tail directory is, for `shale orphans`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TailFile {
+    /// The file.
+    pub path: PathBuf,
+    /// The volume id its header names.
+    pub volume_id: [u8; 16],
+    /// The instance id its header names (zero: format 1, or a store opened on a device).
+    pub instance_id: [u8; 16],
+    /// The store's volume file its trailer names, if it has one.
+    pub volume_path: Option<PathBuf>,
+    /// Bytes of records it holds (writes acknowledged without sync not yet on the device).
+    pub held_bytes: u64,
+    /// Whether a store holds it now (its lock is taken).
+    pub in_use: bool,
+}
+
+/// Reads the header and trailer of the tail file at `path` without changing it; `None` when
+/// it is not a WAL tail (no magic, too short).
+///
+/// # Errors
+/// [`Error::Io`] naming the path when it cannot be opened or read.
+pub fn describe(path: &Path) -> Result<Option<TailFile>> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileExt;
+    let failed = |op| move |e| Error::from(shale_io::Error::at_path(op, path, e));
+    let file = std::fs::File::open(path).map_err(failed(shale_io::PathOp::Open))?;
+    let len = file.metadata().map_err(failed(shale_io::PathOp::Stat))?.len();
+    let mut h = [0u8; HEADER_BYTES as usize];
+    if len < HEADER_BYTES || file.read_exact_at(&mut h, 0).is_err() || &h[..8] != MAGIC {
+        return Ok(None);
+    }
+    let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap());
+    let ring = u64::from(u32::from_le_bytes(h[12..16].try_into().unwrap()));
+    let mut volume_path = None;
+    if trailer_bytes(len) > 0 && HEADER_BYTES + ring + TRAILER_BYTES == len {
+        let mut t = vec![0u8; TRAILER_BYTES as usize];
+        if file.read_exact_at(&mut t, HEADER_BYTES + ring).is_ok() && &t[..8] == TRAILER_MAGIC {
+            let n = u32::from_le_bytes(t[8..12].try_into().unwrap()) as usize;
+            if n <= t.len() - 12 {
+                volume_path = Some(PathBuf::from(std::ffi::OsStr::from_bytes(&t[12..12 + n])));
+            }
+        }
+    }
+    let in_use = lock(&file, Mode::Shared).is_err();
+    Ok(Some(TailFile {
+        path: path.to_path_buf(),
+        volume_id: h[16..32].try_into().unwrap(),
+        instance_id: h[INSTANCE_AT..INSTANCE_AT + 16].try_into().unwrap(),
+        volume_path,
+        held_bytes: u64_at(END_AT).saturating_sub(u64_at(START_AT)),
+        in_use,
+    }))
 }
 
 /// A tail file mapped for reading only (a read-only open of the store).
@@ -808,13 +897,37 @@ mod tests {
         // The copy (another instance of the same volume) finds nothing of it, reading or
         // opening read-write, and the original's tail stays as it was.
         assert!(TailLog::read_records(&spec, &COPY).unwrap().is_empty());
-        let (copy, got) = TailLog::open(&spec, &COPY, 1 << 20).unwrap().unwrap();
+        let (copy, got) = TailLog::open(&spec, &COPY, None, 1 << 20).unwrap().unwrap();
         assert!(got.is_empty(), "the copy replayed the original's tail");
         copy.remove_file();
         assert_eq!(std::fs::read(&original).unwrap(), before);
         // The original, reopened (a rename keeps its instance), gets its record back.
         let (_, got) = open(&spec);
         assert_eq!(got, vec![b"acknowledged without sync".to_vec()]);
+    }
+
+    #[test]
+    fn describe_names_the_store_and_whether_it_is_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = WalTail::Dir(dir.path().to_path_buf());
+        let store = Path::new("/stores/a/volume.shale");
+        let (mut t, _) = TailLog::open(&spec, &ID, Some(store), 1 << 20).unwrap().unwrap();
+        put(&mut t, b"record");
+        let path = tail_path(dir.path(), &ID);
+        let d = describe(&path).unwrap().unwrap();
+        assert_eq!(d.volume_id, ID.volume_id);
+        assert_eq!(d.instance_id, ID.instance_bytes());
+        assert_eq!(d.volume_path.as_deref(), Some(store));
+        assert_eq!(d.held_bytes, TailLog::footprint(6));
+        assert!(d.in_use, "the open tail's lock was not seen");
+        drop(t);
+        assert!(!describe(&path).unwrap().unwrap().in_use);
+        // The records are still read back with the trailer in place.
+        let (_, got) = TailLog::open(&spec, &ID, Some(store), 1 << 20).unwrap().unwrap();
+        assert_eq!(got, vec![b"record".to_vec()]);
+        let other = dir.path().join("not-a-tail");
+        std::fs::write(&other, b"hello").unwrap();
+        assert_eq!(describe(&other).unwrap(), None);
     }
 
     #[test]
@@ -842,7 +955,7 @@ mod tests {
     }
 
     fn open(spec: &WalTail) -> (TailLog, Vec<Vec<u8>>) {
-        TailLog::open(spec, &ID, u64::from(DEFAULT_RING_BYTES)).unwrap().unwrap()
+        TailLog::open(spec, &ID, None, u64::from(DEFAULT_RING_BYTES)).unwrap().unwrap()
     }
 
     /// Appends after taking room, as the writer does.
@@ -909,7 +1022,7 @@ mod tests {
         t.trim_to(a);
         let (_, got) = open(&WalTail::Memory(mem.crash_copy()));
         assert_eq!(got, vec![b"second".to_vec()]);
-        let other = TailLog::open(&WalTail::Memory(mem.crash_copy()), &OTHER_VOLUME, 1 << 20)
+        let other = TailLog::open(&WalTail::Memory(mem.crash_copy()), &OTHER_VOLUME, None, 1 << 20)
             .unwrap()
             .unwrap();
         assert!(other.1.is_empty(), "another volume's tail must not be replayed");
@@ -945,7 +1058,7 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let spec = WalTail::Dir(dir.path().to_path_buf());
-        let (mut t, _) = TailLog::open(&spec, &ID, 16 * CHUNK_BYTES).unwrap().unwrap();
+        let (mut t, _) = TailLog::open(&spec, &ID, None, 16 * CHUNK_BYTES).unwrap().unwrap();
         assert_eq!(t.ring_bytes(), 16 * CHUNK_BYTES);
         let path = tail_path(dir.path(), &ID);
         let held = || std::fs::metadata(&path).unwrap().blocks() * 512;
@@ -972,7 +1085,7 @@ mod tests {
         }
         let (newest, newest_end) = (t.records_between(keep_from.max(t.start), t.end()), t.end());
         drop(t);
-        let (t, got) = TailLog::open(&spec, &ID, 16 * CHUNK_BYTES).unwrap().unwrap();
+        let (t, got) = TailLog::open(&spec, &ID, None, 16 * CHUNK_BYTES).unwrap().unwrap();
         assert_eq!(got, newest.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>());
         assert_eq!(newest.last().unwrap().1, newest_end);
         assert!(held() <= 2 * CHUNK_BYTES + slack, "reopened: {}", held());
@@ -982,7 +1095,7 @@ mod tests {
     #[test]
     fn a_ring_without_room_refuses_and_trimming_makes_room() {
         let mem = MemoryTail::new();
-        let (mut t, _) = TailLog::open(&WalTail::Memory(mem), &ID, 64 << 10).unwrap().unwrap();
+        let (mut t, _) = TailLog::open(&WalTail::Memory(mem), &ID, None, 64 << 10).unwrap().unwrap();
         let rec = vec![1u8; 10_000];
         let mut ends = Vec::new();
         while t.make_room(TailLog::footprint(rec.len())) {
@@ -1023,7 +1136,7 @@ mod tests {
         let spec = WalTail::Dir(dir.path().to_path_buf());
         let (mut first, _) = open(&spec);
         put(&mut first, b"the first copy's record");
-        match TailLog::open(&spec, &ID, 1 << 20) {
+        match TailLog::open(&spec, &ID, None, 1 << 20) {
             Err(Error::InUse(msg)) => assert!(msg.contains("another store"), "{msg}"),
             other => panic!("a held tail was opened again: {:?}", other.map(|_| ())),
         }
@@ -1047,7 +1160,7 @@ mod tests {
             h
         }] {
             std::fs::write(&path, &foreign).unwrap();
-            match TailLog::open(&spec, &ID, 1 << 20) {
+            match TailLog::open(&spec, &ID, None, 1 << 20) {
                 Err(Error::InvalidArgument(msg)) => assert!(msg.contains("untouched"), "{msg}"),
                 other => panic!("a foreign file was taken as the tail: {:?}", other.map(|_| ())),
             }

@@ -49,6 +49,7 @@ mod check;
 mod inspect;
 mod iobench;
 mod kvbench;
+mod orphans;
 mod serve;
 mod store;
 mod ycsb;
@@ -84,6 +85,8 @@ enum Command {
     Kvbench(Box<kvbench::Args>),
     /// Serve the store over RESP (the Redis protocol) on TCP and a Unix socket.
     Serve(Box<serve::Args>),
+    /// List the WAL tails in /dev/shm whose store is gone; remove them with --remove.
+    Orphans(orphans::Args),
 }
 
 fn main() -> ExitCode {
@@ -113,6 +116,7 @@ fn main() -> ExitCode {
         Command::Ycsb(args) => ycsb::run(&args),
         Command::Kvbench(args) => kvbench::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Orphans(args) => orphans::run(&args),
     };
     match (result, STDOUT_FAILED.get()) {
         // The reader went away and the command has cleaned up: end as a Unix tool ends.

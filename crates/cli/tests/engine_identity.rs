@@ -145,12 +145,11 @@ fn tails_of(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-#[test]
-fn a_copy_of_a_crashed_store_leaves_the_originals_wal_tail_alone() {
+/// Runs `bench` on `dir` and kills it with SIGKILL while its WAL tail holds writes
+/// acknowledged without sync; returns that tail (in /dev/shm).
+fn killed_store(dir: &Path) -> PathBuf {
     assert!(Path::new("/dev/shm").is_dir(), "this test needs /dev/shm (the WAL tail's default)");
-    let root = tempfile::tempdir().unwrap();
-    let original = root.path().join("original");
-    let copy = root.path().join("copy");
+    let original = dir;
     // Writes acknowledged without sync, then SIGKILL while the tail holds some: the
     // overwrite runs long and slowly (rate-limited) after the fill's line is printed.
     let mut writer = Command::new(env!("CARGO_BIN_EXE_shale"))
@@ -159,7 +158,8 @@ fn a_copy_of_a_crashed_store_leaves_the_originals_wal_tail_alone() {
             &format!("--db={}", original.display()),
             "--benchmarks=fillseq,overwrite",
             "--num=2000",
-            "--duration=60",
+            // The overwrite's writes outlast the test (killed first), paced by the rate.
+            "--writes=100000000",
             "--benchmark_write_rate_limit=2000000",
         ])
         .stdout(Stdio::piped())
@@ -177,6 +177,15 @@ fn a_copy_of_a_crashed_store_leaves_the_originals_wal_tail_alone() {
     writer.wait().unwrap();
     let tails = tails_of(&original);
     assert_eq!(tails.len(), 1, "the killed store left one WAL tail: {tails:?}");
+    tails[0].clone()
+}
+
+#[test]
+fn a_copy_of_a_crashed_store_leaves_the_originals_wal_tail_alone() {
+    let root = tempfile::tempdir().unwrap();
+    let original = root.path().join("original");
+    let copy = root.path().join("copy");
+    let tails = vec![killed_store(&original)];
     let tail_bytes = std::fs::read(&tails[0]).unwrap();
     // The usual reflex: back the directory up first, then look at the copy.
     let status = Command::new("cp").arg("-a").arg(&original).arg(&copy).status().unwrap();
@@ -216,4 +225,42 @@ fn a_copy_of_a_crashed_store_leaves_the_originals_wal_tail_alone() {
         "--num=2000",
     ])
     .assert_ok("opening the renamed copy");
+}
+
+#[test]
+fn orphans_lists_and_removes_the_tails_of_stores_that_are_gone() {
+    let root = tempfile::tempdir().unwrap();
+    let (gone, kept) = (root.path().join("gone"), root.path().join("kept"));
+    let shm = [killed_store(&gone), killed_store(&kept)];
+    // Listed from a directory of their own, so the test touches no other tail.
+    let tails = root.path().join("tails");
+    std::fs::create_dir(&tails).unwrap();
+    let copies: Vec<PathBuf> = shm
+        .iter()
+        .map(|t| {
+            let c = tails.join(t.file_name().unwrap());
+            std::fs::copy(t, &c).unwrap();
+            c
+        })
+        .collect();
+    for t in &shm {
+        std::fs::remove_file(t).unwrap();
+    }
+    std::fs::remove_dir_all(&gone).unwrap();
+    let dir = format!("--dir={}", tails.display());
+    let listed = child::run(&["orphans", &dir]);
+    listed.assert_ok("orphans");
+    let line_of = |out: &str, t: &Path| {
+        out.lines().find(|l| l.starts_with(&t.display().to_string())).unwrap_or("").to_string()
+    };
+    assert!(
+        line_of(&listed.stdout, &copies[0]).contains("orphaned: nothing is at"),
+        "{}",
+        listed.stdout
+    );
+    assert!(line_of(&listed.stdout, &copies[1]).contains("kept"), "{}", listed.stdout);
+    assert!(copies.iter().all(|c| c.exists()), "listing removed something");
+    child::run(&["orphans", &dir, "--remove"]).assert_ok("orphans --remove");
+    assert!(!copies[0].exists(), "the orphan stayed");
+    assert!(copies[1].exists(), "the tail of a store that is there was removed");
 }

@@ -402,9 +402,10 @@ fn tail_workload(dev: &SimDevice, volume: &Volume, seed: u64, batches: u64) -> T
     let mut rng = SmallRng::seed_from_u64(seed);
     let layout = layout_of(volume);
     let tail_mem = MemoryTail::new();
-    let (tail, old) = TailLog::open(&WalTail::Memory(tail_mem.clone()), &TAIL_VOLUME, None, TAIL_RING)
-        .unwrap()
-        .unwrap();
+    let (tail, old) =
+        TailLog::open(&WalTail::Memory(tail_mem.clone()), &TAIL_VOLUME, None, TAIL_RING)
+            .unwrap()
+            .unwrap();
     assert!(old.is_empty());
     let moments = Arc::new(std::sync::Mutex::new(Vec::new()));
     let queue =
@@ -482,9 +483,10 @@ fn check_process_crash(run: &TailRun, dev: &SimDevice, i: u64, layout: WalLayout
     let min_ltn = run.flushed.iter().filter(|f| f.0 <= i).map(|f| f.2).max().unwrap();
     let (_, groups) = recover(&layout, &mut *q, min_ltn)
         .unwrap_or_else(|e| panic!("process crash at moment {i}: {e}"));
-    let (_, tail) = TailLog::open(&WalTail::Memory(m.tail.crash_copy()), &TAIL_VOLUME, None, TAIL_RING)
-        .unwrap()
-        .unwrap();
+    let (_, tail) =
+        TailLog::open(&WalTail::Memory(m.tail.crash_copy()), &TAIL_VOLUME, None, TAIL_RING)
+            .unwrap()
+            .unwrap();
     // What the flushed generations hold is in SSTs: the replay continues from their last.
     let mut last = run.batches.iter().filter(|a| a.ltn < min_ltn).map(|a| a.seq).max().unwrap_or(0);
     let mut seqs = Vec::new();

@@ -47,7 +47,7 @@ pub struct Args {
     requirepass_file: Option<PathBuf>,
     /// Redis's protected mode: with no password, TCP clients from addresses other than
     /// loopback are answered -DENIED and closed. `no` serves them.
-    #[arg(long = "protected-mode", default_value = "yes", value_parser = yes_no)]
+    #[arg(long = "protected-mode", default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
     protected_mode: bool,
     /// When writes are durable: always (every write synced before its reply), everysec (one
     /// sync a second) or no (left to the engine; a crash of the process loses nothing, a
@@ -178,10 +178,15 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let store_only = std::fs::metadata(&args.db).is_ok_and(|m| !m.is_dir());
     let path = store::prepare(&args.db, store_only)?;
     let db = store::open(&path, options, store_only)?;
-    let server = Server::start_on(listeners, db, config).map_err(|e| match e {
-        shale_serve::Error::NotServeStore(_) => format!("shale serve: --db {}: {e}", path.display()),
+    let mut server = Server::start_on(listeners, db, config).map_err(|e| match e {
+        shale_serve::Error::NotServeStore(_) => {
+            format!("shale serve: --db {}: {e}", path.display())
+        }
         e => format!("shale serve: {e}"),
     })?;
+    // Before the lines that tell a supervisor (or a test) the server is up, so that its
+    // SIGTERM right after them is a clean shutdown, not the default death.
+    server.catch_signals()?;
     if let Some(addr) = server.tcp_addr() {
         println!("shale serve: listening on {addr}");
     }

@@ -14,7 +14,7 @@
 //! // otherwise).
 //! let options = Options { compaction_filter: Some(Arc::new(ExpiredKeys)), ..Options::default() };
 //! let db = Db::open("/tmp/serve-demo", options)?;
-//! let server = Server::start(db, Config::default())?;   // 127.0.0.1:6379
+//! let mut server = Server::start(db, Config::default())?; // 127.0.0.1:6379
 //! println!("listening on {:?}", server.tcp_addr());
 //! server.wait_for_signal()?;                            // SIGTERM or SIGINT
 //! server.shutdown()?;                                   // finishes requests, closes the store

@@ -174,7 +174,10 @@ fn sample_run(db: &Db, start: &[u8], count: usize) -> Result<usize> {
     let mut read = 0;
     while it.valid() && read < count {
         if let Err(e) = value::decode_parts(it.value()) {
-            return Err(foreign(format!("the value of key {} is not serve's: {e}", quote(it.key()))));
+            return Err(foreign(format!(
+                "the value of key {} is not serve's: {e}",
+                quote(it.key())
+            )));
         }
         read += 1;
         it.next();

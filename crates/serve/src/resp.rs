@@ -622,7 +622,7 @@ mod tests {
             ProtocolError::Unauthenticated { what: "multibulk" }
         );
         let mut p = RequestParser::before_auth(limits);
-        let words = vec!["a"; UNAUTHENTICATED_ARRAY_LEN_MAX + 1].join(" ") + "\r\n";
+        let words = ["a"; UNAUTHENTICATED_ARRAY_LEN_MAX + 1].join(" ") + "\r\n";
         assert_eq!(
             parse(&mut p, words.as_bytes()).unwrap_err(),
             ProtocolError::Unauthenticated { what: "multibulk" }

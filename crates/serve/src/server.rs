@@ -93,6 +93,8 @@ pub struct Server {
     stop: watch::Sender<bool>,
     tcp_addr: Option<SocketAddr>,
     unix_socket: Option<PathBuf>,
+    /// The SIGTERM and SIGINT streams, once [`Server::catch_signals`] installed them.
+    signals: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
 }
 
 /// The sockets a server listens on, bound before any store is opened: an address in use
@@ -238,7 +240,14 @@ impl Server {
             runtime.spawn(sync_every_second(shared.clone(), stopped));
         }
         drop(_entered);
-        Ok(Server { runtime: Some(runtime), shared: Some(shared), stop, tcp_addr, unix_socket })
+        Ok(Server {
+            runtime: Some(runtime),
+            shared: Some(shared),
+            stop,
+            tcp_addr,
+            unix_socket,
+            signals: None,
+        })
     }
 
     /// Most clients served at once: `max_clients` as configured, or lower where the
@@ -257,24 +266,45 @@ impl Server {
         self.unix_socket.as_deref()
     }
 
-    /// Blocks until the process gets SIGTERM or SIGINT.
+    /// Installs the SIGTERM and SIGINT handlers now, so that a signal that comes before
+    /// [`Server::wait_for_signal`] (a client served and a supervisor's SIGTERM, all before the
+    /// caller got there) is kept for it rather than ending the process at once. Call it
+    /// before announcing that the server listens.
     ///
     /// # Errors
     /// [`Error::Io`] if the signal handlers cannot be installed.
-    pub fn wait_for_signal(&self) -> Result<()> {
+    pub fn catch_signals(&mut self) -> Result<()> {
         use tokio::signal::unix::{SignalKind, signal};
+        if self.signals.is_some() {
+            return Ok(());
+        }
         let Some(rt) = &self.runtime else { return Ok(()) };
+        let _entered = rt.enter();
+        let term = signal(SignalKind::terminate())
+            .map_err(|e| Error::io("installing the SIGTERM handler", e))?;
+        let int = signal(SignalKind::interrupt())
+            .map_err(|e| Error::io("installing the SIGINT handler", e))?;
+        self.signals = Some((term, int));
+        Ok(())
+    }
+
+    /// Blocks until the process gets SIGTERM or SIGINT (installing the handlers first if
+    /// [`Server::catch_signals`] did not).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the signal handlers cannot be installed.
+    pub fn wait_for_signal(&mut self) -> Result<()> {
+        self.catch_signals()?;
+        let (Some(rt), Some((term, int))) = (&self.runtime, &mut self.signals) else {
+            return Ok(());
+        };
         rt.block_on(async {
-            let mut term = signal(SignalKind::terminate())
-                .map_err(|e| Error::io("installing the SIGTERM handler", e))?;
-            let mut int = signal(SignalKind::interrupt())
-                .map_err(|e| Error::io("installing the SIGINT handler", e))?;
             tokio::select! {
                 _ = term.recv() => log::info!("SIGTERM: shutting down"),
                 _ = int.recv() => log::info!("SIGINT: shutting down"),
             }
-            Ok(())
-        })
+        });
+        Ok(())
     }
 
     /// Stops accepting, lets every connection finish the requests it has read (for up to

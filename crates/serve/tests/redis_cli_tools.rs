@@ -22,7 +22,8 @@ fn bigkeys_finds_the_biggest_string() {
     let server = TestServer::start();
     let mut c = server.client();
     for i in 0..50 {
-        let _: () = redis::cmd("SET").arg(format!("k{i}")).arg("x".repeat(i)).query(&mut c).unwrap();
+        let _: () =
+            redis::cmd("SET").arg(format!("k{i}")).arg("x".repeat(i)).query(&mut c).unwrap();
     }
     let _: () = redis::cmd("SET").arg("the-big-one").arg("y".repeat(5000)).query(&mut c).unwrap();
     let out = redis_cli()

@@ -19,11 +19,7 @@ fn type_says_string_or_none() {
     // An expired key is none.
     exchange(&mut s, &resp(&[b"SET", b"gone", b"v", b"PXAT", b"1"]), b"+OK\r\n");
     exchange(&mut s, &resp(&[b"TYPE", b"gone"]), b"+none\r\n");
-    exchange(
-        &mut s,
-        &resp(&[b"TYPE"]),
-        b"-ERR wrong number of arguments for 'type' command\r\n",
-    );
+    exchange(&mut s, &resp(&[b"TYPE"]), b"-ERR wrong number of arguments for 'type' command\r\n");
 }
 
 #[test]

@@ -1,6 +1,21 @@
 //! The server: a tokio runtime of a few worker threads, TCP and Unix socket listeners, one
 //! task per connection, and a graceful shutdown that closes the store.
 //!
+//! Start ([`Listeners::bind`], then [`Server::start_on`]): the listeners are bound before
+//! the store is opened (a server that cannot listen makes no store), then the store is
+//! claimed (`marker.rs`), `max_clients` fitted to the open-file limit (`descriptors.rs`),
+//! and the accept loops started.
+//!
+//! Stages of an accepted connection (`accept_loop`):
+//! 1. Protected mode: with no password, a TCP peer that is not loopback is answered
+//!    `-DENIED ...` and closed.
+//! 2. `max_clients`: one more is answered `-ERR max number of clients reached` and closed.
+//!    Both refusals are written in the accept loop, so a refused client holds its
+//!    descriptor only until it is answered.
+//! 3. Otherwise a task serves it. An accept that fails (out of descriptors) is handled by
+//!    `AcceptErrors`: the waiting client is answered with a spare descriptor's room, and
+//!    the error logged once an interval.
+//!
 //! Stages of a connection ([`serve_connection`]):
 //! 1. Parse every whole request in the read buffer (pipelining: a client may send many
 //!    before reading any reply).

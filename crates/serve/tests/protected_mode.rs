@@ -109,6 +109,11 @@ fn a_password_or_protected_mode_off_lets_them_in() {
     let server = start_on_all_addresses(off);
     let mut s = connect(outside, server.port);
     exchange(&mut s, &resp(&[b"PING"]), b"+PONG\r\n");
+    exchange(
+        &mut s,
+        &resp(&[b"CONFIG", b"GET", b"protected-mode"]),
+        b"*2\r\n$14\r\nprotected-mode\r\n$2\r\nno\r\n",
+    );
 }
 
 #[test]

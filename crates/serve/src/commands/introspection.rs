@@ -195,6 +195,7 @@ pub fn config(shared: &Shared, args: &Request) -> Reply {
         ("databases", "1".into()),
         ("maxclients", c.max_clients.to_string()),
         ("port", shared.tcp_addr.map_or(0, |a| a.port()).to_string()),
+        ("protected-mode", if c.protected_mode { "yes" } else { "no" }.into()),
         ("proto-max-bulk-len", c.max_request_bytes.to_string()),
         ("requirepass", c.password.clone().unwrap_or_default()),
         // No snapshots: the WAL and SSTs are the persistence.

@@ -78,8 +78,9 @@ impl std::str::FromStr for AppendFsync {
 /// The server's settings.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// TCP address to listen on; `None` for none (a Unix socket only). Port 0 picks a free
-    /// port: [`crate::Server::tcp_addr`] tells which.
+    /// TCP address to listen on; `None` for none (a Unix socket only: what `shale serve
+    /// --port 0` asks, as Redis's `port 0`). Here port 0 picks a free port, for tests and
+    /// embedders: [`crate::Server::tcp_addr`] tells which.
     pub bind: Option<SocketAddr>,
     /// Unix socket path to listen on as well, if any. A stale socket file there is replaced;
     /// any other file there is refused.

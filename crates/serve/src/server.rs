@@ -31,6 +31,7 @@
 //! have closed (or [`SHUTDOWN_GRACE`] has passed) the runtime stops and the store is closed,
 //! which flushes its memtables.
 
+use std::io::ErrorKind;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -554,6 +555,10 @@ impl AcceptErrors {
     /// Handles an accept error: logs it (at most once an interval), refuses a client with the
     /// spare descriptor's room if descriptors ran out, or pauses.
     async fn failed(&mut self, e: std::io::Error, listener: &Listener, shared: &Shared) {
+        if matches!(e.kind(), ErrorKind::ConnectionAborted | ErrorKind::Interrupted) {
+            // A client that gave up before it was accepted, or a signal: nothing is wrong.
+            return;
+        }
         self.log(&e);
         let out_of_descriptors = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
         if out_of_descriptors {
@@ -589,10 +594,11 @@ impl AcceptErrors {
         } else {
             ""
         };
-        log::warn!(
-            "accepting a connection: {e}{hint} ({} more such errors since the last line)",
-            self.unlogged
-        );
+        let since = match self.unlogged {
+            0 => String::new(),
+            n => format!(" ({n} more such errors since the last line)"),
+        };
+        log::warn!("accepting a connection: {e}{hint}{since}");
         self.last_logged = Some(Instant::now());
         self.unlogged = 0;
     }

@@ -1,15 +1,22 @@
 //! `shale serve --db PATH`: the RESP (Redis protocol) server of `shale-serve` over a store,
 //! until SIGTERM or SIGINT, which finish the requests in flight and close the store.
 //!
-//! `--db` is checked as `bench` checks it ([`store::prepare`]): a missing path or an empty
-//! directory gets a new store, a store (its directory, volume file or device) is opened as it
-//! is, anything else is refused untouched.
+//! Stages at start, each refusing with the flag named:
+//! 1. The flags, and the password from `--requirepass`, `--requirepass-file` or the
+//!    `SHALE_REQUIREPASS` environment variable (one of them at most).
+//! 2. The listeners are bound ([`Listeners::bind`]): an address in use fails here, before
+//!    `--db` is touched, so a server that cannot listen never creates a store.
+//! 3. `--db` is checked as `bench` checks it ([`store::prepare`]): a missing path or an empty
+//!    directory gets a new store, a store (its directory, volume file or device) is opened as
+//!    it is, anything else is refused untouched.
+//! 4. The store must be serve's own (`shale_serve::marker`), and `--maxclients` must fit
+//!    the open-file limit (`shale_serve::descriptors`): [`Server::start_on`].
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use shale_lsm::Options;
-use shale_serve::{AppendFsync, Config, Server, config};
+use shale_serve::{AppendFsync, Config, Listeners, Server, config};
 
 use crate::store;
 
@@ -19,21 +26,29 @@ pub struct Args {
     /// The store: a directory (made if missing), a volume file or a block device.
     #[arg(long)]
     db: PathBuf,
-    /// TCP port; 0 picks a free one (the line printed at start names it). Redis's by
-    /// default, so redis-cli and redis-benchmark find the server without flags.
+    /// TCP port; 0 turns TCP off (as in Redis: give --unixsocket then). Redis's by default,
+    /// so redis-cli and redis-benchmark find the server without flags.
     #[arg(long, default_value_t = config::PORT_DEFAULT)]
     port: u16,
     /// Address to listen on. Loopback by default: anything wider exposes the store to the
-    /// network (set --requirepass).
+    /// network (set a password, or protected mode refuses clients from other addresses).
     #[arg(long, default_value = "127.0.0.1")]
     bind: IpAddr,
     /// Also listen on this Unix socket (a stale socket file there is replaced).
     #[arg(long)]
     unixsocket: Option<PathBuf>,
     /// Password clients must give with AUTH before any other command. Visible in the process
-    /// list, as Redis's is.
+    /// list: prefer --requirepass-file or the SHALE_REQUIREPASS environment variable.
     #[arg(long)]
     requirepass: Option<String>,
+    /// Read the password from this file (its first line; a trailing newline is not part of
+    /// it), so that it is not in the process list.
+    #[arg(long = "requirepass-file")]
+    requirepass_file: Option<PathBuf>,
+    /// Redis's protected mode: with no password, TCP clients from addresses other than
+    /// loopback are answered -DENIED and closed. `no` serves them.
+    #[arg(long = "protected-mode", default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
+    protected_mode: bool,
     /// When writes are durable: always (every write synced before its reply), everysec (one
     /// sync a second) or no (left to the engine; a crash of the process loses nothing, a
     /// power loss may).
@@ -46,9 +61,13 @@ pub struct Args {
     /// half the cores, at least 1].
     #[arg(long)]
     threads: Option<usize>,
-    /// Most bytes of one request and of one bulk string in it (Redis's proto-max-bulk-len,
-    /// less one byte).
-    #[arg(long = "max-request-bytes", default_value_t = shale_serve::resp::REQUEST_BYTES_MAX_DEFAULT)]
+    /// Most bytes of one request and of one bulk string in it, for an authenticated client
+    /// (Redis's proto-max-bulk-len, less one byte). Before AUTH, Redis's tighter bounds hold.
+    #[arg(
+        long = "proto-max-bulk-len",
+        visible_alias = "max-request-bytes",
+        default_value_t = shale_serve::resp::REQUEST_BYTES_MAX_DEFAULT
+    )]
     max_request_bytes: usize,
     /// The store's memtable size in bytes (db_bench's name); a value is at most half of it.
     #[arg(long = "write_buffer_size")]
@@ -58,16 +77,79 @@ pub struct Args {
     cache_size: Option<usize>,
 }
 
-/// Runs the command: opens the store, serves until a signal, closes the store.
+/// The environment variable a password may come from.
+pub const PASSWORD_ENV: &str = "SHALE_REQUIREPASS";
+
+/// `yes` or `no`, as Redis's configuration writes a switch.
+fn yes_no(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err(format!("{s:?} is not yes or no")),
+    }
+}
+
+/// The password: from `--requirepass`, `--requirepass-file` or `SHALE_REQUIREPASS`, at most
+/// one of them.
+fn password(args: &Args) -> Result<Option<String>, String> {
+    let from_env = std::env::var_os(PASSWORD_ENV);
+    let given = [args.requirepass.is_some(), args.requirepass_file.is_some(), from_env.is_some()];
+    if given.iter().filter(|&&g| g).count() > 1 {
+        return Err(format!(
+            "the password is given more than one way (--requirepass, --requirepass-file, \
+             {PASSWORD_ENV}); give one"
+        ));
+    }
+    if let Some(path) = &args.requirepass_file {
+        return password_file(path).map(Some);
+    }
+    if let Some(value) = from_env {
+        return value
+            .into_string()
+            .map(Some)
+            .map_err(|_| format!("{PASSWORD_ENV}: the password is not UTF-8"));
+    }
+    Ok(args.requirepass.clone())
+}
+
+/// A password file's first line. A file others may read is used, with a warning.
+fn password_file(path: &Path) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let named = |e: &dyn std::fmt::Display| format!("--requirepass-file {}: {e}", path.display());
+    let bytes = std::fs::read(path).map_err(|e| named(&e))?;
+    let text = String::from_utf8(bytes).map_err(|_| named(&"the password is not UTF-8"))?;
+    let line = text.lines().next().unwrap_or("");
+    if line.is_empty() {
+        return Err(named(&"the file's first line is empty"));
+    }
+    if let Ok(meta) = std::fs::metadata(path) {
+        let mode = meta.permissions().mode();
+        if mode & 0o077 != 0 {
+            eprintln!(
+                "shale serve: warning: --requirepass-file {} may be read by other users (mode \
+                 {:o}); chmod 600 it",
+                path.display(),
+                mode & 0o777
+            );
+        }
+    }
+    Ok(line.to_string())
+}
+
+/// Runs the command (the stages of the module comment), serves until a signal, closes the
+/// store.
 ///
 /// # Errors
-/// A refused `--db`, a store that cannot be opened, an address that cannot be bound, bad
-/// flags (named), or the store's error at close.
+/// A refused `--db`, a store that cannot be opened or is not serve's, an address that cannot
+/// be bound, bad flags (named), or the store's error at close.
 pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let password = password(args).map_err(|e| format!("shale serve: {e}"))?;
     let config = Config {
-        bind: Some(SocketAddr::new(args.bind, args.port)),
+        // Port 0 is TCP off, as in Redis (the library's port 0, a free port, is for tests).
+        bind: (args.port != 0).then(|| SocketAddr::new(args.bind, args.port)),
         unix_socket: args.unixsocket.clone(),
-        password: args.requirepass.clone(),
+        password,
+        protected_mode: args.protected_mode,
         appendfsync: args.appendfsync,
         max_clients: args.maxclients,
         max_request_bytes: args.max_request_bytes,
@@ -88,20 +170,35 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         options.block_cache_bytes = bytes;
     }
     store::validate_for_flags(&options)?;
+    // Bound before the store is opened or made: a server that cannot listen leaves no store.
+    let listeners = Listeners::bind(&config).map_err(|e| format!("shale serve: {e}"))?;
     // A directory (or nothing yet) gets a store if it has none. A file or a device must hold
     // one already: serve never lays a store over a file or device it did not make, and never
     // empties one (bench does, on request).
     let store_only = std::fs::metadata(&args.db).is_ok_and(|m| !m.is_dir());
     let path = store::prepare(&args.db, store_only)?;
     let db = store::open(&path, options, store_only)?;
-    let server = Server::start(db, config)?;
+    let mut server = Server::start_on(listeners, db, config).map_err(|e| match e {
+        shale_serve::Error::NotServeStore(_) => {
+            format!("shale serve: --db {}: {e}", path.display())
+        }
+        e => format!("shale serve: {e}"),
+    })?;
+    // Before the lines that tell a supervisor (or a test) the server is up, so that its
+    // SIGTERM right after them is a clean shutdown, not the default death.
+    server.catch_signals()?;
     if let Some(addr) = server.tcp_addr() {
         println!("shale serve: listening on {addr}");
     }
     if let Some(socket) = server.unix_socket() {
         println!("shale serve: listening on unix socket {}", socket.display());
     }
-    println!("shale serve: store {}, appendfsync {}", path.display(), args.appendfsync.name());
+    println!(
+        "shale serve: store {}, appendfsync {}, maxclients {}",
+        path.display(),
+        args.appendfsync.name(),
+        server.max_clients()
+    );
     server.wait_for_signal()?;
     println!("shale serve: shutting down");
     server.shutdown()?;

@@ -39,11 +39,17 @@ impl Drop for ServerChild {
     }
 }
 
+/// A port free now: bound and released (`--port 0` turns TCP off, as in Redis).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 fn start(db: &std::path::Path) -> ServerChild {
+    let port = free_port().to_string();
     let mut child = Command::new(env!("CARGO_BIN_EXE_shale"))
         .args(["serve", "--db"])
         .arg(db)
-        .args(["--port", "0", "--appendfsync", "always", "--write_buffer_size", "1048576"])
+        .args(["--port", &port, "--appendfsync", "always", "--write_buffer_size", "1048576"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

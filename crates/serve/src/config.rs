@@ -1,5 +1,9 @@
 //! The server's settings: where it listens, who may talk to it, how durable its writes are,
 //! and its bounds.
+//!
+//! Each setting is a flag of `shale serve` named as Redis names its configuration directive
+//! (`--maxclients`, `--requirepass`, `--protected-mode`, ...); errors name the flag, so the
+//! message reads the same to a user of the command and of this crate.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -74,15 +78,20 @@ impl std::str::FromStr for AppendFsync {
 /// The server's settings.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// TCP address to listen on; `None` for none (a Unix socket only). Port 0 picks a free
-    /// port: [`crate::Server::tcp_addr`] tells which.
+    /// TCP address to listen on; `None` for none (a Unix socket only: what `shale serve
+    /// --port 0` asks, as Redis's `port 0`). Here port 0 picks a free port, for tests and
+    /// embedders: [`crate::Server::tcp_addr`] tells which.
     pub bind: Option<SocketAddr>,
     /// Unix socket path to listen on as well, if any. A stale socket file there is replaced;
     /// any other file there is refused.
     pub unix_socket: Option<PathBuf>,
     /// The password of `AUTH`; with one set, every command but `AUTH`, `HELLO ... AUTH` and
-    /// `QUIT` is refused until it is given.
+    /// `QUIT` is refused until it is given, and requests are held to Redis's bounds for
+    /// unauthenticated clients until then ([`crate::resp::RequestParser::before_auth`]).
     pub password: Option<String>,
+    /// Redis's protected mode: with no password set, a TCP client whose address is not a
+    /// loopback one is answered `-DENIED ...` and closed. On by default, as in Redis.
+    pub protected_mode: bool,
     /// When writes are made durable.
     pub appendfsync: AppendFsync,
     /// Most clients connected at once; one more is answered an error and closed.
@@ -101,6 +110,7 @@ impl Default for Config {
             bind: Some(SocketAddr::from(([127, 0, 0, 1], PORT_DEFAULT))),
             unix_socket: None,
             password: None,
+            protected_mode: true,
             appendfsync: AppendFsync::Everysec,
             max_clients: MAX_CLIENTS_DEFAULT,
             max_request_bytes: resp::REQUEST_BYTES_MAX_DEFAULT,
@@ -118,34 +128,38 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         let bad = |s: String| Err(Error::InvalidArgument(s));
         if self.bind.is_none() && self.unix_socket.is_none() {
-            return bad("neither a TCP address nor a Unix socket to listen on".into());
+            // Redis: "Configured to not listen anywhere, exiting."
+            return bad("nothing to listen on: --port 0 turns TCP off, and no --unixsocket \
+                 was given"
+                .into());
         }
         if !(1..=MAX_CLIENTS_MAX).contains(&self.max_clients) {
             return bad(format!(
-                "max_clients {} is not in 1..={MAX_CLIENTS_MAX}",
+                "--maxclients {} is not in 1..={MAX_CLIENTS_MAX}",
                 self.max_clients
             ));
         }
         if !(1..=THREADS_MAX).contains(&self.threads) {
-            return bad(format!("threads {} is not in 1..={THREADS_MAX}", self.threads));
+            return bad(format!("--threads {} is not in 1..={THREADS_MAX}", self.threads));
         }
         // A request must at least hold a small command; beyond 4 GiB is no request.
         if !(1024..=(4 << 30)).contains(&self.max_request_bytes) {
             return bad(format!(
-                "max_request_bytes {} is not in 1024..={}",
+                "--proto-max-bulk-len {} is not in 1024..={}",
                 self.max_request_bytes,
                 4u64 << 30
             ));
         }
+        // No flag sets it (the library's users may): named as the setting.
         if !(3..=(1 << 24)).contains(&self.max_request_args) {
             return bad(format!(
-                "max_request_args {} is not in 3..={}",
+                "the most arguments of a request, {}, is not in 3..={}",
                 self.max_request_args,
                 1 << 24
             ));
         }
         if self.password.as_deref() == Some("") {
-            return bad("an empty password (leave it unset for none)".into());
+            return bad("--requirepass: an empty password (leave it unset for none)".into());
         }
         Ok(())
     }

@@ -17,6 +17,9 @@ pub enum Error {
     },
     /// A stored value or key that `shale serve` did not write.
     Corruption(String),
+    /// A store that is not `shale serve`'s (marker.rs): its data was written by another
+    /// program, or by a newer serve. Nothing in it was changed.
+    NotServeStore(String),
     /// Bad configuration, naming the setting and its limit.
     InvalidArgument(String),
     /// The engine's request queue stayed full for every retry.
@@ -39,6 +42,11 @@ impl fmt::Display for Error {
             Error::Store(e) => write!(f, "store: {e}"),
             Error::Io { op, source } => write!(f, "{op}: {source}"),
             Error::Corruption(s) => write!(f, "corruption: {s}"),
+            Error::NotServeStore(why) => write!(
+                f,
+                "not a store of shale serve: {why}. It was left untouched: serve opens the \
+                 stores it made and empty ones; give a new or empty --db"
+            ),
             Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
             Error::Busy => f.write_str("the store's request queue stayed full; try again"),
         }

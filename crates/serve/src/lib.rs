@@ -14,7 +14,7 @@
 //! // otherwise).
 //! let options = Options { compaction_filter: Some(Arc::new(ExpiredKeys)), ..Options::default() };
 //! let db = Db::open("/tmp/serve-demo", options)?;
-//! let server = Server::start(db, Config::default())?;   // 127.0.0.1:6379
+//! let mut server = Server::start(db, Config::default())?; // 127.0.0.1:6379
 //! println!("listening on {:?}", server.tcp_addr());
 //! server.wait_for_signal()?;                            // SIGTERM or SIGINT
 //! server.shutdown()?;                                   // finishes requests, closes the store
@@ -23,15 +23,20 @@
 //!
 //! Modules: [`resp`] (the protocol), [`value`] (the stored value format), [`expiry_filter`]
 //! (expired keys dropped by compaction), [`keyspace`] (Redis
-//! keys over engine keys, locks, appendfsync), [`commands`] (one module per family),
-//! [`server`] (listeners, connections, shutdown), [`config`], [`glob`] (MATCH patterns).
+//! keys over engine keys, locks, appendfsync), [`marker`] (how serve knows its own stores),
+//! [`commands`] (one module per family), [`server`] (listeners, connections, protected mode,
+//! shutdown), [`descriptors`] (`--maxclients` against the open-file limit), [`config`],
+//! [`glob`] (MATCH patterns).
 
 pub mod commands;
 pub mod config;
+pub mod descriptors;
 pub mod error;
 pub mod expiry_filter;
 pub mod glob;
 pub mod keyspace;
+pub mod marker;
+pub mod memory;
 pub mod resp;
 pub mod server;
 pub mod value;
@@ -39,4 +44,4 @@ pub mod value;
 pub use config::{AppendFsync, Config};
 pub use error::{Error, Result};
 pub use expiry_filter::ExpiredKeys;
-pub use server::Server;
+pub use server::{Listeners, Server};

@@ -13,6 +13,11 @@
 //! A header line (`*<n>` or `$<len>`) is at most [`HEADER_BYTES_MAX`] bytes before its CRLF.
 //! Lengths are decimal, without sign or leading `+`.
 //!
+//! Before a client has authenticated (a password is set and not yet given), Redis's tighter
+//! bounds apply on top ([`RequestParser::before_auth`]): at most
+//! [`UNAUTHENTICATED_ARRAY_LEN_MAX`] elements and [`UNAUTHENTICATED_BULK_BYTES_MAX`] bytes a
+//! bulk string, so a stranger can make the server hold at most a few hundred KiB.
+//!
 //! Replies (what the server sends):
 //! ```text
 //! type            RESP2                      RESP3
@@ -51,6 +56,14 @@ pub const ARRAY_LEN_MAX_DEFAULT: usize = 1 << 20;
 /// The engine refuses far smaller values anyway (a batch is at most half a memtable): lower
 /// it with `Limits` to stop a client making the server buffer what cannot be stored.
 pub const REQUEST_BYTES_MAX_DEFAULT: usize = (512 << 20) - 1;
+
+/// Most elements of one request from a client that has not authenticated: Redis's bound (10),
+/// enough for `AUTH`, `HELLO 3 AUTH user pass SETNAME name` and `QUIT`.
+pub const UNAUTHENTICATED_ARRAY_LEN_MAX: usize = 10;
+
+/// Most bytes of one bulk string from a client that has not authenticated: Redis's bound
+/// (16 KiB), far above any password.
+pub const UNAUTHENTICATED_BULK_BYTES_MAX: usize = 16 << 10;
 
 /// The bounds a [`RequestParser`] enforces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +130,12 @@ pub enum ProtocolError {
         /// The limit.
         max: usize,
     },
+    /// An array or bulk string over the bounds of a client that has not authenticated
+    /// ([`UNAUTHENTICATED_ARRAY_LEN_MAX`], [`UNAUTHENTICATED_BULK_BYTES_MAX`]). Redis's words.
+    Unauthenticated {
+        /// "multibulk" or "bulk".
+        what: &'static str,
+    },
 }
 
 impl fmt::Display for ProtocolError {
@@ -138,6 +157,7 @@ impl fmt::Display for ProtocolError {
             ProtocolError::InlineTooLong { max } => {
                 write!(f, "inline request is over the {max}-byte limit")
             }
+            ProtocolError::Unauthenticated { what } => write!(f, "unauthenticated {what} length"),
         }
     }
 }
@@ -161,6 +181,9 @@ struct Partial {
 #[derive(Debug)]
 pub struct RequestParser {
     limits: Limits,
+    /// Whether the client has yet to authenticate: the unauthenticated bounds apply on top
+    /// of `limits` until [`RequestParser::authenticated`].
+    before_auth: bool,
     partial: Option<Partial>,
 }
 
@@ -193,7 +216,32 @@ fn parse_len(digits: &[u8], what: &'static str) -> Result<Option<u64>, ProtocolE
 impl RequestParser {
     /// A parser enforcing `limits`.
     pub fn new(limits: Limits) -> RequestParser {
-        RequestParser { limits, partial: None }
+        RequestParser { limits, before_auth: false, partial: None }
+    }
+
+    /// A parser for a client that must authenticate first: until
+    /// [`RequestParser::authenticated`] is called, an array over
+    /// [`UNAUTHENTICATED_ARRAY_LEN_MAX`] elements or a bulk string over
+    /// [`UNAUTHENTICATED_BULK_BYTES_MAX`] bytes is refused at its header
+    /// ([`ProtocolError::Unauthenticated`]), as well as anything over `limits`.
+    pub fn before_auth(limits: Limits) -> RequestParser {
+        RequestParser { limits, before_auth: true, partial: None }
+    }
+
+    /// The client has authenticated: from the next header on, only `limits` apply. Requests
+    /// are parsed one at a time between commands, so the request after a pipelined `AUTH` is
+    /// held to the bounds of an authenticated client, as in Redis.
+    pub fn authenticated(&mut self) {
+        self.before_auth = false;
+    }
+
+    /// The array bound now: the configured one, or the unauthenticated one where lower.
+    fn array_len_max(&self) -> usize {
+        if self.before_auth {
+            self.limits.array_len_max.min(UNAUTHENTICATED_ARRAY_LEN_MAX)
+        } else {
+            self.limits.array_len_max
+        }
     }
 
     /// The next whole request at the start of `input`, or `None` until more bytes arrive. On
@@ -215,7 +263,16 @@ impl RequestParser {
             if self.partial.is_none() {
                 let Some(&first) = rest.first() else { return Ok(None) };
                 if first != b'*' {
-                    match inline(rest, consumed, &self.limits)? {
+                    let limits = Limits { array_len_max: self.array_len_max(), ..self.limits };
+                    let parsed = inline(rest, consumed, &limits).map_err(|e| match e {
+                        ProtocolError::ArrayTooLong { len, .. }
+                            if len <= self.limits.array_len_max as u64 =>
+                        {
+                            ProtocolError::Unauthenticated { what: "multibulk" }
+                        }
+                        e => e,
+                    })?;
+                    match parsed {
                         // An empty line (a telnet user pressing return) is skipped, as Redis
                         // skips it.
                         Some(args) if args.is_empty() => continue,
@@ -226,6 +283,9 @@ impl RequestParser {
                     return Ok(None);
                 };
                 let len = parse_len(digits, "multibulk")?.unwrap_or(0);
+                if len > self.array_len_max() as u64 && len <= self.limits.array_len_max as u64 {
+                    return Err(ProtocolError::Unauthenticated { what: "multibulk" });
+                }
                 if len > self.limits.array_len_max as u64 {
                     return Err(ProtocolError::ArrayTooLong {
                         len,
@@ -274,6 +334,9 @@ impl RequestParser {
         };
         if len > self.limits.bulk_bytes_max as u64 {
             return Err(ProtocolError::BulkTooLong { len, max: self.limits.bulk_bytes_max });
+        }
+        if self.before_auth && len > UNAUTHENTICATED_BULK_BYTES_MAX as u64 {
+            return Err(ProtocolError::Unauthenticated { what: "bulk" });
         }
         let len = len as usize;
         let Some(partial) = self.partial.as_mut() else {
@@ -541,6 +604,49 @@ mod tests {
         ));
         assert!(matches!(
             parse_all(b"a b c d e\r\n", limits).unwrap_err(),
+            ProtocolError::ArrayTooLong { len: 5, max: 4 }
+        ));
+    }
+
+    #[test]
+    fn before_auth_the_bounds_are_redis_s_until_lifted() {
+        let limits = Limits::default();
+        let parse = |p: &mut RequestParser, input: &[u8]| {
+            let mut took = 0;
+            p.next(input, &mut took)
+        };
+        let mut p = RequestParser::before_auth(limits);
+        let eleven = format!("*{}\r\n", UNAUTHENTICATED_ARRAY_LEN_MAX + 1);
+        assert_eq!(
+            parse(&mut p, eleven.as_bytes()).unwrap_err(),
+            ProtocolError::Unauthenticated { what: "multibulk" }
+        );
+        let mut p = RequestParser::before_auth(limits);
+        let words = ["a"; UNAUTHENTICATED_ARRAY_LEN_MAX + 1].join(" ") + "\r\n";
+        assert_eq!(
+            parse(&mut p, words.as_bytes()).unwrap_err(),
+            ProtocolError::Unauthenticated { what: "multibulk" }
+        );
+        let mut p = RequestParser::before_auth(limits);
+        let big = format!("*2\r\n$4\r\nAUTH\r\n${}\r\n", UNAUTHENTICATED_BULK_BYTES_MAX + 1);
+        assert_eq!(
+            parse(&mut p, big.as_bytes()).unwrap_err(),
+            ProtocolError::Unauthenticated { what: "bulk" }
+        );
+        // At the bounds, and past them once lifted.
+        let mut p = RequestParser::before_auth(limits);
+        let value = vec![b'x'; UNAUTHENTICATED_BULK_BYTES_MAX];
+        let mut ok = format!("*2\r\n$4\r\nAUTH\r\n${}\r\n", value.len()).into_bytes();
+        ok.extend_from_slice(&value);
+        ok.extend_from_slice(b"\r\n");
+        assert!(parse(&mut p, &ok).unwrap().is_some());
+        p.authenticated();
+        assert!(parse(&mut p, big.as_bytes()).unwrap().is_none(), "waits for the bytes");
+        // The configured bounds still win where they are lower.
+        let small = Limits { array_len_max: 4, bulk_bytes_max: 100, request_bytes_max: 400 };
+        let mut p = RequestParser::before_auth(small);
+        assert!(matches!(
+            parse(&mut p, b"*5\r\n").unwrap_err(),
             ProtocolError::ArrayTooLong { len: 5, max: 4 }
         ));
     }

@@ -1,6 +1,21 @@
 //! The server: a tokio runtime of a few worker threads, TCP and Unix socket listeners, one
 //! task per connection, and a graceful shutdown that closes the store.
 //!
+//! Start ([`Listeners::bind`], then [`Server::start_on`]): the listeners are bound before
+//! the store is opened (a server that cannot listen makes no store), then the store is
+//! claimed (`marker.rs`), `max_clients` fitted to the open-file limit (`descriptors.rs`),
+//! and the accept loops started.
+//!
+//! Stages of an accepted connection (`accept_loop`):
+//! 1. Protected mode: with no password, a TCP peer that is not loopback is answered
+//!    `-DENIED ...` and closed.
+//! 2. `max_clients`: one more is answered `-ERR max number of clients reached` and closed.
+//!    Both refusals are written in the accept loop, so a refused client holds its
+//!    descriptor only until it is answered.
+//! 3. Otherwise a task serves it. An accept that fails (out of descriptors) is handled by
+//!    `AcceptErrors`: the waiting client is answered with a spare descriptor's room, and
+//!    the error logged once an interval.
+//!
 //! Stages of a connection ([`serve_connection`]):
 //! 1. Parse every whole request in the read buffer (pipelining: a client may send many
 //!    before reading any reply).
@@ -16,7 +31,8 @@
 //! have closed (or [`SHUTDOWN_GRACE`] has passed) the runtime stops and the store is closed,
 //! which flushes its memtables.
 
-use std::net::SocketAddr;
+use std::io::ErrorKind;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -93,18 +109,92 @@ pub struct Server {
     stop: watch::Sender<bool>,
     tcp_addr: Option<SocketAddr>,
     unix_socket: Option<PathBuf>,
+    /// The SIGTERM and SIGINT streams, once [`Server::catch_signals`] installed them.
+    signals: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+/// The sockets a server listens on, bound before any store is opened: an address in use
+/// or a Unix socket path held by something else fails here, so a server that cannot listen
+/// never creates or touches a store. Dropping them unused removes the Unix socket file they
+/// made.
+pub struct Listeners {
+    tcp: Option<std::net::TcpListener>,
+    unix: Option<std::os::unix::net::UnixListener>,
+    /// The socket file made, removed when these are dropped unused.
+    unix_path: Option<PathBuf>,
+}
+
+impl Listeners {
+    /// Binds what `config` asks for: its TCP address (port 0 picks a free one) and its Unix
+    /// socket (a stale socket file there is replaced, anything else refused).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for bad settings or a Unix socket path holding another kind
+    /// of file or a live server; [`Error::Io`] naming the address that could not be bound.
+    pub fn bind(config: &Config) -> Result<Listeners> {
+        config.validate()?;
+        let mut listeners = Listeners { tcp: None, unix: None, unix_path: None };
+        if let Some(addr) = config.bind {
+            let l = std::net::TcpListener::bind(addr)
+                .map_err(|e| Error::io(format!("binding {addr}"), e))?;
+            l.set_nonblocking(true).map_err(|e| Error::io("setting up the listener", e))?;
+            listeners.tcp = Some(l);
+        }
+        if let Some(path) = &config.unix_socket {
+            let l = bind_unix(path)?;
+            listeners.unix_path = Some(path.clone());
+            l.set_nonblocking(true).map_err(|e| Error::io("setting up the listener", e))?;
+            listeners.unix = Some(l);
+        }
+        Ok(listeners)
+    }
+
+    /// The TCP address bound, with its real port.
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        self.tcp.as_ref().and_then(|l| l.local_addr().ok())
+    }
+}
+
+impl Drop for Listeners {
+    fn drop(&mut self) {
+        if let Some(path) = self.unix_path.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 impl Server {
     /// Starts serving `db` as `config` says: binds the listeners (a port of 0 picks a free
-    /// one) and returns once they accept.
+    /// one) and returns once they accept. [`Listeners::bind`] then [`Server::start_on`], for
+    /// a caller that has its store open already.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for bad settings or a Unix socket path holding another kind
-    /// of file; [`Error::Io`] naming the address that could not be bound or the runtime that
-    /// could not start.
+    /// As [`Listeners::bind`] and [`Server::start_on`].
     pub fn start(db: Db, config: Config) -> Result<Server> {
+        let listeners = Listeners::bind(&config)?;
+        Server::start_on(listeners, db, config)
+    }
+
+    /// Starts serving `db` on `listeners` (bound first, so that a server that cannot listen
+    /// never made a store). Stages:
+    /// 1. The store must be serve's own ([`crate::marker::claim`]): one made by serve, an
+    ///    empty one (adopted), or one without the marker whose sampled keys and values are
+    ///    all serve's (an older serve's, adopted); anything else is refused untouched.
+    /// 2. The descriptor limit ([`crate::descriptors::fit`]): the soft `RLIMIT_NOFILE` is
+    ///    raised toward what `max_clients` needs, and `max_clients` lowered (with a warning)
+    ///    to what the limit allows.
+    /// 3. The runtime starts and the listeners accept.
+    ///
+    /// # Errors
+    /// [`Error::NotServeStore`] for a store of other data; [`Error::InvalidArgument`] for
+    /// bad settings or a descriptor limit that leaves no room for a client; [`Error::Io`]
+    /// for a runtime that could not start; the store's error reading or marking it.
+    pub fn start_on(listeners: Listeners, db: Db, mut config: Config) -> Result<Server> {
         config.validate()?;
+        match crate::marker::claim(&db)? {
+            crate::marker::Claim::Marked => {}
+            claim => log::info!("shale serve: {claim}"),
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.threads)
             .thread_name("shale-serve")
@@ -112,29 +202,42 @@ impl Server {
             .enable_time()
             .build()
             .map_err(|e| Error::io("starting the runtime", e))?;
+        // Counted once the store, the listeners and the runtime hold theirs.
+        let budget = crate::descriptors::fit(config.max_clients)?;
+        if let Some(warning) = budget.warning(config.max_clients) {
+            log::warn!("{warning}");
+        }
+        config.max_clients = budget.max_clients;
+        if config.protected_mode
+            && config.password.is_none()
+            && config.bind.is_some_and(|a| !is_loopback(a.ip()))
+        {
+            log::warn!(
+                "protected mode: no password is set, so clients from addresses other than \
+                 loopback get -DENIED (set --requirepass, --requirepass-file or \
+                 SHALE_REQUIREPASS, or give --protected-mode no)"
+            );
+        }
         let _entered = runtime.enter();
-        let tcp = match config.bind {
-            Some(addr) => {
-                let l = std::net::TcpListener::bind(addr)
-                    .map_err(|e| Error::io(format!("binding {addr}"), e))?;
-                l.set_nonblocking(true).map_err(|e| Error::io("setting up the listener", e))?;
-                Some(
-                    tokio::net::TcpListener::from_std(l)
-                        .map_err(|e| Error::io("setting up the listener", e))?,
-                )
-            }
+        let mut listeners = listeners;
+        let tcp_addr = listeners.tcp_addr();
+        let tcp = match listeners.tcp.take() {
+            Some(l) => Some(
+                tokio::net::TcpListener::from_std(l)
+                    .map_err(|e| Error::io("setting up the listener", e))?,
+            ),
             None => None,
         };
-        let unix = match &config.unix_socket {
-            Some(path) => Some(bind_unix(path)?),
+        let unix = match listeners.unix.take() {
+            Some(l) => Some(
+                tokio::net::UnixListener::from_std(l)
+                    .map_err(|e| Error::io("setting up the listener", e))?,
+            ),
             None => None,
         };
-        let tcp_addr = match &tcp {
-            Some(l) => Some(l.local_addr().map_err(|e| Error::io("reading the bound address", e))?),
-            None => None,
-        };
+        // From here the server owns the socket file: shutdown removes it.
+        let unix_socket = listeners.unix_path.take();
         let appendfsync = config.appendfsync;
-        let unix_socket = config.unix_socket.clone();
         let shared = Arc::new(Shared {
             keyspace: Keyspace::new(db, appendfsync),
             config,
@@ -144,16 +247,29 @@ impl Server {
         });
         let (stop, stopped) = watch::channel(false);
         if let Some(l) = tcp {
-            runtime.spawn(accept_tcp(l, shared.clone(), stopped.clone()));
+            runtime.spawn(accept_loop(Listener::Tcp(l), shared.clone(), stopped.clone()));
         }
         if let Some(l) = unix {
-            runtime.spawn(accept_unix(l, shared.clone(), stopped.clone()));
+            runtime.spawn(accept_loop(Listener::Unix(l), shared.clone(), stopped.clone()));
         }
         if appendfsync == AppendFsync::Everysec {
             runtime.spawn(sync_every_second(shared.clone(), stopped));
         }
         drop(_entered);
-        Ok(Server { runtime: Some(runtime), shared: Some(shared), stop, tcp_addr, unix_socket })
+        Ok(Server {
+            runtime: Some(runtime),
+            shared: Some(shared),
+            stop,
+            tcp_addr,
+            unix_socket,
+            signals: None,
+        })
+    }
+
+    /// Most clients served at once: `max_clients` as configured, or lower where the
+    /// descriptor limit did not allow it ([`crate::descriptors::fit`]).
+    pub fn max_clients(&self) -> usize {
+        self.shared.as_ref().map_or(0, |s| s.config.max_clients)
     }
 
     /// The TCP address listened on (with the real port when port 0 was asked).
@@ -166,24 +282,45 @@ impl Server {
         self.unix_socket.as_deref()
     }
 
-    /// Blocks until the process gets SIGTERM or SIGINT.
+    /// Installs the SIGTERM and SIGINT handlers now, so that a signal that comes before
+    /// [`Server::wait_for_signal`] (a client served and a supervisor's SIGTERM, all before the
+    /// caller got there) is kept for it rather than ending the process at once. Call it
+    /// before announcing that the server listens.
     ///
     /// # Errors
     /// [`Error::Io`] if the signal handlers cannot be installed.
-    pub fn wait_for_signal(&self) -> Result<()> {
+    pub fn catch_signals(&mut self) -> Result<()> {
         use tokio::signal::unix::{SignalKind, signal};
+        if self.signals.is_some() {
+            return Ok(());
+        }
         let Some(rt) = &self.runtime else { return Ok(()) };
+        let _entered = rt.enter();
+        let term = signal(SignalKind::terminate())
+            .map_err(|e| Error::io("installing the SIGTERM handler", e))?;
+        let int = signal(SignalKind::interrupt())
+            .map_err(|e| Error::io("installing the SIGINT handler", e))?;
+        self.signals = Some((term, int));
+        Ok(())
+    }
+
+    /// Blocks until the process gets SIGTERM or SIGINT (installing the handlers first if
+    /// [`Server::catch_signals`] did not).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the signal handlers cannot be installed.
+    pub fn wait_for_signal(&mut self) -> Result<()> {
+        self.catch_signals()?;
+        let (Some(rt), Some((term, int))) = (&self.runtime, &mut self.signals) else {
+            return Ok(());
+        };
         rt.block_on(async {
-            let mut term = signal(SignalKind::terminate())
-                .map_err(|e| Error::io("installing the SIGTERM handler", e))?;
-            let mut int = signal(SignalKind::interrupt())
-                .map_err(|e| Error::io("installing the SIGINT handler", e))?;
             tokio::select! {
                 _ = term.recv() => log::info!("SIGTERM: shutting down"),
                 _ = int.recv() => log::info!("SIGINT: shutting down"),
             }
-            Ok(())
-        })
+        });
+        Ok(())
     }
 
     /// Stops accepting, lets every connection finish the requests it has read (for up to
@@ -225,7 +362,7 @@ impl Server {
 
 /// Binds a Unix socket, replacing a stale socket file left by a server that was killed, but
 /// nothing else.
-fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener> {
+fn bind_unix(path: &Path) -> Result<std::os::unix::net::UnixListener> {
     use std::os::unix::fs::FileTypeExt;
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.file_type().is_socket() {
@@ -243,13 +380,32 @@ fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener> {
         std::fs::remove_file(path)
             .map_err(|e| Error::io(format!("removing the stale socket {}", path.display()), e))?;
     }
-    tokio::net::UnixListener::bind(path)
+    std::os::unix::net::UnixListener::bind(path)
         .map_err(|e| Error::io(format!("binding unix socket {}", path.display()), e))
+}
+
+/// Redis's answer to a client over `maxclients`.
+const MAX_CLIENTS_REACHED: &[u8] = b"-ERR max number of clients reached\r\n";
+
+/// Redis's answer to a client refused by protected mode, naming shale's flags.
+const DENIED: &[u8] = b"-DENIED shale serve is running in protected mode because protected \
+    mode is enabled and no password is set. In this mode connections are only accepted from \
+    the loopback interface. To accept clients from other computers, restart it with a \
+    password (--requirepass-file PATH, the SHALE_REQUIREPASS environment variable or \
+    --requirepass), or, if you are sure it cannot be reached from the internet, with \
+    --protected-mode no.\r\n";
+
+/// Whether an address is on the loopback interface (127.0.0.0/8, ::1, or 127.x mapped into
+/// IPv6): the only TCP clients protected mode lets in.
+pub fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(a) => a.is_loopback(),
+        IpAddr::V6(a) => a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+    }
 }
 
 /// Admits a new connection against `max_clients`: its id, or `None` when refused.
 fn admit(shared: &Shared) -> Option<u64> {
-    shared.counters.connections_received.fetch_add(1, Ordering::Relaxed);
     let before = shared.counters.connected.fetch_add(1, Ordering::AcqRel);
     if before >= shared.config.max_clients {
         shared.counters.connected.fetch_sub(1, Ordering::AcqRel);
@@ -259,68 +415,199 @@ fn admit(shared: &Shared) -> Option<u64> {
     Some(shared.counters.next_client_id.fetch_add(1, Ordering::Relaxed) + 1)
 }
 
-/// Answers a refused connection Redis's error and closes it, without holding up the accept
-/// loop on a client that does not read.
-fn refuse<S: AsyncWrite + Unpin + Send + 'static>(mut stream: S) {
-    tokio::spawn(async move {
-        let write = stream.write_all(b"-ERR max number of clients reached\r\n");
-        let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
-        let _ = stream.shutdown().await;
-    });
+/// Most bytes read and dropped from a refused client before closing it.
+const REFUSED_DRAIN_BYTES_MAX: usize = 4096;
+
+/// Answers a refused connection `error` and closes it, here in the accept loop so that its
+/// descriptor is free again before the next accept (a refusal never holds one while the
+/// server is short of them). A new socket's send buffer is empty, so the short error is
+/// written whole without waiting; a client that already sent a request has it read and
+/// dropped first, so that the close sends FIN after the error rather than a reset that
+/// could overtake it.
+fn refuse<S: std::io::Read + std::io::Write>(
+    mut stream: S,
+    error: &[u8],
+    shutdown: impl FnOnce(&S) -> std::io::Result<()>,
+) {
+    let _ = stream.write(error);
+    let mut drained = 0;
+    let mut buf = [0u8; 512];
+    while drained < REFUSED_DRAIN_BYTES_MAX {
+        match stream.read(&mut buf) {
+            Ok(n) if n > 0 => drained += n,
+            _ => break,
+        }
+    }
+    let _ = shutdown(&stream);
 }
 
-async fn accept_tcp(
-    l: tokio::net::TcpListener,
-    shared: Arc<Shared>,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
-        let accepted = tokio::select! {
-            a = l.accept() => a,
-            _ = stop.changed() => return,
-        };
-        match accepted {
-            Ok((stream, _)) => {
-                let _ = stream.set_nodelay(true);
-                match admit(&shared) {
-                    Some(id) => {
-                        tokio::spawn(serve_connection(shared.clone(), stream, stop.clone(), id));
-                    }
-                    None => refuse(stream),
+/// A listening socket of either kind.
+enum Listener {
+    Tcp(tokio::net::TcpListener),
+    Unix(tokio::net::UnixListener),
+}
+
+/// An accepted connection of either kind (a TCP one with its peer's address).
+enum Accepted {
+    Tcp(tokio::net::TcpStream, SocketAddr),
+    Unix(tokio::net::UnixStream),
+}
+
+impl Listener {
+    async fn accept(&self) -> std::io::Result<Accepted> {
+        match self {
+            Listener::Tcp(l) => l.accept().await.map(|(s, peer)| Accepted::Tcp(s, peer)),
+            Listener::Unix(l) => l.accept().await.map(|(s, _)| Accepted::Unix(s)),
+        }
+    }
+}
+
+impl Accepted {
+    /// Refuses the connection with `error` (see [`refuse`]).
+    fn refuse(self, error: &[u8]) {
+        use std::net::Shutdown;
+        match self {
+            Accepted::Tcp(s, _) => {
+                if let Ok(s) = s.into_std() {
+                    refuse(s, error, |s| s.shutdown(Shutdown::Write));
                 }
             }
-            Err(e) => accept_failed(e).await,
+            Accepted::Unix(s) => {
+                if let Ok(s) = s.into_std() {
+                    refuse(s, error, |s| s.shutdown(Shutdown::Write));
+                }
+            }
         }
     }
 }
 
-async fn accept_unix(
-    l: tokio::net::UnixListener,
-    shared: Arc<Shared>,
-    mut stop: watch::Receiver<bool>,
-) {
+/// Accepts connections until shutdown: each is refused by protected mode, refused at
+/// `max_clients`, or served by a task of its own.
+async fn accept_loop(listener: Listener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut errors = AcceptErrors::new();
     loop {
         let accepted = tokio::select! {
-            a = l.accept() => a,
+            a = listener.accept() => a,
             _ = stop.changed() => return,
         };
         match accepted {
-            Ok((stream, _)) => match admit(&shared) {
-                Some(id) => {
-                    tokio::spawn(serve_connection(shared.clone(), stream, stop.clone(), id));
-                }
-                None => refuse(stream),
-            },
-            Err(e) => accept_failed(e).await,
+            Ok(conn) => {
+                shared.counters.connections_received.fetch_add(1, Ordering::Relaxed);
+                take(&shared, conn, &stop);
+            }
+            Err(e) => errors.failed(e, &listener, &shared).await,
         }
     }
 }
 
-/// An accept error (out of file descriptors, say) is logged, and accepting pauses briefly
-/// rather than spinning on the same error.
-async fn accept_failed(e: std::io::Error) {
-    log::warn!("accepting a connection: {e}");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+/// Serves or refuses one accepted connection.
+fn take(shared: &Arc<Shared>, conn: Accepted, stop: &watch::Receiver<bool>) {
+    if let Accepted::Tcp(_, peer) = &conn {
+        if shared.config.protected_mode
+            && shared.config.password.is_none()
+            && !is_loopback(peer.ip())
+        {
+            shared.counters.rejected_connections.fetch_add(1, Ordering::Relaxed);
+            conn.refuse(DENIED);
+            return;
+        }
+    }
+    let Some(id) = admit(shared) else {
+        conn.refuse(MAX_CLIENTS_REACHED);
+        return;
+    };
+    match conn {
+        Accepted::Tcp(stream, _) => {
+            let _ = stream.set_nodelay(true);
+            tokio::spawn(serve_connection(shared.clone(), stream, stop.clone(), id));
+        }
+        Accepted::Unix(stream) => {
+            tokio::spawn(serve_connection(shared.clone(), stream, stop.clone(), id));
+        }
+    }
+}
+
+/// How often at most an accept error is logged: the same error comes back at every accept
+/// while it lasts (out of descriptors, thousands of times a second), and one line an
+/// interval, with the count of the others, says as much.
+pub const ACCEPT_ERROR_LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// Pause before accepting again after an error that refusing could not clear.
+const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);
+
+/// What an accept loop keeps to handle its errors: a spare descriptor and the log's pace.
+///
+/// Out of descriptors (EMFILE, ENFILE), the kernel keeps the waiting clients in the listen
+/// queue, unanswered, until a descriptor frees up. The spare is an open `/dev/null` held for
+/// that moment: closed, it makes room to accept one client, answer it
+/// `-ERR max number of clients reached` and close it; then it is opened again. So every
+/// client is answered, none left hanging, and the loop does not spin on the error.
+struct AcceptErrors {
+    spare: Option<std::fs::File>,
+    last_logged: Option<Instant>,
+    unlogged: u64,
+}
+
+impl AcceptErrors {
+    fn new() -> AcceptErrors {
+        AcceptErrors { spare: open_spare(), last_logged: None, unlogged: 0 }
+    }
+
+    /// Handles an accept error: logs it (at most once an interval), refuses a client with the
+    /// spare descriptor's room if descriptors ran out, or pauses.
+    async fn failed(&mut self, e: std::io::Error, listener: &Listener, shared: &Shared) {
+        if matches!(e.kind(), ErrorKind::ConnectionAborted | ErrorKind::Interrupted) {
+            // A client that gave up before it was accepted, or a signal: nothing is wrong.
+            return;
+        }
+        self.log(&e);
+        let out_of_descriptors = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+        if out_of_descriptors {
+            if let Some(spare) = self.spare.take() {
+                drop(spare);
+                // A connection is waiting (that is why accept was tried): take it now that
+                // a descriptor is free, answer it and close it.
+                let again = tokio::time::timeout(ACCEPT_ERROR_BACKOFF, listener.accept()).await;
+                if let Ok(Ok(conn)) = again {
+                    shared.counters.connections_received.fetch_add(1, Ordering::Relaxed);
+                    shared.counters.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                    conn.refuse(MAX_CLIENTS_REACHED);
+                }
+                self.spare = open_spare();
+                return;
+            }
+        }
+        tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
+        if self.spare.is_none() {
+            self.spare = open_spare();
+        }
+    }
+
+    fn log(&mut self, e: &std::io::Error) {
+        let due = self.last_logged.is_none_or(|at| at.elapsed() >= ACCEPT_ERROR_LOG_INTERVAL);
+        if !due {
+            self.unlogged += 1;
+            return;
+        }
+        let hint = if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+            "; clients are refused until descriptors free up (raise `ulimit -n`, or lower \
+             --maxclients)"
+        } else {
+            ""
+        };
+        let since = match self.unlogged {
+            0 => String::new(),
+            n => format!(" ({n} more such errors since the last line)"),
+        };
+        log::warn!("accepting a connection: {e}{hint}{since}");
+        self.last_logged = Some(Instant::now());
+        self.unlogged = 0;
+    }
+}
+
+/// The spare descriptor of [`AcceptErrors`]; `None` when none could be opened (out of
+/// descriptors already).
+fn open_spare() -> Option<std::fs::File> {
+    std::fs::File::open("/dev/null").ok()
 }
 
 /// `appendfsync everysec`: once a second, a synced write if anything was written.
@@ -348,8 +635,13 @@ async fn serve_connection<S>(
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let _connected = ConnectedGuard(shared.clone());
-    let mut parser = RequestParser::new(shared.config.limits());
     let mut session = Session::new(id, shared.config.password.is_some());
+    // Redis's bounds on a stranger's requests hold until the client authenticates.
+    let mut parser = if session.authenticated {
+        RequestParser::new(shared.config.limits())
+    } else {
+        RequestParser::before_auth(shared.config.limits())
+    };
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
     let mut output: Vec<u8> = Vec::new();
     let mut sets: Vec<Request> = Vec::new();
@@ -373,6 +665,9 @@ async fn serve_connection<S>(
                     flush_sets(&shared, &session, &mut sets, &mut output).await;
                     let reply = commands::execute(&shared, &mut session, request).await;
                     shared.counters.commands_processed.fetch_add(1, Ordering::Relaxed);
+                    if session.authenticated {
+                        parser.authenticated();
+                    }
                     reply.encode(session.protocol, &mut output);
                     if session.quit {
                         close = true;

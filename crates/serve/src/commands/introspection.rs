@@ -13,8 +13,9 @@ use crate::server::Shared;
 /// `redis_version` to decide what they may send.
 pub const REDIS_VERSION: &str = "7.2.0";
 
-/// INFO's sections, in order; `default` and `all` answer every one.
-const SECTIONS: &[&str] = &["server", "clients", "stats", "keyspace", "shale"];
+/// INFO's sections, in Redis's order; `default` and `all` answer every one.
+const SECTIONS: &[&str] =
+    &["server", "clients", "memory", "persistence", "stats", "keyspace", "shale"];
 
 /// `INFO [section ...]`.
 pub async fn info(shared: &Shared, args: &Request) -> Result<Reply> {
@@ -36,6 +37,13 @@ pub async fn info(shared: &Shared, args: &Request) -> Result<Reply> {
         match *section {
             "server" => server_section(shared, &mut out),
             "clients" => clients_section(shared, &mut out),
+            "memory" => memory_section(&mut out),
+            // What `redis-cli --stat` reads to show a child at work: none ever is (the WAL
+            // and SSTs are the persistence, with no fork).
+            "persistence" => out.push_str(
+                "loading:0\r\nasync_loading:0\r\nrdb_bgsave_in_progress:0\r\n\
+                 aof_enabled:1\r\naof_rewrite_in_progress:0\r\n",
+            ),
             "stats" => stats_section(shared, &mut out),
             "keyspace" => {
                 let (keys, exact) = keys::dbsize(&shared.keyspace).await?;
@@ -73,9 +81,33 @@ fn clients_section(shared: &Shared, out: &mut String) {
     let c = &shared.counters;
     let _ = write!(
         out,
-        "connected_clients:{}\r\nmaxclients:{}\r\n",
+        "connected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n",
         c.connected.load(Ordering::Relaxed),
         shared.config.max_clients
+    );
+}
+
+/// Redis's memory fields, measured. `used_memory` is the process's resident set, as is
+/// `used_memory_rss`: Redis counts its allocator's bytes there, and the allocator is the
+/// binary's choice (mimalloc in `shale`), which this crate cannot see. `used_memory_peak` is
+/// the resident set's peak (`VmHWM`). The engine's own share, its memtables and block
+/// cache, is in the `shale` section. There is no `maxmemory` (0, as in Redis: no limit) and
+/// no eviction.
+fn memory_section(out: &mut String) {
+    let rss = crate::memory::resident_bytes().unwrap_or(0);
+    let peak = crate::memory::peak_resident_bytes().unwrap_or(rss).max(rss);
+    let total = crate::memory::total_system_bytes().unwrap_or(0);
+    let h = crate::memory::human;
+    let _ = write!(
+        out,
+        "used_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\n\
+         used_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\n\
+         total_system_memory:{total}\r\ntotal_system_memory_human:{}\r\nmaxmemory:0\r\n\
+         maxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:1.00\r\n",
+        h(rss),
+        h(rss),
+        h(peak),
+        h(total),
     );
 }
 
@@ -163,6 +195,7 @@ pub fn config(shared: &Shared, args: &Request) -> Reply {
         ("databases", "1".into()),
         ("maxclients", c.max_clients.to_string()),
         ("port", shared.tcp_addr.map_or(0, |a| a.port()).to_string()),
+        ("protected-mode", if c.protected_mode { "yes" } else { "no" }.into()),
         ("proto-max-bulk-len", c.max_request_bytes.to_string()),
         ("requirepass", c.password.clone().unwrap_or_default()),
         // No snapshots: the WAL and SSTs are the persistence.

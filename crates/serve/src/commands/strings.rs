@@ -1,5 +1,5 @@
-//! String commands: GET, SET, GETDEL, DEL, EXISTS, MGET, MSET, INCR, INCRBY, DECR, DECRBY,
-//! APPEND, STRLEN. Every write holds its keys' locks from its read to its write (keyspace.rs,
+//! String commands: GET, SET, SETEX, PSETEX, SETNX, GETSET, GETDEL, DEL, EXISTS, MGET, MSET,
+//! INCR, INCRBY, DECR, DECRBY, APPEND, STRLEN, and TYPE (every value is a string). Every write holds its keys' locks from its read to its write (keyspace.rs,
 //! "Order of a write"), so read-modify-writes such as INCR never lose an update.
 
 use shale_lsm::WriteBatch;
@@ -105,6 +105,57 @@ pub async fn set(ks: &Keyspace, args: &Request) -> Result<Reply> {
         (false, false) => Reply::OK,
         (false, true) => Reply::Null,
     })
+}
+
+/// `SETEX key seconds value` (`PSETEX key milliseconds value` with `unit_ms` 1, `name` the
+/// command's): SET with an expiry, as Redis answers it: a time that is not a positive integer
+/// of the unit is `invalid expire time in 'setex' command`, one that is no integer
+/// `value is not an integer or out of range`.
+pub async fn setex(ks: &Keyspace, args: &Request, unit_ms: u64, name: &str) -> Result<Reply> {
+    let invalid = || Reply::err(format!("invalid expire time in '{name}' command"));
+    let Some(n) = parse_i64(&args[2]) else { return Ok(not_an_integer()) };
+    if n <= 0 {
+        return Ok(invalid());
+    }
+    let Some(at) = (n as u64).checked_mul(unit_ms).and_then(|ms| ms.checked_add(now_ms())) else {
+        return Ok(invalid());
+    };
+    // Redis's bound: an expiry past i64 milliseconds is refused too.
+    if at > i64::MAX as u64 {
+        return Ok(invalid());
+    }
+    let key = &args[1];
+    let _locked = ks.lock(&[key]).await;
+    ks.put(key, &Value { expires_at_ms: Some(at), data: args[3].clone() }).await?;
+    Ok(Reply::OK)
+}
+
+/// `SETNX key value`: 1 if the key was missing and is now set (without expiry), 0 if it
+/// existed (untouched).
+pub async fn setnx(ks: &Keyspace, args: &Request) -> Result<Reply> {
+    let key = &args[1];
+    let _locked = ks.lock(&[key]).await;
+    if ks.get_locked(key).await?.is_some() {
+        return Ok(Reply::Int(0));
+    }
+    ks.put(key, &Value::new(args[2].clone())).await?;
+    Ok(Reply::Int(1))
+}
+
+/// `GETSET key value`: the old value (nil if missing), the new one set; like SET, it clears
+/// the key's expiry.
+pub async fn getset(ks: &Keyspace, args: &Request) -> Result<Reply> {
+    let key = &args[1];
+    let _locked = ks.lock(&[key]).await;
+    let old = ks.get_locked(key).await?;
+    ks.put(key, &Value::new(args[2].clone())).await?;
+    Ok(old.map_or(Reply::Null, |v| Reply::Bulk(v.data)))
+}
+
+/// `TYPE key`: `string` for a live key (the only type served), `none` for a missing or
+/// expired one; a status reply, as Redis's.
+pub async fn key_type(ks: &Keyspace, args: &Request) -> Result<Reply> {
+    Ok(Reply::Simple(if ks.get(&args[1]).await?.is_some() { "string" } else { "none" }))
 }
 
 /// `GETDEL key`.

@@ -27,6 +27,7 @@
 //! ```
 
 mod allocator;
+mod checkpoint_dir;
 mod codec;
 mod counters;
 mod error;
@@ -42,6 +43,7 @@ mod volume;
 mod volume_path;
 
 pub use allocator::SlotUsage;
+pub use checkpoint_dir::CheckpointDir;
 pub use counters::{ClassSnapshot, IoClass, VolumeQueue};
 pub use error::{Error, Result};
 pub use layout::{AREA_ALIGN, HEADER_AREA_BYTES, Layout, LayoutOptions, VERSION_LOG_BYTES_MIN};

@@ -84,7 +84,8 @@ fn a_kvs_store_is_checkpointed_through_the_abi() {
         assert_eq!(call(|e| shale_kvs_open(src.as_ptr(), null(), &mut store, e)).0, 0);
         for i in 0..50u32 {
             let (k, v) = (format!("key-{i:03}"), i.to_le_bytes());
-            let rc = call(|e| shale_kvs_store_tuple(store, k.as_ptr(), k.len(), v.as_ptr(), 4, 0, e));
+            let rc =
+                call(|e| shale_kvs_store_tuple(store, k.as_ptr(), k.len(), v.as_ptr(), 4, 0, e));
             assert_eq!(rc.0, 0, "{}", rc.1);
         }
         let mut keys = 0u64;
@@ -112,19 +113,27 @@ fn a_table_store_is_checkpointed_through_the_abi() {
     unsafe {
         assert_eq!(call(|e| shale_table_open(src.as_ptr(), null(), &mut store, e)).0, 0);
         let mut t = 0;
-        assert_eq!(call(|e| shale_table_create(store, c"t".as_ptr(), cols.as_ptr(), 2, &mut t, e)).0, 0);
+        assert_eq!(
+            call(|e| shale_table_create(store, c"t".as_ptr(), cols.as_ptr(), 2, &mut t, e)).0,
+            0
+        );
         for i in 0..30u32 {
             let (k, v) = (i.to_be_bytes(), format!("row {i}"));
             let cells = [k.as_ptr(), v.as_ptr()];
             let lens = [4, v.len()];
-            let rc = call(|e| shale_table_insert(store, null_mut(), t, cells.as_ptr(), lens.as_ptr(), 2, e));
+            let rc = call(|e| {
+                shale_table_insert(store, null_mut(), t, cells.as_ptr(), lens.as_ptr(), 2, e)
+            });
             assert_eq!(rc.0, 0, "{}", rc.1);
         }
         let mut rows = 0u64;
         let rc = call(|e| shale_table_checkpoint(store, c_path(&dst).as_ptr(), &mut rows, e));
         assert_eq!((rc.0, rows), (0, 30), "{}", rc.1);
         let full = occupied(dir.path());
-        assert_eq!(call(|e| shale_table_checkpoint(store, full.as_ptr(), null_mut(), e)).0, INVALID);
+        assert_eq!(
+            call(|e| shale_table_checkpoint(store, full.as_ptr(), null_mut(), e)).0,
+            INVALID
+        );
         still_occupied(dir.path());
         shale_table_close(store);
     }

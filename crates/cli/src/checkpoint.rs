@@ -78,7 +78,8 @@ pub fn engine_of(path: &Path) -> Result<Engine, String> {
     )
     .map_err(|e| format!("cannot tell the engine of the store at {}: {e}", path.display()))?;
     let versions = &opened.versions;
-    let payloads = std::iter::once(&versions.base.engine).chain(versions.deltas.iter().map(|d| &d.engine));
+    let payloads =
+        std::iter::once(&versions.base.engine).chain(versions.deltas.iter().map(|d| &d.engine));
     for payload in payloads {
         if payload.starts_with(HASH_PAYLOAD_MAGIC) {
             return Ok(Engine::Hash);
@@ -114,7 +115,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     // Every engine reports every 100,000 entries and once more at the end; the end is the
     // line printed below.
     let mut progress = |n: u64| {
-        if n > 0 && n.is_multiple_of(shale_lsm::PROGRESS_ENTRIES) {
+        if n > 0 && n % shale_lsm::PROGRESS_ENTRIES == 0 {
             eprintln!("shale checkpoint: {n} entries copied");
         }
     };

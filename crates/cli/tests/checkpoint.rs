@@ -52,7 +52,9 @@ fn a_hash_store_is_found_and_checkpointed() {
     let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
     let store = HashStore::open(&src, HashOptions::default()).unwrap();
     for i in 0..200u32 {
-        store.store(format!("key-{i:04}").as_bytes(), &i.to_le_bytes(), StoreMode::Overwrite).unwrap();
+        store
+            .store(format!("key-{i:04}").as_bytes(), &i.to_le_bytes(), StoreMode::Overwrite)
+            .unwrap();
     }
     store.close();
 

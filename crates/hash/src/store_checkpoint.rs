@@ -156,8 +156,8 @@ fn copy_records(
     let mut keys = 0u64;
     for &loc in entries {
         let image = shard.read_record(loc)?;
-        let r = Record::decode(&image)
-            .ok_or_else(|| shard.corruption(loc, "record does not parse"))?;
+        let r =
+            Record::decode(&image).ok_or_else(|| shard.corruption(loc, "record does not parse"))?;
         if r.kind != Kind::Store {
             continue;
         }
@@ -168,7 +168,7 @@ fn copy_records(
         }
         in_flight.push_back(copy.submit_store(r.key, r.value, StoreMode::Overwrite)?);
         keys += 1;
-        if keys.is_multiple_of(PROGRESS_ENTRIES) {
+        if keys % PROGRESS_ENTRIES == 0 {
             progress(keys);
         }
     }

@@ -26,8 +26,7 @@ fn fill(store: &HashStore, seed: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
         let mut tickets = Vec::new();
         for i in chunk {
             let key = format!("f{i:06}").into_bytes();
-            let value: Vec<u8> =
-                (0..rng.gen_range(1..400)).map(|_| rng.r#gen::<u8>()).collect();
+            let value: Vec<u8> = (0..rng.gen_range(1..400)).map(|_| rng.r#gen::<u8>()).collect();
             tickets.push(store.submit_store(&key, &value, StoreMode::Overwrite).unwrap());
             model.insert(key, value);
         }
@@ -78,8 +77,7 @@ fn a_checkpoint_taken_while_writers_go_on_holds_a_prefix_of_every_writer() {
         for (k, v) in &filler {
             assert_eq!(copy.retrieve(k).unwrap().as_ref(), Some(v), "filler key {k:?}");
         }
-        let writer_keys: u64 =
-            prefixes.iter().map(|&p| p.min(plan.keys_per_writer as u64)).sum();
+        let writer_keys: u64 = prefixes.iter().map(|&p| p.min(plan.keys_per_writer as u64)).sum();
         assert_eq!(copied, filler.len() as u64 + writer_keys, "keys copied");
         assert_eq!(copy.stats().keys as u64, copied, "and nothing else");
     });

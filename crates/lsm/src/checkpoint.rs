@@ -182,7 +182,8 @@ fn copy_entries(
     let mut footprint = 0;
     let mut entries = 0u64;
     while it.valid() {
-        let adds = it.key().len() + it.value().len() + PUT_FRAMING_BYTES_MAX + MEMTABLE_OVERHEAD_PER_OP;
+        let adds =
+            it.key().len() + it.value().len() + PUT_FRAMING_BYTES_MAX + MEMTABLE_OVERHEAD_PER_OP;
         // Half the batch limit: room for the tuner to shrink the memtable meanwhile.
         let room = COPY_BATCH_BYTES.min(copy.batch_footprint_max() / 2);
         if !batch.is_empty() && footprint + adds > room {
@@ -193,7 +194,7 @@ fn copy_entries(
         batch.put(it.key(), it.value());
         footprint += adds;
         entries += 1;
-        if entries.is_multiple_of(PROGRESS_ENTRIES) {
+        if entries % PROGRESS_ENTRIES == 0 {
             progress(entries);
         }
         it.next();

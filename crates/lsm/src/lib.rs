@@ -95,8 +95,8 @@ pub mod options;
 mod sync;
 
 pub use batch::WriteBatch;
-pub use checkpoint::{COPY_BATCH_BYTES, CheckpointOptions, PROGRESS_ENTRIES};
 pub use check::CheckReport;
+pub use checkpoint::{COPY_BATCH_BYTES, CheckpointOptions, PROGRESS_ENTRIES};
 pub use db::{Db, ScanEntries, Snapshot};
 pub use db_iter::{DbIterator, Entries};
 pub use destroy::destroy;

@@ -46,7 +46,8 @@ fn entries(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
 #[test]
 fn a_checkpoint_taken_while_writers_go_on_holds_a_prefix_of_every_writer() {
     let dir = tempfile::tempdir().unwrap();
-    let db = std::sync::Arc::new(Db::open(dir.path().join("live"), Options::small_for_tests()).unwrap());
+    let db =
+        std::sync::Arc::new(Db::open(dir.path().join("live"), Options::small_for_tests()).unwrap());
     let filler = fill(&db, 7);
     let plan = Plan { writers: 4, keys_per_writer: 40, group: 3 };
     let writer_db = db.clone();
@@ -79,9 +80,9 @@ fn a_checkpoint_taken_while_writers_go_on_holds_a_prefix_of_every_writer() {
         prefixes.iter().map(|&p| (p as usize).min(plan.keys_per_writer)).sum();
     assert_eq!(writer_keys, expected_keys, "no key of a writer beyond its prefix");
     assert!(
-        !std::fs::read_dir(dir.path()).unwrap().any(|e| {
-            e.unwrap().file_name().to_string_lossy().contains(".checkpoint-")
-        }),
+        !std::fs::read_dir(dir.path())
+            .unwrap()
+            .any(|e| { e.unwrap().file_name().to_string_lossy().contains(".checkpoint-") }),
         "no staging directory left"
     );
 }
@@ -110,7 +111,8 @@ fn a_destination_that_holds_anything_is_refused_untouched() {
     assert!(matches!(db.checkpoint(&store), Err(Error::InvalidArgument(_))));
     assert_eq!(std::fs::read(store.join("volume.shale")).unwrap(), volume);
 
-    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names.len(), 4, "nothing new beside them: {names:?}");
 
     // An empty directory is taken.
@@ -158,7 +160,7 @@ fn a_tiered_store_checkpoints_into_a_fast_and_a_capacity_volume() {
     assert_eq!(entries(&copy), source);
     drop(copy);
     assert!(
-        matches!(Db::open(&dst, Options::small_for_tests()), Err(_)),
+        Db::open(&dst, Options::small_for_tests()).is_err(),
         "the checkpoint is tiered: it opens only with its capacity volume"
     );
 

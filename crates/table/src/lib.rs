@@ -37,8 +37,8 @@
 mod batch_io;
 mod block;
 mod cache;
-mod checkpoint;
 mod catalog;
+mod checkpoint;
 mod error;
 mod free_space;
 mod group_flush;

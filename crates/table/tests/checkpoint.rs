@@ -67,8 +67,10 @@ fn a_checkpoint_taken_while_transactions_go_on_holds_only_whole_commits() {
 
     let copy = TableStore::open(&dst, options()).unwrap();
     let (ca, cb) = (copy.table_id("a").unwrap(), copy.table_id("b").unwrap());
-    let prefixes_a = check_copy(plan, &before, &after, |k| copy.select_cell(ca, k, "value").unwrap());
-    let prefixes_b = check_copy(plan, &before, &after, |k| copy.select_cell(cb, k, "value").unwrap());
+    let prefixes_a =
+        check_copy(plan, &before, &after, |k| copy.select_cell(ca, k, "value").unwrap());
+    let prefixes_b =
+        check_copy(plan, &before, &after, |k| copy.select_cell(cb, k, "value").unwrap());
     assert_eq!(prefixes_a, prefixes_b, "both tables hold the same commits");
     assert_eq!(copy.schema(ca).unwrap(), kv_schema());
     let cf = copy.table_id("filler").unwrap();

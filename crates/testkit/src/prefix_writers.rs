@@ -170,7 +170,11 @@ pub fn check_copy(
                      its newest key shows leaves {want}"
                 );
             }
-            assert_eq!(p % plan.group as u64, 0, "writer {w}: a prefix of {p} writes tears a group");
+            assert_eq!(
+                p % plan.group as u64,
+                0,
+                "writer {w}: a prefix of {p} writes tears a group"
+            );
             assert!(
                 p >= acked_before[w],
                 "writer {w}: the copy holds {p} writes, {} were acknowledged before it began",

@@ -8,25 +8,40 @@ use std::path::Path;
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use shale_lsm::{CheckpointOptions, Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
-use shale_testkit::prefix_writers::{Plan, Writers, check_copy};
+use shale_testkit::prefix_writers::{self, Plan, Writers, check_copy};
 
 /// Filler keys: enough data (several memtables, so SSTs and memtables both) that the copy
 /// takes a while and its snapshot spans every level.
 const FILLER_KEYS: u32 = 6_000;
 
-/// Writes the filler (keys `f.....`), deletes a range of it, and returns what is left.
+/// Filler key `i`: a writer's key with a suffix, so that the filler sorts among the
+/// writers' keys and a copy reads each writer's keys over the whole span of the copy, not
+/// in one batch.
+fn filler_key(i: u32) -> Vec<u8> {
+    let mut key = prefix_writers::key((i % 4) as usize, ((i / 4) % 40) as usize);
+    key.extend_from_slice(format!("/{i:06}").as_bytes());
+    key
+}
+
+fn is_filler(key: &[u8]) -> bool {
+    key.contains(&b'/')
+}
+
+/// Writes the filler, deletes a range of it (and of the writers' keys, which the writers
+/// write again later), and returns what is left.
 fn fill(db: &Db, seed: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut model = BTreeMap::new();
     for i in 0..FILLER_KEYS {
-        let key = format!("f{i:06}").into_bytes();
+        let key = filler_key(i);
         let len = rng.gen_range(0..300);
         let value: Vec<u8> = (0..len).map(|_| rng.r#gen::<u8>()).collect();
         db.put(&key, &value).unwrap();
         model.insert(key, value);
     }
-    db.delete_range(b"f001000", b"f002000").unwrap();
-    model.retain(|k, _| !(k.as_slice() >= &b"f001000"[..] && k.as_slice() < &b"f002000"[..]));
+    let (from, to) = (prefix_writers::key(1, 10), prefix_writers::key(1, 20));
+    db.delete_range(&from, &to).unwrap();
+    model.retain(|k, _| !(k.as_slice() >= from.as_slice() && k.as_slice() < to.as_slice()));
     model
 }
 
@@ -73,7 +88,7 @@ fn a_checkpoint_taken_while_writers_go_on_holds_a_prefix_of_every_writer() {
     let held = entries(&copy);
     assert_eq!(held.len() as u64, copied, "the count returned is the entries copied");
     let filler_held: BTreeMap<_, _> =
-        held.iter().filter(|(k, _)| k[0] == b'f').map(|(k, v)| (k.clone(), v.clone())).collect();
+        held.iter().filter(|(k, _)| is_filler(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(filler_held, filler, "the filler, byte for byte, without the deleted range");
     let writer_keys = held.len() - filler_held.len();
     let expected_keys: usize =

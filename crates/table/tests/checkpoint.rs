@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shale_table::{Column, Error, Isolation, Schema, TableOptions, TableStore};
-use shale_testkit::prefix_writers::{Plan, Writers, check_copy};
+use shale_testkit::prefix_writers::{self, Plan, Writers, check_copy};
 
 /// The tables' options: longer lock waits than the other scenarios', so that writers seldom
 /// give up on a lock the checkpoint holds (one that does retries its transaction).
@@ -18,7 +18,21 @@ fn options() -> TableOptions {
 }
 
 fn kv_schema() -> Schema {
-    Schema::new(vec![Column::fixed("key", 10), Column::var("value", 64)]).unwrap()
+    Schema::new(vec![Column::var("key", 32), Column::var("value", 64)]).unwrap()
+}
+
+/// Filler rows of each of the writers' tables.
+const FILLER_ROWS: u64 = 600;
+
+/// Filler key `i`: a writer's key with a suffix (see [`FILLER_ROWS`]).
+fn filler_key(i: u64) -> Vec<u8> {
+    let mut key = prefix_writers::key((i % 3) as usize, ((i / 3) % 20) as usize);
+    key.extend_from_slice(format!("/{i:04}").as_bytes());
+    key
+}
+
+fn filler_value(i: u64) -> Vec<u8> {
+    common::text(&filler_key(i), 0, (i % 64) as usize)
 }
 
 #[test]
@@ -31,6 +45,13 @@ fn a_checkpoint_taken_while_transactions_go_on_holds_only_whole_commits() {
         store.create_table("a", kv_schema()).unwrap(),
         store.create_table("b", kv_schema()).unwrap(),
     );
+    // Filler rows in both tables, with keys that sort among the writers' keys: a copy reads
+    // each writer's rows over the whole span of its scan, not in one batch.
+    for i in 0..FILLER_ROWS {
+        for t in [a, b] {
+            store.insert(t, &[filler_key(i), filler_value(i)]).unwrap();
+        }
+    }
     let filler = store.create_table("filler", common::schema()).unwrap();
     for i in 0..600u64 {
         let k = common::key(i);
@@ -80,8 +101,16 @@ fn a_checkpoint_taken_while_transactions_go_on_holds_only_whole_commits() {
         let text = common::text(&k, 1, (i as usize * 37) % 3000);
         assert_eq!(copy.select(cf, &k).unwrap(), Some(common::row(&k, &text, i)));
     }
+    for i in 0..FILLER_ROWS {
+        for t in [ca, cb] {
+            assert_eq!(
+                copy.select_cell(t, &filler_key(i), "value").unwrap(),
+                Some(filler_value(i))
+            );
+        }
+    }
     let writer_rows: u64 = prefixes_a.iter().map(|&p| p.min(plan.keys_per_writer as u64)).sum();
-    assert_eq!(copied, 600 + 2 * writer_rows, "rows copied");
+    assert_eq!(copied, 600 + 2 * (FILLER_ROWS + writer_rows), "rows copied");
     assert_eq!(copy.stats().rows as u64, copied, "and nothing else");
 }
 

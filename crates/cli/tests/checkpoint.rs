@@ -119,3 +119,51 @@ fn a_destination_that_holds_anything_is_refused_untouched() {
     assert!(!ok && err.contains("--checkpoint_capacity_path"), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "nothing made");
 }
+
+/// Where the child of `a_crashed_lsm_store_is_checkpointed_with_its_unsynced_writes` makes
+/// its store.
+const CRASH_CHILD_ENV: &str = "SHALE_CHECKPOINT_CRASH_CHILD_DIR";
+/// Writes the child acknowledges without sync before it dies.
+const CRASH_CHILD_WRITES: u32 = 2000;
+
+#[test]
+fn crash_child_entry_point() {
+    // Runs only as the child of `a_crashed_lsm_store_is_checkpointed_with_its_unsynced_writes`:
+    // unsynced writes (in the WAL tail in /dev/shm, the default), then an exit that runs no
+    // destructor, so the store is left as a crash leaves it.
+    if let Ok(dir) = std::env::var(CRASH_CHILD_ENV) {
+        let db = Db::open(&dir, Options::default()).unwrap();
+        for i in 0..CRASH_CHILD_WRITES {
+            db.put(format!("key{i:06}").as_bytes(), &i.to_le_bytes()).unwrap();
+        }
+        std::process::exit(0);
+    }
+}
+
+#[test]
+fn a_crashed_lsm_store_is_checkpointed_with_its_unsynced_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child_entry_point", "--nocapture", "--test-threads=1"])
+        .env(CRASH_CHILD_ENV, &src)
+        .status()
+        .unwrap();
+    assert!(status.success(), "the child: {status}");
+
+    let (ok, out, err) = shale(&["checkpoint", src.to_str().unwrap(), dst.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains(&format!(" {CRASH_CHILD_WRITES} entries")), "{out}");
+    let has_every_write = |path: &std::path::Path| {
+        let db = Db::open(path, Options::default()).unwrap();
+        for i in 0..CRASH_CHILD_WRITES {
+            let got = db.get(format!("key{i:06}").as_bytes()).unwrap();
+            assert_eq!(got, Some(i.to_le_bytes().to_vec()), "{}: key {i}", path.display());
+        }
+        // The close leaves nothing in /dev/shm.
+        db.close().unwrap();
+    };
+    has_every_write(&dst);
+    // The checkpoint opened the source read-only: its WAL tail is where it was.
+    has_every_write(&src);
+}

@@ -356,6 +356,24 @@ int shale_db_open(const char *path,
 // following; `err` is NULL or valid for a write.
 int shale_db_close(struct shale_db *db, struct shale_error **err);
 
+// Makes a checkpoint of the store at `path`: a new store, in a new directory, holding the
+// state of this store at one snapshot (every write acknowledged before the call, every
+// batch whole), while other threads go on writing (RocksDB's `CreateCheckpoint`). A
+// logical copy: the data is read and written again. It is built under a temporary name in
+// `path`'s parent and renamed to `path` once durable, so a crash midway leaves nothing at
+// `path`. `*entries_out` (if not NULL) is set to the entries copied.
+//
+// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` when `path` exists and is not an empty
+// directory (nothing there is changed); `SHALE_CORRUPTION`; `SHALE_NO_SPACE`; `SHALE_IO`.
+//
+// # Safety
+// `db` is a live handle; `path` is a NUL-terminated string; `entries_out` and `err` are
+// NULL or valid for a write.
+int shale_db_checkpoint(const struct shale_db *db,
+                        const char *path,
+                        uint64_t *entries_out,
+                        struct shale_error **err);
+
 // Sets `key` to `value`. With `sync` the call returns once the write is durable (it
 // survives power loss); without, once it survives a crash of the process.
 //
@@ -618,6 +636,24 @@ int shale_kvs_open(const char *path,
 // `store` is NULL or a live handle, closed once, with no other call on it running or
 // following.
 void shale_kvs_close(struct shale_kvs_store *store);
+
+// Makes a checkpoint of the store at `path`: a new store, in a new directory, holding the
+// state of this store at one instant (every store and delete acknowledged before the call,
+// none submitted after it returns), while other threads go on writing. A logical copy:
+// the live records are read and stored again. It is built under a temporary name in
+// `path`'s parent and renamed to `path` once durable, so a crash midway leaves nothing at
+// `path`. `*keys_out` (if not NULL) is set to the keys copied.
+//
+// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` when `path` exists and is not an empty
+// directory (nothing there is changed); `SHALE_CORRUPTION`; `SHALE_NO_SPACE`; `SHALE_IO`.
+//
+// # Safety
+// `store` is a live handle; `path` is a NUL-terminated string; `keys_out` and `err` are
+// NULL or valid for a write.
+int shale_kvs_checkpoint(const struct shale_kvs_store *store,
+                         const char *path,
+                         uint64_t *keys_out,
+                         struct shale_error **err);
 
 // Stores `value` under `key`, durably: once this returns `SHALE_OK` the pair survives a
 // crash or a power loss. `mode` is a `shale_kvs_store_mode`.
@@ -951,6 +987,27 @@ int shale_table_open(const char *path,
 // `store` is NULL or a live handle, closed once, with no other call on it running or
 // following.
 void shale_table_close(struct shale_table_store *store);
+
+// Makes a checkpoint of the store at `path`: a new store, in a new directory, holding its
+// committed rows at one instant (every transaction committed before the call, no part of
+// an uncommitted one), with the tables' names and schemas. Writers wait while it runs: it
+// holds every table's shared lock (a writer whose lock timeout passes meanwhile gets
+// `SHALE_LOCK_TIMEOUT`); readers go on. A logical copy: the rows are read and inserted
+// again. It is built under a temporary name in `path`'s parent and renamed to `path` once
+// durable, so a crash midway leaves nothing at `path`. `*rows_out` (if not NULL) is set to
+// the rows copied.
+//
+// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` when `path` exists and is not an empty
+// directory (nothing there is changed); `SHALE_LOCK_TIMEOUT` when the tables' locks could
+// not be had; `SHALE_CORRUPTION`; `SHALE_NO_SPACE`; `SHALE_IO`.
+//
+// # Safety
+// `store` is a live handle; `path` is a NUL-terminated string; `rows_out` and `err` are
+// NULL or valid for a write.
+int shale_table_checkpoint(const struct shale_table_store *store,
+                           const char *path,
+                           uint64_t *rows_out,
+                           struct shale_error **err);
 
 // Creates the table `name` with the `n` columns of `columns` (column 0 the primary key)
 // and sets `*id_out` to its id.

@@ -169,6 +169,38 @@ pub unsafe extern "C" fn shale_db_close(db: *mut shale_db, err: *mut *mut shale_
     }
 }
 
+/// Makes a checkpoint of the store at `path`: a new store, in a new directory, holding the
+/// state of this store at one snapshot (every write acknowledged before the call, every
+/// batch whole), while other threads go on writing (RocksDB's `CreateCheckpoint`). A
+/// logical copy: the data is read and written again. It is built under a temporary name in
+/// `path`'s parent and renamed to `path` once durable, so a crash midway leaves nothing at
+/// `path`. `*entries_out` (if not NULL) is set to the entries copied.
+///
+/// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` when `path` exists and is not an empty
+/// directory (nothing there is changed); `SHALE_CORRUPTION`; `SHALE_NO_SPACE`; `SHALE_IO`.
+///
+/// # Safety
+/// `db` is a live handle; `path` is a NUL-terminated string; `entries_out` and `err` are
+/// NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_db_checkpoint(
+    db: *const shale_db,
+    path: *const c_char,
+    entries_out: *mut u64,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let d = db_ref(db)?;
+            let path = path_arg(path)?;
+            let entries = d.db.checkpoint(&path)?;
+            set(entries_out, entries);
+            Ok(())
+        })
+    }
+}
+
 /// Sets `key` to `value`. With `sync` the call returns once the write is durable (it
 /// survives power loss); without, once it survives a crash of the process.
 ///

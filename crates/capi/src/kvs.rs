@@ -209,6 +209,38 @@ pub unsafe extern "C" fn shale_kvs_close(store: *mut shale_kvs_store) {
     guard((), move || handle.store.close());
 }
 
+/// Makes a checkpoint of the store at `path`: a new store, in a new directory, holding the
+/// state of this store at one instant (every store and delete acknowledged before the call,
+/// none submitted after it returns), while other threads go on writing. A logical copy:
+/// the live records are read and stored again. It is built under a temporary name in
+/// `path`'s parent and renamed to `path` once durable, so a crash midway leaves nothing at
+/// `path`. `*keys_out` (if not NULL) is set to the keys copied.
+///
+/// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` when `path` exists and is not an empty
+/// directory (nothing there is changed); `SHALE_CORRUPTION`; `SHALE_NO_SPACE`; `SHALE_IO`.
+///
+/// # Safety
+/// `store` is a live handle; `path` is a NUL-terminated string; `keys_out` and `err` are
+/// NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_checkpoint(
+    store: *const shale_kvs_store,
+    path: *const c_char,
+    keys_out: *mut u64,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(store)?;
+            let path = path_arg(path)?;
+            let keys = s.store.checkpoint(&path)?;
+            set(keys_out, keys);
+            Ok(())
+        })
+    }
+}
+
 /// Stores `value` under `key`, durably: once this returns `SHALE_OK` the pair survives a
 /// crash or a power loss. `mode` is a `shale_kvs_store_mode`.
 ///

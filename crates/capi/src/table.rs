@@ -260,6 +260,41 @@ pub unsafe extern "C" fn shale_table_close(store: *mut shale_table_store) {
     }
 }
 
+/// Makes a checkpoint of the store at `path`: a new store, in a new directory, holding its
+/// committed rows at one instant (every transaction committed before the call, no part of
+/// an uncommitted one), with the tables' names and schemas. Writers wait while it runs: it
+/// holds every table's shared lock (a writer whose lock timeout passes meanwhile gets
+/// `SHALE_LOCK_TIMEOUT`); readers go on. A logical copy: the rows are read and inserted
+/// again. It is built under a temporary name in `path`'s parent and renamed to `path` once
+/// durable, so a crash midway leaves nothing at `path`. `*rows_out` (if not NULL) is set to
+/// the rows copied.
+///
+/// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` when `path` exists and is not an empty
+/// directory (nothing there is changed); `SHALE_LOCK_TIMEOUT` when the tables' locks could
+/// not be had; `SHALE_CORRUPTION`; `SHALE_NO_SPACE`; `SHALE_IO`.
+///
+/// # Safety
+/// `store` is a live handle; `path` is a NUL-terminated string; `rows_out` and `err` are
+/// NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_table_checkpoint(
+    store: *const shale_table_store,
+    path: *const c_char,
+    rows_out: *mut u64,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = store_ref(store)?;
+            let path = path_arg(path)?;
+            let rows = s.checkpoint(&path)?;
+            set(rows_out, rows);
+            Ok(())
+        })
+    }
+}
+
 /// Creates the table `name` with the `n` columns of `columns` (column 0 the primary key)
 /// and sets `*id_out` to its id.
 ///

@@ -46,6 +46,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bench;
 mod check;
+mod checkpoint;
 mod inspect;
 mod iobench;
 mod kvbench;
@@ -75,6 +76,8 @@ enum Command {
     Inspect(inspect::Args),
     /// Recover a store and verify every checksum and the LSM invariants.
     Check(check::Args),
+    /// Copy a store (of any engine) into a new one at DST: one consistent state of it.
+    Checkpoint(checkpoint::Args),
     /// Measure the lsm engine with RocksDB db_bench's benchmarks, flags and output.
     #[command(args_override_self = true)]
     Bench(Box<bench::Args>),
@@ -112,6 +115,7 @@ fn main() -> ExitCode {
         Command::Iobench(args) => iobench::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Checkpoint(args) => checkpoint::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Ycsb(args) => ycsb::run(&args),
         Command::Kvbench(args) => kvbench::run(&args),

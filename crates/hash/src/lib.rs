@@ -47,6 +47,7 @@ pub mod record;
 mod shard;
 mod shards;
 mod store;
+mod store_checkpoint;
 mod value_cache;
 mod worker;
 
@@ -60,6 +61,7 @@ pub use options::{
 pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
 pub use shards::{Shards, ShardsIterator};
 pub use store::{HashStore, HashTicket, KvRequest};
+pub use store_checkpoint::{COPY_IN_FLIGHT, PROGRESS_ENTRIES};
 
 /// The checkpoint and index page decoders for the fuzz targets (`fuzz/src/hash_checks.rs`);
 /// not an API.

@@ -479,6 +479,11 @@ impl HashStore {
         KvIterator::open(self.shard.clone(), prefix, mask, kind)
     }
 
+    /// The shard the store serves (its checkpoint reads it: `store_checkpoint.rs`).
+    pub(crate) fn shard(&self) -> &Arc<Shard> {
+        &self.shard
+    }
+
     /// The set this store is a shard of, if it is one.
     pub(crate) fn membership(&self) -> Option<crate::meta::Membership> {
         *self.shard.membership.lock()

@@ -97,6 +97,10 @@ pub enum PathOp {
     Map,
     /// Remove it.
     Remove,
+    /// Rename it (into place, for a checkpoint made under a temporary name).
+    Rename,
+    /// List a directory's entries.
+    ReadDir,
 }
 
 impl fmt::Display for PathOp {
@@ -114,6 +118,8 @@ impl fmt::Display for PathOp {
             PathOp::Lock => f.write_str("lock"),
             PathOp::Map => f.write_str("map"),
             PathOp::Remove => f.write_str("remove"),
+            PathOp::Rename => f.write_str("rename"),
+            PathOp::ReadDir => f.write_str("list the entries of"),
         }
     }
 }

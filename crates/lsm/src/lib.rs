@@ -89,12 +89,14 @@ internal_modules!(
     wal,
     write_controller,
 );
+mod checkpoint;
 mod db;
 pub mod options;
 mod sync;
 
 pub use batch::WriteBatch;
 pub use check::CheckReport;
+pub use checkpoint::{COPY_BATCH_BYTES, CheckpointOptions, PROGRESS_ENTRIES};
 pub use db::{Db, ScanEntries, Snapshot};
 pub use db_iter::{DbIterator, Entries};
 pub use destroy::destroy;

@@ -241,6 +241,16 @@ impl Db {
         Ok(Snapshot::new(SnapshotShared { db: store, snapshot }))
     }
 
+    /// Makes a checkpoint of the store at `path`: a new store, in a new directory (which
+    /// must not exist, or be empty), holding the state of this store at one snapshot, while
+    /// other threads go on writing. A logical copy: the data is read and written again. It
+    /// is built under a temporary name beside `path` and renamed to `path` once durable.
+    /// Returns the entries copied.
+    fn checkpoint(&self, py: Python<'_>, path: PathBuf) -> PyResult<u64> {
+        let store = self.store()?;
+        py.detach(move || store.checkpoint(&path)).map_err(to_py)
+    }
+
     /// Flushes the memtables to SSTs and waits for it.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let store = self.store()?;

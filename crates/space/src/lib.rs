@@ -28,6 +28,7 @@
 //! ```
 
 mod allocator;
+mod checkpoint_dir;
 mod codec;
 mod counters;
 mod engine_kind;
@@ -45,6 +46,7 @@ mod volume;
 mod volume_path;
 
 pub use allocator::SlotUsage;
+pub use checkpoint_dir::CheckpointDir;
 pub use counters::{ClassSnapshot, IoClass, VolumeQueue};
 pub use engine_kind::EngineKind;
 pub use error::{Error, Result};

@@ -38,6 +38,7 @@ mod batch_io;
 mod block;
 mod cache;
 mod catalog;
+mod checkpoint;
 mod error;
 mod free_space;
 mod group_flush;
@@ -142,6 +143,7 @@ pub mod fuzz {
         crate::undo::reseal(b);
     }
 }
+pub use checkpoint::{COPY_TXN_ROWS, LOCK_ATTEMPTS_MAX, PROGRESS_ROWS};
 pub use error::{Error, Result};
 pub use options::{PMEM_FILE_NAME, TableOptions};
 pub use pmem::{FilePmem, FilePmemOptions, FlushMode, PmemLog, SimPmem};

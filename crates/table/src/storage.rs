@@ -586,6 +586,11 @@ impl Storage {
         self.queue.flush().map_err(|e| self.stop(e.into()))
     }
 
+    /// Where the volume's areas lie (a checkpoint makes its copy with the same slots).
+    pub fn layout(&self) -> shale_space::Layout {
+        self.volume.layout()
+    }
+
     /// A queue of its own for the store's shared flusher.
     pub fn flush_queue(&self) -> Result<VolumeQueue> {
         Ok(self.volume.queue(IoClass::Slot, &QueueOptions::default())?)

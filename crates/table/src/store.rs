@@ -280,6 +280,11 @@ impl TableStore {
         Ok(TableStore { _reclaimer: reclaimer, shared, _lock: None })
     }
 
+    /// What the store and its transactions share (its checkpoint reads through it).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     /// Creates a table (one segment allocated) and returns its id.
     ///
     /// # Errors

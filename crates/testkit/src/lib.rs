@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod prefix_writers;
+
 /// Whether the process runs as root (loop devices need it).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and only reads the process's credentials.

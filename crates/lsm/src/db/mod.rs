@@ -92,7 +92,7 @@ use write_timing::WriteTimings;
 /// Memory a batch may take in a memtable beyond its encoded bytes, per op: an upper bound
 /// (node header 24, a tower of up to 12 links 96, key trailer 8, alignment), for the arena's
 /// capacity, never the flush decision.
-const MEMTABLE_OVERHEAD_PER_OP: usize = 160;
+pub(crate) const MEMTABLE_OVERHEAD_PER_OP: usize = 160;
 /// A memtable's arena may take this many write buffers. It only bounds: chunks come as
 /// entries arrive, and a memtable is switched when its entries' real bytes
 /// ([`Memtable::used_bytes`]) reach the write buffer size. The bound is kept with the
@@ -646,6 +646,17 @@ impl Db {
             (st.version.clone(), self.inner.volume.live_extents())
         };
         crate::check::check_version(&version, &live)
+    }
+
+    /// The options the store was opened with (a checkpoint makes its copy with them).
+    pub(crate) fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
+    /// The most memtable footprint one batch may take now (the tuner's batch size moves
+    /// it): a checkpoint cuts its copy into batches within it.
+    pub(crate) fn batch_footprint_max(&self) -> usize {
+        self.inner.batch_limit()
     }
 
     crate::internal_fn! {

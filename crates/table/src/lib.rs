@@ -56,6 +56,7 @@ mod storage;
 mod store;
 mod txn;
 pub mod undo;
+mod undo_file;
 mod undo_log;
 mod unlocked_read;
 
@@ -143,10 +144,11 @@ pub mod fuzz {
     }
 }
 pub use error::{Error, Result};
-pub use options::{PMEM_FILE_NAME, TableOptions};
+pub use options::{PMEM_FILE_NAME, TableOptions, UndoLogPlace};
 pub use pmem::{FilePmem, FilePmemOptions, FlushMode, PmemLog, SimPmem};
 pub use scan::{SCAN_BATCH_ROWS, Scan};
 pub use schema::{COLUMNS_MAX, Column, ColumnType, NAME_BYTES_MAX, ROW_BYTES_MAX, Row, Schema};
 pub use store::{RECLAIM_STEP_RECORDS, TableId, TableStats, TableStore};
 pub use txn::{Declared, Isolation, Transaction};
+pub use undo_file::dax_at;
 pub use undo_log::{RING_OFFSET, UndoStats};

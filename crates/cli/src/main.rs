@@ -46,6 +46,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bench;
 mod check;
+mod engine_kind;
 mod inspect;
 mod iobench;
 mod kvbench;

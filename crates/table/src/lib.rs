@@ -38,6 +38,7 @@ mod batch_io;
 mod block;
 mod cache;
 mod catalog;
+mod check;
 mod error;
 mod free_space;
 mod group_flush;
@@ -143,6 +144,7 @@ pub mod fuzz {
         crate::undo::reseal(b);
     }
 }
+pub use check::{StoreReport, TableReport, check_store};
 pub use error::{Error, Result};
 pub use options::{PMEM_FILE_NAME, TableOptions, UndoLogPlace};
 pub use pmem::{FilePmem, FilePmemOptions, FlushMode, PmemLog, SimPmem};

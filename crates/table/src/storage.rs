@@ -1348,6 +1348,49 @@ impl Storage {
         }
     }
 
+    /// What each table holds, and every live row checked against the primary index: found
+    /// through it by its key (its full key confirmed from its block), at the position the
+    /// rows put it (`check.rs`).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a row the index does not find where it lies; a block's
+    /// error.
+    pub fn table_reports(&mut self) -> Result<Vec<crate::check::TableReport>> {
+        let ids: Vec<u32> = self.tables.keys().copied().collect();
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let rows = {
+                let t = &self.tables[&id];
+                t.order.range(&(Bound::Unbounded, Bound::Unbounded), usize::MAX)
+            };
+            for (key, pos) in &rows {
+                let found = self.find(id, key)?.map(|f| f.pos);
+                if found != Some(*pos) {
+                    return Err(Error::Corruption {
+                        what: format!(
+                            "table {id}: the primary index finds a row's key at {found:?}, where \
+                             the row lies at {pos:?}"
+                        ),
+                        offset: self.address(id, pos.block).unwrap_or(0),
+                    });
+                }
+            }
+            let t = &self.tables[&id];
+            out.push(crate::check::TableReport {
+                id,
+                name: t.meta.name.clone(),
+                schema: t.meta.schema.clone(),
+                segments: t.meta.segments.len(),
+                blocks: t.meta.segments.len() as u64 * self.blocks_per_segment,
+                blocks_used: t.end.block + u64::from(t.end.offset > 0),
+                rows: rows.len() as u64,
+                dead_rows: t.free.records() as u64,
+                dead_bytes: t.free.total_bytes(),
+            });
+        }
+        Ok(out)
+    }
+
     /// Each queue pair's counters and placement (empty without queue pairs).
     pub fn queue_pair_stats(&self) -> Vec<shale_io::PairStats> {
         self.pairs.as_ref().map(|p| p.stats()).unwrap_or_default()

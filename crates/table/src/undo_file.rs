@@ -116,7 +116,7 @@ fn io_error(path: &Path, e: std::io::Error) -> Error {
 
 /// What a file at a path holds, read without opening it for writing (no lock, no mapping):
 /// the refusals happen before anything of the file is touched.
-enum Found {
+pub(crate) enum Found {
     /// No file there.
     Missing,
     /// A file of zeros where the headers go (made and never written, or truncated).
@@ -128,7 +128,7 @@ enum Found {
     Damaged,
 }
 
-fn look(path: &Path) -> Result<Found> {
+pub(crate) fn look(path: &Path) -> Result<Found> {
     use std::io::Read;
     let mut f = match std::fs::File::open(path) {
         Ok(f) => f,

@@ -192,6 +192,20 @@ impl UndoLog {
         UndoLog::open_inner(kind, pmem, volume_id, [0; 16], policy)
     }
 
+    /// Opens the log of `kind` in `pmem` bound to `binding`, as [`UndoLog::open_bound`].
+    ///
+    /// # Errors
+    /// As [`UndoLog::open`].
+    pub fn open_ring_bound(
+        kind: Ring,
+        pmem: Box<dyn PmemLog>,
+        volume_id: [u8; 16],
+        binding: [u8; 16],
+        policy: ReclaimPolicy,
+    ) -> Result<(UndoLog, Walked)> {
+        UndoLog::open_inner(kind, pmem, volume_id, binding, policy)
+    }
+
     fn open_inner(
         kind: Ring,
         mut pmem: Box<dyn PmemLog>,

@@ -282,3 +282,60 @@ pub(crate) fn plan(
 pub(crate) fn entry(dir: &Path, path: &Path) -> Result<UndoFile> {
     Ok(UndoFile::new(dir, path, FileId::of_path(path)?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pmem::{FilePmem, FilePmemOptions};
+    use crate::undo_log::{ReclaimPolicy, UndoLog};
+
+    const POLICY: ReclaimPolicy = ReclaimPolicy { batch: 4, percent: 60, wrap_after: u64::MAX };
+
+    /// Writes a log's headers into `path` for volume `id`, naming instance `binding`.
+    fn log_file(path: &Path, id: [u8; 16], binding: [u8; 16]) {
+        let pmem =
+            FilePmem::open(path, RING_OFFSET as u64 + (64 << 10), FilePmemOptions::default())
+                .unwrap();
+        drop(UndoLog::open_bound(Box::new(pmem), id, binding, POLICY).unwrap());
+    }
+
+    #[test]
+    fn a_file_from_before_the_binding_is_read_and_one_of_another_instance_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let instance = FileId { ino: 7, born: 9 };
+        let default = dir.path().join(PMEM_FILE_NAME);
+        let opts = TableOptions::default();
+        // No file: nothing to read; the volume unless DAX.
+        let p = plan(dir.path(), &opts, None, [1; 16], instance).unwrap();
+        assert_eq!((p.file, p.on_volume, p.record), (None, true, None));
+        // A log written before bindings (no instance named): read, then retired.
+        log_file(&default, [1; 16], [0; 16]);
+        let p = plan(dir.path(), &opts, None, [1; 16], instance).unwrap();
+        assert_eq!((p.file.as_deref(), p.on_volume), (Some(default.as_path()), true));
+        // Asked for persistent memory, it is kept as the log.
+        let pmem = TableOptions { undo_log: UndoLogPlace::Pmem, ..TableOptions::default() };
+        let p = plan(dir.path(), &pmem, None, [1; 16], instance).unwrap();
+        assert_eq!((p.file.as_deref(), p.on_volume), (Some(default.as_path()), false));
+        // Another store's file is not read; another instance's is refused as a log.
+        assert_eq!(plan(dir.path(), &opts, None, [2; 16], instance).unwrap().file, None);
+        std::fs::remove_file(&default).unwrap();
+        log_file(&default, [1; 16], FileId { ino: 8, born: 9 }.encode());
+        assert_eq!(plan(dir.path(), &opts, None, [1; 16], instance).unwrap().file, None);
+        let r = plan(dir.path(), &pmem, None, [1; 16], instance);
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    }
+
+    #[test]
+    fn identities_round_trip_and_tell_files_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, b"x").unwrap();
+        std::fs::copy(&a, &b).unwrap();
+        let (ia, ib) = (FileId::of_path(&a).unwrap(), FileId::of_path(&b).unwrap());
+        assert_ne!(ia, ib, "a copy is another file");
+        assert_eq!(FileId::decode(&ia.encode()), ia);
+        let renamed = dir.path().join("c");
+        std::fs::rename(&a, &renamed).unwrap();
+        assert_eq!(FileId::of_path(&renamed).unwrap(), ia, "a rename keeps the identity");
+    }
+}

@@ -18,7 +18,8 @@
 #    then `shale-compare latte-engine` runs the phases (one connection per client thread,
 #    prepared statements over the socket), the server is shut down and the scratch removed.
 #    shale's table engine runs in the harness's process with a block cache of $CACHE_SIZE
-#    and its undo log in a file in /dev/shm.
+#    and its undo log in emulated persistent memory, asked for (UndoLogPlace::Pmem): a file
+#    in /dev/shm, as LATTE emulates it (the engine's default is the volume without DAX).
 # 3. `shale-compare latte-summary` writes latte.md and latte.csv (medians, the issue's
 #    targets met or MISSED) into $OUT, beside raw/ (every process's output).
 #

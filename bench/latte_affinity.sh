@@ -54,7 +54,7 @@ run_load() {
   rm -rf "$work/db" "$work/undo.pmem"
   local io=()
   [ "$queues" -gt 0 ] && io=(--io_queues "$queues" --io_affinity "$mode" --io_poller "$POLLER" --io_sq_poll "$SQ_POLL")
-  "$SHALE" ycsb --engine table --phase load --db "$work/db" --pmem_path "$work/undo.pmem" \
+  "$SHALE" ycsb --engine table --phase load --db "$work/db" --undo_log pmem --pmem_path "$work/undo.pmem" \
     --records "$RECORDS" --threads "$THREADS" --cache_size "$CACHE_SIZE" "${io[@]}" \
     --statistics >"$log" 2>&1 || { echo "latte_affinity: $name failed, see $log" >&2; exit 1; }
   awk -F', ' '/^\[OVERALL\], Throughput/ { t = $3 } /^\[INSERT\], 50thPercentileLatency/ { p50 = $3 }

@@ -134,7 +134,9 @@ fn open(a: &EngineArgs) -> Result<(Box<dyn ycsb::Engine>, Meter), Error> {
     if a.engine == "table" {
         let dir = need(a.dir.as_ref(), "--dir")?;
         let pmem = need(a.pmem_path.as_ref(), "--pmem-path")?;
+        // LATTE's setting: the undo log in (emulated) persistent memory, asked for.
         let opts = shale_table::TableOptions {
+            undo_log: shale_table::UndoLogPlace::Pmem,
             pmem_path: Some(pmem.clone()),
             cache_blocks: (a.cache_size as usize / shale_table::BLOCK_BYTES).max(16),
             ..shale_table::TableOptions::default()

@@ -1,12 +1,19 @@
-//! `shale inspect PATH`: the layout, version-log state and slot use of a volume, and for an
-//! lsm store its levels with every SST, read without writing anything (a blank or missing
-//! path is an error, never a new volume). `--summary` shows the levels without their SSTs.
-//! A tiered store is inspected with `--capacity_path`: both volumes, each SST's tier.
+//! `shale inspect PATH`: the layout, version-log state and slot use of a volume, and what
+//! its engine keeps there (told from the store, `engine_kind.rs`), read without writing
+//! anything (a blank or missing path is an error, never a new volume): for an lsm store its
+//! levels with every SST (`--summary`: the levels without their SSTs); for a hash store its
+//! segments with their generations, records and live bytes, its keys and its index
+//! checkpoint; for a table store its tables with their schemas, rows and blocks, and where
+//! its undo log is. A tiered store is inspected with `--capacity_path`: both volumes, each
+//! SST's tier. A hash or table store's layout is read as `shale check` reads it, under a
+//! shared store lock: one open for writing is named in use.
 
 use std::path::PathBuf;
 
 use shale_io::FileOptions;
 use shale_space::{IoClass, Tier, Volume, VolumeOptions, hex};
+
+use crate::engine_kind::EngineKind;
 
 /// Arguments of `shale inspect`.
 #[derive(clap::Args)]
@@ -129,6 +136,90 @@ fn print_levels(
     Ok(())
 }
 
+/// A hash store's record log and index (`shale_hash::check_store`, which reads every
+/// segment).
+fn print_hash(path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    let r = shale_hash::check_store(path)
+        .map_err(|e| format!("hash store: its layout cannot be read: {e}"))?;
+    let live: u64 = r.segments.iter().map(|s| s.live_bytes).sum();
+    println!(
+        "hash          {} segments, {} live keys ({:.1} MiB of live records), {} records ({} \
+         stores, {} deletes)",
+        r.segments.len(),
+        r.keys,
+        live as f64 / MIB,
+        r.records,
+        r.stores,
+        r.records - r.stores
+    );
+    let index = if r.bounded { "bounded (pages on the volume)" } else { "in memory" };
+    match r.checkpoint {
+        Some((g, n)) => println!("index         {index}; checkpoint generation {g}, {n} entries"),
+        None => println!("index         {index}; no checkpoint"),
+    }
+    if let Some((i, n)) = r.shard {
+        println!("shard         {i} of {n}");
+    }
+    for s in &r.segments {
+        let sealed = match s.sealed_pages {
+            Some(p) => format!("sealed at {p} pages"),
+            None => "active".to_string(),
+        };
+        println!(
+            "              segment generation {:<6} slots {:>6}+{:<3} {:>7} pages ({sealed}) \
+             {:>9} records {:>12} live bytes",
+            s.generation, s.first_slot, s.slots, s.pages, s.records, s.live_bytes
+        );
+    }
+    Ok(())
+}
+
+/// A table store's tables (`shale_table::check_store`, which reads every block).
+fn print_tables(path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    let r = shale_table::check_store(path)
+        .map_err(|e| format!("table store: its tables cannot be read: {e}"))?;
+    let undo = match &r.undo_file {
+        Some(p) => format!("in {}", p.display()),
+        None => "on the volume".to_string(),
+    };
+    let spill = match (r.spill_bytes, &r.undo_file) {
+        (Some(b), None) => format!(" (a ring of {:.1} MiB)", b as f64 / MIB),
+        (Some(b), Some(_)) => format!(", its spill area on the volume {:.1} MiB", b as f64 / MIB),
+        (None, _) => String::new(),
+    };
+    println!("table         {} tables; undo log {undo}{spill}", r.tables.len());
+    for t in &r.tables {
+        println!(
+            "              table {} (id {}): {} rows, {} dead ({} bytes), {} segments, {} of {} \
+             blocks used",
+            shown_key(t.name.as_bytes()),
+            t.id,
+            t.rows,
+            t.dead_rows,
+            t.dead_bytes,
+            t.segments,
+            t.blocks_used,
+            t.blocks
+        );
+        let columns: Vec<String> = t
+            .schema
+            .columns()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let ty = match c.ty {
+                    shale_table::ColumnType::Fixed(n) => format!("fixed {n}"),
+                    shale_table::ColumnType::Var(n) => format!("var up to {n}"),
+                };
+                let key = if i == 0 { ", primary key" } else { "" };
+                format!("{} ({ty}{key})", shown_key(c.name.as_bytes()))
+            })
+            .collect();
+        println!("                columns: {}", columns.join(", "));
+    }
+    Ok(())
+}
+
 /// Runs the command.
 ///
 /// # Errors
@@ -228,7 +319,11 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    print_levels(&opened.versions, args.summary, v.is_tiered())?;
+    match crate::engine_kind::engine_of_versions(&opened.versions) {
+        EngineKind::Lsm => print_levels(&opened.versions, args.summary, v.is_tiered())?,
+        EngineKind::Hash => print_hash(&args.path)?,
+        EngineKind::Table => print_tables(&args.path)?,
+    }
     let log_io = v.io(IoClass::VersionLog);
     println!("recovery I/O  {} reads, {} bytes of version log", log_io.reads, log_io.read_bytes);
     v.check_slots()?;

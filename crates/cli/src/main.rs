@@ -47,6 +47,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod bench;
 mod check;
 mod checkpoint;
+mod engine_kind;
 mod inspect;
 mod iobench;
 mod kvbench;

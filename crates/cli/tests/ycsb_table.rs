@@ -105,3 +105,73 @@ fn the_table_engine_runs_on_queue_pairs_in_each_affinity_mode() {
     let (ok, _, err) = shale_ycsb(&["--engine", "table", "--io_queues", "65"]);
     assert!(!ok && err.contains("queue pairs"), "{err}");
 }
+
+/// The undo log on the volume by default (no file made, none in /dev/shm); in a file only
+/// with `--undo_log pmem` (or `--pmem_path`), which the store then finds by itself, whose
+/// loss refuses the reopen naming it, and which a copy of the store never takes.
+#[test]
+fn the_undo_log_is_on_the_volume_unless_persistent_memory_is_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store");
+    let db_s = db.to_str().unwrap();
+    let base = ["--engine", "table", "--db", db_s, "--records", "100"];
+    let run = |extra: &[&str]| {
+        let flags: Vec<&str> = base.iter().chain(extra).copied().collect();
+        shale_ycsb(&flags)
+    };
+    let (ok, out, err) = run(&["--phase", "load"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("undo log on the volume"), "{out}");
+    let names: Vec<String> = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["volume.shale".to_string()]);
+
+    // Emulated persistent memory, asked for: a new file in /dev/shm, printed.
+    let (ok, out, err) = run(&["--phase", "load", "--undo_log", "pmem"]);
+    assert!(ok, "{err}");
+    let line = out.lines().find(|l| l.contains("emulated persistent memory")).expect(&out);
+    let at = line.find("/dev/shm/").expect(line);
+    let pmem = std::path::PathBuf::from(line[at..].split(' ').next().unwrap());
+    assert!(pmem.exists(), "{pmem:?}");
+    // The store finds it again by itself.
+    let (ok, out, err) = run(&["--use_existing_db", "--workload", "c", "--operations", "50"]);
+    assert!(ok && out.contains(pmem.to_str().unwrap()), "{err}\n{out}");
+
+    // A copy of the store is refused: the file is the original's, and stays.
+    let copy = dir.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::copy(db.join("volume.shale"), copy.join("volume.shale")).unwrap();
+    let before = std::fs::read(&pmem).unwrap();
+    let copy_s = copy.to_str().unwrap();
+    let (ok, _, err) = shale_ycsb(&[
+        "--engine",
+        "table",
+        "--db",
+        copy_s,
+        "--use_existing_db",
+        "--workload",
+        "c",
+        "--operations",
+        "10",
+        "--records",
+        "100",
+    ]);
+    assert!(!ok && err.contains("copy") && err.contains(pmem.to_str().unwrap()), "{err}");
+    assert!(err.contains("--accept_lost_undo_log"), "{err}");
+    assert_eq!(std::fs::read(&pmem).unwrap(), before);
+    // Loading over the copy (a benchmark's reflex) destroys the copy, not the original's file.
+    let (ok, _, err) = shale_ycsb(&["--engine", "table", "--db", copy_s, "--records", "10"]);
+    assert!(ok, "{err}");
+    assert!(pmem.exists());
+
+    // A reboot removes the file: the reopen is refused, naming it.
+    std::fs::remove_file(&pmem).unwrap();
+    let (ok, _, err) = run(&["--use_existing_db", "--workload", "c", "--operations", "10"]);
+    assert!(!ok && err.contains("missing") && err.contains(pmem.to_str().unwrap()), "{err}");
+    assert!(!pmem.exists());
+    // Loading anew over it takes it (the store's own, already gone).
+    let (ok, _, err) = run(&["--phase", "load"]);
+    assert!(ok, "{err}");
+}

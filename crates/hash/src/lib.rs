@@ -31,6 +31,7 @@
 
 mod bounded;
 mod caller_reads;
+mod check;
 mod checkpoint;
 mod completion;
 mod digest_table;
@@ -51,6 +52,7 @@ mod store_checkpoint;
 mod value_cache;
 mod worker;
 
+pub use check::{HashReport, SegmentReport, check_store};
 pub use completion::{Completion, Output};
 pub use error::{Error, Result};
 pub use iterator::{IterEntry, IterKind, KvIterator};

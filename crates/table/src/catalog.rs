@@ -15,9 +15,17 @@
 //! kind 5, base with a spill area: kind 0's fields, then the undo log's spill area (`spill.rs`):
 //!                 tier (u8) | first slot (u32 LE) | slots (u32 LE)
 //! kind 6, the spill area added: nothing more; it is the delta's one added extent
+//! kind 7, the undo log bound to a persistent memory file (`undo_file.rs`): the file (below)
+//! kind 8, the undo log no longer in a file (back on the volume): nothing more
+//! kind 9, base with an undo log file: kind 0's fields | spill present (u8, 0 or 1) |
+//!                 [the spill area as in kind 5] | the file (below)
+//! the file:       path length (u16 LE) | path (bytes; relative to the store's directory
+//!                 unless absolute) | the file's identity (16 bytes, `undo_file.rs`):
+//!                 inode (u64 LE) | birth time in ns, or device | 1 << 63 (u64 LE)
 //! ```
-//! A store without a spill area writes kind 0 bases, so stores made before the spill area
-//! existed read as they did.
+//! A store without a spill area writes kind 0 bases, and one whose undo log is in no file
+//! kind 0 or 5 bases, so stores made before the spill area or the file binding existed read
+//! as they did.
 //! A table's segments are its blocks in order: segment `i` holds blocks
 //! `i * blocks_per_segment ..`. The magic tells a table store's volume from the other
 //! engines': this engine refuses a volume whose payloads lack it (writing nothing), and the
@@ -28,6 +36,7 @@ use shale_space::{Extent, Tier, Versions};
 
 use crate::error::{Error, Result};
 use crate::schema::Schema;
+use crate::undo_file::{FileId, UndoFile};
 
 const MAGIC: &[u8; 8] = b"SHTABL01";
 const BASE: u8 = 0;
@@ -37,6 +46,9 @@ const SEGMENT_ADDED: u8 = 3;
 const TABLE_DROPPED: u8 = 4;
 const BASE_WITH_SPILL: u8 = 5;
 const SPILL_ADDED: u8 = 6;
+const UNDO_FILE_BOUND: u8 = 7;
+const UNDO_FILE_UNBOUND: u8 = 8;
+const BASE_WITH_UNDO_FILE: u8 = 9;
 
 /// A table as the catalog holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +74,8 @@ pub struct Catalog {
     pub marked: bool,
     /// The undo log's spill area, once the log has spilled.
     pub spill: Option<Extent>,
+    /// The persistent memory file the undo log is in, if it is in one.
+    pub undo_file: Option<UndoFile>,
 }
 
 fn prefix(kind: u8) -> Vec<u8> {
@@ -77,7 +91,12 @@ pub fn encode_created() -> Vec<u8> {
 
 /// The payload of a full catalog.
 pub fn encode_base(c: &Catalog) -> Vec<u8> {
-    let mut b = prefix(if c.spill.is_some() { BASE_WITH_SPILL } else { BASE });
+    let kind = match (c.spill, &c.undo_file) {
+        (_, Some(_)) => BASE_WITH_UNDO_FILE,
+        (Some(_), None) => BASE_WITH_SPILL,
+        (None, None) => BASE,
+    };
+    let mut b = prefix(kind);
     b.extend_from_slice(&c.next_id.to_le_bytes());
     b.extend_from_slice(&(c.tables.len() as u32).to_le_bytes());
     for t in &c.tables {
@@ -87,10 +106,46 @@ pub fn encode_base(c: &Catalog) -> Vec<u8> {
             encode_extent(&mut b, *e);
         }
     }
+    if kind == BASE_WITH_UNDO_FILE {
+        b.push(u8::from(c.spill.is_some()));
+    }
     if let Some(e) = c.spill {
         encode_extent(&mut b, e);
     }
+    if let Some(f) = &c.undo_file {
+        encode_undo_file(&mut b, f);
+    }
     b
+}
+
+fn encode_undo_file(b: &mut Vec<u8>, f: &UndoFile) {
+    use std::os::unix::ffi::OsStrExt;
+    let path = f.path.as_os_str().as_bytes();
+    b.extend_from_slice(&(path.len() as u16).to_le_bytes());
+    b.extend_from_slice(path);
+    b.extend_from_slice(&f.file.encode());
+}
+
+/// Decodes an undo log file from the front of `b`; returns it and the bytes past it.
+fn decode_undo_file(b: &[u8]) -> Option<(UndoFile, &[u8])> {
+    let n = u16::from_le_bytes(b.get(..2)?.try_into().ok()?) as usize;
+    let path = b.get(2..2 + n)?;
+    let file = FileId::decode(b.get(2 + n..2 + n + 16)?.try_into().ok()?);
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(path));
+    Some((UndoFile { path, file }, &b[2 + n + 16..]))
+}
+
+/// The payload of a delta binding the undo log to a persistent memory file.
+pub fn encode_undo_file_bound(f: &UndoFile) -> Vec<u8> {
+    let mut b = prefix(UNDO_FILE_BOUND);
+    encode_undo_file(&mut b, f);
+    b
+}
+
+/// The payload of a delta saying the undo log is in no file any more.
+pub fn encode_undo_file_unbound() -> Vec<u8> {
+    prefix(UNDO_FILE_UNBOUND)
 }
 
 fn encode_extent(b: &mut Vec<u8>, e: Extent) {
@@ -207,6 +262,14 @@ pub fn decode(versions: &Versions) -> Result<Catalog> {
             (SPILL_ADDED, [e]) if rest.is_empty() && c.spill.is_none() => {
                 c.spill = Some(*e);
             }
+            (UNDO_FILE_BOUND, []) => {
+                let (f, tail) = decode_undo_file(rest).ok_or_else(|| bad("undo log file"))?;
+                if !tail.is_empty() {
+                    return Err(bad("undo log file"));
+                }
+                c.undo_file = Some(f);
+            }
+            (UNDO_FILE_UNBOUND, []) if rest.is_empty() => c.undo_file = None,
             (TABLE_DROPPED, []) if rest.len() == 4 => {
                 let id = u32_at(rest, 0).unwrap();
                 let i = c.tables.iter().position(|t| t.id == id);
@@ -224,7 +287,7 @@ pub fn decode(versions: &Versions) -> Result<Catalog> {
 
 fn decode_base(body: &[u8], c: &mut Catalog) -> Option<()> {
     let (&kind, b) = body.split_first()?;
-    if kind != BASE && kind != BASE_WITH_SPILL {
+    if ![BASE, BASE_WITH_SPILL, BASE_WITH_UNDO_FILE].contains(&kind) {
         return None;
     }
     c.next_id = u32_at(b, 0)?;
@@ -245,9 +308,27 @@ fn decode_base(body: &[u8], c: &mut Catalog) -> Option<()> {
         c.tables.push(TableMeta { id, name, schema, segments });
         b = r;
     }
-    if kind == BASE_WITH_SPILL {
+    let spill = match kind {
+        BASE_WITH_SPILL => true,
+        BASE_WITH_UNDO_FILE => {
+            let (&flag, rest) = b.split_first()?;
+            b = rest;
+            match flag {
+                0 => false,
+                1 => true,
+                _ => return None,
+            }
+        }
+        _ => false,
+    };
+    if spill {
         c.spill = Some(decode_extent(b)?);
         b = &b[9..];
+    }
+    if kind == BASE_WITH_UNDO_FILE {
+        let (f, rest) = decode_undo_file(b)?;
+        c.undo_file = Some(f);
+        b = rest;
     }
     b.is_empty().then_some(())
 }
@@ -310,6 +391,39 @@ mod tests {
                     deltas: vec![],
                 };
                 assert!(decode(&v).is_err(), "cut at {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_undo_log_file_round_trips_through_deltas_and_bases() {
+        let a = Extent::fast(1, 1);
+        let file = |p: &str, ino| UndoFile { path: p.into(), file: FileId { ino, born: 7 } };
+        let d = |added: Vec<Extent>, engine| DeltaRecord { removed: vec![], added, engine };
+        let versions = |deltas| Versions { base: BaseRecord::default(), deltas };
+        let bound = versions(vec![
+            d(vec![], encode_created()),
+            d(vec![a], encode_table_created(1, "t", &schema())),
+            d(vec![], encode_undo_file_bound(&file("/dev/shm/x.pmem", 3))),
+            d(vec![], encode_undo_file_bound(&file("undo.pmem", 4))),
+        ]);
+        let cat = decode(&bound).unwrap();
+        assert_eq!(cat.undo_file, Some(file("undo.pmem", 4)));
+        let mut unbound = bound.deltas.clone();
+        unbound.push(d(vec![], encode_undo_file_unbound()));
+        assert_eq!(decode(&versions(unbound)).unwrap().undo_file, None);
+        let spill = Extent::fast(5, 2);
+        for (cat, extents) in
+            [(cat.clone(), vec![a]), (Catalog { spill: Some(spill), ..cat }, vec![a, spill])]
+        {
+            let enc = encode_base(&cat);
+            let base = |engine: Vec<u8>| Versions {
+                base: BaseRecord { extents: extents.clone(), engine },
+                deltas: vec![],
+            };
+            assert_eq!(decode(&base(enc.clone())).unwrap(), cat);
+            for cut in MAGIC.len()..enc.len() {
+                assert!(decode(&base(enc[..cut].to_vec())).is_err(), "cut at {cut}");
             }
         }
     }

@@ -42,6 +42,21 @@ pub enum Error {
     NotTableStore(String),
     /// Bad options or arguments.
     InvalidArgument(String),
+    /// The store's undo log is in a persistent memory file (`TableOptions::undo_log`
+    /// `Pmem`, or DAX) that is gone or empty: a reboot removes a file in `/dev/shm`. A
+    /// transaction in flight at the crash cannot be rolled back without it, so the store is
+    /// not opened (nothing was written).
+    UndoLogMissing {
+        /// The file the store's catalog names (or `pmem_path`).
+        path: std::path::PathBuf,
+    },
+    /// This store is a copy (a new volume file: `cp -a`, a restore) of a store whose undo
+    /// log is in a persistent memory file, and that file is the original's: the copy
+    /// neither uses nor removes it, and is not opened (nothing was written).
+    UndoLogOfOriginal {
+        /// The original's file.
+        path: std::path::PathBuf,
+    },
     /// A write failed earlier; the store accepts no more writes until it is reopened (P5).
     Stopped(String),
     /// A lock was not granted within `lock_timeout`: another transaction holds it (or a
@@ -76,6 +91,22 @@ impl std::fmt::Display for Error {
             Error::KeyNotFound => write!(f, "primary key not found"),
             Error::NotTableStore(why) => write!(f, "not a table store: {why}"),
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
+            Error::UndoLogMissing { path } => write!(
+                f,
+                "the store's undo log {} is missing (a reboot empties /dev/shm): a transaction \
+                 in flight at the last crash could not be rolled back; restore the file, or, \
+                 if the store was closed cleanly, open it accepting the lost log \
+                 (accept_lost_undo_log)",
+                path.display()
+            ),
+            Error::UndoLogOfOriginal { path } => write!(
+                f,
+                "this store is a copy, and its undo log {} belongs to the original: the copy \
+                 does not use it; copy the log with the store and give the copy's file as \
+                 pmem_path, or, if the original was closed cleanly when it was copied, open \
+                 the copy accepting the lost log (accept_lost_undo_log)",
+                path.display()
+            ),
             Error::Stopped(why) => write!(f, "store stopped after a failed write: {why}"),
             Error::LockTimeout => write!(f, "lock wait timed out"),
             Error::LogFull { needed, capacity } => write!(

@@ -34,6 +34,16 @@ impl FreeSpace {
         }
     }
 
+    /// Free records.
+    pub fn records(&self) -> usize {
+        self.at.len()
+    }
+
+    /// Bytes of the free records, headers included.
+    pub fn total_bytes(&self) -> u64 {
+        self.bytes
+    }
+
     /// Takes the smallest free slot of at least `need` and at most `2 * need` bytes.
     pub fn take(&mut self, need: u32) -> Option<(Pos, u32)> {
         let most = need.saturating_mul(2);

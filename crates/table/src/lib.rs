@@ -39,6 +39,7 @@ mod block;
 mod cache;
 mod catalog;
 mod checkpoint;
+mod check;
 mod error;
 mod free_space;
 mod group_flush;
@@ -57,6 +58,7 @@ mod storage;
 mod store;
 mod txn;
 pub mod undo;
+mod undo_file;
 mod undo_log;
 mod unlocked_read;
 
@@ -144,11 +146,13 @@ pub mod fuzz {
     }
 }
 pub use checkpoint::{COPY_TXN_ROWS, LOCK_ATTEMPTS_MAX, PROGRESS_ROWS};
+pub use check::{StoreReport, TableReport, check_store};
 pub use error::{Error, Result};
-pub use options::{PMEM_FILE_NAME, TableOptions};
+pub use options::{PMEM_FILE_NAME, TableOptions, UndoLogPlace};
 pub use pmem::{FilePmem, FilePmemOptions, FlushMode, PmemLog, SimPmem};
 pub use scan::{SCAN_BATCH_ROWS, Scan};
 pub use schema::{COLUMNS_MAX, Column, ColumnType, NAME_BYTES_MAX, ROW_BYTES_MAX, Row, Schema};
 pub use store::{RECLAIM_STEP_RECORDS, TableId, TableStats, TableStore};
 pub use txn::{Declared, Isolation, Transaction};
+pub use undo_file::dax_at;
 pub use undo_log::{RING_OFFSET, UndoStats};

@@ -14,6 +14,38 @@ use crate::pmem::FilePmemOptions;
 /// [`TableOptions::pmem_path`] names another.
 pub const PMEM_FILE_NAME: &str = "undo.pmem";
 
+/// Where a table store keeps its undo log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UndoLogPlace {
+    /// On real persistent memory where it is found: the store's own file if it has one
+    /// (made with [`UndoLogPlace::Pmem`] or on DAX earlier), else a new file at
+    /// [`TableOptions::pmem_path`] (or `undo.pmem` in the store's directory) when that is
+    /// on a DAX mount; everywhere else on the volume. A store opened with
+    /// [`crate::TableStore::open_device`] uses the region it is given.
+    #[default]
+    Auto,
+    /// On the store's volume: every before-image a FUA write of the log's ring there
+    /// (the spill area) before the change is made in place. A file the store had is read
+    /// (its records rolled back), then removed and no longer named.
+    Volume,
+    /// In a persistent memory file, DAX or not: emulated persistent memory (a file in
+    /// `/dev/shm`, or anywhere) where there is no DAX, as LATTE's experiments emulate it.
+    /// A reboot may take such a file away; the store then refuses to open
+    /// ([`crate::Error::UndoLogMissing`]).
+    Pmem,
+}
+
+impl UndoLogPlace {
+    /// Its name in flags and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            UndoLogPlace::Auto => "auto",
+            UndoLogPlace::Volume => "volume",
+            UndoLogPlace::Pmem => "pmem",
+        }
+    }
+}
+
 /// How to open a table store.
 #[derive(Clone, Debug)]
 pub struct TableOptions {
@@ -24,6 +56,9 @@ pub struct TableOptions {
     pub segment_bytes: u64,
     /// Bytes of each version log mirror of a new volume.
     pub version_log_bytes: u64,
+    /// Where the undo log goes: [`UndoLogPlace::Auto`] by default (the volume unless DAX
+    /// persistent memory is found).
+    pub undo_log: UndoLogPlace,
     /// Bytes of the persistent memory file [`crate::TableStore::open`] makes for the undo
     /// log (at least 64 KiB past its two header lines).
     pub undo_log_bytes: u64,
@@ -39,17 +74,22 @@ pub struct TableOptions {
     /// Bytes of the undo log's spill area on the volume (rounded up to whole segments, and
     /// to at least 64 KiB past its two header lines), made the first time a before-image
     /// finds no room in persistent memory; a record that finds no room there either is
-    /// [`crate::Error::LogFull`]. 0: the log never spills.
+    /// [`crate::Error::LogFull`]. 0: the log never spills. With the log on the volume this
+    /// area is its ring (of `undo_log_bytes` where this is 0).
     pub undo_spill_bytes: u64,
-    /// Where the undo log's persistent memory is: a file on a DAX mount, in `/dev/shm`, or
-    /// anywhere. `None`: `undo.pmem` in the store's directory.
+    /// Where the undo log's persistent memory file is, or would be: a file on a DAX mount,
+    /// in `/dev/shm`, or anywhere. `None`: `undo.pmem` in the store's directory for a new
+    /// file, and the file the store names in its catalog for an existing one. Given for a
+    /// store bound to a file, it says where that file is now (moved, or copied with the
+    /// store). With [`UndoLogPlace::Auto`] a new file is made here only on DAX.
     pub pmem_path: Option<PathBuf>,
-    /// The undo log on the fast volume instead of persistent memory (for a machine with
-    /// none): every before-image goes to the log's ring on the volume (the spill area, of
-    /// `undo_spill_bytes`, which must not be 0), durable there by a FUA write before the
-    /// change is made in place, so a change costs a device write more. No persistent memory
-    /// file is made; one left by an earlier open with persistent memory is still recovered.
-    pub undo_log_on_volume: bool,
+    /// Open a store whose undo log file is missing (a reboot emptied `/dev/shm`) or belongs
+    /// to the store this one is a copy of, rolling nothing back from it: right only when no
+    /// transaction can have been in flight when the log was lost or the copy made (the
+    /// store was closed cleanly); otherwise a transaction's partial changes stay. Without
+    /// it such an open is refused ([`crate::Error::UndoLogMissing`],
+    /// [`crate::Error::UndoLogOfOriginal`]). The original's file is never touched.
+    pub accept_lost_undo_log: bool,
     /// How the file mapping is made persistent, and its emulated extra latency.
     pub pmem: FilePmemOptions,
     /// Blocks the block cache holds (4 KiB each).
@@ -91,7 +131,8 @@ impl Default for TableOptions {
             undo_wrap_bytes: 1 << 20,
             undo_spill_bytes: 16 << 20,
             pmem_path: None,
-            undo_log_on_volume: false,
+            undo_log: UndoLogPlace::Auto,
+            accept_lost_undo_log: false,
             pmem: FilePmemOptions::default(),
             cache_blocks: 4096,
             lock_timeout: Duration::from_secs(1),
@@ -128,13 +169,6 @@ impl TableOptions {
                 self.undo_log_bytes
             )));
         }
-        if self.undo_log_on_volume && self.undo_spill_bytes == 0 {
-            return Err(Error::InvalidArgument(
-                "undo_log_on_volume needs an undo log ring on the volume: undo_spill_bytes \
-                 must not be 0"
-                    .into(),
-            ));
-        }
         if self.cache_blocks < 16 {
             return Err(Error::InvalidArgument(format!(
                 "cache_blocks {} must be at least 16",
@@ -161,6 +195,11 @@ impl TableOptions {
             ));
         }
         Ok(())
+    }
+
+    /// Bytes of the undo log's ring on the volume when the log is there.
+    pub(crate) fn volume_ring_bytes(&self) -> u64 {
+        if self.undo_spill_bytes == 0 { self.undo_log_bytes } else { self.undo_spill_bytes }
     }
 
     pub(crate) fn volume_options(&self) -> VolumeOptions {

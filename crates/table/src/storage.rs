@@ -52,6 +52,22 @@ use crate::undo_log::{ReclaimPolicy, Ring, UndoHandle, UndoLog, Walked};
 /// A change made by a transaction: its undo record, kept to roll it back.
 pub type Change = (UndoHandle, UndoRecord);
 
+/// The undo log's region and place for [`Storage::recover`] (`undo_file.rs` decides them).
+pub(crate) struct UndoSetup {
+    /// The persistent memory region: the store's file, a caller's region, or one in memory
+    /// standing in for it while the log is on the volume.
+    pub pmem: Box<dyn crate::pmem::PmemLog>,
+    /// The store instance written into the region's headers (zero: none).
+    pub binding: [u8; 16],
+    /// New records go to the log's ring on the volume.
+    pub on_volume: bool,
+    /// The region is read at the open only: once its records are rolled back, one in
+    /// memory replaces it (the caller then removes its file).
+    pub retire: bool,
+    /// The catalog's new entry for the log's file (`Some(None)`: none).
+    pub record: Option<Option<crate::undo_file::UndoFile>>,
+}
+
 pub(crate) struct Table {
     pub meta: TableMeta,
     /// Where the next record may go.
@@ -95,8 +111,10 @@ pub(crate) struct Storage {
     spill: Option<(Extent, UndoLog)>,
     /// Bytes the spill area gets when it is made; 0: none is made.
     spill_bytes: u64,
-    /// Every record goes to the spill area (`TableOptions::undo_log_on_volume`).
+    /// Every record goes to the spill area (`TableOptions::undo_log`).
     undo_on_volume: bool,
+    /// The persistent memory file the catalog names, if any.
+    undo_file: Option<crate::undo_file::UndoFile>,
     /// Open transactions that have spilled: every later record of theirs spills too, so
     /// that a transaction's records in persistent memory all precede those in the spill
     /// area, and recovery knows the order to roll them back in.
@@ -154,17 +172,18 @@ impl Storage {
     pub fn recover(
         volume: Volume,
         versions: &shale_space::Versions,
-        pmem: Box<dyn crate::pmem::PmemLog>,
+        setup: UndoSetup,
         opts: &TableOptions,
     ) -> Result<Storage> {
         let cat = catalog::decode(versions)?;
+        let UndoSetup { pmem, binding, on_volume, retire, record } = setup;
         let policy = ReclaimPolicy {
             batch: opts.reclaim_batch,
             percent: opts.reclaim_percent,
             wrap_after: opts.undo_wrap_bytes,
         };
         let volume_id = volume.header().volume_id;
-        let (undo, mut walked) = UndoLog::open(pmem, volume_id, policy)?;
+        let (undo, mut walked) = UndoLog::open_bound(pmem, volume_id, binding, policy)?;
         let spill = match cat.spill {
             Some(e) => {
                 let area = Box::new(SpillArea::open(&volume, e)?);
@@ -221,8 +240,9 @@ impl Storage {
             cache: BlockCache::new(opts.cache_blocks),
             undo,
             spill,
-            spill_bytes: opts.undo_spill_bytes,
-            undo_on_volume: opts.undo_log_on_volume,
+            spill_bytes: if on_volume { opts.volume_ring_bytes() } else { opts.undo_spill_bytes },
+            undo_on_volume: on_volume,
+            undo_file: cat.undo_file.clone(),
             spilling: HashSet::new(),
             policy,
             pending: HashMap::new(),
@@ -240,6 +260,11 @@ impl Storage {
             let edit = Edit { engine: catalog::encode_created(), ..Edit::default() };
             let marked = Catalog { marked: true, ..cat.clone() };
             s.volume.commit(&edit, &mut || catalog::encode_base(&marked))?;
+        }
+        // A new file's entry goes in before any record is appended to it: the file exists
+        // and names this instance already (its open above wrote its headers).
+        if let Some(Some(f)) = &record {
+            s.set_undo_file(Some(f.clone()))?;
         }
         let mut patched = s.roll_back_raw(&undone)?;
         let ids: Vec<u32> = s.tables.keys().copied().collect();
@@ -262,7 +287,28 @@ impl Storage {
                 log.reclaim()?;
             }
         }
+        if retire {
+            let region =
+                Box::new(crate::pmem::SimPmem::new(crate::undo_log::RING_OFFSET + (64 << 10)));
+            s.undo = UndoLog::open(region, volume_id, policy)?.0;
+        }
+        if let Some(None) = record {
+            s.set_undo_file(None)?;
+        }
         Ok(s)
+    }
+
+    /// Names the undo log's file in the catalog (or no file), durably.
+    fn set_undo_file(&mut self, f: Option<crate::undo_file::UndoFile>) -> Result<()> {
+        let engine = match &f {
+            Some(f) => catalog::encode_undo_file_bound(f),
+            None => catalog::encode_undo_file_unbound(),
+        };
+        self.undo_file = f;
+        let after = self.catalog();
+        self.volume
+            .commit(&Edit { engine, ..Edit::default() }, &mut || catalog::encode_base(&after))?;
+        Ok(())
     }
 
     /// Recovery stage 3: the before-images of `active`, newest first, in raw blocks.
@@ -1229,6 +1275,7 @@ impl Storage {
             next_id: self.next_table_id,
             marked: true,
             spill: self.spill.as_ref().map(|(e, _)| *e),
+            undo_file: self.undo_file.clone(),
         }
     }
 
@@ -1304,6 +1351,49 @@ impl Storage {
             commit_flushes: 0,
             flushed_commits: 0,
         }
+    }
+
+    /// What each table holds, and every live row checked against the primary index: found
+    /// through it by its key (its full key confirmed from its block), at the position the
+    /// rows put it (`check.rs`).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a row the index does not find where it lies; a block's
+    /// error.
+    pub fn table_reports(&mut self) -> Result<Vec<crate::check::TableReport>> {
+        let ids: Vec<u32> = self.tables.keys().copied().collect();
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let rows = {
+                let t = &self.tables[&id];
+                t.order.range(&(Bound::Unbounded, Bound::Unbounded), usize::MAX)
+            };
+            for (key, pos) in &rows {
+                let found = self.find(id, key)?.map(|f| f.pos);
+                if found != Some(*pos) {
+                    return Err(Error::Corruption {
+                        what: format!(
+                            "table {id}: the primary index finds a row's key at {found:?}, where \
+                             the row lies at {pos:?}"
+                        ),
+                        offset: self.address(id, pos.block).unwrap_or(0),
+                    });
+                }
+            }
+            let t = &self.tables[&id];
+            out.push(crate::check::TableReport {
+                id,
+                name: t.meta.name.clone(),
+                schema: t.meta.schema.clone(),
+                segments: t.meta.segments.len(),
+                blocks: t.meta.segments.len() as u64 * self.blocks_per_segment,
+                blocks_used: t.end.block + u64::from(t.end.offset > 0),
+                rows: rows.len() as u64,
+                dead_rows: t.free.records() as u64,
+                dead_bytes: t.free.total_bytes(),
+            });
+        }
+        Ok(out)
     }
 
     /// Each queue pair's counters and placement (empty without queue pairs).

@@ -13,12 +13,13 @@ use shale_space::Volume;
 use crate::error::{Error, Result};
 use crate::group_flush::GroupFlush;
 use crate::lock::{LockKey, LockManager, LockMode};
-use crate::options::{PMEM_FILE_NAME, TableOptions};
+use crate::options::{TableOptions, UndoLogPlace};
 use crate::pmem::{FilePmem, PmemLog, SimPmem};
 use crate::scan::{Scan, ScanTxn};
 use crate::schema::{Row, Schema};
-use crate::storage::Storage;
+use crate::storage::{Storage, UndoSetup};
 use crate::txn::{Declared, Isolation, Transaction};
+use crate::undo_file::{self, FileId};
 use crate::undo_log::UndoStats;
 
 /// A table's id, given by [`TableStore::create_table`]; never used again once it is
@@ -167,6 +168,8 @@ pub struct TableStore {
     shared: Arc<Shared>,
     /// One handle per store (`shale_space::StoreLock`); `None` on a device opened directly.
     _lock: Option<shale_space::StoreLock>,
+    /// The persistent memory file the undo log is in, if it is in one.
+    undo_path: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for TableStore {
@@ -224,17 +227,47 @@ impl TableStore {
         }
         let (opened, lock) =
             Volume::open_path_locked(path, &opts.volume_options(), &FileOptions::default())?;
-        let pmem_path = opts.pmem_path.clone().unwrap_or_else(|| path.join(PMEM_FILE_NAME));
-        // With the log on the volume nothing is appended to persistent memory: a region in
-        // memory stands in for it, unless a file of an earlier open with persistent memory
-        // is there, whose records the open must still roll back.
-        let pmem: Box<dyn PmemLog> = if opts.undo_log_on_volume && !pmem_path.exists() {
-            Box::new(SimPmem::new(crate::undo_log::RING_OFFSET + (64 << 10)))
-        } else {
-            Box::new(FilePmem::open(&pmem_path, opts.undo_log_bytes, opts.pmem)?)
+        let volume_file = shale_space::volume_file(path);
+        let instance = FileId::of_path(&volume_file)?;
+        let bound = crate::catalog::decode(&opened.versions)?.undo_file;
+        let volume_id = opened.volume.header().volume_id;
+        let plan = undo_file::plan(path, &opts, bound.as_ref(), volume_id, instance)?;
+        // With the log on the volume, a region in memory stands in for persistent memory,
+        // unless the store's file is there to be read (and retired after the open).
+        let pmem: Box<dyn PmemLog> = match &plan.file {
+            // An existing file keeps its size: `undo_log_bytes` sizes a new one.
+            Some(f) => {
+                let len = match std::fs::metadata(f) {
+                    Ok(m) if m.len() > 0 => m.len(),
+                    _ => opts.undo_log_bytes,
+                };
+                Box::new(FilePmem::open(f, len, opts.pmem)?)
+            }
+            None => Box::new(SimPmem::new(crate::undo_log::RING_OFFSET + (64 << 10))),
         };
-        let mut store = TableStore::recover(opened, pmem, opts)?;
+        let record = match (&plan.file, plan.on_volume) {
+            (Some(f), false) => {
+                let now = undo_file::entry(path, f)?;
+                (bound.as_ref() != Some(&now)).then_some(Some(now))
+            }
+            _ => plan.record.clone(),
+        };
+        let setup = UndoSetup {
+            pmem,
+            binding: if plan.file.is_some() { instance.encode() } else { [0; 16] },
+            on_volume: plan.on_volume,
+            retire: plan.on_volume && plan.file.is_some(),
+            record,
+        };
+        let mut store = TableStore::recover(opened, setup, opts)?;
         store._lock = Some(lock);
+        store.undo_path = if plan.on_volume { None } else { plan.file.clone() };
+        if let (true, Some(f)) = (plan.on_volume, &plan.file) {
+            // Retired: the catalog no longer names it and nothing of it is live.
+            std::fs::remove_file(f).map_err(|e| {
+                Error::Space(shale_io::Error::at_path(shale_io::PathOp::Remove, f, e).into())
+            })?;
+        }
         Ok(store)
     }
 
@@ -250,15 +283,22 @@ impl TableStore {
     ) -> Result<TableStore> {
         opts.validate()?;
         let opened = Volume::open(device, &opts.volume_options())?;
-        TableStore::recover(opened, pmem, opts)
+        let setup = UndoSetup {
+            pmem,
+            binding: [0; 16],
+            on_volume: opts.undo_log == UndoLogPlace::Volume,
+            retire: false,
+            record: None,
+        };
+        TableStore::recover(opened, setup, opts)
     }
 
     fn recover(
         opened: shale_space::Opened,
-        pmem: Box<dyn PmemLog>,
+        undo: UndoSetup,
         opts: TableOptions,
     ) -> Result<TableStore> {
-        let storage = Storage::recover(opened.volume, &opened.versions, pmem, &opts)?;
+        let storage = Storage::recover(opened.volume, &opened.versions, undo, &opts)?;
         let next_txn = AtomicU64::new(storage.max_txn + 1);
         let interval = opts.space_reclaim_interval;
         let group = GroupFlush::new(storage.flush_queue()?);
@@ -277,7 +317,37 @@ impl TableStore {
         };
         let shared = Arc::new(shared);
         let reclaimer = interval.map(|i| Reclaimer::start(&shared, i));
-        Ok(TableStore { _reclaimer: reclaimer, shared, _lock: None })
+        Ok(TableStore { _reclaimer: reclaimer, shared, _lock: None, undo_path: None })
+    }
+
+    /// The persistent memory file the undo log is in; `None` when the log is on the volume
+    /// (or in a region given to [`TableStore::open_device`]).
+    pub fn undo_log_path(&self) -> Option<&Path> {
+        self.undo_path.as_deref()
+    }
+
+    /// Removes the table store in the directory `dir`: its volume file, and its undo log's
+    /// persistent memory file if the store has one of its own. The store is opened first
+    /// with its log moved to the volume, which retires (removes) its own file and leaves one
+    /// of the store it is a copy of untouched. The directory and anything else in it stay.
+    ///
+    /// # Errors
+    /// As [`TableStore::open`] (no store there, another engine's, one in use, damage), or
+    /// the operating system's error removing a file.
+    pub fn destroy(dir: impl AsRef<Path>) -> Result<()> {
+        let dir = dir.as_ref();
+        let opts = TableOptions {
+            create_if_missing: false,
+            undo_log: UndoLogPlace::Volume,
+            accept_lost_undo_log: true,
+            space_reclaim_interval: None,
+            ..TableOptions::default()
+        };
+        drop(TableStore::open(dir, opts)?);
+        let volume = shale_space::volume_file(dir);
+        std::fs::remove_file(&volume).map_err(|e| {
+            Error::Space(shale_io::Error::at_path(shale_io::PathOp::Remove, &volume, e).into())
+        })
     }
 
     /// What the store and its transactions share (its checkpoint reads through it).

@@ -13,7 +13,9 @@
 //!  24  8  sequence number of this copy (u64 LE; the valid copy with the larger one holds)
 //!  32  8  head: ring offset of the oldest record that may be live (u64 LE)
 //!  40  8  head lsn: that record's LSN, or the next LSN when the log is empty (u64 LE)
-//!  48 16  reserved, zero
+//!  48 16  the store instance the log belongs to: the identity of its volume file
+//!         (`undo_file.rs`: inode u64 LE, birth time or device u64 LE); zero for a log on
+//!         a device opened directly, in the spill area, or written before the binding
 //! ```
 //! A record is appended at the tail, or at the ring's start when it does not fit before the
 //! ring's end, or once both the tail and the head have passed the wrap mark
@@ -96,6 +98,8 @@ pub struct UndoLog {
     pmem: Box<dyn PmemLog>,
     kind: Ring,
     volume_id: [u8; 16],
+    /// The store instance's identity, written into every header copy.
+    binding: [u8; 16],
     ring: u64,
     live: VecDeque<Entry>,
     /// Bytes of the records in `live`.
@@ -159,14 +163,54 @@ impl UndoLog {
         UndoLog::open_ring(Ring::Pmem, pmem, volume_id, policy)
     }
 
+    /// Opens the log in `pmem` as [`UndoLog::open`], bound to the store instance
+    /// `binding` (`undo_file.rs`): a header naming another instance is rewritten to name
+    /// this one, before anything else is written. The caller has decided that the log is
+    /// this instance's (a copy of it made with the store, or one written before bindings).
+    ///
+    /// # Errors
+    /// As [`UndoLog::open`].
+    pub fn open_bound(
+        pmem: Box<dyn PmemLog>,
+        volume_id: [u8; 16],
+        binding: [u8; 16],
+        policy: ReclaimPolicy,
+    ) -> Result<(UndoLog, Walked)> {
+        UndoLog::open_inner(Ring::Pmem, pmem, volume_id, binding, policy)
+    }
+
     /// Opens the log of `kind` in `pmem`, as [`UndoLog::open`]; its handles name `kind`.
     ///
     /// # Errors
     /// As [`UndoLog::open`].
     pub fn open_ring(
         kind: Ring,
+        pmem: Box<dyn PmemLog>,
+        volume_id: [u8; 16],
+        policy: ReclaimPolicy,
+    ) -> Result<(UndoLog, Walked)> {
+        UndoLog::open_inner(kind, pmem, volume_id, [0; 16], policy)
+    }
+
+    /// Opens the log of `kind` in `pmem` bound to `binding`, as [`UndoLog::open_bound`].
+    ///
+    /// # Errors
+    /// As [`UndoLog::open`].
+    pub fn open_ring_bound(
+        kind: Ring,
+        pmem: Box<dyn PmemLog>,
+        volume_id: [u8; 16],
+        binding: [u8; 16],
+        policy: ReclaimPolicy,
+    ) -> Result<(UndoLog, Walked)> {
+        UndoLog::open_inner(kind, pmem, volume_id, binding, policy)
+    }
+
+    fn open_inner(
+        kind: Ring,
         mut pmem: Box<dyn PmemLog>,
         volume_id: [u8; 16],
+        binding: [u8; 16],
         policy: ReclaimPolicy,
     ) -> Result<(UndoLog, Walked)> {
         let len = pmem.len();
@@ -179,7 +223,7 @@ impl UndoLog {
         let ring = (len - RING_OFFSET) as u64;
         let copies = [read_header(&*pmem, 0), read_header(&*pmem, 1)];
         let best = copies.iter().flatten().max_by_key(|h| h.seq).copied();
-        let header = match best {
+        let mut header = match best {
             Some(h) => h,
             None => {
                 let mut raw = vec![0u8; RING_OFFSET];
@@ -190,7 +234,7 @@ impl UndoLog {
                         offset: 0,
                     });
                 }
-                let h = Header { volume_id, seq: 1, head: 0, head_lsn: 1 };
+                let h = Header { volume_id, binding, seq: 1, head: 0, head_lsn: 1 };
                 write_header(&mut *pmem, &h)?;
                 h
             }
@@ -199,6 +243,10 @@ impl UndoLog {
             return Err(Error::InvalidArgument(
                 "the persistent memory holds the undo log of another store".into(),
             ));
+        }
+        if header.binding != binding {
+            header = Header { binding, seq: header.seq + 1, ..header };
+            write_header(&mut *pmem, &header)?;
         }
         if header.head >= ring {
             return Err(Error::Corruption {
@@ -210,6 +258,7 @@ impl UndoLog {
             pmem,
             kind,
             volume_id,
+            binding,
             ring,
             live: VecDeque::new(),
             live_bytes: 0,
@@ -467,7 +516,13 @@ impl UndoLog {
             }
         };
         self.header_seq += 1;
-        let h = Header { volume_id: self.volume_id, seq: self.header_seq, head, head_lsn };
+        let h = Header {
+            volume_id: self.volume_id,
+            binding: self.binding,
+            seq: self.header_seq,
+            head,
+            head_lsn,
+        };
         write_header(&mut *self.pmem, &h)?;
         self.stats.persists += 1;
         self.live_bytes -= self.live.drain(..leading).map(|e| e.len).sum::<u64>();
@@ -492,14 +547,30 @@ impl UndoLog {
 #[derive(Clone, Copy, Debug)]
 struct Header {
     volume_id: [u8; 16],
+    binding: [u8; 16],
     seq: u64,
     head: u64,
     head_lsn: u64,
 }
 
+/// Whose log a region's headers (its first [`RING_OFFSET`] bytes) say it is: the volume id
+/// and the store instance binding of the newest valid copy; `None` when neither copy is
+/// valid (a blank region, or both damaged).
+pub(crate) fn owner_of(headers: &[u8]) -> Option<([u8; 16], [u8; 16])> {
+    let copies = [0, 1].map(|c| {
+        decode_header(headers[c * HEADER_COPY_BYTES..(c + 1) * HEADER_COPY_BYTES].try_into().ok()?)
+    });
+    let best = copies.iter().flatten().max_by_key(|h| h.seq)?;
+    Some((best.volume_id, best.binding))
+}
+
 fn read_header(pmem: &dyn PmemLog, copy: usize) -> Option<Header> {
     let mut b = [0u8; HEADER_COPY_BYTES];
     pmem.read(copy * HEADER_COPY_BYTES, &mut b);
+    decode_header(&b)
+}
+
+fn decode_header(b: &[u8; HEADER_COPY_BYTES]) -> Option<Header> {
     let crc = u32::from_le_bytes(b[4..8].try_into().unwrap());
     if &b[..4] != MAGIC || crc != crc32c::crc32c(&b[8..]) {
         return None;
@@ -507,6 +578,7 @@ fn read_header(pmem: &dyn PmemLog, copy: usize) -> Option<Header> {
     let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
     Some(Header {
         volume_id: b[8..24].try_into().unwrap(),
+        binding: b[48..64].try_into().unwrap(),
         seq: u64_at(24),
         head: u64_at(32),
         head_lsn: u64_at(40),
@@ -521,6 +593,7 @@ fn write_header(pmem: &mut dyn PmemLog, h: &Header) -> Result<()> {
     b[24..32].copy_from_slice(&h.seq.to_le_bytes());
     b[32..40].copy_from_slice(&h.head.to_le_bytes());
     b[40..48].copy_from_slice(&h.head_lsn.to_le_bytes());
+    b[48..64].copy_from_slice(&h.binding);
     let crc = crc32c::crc32c(&b[8..]);
     b[4..8].copy_from_slice(&crc.to_le_bytes());
     let at = (1 - (h.seq % 2) as usize) * HEADER_COPY_BYTES;
@@ -566,6 +639,21 @@ mod tests {
             UndoLog::open(pmem.boxed(), [8; 16], POLICY),
             Err(Error::InvalidArgument(_))
         ));
+    }
+
+    #[test]
+    fn the_headers_name_the_store_instance_and_a_new_one_rebinds_them() {
+        let pmem = SimPmem::new(RING_OFFSET + (64 << 10));
+        let (mut log, _) = UndoLog::open_bound(pmem.boxed(), ID, [1; 16], POLICY).unwrap();
+        let a = log.append(&mut rec(1, 100)).unwrap();
+        drop(log);
+        let headers = pmem.current_image()[..RING_OFFSET].to_vec();
+        assert_eq!(owner_of(&headers), Some((ID, [1; 16])));
+        // Another instance's open rebinds the headers and still finds the record.
+        let (_, w) = UndoLog::open_bound(pmem.boxed(), ID, [2; 16], POLICY).unwrap();
+        assert_eq!(w.active[0].0, a);
+        assert_eq!(owner_of(&pmem.current_image()[..RING_OFFSET]), Some((ID, [2; 16])));
+        assert_eq!(owner_of(&[0; RING_OFFSET]), None);
     }
 
     /// What [`cycle`] leaves: the log, its active records, the laps of the ring it made and

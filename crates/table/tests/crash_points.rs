@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 
 use common::*;
 use shale_io::{Damage, SimDevice};
-use shale_table::{Isolation, SimPmem, TableOptions, TableStore};
+use shale_table::{Isolation, SimPmem, TableOptions, TableStore, UndoLogPlace};
 
 type Rows = BTreeMap<Vec<u8>, (Vec<u8>, u64)>;
 
@@ -256,12 +256,12 @@ fn every_crash_point_over_log_spill_recovers_a_prefix_of_committed_transactions(
     assert!(checked > 600);
 }
 
-/// The undo log on the volume (`undo_log_on_volume`): every before-image is a FUA write of
+/// The undo log on the volume (`UndoLogPlace::Volume`): every before-image is a FUA write of
 /// the volume's ring, none goes to persistent memory; every cut of the first script, and
 /// every one of its device writes torn, recovers a prefix of the committed transactions.
 #[test]
 fn every_crash_point_with_the_undo_log_on_the_volume_recovers_a_prefix_of_committed_transactions() {
-    let o = TableOptions { undo_log_on_volume: true, ..opts() };
+    let o = TableOptions { undo_log: UndoLogPlace::Volume, ..opts() };
     let checked = every_crash_point_with(script(), 23, &o);
     assert!(checked > 300, "{checked}");
     assert!(every_write_torn_with(script(), 24, &o) > 100);

@@ -1,6 +1,6 @@
-//! A store by path: a directory holding the volume file and the persistent memory file (a
-//! real mapping written back with clwb/clflushopt and sfence), the store lock, reopens,
-//! dropped tables' segments used again, and bad paths.
+//! A store by path: a directory holding the volume file (and, when asked for, the
+//! persistent memory file: a real mapping written back with clwb/clflushopt and sfence),
+//! the store lock, reopens, dropped tables' segments used again, and bad paths.
 
 mod common;
 
@@ -8,10 +8,12 @@ use common::*;
 use shale_io::{Affinity, QueuePairOptions};
 use shale_table::{
     Error, FilePmem, FilePmemOptions, Isolation, PMEM_FILE_NAME, TableOptions, TableStore,
+    UndoLogPlace,
 };
 
+/// Emulated persistent memory, asked for.
 fn opts() -> TableOptions {
-    TableOptions { undo_log_bytes: 1 << 20, ..small_options() }
+    TableOptions { undo_log_bytes: 1 << 20, undo_log: UndoLogPlace::Pmem, ..small_options() }
 }
 
 #[test]
@@ -103,9 +105,14 @@ fn a_persistent_memory_file_elsewhere_and_bad_paths() {
     let store = TableStore::open(dir.path().join("db"), o.clone()).unwrap();
     assert_eq!(store.select_cell(t, &key(1), "text").unwrap(), Some(b"x".to_vec()));
     drop(store);
-    // Another size than the file's is refused, as is a file where a directory must be.
-    let r = TableStore::open(dir.path().join("db"), TableOptions { undo_log_bytes: 2 << 20, ..o });
-    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    // The file keeps its size whatever the options say (they size a new one); a file where
+    // a directory must be is refused.
+    let store =
+        TableStore::open(dir.path().join("db"), TableOptions { undo_log_bytes: 2 << 20, ..o })
+            .unwrap();
+    assert_eq!(store.select_cell(t, &key(1), "text").unwrap(), Some(b"x".to_vec()));
+    drop(store);
+    assert_eq!(std::fs::metadata(&pmem).unwrap().len(), 1 << 20);
     let r = TableStore::open(&pmem, opts());
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
     let missing = TableOptions { create_if_missing: false, ..opts() };
@@ -135,6 +142,7 @@ fn a_store_by_path_spills_its_undo_log_to_the_volume() {
         undo_log_bytes: shale_table::RING_OFFSET as u64 + (64 << 10),
         undo_spill_bytes: 1 << 20,
         index_memory_entries: Some(50),
+        undo_log: UndoLogPlace::Pmem,
         ..small_options()
     };
     let store = TableStore::open(&path, o.clone()).unwrap();
@@ -187,6 +195,7 @@ fn the_undo_log_file_allocates_only_what_its_ring_uses() {
         undo_log_bytes: 8 << 20,
         undo_wrap_bytes: 64 << 10,
         pmem_path: Some(pmem.clone()),
+        undo_log: UndoLogPlace::Pmem,
         ..small_options()
     };
     let path = dir.path().join("db");

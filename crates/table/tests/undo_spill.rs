@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use shale_io::{Damage, SimDevice};
-use shale_table::{Error, Isolation, SimPmem, TableOptions, TableStore};
+use shale_table::{Error, Isolation, SimPmem, TableOptions, TableStore, UndoLogPlace};
 
 /// Rows of 8000 bytes of text: each update's before-image is a whole row, so eight of
 /// them fill the 64 KiB ring of persistent memory.
@@ -205,14 +205,14 @@ fn a_damaged_spilled_record_is_corruption() {
     drop(txn);
 }
 
-/// The undo log on the volume (`undo_log_on_volume`): every before-image goes to the
+/// The undo log on the volume (`UndoLogPlace::Volume`): every before-image goes to the
 /// volume's ring, none to persistent memory, even the small ones that would fit there; a
 /// crash with a transaction open rolls it back from the volume alone; a store in a
 /// directory makes no persistent memory file; and a store switched to it from persistent
 /// memory still rolls back what that memory holds.
 #[test]
 fn with_the_undo_log_on_the_volume_no_record_goes_to_persistent_memory() {
-    let on_volume = TableOptions { undo_log_on_volume: true, ..opts() };
+    let on_volume = TableOptions { undo_log: UndoLogPlace::Volume, ..opts() };
     let d = sim(64, 5);
     let p = SimPmem::beside(PMEM_BYTES, &d);
     let store = open(&d, &p, &on_volume);
@@ -237,7 +237,7 @@ fn with_the_undo_log_on_the_volume_no_record_goes_to_persistent_memory() {
 
     // In a directory: no undo.pmem is made.
     let dir = tempfile::tempdir().unwrap();
-    let small = TableOptions { undo_log_on_volume: true, ..small_options() };
+    let small = TableOptions { undo_log: UndoLogPlace::Volume, ..small_options() };
     let store = TableStore::open(dir.path(), small.clone()).unwrap();
     let t = store.create_table("t", schema()).unwrap();
     store.insert(t, &row(&key(7), b"x", 7)).unwrap();
@@ -249,7 +249,11 @@ fn with_the_undo_log_on_the_volume_no_record_goes_to_persistent_memory() {
 
     // Switched from persistent memory: its records of an open transaction still roll back.
     let dir = tempfile::tempdir().unwrap();
-    let pmem_opts = TableOptions { space_reclaim_interval: None, ..small_options() };
+    let pmem_opts = TableOptions {
+        undo_log: UndoLogPlace::Pmem,
+        space_reclaim_interval: None,
+        ..small_options()
+    };
     let store = TableStore::open(dir.path(), pmem_opts.clone()).unwrap();
     let t = store.create_table("t", schema()).unwrap();
     store.insert(t, &row(&key(8), b"before", 8)).unwrap();
@@ -265,8 +269,14 @@ fn with_the_undo_log_on_the_volume_no_record_goes_to_persistent_memory() {
     }
     drop(txn);
     drop(store);
-    let on_volume = TableOptions { undo_log_on_volume: true, ..pmem_opts.clone() };
+    let on_volume = TableOptions { undo_log: UndoLogPlace::Volume, ..pmem_opts.clone() };
     let store = TableStore::open(copy.path(), on_volume).unwrap();
     assert_eq!(store.select_cell(t, &key(8), "text").unwrap(), Some(b"before".to_vec()));
     assert_eq!(store.select_cell(t, &key(9), "text").unwrap(), Some(b"other".to_vec()));
+    // Read, then retired: the catalog no longer names it and it is gone.
+    assert_eq!(store.undo_log_path(), None);
+    assert!(!copy.path().join(shale_table::PMEM_FILE_NAME).exists());
+    drop(store);
+    let store = TableStore::open(copy.path(), small_options()).unwrap();
+    assert_eq!(store.select_cell(t, &key(8), "text").unwrap(), Some(b"before".to_vec()));
 }

@@ -62,14 +62,22 @@ pub struct Args {
     /// LATTE's row layout: a 255-byte key and five 50-byte columns, one table `usertable`).
     #[arg(long = "engine", value_enum, default_value = "lsm")]
     pub engine: EngineArg,
-    /// The table engine's undo log (its persistent memory): a file in /dev/shm by default,
-    /// named after the store's path (printed in the header).
+    /// Where the table engine keeps its undo log: auto (on DAX persistent memory where
+    /// found, else on the store's volume), volume, or pmem (a persistent memory file, DAX or
+    /// emulated: LATTE's setting; a reboot may remove an emulated one). Default: pmem when
+    /// --pmem_path is given, else auto.
+    #[arg(long = "undo_log", value_parser = ["auto", "volume", "pmem"])]
+    pub undo_log: Option<String>,
+    /// The table engine's persistent memory file for its undo log (with --undo_log pmem: by
+    /// default a new file in /dev/shm, printed in the header; a store made with one finds
+    /// it again by itself).
     #[arg(long = "pmem_path")]
     pub pmem_path: Option<PathBuf>,
-    /// The table engine's undo log on the store's volume instead of persistent memory (every
-    /// before-image a FUA write of the volume's undo ring; `--pmem_path` is then not made).
-    #[arg(long = "undo_on_volume")]
-    pub undo_on_volume: bool,
+    /// Open a table store whose undo log file is missing (a reboot removed it) or is the
+    /// original's (the store is a copy), rolling nothing back: right only if the store was
+    /// closed cleanly.
+    #[arg(long = "accept_lost_undo_log")]
+    pub accept_lost_undo_log: bool,
     /// The table engine's block I/O through this many queue pairs, LATTE's parallel queues
     /// (each request to the queue whose requests in flight weigh least, a completion poller
     /// per queue); 0, the default: a queue per thread, waited on by that thread.
@@ -413,9 +421,12 @@ fn run_table(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> 
             if args.io_sq_poll { "on" } else { "off" }
         ),
     };
-    let undo = match args.undo_on_volume {
-        true => "on the volume".to_string(),
-        false => format!("in {}", pmem.display()),
+    let undo = match &pmem {
+        None => "on the volume".to_string(),
+        Some(p) if shale_table::dax_at(p.parent().unwrap_or(&path)) => {
+            format!("in {} (DAX persistent memory)", p.display())
+        }
+        Some(p) => format!("in {} (emulated persistent memory)", p.display()),
     };
     let where_ = format!(
         "table store {} (rows of 255 + 5 x 50 bytes), undo log {undo}, block I/O: {io}",
@@ -438,8 +449,10 @@ fn run_table(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> 
     drop(engine);
     if temp.is_some() {
         // The temporary store goes, and its persistent memory with it.
-        if let Err(e) = std::fs::remove_file(&pmem) {
-            errln!("shale ycsb: removing {}: {e}", pmem.display());
+        if let Some(pmem) = &pmem {
+            if let Err(e) = std::fs::remove_file(pmem) {
+                errln!("shale ycsb: removing {}: {e}", pmem.display());
+            }
         }
     }
     drop(temp);

@@ -4,17 +4,22 @@
 //! Stages, as for the lsm engine (`super::run`), with the table store's own:
 //! 1. The record layout is fixed at five fields of 50 bytes: other `--fieldcount` or
 //!    `--fieldlength` values are refused, not silently changed.
-//! 2. The store is a directory (a temporary one without `--db`); its undo log's persistent
-//!    memory is a file in /dev/shm unless `--pmem_path` names another (printed in the header).
-//!    Without `--use_existing_db`, a table store at `--db` is emptied (its volume and its
-//!    persistent memory file) and anything else there is refused untouched.
+//! 2. The store is a directory (a temporary one without `--db`). Its undo log is on its
+//!    volume unless DAX persistent memory is found (`--undo_log auto`, the default), or in a
+//!    persistent memory file when asked for (`--undo_log pmem`, or `--pmem_path`: LATTE's
+//!    emulation, by default a new file in /dev/shm; printed in the header). A store made
+//!    with a file names it in its catalog, so `--use_existing_db` finds it, and a copy or a
+//!    reboot that loses it is refused (`shale_table::Error::UndoLogMissing`). Without
+//!    `--use_existing_db`, a table store at `--db` is destroyed (its volume, and its undo log
+//!    file when its own: never the file of the store a copy was made from) and anything
+//!    else there is refused untouched.
 //! 3. The phases run and print YCSB's report; every operation is a transaction committed
 //!    (durable) before it returns, so `--sync` changes nothing here.
 
 use std::path::{Path, PathBuf};
 
 use ::ycsb::table::{TableEngine, TableEngineOptions};
-use shale_table::{PMEM_FILE_NAME, TableOptions};
+use shale_table::{PMEM_FILE_NAME, TableOptions, TableStore, UndoLogPlace};
 
 use super::{Args, Error};
 
@@ -43,26 +48,38 @@ pub fn check_layout(args: &Args) -> Result<(), Error> {
     Ok(())
 }
 
-/// The persistent memory file for the store at `dir`: `--pmem_path`, or a file in /dev/shm
-/// named after the store's path, so that a store at `--db` finds its log again with
-/// `--use_existing_db`.
-pub fn pmem_path(args: &Args, dir: &Path) -> PathBuf {
-    if let Some(p) = &args.pmem_path {
-        return p.clone();
+/// Where `args` put the undo log.
+pub fn place(args: &Args) -> UndoLogPlace {
+    match (args.undo_log.as_deref(), &args.pmem_path) {
+        (Some("volume"), _) => UndoLogPlace::Volume,
+        (Some("pmem"), _) | (None, Some(_)) => UndoLogPlace::Pmem,
+        _ => UndoLogPlace::Auto,
     }
-    // FNV-1a of the path: a short name that stays the same for the same store.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in dir.as_os_str().as_encoded_bytes() {
-        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    PathBuf::from(format!("/dev/shm/shale-ycsb-table-{h:016x}.pmem"))
 }
 
-/// The store's options for `args`.
-pub fn options(args: &Args, pmem: PathBuf) -> TableOptions {
+/// A new persistent memory file in /dev/shm for a new store whose log `--undo_log pmem`
+/// puts in emulated persistent memory without `--pmem_path`: named by the process and the
+/// clock, never by the store's path (a store made there later, or a copy, must not find
+/// it); the store names it in its catalog.
+fn new_shm_file() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    PathBuf::from(format!("/dev/shm/shale-table-undo-{}-{nanos:x}.pmem", std::process::id()))
+}
+
+/// The store's options for `args`; `new_store`: no store is at the path yet.
+pub fn options(args: &Args, new_store: bool) -> TableOptions {
+    let undo_log = place(args);
+    let pmem_path = match (&args.pmem_path, undo_log, new_store) {
+        (Some(p), _, _) => Some(p.clone()),
+        (None, UndoLogPlace::Pmem, true) => Some(new_shm_file()),
+        _ => None,
+    };
     let mut o = TableOptions {
-        pmem_path: Some(pmem),
-        undo_log_on_volume: args.undo_on_volume,
+        undo_log,
+        pmem_path,
+        accept_lost_undo_log: args.accept_lost_undo_log,
         ..TableOptions::default()
     };
     if let Some(bytes) = args.cache_size {
@@ -80,9 +97,9 @@ pub fn options(args: &Args, pmem: PathBuf) -> TableOptions {
     o
 }
 
-/// Empties a table store at `dir` (volume and persistent memory file); refuses anything
-/// else that is there.
-fn empty_store(dir: &Path, pmem: &Path) -> Result<(), Error> {
+/// Empties a table store at `dir`: destroys the store (its volume, and its undo log file
+/// when its own); refuses anything else that is there, untouched.
+fn empty_store(dir: &Path) -> Result<(), Error> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
     let names: Vec<String> =
         entries.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into()).collect();
@@ -94,76 +111,102 @@ fn empty_store(dir: &Path, pmem: &Path) -> Result<(), Error> {
         )
         .into());
     }
-    // The volume goes only if it is a table store's (another engine's is refused untouched).
-    crate::store::destroy(dir, shale_space::EngineKind::Table)?;
-    match std::fs::remove_file(pmem) {
+    if names.iter().any(|n| n == VOLUME_FILE) {
+        TableStore::destroy(dir)
+            .map_err(|e| format!("emptying the table store at {}: {e}", dir.display()))?;
+    }
+    // A file the open of a store retired, or one left without its volume.
+    match std::fs::remove_file(dir.join(PMEM_FILE_NAME)) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
         _ => Ok(()),
     }
 }
 
-/// Opens the store for `args` at `dir` (emptied first unless `--use_existing_db`).
+/// Opens the store for `args` at `dir` (emptied first unless `--use_existing_db`); returns
+/// it with its undo log's persistent memory file, if it has one.
 ///
 /// # Errors
 /// Something else at `--db`, the store's errors.
-pub fn open(args: &Args, dir: &Path) -> Result<(TableEngine, PathBuf), Error> {
-    let pmem = pmem_path(args, dir);
+pub fn open(args: &Args, dir: &Path) -> Result<(TableEngine, Option<PathBuf>), Error> {
     if args.use_existing_db {
         if !dir.join(VOLUME_FILE).exists() {
             return Err(format!("--use_existing_db: no table store at {}", dir.display()).into());
         }
     } else {
-        empty_store(dir, &pmem)?;
+        empty_store(dir)?;
     }
-    let mut opts = options(args, pmem.clone());
+    let mut opts = options(args, !args.use_existing_db);
     opts.create_if_missing = !args.use_existing_db;
-    let engine = TableEngine::open(dir, TableEngineOptions { table: opts })
-        .map_err(|e| format!("opening the table store at {}: {e}", dir.display()))?;
+    let made = opts.pmem_path.clone().filter(|p| !p.exists());
+    let engine = TableEngine::open(dir, TableEngineOptions { table: opts }).map_err(|e| {
+        // A file this open made for a store that did not open goes with it.
+        if let Some(p) = &made {
+            let _ = std::fs::remove_file(p);
+        }
+        format!("opening the table store at {}: {}", dir.display(), flag_names(&e.to_string()))
+    })?;
+    let pmem = engine.store().undo_log_path().map(Path::to_path_buf);
     Ok((engine, pmem))
+}
+
+/// The engine's message with its option names as this command's flags.
+fn flag_names(msg: &str) -> String {
+    msg.replace("(accept_lost_undo_log)", "(--accept_lost_undo_log)")
+        .replace("as pmem_path", "as --pmem_path")
+        .replace("(pmem_path)", "(--pmem_path)")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_pmem_file_follows_the_store() {
-        let a = super::super::tests::parse_args(&[]).unwrap();
-        let p = pmem_path(&a, Path::new("/x/store"));
-        assert!(p.starts_with("/dev/shm") && p.to_string_lossy().ends_with(".pmem"));
-        assert_eq!(p, pmem_path(&a, Path::new("/x/store")));
-        assert_ne!(p, pmem_path(&a, Path::new("/x/other")));
-        let a = super::super::tests::parse_args(&["--pmem_path=/tmp/log", "--cache_size=1048576"])
-            .unwrap();
-        assert_eq!(pmem_path(&a, Path::new("/x")), Path::new("/tmp/log"));
-        assert_eq!(options(&a, "/tmp/log".into()).cache_blocks, 256);
-        let a = super::super::tests::parse_args(&["--engine=table"]).unwrap();
-        check_layout(&a).unwrap();
-        let a = super::super::tests::parse_args(&["--engine=table", "--fieldcount=10"]).unwrap();
-        assert!(check_layout(&a).unwrap_err().to_string().contains("--fieldcount 5"));
-        let a = super::super::tests::parse_args(&["--engine=table", "--undo_on_volume"]).unwrap();
-        assert!(options(&a, "/tmp/log".into()).undo_log_on_volume);
-        assert!(!options(&a_default(), "/tmp/log".into()).undo_log_on_volume);
+    fn parse(flags: &[&str]) -> Args {
+        super::super::tests::parse_args(flags).unwrap()
     }
 
-    fn a_default() -> Args {
-        super::super::tests::parse_args(&[]).unwrap()
+    #[test]
+    fn the_undo_log_goes_where_the_flags_say() {
+        let a = parse(&[]);
+        assert_eq!(place(&a), UndoLogPlace::Auto);
+        assert_eq!(options(&a, true).pmem_path, None);
+        let a = parse(&["--undo_log=pmem"]);
+        let p = options(&a, true).pmem_path.unwrap();
+        assert!(p.starts_with("/dev/shm") && p.to_string_lossy().ends_with(".pmem"), "{p:?}");
+        // An existing store names its own file: none is made up.
+        assert_eq!(options(&a, false).pmem_path, None);
+        let a = parse(&["--pmem_path=/tmp/log", "--cache_size=1048576"]);
+        assert_eq!(place(&a), UndoLogPlace::Pmem);
+        assert_eq!(options(&a, false).pmem_path.as_deref(), Some(Path::new("/tmp/log")));
+        assert_eq!(options(&a, true).cache_blocks, 256);
+        let a = parse(&["--undo_log=volume", "--accept_lost_undo_log"]);
+        let o = options(&a, true);
+        assert_eq!((o.undo_log, o.accept_lost_undo_log), (UndoLogPlace::Volume, true));
+        assert!(super::super::tests::parse_args(&["--undo_log=shm"]).is_err());
+        let a = parse(&["--engine=table"]);
+        check_layout(&a).unwrap();
+        let a = parse(&["--engine=table", "--fieldcount=10"]);
+        assert!(check_layout(&a).unwrap_err().to_string().contains("--fieldcount 5"));
     }
 
     #[test]
     fn only_a_table_store_is_emptied() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("precious"), b"x").unwrap();
-        let err = empty_store(dir.path(), &dir.path().join("p")).unwrap_err().to_string();
+        let err = empty_store(dir.path()).unwrap_err().to_string();
         assert!(err.contains("precious"), "{err}");
         assert!(dir.path().join("precious").exists());
         std::fs::remove_file(dir.path().join("precious")).unwrap();
-        std::fs::write(dir.path().join(VOLUME_FILE), b"v").unwrap();
-        std::fs::write(dir.path().join(PMEM_FILE_NAME), b"pm").unwrap();
         let shm = tempfile::tempdir().unwrap();
-        std::fs::write(shm.path().join("p"), b"pm").unwrap();
-        empty_store(dir.path(), &shm.path().join("p")).unwrap();
+        let pmem = shm.path().join("p");
+        let o = TableOptions {
+            undo_log: UndoLogPlace::Pmem,
+            pmem_path: Some(pmem.clone()),
+            ..TableOptions::default()
+        };
+        drop(TableStore::open(dir.path(), o).unwrap());
+        assert!(pmem.exists());
+        empty_store(dir.path()).unwrap();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-        assert!(!shm.path().join("p").exists());
+        assert!(!pmem.exists());
     }
 }

@@ -47,10 +47,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod bench;
 mod check;
 mod inspect;
+mod interrupt;
 mod iobench;
 mod kvbench;
 mod serve;
 mod store;
+mod temp_store;
 mod ycsb;
 
 use std::io::Write;
@@ -105,6 +107,13 @@ fn main() -> ExitCode {
     ) {
         restore_sigpipe();
     }
+    // The benchmarks stop cleanly on SIGINT and SIGTERM, removing their temporary stores.
+    if matches!(command, Command::Bench(_) | Command::Ycsb(_) | Command::Kvbench(_)) {
+        if let Err(e) = interrupt::install() {
+            errln!("shale: installing the SIGINT and SIGTERM handlers: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let result: Result<(), Box<dyn std::error::Error>> = match command {
         Command::Iobench(args) => iobench::run(&args),
         Command::Inspect(args) => inspect::run(&args),
@@ -114,6 +123,15 @@ fn main() -> ExitCode {
         Command::Kvbench(args) => kvbench::run(&args),
         Command::Serve(args) => serve::run(&args),
     };
+    if let Some(signal) = interrupt::signal() {
+        // The command stopped and cleaned up: end by the signal, as if it had not been caught.
+        if let Err(e) = &result {
+            errln!("shale: {e}");
+        }
+        errln!("shale: stopped by {}", interrupt::name(signal));
+        interrupt::end_by_signal(signal);
+        return ExitCode::from(128 + signal as u8);
+    }
     match (result, STDOUT_FAILED.get()) {
         // The reader went away and the command has cleaned up: end as a Unix tool ends.
         (_, Some(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {

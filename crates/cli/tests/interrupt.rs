@@ -13,7 +13,7 @@
 #[path = "common/child.rs"]
 mod child;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -48,8 +48,10 @@ fn shm_files_of(volume_id: &str) -> Vec<PathBuf> {
         if !name.starts_with("shale-") {
             continue;
         }
-        let head = std::fs::read(e.path()).ok().map(|b| b.get(16..32).map(<[u8]>::to_vec));
-        if name.contains(volume_id) || head.flatten().as_deref() == Some(&id[..]) {
+        // Only the header is read: a tail may be hundreds of MB.
+        let mut head = [0u8; 32];
+        let read = std::fs::File::open(e.path()).and_then(|mut f| f.read_exact(&mut head));
+        if name.contains(volume_id) || (read.is_ok() && head[16..32] == id[..]) {
             found.push(e.path());
         }
     }

@@ -49,11 +49,13 @@ mod check;
 mod checkpoint;
 mod engine_kind;
 mod inspect;
+mod interrupt;
 mod iobench;
 mod kvbench;
 mod orphans;
 mod serve;
 mod store;
+mod temp_store;
 mod ycsb;
 
 use std::io::Write;
@@ -112,6 +114,13 @@ fn main() -> ExitCode {
     ) {
         restore_sigpipe();
     }
+    // The benchmarks stop cleanly on SIGINT and SIGTERM, removing their temporary stores.
+    if matches!(command, Command::Bench(_) | Command::Ycsb(_) | Command::Kvbench(_)) {
+        if let Err(e) = interrupt::install() {
+            errln!("shale: installing the SIGINT and SIGTERM handlers: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let result: Result<(), Box<dyn std::error::Error>> = match command {
         Command::Iobench(args) => iobench::run(&args),
         Command::Inspect(args) => inspect::run(&args),
@@ -123,6 +132,15 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Orphans(args) => orphans::run(&args),
     };
+    if let Some(signal) = interrupt::signal() {
+        // The command stopped and cleaned up: end by the signal, as if it had not been caught.
+        if let Err(e) = &result {
+            errln!("shale: {e}");
+        }
+        errln!("shale: stopped by {}", interrupt::name(signal));
+        interrupt::end_by_signal(signal);
+        return ExitCode::from(128 + signal as u8);
+    }
     match (result, STDOUT_FAILED.get()) {
         // The reader went away and the command has cleaned up: end as a Unix tool ends.
         (_, Some(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {

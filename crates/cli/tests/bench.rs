@@ -197,6 +197,8 @@ fn async_runs_fills_and_reads_through_tickets_and_finds_what_sync_finds() {
             "--num=4000",
             "--threads=2",
             "--statistics",
+            // The same seeds in every run (0, the default, takes the clock).
+            "--seed=12345",
         ];
         flags.extend_from_slice(extra);
         let (ok, out, err) = shale_bench(&flags);
@@ -271,4 +273,99 @@ fn timeline_writes_a_row_per_second_and_the_tuner_runs() {
     // A bad mode is refused by name.
     let (ok, _, err) = shale_bench(&["--tuner=fastest", "--benchmarks=fillseq", "--num=10"]);
     assert!(!ok && err.contains("no tuner mode"), "{err}");
+}
+
+/// The operations of `name`'s result line.
+fn operations(out: &str, name: &str) -> u64 {
+    let line = result_line(out, name);
+    line.split(" operations;").next().unwrap().rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// The seed a run with `--seed=0` says it took.
+fn seed_taken(out: &str) -> u64 {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("Set seed to "))
+        .unwrap_or_else(|| panic!("no seed line:\n{out}"));
+    line["Set seed to ".len()..].split(' ').next().unwrap().parse().unwrap()
+}
+
+/// Was: `--seed=0` (the default) seeded every run alike, so a readrandom in a later
+/// invocation drew the fill's keys again and found every one. As db_bench, 0 takes the
+/// clock and prints the seed, which replays the run when given back.
+#[test]
+fn seed_zero_takes_the_clock_and_prints_a_seed_that_replays_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("--db={}", dir.path().display());
+    let (ok, out, err) = shale_bench(&["--benchmarks=fillrandom", "--num=2000", &db]);
+    assert!(ok, "{err}");
+    let fill_seed = seed_taken(&out);
+    // Another invocation draws other keys: fillrandom wrote about 63% of the 2000.
+    let read = ["--benchmarks=readrandom", "--num=2000", "--use_existing_db", &db];
+    let (ok, again, err) = shale_bench(&read);
+    assert!(ok, "{err}");
+    assert_ne!(seed_taken(&again), fill_seed, "{again}");
+    let found = regex::Regex::new(r"\(([0-9]+) of 2000 found\)$").unwrap();
+    let line = result_line(&again, "readrandom");
+    let n: u64 = found.captures(line).expect(line)[1].parse().unwrap();
+    assert!((1000..2000).contains(&n), "a new seed finds only the keys written: {line}");
+    // The printed seed replays the fill's draws: every key it draws was written.
+    let seed = format!("--seed={fill_seed}");
+    let (ok, replay, err) = shale_bench(&[read[0], read[1], read[2], read[3], &seed]);
+    assert!(ok, "{err}");
+    assert!(!replay.contains("Set seed to"), "a given seed is used as it is:\n{replay}");
+    assert!(result_line(&replay, "readrandom").ends_with("(2000 of 2000 found)"), "{replay}");
+}
+
+/// Was: `--num=1000 --batch_size=100000` wrote 100,000 entries: a batch went past the
+/// benchmark's count. The last batch is cut to what is left: with one seed, fillrandom then
+/// writes the same 1000 draws in one batch as one at a time (about 632 distinct keys, where
+/// 100,000 draws would have written all 1000).
+#[test]
+fn a_batch_never_goes_past_num() {
+    let distinct_keys = |batch: &str| {
+        let (ok, out, err) = shale_bench(&[
+            "--benchmarks=fillrandom,readseq,deleterandom",
+            "--num=1000",
+            "--seed=7",
+            batch,
+        ]);
+        assert!(ok, "{err}");
+        assert_eq!(operations(&out, "fillrandom"), 1000, "{out}");
+        assert_eq!(operations(&out, "deleterandom"), 1000, "{out}");
+        operations(&out, "readseq")
+    };
+    let one_batch = distinct_keys("--batch_size=100000");
+    assert!(one_batch < 1000, "only 1000 draws were written: {one_batch} keys");
+    assert_eq!(one_batch, distinct_keys("--batch_size=1"), "the same draws, batched or not");
+    // Batches of 300 cover 1000 three times, then 100 entries.
+    assert_eq!(one_batch, distinct_keys("--batch_size=300"));
+}
+
+/// Was: `--duration=2` with a low `--benchmark_write_rate_limit` ran past 60 s: the rate
+/// limiter's wait ignored the deadline, and the deadline was looked at every 1000 writes.
+/// Here each write waits half a second for the rate: without the fix the run would take
+/// 500 s (the child's hang limit ends it first and the test fails).
+#[test]
+fn the_duration_cuts_the_rate_limiters_wait() {
+    let (ok, out, err) = shale_bench(&[
+        "--benchmarks=fillrandom",
+        "--num=1000",
+        "--value_size=1000",
+        "--duration=2",
+        "--benchmark_write_rate_limit=2000",
+    ]);
+    assert!(ok, "{err}");
+    let ops = operations(&out, "fillrandom");
+    assert!((1..1000).contains(&ops), "the deadline ended the run after a few writes: {out}");
+}
+
+/// db_bench takes `--cache_size=-1` (or 0) for "no block cache"; it was refused with
+/// "invalid digit".
+#[test]
+fn a_negative_cache_size_means_no_block_cache() {
+    let (ok, out, err) =
+        shale_bench(&["--benchmarks=fillseq,readrandom", "--num=500", "--cache_size=-1"]);
+    assert!(ok, "{err}");
+    assert!(result_line(&out, "readrandom").ends_with("(500 of 500 found)"), "{out}");
 }

@@ -118,7 +118,8 @@ fn bad_flags_are_named() {
     let p = p.to_str().unwrap();
     for (flags, want) in [
         (vec!["--engine", "btree", "--paths", p], "invalid value 'btree'"),
-        (vec!["--engine", "hash"], "--paths"),
+        // The flag is said once: was "--num: --num must be at least 1".
+        (vec!["--engine", "hash", "--paths", p, "--num", "0"], "--num: must be at least 1"),
         (vec!["--engine", "hash", "--paths", p, "--value_size", "0"], "--value_size: 0"),
         (
             vec!["--engine", "hash", "--paths", p, "--value_size", "2097153"],
@@ -149,4 +150,58 @@ fn bad_flags_are_named() {
         assert!(err.contains(want), "{flags:?}: {err:?} lacks {want:?}");
     }
     assert!(!std::path::Path::new(p).exists(), "a refused run made {p}");
+}
+
+/// Was: `--engine lsm` printed "write amplification : 0.0000" for a workload whose writes
+/// were still in the memtable (and their records in the WAL tail in /dev/shm): the
+/// workload is now charged once they are written out.
+#[test]
+fn lsm_fills_smaller_than_a_memtable_count_their_device_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s");
+    let (ok, out, err) = kvbench(&[
+        "--engine",
+        "lsm",
+        "--paths",
+        p.to_str().unwrap(),
+        "--num",
+        "300",
+        "--value_size",
+        "512",
+        "--workloads",
+        "seqfill,randfill",
+    ]);
+    assert!(ok, "{err}");
+    for w in ["seqfill", "randfill"] {
+        let amp = out.lines().find_map(|l| match Line::parse(l) {
+            Some(Line::WriteAmplification {
+                workload,
+                instance: None,
+                device_bytes,
+                user_bytes,
+                ..
+            }) if workload == w => Some((device_bytes, user_bytes)),
+            _ => None,
+        });
+        let (device, user) = amp.unwrap_or_else(|| panic!("no {w} write amplification:\n{out}"));
+        assert_eq!(user, 300 * (16 + 512), "{out}");
+        assert!(device > 0, "{w}: the device bytes of its writes count:\n{out}");
+    }
+}
+
+/// Without `--paths`, one instance in a temporary directory (in `TMPDIR`), removed at the end.
+#[test]
+fn without_paths_a_temporary_store_is_made_and_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(["kvbench", "--engine", "lsm", "--num", "200", "--workloads", "seqfill,ycsb-c"])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("temporary store"), "{stderr}");
+    assert!(stdout.contains("(200 of 200 found)"), "{stdout}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "the temporary store was left");
 }

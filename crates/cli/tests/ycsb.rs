@@ -139,3 +139,30 @@ fn statistics_follow_the_reports() {
     let (ok, out, _) = shale_ycsb(&["--workload", "a", "--records", "200", "--operations", "200"]);
     assert!(ok && !out.contains("shale.wal.bytes"), "statistics only when asked:\n{out}");
 }
+
+/// Was: a run with more `--records` than were loaded answered 99% of its reads NOT_FOUND and
+/// exited 0. It is refused before it starts, naming both counts.
+#[test]
+fn a_run_on_fewer_records_than_asked_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("--db={}", dir.path().display());
+    let (ok, _, err) = shale_ycsb(&["--phase=load", "--records=300", &db]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = shale_ycsb(&["--workload=c", "--use_existing_db", "--records=30000", &db]);
+    assert!(!ok, "ran:\n{out}");
+    assert!(err.contains("--records 30000") && err.contains("holds 300 records"), "{err}");
+    assert!(!out.contains("[OVERALL]"), "{out}");
+    // Keys made another way name no record of the store at all.
+    let (ok, _, err) = shale_ycsb(&[
+        "--workload=c",
+        "--use_existing_db",
+        "--records=300",
+        "--insertorder=ordered",
+        &db,
+    ]);
+    assert!(!ok && err.contains("holds none of the records"), "{err}");
+    // As many as were loaded, or fewer: the run goes on.
+    let (ok, out, err) = shale_ycsb(&["--workload=c", "--use_existing_db", "--records=300", &db]);
+    assert!(ok, "{err}");
+    assert_eq!(value(&out, "run, workload c", "READ", "Return=OK"), Some(1000.0), "{out}");
+}

@@ -140,6 +140,17 @@ impl fmt::Display for Error {
                 path.display(),
                 to.saturating_sub(*from)
             ),
+            // Creating something that is missing: a directory on its path is missing (was
+            // "... does not exist (cannot create the directory it: ...)").
+            Error::Path { op: op @ (PathOp::Create | PathOp::CreateDir), path, source }
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                write!(
+                    f,
+                    "cannot {op} {}: a directory on its path does not exist ({source})",
+                    path.display()
+                )
+            }
             Error::Path { op, path, source } if source.kind() == std::io::ErrorKind::NotFound => {
                 write!(f, "{} does not exist (cannot {op} it: {source})", path.display())
             }
@@ -219,3 +230,25 @@ impl Error {
 
 /// The io layer's result alias.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Was "X does not exist (cannot create the directory it: ...)", a sentence with a hole
+    /// (Python's `shale.open` showed it): a path being created names itself and what is
+    /// missing.
+    #[test]
+    fn a_missing_parent_reads_as_a_sentence_naming_the_path() {
+        let missing = || std::io::Error::from(std::io::ErrorKind::NotFound);
+        let e = Error::Path { op: PathOp::CreateDir, path: "/a/b".into(), source: missing() };
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("cannot create the directory /a/b: a directory on its path"),
+            "{msg}"
+        );
+        assert!(!msg.contains(" it:"), "{msg}");
+        let e = Error::Path { op: PathOp::Open, path: "/a/b".into(), source: missing() };
+        assert!(e.to_string().starts_with("/a/b does not exist (cannot open it: "), "{e}");
+    }
+}

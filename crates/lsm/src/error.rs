@@ -46,7 +46,7 @@ impl fmt::Display for Error {
             Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
             Error::NoSpace(s) => write!(f, "no space: {s}"),
             Error::Busy => f.write_str("busy: the request queue is full, resubmit later"),
-            Error::Stopped(s) => write!(f, "store stopped after a failed write ({s}); reopen it"),
+            Error::Stopped(s) => write!(f, "store stopped after a failed write ({s}): it takes no writes until reopened; if the device is full, free space on it or move the store to a larger volume, then reopen it"),
             Error::Space(e) => write!(f, "{e}"),
             Error::InUse(s) => write!(f, "store in use: {s}"),
             Error::ReadOnly(s) => write!(f, "read-only: {s}"),

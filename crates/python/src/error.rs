@@ -26,7 +26,12 @@ create_exception!(shale, IoError, Error, "The device failed a request.");
 create_exception!(shale, NoSpace, Error, "No room on the volume or the device.");
 create_exception!(shale, Busy, Error, "The request queue is full: resubmit later.");
 create_exception!(shale, InUse, Error, "The store is open already, in this process or another.");
-create_exception!(shale, Stopped, Error, "An earlier failed write stopped the store: reopen it.");
+create_exception!(
+    shale,
+    Stopped,
+    Error,
+    "An earlier failed write stopped the store: it takes no writes until reopened (after a full device, free space on it or move the store to a larger volume first)."
+);
 create_exception!(shale, ReadOnly, Error, "A write on a store that only reads.");
 create_exception!(shale, Closed, Error, "A call on a closed Db, or through a released Snapshot.");
 create_exception!(

@@ -70,7 +70,10 @@ impl fmt::Display for Error {
             Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
             Error::NoSpace(s) => write!(f, "no space: {s}"),
             Error::InUse(s) => write!(f, "in use: {s}"),
-            Error::Stopped(s) => write!(f, "volume stopped after a failed write ({s}); reopen it"),
+            Error::Stopped(s) => write!(
+                f,
+                "volume stopped after a failed write ({s}): it takes no writes until reopened; if the device is full, free space on it or move the store to a larger volume, then reopen it"
+            ),
             Error::ReadOnly(s) => write!(f, "volume opened read-only: {s}"),
             Error::Tiers(s) => write!(f, "volumes do not form one store: {s}; nothing was written"),
             Error::OtherEngine { found, expected } => write!(

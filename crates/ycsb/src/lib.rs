@@ -73,7 +73,10 @@ mod report;
 mod workload;
 
 pub use config::Config;
-pub use driver::{PROGRESS_EVERY_OPS, Progress, load, load_with_progress, run, run_with_progress};
+pub use driver::{
+    PROGRESS_EVERY_OPS, Progress, load, load_watched, load_with_progress, run, run_watched,
+    run_with_progress,
+};
 pub use engine::{Engine, EngineError, EngineResult};
 pub use error::{Error, Result};
 pub use key::KeyFormat;

@@ -189,6 +189,30 @@ fn progress_reaches_the_total() {
     assert_eq!(seen.load(Ordering::Relaxed), 2000);
 }
 
+#[test]
+fn a_stop_flag_ends_a_phase_and_the_report_counts_what_was_done() {
+    let engine = Memory::default();
+    let mut c = config(Preset::C, 1);
+    c.record_count = 2000;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    // Set from the progress callback: the thread stops before its next operation.
+    let report = ycsb::load_watched(
+        &engine,
+        &c,
+        &|n| {
+            if n >= ycsb::PROGRESS_EVERY_OPS {
+                stop.store(true, Ordering::Relaxed);
+            }
+        },
+        Some(&stop),
+    )
+    .unwrap();
+    assert_eq!(report.operations, ycsb::PROGRESS_EVERY_OPS);
+    assert_eq!(engine.writes.load(Ordering::Relaxed), ycsb::PROGRESS_EVERY_OPS);
+    let report = ycsb::run_watched(&engine, &c, &|_| {}, Some(&stop)).unwrap();
+    assert_eq!(report.operations, 0, "stopped before the first operation");
+}
+
 /// Fails every tenth call to each method.
 #[derive(Default)]
 struct Flaky {

@@ -85,21 +85,23 @@ pub fn write(
     let mut values = ValueGen::new(sh.value_size, seed ^ 0x5eed);
     let mut k = vec![0; sh.key_size];
     let mut budget = Budget::new(sh);
-    let bytes = (sh.batch_size * (sh.key_size + sh.value_size)) as u64;
+    let entry_bytes = (sh.key_size + sh.value_size) as u64;
     let mut window = Window::new();
-    let mut done = |(), ()| st.finished_ops(sh.batch_size as u64, bytes);
+    // Each ticket stands for its batch's entries: the last batch may be cut short.
+    let mut done = |(), entries: u64| st.finished_ops(entries, entries * entry_bytes);
     let mut submitted = 0;
     while !budget.done(submitted) {
+        let entries = budget.batch_entries(submitted, sh.batch_size);
         let mut batch = WriteBatch::new();
-        for _ in 0..sh.batch_size {
+        for _ in 0..entries {
             format_key(keys.next_number(), &mut k);
             batch.put(&k, values.next_value());
         }
-        if let Some(rate) = &sh.rate {
-            rate.acquire(bytes);
+        if !budget.acquire(sh.rate.as_ref(), entries as u64 * entry_bytes) {
+            break;
         }
-        window.submit(|| db.submit_write(&batch, &sh.write), (), &mut done)?;
-        submitted += sh.batch_size as u64;
+        window.submit(|| db.submit_write(&batch, &sh.write), entries as u64, &mut done)?;
+        submitted += entries as u64;
     }
     window.drain(&mut done)
 }

@@ -95,7 +95,8 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
         o.level0_stop_writes_trigger = v;
     }
     if let Some(v) = args.cache_size {
-        o.block_cache_bytes = v;
+        // db_bench makes no block cache for a size of 0 or below (`NewCache`).
+        o.block_cache_bytes = usize::try_from(v).unwrap_or(0);
     }
     if let Some(v) = args.prepopulate_block_cache {
         o.prepopulate_block_cache = v == 1;

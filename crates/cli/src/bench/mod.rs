@@ -42,6 +42,7 @@ use shale_lsm::Db;
 
 use crate::bench::report::Stats;
 use crate::bench::workload::{Benchmark, Shared};
+use crate::temp_store::TempStore;
 
 /// The suite `shale bench` runs when given no flags: small enough to finish in well under a
 /// minute on a 2-core machine, large enough to flush and compact several times. Each unsynced
@@ -95,6 +96,8 @@ pub struct Args {
     #[arg(long = "batch_size", default_value_t = 1)]
     pub batch_size: usize,
     /// Base of the random generators' seeds; each benchmark's threads get the next seeds.
+    /// 0 (the default) takes the clock's microseconds, printed so that a run can be replayed
+    /// with `--seed` (db_bench's "Set seed to N because --seed was 0").
     #[arg(long = "seed", default_value_t = 0)]
     pub seed: u64,
     /// Sync every write (durable when acknowledged).
@@ -176,9 +179,9 @@ pub struct Args {
     /// Bloom filter bits per key; negative means the engine's default, 0 no filter.
     #[arg(long = "bloom_bits", allow_negative_numbers = true)]
     pub bloom_bits: Option<f64>,
-    /// Bytes of block cache.
-    #[arg(long = "cache_size")]
-    pub cache_size: Option<usize>,
+    /// Bytes of block cache; 0 or negative for none, as db_bench's `--cache_size=-1`.
+    #[arg(long = "cache_size", allow_negative_numbers = true)]
+    pub cache_size: Option<i64>,
     /// 1 puts the blocks of each new SST (flush and compaction outputs) into the block cache
     /// as it is written, 0 does not (default: the engine's, 1).
     #[arg(long = "prepopulate_block_cache", value_parser = clap::value_parser!(u8).range(0..=1))]
@@ -299,9 +302,10 @@ pub fn run(args: &Args) -> Result<(), Error> {
     args.tiers.apply(&mut plan.options);
     crate::store::apply_tuner(&mut plan.options, args.tuner, args.tuner_window_ms);
     let benchmarks = config::benchmarks(&args)?;
+    // Declared before the store, so the store is closed (or dropped) before it is removed.
     let temp = match &args.db {
         Some(_) => None,
-        None => Some(crate::store::temp_dir("shale-bench-")?),
+        None => Some(TempStore::new("shale-bench-", Some(crate::store::destroy))?),
     };
     let path: PathBuf = match (&args.db, &temp) {
         (Some(p), _) => crate::store::prepare(p, args.use_existing_db)?,
@@ -321,14 +325,18 @@ pub fn run(args: &Args) -> Result<(), Error> {
         None => None,
     };
     let mut db = Some(open()?);
+    if let (Some(t), Some(store)) = (&temp, &db) {
+        t.announce("bench", &store.volume().header().volume_id);
+    }
+    let mut seed_next = seed_base(args.seed);
     report::print_header(&args, &plan, &path);
-    let mut seed_next = args.seed;
     // The store is empty until a benchmark has run on it: a first fill benchmark needs no
     // emptying (which a block device could not have: shale does not erase devices).
     let mut empty = !args.use_existing_db;
     for bench in benchmarks {
-        if crate::stdout_failed() {
-            // No one reads the results (`| head`): stop, and clean up below.
+        if crate::stdout_failed() || crate::interrupt::requested() {
+            // No one reads the results (`| head`), or SIGINT or SIGTERM came: stop, and
+            // clean up below.
             break;
         }
         if bench.needs_fresh_db() {
@@ -350,7 +358,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
         run_one(store, bench, &args, &mut seed_next, timeline.as_ref())?;
     }
     if let Some(store) = db.take() {
-        if args.statistics {
+        if args.statistics && !crate::interrupt::requested() {
             report::print_statistics(&store.stats());
         }
         store.close()?;
@@ -390,11 +398,34 @@ fn run_one(
     };
     // Wrapping: --seed may be any u64, as db_bench's.
     *seed_next = seed_next.wrapping_add(shared.threads_total() as u64);
+    if crate::interrupt::requested() {
+        // Cut short by SIGINT or SIGTERM: no result line, which would read as a whole run.
+        return Ok(());
+    }
     report::print_result(bench.name(), &stats, started.elapsed());
     if args.histogram {
         report::print_histogram(bench.op_noun(), &stats);
     }
     Ok(())
+}
+
+/// The seed of the first benchmark's first thread: `--seed`, or for 0 the clock's
+/// microseconds since the epoch, printed as db_bench prints it, so that a later run with
+/// `--seed` replays this one and a later run without it draws other keys (a readrandom in a
+/// separate invocation must not replay the fill's keys and find every one).
+///
+/// As in db_bench, each thread of each benchmark then takes the next seed in turn, so that
+/// within one invocation a read benchmark draws other keys than the fill before it.
+fn seed_base(seed: u64) -> u64 {
+    if seed != 0 {
+        return seed;
+    }
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    let seed = micros.max(1);
+    outln!("Set seed to {seed} because --seed was 0");
+    seed
 }
 
 /// The default suite's flags, parsed.

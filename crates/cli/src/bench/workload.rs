@@ -225,25 +225,44 @@ pub(super) struct RateLimiter {
     granted: Mutex<(Instant, u64)>,
 }
 
+/// Longest single sleep of a write waiting for the rate limiter: the wait is cut into slices
+/// this long, so SIGINT or SIGTERM ends it soon (`crate::interrupt`).
+const RATE_WAIT_SLICE: Duration = Duration::from_millis(50);
+
 impl RateLimiter {
     fn new(bytes_per_second: u64) -> RateLimiter {
         RateLimiter { bytes_per_second, granted: Mutex::new((Instant::now(), 0)) }
     }
 
-    pub(super) fn acquire(&self, bytes: u64) {
+    /// Waits until `bytes` more fit the rate. Returns false, without waiting longer, when
+    /// `deadline` (the end of a `--duration` run) comes first or a stop is asked for: the
+    /// write must then not be done. A low rate would otherwise hold a 2-second run for as
+    /// long as the rate grants one batch (minutes, for a large one).
+    pub(super) fn acquire(&self, bytes: u64, deadline: Option<Instant>) -> bool {
         let due = {
             let mut g = self.granted.lock().expect("the rate limiter's lock is never poisoned");
             g.1 += bytes;
             g.0 + Duration::from_secs_f64(g.1 as f64 / self.bytes_per_second as f64)
         };
-        let now = Instant::now();
-        if due > now {
-            std::thread::sleep(due - now);
+        loop {
+            let now = Instant::now();
+            if now >= due {
+                return true;
+            }
+            if deadline.is_some_and(|d| d <= due && now >= d) || crate::interrupt::requested() {
+                return false;
+            }
+            let until = match deadline {
+                Some(d) if d < due => d,
+                _ => due,
+            };
+            std::thread::sleep(until.saturating_duration_since(now).min(RATE_WAIT_SLICE));
         }
     }
 }
 
-/// When a thread stops: after a number of operations, or at a deadline (`--duration`).
+/// When a thread stops: after a number of operations, at a deadline (`--duration`), or when
+/// SIGINT or SIGTERM asks for a stop (`crate::interrupt`).
 pub(super) struct Budget {
     max_ops: u64,
     deadline: Option<Instant>,
@@ -263,12 +282,44 @@ impl Budget {
 
     /// Whether a thread that has done `ops` operations is done.
     pub(super) fn done(&mut self, ops: u64) -> bool {
+        if crate::interrupt::requested() {
+            return true;
+        }
         let Some(deadline) = self.deadline else { return ops >= self.max_ops };
         if ops >= self.next_check {
             self.next_check = ops + DURATION_CHECK_OPS;
             self.past_deadline = Instant::now() >= deadline;
         }
         self.past_deadline
+    }
+
+    /// Entries the next batch of a thread that has done `ops` operations may hold: `batch`,
+    /// or fewer where the operation budget ends sooner, so that `--num=1000
+    /// --batch_size=100000` writes 1000 entries, not 100000. A `--duration` run counts time,
+    /// not operations: its batches stay whole.
+    pub(super) fn batch_entries(&self, ops: u64, batch: usize) -> usize {
+        if self.deadline.is_some() {
+            return batch;
+        }
+        let left = self.max_ops.saturating_sub(ops);
+        usize::try_from(left).map_or(batch, |left| left.min(batch))
+    }
+
+    /// Ends the budget now: the rate limiter's wait ran into the deadline.
+    pub(super) fn expire(&mut self) {
+        self.past_deadline = true;
+        self.max_ops = 0;
+    }
+
+    /// Waits for the rate limiter, if there is one, to grant `bytes`; false when the budget
+    /// ended first (the deadline came, or a stop was asked for): the write must not be done.
+    pub(super) fn acquire(&mut self, rate: Option<&RateLimiter>, bytes: u64) -> bool {
+        let Some(rate) = rate else { return true };
+        let granted = rate.acquire(bytes, self.deadline);
+        if !granted {
+            self.expire();
+        }
+        granted
     }
 }
 
@@ -387,17 +438,18 @@ fn write(db: &Db, sh: &Shared, st: &mut ThreadStats, mut keys: KeyGen, seed: u64
     let mut k = vec![0; sh.key_size];
     let mut budget = Budget::new(sh);
     while !budget.done(st.ops()) {
+        let entries = budget.batch_entries(st.ops(), sh.batch_size);
         let mut batch = WriteBatch::new();
-        for _ in 0..sh.batch_size {
+        for _ in 0..entries {
             format_key(keys.next_number(), &mut k);
             batch.put(&k, values.next_value());
         }
-        let bytes = (sh.batch_size * (sh.key_size + sh.value_size)) as u64;
-        if let Some(rate) = &sh.rate {
-            rate.acquire(bytes);
+        let bytes = (entries * (sh.key_size + sh.value_size)) as u64;
+        if !budget.acquire(sh.rate.as_ref(), bytes) {
+            break;
         }
         db.write(&batch, &sh.write)?;
-        st.finished_ops(sh.batch_size as u64, bytes);
+        st.finished_ops(entries as u64, bytes);
     }
     Ok(())
 }
@@ -412,12 +464,15 @@ fn write_until_readers_done(
 ) -> Result<()> {
     let mut values = ValueGen::new(sh.value_size, seed ^ 0x5eed);
     let mut k = vec![0; sh.key_size];
-    while sh.readers_done.load(Ordering::SeqCst) < sh.threads {
+    // Its readers stop by their own budgets; this budget only lends the writer the run's
+    // deadline and the stop on SIGINT or SIGTERM for the rate limiter's wait.
+    let mut budget = Budget::new(sh);
+    while sh.readers_done.load(Ordering::SeqCst) < sh.threads && !crate::interrupt::requested() {
         format_key(keys.next_number(), &mut k);
         let mut batch = WriteBatch::new();
         batch.put(&k, values.next_value());
-        if let Some(rate) = &sh.rate {
-            rate.acquire((sh.key_size + sh.value_size) as u64);
+        if !budget.acquire(sh.rate.as_ref(), (sh.key_size + sh.value_size) as u64) {
+            break;
         }
         db.write(&batch, &sh.write)?;
         st.finished_ops(1, (sh.key_size + sh.value_size) as u64);
@@ -464,10 +519,11 @@ fn multi_read_random(
     let mut budget = Budget::new(sh);
     let opts = ReadOptions::default();
     while !budget.done(st.ops()) {
-        for k in &mut batch {
+        let per_op = budget.batch_entries(st.ops(), per_op);
+        for k in &mut batch[..per_op] {
             format_key(keys.next_number(), k);
         }
-        let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+        let refs: Vec<&[u8]> = batch[..per_op].iter().map(Vec::as_slice).collect();
         let (mut found, mut bytes) = (0, 0);
         for (k, v) in batch.iter().zip(db.multi_get(&refs, &opts)?) {
             if let Some(v) = v {
@@ -523,12 +579,13 @@ fn seek_random(db: &Db, sh: &Shared, st: &mut ThreadStats, mut keys: KeyGen) -> 
 fn delete_random(db: &Db, sh: &Shared, st: &mut ThreadStats, mut keys: KeyGen) -> Result<()> {
     let mut budget = Budget::new(sh);
     while !budget.done(st.ops()) {
+        let entries = budget.batch_entries(st.ops(), sh.batch_size);
         let mut batch = WriteBatch::new();
-        for _ in 0..sh.batch_size {
+        for _ in 0..entries {
             batch.delete(&key(keys.next_number(), sh.key_size));
         }
         db.write(&batch, &sh.write)?;
-        st.finished_ops(sh.batch_size as u64, 0);
+        st.finished_ops(entries as u64, 0);
     }
     Ok(())
 }

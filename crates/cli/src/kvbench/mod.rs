@@ -5,19 +5,29 @@
 //! by side.
 //!
 //! Stages of one invocation:
-//! 1. Check the flags ([`Args`]): each bad value is a [`FlagError`] naming the flag.
+//! 1. Check the flags ([`Args`]): each bad value is a [`FlagError`] naming the flag. With no
+//!    flags at all, run [`DEFAULT_SUITE`].
 //! 2. Empty and open one store per path (as `shale bench` empties `--db`: only a shale store
-//!    not in use is emptied; anything else is refused untouched).
+//!    not in use is emptied; anything else is refused untouched); without `--paths`, one
+//!    store in a temporary directory, removed at the end (`crate::temp_store`).
 //! 3. Print the header (engine, sizes, durability), then run each workload on every instance
-//!    at once and print its lines (and CSV rows with `--csv`).
+//!    at once and print its lines (and CSV rows with `--csv`); the workload's progress goes
+//!    to stderr ([`Progress`]). The driver lets each engine finish the background work of a
+//!    workload's writes before it counts their device bytes (`Instance::settle`).
 //! 4. Let the lsm engine finish its flushes and compactions, print the session's write
 //!    amplification (what the writes left behind included), close the stores.
+//!
+//! SIGINT or SIGTERM stops the workload under way (no lines for it), skips the rest, closes
+//! the stores and removes a temporary one (`crate::interrupt`).
 
 mod engine;
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use shale_hash::{HashOptions, HashStore};
 use shale_lsm::WriteOptions;
@@ -26,6 +36,19 @@ use ycsb::kvsb::report::{CSV_HEADER, CsvContext};
 use ycsb::kvsb::{Bench, Config, Instance, Workload, WorkloadResult, parse_workloads};
 
 use crate::kvbench::engine::{HashInstance, LsmInstance};
+use crate::temp_store::TempStore;
+
+/// What `shale kvbench` runs when given no flags: every workload on the hash engine in a
+/// temporary store, small enough to finish in seconds (8 s on a 2-core machine's disk), with
+/// the deep queue the hash engine is meant to be driven with (docs/cli.md).
+pub const DEFAULT_SUITE: &[&str] =
+    &["--engine=hash", "--num=5000", "--value_size=1024", "--queue_depth=32"];
+
+/// How often a line of progress goes to stderr when it is not a terminal (a terminal gets a
+/// bar instead).
+const PROGRESS_LINE_INTERVAL: Duration = Duration::from_secs(10);
+/// How often the bar on a terminal is redrawn.
+const PROGRESS_BAR_INTERVAL: Duration = Duration::from_millis(200);
 
 /// The engine under test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -55,12 +78,13 @@ a write once its record is in the WAL tail (survives a killed process), durable 
 key order, randfill and zipffill overwrite num records drawn uniformly or by YCSB's scrambled \
 zipfian, ycsb-a..d run YCSB's mixes (updates are blind puts of a whole value).")]
 pub struct Args {
-    /// Engine: hash or lsm.
-    #[arg(long = "engine", value_enum)]
+    /// Engine: hash (the default) or lsm.
+    #[arg(long = "engine", value_enum, default_value = "hash")]
     pub engine: EngineArg,
     /// One instance per path (comma-separated): a new or empty directory, a volume file or a
-    /// blank block device.
-    #[arg(long = "paths", value_delimiter = ',', required = true)]
+    /// blank block device. Without it, one instance in a temporary directory, removed at the
+    /// end.
+    #[arg(long = "paths", value_delimiter = ',')]
     pub paths: Vec<PathBuf>,
     /// Records per instance, and the operations of each fill.
     #[arg(long = "num", default_value_t = 100_000)]
@@ -230,12 +254,14 @@ pub fn config(args: &Args) -> Result<(Config, Vec<Workload>), FlagError> {
         duration,
         seed: args.seed,
     };
-    c.validate(args.paths.len()).map_err(|e| {
+    c.validate(args.paths.len().max(1)).map_err(|e| {
         let flag = ["--key_size", "--threads_per_instance", "--queue_depth", "--num", "--duration"]
             .into_iter()
             .find(|f| e.starts_with(f))
             .unwrap_or("--paths");
-        bad(flag, e)
+        // The driver's message names the flag first: said once, before the colon.
+        let why = e.strip_prefix(flag).map_or(e.as_str(), str::trim_start);
+        bad(flag, why)
     })?;
     Ok((c, workloads))
 }
@@ -246,8 +272,32 @@ pub fn config(args: &Args) -> Result<(Config, Vec<Workload>), FlagError> {
 /// Bad flags, a path that cannot hold a store, the stores' errors, a CSV that cannot be
 /// written, or operations that failed.
 pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    // argv is `shale kvbench` and nothing else: the default suite.
+    let default;
+    let args = if std::env::args_os().len() <= 2 {
+        errln!(
+            "shale kvbench: no flags given, running the default suite on a temporary store: {}",
+            DEFAULT_SUITE.join(" ")
+        );
+        default = default_suite()?;
+        &default
+    } else {
+        args
+    };
     let (config, workloads) = config(args)?;
-    let mut paths = Vec::with_capacity(args.paths.len());
+    // Declared before the stores, so they are closed before it is removed.
+    let temp = match args.paths.is_empty() {
+        true => Some(TempStore::new(
+            "shale-kvbench-",
+            match args.engine {
+                // The lsm engine keeps its WAL tail in /dev/shm: its own removal takes it too.
+                EngineArg::Lsm => Some(crate::store::destroy),
+                EngineArg::Hash => None,
+            },
+        )?),
+        false => None,
+    };
+    let mut paths = Vec::with_capacity(args.paths.len().max(1));
     for p in &args.paths {
         let path = crate::store::prepare(p, false)?;
         let engine = match args.engine {
@@ -256,6 +306,9 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         };
         crate::store::destroy(&path, engine)?;
         paths.push(path);
+    }
+    if let Some(t) = &temp {
+        paths.push(t.path().to_path_buf());
     }
     let mut csv = match &args.csv {
         None => None,
@@ -291,14 +344,23 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     match args.engine {
         EngineArg::Hash => {
             let instances = open_hash(&paths, &config, args.index_mode(), args.value_cache_bytes)?;
+            if let (Some(t), Some(i)) = (&temp, instances.first()) {
+                t.announce("kvbench", &i.store.volume().header().volume_id);
+            }
             header(
                 args,
                 &config,
                 &paths,
                 "every store durable when acknowledged (the hash engine has no unsynced mode; --sync changes nothing)",
             );
-            let bench = Bench::new(instances, config)?;
+            let bench = Bench::new(instances, config)?.stop_on(crate::interrupt::flag());
             let errors = run_workloads(&bench, &workloads, &mut out)?;
+            if crate::interrupt::requested() {
+                for i in bench.into_instances() {
+                    i.store.close();
+                }
+                return Ok(());
+            }
             out.session(&bench)?;
             for (k, i) in bench.instances().iter().enumerate() {
                 let s = i.store.stats();
@@ -329,14 +391,23 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         EngineArg::Lsm => {
             let instances = open_lsm(args, &paths)?;
+            if let (Some(t), Some(i)) = (&temp, instances.first()) {
+                t.announce("kvbench", &i.db.volume().header().volume_id);
+            }
             let durability = if args.sync {
                 "every write durable when acknowledged (--sync: WAL synced per write)"
             } else {
                 "writes acknowledged once their record is in the WAL tail, not synced: a killed process keeps them, a power cut may not (--sync for durable writes)"
             };
             header(args, &config, &paths, durability);
-            let bench = Bench::new(instances, config)?;
+            let bench = Bench::new(instances, config)?.stop_on(crate::interrupt::flag());
             let errors = run_workloads(&bench, &workloads, &mut out)?;
+            if crate::interrupt::requested() {
+                for i in bench.into_instances() {
+                    i.db.close()?;
+                }
+                return Ok(());
+            }
             // What the writes left behind counts in the session's bytes.
             for i in bench.instances() {
                 i.db.flush()?;
@@ -467,13 +538,94 @@ fn run_workloads<I: Instance>(
 ) -> Result<u64, Box<dyn std::error::Error>> {
     let mut errors = 0;
     for &w in workloads {
-        if crate::stdout_failed() {
+        if crate::stdout_failed() || crate::interrupt::requested() {
             break;
         }
-        let r = bench.run(w);
+        let r = Progress::follow(bench, w);
+        if crate::interrupt::requested() {
+            // Cut short by SIGINT or SIGTERM: no lines, which would read as a whole run.
+            break;
+        }
         errors += r.total().errors;
         let lines = r.lines(out.entry_bytes);
         out.emit(&r, &lines)?;
     }
     Ok(errors)
+}
+
+/// The default suite's flags, parsed.
+fn default_suite() -> Result<Args, clap::Error> {
+    #[derive(clap::Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: Args,
+    }
+    use clap::Parser;
+    Wrapper::try_parse_from(std::iter::once("shale-kvbench").chain(DEFAULT_SUITE.iter().copied()))
+        .map(|w| w.args)
+}
+
+/// A workload's progress on stderr while it runs: a bar where stderr is a terminal, else a
+/// line every [`PROGRESS_LINE_INTERVAL`] (so a long run in a log or under CI shows it is
+/// alive), nothing for a workload shorter than that.
+struct Progress;
+
+impl Progress {
+    /// Runs `workload` on `bench`, following its progress from a second thread that ends with
+    /// the workload.
+    fn follow<I: Instance>(bench: &Bench<I>, workload: Workload) -> WorkloadResult {
+        let (finished, wait) = mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            s.spawn(move || Progress::show(bench, workload, &wait));
+            let r = bench.run(workload);
+            drop(finished);
+            r
+        })
+    }
+
+    /// Shows the progress until `finished` says the workload is done (its sender dropped).
+    fn show<I: Instance>(bench: &Bench<I>, workload: Workload, finished: &mpsc::Receiver<()>) {
+        let total = bench.ops_total(workload);
+        let name = workload.name();
+        if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            let style = ProgressStyle::with_template(
+                "{msg:>8} [{bar:40}] {pos}/{len} ops {per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style.progress_chars("=> "));
+            bar.set_message(name);
+            while finished.recv_timeout(PROGRESS_BAR_INTERVAL)
+                == Err(mpsc::RecvTimeoutError::Timeout)
+            {
+                bar.set_position(bench.ops_done());
+            }
+            bar.finish_and_clear();
+            return;
+        }
+        let started = Instant::now();
+        while finished.recv_timeout(PROGRESS_LINE_INTERVAL) == Err(mpsc::RecvTimeoutError::Timeout)
+        {
+            let done = bench.ops_done();
+            errln!(
+                "shale kvbench: {name}: {done} of {total} operations ({:.0}%), {:.0} s",
+                100.0 * done as f64 / total.max(1) as f64,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_suite_runs_every_workload_on_a_temporary_store() {
+        let a = default_suite().unwrap();
+        assert!(a.paths.is_empty(), "no --paths: a temporary store");
+        let (c, workloads) = config(&a).unwrap();
+        assert_eq!(workloads, Workload::ALL.to_vec());
+        assert_eq!((a.engine, c.num, c.queue_depth), (EngineArg::Hash, 5000, 32));
+    }
 }

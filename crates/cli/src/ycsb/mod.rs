@@ -11,16 +11,22 @@
 //!    first unless `--use_existing_db` (only a shale store not in use is emptied; anything else
 //!    at `--db` is refused untouched, and `--use_existing_db` needs a store there:
 //!    `crate::store`).
-//! 3. Each phase: progress on stderr, then YCSB's report on stdout after a `# ` line naming it.
-//! 4. Close the store. Engine errors (`Return=ERROR`) are listed on stderr and make the exit
+//! 3. A run phase on records loaded before (`--use_existing_db` without a load): the store
+//!    must hold `--records` records, or the run is refused naming both counts
+//!    ([`check_loaded`]), instead of answering most reads NOT_FOUND.
+//! 4. Each phase: progress on stderr, then YCSB's report on stdout after a `# ` line naming it.
+//! 5. Close the store. Engine errors (`Return=ERROR`) are listed on stderr and make the exit
 //!    status non-zero.
+//!
+//! SIGINT or SIGTERM stops the phase under way (no report for it), closes the store and
+//! removes a temporary one (`crate::interrupt`).
 
 mod engine;
 mod options;
 mod table;
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ::ycsb::{
     Config, KeyFormat, Preset, RecordLayout, Report, RequestDistribution, ScanLengthDistribution,
@@ -28,6 +34,7 @@ use ::ycsb::{
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use shale_lsm::WriteOptions;
 
+use crate::temp_store::TempStore;
 use crate::ycsb::engine::ShaleEngine;
 
 /// Which phases to run.
@@ -369,9 +376,10 @@ fn run_lsm(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> {
     let mut options = options::options(args)?;
     args.tiers.apply(&mut options);
     crate::store::apply_tuner(&mut options, args.tuner, args.tuner_window_ms);
+    // Declared before the store, so the store is closed (or dropped) before it is removed.
     let temp = match &args.db {
         Some(_) => None,
-        None => Some(crate::store::temp_dir("shale-ycsb-")?),
+        None => Some(TempStore::new("shale-ycsb-", Some(crate::store::destroy))?),
     };
     let path: PathBuf = match (&args.db, &temp) {
         (Some(p), _) => crate::store::prepare(p, args.use_existing_db)?,
@@ -383,12 +391,15 @@ fn run_lsm(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> {
     }
     args.tiers.prepare(&mut options, args.use_existing_db)?;
     let db = crate::store::open(&path, options, args.use_existing_db)?;
+    if let Some(t) = &temp {
+        t.announce("ycsb", &db.volume().header().volume_id);
+    }
     let engine = ShaleEngine::new(db, WriteOptions { sync: args.sync });
     let writes = if args.sync { "synced" } else { "unsynced" };
     print_header(args, config, writes, &format!("store {}", path.display()));
-    let errors = run_phases(&engine, args, config, phases)?;
+    let errors = run_phases(&engine, args, config, phases, &path)?;
     let db = engine.into_db();
-    if args.statistics {
+    if args.statistics && !crate::interrupt::requested() {
         crate::bench::print_statistics(&db.stats());
     }
     db.close()?;
@@ -401,7 +412,7 @@ fn run_table(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> 
     table::check_layout(args)?;
     let temp = match &args.db {
         Some(_) => None,
-        None => Some(crate::store::temp_dir("shale-ycsb-table-")?),
+        None => Some(TempStore::new("shale-ycsb-table-", None)?),
     };
     let path: PathBuf = match (&args.db, &temp) {
         (Some(p), _) => crate::store::prepare(p, args.use_existing_db)?,
@@ -433,8 +444,8 @@ fn run_table(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> 
         path.display(),
     );
     print_header(args, config, "durable at commit (one transaction per operation)", &where_);
-    let result = run_phases(&engine, args, config, phases);
-    if args.statistics {
+    let result = run_phases(&engine, args, config, phases, &path);
+    if args.statistics && !crate::interrupt::requested() {
         outln!("# {:?}", engine.store().stats());
         for (i, p) in engine.store().queue_pair_stats().iter().enumerate() {
             outln!(
@@ -459,28 +470,94 @@ fn run_table(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> 
     check_errors(result?)
 }
 
-/// Runs the phases on `engine`, printing their reports; returns the operations that failed.
+/// Runs the phases on `engine` (the store at `path`), printing their reports; returns the
+/// operations that failed. A phase stopped by SIGINT or SIGTERM prints no report.
 fn run_phases(
     engine: &dyn ::ycsb::Engine,
     args: &Args,
     config: &Config,
     phases: Phases,
+    path: &Path,
 ) -> Result<u64, Error> {
+    let stop = crate::interrupt::flag();
     let mut errors = 0;
     if phases.load {
         let bar = progress_bar("load", config.record_count);
-        let report = ::ycsb::load_with_progress(engine, config, &|n| bar.set_position(n))?;
+        let report =
+            ::ycsb::load_watched(engine, config, &|n| bar.set_position(n), Some(stop.as_ref()))?;
         bar.finish_and_clear();
+        if crate::interrupt::requested() {
+            return Ok(errors);
+        }
         errors += print_report("load", &report);
     }
     // No one reads the report any more (`| head`): skip the run, and clean up after.
-    if phases.run && !crate::stdout_failed() {
+    if phases.run && !crate::stdout_failed() && !crate::interrupt::requested() {
+        if !phases.load {
+            check_loaded(engine, config, path)?;
+        }
         let bar = progress_bar("run", config.operation_count);
-        let report = ::ycsb::run_with_progress(engine, config, &|n| bar.set_position(n))?;
+        let report =
+            ::ycsb::run_watched(engine, config, &|n| bar.set_position(n), Some(stop.as_ref()))?;
         bar.finish_and_clear();
+        if crate::interrupt::requested() {
+            return Ok(errors);
+        }
         errors += print_report(&format!("run, workload {}", args.workload), &report);
     }
     Ok(errors)
+}
+
+/// Stage 3: checks that the store at `path` holds the `--records` records a run picks from.
+/// A load inserts records `0..N` (every thread takes the next number), so the store holds
+/// `--records` records when it holds the last one; when it does not, a binary search over
+/// the record numbers finds how many a load put there (a few dozen reads), for the message.
+///
+/// # Errors
+/// Fewer records than `--records`, naming both counts; the engine's error for a read.
+fn check_loaded(engine: &dyn ::ycsb::Engine, config: &Config, path: &Path) -> Result<(), Error> {
+    let asked = config.record_count;
+    if asked == 0 {
+        return Ok(());
+    }
+    let mut key = String::new();
+    let mut present = |n: u64| -> Result<bool, Error> {
+        config.key_format.write_key(n, &mut key);
+        let found = engine.read(key.as_bytes()).map_err(|e| -> Error {
+            format!("reading record {n} of the store at {}: {e}", path.display()).into()
+        })?;
+        Ok(found.is_some())
+    };
+    if present(asked - 1)? {
+        return Ok(());
+    }
+    if !present(0)? {
+        return Err(format!(
+            "--records {asked}: the store at {} holds none of the records a run reads (record \
+             0, key {key:?}, is missing): load it first with --phase load, with the same \
+             --insertorder and --zeropadding",
+            path.display()
+        )
+        .into());
+    }
+    // Record `lo` is there, record `hi` is not.
+    let (mut lo, mut hi) = (0, asked - 1);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if present(mid)? {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let held = lo + 1;
+    Err(format!(
+        "--records {asked}: the store at {} holds {held} records (records 0 to {lo}; record \
+         {hi} is missing), so most of the run's reads would find nothing: pass --records \
+         {held}, or load {asked} records with --phase load",
+        path.display()
+    )
+    .into())
 }
 
 /// The exit status for `errors` failed operations.

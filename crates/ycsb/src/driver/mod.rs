@@ -12,12 +12,16 @@
 //!    [`PROGRESS_EVERY_OPS`] operations, adds them to the shared count and calls the progress
 //!    callback with the total.
 //! 5. Join the threads, merge their counts into a [`Report`]; its run time spans 3 to 5.
+//!
+//! [`load_watched`] and [`run_watched`] also take a stop flag: once it is set (by a signal
+//! handler, say), each thread stops before its next operation, and the report counts the
+//! operations done.
 
 mod choosers;
 mod client;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use rand::SeedableRng;
@@ -57,6 +61,19 @@ pub fn load_with_progress<E: Engine + ?Sized>(
     config: &Config,
     progress: Progress<'_>,
 ) -> Result<Report> {
+    load_watched(engine, config, progress, None)
+}
+
+/// [`load_with_progress`], stopping early once `stop` is set.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_watched<E: Engine + ?Sized>(
+    engine: &E,
+    config: &Config,
+    progress: Progress<'_>,
+    stop: Option<&AtomicBool>,
+) -> Result<Report> {
     config.validate()?;
     let keys = CounterGenerator::new(0);
     let phase = Phase::Load;
@@ -65,7 +82,7 @@ pub fn load_with_progress<E: Engine + ?Sized>(
         config,
         phase,
         config.record_count,
-        progress,
+        Watch { progress, stop },
         |_| (),
         |client, ()| {
             client.load_one(&keys);
@@ -92,6 +109,19 @@ pub fn run_with_progress<E: Engine + ?Sized>(
     config: &Config,
     progress: Progress<'_>,
 ) -> Result<Report> {
+    run_watched(engine, config, progress, None)
+}
+
+/// [`run_with_progress`], stopping early once `stop` is set.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_watched<E: Engine + ?Sized>(
+    engine: &E,
+    config: &Config,
+    progress: Progress<'_>,
+    stop: Option<&AtomicBool>,
+) -> Result<Report> {
     config.validate_run()?;
     let inserts = Arc::new(AcknowledgedCounterGenerator::new(config.record_count));
     let loaded = config.record_count.saturating_sub(1);
@@ -103,9 +133,23 @@ pub fn run_with_progress<E: Engine + ?Sized>(
         keys: KeyChooser::new(config, &inserts, latest.as_ref()),
         scan_lengths: ScanLengthChooser::new(config),
     };
-    drive(engine, config, Phase::Run, config.operation_count, progress, state, |client, state| {
+    let watch = Watch { progress, stop };
+    drive(engine, config, Phase::Run, config.operation_count, watch, state, |client, state| {
         client.run_one(state);
     })
+}
+
+/// What the caller follows and steers while a phase runs.
+#[derive(Clone, Copy)]
+struct Watch<'a> {
+    progress: Progress<'a>,
+    stop: Option<&'a AtomicBool>,
+}
+
+impl Watch<'_> {
+    fn stopped(&self) -> bool {
+        self.stop.is_some_and(|s| s.load(Ordering::Relaxed))
+    }
 }
 
 /// Runs `total` operations of `phase` over the threads: each thread builds its state with
@@ -115,7 +159,7 @@ fn drive<E, S, M, F>(
     config: &Config,
     phase: Phase,
     total: u64,
-    progress: Progress<'_>,
+    watch: Watch<'_>,
     state: M,
     one: F,
 ) -> Result<Report>
@@ -133,10 +177,14 @@ where
                 let share = total / threads + u64::from((t as u64) < total % threads);
                 let (state, one, done) = (&state, &one, &done);
                 scope.spawn(move || {
+                    let progress = watch.progress;
                     let mut client = Client::new(engine, config, thread_rng(config, phase, t));
                     let mut state = state(t);
                     let mut pending = 0;
                     for _ in 0..share {
+                        if watch.stopped() {
+                            break;
+                        }
                         one(&mut client, &mut state);
                         pending += 1;
                         if pending == PROGRESS_EVERY_OPS {
@@ -154,7 +202,9 @@ where
         handles.into_iter().map(|h| h.join().expect("a client thread panicked")).collect()
     });
     let runtime = started.elapsed();
-    Ok(merge(engine.name(), phase, runtime, total, stats))
+    // `total` unless a stop cut the phase short.
+    let operations = done.load(Ordering::Relaxed);
+    Ok(merge(engine.name(), phase, runtime, operations, stats))
 }
 
 /// Thread `t`'s generator: distinct streams per thread and per phase, all from `seed`.

@@ -13,8 +13,15 @@
 //!    does with `HashOptions::worker_cpu`); all of them meet at one barrier, then each runs its share of the
 //!    operations, keeping up to `queue_depth` submissions in flight (1: one call at a time).
 //! 3. Join them; the instance's time is its slowest thread's, from the barrier on.
-//! 4. Snapshot again: operations, latency percentiles, host write amplification (device bytes
-//!    / user bytes, GC apart), CPU time per operation and resident memory.
+//! 4. Let each engine finish the background work the workload's writes started
+//!    ([`Instance::settle`]: the lsm engine's flushes and compactions), outside the timed part.
+//! 5. Snapshot again: operations, latency percentiles, host write amplification (device bytes
+//!    / user bytes, GC apart, counted after stage 4 so that an engine that keeps recent writes
+//!    in memory is charged for them), CPU time per operation and resident memory.
+//!
+//! A caller may stop a workload early ([`Bench::stop_on`]: a flag, set by a signal handler,
+//! say): each client thread stops before its next operation, and the result counts what was
+//! done. [`Bench::ops_done`] tells a progress display how far the workload is.
 //!
 //! The key space of an instance is record numbers `0..records` (`records` starts at `num`,
 //! and YCSB D's inserts extend it). Every workload runs on the same store, in the order given:
@@ -28,7 +35,7 @@ pub mod report;
 
 use std::collections::VecDeque;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -272,7 +279,22 @@ pub trait Instance: Send + Sync {
 
     /// A note on GC for the report ("no GC yet", "compaction counted in device bytes").
     fn gc_note(&self) -> &'static str;
+
+    /// Finishes the background work the workload's writes started, so that
+    /// [`Instance::written`] counts what they cost the device: an engine that holds recent
+    /// writes in memory (a memtable) writes them out here. Runs after the workload's timed
+    /// part. The default does nothing, for engines whose writes reach the device before they
+    /// are acknowledged.
+    ///
+    /// # Errors
+    /// The engine's error (reported; the bytes are then those written so far).
+    fn settle(&self) -> EngineResult<()> {
+        Ok(())
+    }
 }
+
+/// Operations a client thread does between updates of [`Bench::ops_done`].
+const PROGRESS_EVERY_OPS: u64 = 256;
 
 /// The driver over a set of instances: it keeps each one's record count between workloads.
 pub struct Bench<I: Instance> {
@@ -282,6 +304,22 @@ pub struct Bench<I: Instance> {
     /// Each instance's bytes written when the driver was made, and user bytes since.
     opened: Vec<Written>,
     user_bytes: Vec<AtomicU64>,
+    /// Set by the caller to stop the workload under way ([`Bench::stop_on`]).
+    stop: Option<Arc<AtomicBool>>,
+    /// Operations of the workload under way done so far, over every instance.
+    ops_done: AtomicU64,
+}
+
+/// What the client threads share with the caller while a workload runs.
+struct Control<'a> {
+    stop: Option<&'a AtomicBool>,
+    ops_done: &'a AtomicU64,
+}
+
+impl Control<'_> {
+    fn stopped(&self) -> bool {
+        self.stop.is_some_and(|s| s.load(Ordering::Relaxed))
+    }
 }
 
 /// A thread's share of a workload, and what it measured.
@@ -314,7 +352,35 @@ impl<I: Instance> Bench<I> {
         let records = instances.iter().map(|_| AtomicU64::new(config.num)).collect();
         let opened = instances.iter().map(Instance::written).collect();
         let user_bytes = instances.iter().map(|_| AtomicU64::new(0)).collect();
-        Ok(Bench { instances, config, records, opened, user_bytes })
+        Ok(Bench {
+            instances,
+            config,
+            records,
+            opened,
+            user_bytes,
+            stop: None,
+            ops_done: AtomicU64::new(0),
+        })
+    }
+
+    /// Stops each workload's client threads before their next operation once `flag` is set.
+    #[must_use]
+    pub fn stop_on(mut self, flag: Arc<AtomicBool>) -> Bench<I> {
+        self.stop = Some(flag);
+        self
+    }
+
+    /// Operations of the workload under way done so far, over every instance (updated every
+    /// few hundred operations of each thread), for a progress display.
+    pub fn ops_done(&self) -> u64 {
+        self.ops_done.load(Ordering::Relaxed)
+    }
+
+    /// Operations `workload` asks of every instance together (before `--duration`).
+    pub fn ops_total(&self, workload: Workload) -> u64 {
+        let per_instance =
+            if workload.is_fill() { self.config.num } else { self.config.operations };
+        per_instance.saturating_mul(self.instances.len() as u64)
     }
 
     /// The instances, to close them.
@@ -358,6 +424,8 @@ impl<I: Instance> Bench<I> {
 
     /// Runs `workload` on every instance at once (the stages of the module comment).
     pub fn run(&self, workload: Workload) -> WorkloadResult {
+        self.ops_done.store(0, Ordering::Relaxed);
+        let control = Control { stop: self.stop.as_deref(), ops_done: &self.ops_done };
         let before: Vec<Written> = self.instances.iter().map(Instance::written).collect();
         let cpu_before = process::cpu_time();
         let threads = self.config.threads_per_instance;
@@ -392,9 +460,9 @@ impl<I: Instance> Bench<I> {
                                 counter: counters.get(i).cloned(),
                                 latest: zipf_latest[i].clone(),
                             };
-                            let (inst, barrier, config) =
-                                (&self.instances[i], &barrier, &self.config);
-                            s.spawn(move || client(inst, config, &plan, barrier))
+                            let (inst, barrier, config, control) =
+                                (&self.instances[i], &barrier, &self.config, &control);
+                            s.spawn(move || client(inst, config, &plan, barrier, control))
                         })
                         .collect()
                 })
@@ -411,13 +479,27 @@ impl<I: Instance> Bench<I> {
             r.store(c.last_value().map_or(0, |v| v + 1), Ordering::Relaxed);
         }
         let cpu = process::cpu_time().since(&cpu_before);
+        // Stage 4, outside the timed part; not for a stopped workload, whose results are cut.
+        let settled: Vec<EngineResult<()>> = self
+            .instances
+            .iter()
+            .map(|i| if control.stopped() { Ok(()) } else { i.settle() })
+            .collect();
         let instances: Vec<InstanceResult> = outcomes
             .into_iter()
             .zip(&self.instances)
             .zip(before)
-            .map(|((threads, inst), before)| {
+            .zip(settled)
+            .map(|(((threads, inst), before), settled)| {
                 let after = inst.written();
-                instance_result(threads, &before, &after, inst)
+                let mut r = instance_result(threads, &before, &after, inst);
+                if let Err(e) = settled {
+                    r.errors += 1;
+                    if r.first_error.is_none() {
+                        r.first_error = Some(format!("finishing the writes' background work: {e}"));
+                    }
+                }
+                r
             })
             .collect();
         for (u, i) in self.user_bytes.iter().zip(&instances) {
@@ -562,7 +644,13 @@ fn share(total: u64, threads: usize, t: usize) -> (u64, u64) {
 }
 
 /// One client thread: stage 2 of the module comment.
-fn client<I: Instance>(inst: &I, config: &Config, plan: &Plan, barrier: &Barrier) -> ThreadOutcome {
+fn client<I: Instance>(
+    inst: &I,
+    config: &Config,
+    plan: &Plan,
+    barrier: &Barrier,
+    control: &Control<'_>,
+) -> ThreadOutcome {
     if config.pin {
         shale_io::affinity::pin_current_thread(plan.instance);
     }
@@ -589,10 +677,16 @@ fn client<I: Instance>(inst: &I, config: &Config, plan: &Plan, barrier: &Barrier
     barrier.wait();
     let started = Instant::now();
     let deadline = config.duration.map(|d| started + d);
+    let mut unreported = 0;
     for i in 0..ops {
         let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
+        if deadline.is_some_and(|d| now >= d) || control.stopped() {
             break;
+        }
+        unreported += 1;
+        if unreported == PROGRESS_EVERY_OPS {
+            control.ops_done.fetch_add(unreported, Ordering::Relaxed);
+            unreported = 0;
         }
         let choice = chooser.next(&mut rng);
         let (n, insert) = match choice {
@@ -618,6 +712,7 @@ fn client<I: Instance>(inst: &I, config: &Config, plan: &Plan, barrier: &Barrier
     }
     reap(inst, plan, &mut window, &mut out, 1);
     out.elapsed = started.elapsed();
+    control.ops_done.fetch_add(unreported, Ordering::Relaxed);
     out
 }
 
@@ -722,11 +817,14 @@ mod tests {
     use std::collections::HashMap;
     use std::sync::Mutex;
 
-    /// An engine in a map, answering asynchronously every other submission.
+    /// An engine in a map, answering asynchronously every other submission. With `defer`,
+    /// its writes reach the "device" only when it settles, as a memtable's do.
     #[derive(Default)]
     struct Memory {
         map: Mutex<HashMap<Vec<u8>, usize>>,
         written: AtomicU64,
+        defer: bool,
+        deferred: AtomicU64,
     }
 
     impl Instance for Memory {
@@ -735,8 +833,8 @@ mod tests {
             let mut m = self.map.lock().unwrap();
             let found = match op {
                 Op::Put { key, value } => {
-                    self.written
-                        .fetch_add(value.len() as u64 + key.len() as u64, Ordering::Relaxed);
+                    let to = if self.defer { &self.deferred } else { &self.written };
+                    to.fetch_add(value.len() as u64 + key.len() as u64, Ordering::Relaxed);
                     m.insert(key.to_vec(), value.len());
                     true
                 }
@@ -759,6 +857,43 @@ mod tests {
         fn gc_note(&self) -> &'static str {
             "no GC"
         }
+        fn settle(&self) -> EngineResult<()> {
+            let held = self.deferred.swap(0, Ordering::Relaxed);
+            self.written.fetch_add(held, Ordering::Relaxed);
+            Ok(())
+        }
+    }
+
+    /// Was: the lsm engine's fills printed "write amplification : 0.0000" while its writes
+    /// sat in its memtable; a workload is charged once its writes are written out.
+    #[test]
+    fn a_workload_is_charged_for_the_writes_it_left_in_memory() {
+        let deferring = || Memory { defer: true, ..Memory::default() };
+        let bench = Bench::new(vec![deferring(), deferring()], config()).unwrap();
+        let r = bench.run(Workload::SeqFill);
+        for i in &r.instances {
+            assert_eq!(i.user_bytes, 1000 * 116);
+            assert_eq!(i.device_bytes, i.user_bytes, "settled before the second snapshot");
+        }
+        let reads = bench.run(Workload::YcsbC);
+        assert_eq!(reads.total().device_bytes, 0, "a read-only workload wrote nothing");
+    }
+
+    #[test]
+    fn a_stop_flag_ends_the_workload_and_progress_counts_every_operation() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let bench = Bench::new(vec![Memory::default(), Memory::default()], config())
+            .unwrap()
+            .stop_on(flag.clone());
+        let r = bench.run(Workload::SeqFill);
+        assert_eq!(r.total_ops(), 2000);
+        assert_eq!(bench.ops_done(), 2000, "every operation reported");
+        assert_eq!(bench.ops_total(Workload::SeqFill), 2000);
+        assert_eq!(bench.ops_total(Workload::YcsbA), 4000);
+        flag.store(true, Ordering::Relaxed);
+        let r = bench.run(Workload::YcsbA);
+        assert_eq!(r.total_ops(), 0, "stopped before the first operation");
+        assert_eq!(bench.ops_done(), 0);
     }
 
     fn config() -> Config {

@@ -39,11 +39,41 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         Some(_) => EngineKind::Lsm,
         None => engine_of(&args.path).map_err(|e| format!("cannot open the store: {e}"))?,
     };
+    let damaged = scrub(args)?;
     match kind {
         EngineKind::Lsm => run_lsm(args),
         EngineKind::Hash => run_hash(args),
         EngineKind::Table => run_table(args),
+    }?;
+    if damaged > 0 {
+        return Err(format!(
+            "{damaged} damaged redundant copies (listed above): the store is readable from their \
+             twins, but one more hit loses it; open it read-write once (any command that opens \
+             it for writing) to rewrite them"
+        )
+        .into());
     }
+    Ok(())
+}
+
+/// The scrub of the redundant copies, for every engine: both copies of each format header
+/// and both mirrors of the version log's live chain and anchors, read by a read-only open of
+/// the volume. Each damaged copy gets a `damaged:` line; returns how many.
+fn scrub(args: &Args) -> Result<usize, Box<dyn std::error::Error>> {
+    let opts = shale_space::VolumeOptions { create_if_blank: false, ..Default::default() };
+    let files = shale_io::FileOptions::default();
+    let opened = match &args.capacity_path {
+        None => shale_space::Volume::open_path_read_only(&args.path, &opts, &files),
+        Some(cap) => {
+            shale_space::Volume::open_path_tiered_read_only(&args.path, cap, &opts, &files)
+        }
+    }
+    .map_err(|e| format!("cannot open the store: {e}"))?;
+    let damaged = opened.volume.damaged_copies();
+    for d in damaged {
+        println!("damaged: {} at byte offset {} (its twin is valid)", d.what, d.offset);
+    }
+    Ok(damaged.len())
 }
 
 /// The lsm engine's check. The store is opened read-only ([`Db::open_read_only`]): its WAL

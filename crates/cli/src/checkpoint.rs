@@ -41,54 +41,16 @@ pub struct Args {
 }
 
 /// The engines a store can be of.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Engine {
-    Lsm,
-    Hash,
-    Table,
-}
+pub use shale_space::EngineKind as Engine;
 
-impl Engine {
-    fn name(self) -> &'static str {
-        match self {
-            Engine::Lsm => "lsm",
-            Engine::Hash => "hash",
-            Engine::Table => "table",
-        }
-    }
-}
-
-/// First bytes of every version-log payload of a hash store (`shale_hash`'s `meta.rs`).
-const HASH_PAYLOAD_MAGIC: &[u8] = b"SHHASH01";
-/// First bytes of every version-log payload of a table store (`shale_table`'s `catalog.rs`).
-const TABLE_PAYLOAD_MAGIC: &[u8] = b"SHTABL01";
-
-/// The engine of the store at `path`, from its volume read without writing: the hash and
-/// table engines begin each of their version-log payloads with a magic of their own, and a
-/// volume with neither is the lsm engine's. One function, so that reading the engine kind
-/// the volume header is to record replaces it alone.
+/// The engine of the store at `path` ([`crate::engine_kind::engine_of`]: its format header,
+/// or for an older volume its version log), read without writing.
 ///
 /// # Errors
 /// A path that holds no shale volume, or one that cannot be read, with the path named.
 pub fn engine_of(path: &Path) -> Result<Engine, String> {
-    let opened = shale_space::Volume::open_path_read_only(
-        path,
-        &shale_space::VolumeOptions::default(),
-        &shale_io::FileOptions::default(),
-    )
-    .map_err(|e| format!("cannot tell the engine of the store at {}: {e}", path.display()))?;
-    let versions = &opened.versions;
-    let payloads =
-        std::iter::once(&versions.base.engine).chain(versions.deltas.iter().map(|d| &d.engine));
-    for payload in payloads {
-        if payload.starts_with(HASH_PAYLOAD_MAGIC) {
-            return Ok(Engine::Hash);
-        }
-        if payload.starts_with(TABLE_PAYLOAD_MAGIC) {
-            return Ok(Engine::Table);
-        }
-    }
-    Ok(Engine::Lsm)
+    crate::engine_kind::engine_of(path)
+        .map_err(|e| format!("cannot tell the engine of the store at {}: {e}", path.display()))
 }
 
 /// Runs the command.

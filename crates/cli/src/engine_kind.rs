@@ -1,27 +1,18 @@
 //! Which engine's store a path holds, for the commands that serve every engine (`check`,
-//! `inspect`).
+//! `inspect`, `checkpoint`).
 //!
-//! For now told by trying: the engines' payloads in the volume's version log begin with
-//! their magic (the table engine's catalog with `SHTABL01`, the hash engine's state with
-//! `SHHASH01`; the lsm engine's version edits with neither). A volume with no payload yet
-//! is taken for an lsm store (an lsm store's first open writes none either). Once the
-//! volume header names the engine, `engine_of`'s body reads that field instead.
+//! A volume of format 3 or later names its engine in its format header
+//! (`shale_space::EngineKind`), read without opening the volume (a tiered store's fast
+//! volume included). An older volume is told by its version log: the engines' payloads begin
+//! with their magic (the table engine's catalog with `SHTABL01`, the hash engine's state with
+//! `SHHASH01`; the lsm engine's version edits with neither), and a volume with no payload yet
+//! is an lsm store (the only engine those formats knew of).
 
 use std::path::Path;
 
 use shale_io::FileOptions;
+pub use shale_space::EngineKind;
 use shale_space::{Volume, VolumeOptions};
-
-/// An engine of shale.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineKind {
-    /// The lsm key-value store.
-    Lsm,
-    /// The hash engine.
-    Hash,
-    /// The table engine.
-    Table,
-}
 
 const TABLE_MAGIC: &[u8] = b"SHTABL01";
 const HASH_MAGIC: &[u8] = b"SHHASH01";
@@ -30,14 +21,31 @@ const HASH_MAGIC: &[u8] = b"SHHASH01";
 /// writing anything.
 ///
 /// # Errors
-/// What opening the volume read-only reports (no volume, a foreign file, damage).
+/// What reading the volume reports (no volume, a foreign file, damage), naming the path.
 pub fn engine_of(path: &Path) -> Result<EngineKind, shale_space::Error> {
+    if !path.exists() {
+        return Err(shale_space::Error::Foreign {
+            why: format!("nothing is at {}", path.display()),
+        });
+    }
+    let file = shale_space::volume_file(path);
+    let device = shale_io::open_device_read_only(&file, &FileOptions::default())?;
+    match Volume::peek_header(&device)? {
+        Some(header) if header.engine.is_some() => return Ok(header.engine.expect("checked")),
+        Some(_) => {}
+        None => {
+            return Err(shale_space::Error::Foreign {
+                why: format!("{} is blank: no store was made there", file.display()),
+            });
+        }
+    }
+    drop(device);
     let opts = VolumeOptions { create_if_blank: false, ..VolumeOptions::default() };
     let opened = Volume::open_path_read_only(path, &opts, &FileOptions::default())?;
     Ok(engine_of_versions(&opened.versions))
 }
 
-/// The engine whose payloads the version records `v` hold.
+/// The engine whose payloads the version records `v` hold (a volume older than format 3).
 pub fn engine_of_versions(v: &shale_space::Versions) -> EngineKind {
     let payloads = std::iter::once(&v.base.engine).chain(v.deltas.iter().map(|d| &d.engine));
     for p in payloads {

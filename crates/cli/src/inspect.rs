@@ -254,8 +254,10 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!(
-        "format        version {}, created {} (unix seconds)",
-        h.format_version, h.created_unix_secs
+        "format        version {}, created {} (unix seconds), engine {}",
+        h.format_version,
+        h.created_unix_secs,
+        h.engine.map_or("not recorded (format before 3)", |k| k.name())
     );
     println!(
         "device        {} backend, {} bytes ({:.1} MiB), {}-byte blocks, {}",
@@ -287,7 +289,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     );
     println!(
         "              head at {}, {} of {} ring bytes live ({:.1}%), {} WOR wraps in the live chain, \
-         {} copies repaired from mirror B",
+         {} objects read from mirror B",
         s.head,
         s.used_bytes,
         s.ring_bytes,
@@ -295,6 +297,18 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         s.wraps,
         s.repaired
     );
+    let damaged = v.damaged_copies();
+    println!(
+        "redundancy    {}",
+        if damaged.is_empty() {
+            "every header copy and version log copy intact".to_string()
+        } else {
+            format!("{} damaged copies (a read-write open repairs them)", damaged.len())
+        }
+    );
+    for d in damaged {
+        println!("              damaged: {} at byte offset {}", d.what, d.offset);
+    }
     for &tier in v.tiers() {
         let u = v.tier_slot_usage(tier);
         let name = if v.is_tiered() { format!("{:<9}", tier.name()) } else { String::new() };

@@ -162,6 +162,15 @@ pub fn destroy(path: &Path, engine: EngineKind) -> Result<(), Box<dyn std::error
     emptied.map_err(|e| PathError::new("emptying the store at", path, e).into())
 }
 
+/// [`destroy`] of an lsm store: the removal of a temporary store of `bench`, `ycsb` and
+/// `kvbench --engine lsm`.
+///
+/// # Errors
+/// As [`destroy`].
+pub fn destroy_lsm(path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    destroy(path, EngineKind::Lsm)
+}
+
 /// [`destroy`] for the hash and table engines, whose stores keep nothing outside the volume
 /// file that a benchmark makes (a table store's persistent-memory file is the caller's):
 /// under the store lock, the volume's header must name `engine` (or, for a volume older than

@@ -7,7 +7,6 @@
 #[path = "common/child.rs"]
 mod child;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -100,13 +99,32 @@ fn volume(dir: &Path) -> PathBuf {
     dir.join("volume.shale")
 }
 
+/// The first 4 KiB of a file (a volume's header copy A), if it has them.
+fn head(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut b = vec![0u8; 4096];
+    std::fs::File::open(path).ok()?.read_exact(&mut b).ok()?;
+    Some(b)
+}
+
+/// What tells whether a file was written: its length, its modification time and its first
+/// 8 KiB (a volume's two header copies, a tail's header and first records). Volumes and tails
+/// are sparse files of gigabytes: reading them whole would take the test's time and memory.
+fn fingerprint(path: &Path) -> (u64, std::time::SystemTime, Vec<u8>) {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).unwrap();
+    let mut b = Vec::new();
+    std::fs::File::open(path).unwrap().take(8192).read_to_end(&mut b).unwrap();
+    (meta.len(), meta.modified().unwrap(), b)
+}
+
 #[test]
 fn a_tool_of_one_engine_refuses_another_engines_store_untouched() {
     let kinds = [Kind::Lsm, Kind::Hash, Kind::Table];
     for store in kinds {
         let dir = tempfile::tempdir().unwrap();
         make(store, dir.path());
-        let before = std::fs::read(volume(dir.path())).unwrap();
+        let before = fingerprint(&volume(dir.path()));
         for tool in kinds.into_iter().filter(|&k| k != store) {
             for args in tools_of(tool, dir.path()) {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -118,7 +136,7 @@ fn a_tool_of_one_engine_refuses_another_engines_store_untouched() {
                 };
                 child::run(&args).assert_refused(&what, expected);
                 assert!(
-                    std::fs::read(volume(dir.path())).unwrap() == before,
+                    fingerprint(&volume(dir.path())) == before,
                     "{what}: the store's bytes changed"
                 );
             }
@@ -133,7 +151,7 @@ fn a_tool_of_one_engine_refuses_another_engines_store_untouched() {
 
 /// Names of `/dev/shm` WAL tails of the volume in `dir`.
 fn tails_of(dir: &Path) -> Vec<PathBuf> {
-    let header = std::fs::read(volume(dir)).unwrap();
+    let header = head(&volume(dir)).expect("the volume's header");
     let id: String = header[24..40].iter().map(|b| format!("{b:02x}")).collect();
     let prefix = format!("shale-{id}");
     let mut found: Vec<PathBuf> = std::fs::read_dir("/dev/shm")
@@ -145,38 +163,39 @@ fn tails_of(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// Runs `bench` on `dir` and kills it with SIGKILL while its WAL tail holds writes
-/// acknowledged without sync; returns that tail (in /dev/shm).
+/// Runs `bench` on `dir` and kills it with SIGKILL once its WAL tail exists (a fill, paced by
+/// a rate limit, that would outlast the test); returns that tail (in /dev/shm).
 fn killed_store(dir: &Path) -> PathBuf {
     assert!(Path::new("/dev/shm").is_dir(), "this test needs /dev/shm (the WAL tail's default)");
-    let original = dir;
-    // Writes acknowledged without sync, then SIGKILL while the tail holds some: the
-    // overwrite runs long and slowly (rate-limited) after the fill's line is printed.
     let mut writer = Command::new(env!("CARGO_BIN_EXE_shale"))
         .args([
             "bench",
-            &format!("--db={}", original.display()),
-            "--benchmarks=fillseq,overwrite",
-            "--num=2000",
-            // The overwrite's writes outlast the test (killed first), paced by the rate.
-            "--writes=100000000",
+            &format!("--db={}", dir.display()),
+            "--benchmarks=fillrandom",
+            "--num=100000000",
             "--benchmark_write_rate_limit=2000000",
         ])
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(writer.stdout.take().unwrap()).lines();
-    loop {
-        let line = lines.next().expect("bench ended before its fill's line").unwrap();
-        if line.starts_with("fillseq") {
-            break;
+    // Waits on the event (the tail made by the store's open), with a bound only against a hang.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let tails = loop {
+        if head(&volume(dir)).is_some_and(|b| b[..8] == *b"SHALEVOL") {
+            let t = tails_of(dir);
+            if !t.is_empty() {
+                break t;
+            }
         }
-    }
+        assert!(std::time::Instant::now() < deadline, "the store made no WAL tail");
+        assert!(writer.try_wait().unwrap().is_none(), "bench ended before it was killed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     writer.kill().unwrap();
     writer.wait().unwrap();
-    let tails = tails_of(&original);
     assert_eq!(tails.len(), 1, "the killed store left one WAL tail: {tails:?}");
+    assert_eq!(tails_of(dir), tails, "the tail went away with the process");
     tails[0].clone()
 }
 
@@ -186,7 +205,7 @@ fn a_copy_of_a_crashed_store_leaves_the_originals_wal_tail_alone() {
     let original = root.path().join("original");
     let copy = root.path().join("copy");
     let tails = vec![killed_store(&original)];
-    let tail_bytes = std::fs::read(&tails[0]).unwrap();
+    let tail_bytes = fingerprint(&tails[0]);
     // The usual reflex: back the directory up first, then look at the copy.
     let status = Command::new("cp").arg("-a").arg(&original).arg(&copy).status().unwrap();
     assert!(status.success());
@@ -199,10 +218,7 @@ fn a_copy_of_a_crashed_store_leaves_the_originals_wal_tail_alone() {
     ])
     .assert_ok("reading the copy");
     assert_eq!(tails_of(&original), tails, "opening the copy changed the tails of the volume");
-    assert!(
-        std::fs::read(&tails[0]).unwrap() == tail_bytes,
-        "opening the copy changed the original's tail"
-    );
+    assert!(fingerprint(&tails[0]) == tail_bytes, "opening the copy changed the original's tail");
     // The original, opened again (read-write), takes its own tail back and ends with none
     // left once closed cleanly.
     child::run(&[

@@ -38,8 +38,8 @@ mod batch_io;
 mod block;
 mod cache;
 mod catalog;
-mod checkpoint;
 mod check;
+mod checkpoint;
 mod error;
 mod free_space;
 mod group_flush;
@@ -145,8 +145,8 @@ pub mod fuzz {
         crate::undo::reseal(b);
     }
 }
-pub use checkpoint::{COPY_TXN_ROWS, LOCK_ATTEMPTS_MAX, PROGRESS_ROWS};
 pub use check::{StoreReport, TableReport, check_store};
+pub use checkpoint::{COPY_TXN_ROWS, LOCK_ATTEMPTS_MAX, PROGRESS_ROWS};
 pub use error::{Error, Result};
 pub use options::{PMEM_FILE_NAME, TableOptions, UndoLogPlace};
 pub use pmem::{FilePmem, FilePmemOptions, FlushMode, PmemLog, SimPmem};

@@ -305,7 +305,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
     // Declared before the store, so the store is closed (or dropped) before it is removed.
     let temp = match &args.db {
         Some(_) => None,
-        None => Some(TempStore::new("shale-bench-", Some(crate::store::destroy))?),
+        None => Some(TempStore::new("shale-bench-", Some(crate::store::destroy_lsm))?),
     };
     let path: PathBuf = match (&args.db, &temp) {
         (Some(p), _) => crate::store::prepare(p, args.use_existing_db)?,

@@ -291,7 +291,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             "shale-kvbench-",
             match args.engine {
                 // The lsm engine keeps its WAL tail in /dev/shm: its own removal takes it too.
-                EngineArg::Lsm => Some(crate::store::destroy),
+                EngineArg::Lsm => Some(crate::store::destroy_lsm),
                 EngineArg::Hash => None,
             },
         )?),

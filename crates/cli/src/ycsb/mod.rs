@@ -379,7 +379,7 @@ fn run_lsm(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> {
     // Declared before the store, so the store is closed (or dropped) before it is removed.
     let temp = match &args.db {
         Some(_) => None,
-        None => Some(TempStore::new("shale-ycsb-", Some(crate::store::destroy))?),
+        None => Some(TempStore::new("shale-ycsb-", Some(crate::store::destroy_lsm))?),
     };
     let path: PathBuf = match (&args.db, &temp) {
         (Some(p), _) => crate::store::prepare(p, args.use_existing_db)?,

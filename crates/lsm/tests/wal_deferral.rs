@@ -101,6 +101,7 @@ fn after_a_group_with_a_sync_the_next_writes_its_pages_as_they_fill() {
     let (tail, _) = TailLog::open(
         &WalTail::Memory(MemoryTail::new()),
         &shale_lsm::wal::tail::TailOwner { volume_id: *b"wal-deferral-tst", instance_id: None },
+        None,
         1 << 20,
     )
     .unwrap()

@@ -282,7 +282,9 @@ typedef struct shale_table_options {
   bool create_if_missing;
   // Blocks (4 KiB each) the block cache holds (default 4096).
   size_t cache_blocks;
-  // Bytes of the undo log's persistent memory file, `undo.pmem` in the store's directory
+  // Bytes of the undo log's persistent memory file (`undo.pmem` in the store's
+  // directory), used only where DAX persistent memory is found there; elsewhere the undo
+  // log is on the volume, in a ring of `undo_spill_bytes` (of these bytes when that is 0)
   // (default 64 MiB).
   uint64_t undo_log_bytes;
   // Bytes of the undo log's spill area on the volume, used when the persistent memory

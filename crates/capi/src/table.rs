@@ -24,7 +24,9 @@ pub struct shale_table_options {
     pub create_if_missing: bool,
     /// Blocks (4 KiB each) the block cache holds (default 4096).
     pub cache_blocks: usize,
-    /// Bytes of the undo log's persistent memory file, `undo.pmem` in the store's directory
+    /// Bytes of the undo log's persistent memory file (`undo.pmem` in the store's
+    /// directory), used only where DAX persistent memory is found there; elsewhere the undo
+    /// log is on the volume, in a ring of `undo_spill_bytes` (of these bytes when that is 0)
     /// (default 64 MiB).
     pub undo_log_bytes: u64,
     /// Bytes of the undo log's spill area on the volume, used when the persistent memory

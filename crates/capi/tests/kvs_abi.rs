@@ -301,9 +301,10 @@ fn open_refuses_bad_options_and_what_is_not_a_store() {
         shale_kvs_close(s);
         let kvs = c_path(&kvs_dir);
         let (rc, msg) = call(|e| shale_db_open(kvs.as_ptr(), &o, &mut db, e));
-        // The lsm engine refuses the hash engine's volume as not its own, untouched.
-        assert_eq!(rc, status(SHALE_INVALID_ARGUMENT), "{msg}");
-        assert!(msg.contains("hash-engine store"), "{msg}");
+        // The lsm engine refuses the hash engine's volume as not its own, untouched: its
+        // header says which engine's store it is.
+        assert_eq!(rc, status(SHALE_NOT_A_STORE), "{msg}");
+        assert!(msg.contains("this is a hash store"), "{msg}");
         let s = open(&kvs_dir, 8);
         assert_eq!(retrieve(s, b"kept", 0, 8), (0, 4, b"safe".to_vec()));
         shale_kvs_close(s);

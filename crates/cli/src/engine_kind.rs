@@ -23,26 +23,20 @@ const HASH_MAGIC: &[u8] = b"SHHASH01";
 /// # Errors
 /// What reading the volume reports (no volume, a foreign file, damage), naming the path.
 pub fn engine_of(path: &Path) -> Result<EngineKind, shale_space::Error> {
-    if !path.exists() {
-        return Err(shale_space::Error::Foreign {
-            why: format!("nothing is at {}", path.display()),
-        });
-    }
-    let file = shale_space::volume_file(path);
-    let device = shale_io::open_device_read_only(&file, &FileOptions::default())?;
-    match Volume::peek_header(&device)? {
-        Some(header) if header.engine.is_some() => return Ok(header.engine.expect("checked")),
-        Some(_) => {}
-        None => {
-            return Err(shale_space::Error::Foreign {
-                why: format!("{} is blank: no store was made there", file.display()),
-            });
-        }
-    }
-    drop(device);
     let opts = VolumeOptions { create_if_blank: false, ..VolumeOptions::default() };
-    let opened = Volume::open_path_read_only(path, &opts, &FileOptions::default())?;
-    Ok(engine_of_versions(&opened.versions))
+    match Volume::open_path_read_only(path, &opts, &FileOptions::default()) {
+        Ok(opened) => Ok(opened.volume.engine().unwrap_or_else(|| engine_of_versions(&opened.versions))),
+        // A tiered store's fast volume opened alone: its header still names its engine.
+        Err(shale_space::Error::Tiers(why)) => {
+            let file = shale_space::volume_file(path);
+            let device = shale_io::open_device_read_only(&file, &FileOptions::default())?;
+            match Volume::peek_header(&device)?.and_then(|h| h.engine) {
+                Some(kind) => Ok(kind),
+                None => Err(shale_space::Error::Tiers(why)),
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The engine whose payloads the version records `v` hold (a volume older than format 3).

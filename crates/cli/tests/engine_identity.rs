@@ -280,3 +280,55 @@ fn orphans_lists_and_removes_the_tails_of_stores_that_are_gone() {
     assert!(!copies[0].exists(), "the orphan stayed");
     assert!(copies[1].exists(), "the tail of a store that is there was removed");
 }
+
+/// Every other command that opens a store, on a store of each engine and on a foreign file:
+/// `check` and `inspect` serve every engine (naming it), `checkpoint` copies every engine's
+/// store into a store of the same engine, and `serve` (an lsm front end) refuses a hash or
+/// table store at start, untouched; a foreign file is refused by all of them, untouched.
+#[test]
+fn every_command_that_opens_a_store_treats_each_engine_right() {
+    let root = tempfile::tempdir().unwrap();
+    for kind in [Kind::Lsm, Kind::Hash, Kind::Table] {
+        let name = match kind {
+            Kind::Lsm => "lsm",
+            Kind::Hash => "hash",
+            Kind::Table => "table",
+        };
+        let dir = root.path().join(name);
+        make(kind, &dir);
+        let d = dir.display().to_string();
+        child::run(&["check", &d]).assert_ok(&format!("check of a {name} store"));
+        let inspected = child::run(&["inspect", &d]);
+        inspected.assert_ok(&format!("inspect of a {name} store"));
+        assert!(inspected.stdout.contains(&format!("engine {name}")), "{}", inspected.stdout);
+        let copy = root.path().join(format!("{name}-checkpoint"));
+        child::run(&["checkpoint", &d, &copy.display().to_string()])
+            .assert_ok(&format!("checkpoint of a {name} store"));
+        let of_copy = child::run(&["inspect", &copy.display().to_string()]);
+        of_copy.assert_ok("inspect of the checkpoint");
+        assert!(of_copy.stdout.contains(&format!("engine {name}")), "{}", of_copy.stdout);
+        if kind != Kind::Lsm {
+            let before = fingerprint(&volume(&dir));
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+                .to_string();
+            let served = child::run(&["serve", "--db", &d, "--port", &port]);
+            served.assert_refused(&format!("serve on a {name} store"), &format!("a {name} store"));
+            assert!(fingerprint(&volume(&dir)) == before, "serve wrote to a {name} store");
+        }
+    }
+    let foreign = root.path().join("foreign.bin");
+    std::fs::write(&foreign, child::noise(1 << 20)).unwrap();
+    let before = std::fs::read(&foreign).unwrap();
+    let f = foreign.display().to_string();
+    let to = root.path().join("to").display().to_string();
+    for args in [vec!["check", &f], vec!["inspect", &f], vec!["checkpoint", &f, &to]] {
+        let o = child::run(&args);
+        o.assert_no_panic(&args.join(" "));
+        assert_eq!(o.code, Some(1), "{}: {}", args.join(" "), o.stderr);
+    }
+    assert!(std::fs::read(&foreign).unwrap() == before, "a command wrote to a foreign file");
+}

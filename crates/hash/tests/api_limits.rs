@@ -130,6 +130,7 @@ fn another_engines_volume_is_refused_untouched() {
             version_log_bytes: 64 << 10,
             wal_bytes: 0,
         },
+        engine: Some(shale_space::EngineKind::Lsm),
         ..VolumeOptions::default()
     };
     let volume = Volume::open(device(&d), &vopts).unwrap().volume;

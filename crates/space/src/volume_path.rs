@@ -50,7 +50,8 @@ impl Volume {
         }
         let layout = Layout::new(&opts.layout, shale_io::FILE_BLOCK_SIZE);
         let device = open_device_at(path, opts.create_if_blank, layout, opts.initial_slots, file)?;
-        with_instance(Volume::open(device, opts)?, path)
+        let opened = Volume::open(device, opts).map_err(|e| name_volume(e, path))?;
+        with_instance(opened, path)
     }
 
     /// Opens the volume at `path` for a read-write handle under the store lock, as the hash
@@ -133,7 +134,9 @@ impl Volume {
         let create = new_store && opts.create_if_blank;
         let capacity_device =
             open_device_at(capacity, create, cap_layout, opts.initial_slots, file)?;
-        with_instance(Volume::open_tiered(fast_device, capacity_device, opts)?, fast)
+        let opened = Volume::open_tiered(fast_device, capacity_device, opts)
+            .map_err(|e| name_tiers(e, fast, capacity))?;
+        with_instance(opened, fast)
     }
 
     /// [`Volume::open_path_tiered`] without writing anything, as
@@ -150,7 +153,9 @@ impl Volume {
         refuse_same_volume(fast, capacity)?;
         let fast_device = open_device_read_only_at(fast, file)?;
         let capacity_device = open_device_read_only_at(capacity, file)?;
-        with_instance(Volume::open_tiered_read_only(fast_device, capacity_device, opts)?, fast)
+        let opened = Volume::open_tiered_read_only(fast_device, capacity_device, opts)
+            .map_err(|e| name_tiers(e, fast, capacity))?;
+        with_instance(opened, fast)
     }
 
     /// Opens the volume at `path` (a directory holding a volume file, a volume file or a block
@@ -166,7 +171,30 @@ impl Volume {
         file: &FileOptions,
     ) -> Result<Opened> {
         let device = open_device_read_only_at(path, file)?;
-        with_instance(Volume::open_read_only(device, opts)?, path)
+        let opened = Volume::open_read_only(device, opts).map_err(|e| name_volume(e, path))?;
+        with_instance(opened, path)
+    }
+}
+
+/// A tiered store's volume opened alone (its fast volume without `--capacity_path`, or its
+/// capacity volume as a store), naming the path beside the volume ids.
+fn name_volume(e: Error, path: &Path) -> Error {
+    match e {
+        Error::Tiers(why) => Error::Tiers(format!("the volume at {}: {why}", path.display())),
+        other => other,
+    }
+}
+
+/// A refusal of two volumes that do not form one store, naming the paths as the caller gave
+/// them beside the volume ids the space layer knows.
+fn name_tiers(e: Error, fast: &Path, capacity: &Path) -> Error {
+    match e {
+        Error::Tiers(why) => Error::Tiers(format!(
+            "fast volume at {}, capacity volume at {}: {why}",
+            fast.display(),
+            capacity.display()
+        )),
+        other => other,
     }
 }
 

@@ -5,6 +5,11 @@
 //! modes (IS, IX) a row lock's transaction takes on its table first, so a table lock sees
 //! the row locks under it. A request that conflicts waits up to the timeout and then fails
 //! with [`Error::LockTimeout`]: deadlocks end that way too (there is no detector).
+//!
+//! A table-wide shared or exclusive request that waits goes before intention requests that
+//! arrive after it and conflict with it: without that, a stream of writers, each taking the
+//! table's IX lock while another still holds it, kept a whole-table reader (a checkpoint)
+//! waiting forever.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -86,6 +91,27 @@ struct StripeState {
     held: HashMap<LockKey, Vec<(u64, LockMode)>>,
     /// Requests of this stripe waiting now: a release wakes waiters only when there are any.
     waiting: usize,
+    /// Table-wide shared and exclusive requests waiting now, by table: new intention
+    /// requests that conflict with them wait behind them.
+    table_waiters: HashMap<u32, TableWaiters>,
+}
+
+/// The table-wide requests waiting on one table.
+#[derive(Debug, Default, Clone, Copy)]
+struct TableWaiters {
+    shared: usize,
+    exclusive: usize,
+}
+
+impl TableWaiters {
+    /// Whether a new intention request in `mode` must wait behind these.
+    fn hold_back(&self, mode: LockMode) -> bool {
+        match mode {
+            LockMode::IntentShared => self.exclusive > 0,
+            LockMode::IntentExclusive => self.exclusive > 0 || self.shared > 0,
+            LockMode::Shared | LockMode::Exclusive => false,
+        }
+    }
 }
 
 impl Default for LockManager {
@@ -125,6 +151,11 @@ impl LockManager {
             if !st.held.contains_key(key) {
                 st.held.insert(key.clone(), Vec::new());
             }
+            let table = match key {
+                LockKey::Table(t) => Some(*t),
+                LockKey::Row(..) => None,
+            };
+            let waiters = table.and_then(|t| st.table_waiters.get(&t).copied());
             let holders = st.held.get_mut(key).expect("inserted above");
             let mine = holders.iter().position(|(t, _)| *t == txn);
             let want = mine.map_or(mode, |i| holders[i].1.join(mode));
@@ -132,16 +163,38 @@ impl LockManager {
                 return Ok(false);
             }
             let free = holders.iter().all(|(t, m)| *t == txn || want.compatible(*m));
-            if free {
+            // A new intention request waits behind a waiting table-wide one it conflicts
+            // with (a transaction holding the table already is never held back).
+            let held_back = mine.is_none() && waiters.is_some_and(|w| w.hold_back(want));
+            if free && !held_back {
                 match mine {
                     Some(i) => holders[i].1 = want,
                     None => holders.push((txn, want)),
                 }
                 return Ok(mine.is_none());
             }
+            let table_wide =
+                table.filter(|_| matches!(want, LockMode::Shared | LockMode::Exclusive));
+            if let Some(t) = table_wide {
+                let w = st.table_waiters.entry(t).or_default();
+                if want == LockMode::Shared { w.shared += 1 } else { w.exclusive += 1 }
+            }
             st.waiting += 1;
             let timed_out = stripe.released.wait_until(&mut st, deadline).timed_out();
             st.waiting -= 1;
+            if let Some(t) = table_wide {
+                let w = st.table_waiters.get_mut(&t).expect("counted above");
+                if want == LockMode::Shared {
+                    w.shared -= 1
+                } else {
+                    w.exclusive -= 1
+                }
+                if w.shared == 0 && w.exclusive == 0 {
+                    st.table_waiters.remove(&t);
+                }
+                // Requests held back behind this one may go now (granted or given up).
+                stripe.released.notify_all();
+            }
             if timed_out {
                 if st.held.get(key).is_some_and(Vec::is_empty) {
                     st.held.remove(key);
@@ -229,6 +282,41 @@ mod tests {
             assert!(w.join().unwrap().unwrap());
         }
         assert!(m.acquire(3, &keys[100], Exclusive, T).unwrap(), "released");
+    }
+
+    /// Found by the checkpoint's test on a loaded machine: writers taking the table's IX lock
+    /// one after another kept a waiting table-wide S request (the checkpoint) out for good.
+    #[test]
+    fn a_waiting_table_lock_goes_before_later_intention_locks() {
+        let m = std::sync::Arc::new(LockManager::default());
+        let t = LockKey::Table(1);
+        let long = Duration::from_secs(30);
+        assert!(m.acquire(1, &t, IntentExclusive, long).unwrap());
+        let reader = {
+            let m = m.clone();
+            std::thread::spawn(move || m.acquire(2, &LockKey::Table(1), Shared, long))
+        };
+        // Wait (on the event) until the shared request is queued.
+        loop {
+            let st = m.stripe(&t).state.lock();
+            if st.table_waiters.get(&1).is_some_and(|w| w.shared == 1) {
+                break;
+            }
+            drop(st);
+            std::thread::yield_now();
+        }
+        // A later IX request conflicts with the waiting S: it waits behind it (and gives up),
+        // though it is compatible with the IX held now. An IS request does not conflict.
+        let later = m.acquire(3, &t, IntentExclusive, Duration::from_millis(50));
+        assert!(matches!(later, Err(Error::LockTimeout)), "{later:?}");
+        assert!(m.acquire(4, &t, IntentShared, long).unwrap());
+        // The holder of IX may still take its table again (no self-deadlock).
+        assert!(!m.acquire(1, &t, IntentExclusive, long).unwrap());
+        m.release(1, &t);
+        assert!(reader.join().unwrap().unwrap(), "the shared request got the lock");
+        m.release(4, &t);
+        m.release(2, &t);
+        assert!(m.acquire(3, &t, IntentExclusive, long).unwrap());
     }
 
     #[test]

@@ -25,7 +25,9 @@ const HASH_MAGIC: &[u8] = b"SHHASH01";
 pub fn engine_of(path: &Path) -> Result<EngineKind, shale_space::Error> {
     let opts = VolumeOptions { create_if_blank: false, ..VolumeOptions::default() };
     match Volume::open_path_read_only(path, &opts, &FileOptions::default()) {
-        Ok(opened) => Ok(opened.volume.engine().unwrap_or_else(|| engine_of_versions(&opened.versions))),
+        Ok(opened) => {
+            Ok(opened.volume.engine().unwrap_or_else(|| engine_of_versions(&opened.versions)))
+        }
         // A tiered store's fast volume opened alone: its header still names its engine.
         Err(shale_space::Error::Tiers(why)) => {
             let file = shale_space::volume_file(path);

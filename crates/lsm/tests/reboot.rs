@@ -34,7 +34,7 @@ fn child(dir: &Path) {
     for n in start.. {
         let mut b = WriteBatch::new();
         for i in 0..KEYS_PER_BATCH {
-            b.put(format!("b{n:08}-{i}").as_bytes(), &vec![(n % 251) as u8; 200]);
+            b.put(format!("b{n:08}-{i}").as_bytes(), &[(n % 251) as u8; 200]);
         }
         let sync = n % 4 == 0;
         db.write(&b, &WriteOptions { sync }).expect("child: write");
@@ -77,7 +77,8 @@ fn a_reboot_keeps_every_synced_batch_and_a_prefix() {
     let mut lost_unsynced = 0u64;
     for round in 0..ROUNDS {
         let kill_after = Duration::from_millis(rng.gen_range(100..500));
-        let envs = [(CHILD_ENV, dir.display().to_string()), ("SHALE_REBOOT_START", next.to_string())];
+        let envs =
+            [(CHILD_ENV, dir.display().to_string()), ("SHALE_REBOOT_START", next.to_string())];
         let lines =
             shale_testkit::run_child_until_killed("reboot_child_entry_point", &envs, kill_after);
         let acked = shale_testkit::acked_numbers(&lines);
@@ -89,7 +90,11 @@ fn a_reboot_keeps_every_synced_batch_and_a_prefix() {
         assert!(!acked.is_empty(), "round {round}: the child acknowledged nothing");
         // The reboot: everything in /dev/shm is gone, the store's tail with it.
         let tail = tail_of(&dir);
-        assert!(tail.exists(), "round {round}: the killed store left no tail at {}", tail.display());
+        assert!(
+            tail.exists(),
+            "round {round}: the killed store left no tail at {}",
+            tail.display()
+        );
         std::fs::remove_file(&tail).unwrap();
         let db = Db::open(&dir, options()).unwrap_or_else(|e| panic!("round {round}: reopen: {e}"));
         db.check().unwrap_or_else(|e| panic!("round {round}: check after the reboot: {e}"));

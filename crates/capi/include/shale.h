@@ -296,6 +296,12 @@ typedef struct shale_table_options {
   // Milliseconds a transaction waits for a lock before `SHALE_LOCK_TIMEOUT` (default
   // 1000).
   uint64_t lock_timeout_ms;
+  // Where the undo log is: 0 (the default) its own file where the store has one or DAX
+  // persistent memory is found, else on the volume; 1 on the volume; 2 in the file
+  // `undo.pmem` in the store's directory, DAX or not (emulated persistent memory: a store
+  // whose file a reboot took refuses to open, naming it). Another value is
+  // `SHALE_INVALID_ARGUMENT`.
+  uint32_t undo_log;
 } shale_table_options;
 
 // One column of a schema: its name (a NUL-terminated string), and either exactly `len`

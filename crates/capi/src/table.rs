@@ -10,7 +10,7 @@
 use std::ffi::{CStr, c_char, c_int};
 
 use shale_table::{
-    Column, Declared, Isolation, Row, Scan, Schema, TableId, TableOptions, TableStore,
+    Column, Declared, Isolation, Row, Scan, Schema, TableId, TableOptions, TableStore, UndoLogPlace,
 };
 
 use crate::error::{Failure, Outcome, boundary, guard, shale_error};
@@ -38,6 +38,12 @@ pub struct shale_table_options {
     /// Milliseconds a transaction waits for a lock before `SHALE_LOCK_TIMEOUT` (default
     /// 1000).
     pub lock_timeout_ms: u64,
+    /// Where the undo log is: 0 (the default) its own file where the store has one or DAX
+    /// persistent memory is found, else on the volume; 1 on the volume; 2 in the file
+    /// `undo.pmem` in the store's directory, DAX or not (emulated persistent memory: a store
+    /// whose file a reboot took refuses to open, naming it). Another value is
+    /// `SHALE_INVALID_ARGUMENT`.
+    pub undo_log: u32,
 }
 
 /// One column of a schema: its name (a NUL-terminated string), and either exactly `len`
@@ -115,7 +121,29 @@ pub extern "C" fn shale_table_options_default() -> shale_table_options {
         undo_spill_bytes: d.undo_spill_bytes,
         index_memory_entries: d.index_memory_entries.unwrap_or(0),
         lock_timeout_ms: d.lock_timeout.as_millis() as u64,
+        undo_log: undo_log_code(d.undo_log),
     }
+}
+
+/// The C code of an undo log place (`shale_table_options::undo_log`).
+fn undo_log_code(place: UndoLogPlace) -> u32 {
+    match place {
+        UndoLogPlace::Auto => 0,
+        UndoLogPlace::Volume => 1,
+        UndoLogPlace::Pmem => 2,
+    }
+}
+
+/// The undo log place of a C code, refused by name when unknown.
+fn undo_log_place(code: u32) -> Outcome<UndoLogPlace> {
+    [UndoLogPlace::Auto, UndoLogPlace::Volume, UndoLogPlace::Pmem]
+        .into_iter()
+        .find(|p| undo_log_code(*p) == code)
+        .ok_or_else(|| {
+            Failure::invalid(format!(
+                "undo_log {code}: 0 (auto), 1 (on the volume) or 2 (a persistent memory file)"
+            ))
+        })
 }
 
 /// # Safety
@@ -232,6 +260,7 @@ pub unsafe extern "C" fn shale_table_open(
                 index_memory_entries: (given.index_memory_entries > 0)
                     .then_some(given.index_memory_entries),
                 lock_timeout: std::time::Duration::from_millis(given.lock_timeout_ms),
+                undo_log: undo_log_place(given.undo_log)?,
                 ..TableOptions::default()
             };
             if !given.create_if_missing && !path.exists() {

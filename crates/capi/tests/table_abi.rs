@@ -399,3 +399,34 @@ fn a_transaction_locks_its_declared_rows_from_the_start() {
         shale_table_close(store);
     }
 }
+
+/// The undo log's place (issue #41): on the volume by default where there is no DAX (no file
+/// is made), in `undo.pmem` when asked for, and an unknown code refused by name.
+#[test]
+fn the_undo_log_goes_where_the_options_say() {
+    let open = |dir: &Path, undo_log: u32| {
+        let path = CString::new(dir.to_str().unwrap()).unwrap();
+        let o = shale_table_options { undo_log, ..options() };
+        let mut store = null_mut();
+        // SAFETY: valid path, options and out-parameter.
+        let (rc, msg) = call(|e| unsafe { shale_table_open(path.as_ptr(), &o, &mut store, e) });
+        (rc, msg, store)
+    };
+    let default = tempfile::tempdir().unwrap();
+    let (rc, msg, store) = open(default.path(), shale_table_options_default().undo_log);
+    assert_eq!(rc, 0, "{msg}");
+    // SAFETY: a live handle, closed once.
+    unsafe { shale_table_close(store) };
+    let dax = shale_table::dax_at(default.path());
+    assert_eq!(default.path().join("undo.pmem").exists(), dax, "a file without DAX");
+    let pmem = tempfile::tempdir().unwrap();
+    let (rc, msg, store) = open(pmem.path(), 2);
+    assert_eq!(rc, 0, "{msg}");
+    // SAFETY: as above.
+    unsafe { shale_table_close(store) };
+    assert!(pmem.path().join("undo.pmem").exists(), "asked for, no file made");
+    let bad = tempfile::tempdir().unwrap();
+    let (rc, msg, _) = open(bad.path(), 7);
+    assert_eq!(rc, status(shale_status::SHALE_INVALID_ARGUMENT), "{msg}");
+    assert!(msg.contains("undo_log 7"), "{msg}");
+}

@@ -113,13 +113,21 @@ fn every_client_is_answered_under_a_low_open_file_limit() {
     let mut server = start(&dir.path().join("db"), &socket);
     let m = server.max_clients;
     assert!(m > 0 && (m as u64) < NOFILE, "maxclients {m} under a limit of {NOFILE}");
-    {
-        let warned = server.stderr.lock().unwrap();
+    // The warning goes to stderr before the listening line goes to stdout, but the two
+    // pipes are read by two threads: wait for the line to arrive (bounded against a hang).
+    let warned_of = |lines: &[String]| {
+        lines.iter().any(|l| {
+            l.contains("--maxclients 10000 needs") && l.contains(&format!("lowered to {m}"))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !warned_of(&server.stderr.lock().unwrap()) {
         assert!(
-            warned.iter().any(|l| l.contains("--maxclients 10000 needs")
-                && l.contains(&format!("lowered to {m}"))),
-            "no warning naming --maxclients: {warned:?}"
+            Instant::now() < deadline,
+            "no warning naming --maxclients: {:?}",
+            server.stderr.lock().unwrap()
         );
+        std::thread::sleep(Duration::from_millis(10));
     }
 
     // 400 clients, each kept open: the first m are served, the rest refused, all answered.

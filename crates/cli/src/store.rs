@@ -188,15 +188,18 @@ fn destroy_volume_of(path: &Path, engine: EngineKind) -> Result<(), Box<dyn std:
     };
     let opened = shale_space::Volume::open_path_read_only(path, &opts, &Default::default())?;
     if opened.volume.engine().is_none() {
-        // Older than format 3: each engine's payloads start with its magic.
-        let magic: &[u8] = if engine == EngineKind::Hash { b"SHHASH" } else { b"SHTABL" };
-        let v = &opened.versions;
-        let payloads = std::iter::once(&v.base.engine).chain(v.deltas.iter().map(|d| &d.engine));
-        let theirs = payloads.filter(|p| !p.is_empty()).any(|p| !p.starts_with(magic));
-        if theirs || opened.volume.layout().wal_bytes > 0 {
+        // Older than format 3: the version log's payloads say (`engine_kind.rs`); a volume
+        // without a WAL area whose log holds neither engine's payload yet is a hash or table
+        // store that never committed.
+        let found = match crate::engine_kind::engine_of_versions(&opened.versions) {
+            EngineKind::Lsm if opened.volume.layout().wal_bytes == 0 => engine,
+            kind => kind,
+        };
+        if found != engine {
             return Err(format!(
-                "{} is not {}; nothing was deleted",
+                "{} is {}, not {}; nothing was deleted",
                 path.display(),
+                found.a_store(),
                 engine.a_store()
             )
             .into());

@@ -83,15 +83,16 @@ pub fn destroy(path: &Path) -> Result<()> {
 fn refuse_other_engine(volume: &Path, header: &Header) -> Result<()> {
     let found = match header.engine {
         Some(kind) => kind,
-        // Older than format 3: the version log says (the lsm engine's own recovery check).
+        // Older than format 3: the version log says (the lsm engine's own recovery check,
+        // whose refusal names what it found there).
         None => {
             let opts = shale_space::VolumeOptions { engine: None, ..Default::default() };
             let opened =
                 shale_space::Volume::open_path_read_only(volume, &opts, &Default::default())?;
-            match crate::db::refuse_other_engine(&opened.versions, &opened.volume.layout()) {
-                Ok(()) => EngineKind::Lsm,
-                Err(_) => EngineKind::Hash,
-            }
+            crate::db::refuse_other_engine(&opened.versions, &opened.volume.layout()).map_err(
+                |e| Error::NotLsmStore(format!("{}: {e}; nothing was deleted", volume.display())),
+            )?;
+            EngineKind::Lsm
         }
     };
     if found != EngineKind::Lsm {

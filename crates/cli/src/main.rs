@@ -91,7 +91,8 @@ enum Command {
     Kvbench(Box<kvbench::Args>),
     /// Serve the store over RESP (the Redis protocol) on TCP and a Unix socket.
     Serve(Box<serve::Args>),
-    /// List the WAL tails in /dev/shm whose store is gone; remove them with --remove.
+    /// List the files stores keep in /dev/shm (lsm WAL tails, table undo logs) whose store is
+    /// gone; remove them with --remove.
     Orphans(orphans::Args),
 }
 

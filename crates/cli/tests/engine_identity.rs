@@ -332,3 +332,71 @@ fn every_command_that_opens_a_store_treats_each_engine_right() {
     }
     assert!(std::fs::read(&foreign).unwrap() == before, "a command wrote to a foreign file");
 }
+
+/// The table engine's undo log in emulated persistent memory (`--undo_log pmem
+/// --pmem_path`) names its store in an owner trailer: `orphans` keeps the file of a store
+/// that is there, and lists and removes those whose store was deleted or replaced by a
+/// copy; a file of no store's in the directory is left out, untouched.
+#[test]
+fn orphans_judges_the_table_engines_undo_log_files_too() {
+    let root = tempfile::tempdir().unwrap();
+    let shm = root.path().join("shm");
+    std::fs::create_dir(&shm).unwrap();
+    let store = |name: &str| {
+        let dir = root.path().join(name);
+        let log = shm.join(format!("{name}.pmem"));
+        child::run(&[
+            "ycsb",
+            "--engine=table",
+            "--phase=load",
+            &format!("--db={}", dir.display()),
+            "--records=50",
+            "--undo_log=pmem",
+            &format!("--pmem_path={}", log.display()),
+        ])
+        .assert_ok(&format!("making the table store {name}"));
+        assert!(log.exists(), "no undo log file at {}", log.display());
+        (dir, log)
+    };
+    let (gone, gone_log) = store("gone");
+    let (kept, kept_log) = store("kept");
+    let (replaced, replaced_log) = store("replaced");
+    std::fs::remove_dir_all(&gone).unwrap();
+    // A copy put in the original's place is another instance: the log is not its own.
+    let copy = root.path().join("copy");
+    let cp = Command::new("cp").arg("-a").arg(&replaced).arg(&copy).status().unwrap();
+    assert!(cp.success());
+    std::fs::remove_dir_all(&replaced).unwrap();
+    std::fs::rename(&copy, &replaced).unwrap();
+    let stranger = shm.join("not-a-store");
+    std::fs::write(&stranger, vec![7u8; 8192]).unwrap();
+
+    let dir = format!("--dir={}", shm.display());
+    let listed = child::run(&["orphans", &dir]);
+    listed.assert_ok("orphans");
+    let line_of = |t: &Path| {
+        let out = &listed.stdout;
+        out.lines().find(|l| l.starts_with(&t.display().to_string())).unwrap_or("").to_string()
+    };
+    assert!(line_of(&gone_log).contains("orphaned: nothing is at"), "{}", listed.stdout);
+    assert!(line_of(&kept_log).contains("table undo log"), "{}", listed.stdout);
+    assert!(line_of(&kept_log).contains("kept"), "{}", listed.stdout);
+    assert!(line_of(&replaced_log).contains("another copy"), "{}", listed.stdout);
+    assert_eq!(line_of(&stranger), "", "{}", listed.stdout);
+    child::run(&["orphans", &dir, "--remove"]).assert_ok("orphans --remove");
+    assert!(!gone_log.exists() && !replaced_log.exists(), "an orphan stayed");
+    assert!(kept_log.exists(), "the undo log of a store that is there was removed");
+    assert!(stranger.exists(), "a file of no store's was removed");
+    // The store that kept its log still opens with it.
+    child::run(&[
+        "ycsb",
+        "--engine=table",
+        "--phase=run",
+        "--use_existing_db",
+        &format!("--db={}", kept.display()),
+        "--records=50",
+        "--operations=20",
+        &format!("--pmem_path={}", kept_log.display()),
+    ])
+    .assert_ok("reopening the kept store");
+}

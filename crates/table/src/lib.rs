@@ -50,6 +50,7 @@ mod options;
 mod ordered_index;
 pub mod pmem;
 mod pmem_map;
+pub mod pmem_owner;
 mod row;
 mod scan;
 mod schema;

@@ -100,7 +100,8 @@ impl std::fmt::Debug for FilePmem {
 
 impl FilePmem {
     /// Maps `path`, creating it with `len` bytes (zeros) when it is missing or empty. An
-    /// existing file keeps its size, which must be `len`.
+    /// existing file keeps its size, which must be `len`, or `len` and a valid owner
+    /// trailer (`pmem_owner.rs`, [`FilePmem::record_owner`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a file of another size or a `len` below 64 KiB;
@@ -129,9 +130,11 @@ impl FilePmem {
             },
         )?;
         let size = file.metadata().map_err(|e| io(shale_io::PathOp::Open, e))?.len();
+        let owned = size == len + crate::pmem_owner::OWNER_BYTES
+            && crate::pmem_owner::read(&file, size).is_some();
         if size == 0 {
             file.set_len(len).map_err(|e| io(shale_io::PathOp::Create, e))?;
-        } else if size != len {
+        } else if size != len && !owned {
             return Err(Error::InvalidArgument(format!(
                 "{} holds {size} bytes; the options ask for a log of {len}",
                 path.display()
@@ -145,6 +148,23 @@ impl FilePmem {
         let map = crate::pmem_map::Mapping::new(&file, len as usize)
             .map_err(|e| io(shale_io::PathOp::Map, e))?;
         Ok(FilePmem { map, file, opts, line_flush: LineFlush::detect() })
+    }
+
+    /// Writes the owner trailer (`pmem_owner.rs`) past the log's bytes: the store's volume
+    /// file, for `shale orphans` to judge the file by. One `pwrite` (which also grows the
+    /// file the first time), so a killed process leaves the old trailer or the new one,
+    /// never a longer file without one. A path too long to record is not recorded: the file
+    /// then names no store, and is never judged an orphan.
+    ///
+    /// # Errors
+    /// The write fails (named with the path).
+    pub fn record_owner(&self, path: &Path, volume_file: &Path) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let Some(trailer) = crate::pmem_owner::encode(volume_file) else { return Ok(()) };
+        let at = self.map.bytes().len() as u64;
+        self.file.write_all_at(&trailer, at).and_then(|()| self.file.sync_data()).map_err(|e| {
+            Error::Space(shale_io::Error::at_path(shale_io::PathOp::Create, path, e).into())
+        })
     }
 
     /// Whether the file is mapped with DAX (`MAP_SYNC`): on a file system mounted with DAX

@@ -237,11 +237,14 @@ impl TableStore {
         let pmem: Box<dyn PmemLog> = match &plan.file {
             // An existing file keeps its size: `undo_log_bytes` sizes a new one.
             Some(f) => {
-                let len = match std::fs::metadata(f) {
-                    Ok(m) if m.len() > 0 => m.len(),
-                    _ => opts.undo_log_bytes,
-                };
-                Box::new(FilePmem::open(f, len, opts.pmem)?)
+                let len = crate::pmem_owner::log_bytes_at(f).unwrap_or(opts.undo_log_bytes);
+                let file = FilePmem::open(f, len, opts.pmem)?;
+                if !plan.on_volume {
+                    // The log stays in the file: it names this store for `shale orphans`.
+                    let volume = std::path::absolute(&volume_file).unwrap_or(volume_file.clone());
+                    file.record_owner(f, &volume)?;
+                }
+                Box::new(file)
             }
             None => Box::new(SimPmem::new(crate::undo_log::RING_OFFSET + (64 << 10))),
         };

@@ -100,7 +100,12 @@ fn a_persistent_memory_file_elsewhere_and_bad_paths() {
     let t = store.create_table("t", schema()).unwrap();
     store.insert(t, &row(&key(1), b"x", 1)).unwrap();
     drop(store);
-    assert_eq!(std::fs::metadata(&pmem).unwrap().len(), 1 << 20);
+    // The log and its owner trailer (the store's volume file, for `shale orphans`).
+    let bytes = (1 << 20) + shale_table::pmem_owner::OWNER_BYTES;
+    assert_eq!(std::fs::metadata(&pmem).unwrap().len(), bytes);
+    let owner = shale_table::pmem_owner::describe(&pmem).unwrap().unwrap();
+    let volume = std::path::absolute(shale_space::volume_file(&dir.path().join("db"))).unwrap();
+    assert_eq!(owner.volume_path.as_deref(), Some(volume.as_path()));
     assert!(!dir.path().join("db").join(PMEM_FILE_NAME).exists());
     let store = TableStore::open(dir.path().join("db"), o.clone()).unwrap();
     assert_eq!(store.select_cell(t, &key(1), "text").unwrap(), Some(b"x".to_vec()));
@@ -112,7 +117,7 @@ fn a_persistent_memory_file_elsewhere_and_bad_paths() {
             .unwrap();
     assert_eq!(store.select_cell(t, &key(1), "text").unwrap(), Some(b"x".to_vec()));
     drop(store);
-    assert_eq!(std::fs::metadata(&pmem).unwrap().len(), 1 << 20);
+    assert_eq!(std::fs::metadata(&pmem).unwrap().len(), bytes);
     let r = TableStore::open(&pmem, opts());
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
     let missing = TableOptions { create_if_missing: false, ..opts() };

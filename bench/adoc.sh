@@ -59,9 +59,10 @@
 # SSTs and its WAL with O_DIRECT either way). The page cache RocksDB fills counts in its peak
 # memory, as in the dbbench suite.
 #
-# Output in OUT (default bench/results/<UTC date>-adoc): raw/ (each process's stdout, stderr,
+# Output in OUT (default bench/results/<UTC date>-adoc): raw/ (ignored by git; each process's stdout, stderr,
 # GNU time's figure, timeline CSV, RocksDB's filtered LOG), runs.csv, charts/ (one SVG per
-# fillrandom run and one per device with its runs side by side on one scale), setup.md and
+# fillrandom run and one per device with its runs side by side on one scale; ignored by git:
+# `git add -f` the ones BENCHMARKS.md shows), setup.md and
 # summary.md (setup.md, then per-device tables, the YCSB tables and the targets with
 # met/MISSED verdicts), rewritten after every process so an interrupted run keeps what it
 # measured. Exits 1 if a process failed (summary.md lists it).

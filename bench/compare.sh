@@ -5,7 +5,8 @@
 # dbbench and timeline suites) and librocksdb.a, which the rocksdb crate 0.25 links for the
 # ycsb suite. Debian's rocksdb-tools 7.8.3 is NOT used: it is built with assertions on. Builds
 # `shale` and the harness in release, runs the suites and writes markdown tables, SVG charts,
-# CSVs and every run's raw output to bench/results/<UTC date>/ (or $OUT).
+# CSVs to bench/results/<UTC date>/ (or $OUT), and every run's raw output to its raw/,
+# which git ignores (BENCHMARKS.md, "What bench/results keeps").
 #
 # Usage: bench/compare.sh [dbbench] [timeline] [ycsb]      (no argument: all three)
 # Sizes (environment):

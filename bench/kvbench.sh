@@ -28,7 +28,7 @@
 # the hash engine's durability; default 0, WAL on unsynced), ENGINES ("hash lsm rocksdb"), SCRATCH
 # (/var/tmp), PROCESS_TIMEOUT (seconds, 1800), OUT (bench/results/<UTC date>-kvbench).
 #
-# Output in OUT: raw/ (each process's output), runs.csv (a row per instance and a total per
+# Output in OUT: raw/ (each process's output; ignored by git), runs.csv (a row per instance and a total per
 # workload and process), setup.md and summary.md (setup.md, then the tables), kvbench.svg (the
 # ratios to RocksDB of throughput and CPU time per operation on one volume, targets marked).
 #

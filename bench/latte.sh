@@ -21,7 +21,7 @@
 #    and its undo log in emulated persistent memory, asked for (UndoLogPlace::Pmem): a file
 #    in /dev/shm, as LATTE emulates it (the engine's default is the volume without DAX).
 # 3. `shale-compare latte-summary` writes latte.md and latte.csv (medians, the issue's
-#    targets met or MISSED) into $OUT, beside raw/ (every process's output).
+#    targets met or MISSED) into $OUT, beside raw/ (every process's output; ignored by git).
 #
 # Usage: bench/latte.sh
 # Environment: RECORDS=1000000 OPS=1000000 THREADS=2 REPEATS=3 CACHE_SIZE=67108864

@@ -16,7 +16,7 @@
 # on a 16-core machine with THREADS=8 or so). On fewer cores the run is a check that every
 # mode works, not a measurement of the modes.
 #
-# Output in OUT (default bench/results/<UTC date>-latte-affinity): raw/ (each run's output)
+# Output in OUT (default bench/results/<UTC date>-latte-affinity): raw/ (each run's output; ignored by git)
 # and README.md (the plan, the machine, a table of median inserts/s and insert p50/p99 by
 # queue count and mode).
 #

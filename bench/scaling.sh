@@ -53,6 +53,7 @@ for b in $SHALE_BUILDS; do
 done
 SYNC_VARIANTS=(rocksdb "${BUILD_NAMES[@]}")
 [ ${#BUILD_NAMES[@]} = 1 ] && SYNC_VARIANTS+=("${BUILD_NAMES[0]}-loggers0")
+# Each process's output goes to $OUT/raw/, which git ignores; $OUT keeps the summary.
 mkdir -p "$OUT/raw"
 SUMMARY="$OUT/README.md"
 

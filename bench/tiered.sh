@@ -73,7 +73,7 @@
 # for each suite. Until `shale bench` and `shale ycsb` take --capacity_path (issue #15, part
 # 1), shale-tiered is skipped with a note in the summary.
 #
-# Output in OUT (default bench/results/<UTC date>-tiered): raw/ (every process's output, fio's),
+# Output in OUT (default bench/results/<UTC date>-tiered): raw/ (every process's output, fio's; ignored by git),
 # runs.csv (one row per process: engine, config, workload, threads, repeat, ops/s, P99, seconds,
 # bytes written on the fast and capacity devices, fast share, status, log), setup.md (machine,
 # disk, throttles, devices, flags) and summary.md (setup.md, then median tables per workload,

@@ -27,7 +27,7 @@
 //! file description that was open when it happened, at its next `fsync`/`fdatasync` (or a
 //! waiting `sync_file_range`); a second call on the same descriptor returns success although
 //! the page never reached the device. So a writer's syncs are serialized and the first
-//! failure is sticky: every later sync fails too (DESIGN.md P5: a failed sync is never
+//! failure is sticky: every later sync fails too (docs/design.md, P5: a failed sync is never
 //! retried and trusted). Where several threads write, each should write through a descriptor
 //! of its own ([`BufferedWriter::reopen`]): an error is then reported to every one of them,
 //! and none has to wait for the others' pages ([`BufferedWriter::sync_range`]).

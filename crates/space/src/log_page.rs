@@ -1,6 +1,6 @@
 //! Log pages: the page format every log of shale shares (the lsm engine's WAL after SpanDB,
 //! and the hash engine's record log). Moved down from the lsm engine so that engines share it
-//! by depending on this layer, not by copying it (DESIGN.md, "Growing the lower layers").
+//! by depending on this layer, not by copying it (docs/design.md, "Growing the lower layers").
 //!
 //! A log is written as 4 KiB pages, each starting with the *generation* of the log segment it
 //! belongs to (the lsm WAL's log tag number, LTN: the memtable whose log group it is; the

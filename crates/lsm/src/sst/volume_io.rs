@@ -13,7 +13,7 @@
 //!   each request's write-back starts at once (a non-waiting `sync_file_range`), so it
 //!   streams instead of piling up for the final ranged sync.
 //!
-//! The promises of DESIGN.md hold the same on both paths: nothing names an SST before its
+//! The promises of docs/design.md hold the same on both paths: nothing names an SST before its
 //! writer's `finish` made it durable.
 //!
 //! [`SstWriter`]: crate::sst::SstWriter

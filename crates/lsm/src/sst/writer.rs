@@ -16,7 +16,7 @@
 //!    wait for every request, make it durable (the queue's flush, or a ranged `fdatasync` of
 //!    the SST's bytes, [`BufferedWriter::sync_range`]), give back
 //!    the storage of those zero pages ([`shale_space::Volume::release_within`]) and the
-//!    reserved slots past the image ([`shale_space::Volume::shrink`]). Nothing names the SST before this returns (DESIGN.md's
+//!    reserved slots past the image ([`shale_space::Volume::shrink`]). Nothing names the SST before this returns (docs/design.md's
 //!    promises hold as for an SST written whole).
 //! 4. With O_DIRECT writes: drop the page cache's pages of the extent, then prefetch the new SST
 //!    into it when reads go through it (see `volume_io`'s comment on slot reuse).

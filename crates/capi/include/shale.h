@@ -998,9 +998,10 @@ void shale_table_close(struct shale_table_store *store);
 
 // Makes a checkpoint of the store at `path`: a new store, in a new directory, holding its
 // committed rows at one instant (every transaction committed before the call, no part of
-// an uncommitted one), with the tables' names and schemas. Writers wait while it runs: it
-// holds every table's shared lock (a writer whose lock timeout passes meanwhile gets
-// `SHALE_LOCK_TIMEOUT`); readers go on. A logical copy: the rows are read and inserted
+// an uncommitted one), with the tables' names and schemas. Writers wait only for the
+// transactions in flight at its instant to end (it takes every table's shared lock for that
+// instant; a writer whose lock timeout passes meanwhile gets `SHALE_LOCK_TIMEOUT`), then go
+// on while it copies; readers go on. A logical copy: the rows are read and inserted
 // again. It is built under a temporary name in `path`'s parent and renamed to `path` once
 // durable, so a crash midway leaves nothing at `path`. `*rows_out` (if not NULL) is set to
 // the rows copied.

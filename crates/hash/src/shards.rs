@@ -91,6 +91,86 @@ impl Shards {
         Ok(Shards { stores })
     }
 
+    /// Makes a checkpoint of the set at `dsts`, one destination per shard, in order: see
+    /// [`Shards::checkpoint_with`].
+    ///
+    /// # Errors
+    /// As [`Shards::checkpoint_with`].
+    pub fn checkpoint<P: AsRef<Path>>(&self, dsts: &[P]) -> Result<u64> {
+        self.checkpoint_with(dsts, &mut |_| {})
+    }
+
+    /// Makes a checkpoint of the set: a new set of as many stores, shard `i` at `dsts[i]`
+    /// (each must not exist, or be an empty directory), opened with [`Shards::open`] on
+    /// `dsts` in the same order. Returns the keys copied. The copy holds one instant of the
+    /// whole set: every shard's index is read while every shard's index lock is held (each
+    /// shard's instant as [`HashStore::checkpoint_with`] takes it), so every store and
+    /// delete acknowledged before the call is in it, none submitted after it returns, and a
+    /// write in it on one shard has every write acknowledged before it on any shard in it
+    /// too. The shards' workers wait for that read only, not for the copy.
+    /// The copies form a set of their own (a new set id): a shard of the copy never opens
+    /// in a set with shards of the original. Every copy is built under a temporary name
+    /// beside its destination, and the destinations are named only once every copy is
+    /// durable; on an error nothing is left at any of them. `progress` gets the keys copied
+    /// so far (every shard's), as each shard's checkpoint reports.
+    ///
+    /// ```
+    /// use shale_hash::{HashOptions, Shards, StoreMode};
+    ///
+    /// let (live, copy) = ([tempfile::tempdir()?, tempfile::tempdir()?], tempfile::tempdir()?);
+    /// let shards = Shards::open(&[live[0].path(), live[1].path()], HashOptions::default())?;
+    /// shards.store(b"key-1", b"v", StoreMode::Overwrite)?;
+    /// let dsts = [copy.path().join("0"), copy.path().join("1")];
+    /// assert_eq!(shards.checkpoint_with(&dsts, &mut |_| {})?, 1);
+    /// let copy = Shards::open(&dsts, HashOptions::default())?;
+    /// assert_eq!(copy.retrieve(b"key-1")?, Some(b"v".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `dsts` does not name one destination per shard, or
+    /// names one twice; otherwise as [`HashStore::checkpoint_with`].
+    pub fn checkpoint_with<P: AsRef<Path>>(
+        &self,
+        dsts: &[P],
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64> {
+        if dsts.len() != self.stores.len() {
+            return Err(Error::InvalidArgument(format!(
+                "a checkpoint of a set of {} shards needs {} destinations, not {}",
+                self.stores.len(),
+                self.stores.len(),
+                dsts.len()
+            )));
+        }
+        let absolute: Vec<_> =
+            dsts.iter().map(|d| std::path::absolute(d.as_ref()).unwrap_or_default()).collect();
+        if (1..absolute.len()).any(|i| absolute[..i].contains(&absolute[i])) {
+            return Err(Error::InvalidArgument(
+                "a checkpoint of a set names each shard's destination once".into(),
+            ));
+        }
+        let staged = dsts
+            .iter()
+            .map(|d| shale_space::CheckpointDir::begin(d.as_ref()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let set = new_set_id(dsts);
+        let count = self.stores.len() as u32;
+        let stores: Vec<&HashStore> = self.stores.iter().collect();
+        let instant = HashStore::checkpoint_instant(&stores)?;
+        let mut before = 0;
+        for (i, ((store, stage), read)) in self.stores.iter().zip(&staged).zip(instant).enumerate()
+        {
+            let m = Membership { set, index: i as u32, count };
+            let mut report = |keys: u64| progress(before + keys);
+            before += store.checkpoint_into(read, stage.staging(), Some(m), &mut report)?;
+        }
+        for stage in staged {
+            stage.commit()?;
+        }
+        Ok(before)
+    }
+
     /// The shards, in order.
     pub fn shards(&self) -> &[HashStore] {
         &self.stores

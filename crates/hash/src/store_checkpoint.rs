@@ -42,6 +42,7 @@ use shale_space::CheckpointDir;
 
 use crate::error::Result;
 use crate::index::Location;
+use crate::meta::Membership;
 use crate::options::StoreMode;
 use crate::record::{Kind, Record};
 use crate::shard::Shard;
@@ -57,7 +58,7 @@ pub const PROGRESS_ENTRIES: u64 = 100_000;
 /// Keeps garbage collection from freeing any segment while held, as an open iterator does
 /// (`Worker::finish_gc` frees none while `open_iterators` is above zero). It does not count
 /// against `max_iterators`: a checkpoint is never refused for iterators the caller opened.
-struct Pin(Arc<Shard>);
+pub(crate) struct Pin(Arc<Shard>);
 
 impl Pin {
     fn new(shard: &Arc<Shard>) -> Pin {
@@ -112,22 +113,56 @@ impl HashStore {
     /// a directory; the source's read errors ([`crate::Error::Corruption`], the device's);
     /// the new store's errors. On any error nothing is left at `dst`.
     pub fn checkpoint_with(&self, dst: &Path, progress: &mut dyn FnMut(u64)) -> Result<u64> {
-        let shard = self.shard();
         // Stage 1.
         let staged = CheckpointDir::begin(dst)?;
-        // Stage 2: pinned before the index is read, so no location read can be freed.
-        let pin = Pin::new(shard);
-        let mut entries = shard.index.read().in_buckets(0, 0)?;
-        entries.sort_unstable_by_key(|l| (l.segment, l.page, l.offset));
+        // Stage 2.
+        let read = HashStore::checkpoint_instant(&[self])?.pop().expect("one store's");
+        let keys = self.checkpoint_into(read, staged.staging(), None, progress)?;
+        staged.commit()?;
+        Ok(keys)
+    }
+
+    /// Stage 2: the segments pinned, and the index's entries at one instant, in log order.
+    /// For a set, every shard's at once (`Shards::checkpoint_with`): each shard's index lock
+    /// is held until every shard's entries are read.
+    pub(crate) fn checkpoint_instant(stores: &[&HashStore]) -> Result<Vec<(Pin, Vec<Location>)>> {
+        // Pinned before the index is read, so no location read can be freed.
+        let pins: Vec<Pin> = stores.iter().map(|s| Pin::new(s.shard())).collect();
+        let guards: Vec<_> = stores.iter().map(|s| s.shard().index.read()).collect();
+        let mut read = Vec::with_capacity(stores.len());
+        for (pin, index) in pins.into_iter().zip(&guards) {
+            let mut entries = index.in_buckets(0, 0)?;
+            entries.sort_unstable_by_key(|l| (l.segment, l.page, l.offset));
+            read.push((pin, entries));
+        }
+        Ok(read)
+    }
+
+    /// Stages 3 and 4 and the close of stage 5 of a checkpoint into the staging directory
+    /// `staging`, from the instant `read` (its pin released at the end); the copy joins the
+    /// set `membership` names, if any, before it is closed (`Shards::checkpoint_with`).
+    pub(crate) fn checkpoint_into(
+        &self,
+        read: (Pin, Vec<Location>),
+        staging: &Path,
+        membership: Option<Membership>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64> {
+        let shard = self.shard();
+        let (pin, entries) = read;
         // Stage 3.
-        let copy = HashStore::open(staged.staging(), copy_options(shard))?;
+        let copy = HashStore::open(staging, copy_options(shard))?;
         // Stage 4.
         let copied = copy_records(shard, &entries, &copy, progress);
         // Stage 5.
         drop(pin);
+        let joined = match (&copied, membership) {
+            (Ok(_), Some(m)) => copy.join_set(m),
+            _ => Ok(()),
+        };
         copy.close();
         let keys = copied?;
-        staged.commit()?;
+        joined?;
         Ok(keys)
     }
 }

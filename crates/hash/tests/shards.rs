@@ -93,3 +93,67 @@ fn a_set_opened_otherwise_than_it_was_made_is_refused() {
         Shards::open(&paths, opts()).unwrap();
     });
 }
+
+/// A checkpoint of a set, taken while writers go on over every shard: a new set at the
+/// destinations, opened in the same order, holding a prefix of each writer's stores (every
+/// store acknowledged before the call, none submitted after it returned) and the keys
+/// written before; a set of its own, so a shard of the copy never joins the original's
+/// shards; destinations that are too few, repeated or occupied are refused with nothing left
+/// at any of them.
+#[test]
+fn a_checkpoint_of_a_set_is_a_new_set_holding_a_prefix_of_every_writer() {
+    use shale_testkit::prefix_writers::{Plan, Writers, check_copy};
+    use std::sync::Arc;
+    common::each_mode(|| {
+        let (_d, paths) = dirs(3);
+        let shards = Arc::new(Shards::open(&paths, opts()).unwrap());
+        for i in 0..300 {
+            shards.store(&key(i), &key(i), StoreMode::Overwrite).unwrap();
+        }
+        let plan = Plan { writers: 3, keys_per_writer: 20, group: 1 };
+        let writer_set = shards.clone();
+        let writers = Writers::start(plan, move |_, group| {
+            let (k, v) = &group[0];
+            writer_set.store(k, v, StoreMode::Overwrite).unwrap();
+            true
+        });
+        writers.wait_for_acked(30);
+        let before = writers.acked();
+        let root = tempfile::tempdir().unwrap();
+        let dsts: Vec<PathBuf> = (0..3).map(|i| root.path().join(format!("copy-{i}"))).collect();
+        // Refused before anything is written.
+        let r = shards.checkpoint(&dsts[..2]);
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+        let r = shards.checkpoint(&[&dsts[0], &dsts[1], &dsts[0]]);
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+        std::fs::create_dir(&dsts[2]).unwrap();
+        std::fs::write(dsts[2].join("theirs"), b"keep").unwrap();
+        assert!(shards.checkpoint(&dsts).is_err());
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 1, "only the occupied one");
+        assert_eq!(std::fs::read(dsts[2].join("theirs")).unwrap(), b"keep");
+        std::fs::remove_dir_all(&dsts[2]).unwrap();
+
+        let mut reports = Vec::new();
+        let copied = shards.checkpoint_with(&dsts, &mut |k| reports.push(k)).unwrap();
+        let after = writers.started();
+        writers.wait_for_acked(after.iter().copied().max().unwrap() + 10);
+        writers.stop();
+        assert_eq!(reports.last(), Some(&copied), "the last report counts every shard's keys");
+
+        let copy = Shards::open(&dsts, opts()).unwrap();
+        let prefixes = check_copy(plan, &before, &after, |k| copy.retrieve(k).unwrap());
+        for i in 0..300 {
+            assert_eq!(copy.retrieve(&key(i)).unwrap(), Some(key(i)), "key {i}");
+        }
+        let writer_keys: u64 = prefixes.iter().map(|&p| p.min(plan.keys_per_writer as u64)).sum();
+        assert_eq!(copied, 300 + writer_keys);
+        let total: u64 = copy.shards().iter().map(|s| s.stats().keys).sum();
+        assert_eq!(total, copied, "and nothing else");
+        drop(copy);
+        // A shard of the copy in the original's set is refused.
+        drop(shards);
+        let mixed = [paths[0].clone(), dsts[1].clone(), paths[2].clone()];
+        let r = Shards::open(&mixed, opts());
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    });
+}

@@ -1,20 +1,28 @@
-//! Checkpoints of a table store: a new store holding the committed state of a live one,
-//! made while transactions go on (RocksDB's `Checkpoint::CreateCheckpoint`).
+//! Checkpoints of a table store: a new store holding the committed state of a live one at
+//! one instant, made while transactions go on (RocksDB's `Checkpoint::CreateCheckpoint`).
 //!
 //! The engine changes rows in place and keeps only undo records (LATTE): there is no older
-//! version of a row to read while a writer holds it. The consistent state a checkpoint
-//! copies is therefore made with locks: a serializable transaction takes the shared lock of
-//! every table, in id order, before it reads anything. A writer holds its table's
-//! intention-exclusive lock (or its exclusive one) until it commits or aborts, so once every
-//! shared lock is granted no transaction has an uncommitted change in any table, and none
-//! can make one until the checkpoint ends: the rows read are the committed state after some
-//! prefix of the commits, with no partial transaction. The price is that writers wait while
-//! the copy runs, and a writer whose `lock_timeout` passes meanwhile gets
-//! [`Error::LockTimeout`] (abort and retry it, as after any lock timeout); readers go on.
+//! version of a row to read once a writer has changed it. The instant is therefore made
+//! with locks, and the state at it kept with copy-before-write (`frozen.rs`):
+//! - A serializable transaction takes the shared lock of every table, in id order. A writer
+//!   holds its table's intention-exclusive lock (or its exclusive one) until it commits or
+//!   aborts, so once every shared lock is granted no transaction has an uncommitted change
+//!   in any table: the rows are the committed state after some prefix of the commits, with
+//!   no partial transaction. That is the instant: the storage starts keeping, for every row
+//!   changed from then on ahead of the copy, its image at the instant, and the shared locks
+//!   are released. Writers wait only for that moment (the transactions in flight to end),
+//!   not for the copy: a writer whose `lock_timeout` passes meanwhile gets
+//!   [`Error::LockTimeout`] (abort and retry it, as after any lock timeout); readers go on.
+//! - The copy reads each table in key order, in batches, each under the storage's mutex,
+//!   taking a row's image where it changed since the instant.
+//! - A second transaction holds every table's intention-shared lock from before the instant
+//!   to the end of the copy, so no table is dropped under it (a `drop_table` meanwhile
+//!   waits, up to its `lock_timeout`); tables created after the instant are not copied.
+//!
 //! Taking the table locks one after another can meet a writer holding one table and
 //! waiting for another the checkpoint holds: whichever waits past its timeout first gives
 //! up, and a checkpoint that does releases what it holds and tries again, up to
-//! [`LOCK_ATTEMPTS_MAX`] times.
+//! [`LOCK_ATTEMPTS_MAX`] times. One checkpoint of a store runs at a time; a second waits.
 //!
 //! A logical copy: every committed row is read and inserted into a new store, which costs a
 //! read and a rewrite of the data; the copy holds no dead row records and no undo log.
@@ -26,15 +34,18 @@
 //! 1. Check the destination and make a staging directory beside it
 //!    ([`shale_space::CheckpointDir`]); a destination that holds anything is refused before
 //!    anything is written.
-//! 2. Lock every table shared (serializable), then list the tables again: a table created
-//!    meanwhile means starting over, so that the list and the locks describe one instant.
+//! 2. The instant: lock every table intention-shared (held to the end), then shared
+//!    (serializable), then list the tables again: a table created meanwhile means starting
+//!    over, so that the list and the locks describe one instant. Start keeping images,
+//!    release the shared locks.
 //! 3. Create a new store in the staging directory with the source's options and slot size,
 //!    its undo log inside it, and the tables with their schemas.
-//! 4. Scan each table in key order and insert its rows into the new store, in committed
-//!    transactions of [`COPY_TXN_ROWS`] rows.
-//! 5. End the locking transaction, close the new store (every commit was durable when it
-//!    returned) and rename the staging directory to the destination.
+//! 4. Read each table's rows at the instant, batch by batch, and insert them into the new
+//!    store, in committed transactions of [`COPY_TXN_ROWS`] rows.
+//! 5. Stop keeping images, end the guarding transaction, close the new store (every commit
+//!    was durable when it returned) and rename the staging directory to the destination.
 
+use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -42,6 +53,7 @@ use shale_space::CheckpointDir;
 
 use crate::error::{Error, Result};
 use crate::options::TableOptions;
+use crate::scan::SCAN_BATCH_ROWS;
 use crate::store::{Shared, TableId, TableStore};
 use crate::txn::{Isolation, Transaction};
 
@@ -85,9 +97,11 @@ impl TableStore {
 
     /// Makes a checkpoint of the store at `dst` (which must not exist, or be an empty
     /// directory), calling `progress` with the rows copied so far every [`PROGRESS_ROWS`]
-    /// rows and once at the end. The new store holds the committed state after a prefix of
-    /// the commits: every transaction committed before the call, none that commits after it
-    /// returns, no part of any other. Writers wait while it runs (the module
+    /// rows and after each table's copy (the last of which is the end). The new store holds
+    /// the committed state after a prefix of the commits: every transaction committed
+    /// before the call, none that commits after it returns, no part of any other. Writers
+    /// wait only for the instant the state is taken at (the transactions in flight then to
+    /// end), not for the copy; tables cannot be dropped until it ends (the module
     /// `checkpoint.rs` says why). It is built under a temporary name in `dst`'s parent
     /// (`.NAME.checkpoint-...`) and renamed to `dst` once durable: a crash midway never
     /// leaves at `dst` anything that looks like a checkpoint.
@@ -99,16 +113,18 @@ impl TableStore {
     /// any error nothing is left at `dst`.
     pub fn checkpoint_with(&self, dst: &Path, progress: &mut dyn FnMut(u64)) -> Result<u64> {
         let shared = self.shared();
+        let _one_at_a_time = shared.checkpoint_running.lock();
         // Stage 1.
         let staged = CheckpointDir::begin(dst)?;
         // Stage 2.
-        let (mut txn, tables) = lock_every_table(self)?;
+        let Instant { guard, tables, keeping } = freeze(self)?;
         // Stage 3.
         let copy = TableStore::open(staged.staging(), copy_options(shared))?;
         // Stage 4.
-        let copied = copy_tables(shared, &mut txn, &tables, &copy, progress);
-        // Stage 5: the transaction only read; its end releases the locks.
-        let ended = txn.abort();
+        let copied = copy_tables(shared, &tables, &copy, progress);
+        // Stage 5: both transactions only read; their end releases the locks.
+        drop(keeping);
+        let ended = guard.abort();
         drop(copy);
         let rows = copied?;
         ended?;
@@ -117,29 +133,60 @@ impl TableStore {
     }
 }
 
-/// Stage 2: a serializable transaction holding every table's shared lock, and the tables
-/// (name, id) it holds, which are all the store's tables at the instant the last lock was
-/// granted.
-fn lock_every_table(store: &TableStore) -> Result<(Transaction, Vec<(String, TableId)>)> {
+/// Keeps the images of stage 2 while it lives, and stops keeping them when dropped (at the
+/// copy's end, or on any error).
+struct Keeping<'s>(&'s Shared);
+
+impl Drop for Keeping<'_> {
+    fn drop(&mut self) {
+        self.0.storage.lock().frozen = None;
+    }
+}
+
+/// What stage 2 leaves for the copy.
+struct Instant<'s> {
+    /// The transaction holding every table's intention-shared lock.
+    guard: Transaction,
+    /// The tables (name, id) at the instant.
+    tables: Vec<(String, TableId)>,
+    /// The images kept from then on.
+    keeping: Keeping<'s>,
+}
+
+/// Stage 2: see [`Instant`].
+fn freeze(store: &TableStore) -> Result<Instant<'_>> {
     for _ in 0..LOCK_ATTEMPTS_MAX {
         let mut tables = store.tables();
         tables.sort_by_key(|(_, id)| *id);
-        let mut txn = store.begin(Isolation::Serializable);
-        let locked = tables.iter().try_for_each(|(_, id)| txn.lock_for_scan(*id));
+        let mut guard = store.begin(Isolation::ReadCommitted);
+        let mut instant = store.begin(Isolation::Serializable);
+        let locked = tables
+            .iter()
+            .try_for_each(|(_, id)| guard.lock_for_scan(*id))
+            .and_then(|()| tables.iter().try_for_each(|(_, id)| instant.lock_for_scan(*id)));
         match locked {
             Ok(()) => {
                 let mut now = store.tables();
                 now.sort_by_key(|(_, id)| *id);
                 if now == tables {
-                    return Ok((txn, tables));
+                    let ids = tables.iter().map(|(_, id)| id.0);
+                    store.shared().storage.lock().frozen = Some(crate::frozen::Frozen::new(ids));
+                    let keeping = Keeping(store.shared());
+                    instant.abort()?;
+                    return Ok(Instant { guard, tables, keeping });
                 }
                 // A table created (or dropped) between the list and the locks: again.
-                txn.abort()?;
+                instant.abort()?;
+                guard.abort()?;
             }
             // A table dropped between the list and its lock: again, without it.
-            Err(Error::LockTimeout | Error::NoSuchTable(_)) => txn.abort()?,
+            Err(Error::LockTimeout | Error::NoSuchTable(_)) => {
+                instant.abort()?;
+                guard.abort()?;
+            }
             Err(e) => {
-                txn.abort()?;
+                instant.abort()?;
+                guard.abort()?;
                 return Err(e);
             }
         }
@@ -159,10 +206,9 @@ fn copy_options(shared: &Arc<Shared>) -> TableOptions {
     opts
 }
 
-/// Stage 4: every table's rows, in transactions of [`COPY_TXN_ROWS`].
+/// Stage 4: every table's rows at the instant, in transactions of [`COPY_TXN_ROWS`].
 fn copy_tables(
     shared: &Arc<Shared>,
-    txn: &mut Transaction,
     tables: &[(String, TableId)],
     copy: &TableStore,
     progress: &mut dyn FnMut(u64),
@@ -172,11 +218,22 @@ fn copy_tables(
     for (name, id) in tables {
         let schema = (*shared.schema(*id)?).clone();
         let to = copy.create_table(name, schema)?;
-        let mut scan = txn.scan(*id, ..)?;
         let mut writer = copy.begin(Isolation::ReadCommitted);
         let mut in_txn = 0;
-        while let Some(batch) = scan.next()? {
-            for row in batch {
+        let mut range: (Bound<Vec<u8>>, Bound<Vec<u8>>) = (Bound::Unbounded, Bound::Unbounded);
+        loop {
+            // The keys (under the mutex), their blocks read ahead (outside it), then the rows
+            // at the instant (under it again: a change meanwhile left its image).
+            let batch = shared.storage.lock().scan_batch(id.0, &range, SCAN_BATCH_ROWS)?;
+            let positions: Vec<_> = batch.entries.iter().map(|e| e.1).collect();
+            crate::unlocked_read::read_records_ahead(shared, id.0, &positions)?;
+            let through = match (batch.ended, batch.entries.last()) {
+                (false, Some((last, _))) => Some(last.clone()),
+                _ => None,
+            };
+            let got =
+                shared.storage.lock().checkpoint_rows(id.0, &batch.entries, through.clone())?;
+            for row in got {
                 writer.insert(to, &row)?;
                 in_txn += 1;
                 rows += 1;
@@ -185,14 +242,22 @@ fn copy_tables(
                     writer = copy.begin(Isolation::ReadCommitted);
                     in_txn = 0;
                 }
+                if rows >= next_report {
+                    progress(rows);
+                    next_report = rows + PROGRESS_ROWS;
+                }
             }
-            if rows >= next_report {
-                progress(rows);
-                next_report = rows + PROGRESS_ROWS;
+            match through {
+                Some(last) => range.0 = Bound::Excluded(last),
+                None => break,
             }
         }
         writer.commit()?;
+        // After each table, so a caller sees the copy pass from one table to the next.
+        progress(rows);
     }
-    progress(rows);
+    if tables.is_empty() {
+        progress(0);
+    }
     Ok(rows)
 }

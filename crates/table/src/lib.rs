@@ -42,6 +42,7 @@ mod check;
 mod checkpoint;
 mod error;
 mod free_space;
+mod frozen;
 mod group_flush;
 mod index;
 mod index_page;

@@ -143,6 +143,8 @@ pub(crate) struct Storage {
     stopped: Option<String>,
     /// The largest transaction id the undo log held at the open.
     pub max_txn: u64,
+    /// The images a running checkpoint still needs (`frozen.rs`), while one runs.
+    pub frozen: Option<crate::frozen::Frozen>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -255,6 +257,7 @@ impl Storage {
             index_queue,
             stopped: None,
             max_txn: walked.max_txn,
+            frozen: None,
         };
         if !cat.marked {
             let edit = Edit { engine: catalog::encode_created(), ..Edit::default() };
@@ -879,7 +882,41 @@ impl Storage {
         if self.find(table, key)?.is_some() {
             return Err(Error::DuplicateKey);
         }
+        self.keep_for_checkpoint(table, key)?;
         self.append(txn, table, key, row)
+    }
+
+    /// Before the row of `key` in `table` changes: its image as it is now, for a running
+    /// checkpoint that still needs it (`frozen.rs`).
+    fn keep_for_checkpoint(&mut self, table: u32, key: &[u8]) -> Result<()> {
+        if self.frozen.as_ref().is_some_and(|f| f.needs(table, key)) {
+            let image = self.select(table, key)?;
+            self.frozen.as_mut().expect("checked above").keep(table, key, image);
+        }
+        Ok(())
+    }
+
+    /// A checkpoint's batch (`checkpoint.rs`): the rows at the checkpoint's instant of the
+    /// keys `entries` (a batch of [`Storage::scan_batch`], read ahead since) as they are
+    /// now, each replaced by its image where it changed since, with the images of the rows
+    /// erased since in the span up to `through` (`None`: the rest of the table).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchTable`], [`Error::Corruption`], a device error.
+    pub fn checkpoint_rows(
+        &mut self,
+        table: u32,
+        entries: &[(Vec<u8>, Pos)],
+        through: Option<Vec<u8>>,
+    ) -> Result<Vec<Row>> {
+        let mut rows = Vec::with_capacity(entries.len());
+        for (key, _) in entries {
+            if let Some(row) = self.select_scanned(table, key)? {
+                rows.push((key.clone(), row));
+            }
+        }
+        let frozen = self.frozen.as_mut().expect("a checkpoint runs");
+        Ok(frozen.settle(table, rows, through))
     }
 
     fn append(&mut self, txn: u64, table: u32, key: &[u8], row: &[u8]) -> Result<Change> {
@@ -1024,6 +1061,7 @@ impl Storage {
     /// slot, else the record is erased and the row appended (a move).
     pub fn update(&mut self, txn: u64, table: u32, key: &[u8], row: &[u8]) -> Result<Vec<Change>> {
         self.check_running()?;
+        self.keep_for_checkpoint(table, key)?;
         let f = self.find(table, key)?.ok_or(Error::KeyNotFound)?;
         if row.len() <= f.header.slot_len as usize {
             let before = self.read_stream(table, f.pos, f.header.record_len())?;
@@ -1043,6 +1081,7 @@ impl Storage {
     /// Erases the row of `key`.
     pub fn erase(&mut self, txn: u64, table: u32, key: &[u8]) -> Result<Change> {
         self.check_running()?;
+        self.keep_for_checkpoint(table, key)?;
         let f = self.find(table, key)?.ok_or(Error::KeyNotFound)?;
         self.erase_found(txn, table, key, &f)
     }

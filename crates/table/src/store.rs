@@ -30,6 +30,8 @@ pub struct TableId(pub u32);
 /// What the store and its transactions share.
 pub(crate) struct Shared {
     pub storage: Mutex<Storage>,
+    /// Held by a running checkpoint: one at a time (`checkpoint.rs`).
+    pub checkpoint_running: Mutex<()>,
     /// Commits share device flushes, made outside `storage`'s mutex.
     pub group: GroupFlush,
     pub locks: LockManager,
@@ -311,6 +313,7 @@ impl TableStore {
         }
         let shared = Shared {
             storage: Mutex::new(storage),
+            checkpoint_running: Mutex::new(()),
             group,
             locks: LockManager::default(),
             schemas: RwLock::new(schemas),

@@ -141,3 +141,60 @@ fn a_destination_that_holds_anything_is_refused_untouched() {
     let t = copy.table_id("t").unwrap();
     assert_eq!(copy.select_cell(t, b"key-000001", "value").unwrap(), Some(b"v".to_vec()));
 }
+
+/// Writers are not held up by the copy: once the instant is taken, transactions commit
+/// while the checkpoint copies (here, from its progress callback, between the copy of one
+/// table and the next, on the store's own lock timeout of 200 ms, which a writer waiting
+/// for the copy would run out of), and the copy still holds the rows as they were at the
+/// instant: an update, an erase and an insert into the table not yet copied, and an update
+/// of the one already copied, all absent from it. A table cannot be dropped meanwhile.
+#[test]
+fn writers_commit_while_the_copy_runs_and_the_copy_keeps_the_instant() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TableStore::open(dir.path().join("live"), common::small_options()).unwrap();
+    let (a, b) = (
+        store.create_table("a", kv_schema()).unwrap(),
+        store.create_table("b", kv_schema()).unwrap(),
+    );
+    // More rows than a scan batch, so the copy of each table takes several batches.
+    let rows = 250u64;
+    for i in 0..rows {
+        for t in [a, b] {
+            store.insert(t, &[filler_key(i), filler_value(i)]).unwrap();
+        }
+    }
+    let mut calls = 0;
+    let mut during = |copied: u64| {
+        calls += 1;
+        if calls != 1 {
+            return;
+        }
+        // Table "a" (the lower id) is copied, "b" not yet.
+        assert_eq!(copied, rows);
+        let mut txn = store.begin(Isolation::ReadCommitted);
+        txn.update(b, &filler_key(7), "value", b"changed after").unwrap();
+        txn.erase(b, &filler_key(8)).unwrap();
+        txn.insert(b, &[&b"new after the instant"[..], b"x"]).unwrap();
+        txn.update(b, &filler_key(rows - 1), "value", b"changed after").unwrap();
+        txn.update(a, &filler_key(9), "value", b"changed after").unwrap();
+        txn.commit().expect("a writer commits while the copy runs");
+        assert!(matches!(store.drop_table("b"), Err(Error::LockTimeout)), "dropped under the copy");
+    };
+    let copied = store.checkpoint_with(&dir.path().join("copy"), &mut during).unwrap();
+    assert_eq!(calls, 2, "a call after each table");
+    assert_eq!(copied, 2 * rows);
+
+    let copy = TableStore::open(dir.path().join("copy"), common::small_options()).unwrap();
+    for name in ["a", "b"] {
+        let t = copy.table_id(name).unwrap();
+        for i in 0..rows {
+            let got = copy.select_cell(t, &filler_key(i), "value").unwrap();
+            assert_eq!(got, Some(filler_value(i)), "table {name}, row {i}");
+        }
+        assert_eq!(copy.select(t, b"new after the instant").unwrap(), None);
+    }
+    // The live store has every change.
+    assert_eq!(store.select_cell(b, &filler_key(8), "value").unwrap(), None);
+    let changed = store.select_cell(a, &filler_key(9), "value").unwrap();
+    assert_eq!(changed.as_deref(), Some(&b"changed after"[..]));
+}

@@ -900,6 +900,28 @@ int shale_kvs_shards_open(const char *const *paths,
 // following.
 void shale_kvs_shards_close(struct shale_kvs_shards *shards);
 
+// Makes a checkpoint of the set: a new set of as many stores, store `i` at `paths[i]`
+// (`n` must be the set's count; each path must not exist, or be an empty directory),
+// opened again with `shale_kvs_shards_open` on the same paths in the same order. It holds
+// one instant of the whole set (every store and delete acknowledged before the call, on any
+// store, none submitted after it returns), while other threads go on writing; the copies
+// form a set of their own, never opened together with the original's stores. Each copy is
+// built under a temporary name beside its path; the paths are named once every copy is
+// durable. `*keys_out` (if not NULL) is set to the keys copied.
+//
+// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` for a count other than the set's, a path
+// named twice, or one that exists and is not an empty directory (nothing there is
+// changed); `SHALE_CORRUPTION`; `SHALE_NO_SPACE`; `SHALE_IO`.
+//
+// # Safety
+// `shards` is a live handle; `paths` holds `n` NUL-terminated strings; `keys_out` and
+// `err` are NULL or valid for a write.
+int shale_kvs_shards_checkpoint(const struct shale_kvs_shards *shards,
+                                const char *const *paths,
+                                size_t n,
+                                uint64_t *keys_out,
+                                struct shale_error **err);
+
 // The number of stores in the set.
 //
 // # Safety

@@ -81,6 +81,45 @@ pub unsafe extern "C" fn shale_kvs_shards_close(shards: *mut shale_kvs_shards) {
     guard((), move || drop(handle));
 }
 
+/// Makes a checkpoint of the set: a new set of as many stores, store `i` at `paths[i]`
+/// (`n` must be the set's count; each path must not exist, or be an empty directory),
+/// opened again with `shale_kvs_shards_open` on the same paths in the same order. It holds
+/// one instant of the whole set (every store and delete acknowledged before the call, on any
+/// store, none submitted after it returns), while other threads go on writing; the copies
+/// form a set of their own, never opened together with the original's stores. Each copy is
+/// built under a temporary name beside its path; the paths are named once every copy is
+/// durable. `*keys_out` (if not NULL) is set to the keys copied.
+///
+/// Returns `SHALE_OK`; `SHALE_INVALID_ARGUMENT` for a count other than the set's, a path
+/// named twice, or one that exists and is not an empty directory (nothing there is
+/// changed); `SHALE_CORRUPTION`; `SHALE_NO_SPACE`; `SHALE_IO`.
+///
+/// # Safety
+/// `shards` is a live handle; `paths` holds `n` NUL-terminated strings; `keys_out` and
+/// `err` are NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shale_kvs_shards_checkpoint(
+    shards: *const shale_kvs_shards,
+    paths: *const *const c_char,
+    n: usize,
+    keys_out: *mut u64,
+    err: *mut *mut shale_error,
+) -> c_int {
+    // SAFETY: as the caller promises.
+    unsafe {
+        boundary(err, || {
+            let s = handle(shards)?;
+            if paths.is_null() {
+                return Err(Failure::null("paths"));
+            }
+            let paths = (0..n).map(|i| path_arg(*paths.add(i))).collect::<Outcome<Vec<_>>>()?;
+            let keys = s.shards.checkpoint(&paths)?;
+            set(keys_out, keys);
+            Ok(())
+        })
+    }
+}
+
 /// The number of stores in the set.
 ///
 /// # Safety

@@ -1,4 +1,5 @@
-//! `shale_db_checkpoint`, `shale_kvs_checkpoint` and `shale_table_checkpoint` called as C
+//! `shale_db_checkpoint`, `shale_kvs_checkpoint`, `shale_kvs_shards_checkpoint` and
+//! `shale_table_checkpoint` called as C
 //! calls them: the checkpoint opens as a store of the same engine with the source's data,
 //! the count comes back, and a destination that holds anything is refused with
 //! SHALE_INVALID_ARGUMENT, untouched.
@@ -140,4 +141,52 @@ fn a_table_store_is_checkpointed_through_the_abi() {
     let copy = shale_table::TableStore::open(&dst, shale_table::TableOptions::default()).unwrap();
     let t = copy.table_id("t").unwrap();
     assert_eq!(copy.select_cell(t, &7u32.to_be_bytes(), "v").unwrap(), Some(b"row 7".to_vec()));
+}
+
+#[test]
+fn a_set_of_kvs_stores_is_checkpointed_through_the_abi() {
+    let dir = tempfile::tempdir().unwrap();
+    let srcs: Vec<CString> = (0..3).map(|i| c_path(&dir.path().join(format!("s{i}")))).collect();
+    let dsts: Vec<CString> = (0..3).map(|i| c_path(&dir.path().join(format!("d{i}")))).collect();
+    let src_ptrs: Vec<_> = srcs.iter().map(|p| p.as_ptr()).collect();
+    let dst_ptrs: Vec<_> = dsts.iter().map(|p| p.as_ptr()).collect();
+    let mut set = null_mut();
+    // SAFETY: valid arguments throughout; the handles are closed once at the end.
+    unsafe {
+        let rc = call(|e| shale_kvs_shards_open(src_ptrs.as_ptr(), 3, null(), &mut set, e));
+        assert_eq!(rc.0, 0, "{}", rc.1);
+        for i in 0..60u32 {
+            let (k, v) = (format!("key-{i:03}"), i.to_le_bytes());
+            let rc = call(|e| {
+                shale_kvs_shards_store_tuple(set, k.as_ptr(), k.len(), v.as_ptr(), 4, 0, e)
+            });
+            assert_eq!(rc.0, 0, "{}", rc.1);
+        }
+        // Too few paths: refused, nothing made.
+        let rc = call(|e| shale_kvs_shards_checkpoint(set, dst_ptrs.as_ptr(), 2, null_mut(), e));
+        assert_eq!(rc.0, INVALID, "{}", rc.1);
+        assert!(!dir.path().join("d0").exists());
+        let mut keys = 0u64;
+        let rc = call(|e| shale_kvs_shards_checkpoint(set, dst_ptrs.as_ptr(), 3, &mut keys, e));
+        assert_eq!((rc.0, keys), (0, 60), "{}", rc.1);
+        shale_kvs_shards_close(set);
+        let mut copy = null_mut();
+        let rc = call(|e| shale_kvs_shards_open(dst_ptrs.as_ptr(), 3, null(), &mut copy, e));
+        assert_eq!(rc.0, 0, "{}", rc.1);
+        let (k, mut buf, mut len) = ("key-042", [0u8; 8], 0usize);
+        let rc = call(|e| {
+            shale_kvs_shards_retrieve_tuple(
+                copy,
+                k.as_ptr(),
+                k.len(),
+                0,
+                buf.as_mut_ptr(),
+                8,
+                &mut len,
+                e,
+            )
+        });
+        assert_eq!((rc.0, len, &buf[..4]), (0, 4, &42u32.to_le_bytes()[..]), "{}", rc.1);
+        shale_kvs_shards_close(copy);
+    }
 }

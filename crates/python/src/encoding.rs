@@ -96,8 +96,9 @@ impl Encoding {
     }
 }
 
-/// The UTF-8 bytes of the `str` `ob`, borrowed where the interpreter holds them already (a
-/// `str` is immutable, and the caller's reference keeps it alive while the GIL is released).
+/// The UTF-8 bytes of the `str` `ob`: a copy in this abi3-py39 build (the stable ABI lends a
+/// `str`'s UTF-8 form only from Python 3.10), borrowed by builds that can (a `str` is
+/// immutable, and the caller's reference keeps it alive while the GIL is released).
 fn str_arg<'a>(ob: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [u8]>> {
     let Ok(s) = ob.cast::<PyString>() else {
         return Err(PyTypeError::new_err(format!(

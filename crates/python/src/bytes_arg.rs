@@ -4,14 +4,15 @@ use std::borrow::Cow;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyMemoryView};
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
 
 /// The bytes of `ob`, named `what` in errors. A `bytes` object is borrowed (it is immutable,
 /// and the caller's reference keeps it alive while the GIL is released); a `bytearray` or
 /// `memoryview` is copied, because another thread may change it while the GIL is released.
 ///
 /// # Errors
-/// `TypeError` for any other type (`str` included: text has no single byte form).
+/// `TypeError` for any other type (`str` included: text has no single byte form, unless the
+/// `Db` names one, see `encoding.rs`).
 pub fn bytes_arg<'a>(ob: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [u8]>> {
     if let Ok(b) = ob.cast::<PyBytes>() {
         return Ok(Cow::Borrowed(b.as_bytes()));
@@ -23,16 +24,13 @@ pub fn bytes_arg<'a>(ob: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [
         let copy = ob.call_method0("tobytes")?;
         return Ok(Cow::Owned(copy.cast::<PyBytes>()?.as_bytes().to_vec()));
     }
+    let hint = if ob.is_instance_of::<PyString>() {
+        " (open the Db with encoding=\"utf-8\" for str keys and values)"
+    } else {
+        ""
+    };
     Err(PyTypeError::new_err(format!(
-        "{what} must be bytes, bytearray or memoryview, not {}",
+        "{what} must be bytes, bytearray or memoryview, not {}{hint}",
         ob.get_type().name()?
     )))
-}
-
-/// As [`bytes_arg`] for an optional argument (`None` stays `None`).
-pub fn optional_bytes_arg(ob: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Vec<u8>>> {
-    match ob {
-        Some(ob) if !ob.is_none() => Ok(Some(bytes_arg(ob, what)?.into_owned())),
-        _ => Ok(None),
-    }
 }

@@ -18,8 +18,10 @@
 mod batch;
 mod bytes_arg;
 mod db;
+mod encoding;
 mod error;
 mod iterator;
+mod read;
 mod snapshot;
 
 use pyo3::prelude::*;

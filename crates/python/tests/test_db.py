@@ -441,4 +441,4 @@ def test_the_type_stubs_name_what_the_module_has():
                 assert hasattr(getattr(native, cls.name), node.name), f"{cls.name}.{node.name}"
     public = {name for name in dir(native) if not name.startswith("_")}
     assert public == {c.name for c in classes}
-    assert set(shale.__all__) == public | {"__version__"}
+    assert set(shale.__all__) == public | {"__version__", "open"}

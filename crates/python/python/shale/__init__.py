@@ -2,17 +2,23 @@
 
     import shale
 
-    with shale.Db("/tmp/store") as db:
-        db.put(b"fruit/apple", b"red")
-        assert db.get(b"fruit/apple") == b"red"
+    with shale.open("/tmp/store") as db:
+        db[b"fruit/apple"] = b"red"
+        assert db[b"fruit/apple"] == b"red"
         with db.write_batch() as batch:
-            batch.put(b"fruit/pear", b"green")
-            batch.delete(b"fruit/apple")
-        for key, value in db.iterator(prefix=b"fruit/"):
+            batch[b"fruit/pear"] = b"green"
+            del batch[b"fruit/apple"]
+        for key, value in db.items(prefix=b"fruit/"):
             print(key, value)
+
+    with shale.open("/tmp/names", encoding="utf-8") as db:   # str keys and values
+        db["ada"] = "lovelace"
 
 See docs/python.md in shale's repository.
 """
+
+import os
+from typing import Optional, Union
 
 from ._shale import (
     Busy,
@@ -33,6 +39,31 @@ from ._shale import (
     __version__,
 )
 
+
+
+def open(
+    path: Union[str, "os.PathLike[str]"],
+    *,
+    create_if_missing: bool = True,
+    write_buffer_size: Optional[int] = None,
+    block_cache_size: Optional[int] = None,
+    sync: bool = False,
+    encoding: Optional[str] = None,
+) -> Db:
+    """Opens the store at path: the same as Db(path, ...), named as dbm.open and shelve.open.
+
+    encoding="utf-8" makes keys and values str in and out; None (the default) keeps bytes.
+    """
+    return Db(
+        path,
+        create_if_missing=create_if_missing,
+        write_buffer_size=write_buffer_size,
+        block_cache_size=block_cache_size,
+        sync=sync,
+        encoding=encoding,
+    )
+
+
 __all__ = [
     "Busy",
     "Closed",
@@ -50,4 +81,5 @@ __all__ = [
     "Stopped",
     "WriteBatch",
     "__version__",
+    "open",
 ]

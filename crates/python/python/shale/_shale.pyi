@@ -2,10 +2,14 @@
 
 import os
 from types import TracebackType
+from typing import Any, Iterable, List
 from typing import Iterator as _Iterator
 from typing import Optional, Tuple, Type, Union
 
-_Bytes = Union[bytes, bytearray, memoryview]
+# A key or value argument: bytes-like by default, str on a Db opened with encoding="utf-8".
+_In = Union[bytes, bytearray, memoryview, str]
+# A key or value returned: bytes by default, str with encoding="utf-8".
+_Out = Union[bytes, str]
 
 __version__: str
 
@@ -43,7 +47,7 @@ class NotAStore(Error):
     """The path holds no lsm store: another engine's store, a newer format, or foreign data. Nothing was written to it."""
 
 class Db:
-    """An open lsm store. Keys and values are bytes; writes are atomic and ordered."""
+    """An open lsm store. Keys and values are bytes, or str with encoding="utf-8"."""
 
     def __init__(
         self,
@@ -53,6 +57,7 @@ class Db:
         write_buffer_size: Optional[int] = None,
         block_cache_size: Optional[int] = None,
         sync: bool = False,
+        encoding: Optional[str] = None,
     ) -> None: ...
     @staticmethod
     def open(
@@ -62,17 +67,59 @@ class Db:
         write_buffer_size: Optional[int] = None,
         block_cache_size: Optional[int] = None,
         sync: bool = False,
+        encoding: Optional[str] = None,
     ) -> "Db": ...
-    def put(self, key: _Bytes, value: _Bytes, sync: Optional[bool] = None) -> None: ...
-    def get(self, key: _Bytes, snapshot: Optional["Snapshot"] = None) -> Optional[bytes]: ...
-    def delete(self, key: _Bytes, sync: Optional[bool] = None) -> None: ...
+    def put(self, key: _In, value: _In, sync: Optional[bool] = None) -> None: ...
+    def get(
+        self,
+        key: Union[_In, List[_In]],
+        default: Any = None,
+        snapshot: Optional["Snapshot"] = None,
+    ) -> Any: ...
+    def multi_get(
+        self, keys: Iterable[_In], snapshot: Optional["Snapshot"] = None
+    ) -> List[Optional[_Out]]: ...
+    def delete(self, key: _In, sync: Optional[bool] = None) -> None: ...
+    def delete_range(self, begin: _In, end: _In, sync: Optional[bool] = None) -> None: ...
+    def __getitem__(self, key: Union[_In, List[_In]]) -> Any: ...
+    def __setitem__(self, key: _In, value: _In) -> None: ...
+    def __delitem__(self, key: _In) -> None: ...
+    def __contains__(self, key: _In) -> bool: ...
+    def __iter__(self) -> "Iterator": ...
+    def keys(
+        self,
+        backwards: bool = False,
+        from_key: Optional[_In] = None,
+        to_key: Optional[_In] = None,
+        *,
+        prefix: Optional[_In] = None,
+        snapshot: Optional["Snapshot"] = None,
+    ) -> "Iterator": ...
+    def values(
+        self,
+        backwards: bool = False,
+        from_key: Optional[_In] = None,
+        to_key: Optional[_In] = None,
+        *,
+        prefix: Optional[_In] = None,
+        snapshot: Optional["Snapshot"] = None,
+    ) -> "Iterator": ...
+    def items(
+        self,
+        backwards: bool = False,
+        from_key: Optional[_In] = None,
+        to_key: Optional[_In] = None,
+        *,
+        prefix: Optional[_In] = None,
+        snapshot: Optional["Snapshot"] = None,
+    ) -> "Iterator": ...
     def write_batch(self, sync: Optional[bool] = None) -> "WriteBatch": ...
     def write(self, batch: "WriteBatch", sync: Optional[bool] = None) -> None: ...
     def iterator(
         self,
-        prefix: Optional[_Bytes] = None,
-        lower: Optional[_Bytes] = None,
-        upper: Optional[_Bytes] = None,
+        prefix: Optional[_In] = None,
+        lower: Optional[_In] = None,
+        upper: Optional[_In] = None,
         reverse: bool = False,
         snapshot: Optional["Snapshot"] = None,
     ) -> "Iterator": ...
@@ -84,6 +131,8 @@ class Db:
     def closed(self) -> bool: ...
     @property
     def path(self) -> str: ...
+    @property
+    def encoding(self) -> Optional[str]: ...
     def __enter__(self) -> "Db": ...
     def __exit__(
         self,
@@ -93,11 +142,14 @@ class Db:
     ) -> bool: ...
 
 class WriteBatch:
-    """Puts and deletes applied atomically, in order, by Db.write(batch)."""
+    """Puts, deletes and range deletes applied atomically, in order, by Db.write(batch)."""
 
-    def __init__(self) -> None: ...
-    def put(self, key: _Bytes, value: _Bytes) -> None: ...
-    def delete(self, key: _Bytes) -> None: ...
+    def __init__(self, *, encoding: Optional[str] = None) -> None: ...
+    def put(self, key: _In, value: _In) -> None: ...
+    def delete(self, key: _In) -> None: ...
+    def delete_range(self, begin: _In, end: _In) -> None: ...
+    def __setitem__(self, key: _In, value: _In) -> None: ...
+    def __delitem__(self, key: _In) -> None: ...
     def clear(self) -> None: ...
     def __len__(self) -> int: ...
     def __enter__(self) -> "WriteBatch": ...
@@ -109,9 +161,37 @@ class WriteBatch:
     ) -> bool: ...
 
 class Snapshot:
-    """A consistent view of the store as of Db.snapshot()."""
+    """A consistent view of the store as of Db.snapshot(), read as a read-only mapping."""
 
-    def get(self, key: _Bytes) -> Optional[bytes]: ...
+    def get(self, key: Union[_In, List[_In]], default: Any = None) -> Any: ...
+    def multi_get(self, keys: Iterable[_In]) -> List[Optional[_Out]]: ...
+    def __getitem__(self, key: Union[_In, List[_In]]) -> Any: ...
+    def __contains__(self, key: _In) -> bool: ...
+    def __iter__(self) -> "Iterator": ...
+    def keys(
+        self,
+        backwards: bool = False,
+        from_key: Optional[_In] = None,
+        to_key: Optional[_In] = None,
+        *,
+        prefix: Optional[_In] = None,
+    ) -> "Iterator": ...
+    def values(
+        self,
+        backwards: bool = False,
+        from_key: Optional[_In] = None,
+        to_key: Optional[_In] = None,
+        *,
+        prefix: Optional[_In] = None,
+    ) -> "Iterator": ...
+    def items(
+        self,
+        backwards: bool = False,
+        from_key: Optional[_In] = None,
+        to_key: Optional[_In] = None,
+        *,
+        prefix: Optional[_In] = None,
+    ) -> "Iterator": ...
     @property
     def seq(self) -> int: ...
     @property
@@ -125,8 +205,9 @@ class Snapshot:
         traceback: Optional[TracebackType],
     ) -> bool: ...
 
-class Iterator(_Iterator[Tuple[bytes, bytes]]):
-    """(key, value) pairs of a store in key order, from Db.iterator(...)."""
+class Iterator(_Iterator[Any]):
+    """A store's entries in key order: (key, value) pairs from Db.iterator(...) and items(),
+    keys from keys() and iter(db), values from values()."""
 
     def __iter__(self) -> "Iterator": ...
-    def __next__(self) -> Tuple[bytes, bytes]: ...
+    def __next__(self) -> Union[_Out, Tuple[_Out, _Out]]: ...

@@ -11,7 +11,7 @@ command -v fio >/dev/null || { apt-get update -q && apt-get install -y -q fio; }
 cargo build --release -q -p shale-cli
 B=target/release/shale
 # A new file is pre-filled by iobench, so reads hit written extents.
-$B iobench --path "$F" --size 2g --pattern randread --block-size 4k --queue-depth 32 --seconds 5 >/dev/null
+$B iobench --path "$F" --size 2g --pattern randread --block_size 4k --queue_depth 32 --seconds 5 >/dev/null
 for w in seqwrite randread; do
   if [ $w = seqwrite ]; then rw=write; bs=1M; sbs=1m; else rw=randread; bs=4k; sbs=4k; fi
   for i in 1 2 3; do
@@ -19,7 +19,7 @@ for w in seqwrite randread; do
     fio --name=$w --filename="$F" --size=2G --ioengine=io_uring --direct=1 --rw=$rw --bs=$bs \
         --iodepth=32 --runtime=20 --time_based | grep -E "IOPS=|WRITE:|READ:"
     echo "== $w run $i: shale (load $(cut -d' ' -f1 /proc/loadavg))"
-    $B iobench --path "$F" --size 2g --pattern $w --block-size $sbs --queue-depth 32 \
+    $B iobench --path "$F" --size 2g --pattern $w --block_size $sbs --queue_depth 32 \
         --seconds 20 --poll blocking
   done
 done

@@ -47,8 +47,8 @@ fn make(kind: Kind, dir: &Path) {
             s.close();
         }
         Kind::Table => {
-            let s = shale_table::TableStore::open(dir, shale_table::TableOptions::default())
-                .unwrap();
+            let s =
+                shale_table::TableStore::open(dir, shale_table::TableOptions::default()).unwrap();
             let schema = shale_table::Schema::new(vec![
                 shale_table::Column::var("k", 16),
                 shale_table::Column::var("v", 16),
@@ -72,8 +72,8 @@ fn holds(kind: Kind, dir: &Path) {
             assert_eq!(s.retrieve(b"kept").unwrap(), Some(b"hash".to_vec()));
         }
         Kind::Table => {
-            let s = shale_table::TableStore::open(dir, shale_table::TableOptions::default())
-                .unwrap();
+            let s =
+                shale_table::TableStore::open(dir, shale_table::TableOptions::default()).unwrap();
             let t = s.table_id("t").unwrap();
             assert_eq!(s.select_cell(t, b"kept", "v").unwrap(), Some(b"table".to_vec()));
         }
@@ -96,10 +96,8 @@ fn snapshot(path: &Path) -> Vec<(PathBuf, u64, u32)> {
         }
         return vec![(path.to_path_buf(), len, crc)];
     }
-    let mut files: Vec<_> = std::fs::read_dir(path)
-        .unwrap()
-        .flat_map(|e| snapshot(&e.unwrap().path()))
-        .collect();
+    let mut files: Vec<_> =
+        std::fs::read_dir(path).unwrap().flat_map(|e| snapshot(&e.unwrap().path())).collect();
     files.sort();
     files
 }
@@ -172,7 +170,8 @@ fn every_open_call_refuses_another_engines_store_and_a_foreign_file_untouched() 
         holds(kind, &dir);
     }
     // Foreign bytes: a file given as the path, and a directory whose volume file is not one.
-    let junk: Vec<u8> = (0..1u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let junk: Vec<u8> =
+        (0..1u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     let file = root.path().join("foreign-file");
     std::fs::write(&file, &junk).unwrap();
     let foreign_dir = root.path().join("foreign-dir");

@@ -1,6 +1,6 @@
 //! `shale iobench`: the io layer measured on its own, to compare with fio on the same file.
 //!
-//! One thread drives one queue and keeps `--queue-depth` requests in flight for `--seconds`,
+//! One thread drives one queue and keeps `--queue_depth` requests in flight for `--seconds`,
 //! then prints exactly one result line:
 //!
 //! `randread: 85123 IOPS, 332.5 MB/s, p50 310 us, p99 900 us`
@@ -81,10 +81,10 @@ pub struct Args {
     #[arg(long, value_enum)]
     pub pattern: Pattern,
     /// Bytes per request: 4096, 4k, 1m, ...
-    #[arg(long, default_value = "4k", value_parser = parse_size)]
+    #[arg(long = "block_size", default_value = "4k", value_parser = parse_size)]
     pub block_size: u64,
     /// Requests kept in flight.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long = "queue_depth", default_value_t = 32)]
     pub queue_depth: u32,
     /// How long to run.
     #[arg(long, default_value_t = 10.0)]
@@ -155,12 +155,12 @@ pub fn run(args: &Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
 /// Refuses values beyond their limits, each named with its limit.
 fn check_flags(args: &Args) -> std::result::Result<(), String> {
     use crate::store::in_range;
-    in_range("queue-depth", args.queue_depth, 1..=QUEUE_DEPTH_MAX, "requests in flight")?;
-    in_range("block-size", args.block_size, 1..=BLOCK_BYTES_MAX, "bytes per request")?;
+    in_range("queue_depth", args.queue_depth, 1..=QUEUE_DEPTH_MAX, "requests in flight")?;
+    in_range("block_size", args.block_size, 1..=BLOCK_BYTES_MAX, "bytes per request")?;
     let align = u64::from(shale_io::FILE_BLOCK_SIZE);
     if args.block_size % align != 0 {
         return Err(format!(
-            "--block-size={} is not a multiple of {align} (requests are O_DIRECT)",
+            "--block_size={} is not a multiple of {align} (requests are O_DIRECT)",
             args.block_size
         ));
     }

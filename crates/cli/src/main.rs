@@ -48,6 +48,7 @@ mod bench;
 mod check;
 mod checkpoint;
 mod engine_kind;
+mod flag_spelling;
 mod inspect;
 mod interrupt;
 mod iobench;
@@ -107,6 +108,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Flags renamed to follow the spelling rule keep their old spelling for a release.
+    let (argv, warnings) = flag_spelling::respell(argv);
+    for w in warnings {
+        eprintln!("{w}");
+    }
     let command = Cli::parse_from(argv).command;
     // A server must outlive clients that go away: SIGPIPE stays ignored.
     if !matches!(

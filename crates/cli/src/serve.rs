@@ -2,7 +2,7 @@
 //! until SIGTERM or SIGINT, which finish the requests in flight and close the store.
 //!
 //! Stages at start, each refusing with the flag named:
-//! 1. The flags, and the password from `--requirepass`, `--requirepass-file` or the
+//! 1. The flags, and the password from `--requirepass`, `--requirepass_file` or the
 //!    `SHALE_REQUIREPASS` environment variable (one of them at most).
 //! 2. The listeners are bound ([`Listeners::bind`]): an address in use fails here, before
 //!    `--db` is touched, so a server that cannot listen never creates a store.
@@ -38,12 +38,12 @@ pub struct Args {
     #[arg(long)]
     unixsocket: Option<PathBuf>,
     /// Password clients must give with AUTH before any other command. Visible in the process
-    /// list: prefer --requirepass-file or the SHALE_REQUIREPASS environment variable.
+    /// list: prefer --requirepass_file or the SHALE_REQUIREPASS environment variable.
     #[arg(long)]
     requirepass: Option<String>,
     /// Read the password from this file (its first line; a trailing newline is not part of
     /// it), so that it is not in the process list.
-    #[arg(long = "requirepass-file")]
+    #[arg(long = "requirepass_file")]
     requirepass_file: Option<PathBuf>,
     /// Redis's protected mode: with no password, TCP clients from addresses other than
     /// loopback are answered -DENIED and closed. `no` serves them.
@@ -89,14 +89,14 @@ fn yes_no(s: &str) -> Result<bool, String> {
     }
 }
 
-/// The password: from `--requirepass`, `--requirepass-file` or `SHALE_REQUIREPASS`, at most
+/// The password: from `--requirepass`, `--requirepass_file` or `SHALE_REQUIREPASS`, at most
 /// one of them.
 fn password(args: &Args) -> Result<Option<String>, String> {
     let from_env = std::env::var_os(PASSWORD_ENV);
     let given = [args.requirepass.is_some(), args.requirepass_file.is_some(), from_env.is_some()];
     if given.iter().filter(|&&g| g).count() > 1 {
         return Err(format!(
-            "the password is given more than one way (--requirepass, --requirepass-file, \
+            "the password is given more than one way (--requirepass, --requirepass_file, \
              {PASSWORD_ENV}); give one"
         ));
     }
@@ -115,7 +115,7 @@ fn password(args: &Args) -> Result<Option<String>, String> {
 /// A password file's first line. A file others may read is used, with a warning.
 fn password_file(path: &Path) -> Result<String, String> {
     use std::os::unix::fs::PermissionsExt;
-    let named = |e: &dyn std::fmt::Display| format!("--requirepass-file {}: {e}", path.display());
+    let named = |e: &dyn std::fmt::Display| format!("--requirepass_file {}: {e}", path.display());
     let bytes = std::fs::read(path).map_err(|e| named(&e))?;
     let text = String::from_utf8(bytes).map_err(|_| named(&"the password is not UTF-8"))?;
     let line = text.lines().next().unwrap_or("");
@@ -126,7 +126,7 @@ fn password_file(path: &Path) -> Result<String, String> {
         let mode = meta.permissions().mode();
         if mode & 0o077 != 0 {
             eprintln!(
-                "shale serve: warning: --requirepass-file {} may be read by other users (mode \
+                "shale serve: warning: --requirepass_file {} may be read by other users (mode \
                  {:o}); chmod 600 it",
                 path.display(),
                 mode & 0o777

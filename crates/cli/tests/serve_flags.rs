@@ -86,7 +86,7 @@ fn the_password_is_given_one_way() {
     std::fs::write(&file, b"pw\n").unwrap();
     let file = file.to_str().unwrap();
     let (ok, _, err) =
-        shale(&["serve", "--db", db, "--requirepass", "a", "--requirepass-file", file]);
+        shale(&["serve", "--db", db, "--requirepass", "a", "--requirepass_file", file]);
     assert!(!ok);
     assert!(err.contains("the password is given more than one way"), "{err}");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_shale"))
@@ -98,11 +98,11 @@ fn the_password_is_given_one_way() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("more than one way"));
     let empty = dir.path().join("empty");
     std::fs::write(&empty, b"\n").unwrap();
-    let (ok, _, err) = shale(&["serve", "--db", db, "--requirepass-file", empty.to_str().unwrap()]);
+    let (ok, _, err) = shale(&["serve", "--db", db, "--requirepass_file", empty.to_str().unwrap()]);
     assert!(!ok);
-    assert!(err.contains("--requirepass-file") && err.contains("first line is empty"), "{err}");
-    let (ok, _, err) = shale(&["serve", "--db", db, "--requirepass-file", "/nonexistent/pw"]);
+    assert!(err.contains("--requirepass_file") && err.contains("first line is empty"), "{err}");
+    let (ok, _, err) = shale(&["serve", "--db", db, "--requirepass_file", "/nonexistent/pw"]);
     assert!(!ok);
-    assert!(err.contains("--requirepass-file /nonexistent/pw"), "{err}");
+    assert!(err.contains("--requirepass_file /nonexistent/pw"), "{err}");
     assert!(!std::path::Path::new(db).exists());
 }

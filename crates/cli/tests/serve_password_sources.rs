@@ -1,4 +1,4 @@
-//! The password of `shale serve` from a file (`--requirepass-file`) or the environment
+//! The password of `shale serve` from a file (`--requirepass_file`) or the environment
 //! (`SHALE_REQUIREPASS`): clients must AUTH with it, and it is not in the process's command
 //! line (what `ps` shows).
 
@@ -74,7 +74,7 @@ fn from_a_file() {
     std::fs::write(&file, "correct-horse-battery\nignored second line\n").unwrap();
     let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600);
     std::fs::set_permissions(&file, private).unwrap();
-    let (child, _) = start(dir.path(), &["--requirepass-file", file.to_str().unwrap()], None);
+    let (child, _) = start(dir.path(), &["--requirepass_file", file.to_str().unwrap()], None);
     check_auth(dir.path(), &child, "correct-horse-battery");
     stop(child);
 }

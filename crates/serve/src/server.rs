@@ -214,7 +214,7 @@ impl Server {
         {
             log::warn!(
                 "protected mode: no password is set, so clients from addresses other than \
-                 loopback get -DENIED (set --requirepass, --requirepass-file or \
+                 loopback get -DENIED (set --requirepass, --requirepass_file or \
                  SHALE_REQUIREPASS, or give --protected-mode no)"
             );
         }
@@ -391,7 +391,7 @@ const MAX_CLIENTS_REACHED: &[u8] = b"-ERR max number of clients reached\r\n";
 const DENIED: &[u8] = b"-DENIED shale serve is running in protected mode because protected \
     mode is enabled and no password is set. In this mode connections are only accepted from \
     the loopback interface. To accept clients from other computers, restart it with a \
-    password (--requirepass-file PATH, the SHALE_REQUIREPASS environment variable or \
+    password (--requirepass_file PATH, the SHALE_REQUIREPASS environment variable or \
     --requirepass), or, if you are sure it cannot be reached from the internet, with \
     --protected-mode no.\r\n";
 

@@ -161,3 +161,29 @@ fn a_reboot_loses_no_acknowledged_store_of_a_hash_store() {
         store.close();
     }
 }
+
+/// A copy (`cp -a`, the usual reflex after a crash) and a rename of a crashed hash store
+/// each open with every acknowledged store, and the original still does after its copy was
+/// opened and written: the engine keeps nothing outside the store's directory that a copy
+/// could take from it or a rename could lose.
+#[test]
+fn a_copy_and_a_rename_of_a_crashed_hash_store_hold_every_acknowledged_store() {
+    let base = scratch("hash-reboot-copy");
+    let original = base.join("original");
+    let (acked, _) = run_and_kill(&original);
+    let copy = base.join("copy");
+    let cp = Command::new("cp").arg("-a").arg(&original).arg(&copy).status().unwrap();
+    assert!(cp.success());
+    let m = {
+        let store = HashStore::open(&copy, options()).unwrap();
+        let m = check_prefix(&store, acked);
+        store.store(b"only in the copy", b"x", StoreMode::Overwrite).unwrap();
+        store.close();
+        m
+    };
+    let renamed = base.join("renamed");
+    std::fs::rename(&original, &renamed).unwrap();
+    let store = HashStore::open(&renamed, options()).unwrap();
+    assert_eq!(check_prefix(&store, acked), m, "the copy and the original hold the same stores");
+    assert_eq!(store.retrieve(b"only in the copy").unwrap(), None);
+}

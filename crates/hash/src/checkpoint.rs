@@ -21,6 +21,7 @@
 //! Locations name segments by their table slot at checkpoint time; the header maps each slot
 //! to its segment's generation, which is what an open matches them by.
 
+use shale_space::codec::Reader;
 use shale_space::log_page::{self, FRAGMENT_HEADER_BYTES, FragmentType, PAGE_BYTES, PageBuf};
 
 use crate::index::Location;
@@ -182,50 +183,53 @@ impl Checkpoint {
     fn from_records(records: &[Vec<u8>]) -> std::result::Result<Checkpoint, String> {
         let mut ck = Checkpoint::default();
         let header = records.first().ok_or("no header")?;
-        let mut r = Reader(header.strip_prefix(MAGIC.as_slice()).ok_or("no checkpoint magic")?);
-        ck.max_seq = r.u64()?;
-        let n = r.u32()? as usize;
+        let mut r =
+            Reader::new(header.strip_prefix(MAGIC.as_slice()).ok_or("no checkpoint magic")?);
+        ck.max_seq = r.u64().ok_or(SHORT)?;
+        let n = r.u32().ok_or(SHORT)? as usize;
         for _ in 0..n {
-            let slot = r.u32()?;
-            let generation = r.u64()?;
-            let pages = r.u32()?;
-            let usage = Usage { records: r.u64()?, live: r.u64()? };
+            let slot = r.u32().ok_or(SHORT)?;
+            let generation = r.u64().ok_or(SHORT)?;
+            let pages = r.u32().ok_or(SHORT)?;
+            let usage = Usage { records: r.u64().ok_or(SHORT)?, live: r.u64().ok_or(SHORT)? };
             ck.segments.push(SegmentAt { slot, generation, pages, usage });
         }
-        r.done()?;
+        done(&r)?;
         for rec in &records[1..] {
             let Some((&kind, body)) = rec.split_first() else {
                 return Err("an empty record".into());
             };
-            let mut r = Reader(body);
+            let mut r = Reader::new(body);
             match kind {
                 BOUNDED if ck.bounded.is_none() => {
                     ck.bounded = Some(BoundedAt {
-                        table_generation: r.u64()?,
-                        buckets: r.u32()?,
-                        entries: r.u64()?,
+                        table_generation: r.u64().ok_or(SHORT)?,
+                        buckets: r.u32().ok_or(SHORT)?,
+                        entries: r.u64().ok_or(SHORT)?,
                     });
                 }
                 ENTRIES => {
-                    for _ in 0..r.u32()? {
-                        ck.entries.push((r.u64()?, r.u64()?));
+                    for _ in 0..r.u32().ok_or(SHORT)? {
+                        ck.entries.push((r.u64().ok_or(SHORT)?, r.u64().ok_or(SHORT)?));
                     }
                 }
                 KEYED => {
-                    for _ in 0..r.u32()? {
-                        let len = r.u8()? as usize;
-                        let key = r.take(len)?.to_vec();
-                        ck.keyed.push((key, r.u64()?));
+                    for _ in 0..r.u32().ok_or(SHORT)? {
+                        let len = r.u8().ok_or(SHORT)? as usize;
+                        let key = r.take(len).ok_or(SHORT)?.to_vec();
+                        ck.keyed.push((key, r.u64().ok_or(SHORT)?));
                     }
                 }
                 END => {
-                    if r.u64()? != ck.entries.len() as u64 || r.u64()? != ck.keyed.len() as u64 {
+                    if r.u64().ok_or(SHORT)? != ck.entries.len() as u64
+                        || r.u64().ok_or(SHORT)? != ck.keyed.len() as u64
+                    {
                         return Err("entry counts differ from the end record's".into());
                     }
                 }
                 k => return Err(format!("record kind {k}")),
             }
-            r.done()?;
+            done(&r)?;
         }
         for loc in ck.entries.iter().map(|(_, l)| l).chain(ck.keyed.iter().map(|(_, l)| l)) {
             let l = Location::unpack(*loc);
@@ -237,29 +241,11 @@ impl Checkpoint {
     }
 }
 
-struct Reader<'a>(&'a [u8]);
+/// What a record too short for its fields is called.
+const SHORT: &str = "record too short";
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
-        if self.0.len() < n {
-            return Err("record too short".into());
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Ok(a)
-    }
-    fn u8(&mut self) -> std::result::Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-    fn u32(&mut self) -> std::result::Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
-    }
-    fn u64(&mut self) -> std::result::Result<u64, String> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
-    }
-    fn done(&self) -> std::result::Result<(), String> {
-        if self.0.is_empty() { Ok(()) } else { Err("trailing bytes in a record".into()) }
-    }
+fn done(r: &Reader<'_>) -> std::result::Result<(), String> {
+    if r.is_empty() { Ok(()) } else { Err("trailing bytes in a record".into()) }
 }
 
 #[cfg(test)]

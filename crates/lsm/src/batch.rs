@@ -14,6 +14,8 @@
 //! A build from before range deletes refuses a record holding one as corruption rather than
 //! replaying it wrongly.
 
+use shale_space::codec::Reader;
+
 use crate::error::{Error, Result};
 use crate::key::Kind;
 
@@ -183,7 +185,7 @@ impl WriteBatch {
 
     /// The operations, in order.
     pub(crate) fn ops(&self) -> BatchOps<'_> {
-        BatchOps { rest: &self.rep[BATCH_HEADER_BYTES..], left: self.count }
+        BatchOps { rest: Reader::new(&self.rep[BATCH_HEADER_BYTES..]), left: self.count }
     }
 }
 
@@ -207,7 +209,7 @@ pub fn decode(rec: &[u8], offset: u64) -> Result<DecodedBatch<'_>> {
     }
     let first_seq = u64::from_le_bytes(rec[..8].try_into().unwrap());
     let count = u32::from_le_bytes(rec[8..12].try_into().unwrap());
-    let mut iter = BatchOps { rest: &rec[BATCH_HEADER_BYTES..], left: count };
+    let mut iter = BatchOps { rest: Reader::new(&rec[BATCH_HEADER_BYTES..]), left: count };
     let mut ops = Vec::with_capacity(count.min(1 << 16) as usize);
     for _ in 0..count {
         let op = iter.next().ok_or_else(|| bad("op runs past the record"))?;
@@ -226,30 +228,14 @@ pub fn decode(rec: &[u8], offset: u64) -> Result<DecodedBatch<'_>> {
 /// write group inserts its writers' batches from their records.
 pub(crate) fn record_ops(rec: &[u8]) -> BatchOps<'_> {
     let count = u32::from_le_bytes(rec[8..12].try_into().expect("a record has its header"));
-    BatchOps { rest: &rec[BATCH_HEADER_BYTES..], left: count }
+    BatchOps { rest: Reader::new(&rec[BATCH_HEADER_BYTES..]), left: count }
 }
 
 /// Iterator over a batch's operations.
 #[derive(Clone)]
 pub struct BatchOps<'a> {
-    rest: &'a [u8],
+    rest: Reader<'a>,
     left: u32,
-}
-
-impl<'a> BatchOps<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.rest.len() < n {
-            return None;
-        }
-        let (head, tail) = self.rest.split_at(n);
-        self.rest = tail;
-        Some(head)
-    }
-
-    fn take_len_prefixed(&mut self) -> Option<&'a [u8]> {
-        let n = u32::from_le_bytes(self.take(4)?.try_into().unwrap()) as usize;
-        self.take(n)
-    }
 }
 
 impl<'a> Iterator for BatchOps<'a> {
@@ -259,9 +245,9 @@ impl<'a> Iterator for BatchOps<'a> {
         if self.left == 0 {
             return None;
         }
-        let kind = OpKind::from_u8(self.take(1)?[0])?;
-        let key = self.take_len_prefixed()?;
-        let value = if kind == OpKind::Delete { &[] } else { self.take_len_prefixed()? };
+        let kind = OpKind::from_u8(self.rest.u8()?)?;
+        let key = self.rest.bytes()?;
+        let value = if kind == OpKind::Delete { &[] } else { self.rest.bytes()? };
         self.left -= 1;
         Some(BatchOp { kind, key, value })
     }

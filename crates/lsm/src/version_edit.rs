@@ -25,6 +25,7 @@
 //! written in format 1, so a store without a capacity volume stays readable by a shale that
 //! predates tiers.
 
+use shale_space::codec::Reader;
 use shale_space::{Extent, Tier};
 
 use crate::error::{Error, Result};
@@ -105,32 +106,6 @@ pub struct VersionEdit {
     pub added: Vec<(u8, SstMeta)>,
 }
 
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Some(a)
-    }
-    fn u8(&mut self) -> Option<u8> {
-        Some(self.take(1)?[0])
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn bytes(&mut self) -> Option<Vec<u8>> {
-        let n = self.u32()? as usize;
-        Some(self.take(n)?.to_vec())
-    }
-}
-
 impl VersionEdit {
     /// Encodes the edit.
     pub fn encode(&self) -> Vec<u8> {
@@ -174,7 +149,7 @@ impl VersionEdit {
     }
 
     fn decode_inner(bytes: &[u8]) -> Option<VersionEdit> {
-        let mut r = Reader(bytes);
+        let mut r = Reader::new(bytes);
         let tiered = match r.u8()? {
             EDIT_VERSION => false,
             EDIT_VERSION_TIERED => true,
@@ -187,7 +162,7 @@ impl VersionEdit {
             ..Default::default()
         };
         let removed = r.u32()? as usize;
-        if removed > r.0.len() / 9 {
+        if removed > r.remaining() / 9 {
             return None;
         }
         for _ in 0..removed {
@@ -196,7 +171,7 @@ impl VersionEdit {
             e.removed.push((level, r.u64()?));
         }
         let added = r.u32()? as usize;
-        if added > r.0.len() / 57 {
+        if added > r.remaining() / 57 {
             return None;
         }
         for _ in 0..added {
@@ -216,15 +191,15 @@ impl VersionEdit {
                 entries: r.u64()?,
                 smallest_seq: r.u64()?,
                 largest_seq: r.u64()?,
-                smallest: r.bytes()?,
-                largest: r.bytes()?,
+                smallest: r.bytes()?.to_vec(),
+                largest: r.bytes()?.to_vec(),
             };
             if extent.count == 0 || m.smallest.len() < 8 || m.largest.len() < 8 {
                 return None;
             }
             e.added.push((level, m));
         }
-        r.0.is_empty().then_some(e)
+        r.is_empty().then_some(e)
     }
 }
 

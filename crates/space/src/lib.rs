@@ -29,7 +29,7 @@
 
 mod allocator;
 mod checkpoint_dir;
-mod codec;
+pub mod codec;
 mod counters;
 mod engine_kind;
 mod error;

@@ -32,6 +32,7 @@
 //! hash engine refuses one whose payloads lack its own; the lsm engine refuses it as a
 //! volume without a WAL area.
 
+use shale_space::codec::u32_at;
 use shale_space::{Extent, Tier, Versions};
 
 use crate::error::{Error, Result};
@@ -198,10 +199,6 @@ pub fn encode_table_dropped(id: u32) -> Vec<u8> {
 
 fn bad(what: &str) -> Error {
     Error::Corruption { what: format!("table catalog: {what}"), offset: 0 }
-}
-
-fn u32_at(b: &[u8], o: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?))
 }
 
 /// Decodes id, name and schema from the front of `b`.

@@ -19,6 +19,8 @@
 //! Tombstones are kept whole rather than prefix-compressed like data blocks: an SST holds few
 //! of them next to its points, and a plain layout is easier to check.
 
+use shale_space::codec::Reader;
+
 use crate::error::{Error, Result};
 use crate::key::SEQ_MAX;
 use crate::range_del::RangeTombstone;
@@ -60,15 +62,16 @@ fn len_u32(n: usize) -> u32 {
 /// empty range or tombstones out of order.
 pub fn decode(b: &[u8], offset: u64) -> Result<Vec<RangeTombstone>> {
     let bad = |why: &str| Error::corruption(format!("SST range-deletion block: {why}"), offset);
-    let mut r = Reader(b);
+    let mut r = Reader::new(b);
     let count = r.u32().ok_or_else(|| bad("short"))? as usize;
-    if count > r.0.len() / TOMBSTONE_FIXED_BYTES {
+    if count > r.remaining() / TOMBSTONE_FIXED_BYTES {
         return Err(bad("count larger than the block"));
     }
     let mut out: Vec<RangeTombstone> = Vec::with_capacity(count);
     for _ in 0..count {
-        let (seq, start, end) =
-            r.tombstone().ok_or_else(|| bad("tombstone runs past the block"))?;
+        // Sequence number, start and end of the next tombstone.
+        let (seq, start, end) = (|| Some((r.u64()?, r.bytes()?, r.bytes()?)))()
+            .ok_or_else(|| bad("tombstone runs past the block"))?;
         if seq > SEQ_MAX {
             return Err(bad("sequence number over 56 bits"));
         }
@@ -81,37 +84,10 @@ pub fn decode(b: &[u8], offset: u64) -> Result<Vec<RangeTombstone>> {
         }
         out.push(t);
     }
-    if !r.0.is_empty() {
+    if !r.is_empty() {
         return Err(bad("trailing bytes"));
     }
     Ok(out)
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (head, tail) = self.0.split_at(n);
-        self.0 = tail;
-        Some(head)
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn bytes(&mut self) -> Option<&'a [u8]> {
-        let n = self.u32()? as usize;
-        self.take(n)
-    }
-    /// Sequence number, start and end of the next tombstone.
-    fn tombstone(&mut self) -> Option<(u64, &'a [u8], &'a [u8])> {
-        Some((self.u64()?, self.bytes()?, self.bytes()?))
-    }
 }
 
 #[cfg(test)]

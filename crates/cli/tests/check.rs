@@ -135,9 +135,9 @@ fn check_and_inspect_failed_on_a_read_only_mount() {
     let at = tempfile::tempdir().unwrap();
     let (src, m) = (dir.path().to_str().unwrap(), at.path().to_str().unwrap());
     let mounted = std::process::Command::new("mount").args(["--bind", src, m]).status();
-    if !mounted.is_ok_and(|s| s.success()) {
-        println!("skipped: cannot bind-mount (not root?)");
-        return;
+    if !mounted.as_ref().is_ok_and(|s| s.success()) {
+        let why = format!("mount --bind: {mounted:?} (not root?)");
+        return shale_testkit::prerequisite::missing("a bind mount", why);
     }
     struct Unmount<'a>(&'a str);
     impl Drop for Unmount<'_> {

@@ -286,8 +286,7 @@ fn a_block_device_is_locked_through_every_name() {
     let dev = match out {
         Ok(o) if o.status.success() => String::from_utf8(o.stdout).unwrap().trim().to_string(),
         other => {
-            println!("skipped: no loop device ({other:?})");
-            return;
+            return shale_testkit::prerequisite::missing("a loop device", format!("{other:?}"));
         }
     };
     let _loop = Loop(dev.clone());
@@ -319,9 +318,9 @@ fn a_bind_mount_of_the_store_meets_the_same_lock() {
     let at = tempfile::tempdir().unwrap();
     Db::open(dir.path(), Options::small_for_tests()).unwrap().close().unwrap();
     let bound = Command::new("mount").arg("--bind").arg(dir.path()).arg(at.path()).status();
-    if !bound.is_ok_and(|s| s.success()) {
-        println!("skipped: cannot bind-mount (not root?)");
-        return;
+    if !bound.as_ref().is_ok_and(|s| s.success()) {
+        let why = format!("mount --bind: {bound:?} (not root?)");
+        return shale_testkit::prerequisite::missing("a bind mount", why);
     }
     struct Unmount<'a>(&'a Path);
     impl Drop for Unmount<'_> {

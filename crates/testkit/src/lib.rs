@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub mod prefix_writers;
+pub mod prerequisite;
 
 /// Whether the process runs as root (loop devices need it).
 pub fn is_root() -> bool {
@@ -21,8 +22,8 @@ impl LoopDevice {
     /// Attaches `file` to a free loop device.
     ///
     /// # Errors
-    /// Why it could not (not root, no losetup, no free device), for the test to print as its
-    /// reason to skip.
+    /// Why it could not (not root, no losetup, no free device), for the test to report as a
+    /// missing prerequisite ([`prerequisite::require`]).
     pub fn attach(file: &Path) -> Result<LoopDevice, String> {
         if !is_root() {
             return Err("attaching a loop device needs root".into());

@@ -1,4 +1,5 @@
-//! `shale bench`, `ycsb` and `iobench` on a block device (a loop device; skipped without root):
+//! `shale bench`, `ycsb` and `iobench` on a block device (a loop device; skipped without root,
+//! a failure where `SHALE_REQUIRE_PREREQS=1`, `shale_testkit::prerequisite`):
 //! a blank device gets a store, a device holding data is never erased (P6), and a second fill
 //! benchmark on a device is refused rather than run on a store that is not empty.
 
@@ -14,13 +15,7 @@ fn device(dir: &Path, bytes: u64, head: &[u8]) -> Option<LoopDevice> {
     let backing = dir.join("backing.img");
     std::fs::write(&backing, head).unwrap();
     std::fs::OpenOptions::new().write(true).open(&backing).unwrap().set_len(bytes).unwrap();
-    match LoopDevice::attach(&backing) {
-        Ok(d) => Some(d),
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            None
-        }
-    }
+    shale_testkit::prerequisite::require("a loop device", LoopDevice::attach(&backing))
 }
 
 fn first_bytes(dev: &Path, n: usize) -> Vec<u8> {

@@ -135,9 +135,9 @@ fn check_and_inspect_failed_on_a_read_only_mount() {
     let at = tempfile::tempdir().unwrap();
     let (src, m) = (dir.path().to_str().unwrap(), at.path().to_str().unwrap());
     let mounted = std::process::Command::new("mount").args(["--bind", src, m]).status();
-    if !mounted.is_ok_and(|s| s.success()) {
-        println!("skipped: cannot bind-mount (not root?)");
-        return;
+    if !mounted.as_ref().is_ok_and(|s| s.success()) {
+        let why = format!("mount --bind: {mounted:?} (not root?)");
+        return shale_testkit::prerequisite::missing("a bind mount", why);
     }
     struct Unmount<'a>(&'a str);
     impl Drop for Unmount<'_> {
@@ -256,27 +256,27 @@ fn check_and_inspect_know_a_table_store_and_check_finds_a_damaged_block() {
 
 const WAL_CHILD: &str = "SHALE_CHECK_WAL_CHILD";
 
+/// Writes, then exits without closing (no flush), as a killed process leaves a store.
 #[test]
+#[ignore = "child process entry point, run by \
+            check_counts_the_keys_of_a_store_that_are_only_in_its_wal"]
 fn wal_child_entry_point() {
-    // Runs only as the child of `check_counts_the_keys_of_a_store_that_are_only_in_its_wal`:
-    // writes, then exits without closing (no flush), as a killed process leaves a store.
-    if let Ok(dir) = std::env::var(WAL_CHILD) {
-        let db = Db::open(&dir, Options::small_for_tests()).unwrap();
-        let sync = shale_lsm::WriteOptions { sync: true };
-        for i in 0..1000u32 {
-            let mut b = shale_lsm::batch::WriteBatch::new();
-            b.put(format!("key{i:06}").as_bytes(), b"v");
-            db.write(&b, &sync).unwrap();
-        }
-        std::process::exit(0);
+    let parent = "check_counts_the_keys_of_a_store_that_are_only_in_its_wal";
+    let dir = shale_testkit::child_env(WAL_CHILD, parent);
+    let db = Db::open(&dir, Options::small_for_tests()).unwrap();
+    let sync = shale_lsm::WriteOptions { sync: true };
+    for i in 0..1000u32 {
+        let mut b = shale_lsm::batch::WriteBatch::new();
+        b.put(format!("key{i:06}").as_bytes(), b"v");
+        db.write(&b, &sync).unwrap();
     }
+    std::process::exit(0);
 }
 
 #[test]
 fn check_counts_the_keys_of_a_store_that_are_only_in_its_wal() {
     let dir = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "wal_child_entry_point", "--nocapture", "--test-threads=1"])
+    let status = shale_testkit::child_command("wal_child_entry_point")
         .env(WAL_CHILD, dir.path())
         .status()
         .unwrap();

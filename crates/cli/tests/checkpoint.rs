@@ -126,26 +126,26 @@ const CRASH_CHILD_ENV: &str = "SHALE_CHECKPOINT_CRASH_CHILD_DIR";
 /// Writes the child acknowledges without sync before it dies.
 const CRASH_CHILD_WRITES: u32 = 2000;
 
+/// Unsynced writes (in the WAL tail in /dev/shm, the default), then an exit that runs no
+/// destructor, so the store is left as a crash leaves it.
 #[test]
+#[ignore = "child process entry point, run by \
+            a_crashed_lsm_store_is_checkpointed_with_its_unsynced_writes"]
 fn crash_child_entry_point() {
-    // Runs only as the child of `a_crashed_lsm_store_is_checkpointed_with_its_unsynced_writes`:
-    // unsynced writes (in the WAL tail in /dev/shm, the default), then an exit that runs no
-    // destructor, so the store is left as a crash leaves it.
-    if let Ok(dir) = std::env::var(CRASH_CHILD_ENV) {
-        let db = Db::open(&dir, Options::default()).unwrap();
-        for i in 0..CRASH_CHILD_WRITES {
-            db.put(format!("key{i:06}").as_bytes(), &i.to_le_bytes()).unwrap();
-        }
-        std::process::exit(0);
+    let parent = "a_crashed_lsm_store_is_checkpointed_with_its_unsynced_writes";
+    let dir = shale_testkit::child_env(CRASH_CHILD_ENV, parent);
+    let db = Db::open(&dir, Options::default()).unwrap();
+    for i in 0..CRASH_CHILD_WRITES {
+        db.put(format!("key{i:06}").as_bytes(), &i.to_le_bytes()).unwrap();
     }
+    std::process::exit(0);
 }
 
 #[test]
 fn a_crashed_lsm_store_is_checkpointed_with_its_unsynced_writes() {
     let dir = tempfile::tempdir().unwrap();
     let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child_entry_point", "--nocapture", "--test-threads=1"])
+    let status = shale_testkit::child_command("crash_child_entry_point")
         .env(CRASH_CHILD_ENV, &src)
         .status()
         .unwrap();

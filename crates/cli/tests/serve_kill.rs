@@ -4,7 +4,7 @@
 //! SIGKILLed; restarted on the same store, it has every acknowledged key with its value. A
 //! last SIGTERM must shut it down cleanly (exit 0, the store closed). Verified with a client
 //! of its own over a raw socket; without redis-benchmark the test runs without that load and
-//! says so.
+//! says so, or fails where `SHALE_REQUIRE_PREREQS=1` (`shale_testkit::prerequisite`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -151,11 +151,15 @@ fn verify(port: u16, acked: &[Vec<usize>]) {
     }
 }
 
-/// redis-benchmark loading the server until killed, where it is installed.
+/// redis-benchmark loading the server until killed, where it is installed (a prerequisite
+/// where `SHALE_REQUIRE_PREREQS=1`: `shale_testkit::prerequisite`).
 struct Load(Option<Child>);
 
 impl Load {
     fn start(port: u16) -> Load {
+        if !shale_testkit::prerequisite::program("redis-benchmark", "apt-get install redis-tools") {
+            return Load(None);
+        }
         let spawned = Command::new("redis-benchmark")
             .args(["-h", "127.0.0.1", "-p", &port.to_string()])
             .args(["-c", "20", "-P", "16", "-n", "100000000", "-r", "100000", "-t", "set,incr"])

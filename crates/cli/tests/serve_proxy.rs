@@ -2,8 +2,9 @@
 //! twemproxy (Debian's `nutcracker`) with ketama consistent hashing. Keys written through the
 //! proxy spread over all three; with one instance SIGKILLed, its keys answer an error through
 //! the proxy and the others' keys are served; restarted on its store, every key is back.
-//! Runs where `nutcracker` is installed (`apt-get install nutcracker`; `bench/serve.sh`
-//! installs it as root), and says it skipped otherwise. Loopback only.
+//! Runs where `nutcracker` is installed (`apt-get install nutcracker`; `bench/serve.sh` and
+//! `.ci/run` install it as root), and says it skipped otherwise, or fails where
+//! `SHALE_REQUIRE_PREREQS=1` (`shale_testkit::prerequisite`). Loopback only.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -100,8 +101,7 @@ fn gets() -> Vec<Vec<u8>> {
 
 #[test]
 fn three_instances_behind_twemproxy_survive_one_being_killed() {
-    if Command::new("nutcracker").arg("--version").output().is_err() {
-        println!("skipped: nutcracker (twemproxy) not installed: apt-get install nutcracker");
+    if !shale_testkit::prerequisite::program("nutcracker", "apt-get install nutcracker") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

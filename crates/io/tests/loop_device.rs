@@ -1,5 +1,6 @@
 //! Scenario: a raw block device, through a loop device with direct I/O. Needs root (losetup);
-//! skipped with a printed reason otherwise.
+//! skipped with a printed reason otherwise, a failure where `SHALE_REQUIRE_PREREQS=1`
+//! (`shale_testkit::prerequisite`).
 
 mod common;
 
@@ -10,13 +11,8 @@ fn block_device_round_trip_and_geometry() {
     let dir = common::scratch_dir();
     let backing = dir.path().join("backing");
     std::fs::File::create(&backing).unwrap().set_len(16 << 20).unwrap();
-    let lo = match shale_testkit::LoopDevice::attach(&backing) {
-        Ok(lo) => lo,
-        Err(why) => {
-            println!("skipped: {why}");
-            return;
-        }
-    };
+    let attached = shale_testkit::LoopDevice::attach(&backing);
+    let Some(lo) = shale_testkit::prerequisite::require("a loop device", attached) else { return };
     for backend in [Backend::Uring, Backend::Pread] {
         let dev =
             open_device(lo.path(), &FileOptions { backend, ..FileOptions::default() }).unwrap();

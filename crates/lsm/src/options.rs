@@ -125,6 +125,20 @@ impl std::fmt::Debug for dyn CompactionFilter {
     }
 }
 
+/// A test failpoint's code (feature `failpoints`): the engine calls it at the failpoint, on
+/// the thread that reaches it; a test blocks in it until it lets that thread go on.
+#[cfg(feature = "failpoints")]
+#[doc(hidden)]
+#[derive(Clone)]
+pub struct FailpointHook(pub Arc<dyn Fn() + Send + Sync>);
+
+#[cfg(feature = "failpoints")]
+impl std::fmt::Debug for FailpointHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FailpointHook")
+    }
+}
+
 /// How a store is opened and tuned.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -294,13 +308,13 @@ pub struct Options {
     #[cfg(feature = "failpoints")]
     #[doc(hidden)]
     pub pause_before_group_inserts: Option<std::time::Duration>,
-    /// Test failpoint (feature `failpoints`): every point read (`get`, `multi_get`) pauses
-    /// this long between loading the published view and the last sequence
-    /// (`db/published.rs`), widening the window in which writes, flushes and compactions
-    /// come between the two.
+    /// Test failpoint (feature `failpoints`): every point read (`get`, `multi_get`) calls
+    /// this between loading the published view and the last sequence (`db/published.rs`),
+    /// so that a test can hold a read there while writes, flushes and compactions come
+    /// between the two, and let it go when they are done.
     #[cfg(feature = "failpoints")]
     #[doc(hidden)]
-    pub pause_in_point_reads: Option<std::time::Duration>,
+    pub point_read_hook: Option<FailpointHook>,
 }
 
 impl Default for Options {
@@ -352,7 +366,7 @@ impl Default for Options {
             #[cfg(feature = "failpoints")]
             pause_before_group_inserts: None,
             #[cfg(feature = "failpoints")]
-            pause_in_point_reads: None,
+            point_read_hook: None,
         }
     }
 }

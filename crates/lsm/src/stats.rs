@@ -260,6 +260,10 @@ pub struct Stats {
     pub tuner_mode: &'static str,
     /// Windows the tuner looked at since open.
     pub tuner_windows: u64,
+    /// Whether the tuner thread runs: false without a tuner; it turns false once the
+    /// thread has returned, after the store stopped (P5), a knob could not be turned, or
+    /// close. The tuner counts no windows after that.
+    pub tuner_running: bool,
     /// Windows in which it found an L0 overflow (L0O), since open.
     pub tuner_l0_overflows: u64,
     /// Windows in which it found a redundancy overflow (RDO), since open.

@@ -275,12 +275,15 @@ impl Drop for Mount {
     }
 }
 
+/// `mount <args> <at>`, or `None` where it failed (not root): a missing prerequisite
+/// (`shale_testkit::prerequisite`).
 fn mount(args: &[&str], at: &Path) -> Option<Mount> {
-    let ok = Command::new("mount").args(args).arg(at).status().is_ok_and(|s| s.success());
-    if !ok {
-        println!("skipped: mount {args:?} {} failed (not root?)", at.display());
-    }
-    ok.then(|| Mount(at.to_path_buf()))
+    let status = Command::new("mount").args(args).arg(at).status();
+    let found = match status {
+        Ok(s) if s.success() => Ok(Mount(at.to_path_buf())),
+        other => Err(format!("mount {args:?} {}: {other:?} (not root?)", at.display())),
+    };
+    shale_testkit::prerequisite::require("mount", found)
 }
 
 #[test]

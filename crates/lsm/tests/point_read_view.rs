@@ -7,53 +7,52 @@
 //! that was descheduled between the two while its key got a newer version and a flush ran
 //! found the flushed SST holding only the newer version, above its sequence, and answered
 //! with an older version from a deeper SST: a value overwritten before the read started
-//! (`db/published.rs`). Here a failpoint pauses every point read between its two loads, so
-//! the write and the flush come between them every time.
+//! (`db/published.rs`). Here a failpoint holds the point read between its two loads until
+//! the write and the flush are done, so they come between them every time.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
-use std::time::{Duration, Instant};
 
 use shale_io::SimDevice;
+use shale_lsm::options::FailpointHook;
 use shale_lsm::{Db, Options, ReadOptions};
 
-const PAUSE: Duration = Duration::from_secs(2);
-
-fn open() -> Arc<Db> {
+/// Runs `read` on another thread, held between its two loads while the key `k` gets its
+/// value `v2` and is flushed, with "old" in an SST below and "v1" the value when the read
+/// starts; returns what it read.
+fn race(read: fn(&Db) -> Option<Vec<u8>>) -> Option<Vec<u8>> {
+    // The hook holds the first point read that reaches it (the reader's: the test's writes
+    // and flushes make none) until the test lets it go: `entered` says it is between its
+    // two loads, `release` lets it on.
+    let armed = Arc::new(AtomicBool::new(false));
+    let (entered, release) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    let hook = {
+        let (armed, entered, release) = (armed.clone(), entered.clone(), release.clone());
+        FailpointHook(Arc::new(move || {
+            if armed.swap(false, Ordering::SeqCst) {
+                entered.wait();
+                release.wait();
+            }
+        }))
+    };
     let dev = SimDevice::new(16 << 20, 4096, 1).unwrap();
     let mut o = Options::small_for_tests();
-    o.pause_in_point_reads = Some(PAUSE);
-    Arc::new(Db::open_device(Arc::new(dev), o).unwrap())
-}
-
-/// Runs `read` on another thread while the key `k` gets its value `v2` and is flushed, with
-/// "old" in an SST below and "v1" the value when the read starts; returns what it read and
-/// whether the write and flush finished within the read's pause (else the run proves
-/// nothing, though its answer must still be right).
-fn race(read: fn(&Db) -> Option<Vec<u8>>) -> (Option<Vec<u8>>, bool) {
-    let db = open();
+    o.point_read_hook = Some(hook);
+    let db = Arc::new(Db::open_device(Arc::new(dev), o).unwrap());
     db.put(b"k", b"old").unwrap();
     db.flush().unwrap();
     db.put(b"k", b"v1").unwrap();
-    let go = Arc::new(Barrier::new(2));
+    armed.store(true, Ordering::SeqCst);
     let reader = {
-        let (db, go) = (db.clone(), go.clone());
-        thread::spawn(move || {
-            go.wait();
-            let started = Instant::now();
-            (read(&db), started)
-        })
+        let db = db.clone();
+        thread::spawn(move || read(&db))
     };
-    go.wait();
-    // The reader is in its pause by now (were it not, its answer must still be right; only
-    // the proof needs the timing, which the caller checks).
-    thread::sleep(PAUSE / 4);
-    let writing = Instant::now();
+    entered.wait();
     db.put(b"k", b"v2").unwrap();
     db.flush().unwrap();
-    let written = Instant::now();
-    let (got, started) = reader.join().unwrap();
-    (got, started < writing && written < started + PAUSE)
+    release.wait();
+    reader.join().unwrap()
 }
 
 fn check(got: Option<Vec<u8>>, what: &str) {
@@ -66,15 +65,11 @@ fn check(got: Option<Vec<u8>>, what: &str) {
 
 #[test]
 fn a_get_never_answers_with_a_value_overwritten_before_it_started() {
-    let (got, raced) = race(|db| db.get(b"k").unwrap());
-    assert!(raced, "the write and flush took longer than the read's pause: nothing was tested");
-    check(got, "get");
+    check(race(|db| db.get(b"k").unwrap()), "get");
 }
 
 #[test]
 fn a_multi_get_never_answers_with_a_value_overwritten_before_it_started() {
-    let (got, raced) =
-        race(|db| db.multi_get(&[b"k"], &ReadOptions::default()).unwrap().pop().unwrap());
-    assert!(raced, "the write and flush took longer than the read's pause: nothing was tested");
+    let got = race(|db| db.multi_get(&[b"k"], &ReadOptions::default()).unwrap().pop().unwrap());
     check(got, "multi_get");
 }

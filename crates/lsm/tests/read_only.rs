@@ -5,7 +5,8 @@
 //! could not get).
 //!
 //! The mounts are real: a read-only bind mount and a small tmpfs, made with mount(8) as root.
-//! Where mounting is impossible (not root, no mount namespace) a test prints why and returns.
+//! Where mounting is impossible (not root, no mount namespace) a test prints why and returns,
+//! or fails where `SHALE_REQUIRE_PREREQS=1` (`shale_testkit::prerequisite`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -164,12 +165,9 @@ fn a_read_only_mount_failed_to_open() {
     let store = dir.path().join("store");
     make_store(&store, tails.path());
     let at = tempfile::tempdir().unwrap();
-    let _mount = match read_only_bind(&store, at.path()) {
-        Ok(m) => m,
-        Err(why) => {
-            println!("skipped: cannot make a read-only bind mount ({why})");
-            return;
-        }
+    let bound = read_only_bind(&store, at.path());
+    let Some(_mount) = shale_testkit::prerequisite::require("a read-only bind mount", bound) else {
+        return;
     };
     let before = contents(&store);
     // The tail is on a writable file system; a read-only open leaves it as it is anyway.
@@ -208,12 +206,9 @@ fn a_full_file_system_refused_even_a_read() {
     let _serial = common::serial();
     let at = tempfile::tempdir().unwrap();
     let tails = tempfile::tempdir().unwrap();
-    let _mount = match small_tmpfs(at.path(), 24 << 20) {
-        Ok(m) => m,
-        Err(why) => {
-            println!("skipped: cannot mount a tmpfs ({why})");
-            return;
-        }
+    let tmpfs = small_tmpfs(at.path(), 24 << 20);
+    let Some(_mount) = shale_testkit::prerequisite::require("a tmpfs mount", tmpfs) else {
+        return;
     };
     let store = at.path().join("store");
     let db = Db::open(&store, options(tails.path())).unwrap();
@@ -255,12 +250,9 @@ fn a_full_file_system_refused_even_a_read() {
 fn a_new_store_on_a_full_file_system_names_the_size() {
     let _serial = common::serial();
     let at = tempfile::tempdir().unwrap();
-    let _mount = match small_tmpfs(at.path(), 4 << 20) {
-        Ok(m) => m,
-        Err(why) => {
-            println!("skipped: cannot mount a tmpfs ({why})");
-            return;
-        }
+    let tmpfs = small_tmpfs(at.path(), 4 << 20);
+    let Some(_mount) = shale_testkit::prerequisite::require("a tmpfs mount", tmpfs) else {
+        return;
     };
     std::fs::create_dir(at.path().join("store")).unwrap();
     fill(at.path());

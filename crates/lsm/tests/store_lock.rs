@@ -159,10 +159,12 @@ fn tail_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 /// The writer child: opens the store named by `CHILD_ENV`, acknowledges `CHILD_WRITES` writes
 /// without sync (so they live in its WAL tail), says "ready", then waits to be killed.
 #[test]
+#[ignore = "child process entry point, run by \
+            a_writer_in_another_process_locks_out_every_name_and_survives_sigkill"]
 fn store_lock_child_entry_point() {
-    let (Ok(path), Ok(tail)) = (std::env::var(CHILD_ENV), std::env::var(CHILD_TAIL_ENV)) else {
-        return; // Runs only as the child of the tests below.
-    };
+    let parent = "a_writer_in_another_process_locks_out_every_name_and_survives_sigkill";
+    let path = shale_testkit::child_env(CHILD_ENV, parent);
+    let tail = shale_testkit::child_env(CHILD_TAIL_ENV, parent);
     let db = Db::open(&path, options_with_tail(Path::new(&tail))).expect("child: open");
     for k in 0..CHILD_WRITES {
         db.write(&batch(0, k), &WriteOptions { sync: false }).expect("child: write");
@@ -186,8 +188,7 @@ fn a_writer_in_another_process_locks_out_every_name_and_survives_sigkill() {
     let links = tempfile::tempdir().unwrap();
     let tails = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "store_lock_child_entry_point", "--nocapture", "--test-threads=1"])
+    let mut child = shale_testkit::child_command("store_lock_child_entry_point")
         .env(CHILD_ENV, &store)
         .env(CHILD_TAIL_ENV, tails.path())
         .stdout(Stdio::piped())
@@ -233,8 +234,7 @@ fn a_reader_in_another_process_shares_with_readers_and_excludes_a_writer() {
     db.put(b"k", b"v").unwrap();
     db.close().unwrap();
     let volume = dir.path().join(shale_space::VOLUME_FILE_NAME);
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "store_lock_reader_child_entry_point", "--nocapture"])
+    let mut child = shale_testkit::child_command("store_lock_reader_child_entry_point")
         .env(READER_ENV, &volume)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -254,10 +254,11 @@ fn a_reader_in_another_process_shares_with_readers_and_excludes_a_writer() {
 const READER_ENV: &str = "SHALE_STORE_LOCK_READER";
 
 #[test]
+#[ignore = "child process entry point, run by \
+            a_reader_in_another_process_shares_with_readers_and_excludes_a_writer"]
 fn store_lock_reader_child_entry_point() {
-    let Ok(path) = std::env::var(READER_ENV) else {
-        return; // Runs only as the child of the test above.
-    };
+    let parent = "a_reader_in_another_process_shares_with_readers_and_excludes_a_writer";
+    let path = shale_testkit::child_env(READER_ENV, parent);
     let db = Db::open_read_only(&path, Options::small_for_tests()).expect("child: open");
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
     println!("{READY}");
@@ -286,8 +287,7 @@ fn a_block_device_is_locked_through_every_name() {
     let dev = match out {
         Ok(o) if o.status.success() => String::from_utf8(o.stdout).unwrap().trim().to_string(),
         other => {
-            println!("skipped: no loop device ({other:?})");
-            return;
+            return shale_testkit::prerequisite::missing("a loop device", format!("{other:?}"));
         }
     };
     let _loop = Loop(dev.clone());
@@ -319,9 +319,9 @@ fn a_bind_mount_of_the_store_meets_the_same_lock() {
     let at = tempfile::tempdir().unwrap();
     Db::open(dir.path(), Options::small_for_tests()).unwrap().close().unwrap();
     let bound = Command::new("mount").arg("--bind").arg(dir.path()).arg(at.path()).status();
-    if !bound.is_ok_and(|s| s.success()) {
-        println!("skipped: cannot bind-mount (not root?)");
-        return;
+    if !bound.as_ref().is_ok_and(|s| s.success()) {
+        let why = format!("mount --bind: {bound:?} (not root?)");
+        return shale_testkit::prerequisite::missing("a bind mount", why);
     }
     struct Unmount<'a>(&'a Path);
     impl Drop for Unmount<'_> {

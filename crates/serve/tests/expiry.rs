@@ -1,6 +1,11 @@
 //! Expiry: SET EX/PX/EXAT/PXAT/KEEPTTL, TTL, PTTL, EXPIRE, PEXPIRE and their NX/XX/GT/LT,
 //! PERSIST; an expired key reads as missing, is deleted by the read that finds it (INFO's
 //! expired_keys) and keeps its expiry through INCR and APPEND.
+//!
+//! The server's clock is the system's: a test never needs a key to outlive some number of
+//! round trips. A key meant to expire during a test gets its expiry once it was seen alive,
+//! and the test then waits at least that long (waiting longer changes nothing); a TTL read
+//! back is checked within ten seconds of what was set, as slack for a loaded machine.
 
 mod common;
 
@@ -27,9 +32,9 @@ fn ttl_pttl_expire_persist() {
     let set: i64 = cmd("EXPIRE").arg("k").arg(100).query(&mut c).unwrap();
     assert_eq!(set, 1);
     let ttl: i64 = cmd("TTL").arg("k").query(&mut c).unwrap();
-    assert!((99..=100).contains(&ttl), "{ttl}");
+    assert!((90..=100).contains(&ttl), "{ttl}");
     let pttl: i64 = cmd("PTTL").arg("k").query(&mut c).unwrap();
-    assert!((98_000..=100_000).contains(&pttl), "{pttl}");
+    assert!((90_000..=100_000).contains(&pttl), "{pttl}");
     // NX refuses a key with an expiry, GT a shorter one, LT a longer one, XX a key without.
     let r: i64 = cmd("EXPIRE").arg("k").arg(200).arg("NX").query(&mut c).unwrap();
     assert_eq!(r, 0);
@@ -40,7 +45,7 @@ fn ttl_pttl_expire_persist() {
     let r: i64 = cmd("PEXPIRE").arg("k").arg(300_000).arg("GT").query(&mut c).unwrap();
     assert_eq!(r, 1);
     let ttl: i64 = cmd("TTL").arg("k").query(&mut c).unwrap();
-    assert!((299..=300).contains(&ttl), "{ttl}");
+    assert!((290..=300).contains(&ttl), "{ttl}");
     let r: i64 = cmd("PERSIST").arg("k").query(&mut c).unwrap();
     assert_eq!(r, 1);
     let r: i64 = cmd("PERSIST").arg("k").query(&mut c).unwrap();
@@ -62,13 +67,17 @@ fn ttl_pttl_expire_persist() {
 fn expired_keys_read_as_missing_and_are_deleted_lazily() {
     let server = TestServer::start();
     let mut c = server.client();
-    let _: () = cmd("SET").arg("short").arg("v").arg("PX").arg(100).query(&mut c).unwrap();
+    // "short" lives an hour until it was seen alive, then 100 ms more.
+    let _: () = cmd("SET").arg("short").arg("v").arg("PX").arg(3_600_000).query(&mut c).unwrap();
     let _: () = cmd("SET").arg("long").arg("v").arg("EX").arg(1000).query(&mut c).unwrap();
     let _: () = cmd("SET").arg("past").arg("v").arg("PXAT").arg(1).query(&mut c).unwrap();
     let v: Option<String> = cmd("GET").arg("past").query(&mut c).unwrap();
     assert_eq!(v, None, "PXAT in the past: gone at once");
     let v: Option<String> = cmd("GET").arg("short").query(&mut c).unwrap();
     assert_eq!(v.as_deref(), Some("v"));
+    let r: i64 = cmd("PEXPIRE").arg("short").arg(100).query(&mut c).unwrap();
+    assert_eq!(r, 1);
+    // At least the 100 ms: the key has expired by then, whatever the machine's load.
     std::thread::sleep(Duration::from_millis(150));
     assert_eq!(info_field(&mut c, "expired_keys"), "0");
     let v: Option<String> = cmd("GET").arg("short").query(&mut c).unwrap();

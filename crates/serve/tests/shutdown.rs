@@ -18,6 +18,9 @@ use shale_serve::{AppendFsync, Config, Server};
 fn a_shutdown_under_writes_keeps_every_acknowledged_write() {
     let server = TestServer::start();
     let mut s = server.raw();
+    // The writer says when its first batch was acknowledged: the shutdown comes after that,
+    // while it writes on, however slowly the machine runs.
+    let (first_acked, writing) = std::sync::mpsc::channel();
     let writer = std::thread::spawn(move || {
         // Pipelined SETs in batches; count the replies that came back.
         let mut reader = BufReader::new(s.try_clone().unwrap());
@@ -38,10 +41,13 @@ fn a_shutdown_under_writes_keeps_every_acknowledged_write() {
                     _ => break 'outer,
                 }
             }
+            if batch == 0 {
+                let _ = first_acked.send(());
+            }
         }
         acked
     });
-    std::thread::sleep(Duration::from_millis(100));
+    writing.recv_timeout(Duration::from_secs(60)).expect("no batch acknowledged within a minute");
     let dir = server.stop();
     let acked = writer.join().unwrap();
     assert!(acked > 0, "some writes were acknowledged before the shutdown");

@@ -1,5 +1,7 @@
 //! The scripted commit scenario on real devices: a file through io_uring with O_DIRECT, a file
-//! through pread/pwrite, and a loop device (`losetup --direct-io=on`) when running as root.
+//! through pread/pwrite, and a loop device (`losetup --direct-io=on`, as root). Without
+//! io_uring or root they print that they skipped, and fail where `SHALE_REQUIRE_PREREQS=1`
+//! (`.ci/run`) says the machine has them (`shale_testkit::prerequisite`).
 //! Each runs rounds of commits (with wraps and trims of a tiny version log), reopens the
 //! volume after every round and checks the committed state and every live extent's data.
 //! Power cuts cannot be injected into real hardware; crash images come from the simulated
@@ -56,10 +58,8 @@ fn scenario_on_a_file_through_io_uring_with_o_direct() {
     let path = scratch("uring.vol");
     let probe = file_device(&path, Backend::Auto);
     if probe.info().backend != "uring" {
-        println!(
-            "skipped: io_uring with O_DIRECT is not available here ({})",
-            probe.info().backend
-        );
+        let why = format!("the Auto backend chose {}", probe.info().backend);
+        shale_testkit::prerequisite::missing("io_uring with O_DIRECT", why);
         return;
     }
     drop(probe);
@@ -80,13 +80,8 @@ fn scenario_on_a_file_through_pread() {
 fn scenario_on_a_loop_device_with_direct_io() {
     let backing = scratch("loop.img");
     std::fs::File::create(&backing).unwrap().set_len(8 << 20).unwrap();
-    let lo = match shale_testkit::LoopDevice::attach(&backing) {
-        Ok(lo) => lo,
-        Err(why) => {
-            println!("skipped: {why}");
-            return;
-        }
-    };
+    let attached = shale_testkit::LoopDevice::attach(&backing);
+    let Some(lo) = shale_testkit::prerequisite::require("a loop device", attached) else { return };
     let path = lo.path().to_path_buf();
     let dev = open_device(&path, &FileOptions::default()).expect("open loop device");
     let info = dev.info();
@@ -132,13 +127,8 @@ fn room_for_new_extents_on_a_file_a_loop_device_and_memory() {
 
     let backing = scratch("room-loop.img");
     std::fs::File::create(&backing).unwrap().set_len(8 << 20).unwrap();
-    let lo = match shale_testkit::LoopDevice::attach(&backing) {
-        Ok(lo) => lo,
-        Err(why) => {
-            println!("skipped the loop device: {why}");
-            return;
-        }
-    };
+    let attached = shale_testkit::LoopDevice::attach(&backing);
+    let Some(lo) = shale_testkit::prerequisite::require("a loop device", attached) else { return };
     let dev = open_device(lo.path(), &FileOptions::default()).expect("open loop device");
     let opened = open(dev, &layout);
     let v = &opened.volume;

@@ -2,23 +2,36 @@
 //! read (which read committed allows); serializable forbids a write skew (which read
 //! committed allows); rows declared up front are locked before anything else, in one order,
 //! so two writers that deadlock when they lock rows as they meet them do not when they
-//! declare them. Lock waits are bounded by a short `lock_timeout`.
+//! declare them. Lock waits are bounded by a short `lock_timeout` where a test means a wait
+//! to run out, and by a long one where it means a wait to end when another transaction does
+//! (a loaded machine may take its time, and must not turn the wait into a timeout).
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
-use shale_table::{Column, Declared, Error, Isolation, Schema, SimPmem, TableId, TableStore};
+use shale_table::{
+    Column, Declared, Error, Isolation, Schema, SimPmem, TableId, TableOptions, TableStore,
+};
 
 const LEVELS: [Isolation; 3] =
     [Isolation::ReadCommitted, Isolation::RepeatableRead, Isolation::Serializable];
 
+/// A lock wait meant to end when the other transaction ends, never to run out: a minute.
+const LOCK_WAIT_LONG: Duration = Duration::from_secs(60);
+
 fn store() -> (Arc<TableStore>, TableId) {
+    store_with(small_options().lock_timeout)
+}
+
+/// A store of four committed rows whose lock waits run out after `lock_timeout`.
+fn store_with(lock_timeout: Duration) -> (Arc<TableStore>, TableId) {
     let d = sim(16, 21);
     let p = SimPmem::new(PMEM_BYTES);
-    let store = open(&d, &p, &small_options());
+    let store = open(&d, &p, &TableOptions { lock_timeout, ..small_options() });
     let t = store.create_table("t", schema()).unwrap();
     for i in 0..4 {
         store.insert(t, &row(&key(i), b"committed", i)).unwrap();
@@ -28,19 +41,25 @@ fn store() -> (Arc<TableStore>, TableId) {
 
 #[test]
 fn no_level_reads_uncommitted_changes() {
-    let (store, t) = store();
+    // Each reader must wait for the writer, however long the writer takes.
+    let (store, t) = store_with(LOCK_WAIT_LONG);
     for level in LEVELS {
         // A writer changes row 1, inserts row 9 and erases row 2, then aborts after a while.
         let mut w = store.begin(Isolation::ReadCommitted);
         w.update(t, &key(1), "text", b"dirty").unwrap();
         w.insert(t, &row(&key(9), b"dirty", 9)).unwrap();
         w.erase(t, &key(2)).unwrap();
+        // Set just before the abort: a read that returns with it still unset did not wait
+        // for the writer.
+        let aborting = Arc::new(AtomicBool::new(false));
+        let started = Arc::new(Barrier::new(2));
         let reader = {
-            let store = store.clone();
+            let (store, aborting, started) = (store.clone(), aborting.clone(), started.clone());
             std::thread::spawn(move || {
-                let started = Instant::now();
+                started.wait();
                 let mut r = store.begin(level);
                 let one = r.select_cell(t, &key(1), "text").unwrap();
+                let waited = aborting.load(Ordering::SeqCst);
                 let nine = r.select(t, &key(9)).unwrap();
                 let two = r.select_cell(t, &key(2), "text").unwrap();
                 let mut scan = r.scan(t, ..).unwrap();
@@ -50,13 +69,17 @@ fn no_level_reads_uncommitted_changes() {
                 }
                 drop(scan);
                 r.commit().unwrap();
-                (started.elapsed(), one, nine, two, rows)
+                (waited, one, nine, two, rows)
             })
         };
-        std::thread::sleep(Duration::from_millis(60));
+        // The reader is about to read; give it time to reach the locked row (a read that
+        // does not wait returns meanwhile; one that waits waits for the abort either way).
+        started.wait();
+        std::thread::sleep(Duration::from_millis(50));
+        aborting.store(true, Ordering::SeqCst);
         w.abort().unwrap();
         let (waited, one, nine, two, rows) = reader.join().unwrap();
-        assert!(waited >= Duration::from_millis(50), "{level:?} did not wait for the writer");
+        assert!(waited, "{level:?} did not wait for the writer");
         assert_eq!(one, Some(b"committed".to_vec()), "{level:?}");
         assert_eq!(nine, None, "{level:?}");
         assert_eq!(two, Some(b"committed".to_vec()), "{level:?}");
@@ -64,6 +87,7 @@ fn no_level_reads_uncommitted_changes() {
         assert!(rows.iter().all(|r| r[1] == b"committed"), "{level:?}");
     }
     // A reader that cannot wait long enough is told so, and never given the dirty bytes.
+    let (store, t) = store_with(small_options().lock_timeout);
     let mut w = store.begin(Isolation::ReadCommitted);
     w.update(t, &key(1), "text", b"dirty").unwrap();
     for level in LEVELS {
@@ -172,7 +196,10 @@ fn declared_rows_are_locked_up_front_in_one_order_so_no_deadlock() {
     // At least one waits out its timeout (the other may then get the row it freed).
     let results: Vec<_> = undeclared.into_iter().map(|w| w.join().unwrap()).collect();
     assert!(results.iter().any(|r| matches!(r, Err(Error::LockTimeout))), "{results:?}");
-    // Declared: rows in any order in the declaration, locked in one order.
+    // Declared: rows in any order in the declaration, locked in one order. Their waits end
+    // when the other writer commits: a store whose waits run out only after a minute, so
+    // that a writer descheduled for a while is not taken for a deadlock.
+    let (store, t) = store_with(LOCK_WAIT_LONG);
     let declared: Vec<_> = [(1, 2), (2, 1)]
         .into_iter()
         .map(|(a, b)| {

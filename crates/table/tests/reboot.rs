@@ -12,7 +12,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use shale_table::{Column, Error, Isolation, Schema, TableOptions, TableStore, UndoLogPlace};
 
@@ -89,12 +89,11 @@ fn child(dir: &Path, pmem: Option<&Path>) {
 }
 
 #[test]
+#[ignore = "child process entry point, run by the reboot tests below (run_and_kill)"]
 fn reboot_child_entry_point() {
-    // Runs only as the child of the tests below.
-    if let Ok(dir) = std::env::var(CHILD_DIR) {
-        let pmem = std::env::var(CHILD_PMEM).ok().map(PathBuf::from);
-        child(Path::new(&dir), pmem.as_deref());
-    }
+    let dir = shale_testkit::child_env(CHILD_DIR, "run_and_kill, in the tests below");
+    let pmem = std::env::var(CHILD_PMEM).ok().map(PathBuf::from);
+    child(Path::new(&dir), pmem.as_deref());
 }
 
 /// The files under /dev/shm that process `pid` has open or mapped.
@@ -125,12 +124,8 @@ fn shm_files_of(pid: u32) -> Vec<PathBuf> {
 /// returns the last transaction acknowledged and those files. Past about 8 updates, the
 /// open transaction's blocks have been written (half the cache dirty writes them).
 fn run_and_kill(dir: &Path, pmem: Option<&Path>, changes: u64) -> (u64, Vec<PathBuf>) {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = Command::new(exe);
-    cmd.args(["--exact", "reboot_child_entry_point", "--nocapture", "--test-threads=1"])
-        .env(CHILD_DIR, dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+    let mut cmd = shale_testkit::child_command("reboot_child_entry_point");
+    cmd.env(CHILD_DIR, dir).stdout(Stdio::piped()).stderr(Stdio::null());
     if let Some(p) = pmem {
         cmd.env(CHILD_PMEM, p);
     }

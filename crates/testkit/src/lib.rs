@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub mod prefix_writers;
+pub mod prerequisite;
 
 /// Whether the process runs as root (loop devices need it).
 pub fn is_root() -> bool {
@@ -21,8 +22,8 @@ impl LoopDevice {
     /// Attaches `file` to a free loop device.
     ///
     /// # Errors
-    /// Why it could not (not root, no losetup, no free device), for the test to print as its
-    /// reason to skip.
+    /// Why it could not (not root, no losetup, no free device), for the test to report as a
+    /// missing prerequisite ([`prerequisite::require`]).
     pub fn attach(file: &Path) -> Result<LoopDevice, String> {
         if !is_root() {
             return Err("attaching a loop device needs root".into());
@@ -178,10 +179,39 @@ pub fn allocated_bytes_in(
     Ok(total)
 }
 
-/// Runs this test binary's test `entry` as a child process with `envs`, lets it run for
-/// `kill_after`, SIGKILLs it and returns every line it printed on stdout, in order: the kill
-/// tests' harness (the child prints what it had acknowledged, the parent checks it survived).
-/// The child's stderr is discarded.
+/// The command that runs this test binary's child-process entry point `entry` alone, its
+/// output not captured, on one test thread.
+///
+/// A test that needs a second process (a writer to SIGKILL, a store held open by another
+/// process) runs its own test binary again, selecting one entry point by name. The entry
+/// point is an ignored test (`#[ignore = "child process entry point, run by <parent>"]`), so
+/// it never counts as a passing test of its own; this command runs it with `--ignored
+/// --exact`, and the entry point reads what to do from the environment ([`child_env`]).
+///
+/// # Panics
+/// If the test binary's path cannot be found.
+pub fn child_command(entry: &str) -> Command {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut cmd = Command::new(exe);
+    cmd.args(["--ignored", "--exact", entry, "--nocapture", "--test-threads=1"]);
+    cmd
+}
+
+/// The value of `var` in a child-process entry point ([`child_command`]).
+///
+/// # Panics
+/// When `var` is not set: the entry point was run by hand (`cargo test -- --ignored`), not by
+/// its parent test `parent`, and has nothing to do; it fails rather than pass doing nothing.
+pub fn child_env(var: &str, parent: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("a child process entry point, not a test: `{parent}` runs it with {var} set")
+    })
+}
+
+/// Runs this test binary's entry point `entry` as a child process ([`child_command`]) with
+/// `envs`, lets it run for `kill_after`, SIGKILLs it and returns every line it printed on
+/// stdout, in order: the kill tests' harness (the child prints what it had acknowledged, the
+/// parent checks it survived). The child's stderr is discarded.
 ///
 /// # Panics
 /// If the child cannot be started or waited for.
@@ -192,9 +222,7 @@ pub fn run_child_until_killed(
 ) -> Vec<String> {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut child = Command::new(exe)
-        .args(["--exact", entry, "--nocapture", "--test-threads=1"])
+    let mut child = child_command(entry)
         .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -1692,8 +1692,8 @@ impl Inner {
         }
         let (last_seq, view) = self.published.load(|| {
             #[cfg(feature = "failpoints")]
-            if let Some(pause) = self.opts.pause_in_point_reads {
-                std::thread::sleep(pause);
+            if let Some(hook) = &self.opts.point_read_hook {
+                (hook.0)();
             }
         });
         Ok(ReadView { view, snapshot: snapshot.unwrap_or(last_seq) })
@@ -1882,6 +1882,7 @@ impl Inner {
                 .and_then(|a| a.overflow)
                 .map_or("", |o| o.name()),
             tuner_batch_max: self.tuner.batch_max(),
+            tuner_running: self.tuner.running(),
             memory_overflows: self.memory_overflows.load(Ordering::Relaxed),
             write_buffer_bytes: self.write_buffer_bytes() as u64,
             // The async API's counters live with its queue (`Db::stats` adds them).

@@ -5,7 +5,7 @@
 //! has stopped (P5).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -27,6 +27,9 @@ pub(super) struct TunerState {
     last: Mutex<Option<Action>>,
     /// The last window's cap on the batch (`tuner::batch_room_cap` within the bounds).
     batch_max: AtomicU64,
+    /// Whether the tuner thread runs: set before it starts, cleared when it ends, however
+    /// it ends (shutdown, a stopped store, a knob that could not be turned, a panic).
+    running: AtomicBool,
 }
 
 impl TunerState {
@@ -44,6 +47,22 @@ impl TunerState {
     /// The last window's cap on the batch (0 before the first window, or without a tuner).
     pub(super) fn batch_max(&self) -> u64 {
         self.batch_max.load(Ordering::Relaxed)
+    }
+
+    /// Whether the tuner thread runs. Once it reads false the window counts change no more
+    /// (the thread's last count happens before it clears the flag).
+    pub(super) fn running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+}
+
+/// Clears [`TunerState::running`] when dropped: at the end of the tuner thread, unwinding
+/// included.
+struct Ended(Arc<Inner>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        self.0.tuner.running.store(false, Ordering::Release);
     }
 }
 
@@ -188,5 +207,13 @@ pub(super) fn start(inner: &Arc<Inner>) -> Result<Option<std::thread::JoinHandle
     if inner.read_only || inner.opts.tuner.mode == TunerMode::Off {
         return Ok(None);
     }
-    super::pool::spawn_named(inner, "shale-tuner", |inner| inner.tuner_loop()).map(Some)
+    inner.tuner.running.store(true, Ordering::Release);
+    let spawned = super::pool::spawn_named(inner, "shale-tuner", |inner| {
+        let ended = Ended(inner);
+        ended.0.tuner_loop();
+    });
+    if spawned.is_err() {
+        inner.tuner.running.store(false, Ordering::Release);
+    }
+    spawned.map(Some)
 }

@@ -58,11 +58,10 @@ fn child(dir: &Path) {
 }
 
 #[test]
+#[ignore = "child process entry point, run by the reboot tests below (run_and_kill)"]
 fn reboot_child_entry_point() {
-    // Runs only as the child of the test below.
-    if let Ok(dir) = std::env::var(CHILD_DIR) {
-        child(Path::new(&dir));
-    }
+    let dir = shale_testkit::child_env(CHILD_DIR, "run_and_kill, in the tests below");
+    child(Path::new(&dir));
 }
 
 /// The files under /dev/shm that process `pid` has open or mapped.
@@ -91,9 +90,7 @@ fn shm_files_of(pid: u32) -> Vec<PathBuf> {
 /// Runs the child until it has acknowledged `ACKED_BEFORE_KILL` more stores, kills it, and
 /// returns the last store acknowledged and the /dev/shm files it held.
 fn run_and_kill(dir: &Path) -> (u64, Vec<PathBuf>) {
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new(exe)
-        .args(["--exact", "reboot_child_entry_point", "--nocapture", "--test-threads=1"])
+    let mut child = shale_testkit::child_command("reboot_child_entry_point")
         .env(CHILD_DIR, dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

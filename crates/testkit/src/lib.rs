@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod format_fixtures;
 pub mod prefix_writers;
 pub mod prerequisite;
 

@@ -1,26 +1,22 @@
 //! The bounded index's page cache: a fixed number of frames, each holding one bucket's
-//! decoded entries, replaced by CLOCK (a reference bit per frame, a hand that clears bits
-//! until it finds a frame not referenced since its last pass).
+//! decoded entries, replaced by CLOCK: the space layer's CLOCK core (`shale_space::
+//! clock_cache`, the one cache of every engine), in its write-back mode, each frame charged 1.
 //!
-//! Its memory is fixed when it is made: every frame reserves room for a full page's entries,
-//! and the map from bucket to frame is sized for the frame count, so it does not grow with
-//! the keys. A dirty frame chosen by the hand is handed back to the caller, who writes it
-//! back before its bucket can be read again.
+//! Its memory is fixed when it is made: every frame reserves room for a full page's entries
+//! (the entries of a frame evicted clean are kept for the next frame), and the map from
+//! bucket to frame is sized for the frame count, so it does not grow with the keys. A dirty
+//! frame chosen by the hand is handed back to the caller, who writes it back before its
+//! bucket can be read again.
 
-use rustc_hash::FxHashMap;
+use shale_space::clock_cache::{Admit, Clock, DirtyPolicy};
 
 use crate::index_page::ENTRIES_MAX;
 
 /// One cached bucket.
 #[derive(Debug)]
 pub struct Frame {
-    /// The bucket it holds.
-    pub bucket: u32,
     /// Its entries: (digest, packed location).
     pub entries: Vec<(u64, u64)>,
-    /// Changed since it was read or written back.
-    pub dirty: bool,
-    referenced: bool,
 }
 
 /// A frame's bucket and entries, taken out of the cache to be written back.
@@ -35,9 +31,9 @@ pub struct Evicted {
 /// A fixed set of frames.
 #[derive(Debug)]
 pub struct PageCache {
-    frames: Vec<Frame>,
-    by_bucket: FxHashMap<u32, usize>,
-    hand: usize,
+    clock: Clock<u32, Frame>,
+    /// Entry vectors of frames evicted clean, each with room for a page, for the next frames.
+    spare: Vec<Vec<(u64, u64)>>,
     capacity: usize,
 }
 
@@ -48,30 +44,36 @@ impl PageCache {
     /// A cache of `frames` frames (at least [`FRAMES_MIN`]).
     pub fn new(frames: usize) -> PageCache {
         let capacity = frames.max(FRAMES_MIN);
-        let mut by_bucket = FxHashMap::default();
-        by_bucket.reserve(capacity);
-        PageCache { frames: Vec::with_capacity(capacity), by_bucket, hand: 0, capacity }
+        PageCache {
+            clock: Clock::with_room(capacity, DirtyPolicy::WriteBack, capacity),
+            spare: Vec::new(),
+            capacity,
+        }
     }
 
     /// Bytes the cache holds in memory once full: its frames with their reserved entries,
-    /// and its map. Fixed for a capacity.
+    /// and its map and ring. Fixed for a capacity.
     pub fn memory_bytes(&self) -> usize {
         let frame = std::mem::size_of::<Frame>() + ENTRIES_MAX * 16;
-        let map = self.by_bucket.capacity() * (std::mem::size_of::<(u32, usize)>() + 1);
-        self.capacity * frame + map
+        // A map slot holds the bucket, the frame and CLOCK's bookkeeping; the ring a bucket.
+        let slot = std::mem::size_of::<(u32, Frame)>() + 32 + std::mem::size_of::<Option<u32>>();
+        self.capacity * (frame + slot)
     }
 
-    /// The frame of `bucket`, marked referenced.
+    /// The frame of `bucket`, marked referenced. A caller that changes its entries marks it
+    /// dirty ([`PageCache::mark_dirty`]).
     pub fn get(&mut self, bucket: u32) -> Option<&mut Frame> {
-        let i = *self.by_bucket.get(&bucket)?;
-        let f = &mut self.frames[i];
-        f.referenced = true;
-        Some(f)
+        self.clock.get(&bucket)
+    }
+
+    /// Marks the frame of `bucket` changed since it was read or written back.
+    pub fn mark_dirty(&mut self, bucket: u32) {
+        assert!(self.clock.mark_dirty(&bucket), "bucket {bucket} is cached");
     }
 
     /// Whether `bucket` is cached.
     pub fn contains(&self, bucket: u32) -> bool {
-        self.by_bucket.contains_key(&bucket)
+        self.clock.contains(&bucket)
     }
 
     /// Caches `bucket` with `entries`; returns a dirty frame it displaced, to write back.
@@ -79,80 +81,57 @@ impl PageCache {
     /// # Panics
     /// If `bucket` is cached already (a bug).
     pub fn insert(&mut self, bucket: u32, entries: &[(u64, u64)], dirty: bool) -> Option<Evicted> {
-        assert!(!self.by_bucket.contains_key(&bucket), "bucket {bucket} cached twice");
-        if self.frames.len() < self.capacity {
-            let mut own = Vec::with_capacity(ENTRIES_MAX);
-            own.extend_from_slice(entries);
-            self.frames.push(Frame { bucket, entries: own, dirty, referenced: true });
-            self.by_bucket.insert(bucket, self.frames.len() - 1);
-            return None;
+        assert!(!self.clock.contains(&bucket), "bucket {bucket} cached twice");
+        let mut own = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(ENTRIES_MAX));
+        own.clear();
+        own.extend_from_slice(entries);
+        let gone = self.clock.insert(bucket, Frame { entries: own }, 1, 0, Admit::Used);
+        if dirty {
+            self.mark_dirty(bucket);
         }
-        let i = self.victim();
-        let f = &mut self.frames[i];
-        self.by_bucket.remove(&f.bucket);
-        let evicted = f.dirty.then(|| Evicted { bucket: f.bucket, entries: f.entries.clone() });
-        f.bucket = bucket;
-        f.entries.clear();
-        f.entries.extend_from_slice(entries);
-        f.dirty = dirty;
-        f.referenced = true;
-        self.by_bucket.insert(bucket, i);
+        let mut evicted = None;
+        for e in gone {
+            if e.dirty {
+                evicted = Some(Evicted { bucket: e.key, entries: e.value.entries });
+            } else {
+                self.spare.push(e.value.entries);
+            }
+        }
         evicted
     }
 
-    /// The frame the CLOCK hand picks: the first not referenced since the hand last passed.
-    fn victim(&mut self) -> usize {
-        loop {
-            let i = self.hand;
-            self.hand = (self.hand + 1) % self.frames.len();
-            let f = &mut self.frames[i];
-            if !f.referenced {
-                return i;
-            }
-            f.referenced = false;
-        }
+    /// The frames of `buckets`, each cloned out to be written.
+    fn copies(&self, mut buckets: Vec<u32>) -> Vec<Evicted> {
+        buckets.sort_unstable();
+        buckets
+            .into_iter()
+            .map(|b| Evicted {
+                bucket: b,
+                entries: self.clock.peek(&b).expect("cached").entries.clone(),
+            })
+            .collect()
     }
 
     /// The dirty frames, each marked clean: the caller writes them back.
     pub fn take_dirty(&mut self) -> Vec<Evicted> {
-        let mut out: Vec<Evicted> = self
-            .frames
-            .iter_mut()
-            .filter(|f| f.dirty)
-            .map(|f| {
-                f.dirty = false;
-                Evicted { bucket: f.bucket, entries: f.entries.clone() }
-            })
-            .collect();
-        out.sort_by_key(|e| e.bucket);
-        out
+        let dirty = self.clock.take_dirty();
+        self.copies(dirty)
     }
 
     /// Up to `max` dirty frames the hand reaches next, each marked clean (they stay
     /// cached): written back together with an evicted one, they spare the evictions after it
     /// a write each.
     pub fn take_dirty_ahead(&mut self, max: usize) -> Vec<Evicted> {
-        let mut out = Vec::new();
-        let n = self.frames.len();
-        for k in 0..n {
-            if out.len() == max {
-                break;
-            }
-            let f = &mut self.frames[(self.hand + k) % n];
-            if f.dirty {
-                f.dirty = false;
-                out.push(Evicted { bucket: f.bucket, entries: f.entries.clone() });
-            }
-        }
-        out
+        let ahead = self.clock.take_dirty_ahead(max);
+        self.copies(ahead)
     }
 
     /// Forgets every frame (the table they belong to was replaced). Frames keep their room.
     pub fn clear(&mut self) {
-        assert!(self.frames.iter().all(|f| !f.dirty), "a dirty frame would be lost");
-        self.frames.clear();
-        self.by_bucket.clear();
-        self.hand = 0;
+        assert_eq!(self.clock.dirty_count(), 0, "a dirty frame would be lost");
+        for e in self.clock.remove_where(|_| true) {
+            self.spare.push(e.value.entries);
+        }
     }
 }
 
@@ -175,8 +154,8 @@ mod tests {
         let e = c.insert(11, &[], false).expect("a dirty frame");
         assert_eq!((e.bucket, e.entries), (1, vec![(1, 1)]));
         assert!(c.contains(2), "a referenced frame stays");
-        c.get(2).unwrap().dirty = true;
-        c.get(10).unwrap().dirty = true;
+        c.mark_dirty(2);
+        c.mark_dirty(10);
         let ahead: Vec<u32> = c.take_dirty_ahead(8).iter().map(|e| e.bucket).collect();
         assert_eq!(ahead.len(), 2);
         assert!(ahead.contains(&2) && ahead.contains(&10));

@@ -274,15 +274,16 @@ impl PagedTable {
             i.frame(b, &self.counters)?;
             let f = i.cache.get(b).expect("loaded above");
             if let Some(e) = f.entries.iter_mut().find(|e| e.0 == digest) {
-                f.dirty = true;
-                return Ok(Some(std::mem::replace(&mut e.1, loc)));
+                let old = std::mem::replace(&mut e.1, loc);
+                i.cache.mark_dirty(b);
+                return Ok(Some(old));
             }
             let crowded = i.table.entries + 1
                 > (f64::from(i.table.buckets) * ENTRIES_MAX as f64 * LOAD_MAX) as u64;
             let f = i.cache.get(b).expect("loaded above");
             if f.entries.len() < ENTRIES_MAX && !crowded {
                 f.entries.push((digest, loc));
-                f.dirty = true;
+                i.cache.mark_dirty(b);
                 i.table.entries += 1;
                 return Ok(None);
             }
@@ -300,8 +301,8 @@ impl PagedTable {
         i.frame(b, &self.counters)?;
         let f = i.cache.get(b).expect("loaded above");
         let Some(at) = f.entries.iter().position(|e| e.0 == digest) else { return Ok(None) };
-        f.dirty = true;
         let (_, loc) = f.entries.swap_remove(at);
+        i.cache.mark_dirty(b);
         i.table.entries -= 1;
         Ok(Some(loc))
     }
@@ -318,7 +319,7 @@ impl PagedTable {
         match f.entries.iter_mut().find(|e| e.0 == digest && e.1 == from) {
             Some(e) => {
                 e.1 = to;
-                f.dirty = true;
+                i.cache.mark_dirty(b);
                 Ok(true)
             }
             None => Ok(false),

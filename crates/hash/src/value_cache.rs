@@ -23,14 +23,18 @@
 //! Callers only look: a hit is a value no acknowledged store or delete has replaced.
 //!
 //! A garbage-collection copy moves a record without changing its value, so it leaves the
-//! cache alone. The budget counts key and value bytes; least recently used entries go first,
-//! per lock (`shards` of them, each with its share of the budget), so callers on several
-//! threads and the worker rarely wait on one another.
+//! cache alone. The budget counts key and value bytes. Each lock's part (`shards` of them,
+//! each with its share of the budget, so callers on several threads and the worker rarely
+//! wait on one another) is the space layer's CLOCK core (`shale_space::clock_cache`, the
+//! one cache of every engine): a hit sets a bit, and eviction takes entries not used since
+//! the hand last passed, so a scan of cold keys goes through without pushing out hot ones.
+//! Entries are found by the key's 64-bit hash and hold their key: two keys of one hash
+//! share a place (the later replaces the earlier), and a lookup checks the key.
 
-use lru::LruCache;
 use parking_lot::Mutex;
+use shale_space::clock_cache::{Admit, Clock, DirtyPolicy, shard_of};
 
-/// Bytes an entry is charged beyond its key and value (the map's slot and the list's links).
+/// Bytes an entry is charged beyond its key and value (the map's slot and the ring's).
 const ENTRY_OVERHEAD_BYTES: usize = 64;
 /// Most locks the cache is split under: callers of one store are a few threads.
 const SHARDS_MAX: usize = 16;
@@ -38,11 +42,8 @@ const SHARDS_MAX: usize = 16;
 /// list, so a share is never too small to hold a value).
 const SHARD_BYTES_MIN: usize = 1 << 20;
 
-/// One lock's part of the cache.
-struct Part {
-    entries: LruCache<Vec<u8>, Vec<u8>>,
-    bytes: usize,
-}
+/// One lock's part of the cache: entries by the key's hash, each holding its key and value.
+type Part = Clock<u64, (Vec<u8>, Vec<u8>)>;
 
 /// A cache of values by key, bounded in bytes, behind `SHARDS_MAX` locks at most.
 pub(crate) struct ValueCache {
@@ -55,68 +56,65 @@ impl ValueCache {
     /// An empty cache of at most `capacity_bytes` (0: nothing is kept).
     pub(crate) fn new(capacity_bytes: usize) -> ValueCache {
         let shards = (capacity_bytes / SHARD_BYTES_MIN).clamp(1, SHARDS_MAX);
-        let parts = (0..shards)
-            .map(|_| Mutex::new(Part { entries: LruCache::unbounded(), bytes: 0 }))
-            .collect();
-        ValueCache { parts, part_bytes: capacity_bytes / shards }
+        let part_bytes = capacity_bytes / shards;
+        let parts =
+            (0..shards).map(|_| Mutex::new(Clock::new(part_bytes, DirtyPolicy::Keep))).collect();
+        ValueCache { parts, part_bytes }
     }
 
     fn charge(key: &[u8], value: &[u8]) -> usize {
         key.len() + value.len() + ENTRY_OVERHEAD_BYTES
     }
 
-    fn part(&self, key: &[u8]) -> &Mutex<Part> {
-        let h = xxhash_rust::xxh3::xxh3_64(key) as usize;
-        &self.parts[h % self.parts.len()]
+    /// The key's hash, and the lock of its part.
+    fn part(&self, key: &[u8]) -> (u64, &Mutex<Part>) {
+        let h = xxhash_rust::xxh3::xxh3_64(key);
+        (h, &self.parts[shard_of(h, self.parts.len())])
     }
 
-    /// A copy of the value of `key`, if kept (and marks it recently used).
+    /// A copy of the value of `key`, if kept (and marks it used).
     pub(crate) fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
         if self.part_bytes == 0 {
             return None;
         }
-        self.part(key).lock().entries.get(key).cloned()
+        let (h, part) = self.part(key);
+        let mut p = part.lock();
+        p.get(&h).filter(|(k, _)| k == key).map(|(_, v)| v.clone())
     }
 
     /// Whether `key` is kept (its value is current: see the module's rules).
     pub(crate) fn contains(&self, key: &[u8]) -> bool {
-        self.part_bytes != 0 && self.part(key).lock().entries.contains(key)
+        if self.part_bytes == 0 {
+            return false;
+        }
+        let (h, part) = self.part(key);
+        part.lock().peek(&h).is_some_and(|(k, _)| k == key)
     }
 
-    /// Keeps `value` for `key`, evicting the least recently used entries of its part to stay
-    /// within the budget; a value larger than a quarter of a part's budget is not kept. The
-    /// worker's alone.
+    /// Keeps `value` for `key`, evicting entries of its part (CLOCK order) to stay within
+    /// the budget; a value larger than a quarter of a part's budget is not kept (and an
+    /// older one of the key goes). The worker's alone.
     pub(crate) fn insert(&self, key: Vec<u8>, value: Vec<u8>) {
         let charge = Self::charge(&key, &value);
-        let mut p = self.part(&key).lock();
+        let (h, part) = self.part(&key);
+        let mut p = part.lock();
         if charge > self.part_bytes / 4 {
-            if let Some(old) = p.entries.pop(&key) {
-                p.bytes -= Self::charge(&key, &old);
-            }
+            p.remove(&h);
             return;
         }
-        if let Some(old) = p.entries.put(key.clone(), value) {
-            p.bytes -= Self::charge(&key, &old);
-        }
-        p.bytes += charge;
-        while p.bytes > self.part_bytes {
-            let (k, v) = p.entries.pop_lru().expect("bytes are charged to entries");
-            p.bytes -= Self::charge(&k, &v);
-        }
+        p.insert(h, (key, value), charge, 0, Admit::Used);
     }
 
-    /// Forgets `key`. The worker's alone.
+    /// Forgets `key` (and whatever shares its hash). The worker's alone.
     pub(crate) fn remove(&self, key: &[u8]) {
-        let mut p = self.part(key).lock();
-        if let Some(old) = p.entries.pop(key) {
-            p.bytes -= Self::charge(key, &old);
-        }
+        let (h, part) = self.part(key);
+        part.lock().remove(&h);
     }
 
     /// Bytes charged now, over every part.
     #[cfg(test)]
     pub(crate) fn bytes(&self) -> usize {
-        self.parts.iter().map(|p| p.lock().bytes).sum()
+        self.parts.iter().map(|p| p.lock().usage()).sum()
     }
 }
 
@@ -125,7 +123,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_budget_holds_and_the_least_recently_used_go_first() {
+    fn the_budget_holds_and_entries_unused_since_the_hand_passed_go_first() {
         let c = ValueCache::new(1000);
         for i in 0..20u8 {
             c.insert(vec![i], vec![i; 100]);
@@ -137,7 +135,7 @@ mod tests {
         c.get(&[14]);
         c.insert(vec![20], vec![0; 100]);
         assert!(c.get(&[14]).is_some(), "used recently, kept");
-        assert!(c.get(&[15]).is_none(), "the least recently used went");
+        assert!(c.get(&[15]).is_none(), "not used since the hand passed, it went");
         c.remove(&[14]);
         assert!(c.get(&[14]).is_none());
         assert!(!c.contains(&[14]));
@@ -161,7 +159,7 @@ mod tests {
         }
         assert!(c.bytes() <= 32 << 20);
         assert!(c.bytes() > 30 << 20, "nearly full: {}", c.bytes());
-        assert!(c.parts.iter().all(|p| p.lock().bytes > 0));
+        assert!(c.parts.iter().all(|p| p.lock().usage() > 0));
         assert_eq!(ValueCache::new(3 << 20).parts.len(), 3);
         assert_eq!(ValueCache::new(100).parts.len(), 1);
     }

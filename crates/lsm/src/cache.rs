@@ -1,11 +1,13 @@
 //! The block cache: decoded SST blocks (data, and index and filter with
 //! `Options::cache_index_and_filter_blocks`), shared by every reader.
 //!
-//! Sharded CLOCK (second chance) with a byte budget. A key is `(cache_id, block offset)`, where
-//! the cache id is unique per open SST. Each shard is a mutex over a hash map whose entries hold
-//! the block, its referenced bit and its place in a ring of keys; a hit is one hash probe that
-//! sets the bit, and eviction sweeps the ring from its hand, clearing set bits and evicting the
-//! first entry whose bit was clear.
+//! Sharded CLOCK (second chance) with a byte budget: each shard is a mutex over the space
+//! layer's CLOCK core (`shale_space::clock_cache`, the one cache of every engine), whose map
+//! entries hold the block, its referenced bit and its place in a ring of keys; a hit is one
+//! hash probe that sets the bit, and eviction sweeps the ring from its hand, clearing set bits
+//! and evicting the first entry whose bit was clear. A key is `(cache_id, block offset)`,
+//! where the cache id is unique per open SST. A block enters cold (its bit clear): one read
+//! once, by a scan or as a compaction's output, goes before blocks read again.
 //! That approximates LRU (an entry used since the hand last passed survives one more sweep) at
 //! the cost of one hash lookup per hit: an exact LRU list in safe code (a map of last-use
 //! ticks) cost a tree removal and insertion on every hit, 5% of a read-only YCSB run.
@@ -35,7 +37,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
+use shale_space::clock_cache::{Admit, Clock, DirtyPolicy, shard_of};
 
 use crate::sst::block::Block;
 use crate::sst::bloom::BloomFilter;
@@ -116,29 +118,9 @@ impl Cached {
 
 type CacheKey = (u64, u64);
 
-/// One cached block, stored in the shard's hash table itself: a hit reads the key, the
-/// referenced bit and the block's pointer from one bucket. (With the entries in a ring of
-/// their own, found through an index map, and each value behind a second `Arc`, a hit
-/// missed the CPU caches four times before it reached the block: `BlockCache::get` was 17%
-/// of a 16-thread readrandom on cached blocks, against 5% for RocksDB's lookup.)
-struct Entry {
-    value: Cached,
-    referenced: bool,
-    /// Where the key sits in the shard's ring.
-    ring_at: usize,
-}
-
-#[derive(Default)]
+/// One shard: the CLOCK core, and buffers of the data blocks it evicted.
 struct Shard {
-    /// FxHash: the keys are two integers, and SipHash's DoS resistance buys nothing here.
-    entries: FxHashMap<CacheKey, Entry>,
-    /// The CLOCK ring: the keys in slot order; `None` is a free slot (listed in `free`).
-    ring: Vec<Option<CacheKey>>,
-    free: Vec<usize>,
-    hand: usize,
-    usage_bytes: usize,
-    /// `usage_bytes` split by [`BlockKind`].
-    kind_bytes: [usize; KINDS],
+    clock: Clock<CacheKey, Cached>,
     /// Buffers of evicted data blocks, for [`BlockCache::buffer`]; at most `spare_limit`
     /// bytes of capacity in all.
     spare: Vec<Vec<u8>>,
@@ -148,19 +130,14 @@ struct Shard {
 
 impl Shard {
     fn touch(&mut self, key: CacheKey) -> Option<Cached> {
-        let entry = self.entries.get_mut(&key)?;
-        entry.referenced = true;
-        Some(entry.value.clone())
+        self.clock.get(&key).cloned()
     }
 
-    fn remove(&mut self, key: CacheKey) {
-        let Some(entry) = self.entries.remove(&key) else { return };
-        self.ring[entry.ring_at] = None;
-        self.free.push(entry.ring_at);
-        let charge = entry.value.charge_bytes();
-        self.usage_bytes -= charge;
-        self.kind_bytes[entry.value.kind().at()] -= charge;
-        self.recycle(entry.value);
+    fn insert(&mut self, key: CacheKey, value: Cached) {
+        let (charge, kind) = (value.charge_bytes(), value.kind().at());
+        for gone in self.clock.insert(key, value, charge, kind, Admit::Cold) {
+            self.recycle(gone.value);
+        }
     }
 
     /// Keeps the buffer of a removed data block that no reader holds, while there is room.
@@ -186,41 +163,6 @@ impl Shard {
         self.spare_bytes -= buf.capacity();
         buf.clear();
         Some(buf)
-    }
-
-    /// Evicts one entry: the first from the hand on whose referenced bit is clear, clearing
-    /// the bits it passes.
-    fn evict_one(&mut self) {
-        loop {
-            let at = self.hand;
-            self.hand = (self.hand + 1) % self.ring.len();
-            let Some(key) = self.ring[at] else { continue };
-            let entry = self.entries.get_mut(&key).expect("the ring names live entries");
-            if entry.referenced {
-                entry.referenced = false;
-            } else {
-                self.remove(key);
-                return;
-            }
-        }
-    }
-
-    fn insert(&mut self, key: CacheKey, value: Cached) {
-        let charge = value.charge_bytes();
-        let kind = value.kind();
-        let ring_at = match self.free.pop() {
-            Some(at) => {
-                self.ring[at] = Some(key);
-                at
-            }
-            None => {
-                self.ring.push(Some(key));
-                self.ring.len() - 1
-            }
-        };
-        self.entries.insert(key, Entry { value, referenced: false, ring_at });
-        self.usage_bytes += charge;
-        self.kind_bytes[kind.at()] += charge;
     }
 }
 
@@ -253,7 +195,14 @@ impl BlockCache {
         let spare_limit = (shard_capacity_bytes / SPARE_FRACTION).min(SPARE_BYTES_MAX);
         BlockCache {
             shards: (0..shards)
-                .map(|_| Mutex::new(Shard { spare_limit, ..Shard::default() }))
+                .map(|_| {
+                    Mutex::new(Shard {
+                        clock: Clock::new(shard_capacity_bytes, DirtyPolicy::Keep),
+                        spare: Vec::new(),
+                        spare_bytes: 0,
+                        spare_limit,
+                    })
+                })
                 .collect(),
             shard_capacity_bytes,
             hits: Default::default(),
@@ -265,9 +214,8 @@ impl BlockCache {
     fn shard(&self, key: CacheKey) -> &Mutex<Shard> {
         // Block offsets of one SST differ in their low bits, cache ids in theirs: mix both so
         // the blocks of one SST spread over every shard.
-        let h =
-            (key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ key.1).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
-        &self.shards[(h >> 32) as usize % self.shards.len()]
+        let h = key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ key.1;
+        &self.shards[shard_of(h, self.shards.len())]
     }
 
     /// The block at `offset` of SST `cache_id`, if cached; counts a hit or a miss of `kind`,
@@ -282,7 +230,7 @@ impl BlockCache {
     /// Whether the block at `offset` of SST `cache_id` is cached, without counting a lookup or
     /// marking it used: for a caller deciding what to read before the lookups that count.
     pub fn contains(&self, cache_id: u64, offset: u64) -> bool {
-        self.shard((cache_id, offset)).lock().entries.contains_key(&(cache_id, offset))
+        self.shard((cache_id, offset)).lock().clock.contains(&(cache_id, offset))
     }
 
     /// Caches `value` as the block at `offset` of SST `cache_id`, evicting blocks of its shard
@@ -294,12 +242,7 @@ impl BlockCache {
             return value;
         }
         let key = (cache_id, offset);
-        let mut shard = self.shard(key).lock();
-        shard.remove(key);
-        while shard.usage_bytes + charge > self.shard_capacity_bytes {
-            shard.evict_one();
-        }
-        shard.insert(key, value.clone());
+        self.shard(key).lock().insert(key, value.clone());
         self.adds.fetch_add(1, Ordering::Relaxed);
         value
     }
@@ -310,10 +253,9 @@ impl BlockCache {
     pub fn insert_if_room(&self, cache_id: u64, offset: u64, value: Cached) -> bool {
         let key = (cache_id, offset);
         let mut shard = self.shard(key).lock();
-        if shard.usage_bytes + value.charge_bytes() > self.shard_capacity_bytes {
+        if !shard.clock.has_room(value.charge_bytes()) {
             return false;
         }
-        shard.remove(key);
         shard.insert(key, value);
         self.adds.fetch_add(1, Ordering::Relaxed);
         true
@@ -322,8 +264,7 @@ impl BlockCache {
     /// Whether the shard of the block at `offset` of SST `cache_id` has room for `bytes` more
     /// without evicting (a hint: another thread may take the room first).
     pub fn has_room(&self, cache_id: u64, offset: u64, bytes: usize) -> bool {
-        let shard = self.shard((cache_id, offset)).lock();
-        shard.usage_bytes + bytes <= self.shard_capacity_bytes
+        self.shard((cache_id, offset)).lock().clock.has_room(bytes)
     }
 
     /// An empty buffer with room for at least `bytes`, for a data block about to be cached as
@@ -353,10 +294,8 @@ impl BlockCache {
     pub fn forget(&self, cache_id: u64) {
         for shard in &self.shards {
             let mut shard = shard.lock();
-            let keys: Vec<CacheKey> =
-                shard.entries.keys().filter(|k| k.0 == cache_id).copied().collect();
-            for k in keys {
-                shard.remove(k);
+            for gone in shard.clock.remove_where(|k| k.0 == cache_id) {
+                shard.recycle(gone.value);
             }
         }
     }
@@ -383,12 +322,12 @@ impl BlockCache {
 
     /// Bytes of the cached blocks.
     pub fn usage_bytes(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().usage_bytes).sum()
+        self.shards.iter().map(|s| s.lock().clock.usage()).sum()
     }
 
     /// Bytes of the cached blocks of `kind`.
     pub fn usage_bytes_of(&self, kind: BlockKind) -> usize {
-        self.shards.iter().map(|s| s.lock().kind_bytes[kind.at()]).sum()
+        self.shards.iter().map(|s| s.lock().clock.usage_of(kind.at())).sum()
     }
 
     /// The budget: the sum of the shards' budgets.
@@ -547,7 +486,7 @@ mod tests {
         for i in 1..64 {
             cache.insert(1, i * 4096, block(1024));
         }
-        assert!(cache.shards.iter().all(|s| s.lock().usage_bytes > 0));
+        assert!(cache.shards.iter().all(|s| s.lock().clock.usage() > 0));
     }
 
     #[test]

@@ -409,8 +409,8 @@ impl Options {
     /// loop device throttled to 500 MB/s and 50K IOPS took buffered writes at 144-204 MB/s
     /// and O_DIRECT writes of 1 MiB at 487 MB/s, and fillrandom of 1 KB values with 16
     /// threads ran at 105-108k ops/s buffered against 209-232k with O_DIRECT writes and the
-    /// new SSTs prefetched into the page cache (docs/lsm.md, "Writes through the page
-    /// cache"; BENCHMARKS.md, issue #15). A file system writes
+    /// new SSTs prefetched into the page cache (BENCHMARKS-history.md, from docs/lsm.md's
+    /// "Writes through the page cache"). A file system writes
     /// a file's pages back in large requests, so a volume file keeps the choice.
     pub fn writes_ssts_through_page_cache(&self, path: &std::path::Path) -> bool {
         use std::os::unix::fs::FileTypeExt;

@@ -29,6 +29,7 @@
 
 mod allocator;
 mod checkpoint_dir;
+pub mod clock_cache;
 pub mod codec;
 mod counters;
 mod engine_kind;

@@ -1,5 +1,6 @@
-//! The block cache: blocks of every table by (table, block number), least recently used
-//! evicted.
+//! The block cache: blocks of every table by (table, block number), replaced by CLOCK: the
+//! space layer's CLOCK core (`shale_space::clock_cache`, the one cache of every engine), each
+//! block charged 1, dirty blocks kept.
 //!
 //! Write-behind: a change leaves its blocks here *dirty* rather than writing them at once,
 //! so that the changes of several transactions to one block (a table's last block, as
@@ -16,69 +17,48 @@
 //! the device holds, which is the block's newest content: every change of a block goes
 //! through a put first.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
+
+use shale_space::clock_cache::{Admit, Clock, DirtyPolicy};
 
 /// The cache.
 #[derive(Debug)]
 pub struct BlockCache {
-    blocks: HashMap<(u32, u64), (Vec<u8>, u64)>,
-    /// Blocks changed since they were last written, in block order.
-    dirty: BTreeSet<(u32, u64)>,
+    /// The blocks; dirty ones (changed since they were last written) are never evicted.
+    blocks: Clock<(u32, u64), Vec<u8>>,
     /// Blocks being read outside the store's mutex: reads in flight, and whether a put has
     /// made them stale.
     reading: HashMap<(u32, u64), (u32, bool)>,
-    clock: u64,
-    capacity: usize,
 }
 
 impl BlockCache {
     /// A cache of at most `capacity` blocks (more while more than that are dirty).
     pub fn new(capacity: usize) -> BlockCache {
-        BlockCache {
-            blocks: HashMap::new(),
-            dirty: BTreeSet::new(),
-            reading: HashMap::new(),
-            clock: 0,
-            capacity,
-        }
+        BlockCache { blocks: Clock::new(capacity, DirtyPolicy::Keep), reading: HashMap::new() }
     }
 
     /// The block, marked used.
     pub fn get(&mut self, key: (u32, u64)) -> Option<&mut Vec<u8>> {
-        self.clock += 1;
-        let now = self.clock;
-        self.blocks.get_mut(&key).map(|(b, used)| {
-            *used = now;
-            b
-        })
+        self.blocks.get(&key)
     }
 
-    /// Adds or replaces a block, evicting the least recently used eighth of the clean
-    /// blocks when full.
+    /// Adds or replaces a block (a dirty one stays dirty), evicting a clean block the hand
+    /// finds not used since it last passed when full.
     pub fn put(&mut self, key: (u32, u64), block: Vec<u8>) {
-        if self.blocks.len() >= self.capacity && !self.blocks.contains_key(&key) {
-            let mut ages: Vec<(u64, (u32, u64))> = self
-                .blocks
-                .iter()
-                .filter(|(k, _)| !self.dirty.contains(k))
-                .map(|(k, (_, used))| (*used, *k))
-                .collect();
-            ages.sort_unstable();
-            for (_, k) in ages.iter().take(self.capacity / 8 + 1) {
-                self.blocks.remove(k);
-            }
-        }
         if let Some(r) = self.reading.get_mut(&key) {
             r.1 = true;
         }
-        self.clock += 1;
-        self.blocks.insert(key, (block, self.clock));
+        let dirty = self.blocks.is_dirty(&key);
+        self.blocks.insert(key, block, 1, 0, Admit::Used);
+        if dirty {
+            self.blocks.mark_dirty(&key);
+        }
     }
 
     /// Registers a read of `key` from the device outside the store's mutex; false (and
     /// nothing registered) when the block is cached, so there is nothing to read.
     pub fn begin_read(&mut self, key: (u32, u64)) -> bool {
-        if self.blocks.contains_key(&key) {
+        if self.blocks.contains(&key) {
             return false;
         }
         self.reading.entry(key).or_insert((0, false)).0 += 1;
@@ -99,41 +79,41 @@ impl BlockCache {
         if r.0 == 0 {
             self.reading.remove(&key);
         }
-        if let Some(b) = block.filter(|_| !stale && !self.blocks.contains_key(&key)) {
+        if let Some(b) = block.filter(|_| !stale && !self.blocks.contains(&key)) {
             self.put(key, b);
         }
     }
 
     /// Marks a cached block changed: it stays cached until [`BlockCache::take_dirty`].
     pub fn mark_dirty(&mut self, key: (u32, u64)) {
-        assert!(self.blocks.contains_key(&key), "a dirty block is cached");
-        self.dirty.insert(key);
+        assert!(self.blocks.mark_dirty(&key), "a dirty block is cached");
     }
 
     /// Dirty blocks.
     pub fn dirty_blocks(&self) -> usize {
-        self.dirty.len()
+        self.blocks.dirty_count()
     }
 
     /// The dirty blocks in block order, marked clean: the caller writes them.
     pub fn take_dirty(&mut self) -> Vec<(u32, u64)> {
-        std::mem::take(&mut self.dirty).into_iter().collect()
+        let mut dirty = self.blocks.take_dirty();
+        dirty.sort_unstable();
+        dirty
     }
 
     /// The block's bytes, not marking it used.
     pub fn peek(&self, key: (u32, u64)) -> Option<&Vec<u8>> {
-        self.blocks.get(&key).map(|(b, _)| b)
+        self.blocks.peek(&key)
     }
 
     /// Drops every block of `table`, dirty ones included (the table is gone).
     pub fn drop_table(&mut self, table: u32) {
-        self.blocks.retain(|(t, _), _| *t != table);
-        self.dirty.retain(|(t, _)| *t != table);
+        self.blocks.remove_where(|(t, _)| *t == table);
     }
 
     /// Most blocks held while few are dirty.
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.blocks.capacity()
     }
 
     /// Blocks held.

@@ -1916,7 +1916,7 @@ fn block_device_bytes(path: &Path) -> Result<Option<u64>> {
 /// Whether a group's leader inserts every writer's ops itself: for at most this many ops and
 /// bytes, inserting them takes a few microseconds, less than waking the writers to do it.
 /// Also on 16 cores: writers inserting their own single puts made fillrandom slower there
-/// (16 threads, groups overlapped: 165k writes/s against 302k; docs/lsm.md).
+/// (16 threads, groups overlapped: 165k writes/s against 302k; BENCHMARKS-history.md).
 fn inserted_by_leader(group: &[Pending]) -> bool {
     const OPS_MAX: usize = 32;
     const BYTES_MAX: usize = 64 << 10;

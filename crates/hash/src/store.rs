@@ -23,6 +23,7 @@ use std::os::fd::RawFd;
 use shale_io::ticket::{Ticket, pending};
 use shale_io::{DeviceRef, FileOptions};
 use shale_space::Volume;
+use shale_space::contention::Site;
 
 use crate::caller_reads;
 use crate::completion::{Completion, CompletionQueue, Output, Reply};
@@ -35,6 +36,10 @@ use crate::options::{HashOptions, HashStats, StoreMode};
 use crate::record;
 use crate::shard::Shard;
 use crate::worker::{Request, Submissions, Worker};
+
+/// The contention profile's site of a synchronous call's hand-off to the worker: the caller
+/// waiting for its request to be answered (a read answered on the caller's thread passes).
+static WORKER_HANDOFF: Site = Site::new("hash: worker hand-off");
 
 /// A ticket of the hash engine: poll it, wait on it, or `.await` it.
 pub type HashTicket<T> = Ticket<T, Error>;
@@ -369,13 +374,13 @@ impl HashStore {
     pub fn store(&self, key: &[u8], value: &[u8], mode: StoreMode) -> Result<()> {
         record::check_key(key)?;
         record::check_value(value, self.shard.opts.value_bytes_max())?;
-        self.submit(true, |done| Request::Store {
+        let ticket = self.submit(true, |done| Request::Store {
             key: key.to_vec(),
             value: value.to_vec(),
             mode,
             done,
-        })?
-        .wait()
+        })?;
+        WORKER_HANDOFF.wait(|| ticket.wait())
     }
 
     /// Deletes `key`, durably; returns whether it was present (nothing is written if not).
@@ -384,7 +389,8 @@ impl HashStore {
     /// As [`HashStore::store`].
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         record::check_key(key)?;
-        self.submit(true, |done| Request::Delete { key: key.to_vec(), done })?.wait()
+        let ticket = self.submit(true, |done| Request::Delete { key: key.to_vec(), done })?;
+        WORKER_HANDOFF.wait(|| ticket.wait())
     }
 
     /// The value stored under `key`, or `None`. A value in the value cache, or a key the
@@ -397,9 +403,11 @@ impl HashStore {
     pub fn retrieve(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         record::check_key(key)?;
         if let Some(answer) = caller_reads::retrieve(&self.shard, key) {
+            WORKER_HANDOFF.pass();
             return Ok(answer);
         }
-        self.submit(true, |done| Request::Retrieve { key: key.to_vec(), done })?.wait()
+        let ticket = self.submit(true, |done| Request::Retrieve { key: key.to_vec(), done })?;
+        WORKER_HANDOFF.wait(|| ticket.wait())
     }
 
     /// Copies the value of `key` from byte `offset` on into `buf`; returns how many bytes it

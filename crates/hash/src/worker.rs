@@ -30,6 +30,12 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+use shale_space::contention::Site;
+
+/// The contention profile's sites (`shale_space::contention`): the submission queue's mutex,
+/// which callers and the worker share, and a caller waiting for room in the queue.
+static SUBMIT_MUTEX: Site = Site::new("hash: submission queue mutex");
+static ROOM_WAIT: Site = Site::new("hash: queue room wait");
 use rustc_hash::FxHashSet;
 use shale_io::{AlignedBuf, Completion, Op, Queue, QueueOptions, Request as IoRequest};
 use shale_space::IoClass;
@@ -85,12 +91,12 @@ impl Submissions {
     /// Queues `req`, or hands it back when `depth` requests are outstanding (and `wait` is
     /// false; with `wait`, blocks for room).
     pub fn submit(&self, req: Request, wait: bool) -> std::result::Result<(), Request> {
-        let mut s = self.state.lock();
+        let mut s = SUBMIT_MUTEX.lock(&self.state);
         while s.outstanding >= self.depth {
             if !wait {
                 return Err(req);
             }
-            self.room.wait(&mut s);
+            ROOM_WAIT.wait(|| self.room.wait(s.guard()));
         }
         s.outstanding += 1;
         s.queue.push_back(req);
@@ -104,7 +110,7 @@ impl Submissions {
         if n == 0 {
             return;
         }
-        let mut s = self.state.lock();
+        let mut s = SUBMIT_MUTEX.lock(&self.state);
         s.outstanding -= n;
         drop(s);
         self.room.notify_all();
@@ -328,10 +334,10 @@ impl Worker {
             && self.reads_waiting.is_empty()
             && self.in_flight.is_none()
             && self.gc.is_none();
-        let mut s = self.submissions.state.lock();
+        let mut s = SUBMIT_MUTEX.lock(&self.submissions.state);
         if idle {
             while s.queue.is_empty() && !s.closing {
-                self.submissions.work.wait(&mut s);
+                self.submissions.work.wait(s.guard());
             }
         }
         let lingers = self.carry.is_some()
@@ -344,7 +350,7 @@ impl Worker {
             // padded. A read that comes meanwhile waits with the page, 50 us at most.
             let until = Instant::now() + CARRY_LINGER;
             while s.queue.len() < CARRY_WRITES_MIN && !s.closing {
-                if self.submissions.work.wait_until(&mut s, until).timed_out() {
+                if self.submissions.work.wait_until(s.guard(), until).timed_out() {
                     break;
                 }
             }

@@ -15,7 +15,6 @@
 //! `cargo test -p shale-hash --test format_fixtures -- --ignored --nocapture`
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use shale_hash::{HashOptions, HashStore, IndexMode, IterKind, SEGMENT_BYTES_MIN, StoreMode};
 use shale_testkit::format_fixtures;
@@ -215,17 +214,7 @@ fn hash_bounded_index_volume_format_3_reads_back() {
 /// entry there must have its archive.
 #[test]
 fn every_fixture_is_read() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(&root).unwrap() {
-        let dir = entry.unwrap().path();
-        let format: u32 = dir
-            .file_name()
-            .and_then(|n| n.to_str()?.strip_prefix("format-")?.parse().ok())
-            .unwrap_or_else(|| panic!("{}: not a format-<N> directory", dir.display()));
-        found.extend(format_fixtures::archives_in(&dir).into_iter().map(|n| (format, n)));
-    }
-    found.sort();
+    let found = format_fixtures::all_archives(env!("CARGO_MANIFEST_DIR"));
     let mut listed: Vec<_> = FIXTURES.iter().map(|&(f, n, _)| (f, n.to_string())).collect();
     listed.sort();
     assert_eq!(found, listed);

@@ -64,29 +64,6 @@ fn reboot_child_entry_point() {
     child(Path::new(&dir));
 }
 
-/// The files under /dev/shm that process `pid` has open or mapped.
-fn shm_files_of(pid: u32) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    if let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
-        for fd in fds.flatten() {
-            if let Ok(target) = std::fs::read_link(fd.path()) {
-                if target.starts_with("/dev/shm") {
-                    found.push(target);
-                }
-            }
-        }
-    }
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-    for line in maps.lines() {
-        if let Some(at) = line.find("/dev/shm") {
-            found.push(PathBuf::from(line[at..].trim_end_matches(" (deleted)")));
-        }
-    }
-    found.sort();
-    found.dedup();
-    found
-}
-
 /// Runs the child until it has acknowledged `ACKED_BEFORE_KILL` more stores, kills it, and
 /// returns the last store acknowledged and the /dev/shm files it held.
 fn run_and_kill(dir: &Path) -> (u64, Vec<PathBuf>) {
@@ -104,7 +81,7 @@ fn run_and_kill(dir: &Path) -> (u64, Vec<PathBuf>) {
             acked.push(n.parse::<u64>().unwrap());
         }
     }
-    let held = shm_files_of(child.id());
+    let held = shale_testkit::shm_files_of(child.id());
     child.kill().unwrap();
     child.wait().unwrap();
     // Lines written before the kill are acknowledged too.

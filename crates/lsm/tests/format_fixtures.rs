@@ -321,17 +321,7 @@ fn lsm_tiered_volume_format_3_sst_format_2_reads_back() {
 /// entry there must have its archive.
 #[test]
 fn every_fixture_is_read() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(&root).unwrap() {
-        let dir = entry.unwrap().path();
-        let format: u32 = dir
-            .file_name()
-            .and_then(|n| n.to_str()?.strip_prefix("format-")?.parse().ok())
-            .unwrap_or_else(|| panic!("{}: not a format-<N> directory", dir.display()));
-        found.extend(format_fixtures::archives_in(&dir).into_iter().map(|n| (format, n)));
-    }
-    found.sort();
+    let found = format_fixtures::all_archives(env!("CARGO_MANIFEST_DIR"));
     let mut listed: Vec<_> = FIXTURES.iter().map(|&(f, n, ..)| (f, n.to_string())).collect();
     listed.sort();
     assert_eq!(found, listed);

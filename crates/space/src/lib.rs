@@ -31,6 +31,7 @@ mod allocator;
 mod checkpoint_dir;
 pub mod clock_cache;
 pub mod codec;
+pub mod contention;
 mod counters;
 mod engine_kind;
 mod error;

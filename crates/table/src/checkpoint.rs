@@ -139,7 +139,7 @@ struct Keeping<'s>(&'s Shared);
 
 impl Drop for Keeping<'_> {
     fn drop(&mut self) {
-        self.0.storage.lock().frozen = None;
+        self.0.storage().frozen = None;
     }
 }
 
@@ -170,7 +170,7 @@ fn freeze(store: &TableStore) -> Result<Instant<'_>> {
                 now.sort_by_key(|(_, id)| *id);
                 if now == tables {
                     let ids = tables.iter().map(|(_, id)| id.0);
-                    store.shared().storage.lock().frozen = Some(crate::frozen::Frozen::new(ids));
+                    store.shared().storage().frozen = Some(crate::frozen::Frozen::new(ids));
                     let keeping = Keeping(store.shared());
                     instant.abort()?;
                     return Ok(Instant { guard, tables, keeping });
@@ -198,7 +198,7 @@ fn freeze(store: &TableStore) -> Result<Instant<'_>> {
 /// directory (never the source's persistent memory file).
 fn copy_options(shared: &Arc<Shared>) -> TableOptions {
     let mut opts = shared.opts.clone();
-    let layout = shared.storage.lock().layout();
+    let layout = shared.storage().layout();
     opts.segment_bytes = layout.slot_bytes;
     opts.version_log_bytes = layout.version_log_bytes;
     opts.pmem_path = None;
@@ -224,15 +224,14 @@ fn copy_tables(
         loop {
             // The keys (under the mutex), their blocks read ahead (outside it), then the rows
             // at the instant (under it again: a change meanwhile left its image).
-            let batch = shared.storage.lock().scan_batch(id.0, &range, SCAN_BATCH_ROWS)?;
+            let batch = shared.storage().scan_batch(id.0, &range, SCAN_BATCH_ROWS)?;
             let positions: Vec<_> = batch.entries.iter().map(|e| e.1).collect();
             crate::unlocked_read::read_records_ahead(shared, id.0, &positions)?;
             let through = match (batch.ended, batch.entries.last()) {
                 (false, Some((last, _))) => Some(last.clone()),
                 _ => None,
             };
-            let got =
-                shared.storage.lock().checkpoint_rows(id.0, &batch.entries, through.clone())?;
+            let got = shared.storage().checkpoint_rows(id.0, &batch.entries, through.clone())?;
             for row in got {
                 writer.insert(to, &row)?;
                 in_txn += 1;

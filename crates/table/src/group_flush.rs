@@ -15,6 +15,10 @@
 //! returns once `done >= target`, leading that flush itself when none is running.
 
 use parking_lot::{Condvar, Mutex};
+
+/// The contention profile's site of a commit waiting for another's group flush.
+static FLUSH_WAIT: shale_space::contention::Site =
+    shale_space::contention::Site::new("table: group flush wait");
 use shale_io::QueueExt;
 use shale_space::VolumeQueue;
 
@@ -73,7 +77,8 @@ impl GroupFlush {
                 return Ok(());
             }
             if st.running {
-                self.cv.wait(&mut st);
+                // A hand-off: this commit waits for the round another leads.
+                FLUSH_WAIT.wait(|| self.cv.wait(&mut st));
                 continue;
             }
             st.running = true;

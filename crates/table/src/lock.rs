@@ -15,6 +15,13 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+
+/// The contention profile's sites: a stripe's mutex, and a wait for a lock another
+/// transaction holds.
+static LOCK_STRIPE: shale_space::contention::Site =
+    shale_space::contention::Site::new("table: lock table stripe mutex");
+static LOCK_WAIT: shale_space::contention::Site =
+    shale_space::contention::Site::new("table: row or table lock wait");
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::error::{Error, Result};
@@ -145,7 +152,7 @@ impl LockManager {
     ) -> Result<bool> {
         let deadline = Instant::now() + timeout;
         let stripe = self.stripe(key);
-        let mut st = stripe.state.lock();
+        let mut st = LOCK_STRIPE.lock(&stripe.state);
         loop {
             // The key is cloned only for a lock nobody holds.
             if !st.held.contains_key(key) {
@@ -180,7 +187,8 @@ impl LockManager {
                 if want == LockMode::Shared { w.shared += 1 } else { w.exclusive += 1 }
             }
             st.waiting += 1;
-            let timed_out = stripe.released.wait_until(&mut st, deadline).timed_out();
+            let timed_out =
+                LOCK_WAIT.wait(|| stripe.released.wait_until(st.guard(), deadline).timed_out());
             st.waiting -= 1;
             if let Some(t) = table_wide {
                 let w = st.table_waiters.get_mut(&t).expect("counted above");
@@ -207,7 +215,7 @@ impl LockManager {
     /// Releases `txn`'s lock `key` (read committed's short read lock).
     pub fn release(&self, txn: u64, key: &LockKey) {
         let stripe = self.stripe(key);
-        let mut st = stripe.state.lock();
+        let mut st = LOCK_STRIPE.lock(&stripe.state);
         release_in(&mut st, txn, key);
         if st.waiting > 0 {
             stripe.released.notify_all();

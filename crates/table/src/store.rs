@@ -18,6 +18,10 @@ use crate::pmem::{FilePmem, PmemLog, SimPmem};
 use crate::scan::{Scan, ScanTxn};
 use crate::schema::{Row, Schema};
 use crate::storage::{Storage, UndoSetup};
+
+/// The contention profile's site of the store's mutex.
+static STORE_MUTEX: shale_space::contention::Site =
+    shale_space::contention::Site::new("table: store mutex");
 use crate::txn::{Declared, Isolation, Transaction};
 use crate::undo_file::{self, FileId};
 use crate::undo_log::UndoStats;
@@ -29,7 +33,7 @@ pub struct TableId(pub u32);
 
 /// What the store and its transactions share.
 pub(crate) struct Shared {
-    pub storage: Mutex<Storage>,
+    storage: Mutex<Storage>,
     /// Held by a running checkpoint: one at a time (`checkpoint.rs`).
     pub checkpoint_running: Mutex<()>,
     /// Commits share device flushes, made outside `storage`'s mutex.
@@ -47,6 +51,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The store's mutex over its storage, taken through the contention profile's site
+    /// (`shale_space::contention`).
+    pub(crate) fn storage(&self) -> shale_space::contention::Held<'_, Storage> {
+        STORE_MUTEX.lock(&self.storage)
+    }
+
     pub(crate) fn schema(&self, table: TableId) -> Result<Arc<Schema>> {
         self.schemas
             .read()
@@ -138,9 +148,9 @@ impl Drop for Reclaimer {
 /// Looks at the records recorded dead when the pass begins (those still held by a
 /// transaction go back for later), a step per hold of the lock.
 fn reclaim_recorded(shared: &Shared) -> Result<()> {
-    let mut left = shared.storage.lock().dead_recorded();
+    let mut left = shared.storage().dead_recorded();
     while left > 0 {
-        let looked = shared.storage.lock().reclaim_dead(left.min(RECLAIM_STEP_RECORDS))?;
+        let looked = shared.storage().reclaim_dead(left.min(RECLAIM_STEP_RECORDS))?;
         if looked == 0 {
             return Ok(());
         }
@@ -154,7 +164,7 @@ fn reclaim_recorded(shared: &Shared) -> Result<()> {
 fn reclaim_pass(shared: &Shared) -> Result<u64> {
     let mut cursor = (0, crate::Pos::default());
     loop {
-        let mut storage = shared.storage.lock();
+        let mut storage = shared.storage();
         if storage.reclaim_step(&mut cursor, RECLAIM_STEP_RECORDS)? {
             return Ok(storage.stats().free_bytes);
         }
@@ -176,7 +186,7 @@ pub struct TableStore {
 
 impl std::fmt::Debug for TableStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TableStore").field("storage", &*self.shared.storage.lock()).finish()
+        f.debug_struct("TableStore").field("storage", &*self.shared.storage()).finish()
     }
 }
 
@@ -367,7 +377,7 @@ impl TableStore {
     /// [`Error::TableExists`], [`Error::InvalidArgument`] for a bad name, the space layer's
     /// error.
     pub fn create_table(&self, name: &str, schema: Schema) -> Result<TableId> {
-        let mut storage = self.shared.storage.lock();
+        let mut storage = self.shared.storage();
         let id = storage.create_table(name, schema.clone())?;
         self.shared.schemas.write().insert(id, Arc::new(schema));
         Ok(TableId(id))
@@ -388,7 +398,7 @@ impl TableStore {
             self.shared.opts.lock_timeout,
         )?;
         let r = {
-            let mut storage = self.shared.storage.lock();
+            let mut storage = self.shared.storage();
             let r = storage.drop_table(id.0);
             if r.is_ok() {
                 self.shared.schemas.write().remove(&id.0);
@@ -402,12 +412,12 @@ impl TableStore {
 
     /// The id of the table named `name`.
     pub fn table_id(&self, name: &str) -> Option<TableId> {
-        self.shared.storage.lock().table_id(name).map(TableId)
+        self.shared.storage().table_id(name).map(TableId)
     }
 
     /// The tables' names and ids.
     pub fn tables(&self) -> Vec<(String, TableId)> {
-        self.shared.storage.lock().tables().into_iter().map(|(n, i)| (n, TableId(i))).collect()
+        self.shared.storage().tables().into_iter().map(|(n, i)| (n, TableId(i))).collect()
     }
 
     /// The schema of a table.
@@ -507,7 +517,7 @@ impl TableStore {
         range: impl std::ops::RangeBounds<Vec<u8>>,
     ) -> Result<Scan<'static>> {
         let range = (range.start_bound().cloned(), range.end_bound().cloned());
-        self.shared.storage.lock().table(table.0)?;
+        self.shared.storage().table(table.0)?;
         Ok(Scan::new(ScanTxn::Own(self.shared.clone()), table, range))
     }
 
@@ -529,7 +539,7 @@ impl TableStore {
             return self.scan(table, range);
         }
         let range = (range.start_bound().cloned(), range.end_bound().cloned());
-        self.shared.storage.lock().table(table.0)?;
+        self.shared.storage().table(table.0)?;
         let filter = crate::scan::ColumnRange { column: c, range };
         Ok(Scan::by_column(ScanTxn::Own(self.shared.clone()), table, filter))
     }
@@ -549,29 +559,29 @@ impl TableStore {
     /// Counters now.
     pub fn stats(&self) -> TableStats {
         let (commit_flushes, flushed_commits) = self.shared.group.counts();
-        TableStats { commit_flushes, flushed_commits, ..self.shared.storage.lock().stats() }
+        TableStats { commit_flushes, flushed_commits, ..self.shared.storage().stats() }
     }
 
     /// Each queue pair's requests, bytes and placement, with `TableOptions::queue_pairs`
     /// (empty without): how the weighted dispatch spread the store's block I/O.
     pub fn queue_pair_stats(&self) -> Vec<shale_io::PairStats> {
-        self.shared.storage.lock().queue_pair_stats()
+        self.shared.storage().queue_pair_stats()
     }
 
     /// The device address of index page `n` of `table`, once its index has spilled to
     /// pages (where tests damage a page).
     pub fn index_page_address(&self, table: TableId, n: u64) -> Option<u64> {
-        self.shared.storage.lock().index_page_address(table.0, n)
+        self.shared.storage().index_page_address(table.0, n)
     }
 
     /// The device addresses of the undo log's spill area, once the log has spilled
     /// (where tests damage a spilled record).
     pub fn spill_address(&self) -> Option<std::ops::Range<u64>> {
-        self.shared.storage.lock().spill_address()
+        self.shared.storage().spill_address()
     }
 
     /// The device address of block `n` of `table`, where tests damage a block.
     pub fn block_address(&self, table: TableId, n: u64) -> Option<u64> {
-        self.shared.storage.lock().block_address(table.0, n)
+        self.shared.storage().block_address(table.0, n)
     }
 }

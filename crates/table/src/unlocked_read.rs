@@ -29,21 +29,21 @@ pub(crate) fn read_records_ahead(shared: &Shared, table: u32, positions: &[Pos])
     firsts.sort_unstable();
     firsts.dedup();
     read_ahead(shared, table, &firsts)?;
-    let rest = shared.storage.lock().continuations(table, positions);
+    let rest = shared.storage().continuations(table, positions);
     read_ahead(shared, table, &rest)
 }
 
 /// Reads the blocks `numbers` of `table` that the cache lacks, outside the store's mutex,
 /// and caches those that nothing changed meanwhile.
 fn read_ahead(shared: &Shared, table: u32, numbers: &[u64]) -> Result<()> {
-    let wanted = shared.storage.lock().begin_read_ahead(table, numbers);
+    let wanted = shared.storage().begin_read_ahead(table, numbers);
     if wanted.is_empty() {
         return Ok(());
     }
     let queue = shared.read_queues.lock().pop();
     let made = match queue {
         Some(q) => Ok(q),
-        None => shared.storage.lock().read_queue(),
+        None => shared.storage().read_queue(),
     };
     let read = match made {
         Ok(mut q) => {
@@ -57,5 +57,5 @@ fn read_ahead(shared: &Shared, table: u32, numbers: &[u64]) -> Result<()> {
         }
         Err(e) => Err(e),
     };
-    shared.storage.lock().end_read_ahead(table, &wanted, read)
+    shared.storage().end_read_ahead(table, &wanted, read)
 }

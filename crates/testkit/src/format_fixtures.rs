@@ -85,6 +85,26 @@ pub fn unpack(archive: &Path, dest: &Path) {
     assert!(status.success(), "tar --extract of {} failed: {status}", archive.display());
 }
 
+/// Every archive under `<crate>/tests/fixtures/format-<N>/` as (N, name), sorted: what a
+/// crate's fixture list must name in full (an archive nobody reads protects nothing).
+///
+/// # Panics
+/// On a directory there that is not `format-<N>`.
+pub fn all_archives(crate_dir: &str) -> Vec<(u32, String)> {
+    let root = Path::new(crate_dir).join("tests/fixtures");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let dir = entry.unwrap().path();
+        let format: u32 = dir
+            .file_name()
+            .and_then(|n| n.to_str()?.strip_prefix("format-")?.parse().ok())
+            .unwrap_or_else(|| panic!("{}: not a format-<N> directory", dir.display()));
+        found.extend(archives_in(&dir).into_iter().map(|n| (format, n)));
+    }
+    found.sort();
+    found
+}
+
 /// The names of the archives (`*.tar.zst`) in `dir`, sorted; none when it does not exist.
 pub fn archives_in(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };

@@ -250,3 +250,27 @@ pub fn acked_numbers(lines: &[String]) -> Vec<u64> {
         .map(|n| n.parse().expect("acked lines carry a number"))
         .collect()
 }
+
+/// The files under /dev/shm that process `pid` has open or mapped: what a reboot would take
+/// from a store that process holds (the reboot tests remove them before reopening).
+pub fn shm_files_of(pid: u32) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    if let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+        for fd in fds.flatten() {
+            if let Ok(target) = std::fs::read_link(fd.path()) {
+                if target.starts_with("/dev/shm") {
+                    found.push(target);
+                }
+            }
+        }
+    }
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    for line in maps.lines() {
+        if let Some(at) = line.find("/dev/shm") {
+            found.push(std::path::PathBuf::from(line[at..].trim_end_matches(" (deleted)")));
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}

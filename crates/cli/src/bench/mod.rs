@@ -216,6 +216,11 @@ pub struct Args {
     /// Print each benchmark's latency percentiles.
     #[arg(long = "histogram", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
     pub histogram: bool,
+    /// Print the contention profile after each benchmark: per lock or hand-off of the
+    /// engine, acquisitions, waits, time waited and held, per operation
+    /// (`shale_space::contention`). Not a db_bench flag.
+    #[arg(long = "contention", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub contention: bool,
     /// Print the engine's counters at the end.
     #[arg(long = "statistics", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
     pub statistics: bool,
@@ -330,6 +335,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
     }
     let mut seed_next = seed_base(args.seed);
     report::print_header(&args, &plan, &path);
+    shale_space::contention::enable(args.contention);
     // The store is empty until a benchmark has run on it: a first fill benchmark needs no
     // emptying (which a block device could not have: shale does not erase devices).
     let mut empty = !args.use_existing_db;
@@ -387,6 +393,7 @@ fn run_one(
         _ => {}
     }
     let mut shared = Shared::new(args, bench, *seed_next);
+    shale_space::contention::reset();
     let started = Instant::now();
     let stats: Stats = match timeline {
         Some(t) => {
@@ -405,6 +412,11 @@ fn run_one(
     report::print_result(bench.name(), &stats, started.elapsed());
     if args.histogram {
         report::print_histogram(bench.op_noun(), &stats);
+    }
+    if args.contention {
+        for line in shale_space::contention::report(stats.ops()) {
+            println!("{line}");
+        }
     }
     Ok(())
 }

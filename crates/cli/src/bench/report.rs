@@ -158,6 +158,11 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Operations of every thread.
+    pub fn ops(&self) -> u64 {
+        self.ops
+    }
+
     /// Merges threads' stats.
     pub fn merge(threads: impl IntoIterator<Item = ThreadStats>) -> Stats {
         let mut s = Stats {

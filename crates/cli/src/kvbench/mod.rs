@@ -130,6 +130,11 @@ pub struct Args {
     /// Seed of the client threads' generators.
     #[arg(long = "seed", default_value_t = 0)]
     pub seed: u64,
+    /// Print the contention profile after each workload: per lock or hand-off of the engine,
+    /// acquisitions, waits, time waited and held, per operation (`shale_space::contention`).
+    #[arg(long = "contention", value_parser = crate::bench::parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub contention: bool,
+
     /// The lsm engine's block cache in bytes (default 32 MiB, RocksDB's harness's too).
     #[arg(long = "cache_size", default_value_t = 32 << 20)]
     pub cache_size: usize,
@@ -272,6 +277,7 @@ pub fn config(args: &Args) -> Result<(Config, Vec<Workload>), FlagError> {
 /// Bad flags, a path that cannot hold a store, the stores' errors, a CSV that cannot be
 /// written, or operations that failed.
 pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    shale_space::contention::enable(args.contention);
     // argv is `shale kvbench` and nothing else: the default suite.
     let default;
     let args = if std::env::args_os().len() <= 2 {
@@ -541,6 +547,7 @@ fn run_workloads<I: Instance>(
         if crate::stdout_failed() || crate::interrupt::requested() {
             break;
         }
+        shale_space::contention::reset();
         let r = Progress::follow(bench, w);
         if crate::interrupt::requested() {
             // Cut short by SIGINT or SIGTERM: no lines, which would read as a whole run.
@@ -549,6 +556,11 @@ fn run_workloads<I: Instance>(
         errors += r.total().errors;
         let lines = r.lines(out.entry_bytes);
         out.emit(&r, &lines)?;
+        if shale_space::contention::enabled() {
+            for line in shale_space::contention::report(r.total_ops()) {
+                outln!("{line}");
+            }
+        }
     }
     Ok(errors)
 }

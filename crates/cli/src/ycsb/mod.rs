@@ -164,6 +164,11 @@ pub struct Args {
     /// Seed of the client threads' random number generators.
     #[arg(long = "seed", default_value_t = 0)]
     pub seed: u64,
+    /// Print the contention profile after each phase: per lock or hand-off of the engine,
+    /// acquisitions, waits, time waited and held, per operation (`shale_space::contention`).
+    #[arg(long = "contention", value_parser = crate::bench::parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub contention: bool,
+
     /// Sync every write (durable when acknowledged).
     #[arg(long = "sync", value_parser = parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
     pub sync: bool,
@@ -481,7 +486,16 @@ fn run_phases(
 ) -> Result<u64, Error> {
     let stop = crate::interrupt::flag();
     let mut errors = 0;
+    shale_space::contention::enable(args.contention);
+    let contention = |ops: u64| {
+        if args.contention {
+            for line in shale_space::contention::report(ops) {
+                outln!("{line}");
+            }
+        }
+    };
     if phases.load {
+        shale_space::contention::reset();
         let bar = progress_bar("load", config.record_count);
         let report =
             ::ycsb::load_watched(engine, config, &|n| bar.set_position(n), Some(stop.as_ref()))?;
@@ -490,12 +504,14 @@ fn run_phases(
             return Ok(errors);
         }
         errors += print_report("load", &report);
+        contention(config.record_count);
     }
     // No one reads the report any more (`| head`): skip the run, and clean up after.
     if phases.run && !crate::stdout_failed() && !crate::interrupt::requested() {
         if !phases.load {
             check_loaded(engine, config, path)?;
         }
+        shale_space::contention::reset();
         let bar = progress_bar("run", config.operation_count);
         let report =
             ::ycsb::run_watched(engine, config, &|n| bar.set_position(n), Some(stop.as_ref()))?;
@@ -504,6 +520,7 @@ fn run_phases(
             return Ok(errors);
         }
         errors += print_report(&format!("run, workload {}", args.workload), &report);
+        contention(config.operation_count);
     }
     Ok(errors)
 }

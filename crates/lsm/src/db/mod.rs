@@ -87,6 +87,20 @@ use pool::{PoolSize, panic_message};
 use published::{Publication, View};
 use shale_space::StoreLock;
 use write_group::{GroupSync, Outcome, Pending, WriteQueue};
+
+use shale_space::contention;
+
+/// The contention profile's sites of the write path (`shale_space::contention`): a writer
+/// waiting to lead or for its group's outcome; a follower waiting for its group to be
+/// published; a sync leader waiting for a WAL logger; the WAL's mutex (held through a group's
+/// append, and through its inserts where groups do not overlap).
+static WRITE_GROUP_JOIN: contention::Site = contention::Site::new("lsm: write group join");
+static GROUP_PUBLISHED: contention::Site = contention::Site::new("lsm: group publish wait");
+static WAL_LOGGER: contention::Site = contention::Site::new("lsm: WAL logger wait");
+static WAL_MUTEX: contention::Site = contention::Site::new("lsm: WAL mutex");
+/// A writer that became leader within this counts as not having waited (the join's own
+/// bookkeeping).
+const SPIN_WAIT_MAX: std::time::Duration = std::time::Duration::from_micros(2);
 use write_timing::WriteTimings;
 
 /// Memory a batch may take in a memtable beyond its encoded bytes, per op: an upper bound
@@ -884,7 +898,14 @@ impl Inner {
         }
         let footprint = self.check_batch(batch)?;
         let joined = self.timings.joining();
+        let t0 = contention::enabled().then(std::time::Instant::now);
         let (id, outcome) = self.writers.join(batch.encode(0), batch.len(), footprint, opts.sync);
+        if let Some(t0) = t0 {
+            // A writer that leads at once did not wait; any other waited for a leader.
+            let waited = t0.elapsed();
+            let led_at_once = matches!(outcome, Outcome::Lead) && waited < SPIN_WAIT_MAX;
+            WRITE_GROUP_JOIN.record(!led_at_once, waited);
+        }
         match outcome {
             Outcome::Lead => {
                 self.timings.became_leader(joined);
@@ -898,7 +919,7 @@ impl Inner {
             Outcome::Insert { first_seq, mem, group } => {
                 insert_ops(batch.ops(), first_seq, &mem);
                 group.inserted();
-                if group.wait_published() {
+                if GROUP_PUBLISHED.wait(|| group.wait_published()) {
                     Ok(())
                 } else {
                     // The leader gave up: its turn never came (the store stopped, and says
@@ -945,13 +966,13 @@ impl Inner {
         // A sync leader takes its logger first: writers queue behind it meanwhile and join
         // its group (`LogPipeline::acquire`).
         let led_since = self.timings.leading();
-        let logger = if sync { self.pipeline.acquire() } else { None };
+        let logger = if sync { WAL_LOGGER.wait(|| self.pipeline.acquire()) } else { None };
         let mut group = self.writers.take_group(self.group_cap());
         debug_assert_eq!(group[0].id, id, "the leader is first in its group");
         // An appended group holds on until it has published unless the machine has the
         // cores and no writer of the group asked for sync ([`OVERLAPPED_GROUPS_MIN_CORES`]).
         let overlap = self.overlap_groups && group.iter().all(|w| !w.sync);
-        let mut wal = self.wal.lock();
+        let mut wal = WAL_MUTEX.lock(&self.wal);
         let appended = self.append_group(&mut wal, &mut group, logger.is_some(), !overlap);
         let mut held = match &appended {
             Ok(Appended::Written { .. }) if !overlap => Some(wal),
@@ -964,7 +985,7 @@ impl Inner {
             self.timings.passing(led_since);
             self.writers.pass_leadership();
         }
-        let let_go = |held: &mut Option<MutexGuard<'_, WalWriter>>| {
+        let let_go = |held: &mut Option<contention::Held<'_, WalWriter>>| {
             if held.take().is_some() {
                 self.timings.passing(led_since);
                 self.writers.pass_leadership();

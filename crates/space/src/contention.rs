@@ -1,0 +1,260 @@
+//! The contention profile (issue #45): per lock or hand-off of each engine, how often a
+//! thread had to wait for it, how long it waited and how long the holder held it, so that a
+//! run on 2 cores with 16 or 64 client threads shows what 16 cores would queue on.
+//!
+//! A [`Site`] is a static per place (`table: store mutex`, `lsm: write group leader`, ...).
+//! Off by default: a site then costs one relaxed load per acquisition. [`enable`] turns every
+//! site on (the benchmarks' `--contention` flag), [`snapshot`] reads them and [`reset`]
+//! zeroes them between benchmarks.
+//!
+//! - A lock through [`Site::lock`]: an acquisition that finds the mutex free counts as
+//!   uncontended; one that finds it held counts as contended, with the time until it got it
+//!   as its wait. The guard ([`Held`]) adds the time from the acquisition to its drop as
+//!   the hold.
+//! - A hand-off through [`Site::wait`]: a thread that waits for another (a write group's
+//!   follower for its leader, a committer for a group flush, a transaction for a row lock)
+//!   counts one contended acquisition with the time the closure took.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::Mutex as StdMutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use parking_lot::{Mutex, MutexGuard};
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+/// Every site used since the program started, in the order first used.
+static SITES: StdMutex<Vec<&'static Site>> = StdMutex::new(Vec::new());
+
+/// Turns the profile on or off for every site.
+pub fn enable(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Whether the profile is on.
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// One lock or hand-off's counters.
+#[derive(Debug)]
+pub struct Site {
+    name: &'static str,
+    registered: AtomicBool,
+    acquisitions: AtomicU64,
+    contended: AtomicU64,
+    wait_ns: AtomicU64,
+    hold_ns: AtomicU64,
+}
+
+/// A site's counters as read by [`snapshot`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteStats {
+    /// The site's name.
+    pub name: &'static str,
+    /// Acquisitions (locks taken, or hand-offs waited for).
+    pub acquisitions: u64,
+    /// Acquisitions that had to wait.
+    pub contended: u64,
+    /// Nanoseconds waited, over every acquisition.
+    pub wait_ns: u64,
+    /// Nanoseconds held, over every lock taken (0 for a hand-off).
+    pub hold_ns: u64,
+}
+
+impl Site {
+    /// A site named `name` (what the profile prints: "engine: what").
+    pub const fn new(name: &'static str) -> Site {
+        Site {
+            name,
+            registered: AtomicBool::new(false),
+            acquisitions: AtomicU64::new(0),
+            contended: AtomicU64::new(0),
+            wait_ns: AtomicU64::new(0),
+            hold_ns: AtomicU64::new(0),
+        }
+    }
+
+    fn register(&'static self) {
+        if !self.registered.swap(true, Ordering::Relaxed) {
+            SITES.lock().unwrap_or_else(|e| e.into_inner()).push(self);
+        }
+    }
+
+    fn count(&'static self, contended: bool, wait_ns: u64) {
+        self.register();
+        self.acquisitions.fetch_add(1, Ordering::Relaxed);
+        if contended {
+            self.contended.fetch_add(1, Ordering::Relaxed);
+            self.wait_ns.fetch_add(wait_ns, Ordering::Relaxed);
+        }
+    }
+
+    /// Locks `mutex`, counting the acquisition (and its wait, if it had to) here while the
+    /// profile is on; the guard counts the hold when dropped.
+    pub fn lock<'a, T>(&'static self, mutex: &'a Mutex<T>) -> Held<'a, T> {
+        if !enabled() {
+            return Held { guard: mutex.lock(), since: None };
+        }
+        if let Some(guard) = mutex.try_lock() {
+            self.count(false, 0);
+            return Held { guard, since: Some((self, Instant::now())) };
+        }
+        // Counted before it blocks, so that a holder can see it is wanted; its wait is
+        // added once it has the lock.
+        let t0 = Instant::now();
+        self.count(true, 0);
+        let guard = mutex.lock();
+        let got = Instant::now();
+        self.wait_ns.fetch_add((got - t0).as_nanos() as u64, Ordering::Relaxed);
+        Held { guard, since: Some((self, got)) }
+    }
+
+    /// Runs `waiting`, a wait for another thread (a hand-off), counting it here with the
+    /// time it took while the profile is on.
+    pub fn wait<R>(&'static self, waiting: impl FnOnce() -> R) -> R {
+        if !enabled() {
+            return waiting();
+        }
+        let t0 = Instant::now();
+        let r = waiting();
+        self.count(true, t0.elapsed().as_nanos() as u64);
+        r
+    }
+
+    /// Counts an acquisition the caller timed itself: whether it had to wait, and how long,
+    /// while on (a caller that knows only afterwards whether it waited).
+    pub fn record(&'static self, waited: bool, wait: std::time::Duration) {
+        if enabled() {
+            self.count(waited, wait.as_nanos() as u64);
+        }
+    }
+
+    /// Counts an acquisition that did not wait (the fast path of a hand-off), while on.
+    pub fn pass(&'static self) {
+        if enabled() {
+            self.count(false, 0);
+        }
+    }
+
+    fn stats(&self) -> SiteStats {
+        SiteStats {
+            name: self.name,
+            acquisitions: self.acquisitions.load(Ordering::Relaxed),
+            contended: self.contended.load(Ordering::Relaxed),
+            wait_ns: self.wait_ns.load(Ordering::Relaxed),
+            hold_ns: self.hold_ns.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A lock taken through [`Site::lock`]: the mutex's guard, and the time it was taken.
+pub struct Held<'a, T> {
+    guard: MutexGuard<'a, T>,
+    since: Option<(&'static Site, Instant)>,
+}
+
+impl<'a, T> Held<'a, T> {
+    /// The mutex's own guard, for a condition variable's wait.
+    pub fn guard(&mut self) -> &mut MutexGuard<'a, T> {
+        &mut self.guard
+    }
+}
+
+impl<T> Deref for Held<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> DerefMut for Held<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
+
+impl<T> Drop for Held<'_, T> {
+    fn drop(&mut self) {
+        if let Some((site, since)) = self.since {
+            site.hold_ns.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Every site used so far, with its counters, in the order first used.
+pub fn snapshot() -> Vec<SiteStats> {
+    SITES.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|s| s.stats()).collect()
+}
+
+/// Zeroes every site's counters (between two benchmarks).
+pub fn reset() {
+    for s in SITES.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        for c in [&s.acquisitions, &s.contended, &s.wait_ns, &s.hold_ns] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The profile as lines for a benchmark of `ops` operations: per site with any acquisition,
+/// its waits, wait time and hold time per operation.
+pub fn report(ops: u64) -> Vec<String> {
+    let ops = ops.max(1) as f64;
+    snapshot()
+        .into_iter()
+        .filter(|s| s.acquisitions > 0)
+        .map(|s| {
+            format!(
+                "contention {:<32}: {:.3} acquisitions/op, {:.3} waits/op ({:.1}%), waited \
+                 {:.3} us/op, held {:.3} us/op",
+                s.name,
+                s.acquisitions as f64 / ops,
+                s.contended as f64 / ops,
+                100.0 * s.contended as f64 / s.acquisitions as f64,
+                s.wait_ns as f64 / 1e3 / ops,
+                s.hold_ns as f64 / 1e3 / ops,
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static CONTENDED: Site = Site::new("test: contended mutex");
+    static HANDED: Site = Site::new("test: hand-off");
+
+    #[test]
+    fn a_contended_lock_counts_its_wait_and_every_lock_its_hold() {
+        enable(true);
+        let m = std::sync::Arc::new(Mutex::new(0u32));
+        let mut held = CONTENDED.lock(&m);
+        *held += 1;
+        // Another thread finds it held: counted as contended before it blocks. The holder
+        // lets go once that is counted (an event, not a time).
+        let other = {
+            let m = m.clone();
+            std::thread::spawn(move || *CONTENDED.lock(&m) += 1)
+        };
+        while CONTENDED.stats().contended == 0 {
+            std::thread::yield_now();
+        }
+        drop(held);
+        other.join().unwrap();
+        let s = CONTENDED.stats();
+        assert_eq!((s.acquisitions, s.contended), (2, 1));
+        assert!(s.wait_ns > 0 && s.hold_ns > 0, "{s:?}");
+        assert_eq!(*m.lock(), 2);
+        assert_eq!(HANDED.wait(|| 7), 7);
+        HANDED.pass();
+        let h = HANDED.stats();
+        assert_eq!((h.acquisitions, h.contended, h.hold_ns), (2, 1, 0));
+        let lines = report(2);
+        assert!(lines.iter().any(|l| l.contains("test: contended mutex") && l.contains("1.000 acquisitions/op")), "{lines:?}");
+        let names: Vec<_> = snapshot().into_iter().map(|s| s.name).collect();
+        assert!(names.contains(&"test: hand-off"));
+        reset();
+        assert_eq!(CONTENDED.stats().acquisitions, 0);
+    }
+}

@@ -50,12 +50,10 @@ fn each_engine_names_the_os_error_once() {
     assert_cause_once("lsm", &e, &path);
 
     let e = shale::hash::HashStore::open(&path, shale::hash::HashOptions::default())
-        .err()
-        .expect("hash refuses");
+        .expect_err("hash refuses");
     assert_cause_once("hash", &e, &path);
 
     let e = shale::table::TableStore::open(&path, shale::table::TableOptions::default())
-        .err()
-        .expect("table refuses");
+        .expect_err("table refuses");
     assert_cause_once("table", &e, &path);
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The public Rust API's semver check (issue #13 part 5): cargo-semver-checks compares the
-# public API of shale-lsm and of the `shale` facade with their API at the baseline commit
-# named in .ci/api-baseline, with the crates' default features (the `internals` feature of
-# the project's own tools is outside semver). A breaking change fails the check: bump the
+# The public Rust API's semver check (issue #13 part 5, issue #43 part 3): cargo-semver-checks
+# compares the public API of the three engines (shale-lsm, shale-hash, shale-table) and of the
+# `shale` facade with their API at the baseline commit named in .ci/api-baseline, with the
+# crates' default features (the `internals` feature of the project's own tools is outside
+# semver; so are the `#[doc(hidden)]` fuzz modules). A breaking change fails the check: bump the
 # crates' major version (0.x: minor) and move the baseline to the commit that does.
 #
 # Installs cargo-semver-checks with cargo when it is missing (about 15 minutes on 2 cores).
@@ -27,5 +28,6 @@ if ! git cat-file -e "$baseline^{commit}" 2>/dev/null; then
   echo "semver: FAILED: the baseline commit $baseline (.ci/api-baseline) is not in this checkout" >&2
   exit 1
 fi
-cargo semver-checks check-release -p shale-lsm -p shale --default-features --baseline-rev "$baseline"
-echo "semver: the public API of shale-lsm and shale is compatible with $baseline"
+cargo semver-checks check-release -p shale-lsm -p shale-hash -p shale-table -p shale \
+  --default-features --baseline-rev "$baseline"
+echo "semver: the public API of shale-lsm, shale-hash, shale-table and shale is compatible with $baseline"

@@ -130,7 +130,7 @@ impl From<shale_hash::Error> for Failure {
             E::TooManyIterators { .. } => SHALE_TOO_MANY_ITERATORS,
             _ => SHALE_INTERNAL,
         };
-        Failure::new(status, e.to_string())
+        Failure::new(status, shale_io::Chain(&e).to_string())
     }
 }
 
@@ -150,7 +150,7 @@ impl From<shale_lsm::Error> for Failure {
             E::NotLsmStore(_) => SHALE_NOT_A_STORE,
             _ => SHALE_INTERNAL,
         };
-        Failure::new(status, e.to_string())
+        Failure::new(status, shale_io::Chain(&e).to_string())
     }
 }
 
@@ -173,7 +173,7 @@ impl From<shale_table::Error> for Failure {
             E::LogFull { .. } => SHALE_LOG_FULL,
             _ => SHALE_INTERNAL,
         };
-        Failure::new(status, e.to_string())
+        Failure::new(status, shale_io::Chain(&e).to_string())
     }
 }
 

@@ -37,7 +37,8 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let kind = match &args.capacity_path {
         // Only the lsm engine has tiered stores.
         Some(_) => EngineKind::Lsm,
-        None => engine_of(&args.path).map_err(|e| format!("cannot open the store: {e}"))?,
+        None => engine_of(&args.path)
+            .map_err(|e| format!("cannot open the store: {}", shale_io::Chain(&e)))?,
     };
     let damaged = scrub(args)?;
     match kind {
@@ -68,7 +69,7 @@ fn scrub(args: &Args) -> Result<usize, Box<dyn std::error::Error>> {
             shale_space::Volume::open_path_tiered_read_only(&args.path, cap, &opts, &files)
         }
     }
-    .map_err(|e| format!("cannot open the store: {e}"))?;
+    .map_err(|e| format!("cannot open the store: {}", shale_io::Chain(&e)))?;
     let damaged = opened.volume.damaged_copies();
     for d in damaged {
         println!("damaged: {} at byte offset {} (its twin is valid)", d.what, d.offset);
@@ -82,9 +83,9 @@ fn run_lsm(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut opts = Options::default();
     opts.volume.create_if_blank = false;
     opts.tiers.capacity_path = args.capacity_path.clone();
-    let db =
-        Db::open_read_only(&args.path, opts).map_err(|e| format!("cannot open the store: {e}"))?;
-    let report = db.check().map_err(|e| format!("check failed: {e}"))?;
+    let db = Db::open_read_only(&args.path, opts)
+        .map_err(|e| format!("cannot open the store: {}", shale_io::Chain(&e)))?;
+    let report = db.check().map_err(|e| format!("check failed: {}", shale_io::Chain(&e)))?;
     let stats = db.stats();
     // Every key once through the merged view: memtables recovered from the WAL included.
     let mut keys = 0u64;
@@ -94,7 +95,7 @@ fn run_lsm(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         keys += 1;
         it.next();
     }
-    it.status().map_err(|e| format!("check failed reading the keys: {e}"))?;
+    it.status().map_err(|e| format!("check failed reading the keys: {}", shale_io::Chain(&e)))?;
     drop(it);
     println!(
         "ok: lsm store, {} SSTs, {} entries in SSTs, {} range tombstones, {} live slots; \
@@ -123,7 +124,8 @@ fn run_lsm(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn run_hash(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let r = shale_hash::check_store(&args.path).map_err(|e| format!("check failed: {e}"))?;
+    let r = shale_hash::check_store(&args.path)
+        .map_err(|e| format!("check failed: {}", shale_io::Chain(&e)))?;
     let checkpoint = match r.checkpoint {
         Some((generation, entries)) => {
             format!("index checkpoint generation {generation} ({entries} entries) valid")
@@ -151,7 +153,8 @@ fn run_hash(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn run_table(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let r = shale_table::check_store(&args.path).map_err(|e| format!("check failed: {e}"))?;
+    let r = shale_table::check_store(&args.path)
+        .map_err(|e| format!("check failed: {}", shale_io::Chain(&e)))?;
     let rows: u64 = r.tables.iter().map(|t| t.rows).sum();
     let blocks: u64 = r.tables.iter().map(|t| t.blocks).sum();
     let undo = match &r.undo_file {

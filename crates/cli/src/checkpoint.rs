@@ -49,8 +49,13 @@ pub use shale_space::EngineKind as Engine;
 /// # Errors
 /// A path that holds no shale volume, or one that cannot be read, with the path named.
 pub fn engine_of(path: &Path) -> Result<Engine, String> {
-    crate::engine_kind::engine_of(path)
-        .map_err(|e| format!("cannot tell the engine of the store at {}: {e}", path.display()))
+    crate::engine_kind::engine_of(path).map_err(|e| {
+        format!(
+            "cannot tell the engine of the store at {}: {}",
+            path.display(),
+            shale_io::Chain(&e)
+        )
+    })
 }
 
 /// Runs the command.
@@ -86,8 +91,9 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             let mut opts = Options::default();
             opts.volume.create_if_blank = false;
             opts.tiers.capacity_path = args.capacity_path.clone();
-            let db = Db::open_read_only(&args.src, opts)
-                .map_err(|e| format!("cannot open the lsm store at {src}: {e}"))?;
+            let db = Db::open_read_only(&args.src, opts).map_err(|e| {
+                format!("cannot open the lsm store at {src}: {}", shale_io::Chain(&e))
+            })?;
             let copy = CheckpointOptions { capacity_path: args.checkpoint_capacity_path.clone() };
             let copied = db.checkpoint_with(&args.dst, &copy, &mut progress)?;
             db.close()?;
@@ -95,16 +101,18 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         Engine::Hash => {
             let opts = HashOptions { create_if_missing: false, ..HashOptions::default() };
-            let store = HashStore::open(&args.src, opts)
-                .map_err(|e| format!("cannot open the hash store at {src}: {e}"))?;
+            let store = HashStore::open(&args.src, opts).map_err(|e| {
+                format!("cannot open the hash store at {src}: {}", shale_io::Chain(&e))
+            })?;
             let copied = store.checkpoint_with(&args.dst, &mut progress)?;
             store.close();
             copied
         }
         Engine::Table => {
             let opts = TableOptions { create_if_missing: false, ..TableOptions::default() };
-            let store = TableStore::open(&args.src, opts)
-                .map_err(|e| format!("cannot open the table store at {src}: {e}"))?;
+            let store = TableStore::open(&args.src, opts).map_err(|e| {
+                format!("cannot open the table store at {src}: {}", shale_io::Chain(&e))
+            })?;
             store.checkpoint_with(&args.dst, &mut progress)?
         }
     };

@@ -140,7 +140,7 @@ fn print_levels(
 /// segment).
 fn print_hash(path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
     let r = shale_hash::check_store(path)
-        .map_err(|e| format!("hash store: its layout cannot be read: {e}"))?;
+        .map_err(|e| format!("hash store: its layout cannot be read: {}", shale_io::Chain(&e)))?;
     let live: u64 = r.segments.iter().map(|s| s.live_bytes).sum();
     println!(
         "hash          {} segments, {} live keys ({:.1} MiB of live records), {} records ({} \
@@ -177,7 +177,7 @@ fn print_hash(path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> 
 /// A table store's tables (`shale_table::check_store`, which reads every block).
 fn print_tables(path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
     let r = shale_table::check_store(path)
-        .map_err(|e| format!("table store: its tables cannot be read: {e}"))?;
+        .map_err(|e| format!("table store: its tables cannot be read: {}", shale_io::Chain(&e)))?;
     let undo = match &r.undo_file {
         Some(p) => format!("in {}", p.display()),
         None => "on the volume".to_string(),

@@ -142,7 +142,7 @@ fn main() -> ExitCode {
     if let Some(signal) = interrupt::signal() {
         // The command stopped and cleaned up: end by the signal, as if it had not been caught.
         if let Err(e) = &result {
-            errln!("shale: {e}");
+            errln!("shale: {}", shale_io::Chain(&**e));
         }
         errln!("shale: stopped by {}", interrupt::name(signal));
         interrupt::end_by_signal(signal);
@@ -165,7 +165,7 @@ fn main() -> ExitCode {
         }
         (Ok(()), None) => ExitCode::SUCCESS,
         (Err(e), _) => {
-            errln!("shale: {e}");
+            errln!("shale: {}", shale_io::Chain(&*e));
             ExitCode::FAILURE
         }
     }

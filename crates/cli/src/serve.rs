@@ -157,7 +157,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         ..Config::default()
     };
     // Refused before the store is touched.
-    config.validate().map_err(|e| format!("shale serve: {e}"))?;
+    config.validate().map_err(|e| format!("shale serve: {}", shale_io::Chain(&e)))?;
     // Keys past their expiry go when compaction meets them, not only when read.
     let mut options = Options {
         compaction_filter: Some(std::sync::Arc::new(shale_serve::ExpiredKeys)),
@@ -171,7 +171,8 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     store::validate_for_flags(&options)?;
     // Bound before the store is opened or made: a server that cannot listen leaves no store.
-    let listeners = Listeners::bind(&config).map_err(|e| format!("shale serve: {e}"))?;
+    let listeners =
+        Listeners::bind(&config).map_err(|e| format!("shale serve: {}", shale_io::Chain(&e)))?;
     // A directory (or nothing yet) gets a store if it has none. A file or a device must hold
     // one already: serve never lays a store over a file or device it did not make, and never
     // empties one (bench does, on request).
@@ -180,9 +181,9 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let db = store::open(&path, options, store_only)?;
     let mut server = Server::start_on(listeners, db, config).map_err(|e| match e {
         shale_serve::Error::NotServeStore(_) => {
-            format!("shale serve: --db {}: {e}", path.display())
+            format!("shale serve: --db {}: {}", path.display(), shale_io::Chain(&e))
         }
-        e => format!("shale serve: {e}"),
+        e => format!("shale serve: {}", shale_io::Chain(&e)),
     })?;
     // Before the lines that tell a supervisor (or a test) the server is up, so that its
     // SIGTERM right after them is a clean shutdown, not the default death.

@@ -24,7 +24,8 @@ use shale_space::EngineKind;
 /// Smallest slot a volume is laid out with when `--target_file_size_base` asks for small SSTs.
 const SLOT_BYTES_MIN: u64 = 64 << 10;
 
-/// An error at a path: the operation, the path, and the cause as its source.
+/// An error at a path: the operation, the path, and the cause as its source (printed by
+/// whoever prints the chain, `shale_io::Chain`, not again in this error's `Display`).
 #[derive(Debug)]
 pub struct PathError {
     /// What was being done ("opening the store", ...).
@@ -47,7 +48,7 @@ impl PathError {
 
 impl std::fmt::Display for PathError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}: {}", self.op, self.path.display(), self.source)
+        write!(f, "{} {}", self.op, self.path.display())
     }
 }
 

@@ -213,7 +213,7 @@ impl Shard {
     pub fn stop(&self, e: Error) -> Error {
         let mut stopped = self.stopped.lock();
         if stopped.is_none() {
-            *stopped = Some(e.to_string());
+            *stopped = Some(shale_io::Chain(&e).to_string());
         }
         e
     }

@@ -637,7 +637,7 @@ impl Worker {
             Ok(pending) => self.gc = Some(Gc { slot, pending }),
             Err(e) => {
                 let e = self.shard.stop(e);
-                log::error!("garbage collection stopped the store: {e}");
+                log::error!("garbage collection stopped the store: {}", shale_io::Chain(&e));
             }
         }
     }
@@ -773,11 +773,11 @@ impl Worker {
         self.since_checkpoint = 0;
         if let Err(e) = self.checkpoint() {
             if matches!(e, Error::Space(shale_space::Error::NoSpace(_))) {
-                log::warn!("index checkpoint skipped: {e}");
+                log::warn!("index checkpoint skipped: {}", shale_io::Chain(&e));
                 return;
             }
             let e = self.shard.stop(e);
-            log::error!("an index checkpoint stopped the store: {e}");
+            log::error!("an index checkpoint stopped the store: {}", shale_io::Chain(&e));
         }
     }
 
@@ -916,7 +916,7 @@ impl Worker {
         }
         if let Err(e) = self.checkpoint() {
             let e = self.shard.stop(e);
-            log::error!("the bounded index's closing checkpoint failed: {e}");
+            log::error!("the bounded index's closing checkpoint failed: {}", shale_io::Chain(&e));
         }
     }
 
@@ -946,7 +946,7 @@ impl Worker {
             }
             Err(e) => {
                 let e = self.shard.stop(e);
-                log::error!("garbage collection stopped the store: {e}");
+                log::error!("garbage collection stopped the store: {}", shale_io::Chain(&e));
             }
         }
     }
@@ -1123,7 +1123,7 @@ impl Worker {
         let result = change(&mut self.shard.index.write());
         result.unwrap_or_else(|e| {
             let e = self.shard.stop(e);
-            log::error!("an index update stopped the store: {e}");
+            log::error!("an index update stopped the store: {}", shale_io::Chain(&e));
             false
         })
     }

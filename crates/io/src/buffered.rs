@@ -577,7 +577,7 @@ mod tests {
                 match data.get(start..start + len) {
                     Some(want) => assert_eq!(got.as_ref().unwrap(), want, "{pass}: {offset}+{len}"),
                     None => {
-                        let err = got.as_ref().unwrap_err().to_string();
+                        let err = crate::Chain(got.as_ref().unwrap_err()).to_string();
                         assert!(err.contains("buffered read of 10 bytes"), "{pass}: {err}");
                     }
                 }
@@ -638,7 +638,7 @@ mod tests {
         w.write_at(0, b"x").unwrap();
         let err = w.sync().unwrap_err();
         assert!(matches!(err, Error::Io { op: OpKind::Flush, .. }), "{err}");
-        assert!(err.to_string().contains("earlier sync failed"), "{err}");
+        assert!(crate::Chain(&err).to_string().contains("earlier sync failed"), "{err}");
         assert!(w.sync().is_err(), "the failure is sticky");
     }
 
@@ -674,7 +674,7 @@ mod tests {
         *a.sync_failed.lock() = true;
         for err in [a.sync_range(0, 4096).unwrap_err(), a.wait_writeback(0, 4096).unwrap_err()] {
             assert!(matches!(err, Error::Io { op: OpKind::Flush, .. }), "{err}");
-            assert!(err.to_string().contains("earlier sync failed"), "{err}");
+            assert!(crate::Chain(&err).to_string().contains("earlier sync failed"), "{err}");
         }
         b.sync_range(2 << 20, 4096).unwrap();
         shared.sync().unwrap();
@@ -686,12 +686,12 @@ mod tests {
         let missing = dir.path().join("missing");
         let err = BufferedReader::open(&missing).unwrap_err();
         assert!(matches!(err, Error::Path { op: PathOp::Open, .. }), "{err}");
-        assert!(err.to_string().contains("missing"), "{err}");
+        assert!(crate::Chain(&err).to_string().contains("missing"), "{err}");
         let path = dir.path().join("short");
         std::fs::write(&path, [1u8; 100]).unwrap();
         let r = BufferedReader::open(&path).unwrap();
         let err = r.read_at(50, 100).unwrap_err();
         assert!(matches!(err, Error::Io { op: OpKind::Read, offset: 50, .. }), "{err}");
-        assert!(err.to_string().contains("short"), "{err}");
+        assert!(crate::Chain(&err).to_string().contains("short"), "{err}");
     }
 }

@@ -124,19 +124,19 @@ impl fmt::Display for PathOp {
     }
 }
 
+// Display says what failed at this layer and source() gives the operating system's error, so
+// a chain printed whole ([`Chain`]) names each cause once.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Io { op, offset, source } => {
-                write!(f, "device {op} failed at byte offset {offset}: {source}")
-            }
+            Error::Io { op, offset, .. } => write!(f, "device {op} failed at byte offset {offset}"),
             Error::NoSpace { offset } => write!(f, "no space left on device (write at {offset})"),
             Error::Busy => f.write_str("queue is full; reap completions and resubmit"),
             Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
             Error::Unsupported(what) => write!(f, "unsupported: {what}"),
-            Error::Path { op: PathOp::Grow { from, to }, path, source } => write!(
+            Error::Path { op: PathOp::Grow { from, to }, path, .. } => write!(
                 f,
-                "cannot grow {} from {from} to {to} bytes ({} more): {source}",
+                "cannot grow {} from {from} to {to} bytes ({} more)",
                 path.display(),
                 to.saturating_sub(*from)
             ),
@@ -145,18 +145,12 @@ impl fmt::Display for Error {
             Error::Path { op: op @ (PathOp::Create | PathOp::CreateDir), path, source }
                 if source.kind() == std::io::ErrorKind::NotFound =>
             {
-                write!(
-                    f,
-                    "cannot {op} {}: a directory on its path does not exist ({source})",
-                    path.display()
-                )
+                write!(f, "cannot {op} {}: a directory on its path does not exist", path.display())
             }
             Error::Path { op, path, source } if source.kind() == std::io::ErrorKind::NotFound => {
-                write!(f, "{} does not exist (cannot {op} it: {source})", path.display())
+                write!(f, "{} does not exist (cannot {op} it)", path.display())
             }
-            Error::Path { op, path, source } => {
-                write!(f, "cannot {op} {}: {source}", path.display())
-            }
+            Error::Path { op, path, .. } => write!(f, "cannot {op} {}", path.display()),
         }
     }
 }
@@ -231,6 +225,47 @@ impl Error {
 /// The io layer's result alias.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// An error and its causes, printed as one line: "what failed: its cause: the root cause".
+///
+/// shale's error types follow one rule (the Rust API guidelines'): `Display` says what
+/// failed at its own layer and `source()` gives the cause, so each cause is printed once. A
+/// tool that shows an error to a person prints the whole chain with this; a plain `{e}`
+/// shows only the outermost layer. A cause whose text the line ends with already (an error
+/// type of another crate that prints its source itself) is not printed twice.
+///
+/// ```
+/// use shale_io::{Chain, Error, PathOp};
+///
+/// let os = std::io::Error::from_raw_os_error(13);
+/// let e = Error::at_path(PathOp::Open, "/srv/db/volume", os);
+/// assert_eq!(e.to_string(), "cannot open /srv/db/volume");
+/// assert!(Chain(&e).to_string().starts_with("cannot open /srv/db/volume: Permission denied"));
+/// ```
+#[derive(Clone, Copy)]
+pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut line = self.0.to_string();
+        let mut cause = self.0.source();
+        while let Some(e) = cause {
+            let text = e.to_string();
+            if !text.is_empty() && !line.ends_with(&text) {
+                line.push_str(": ");
+                line.push_str(&text);
+            }
+            cause = e.source();
+        }
+        f.write_str(&line)
+    }
+}
+
+impl fmt::Debug for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,13 +277,45 @@ mod tests {
     fn a_missing_parent_reads_as_a_sentence_naming_the_path() {
         let missing = || std::io::Error::from(std::io::ErrorKind::NotFound);
         let e = Error::Path { op: PathOp::CreateDir, path: "/a/b".into(), source: missing() };
-        let msg = e.to_string();
+        let msg = Chain(&e).to_string();
         assert!(
             msg.starts_with("cannot create the directory /a/b: a directory on its path"),
             "{msg}"
         );
         assert!(!msg.contains(" it:"), "{msg}");
         let e = Error::Path { op: PathOp::Open, path: "/a/b".into(), source: missing() };
-        assert!(e.to_string().starts_with("/a/b does not exist (cannot open it: "), "{e}");
+        assert_eq!(e.to_string(), "/a/b does not exist (cannot open it)");
+        assert!(Chain(&e).to_string().starts_with("/a/b does not exist (cannot open it): "), "{e}");
+    }
+
+    /// Was "device read failed at byte offset 4096: Input/output error (os error 5)" as the
+    /// Display and the same OS error again as the source: a chain printed whole named the
+    /// cause twice.
+    #[test]
+    fn a_cause_is_printed_once_in_a_chain() {
+        use std::error::Error as _;
+        let e = Error::Io {
+            op: OpKind::Read,
+            offset: 4096,
+            source: std::io::Error::from_raw_os_error(5),
+        };
+        assert_eq!(e.to_string(), "device read failed at byte offset 4096");
+        let os = e.source().expect("the OS error is the source").to_string();
+        assert_eq!(Chain(&e).to_string(), format!("device read failed at byte offset 4096: {os}"));
+        // A foreign error that prints its cause itself is not repeated.
+        #[derive(Debug)]
+        struct Both(std::io::Error);
+        impl fmt::Display for Both {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "outer: {}", self.0)
+            }
+        }
+        impl std::error::Error for Both {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let both = Both(std::io::Error::other("root"));
+        assert_eq!(Chain(&both).to_string(), "outer: root");
     }
 }

@@ -709,7 +709,7 @@ mod tests {
             io::Error::from_raw_os_error(libc::ENOSPC),
         );
         assert!(e.is_no_space());
-        let msg = e.to_string();
+        let msg = crate::Chain(&e).to_string();
         assert!(msg.starts_with("cannot pre-allocate 8388608 bytes for /mnt/db/volume.shale: "));
         let e = Error::at_path(
             PathOp::Grow { from: 4096, to: 12288 },

@@ -37,7 +37,7 @@ pub use device::{
     QueueOptions, Request, SqPoll, check_range, check_request,
 };
 pub use dispatch::{Dispatcher, Weights};
-pub use error::{Error, OpKind, PathOp, Result};
+pub use error::{Chain, Error, OpKind, PathOp, Result};
 pub use file::{
     Backend, FILE_BLOCK_SIZE, FileDevice, FileOptions, file_kind, open_device,
     open_device_read_only,

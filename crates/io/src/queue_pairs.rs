@@ -551,7 +551,7 @@ impl Shared {
             if let Err(e) = reaped {
                 // The queue failed as a whole: its requests still in the kernel keep their
                 // buffers in the queue until it is dropped, and their callers hear now.
-                let why = e.to_string();
+                let why = crate::Chain(&e).to_string();
                 log::error!("queue pair {i} failed: {why}");
                 for slot in inner.slots.iter_mut() {
                     if let Some(w) = slot.take() {

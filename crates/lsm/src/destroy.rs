@@ -90,7 +90,10 @@ fn refuse_other_engine(volume: &Path, header: &Header) -> Result<()> {
             let opened =
                 shale_space::Volume::open_path_read_only(volume, &opts, &Default::default())?;
             crate::db::refuse_other_engine(&opened.versions, &opened.volume.layout()).map_err(
-                |e| Error::NotLsmStore(format!("{}: {e}; nothing was deleted", volume.display())),
+                |e| {
+                    let e = shale_io::Chain(&e);
+                    Error::NotLsmStore(format!("{}: {e}; nothing was deleted", volume.display()))
+                },
             )?;
             EngineKind::Lsm
         }
@@ -249,7 +252,8 @@ struct PathContext {
 
 impl std::fmt::Display for PathContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.what, self.source)
+        // The OS error is the source, printed by whoever prints the chain.
+        f.write_str(&self.what)
     }
 }
 
@@ -400,7 +404,7 @@ mod tests {
         let long = PathBuf::from(format!("/tmp/{}", "x".repeat(5000)));
         let err = destroy(&long).unwrap_err();
         assert!(matches!(err, Error::Io(_)), "{err:?}");
-        assert!(err.to_string().contains("examining /tmp/xxx"), "{err}");
+        assert!(shale_io::Chain(&err).to_string().contains("examining /tmp/xxx"), "{err}");
         let mut source = std::error::Error::source(&err);
         let mut os = None;
         while let Some(s) = source {

@@ -3,6 +3,9 @@
 use std::fmt;
 
 /// Errors of the lsm engine.
+///
+/// `Display` says what failed and `source()` gives its cause (an OS error), each printed once;
+/// `shale_io::Chain` prints an error with its causes on one line.
 #[non_exhaustive]
 #[derive(Debug)]
 pub enum Error {
@@ -39,7 +42,9 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Io(e) => write!(f, "{e}"),
+            // The lower layers' errors as they are (transparent): each says what failed, its
+            // source the cause, so a chain printed whole (`shale_io::Chain`) names it once.
+            Error::Io(e) => fmt::Display::fmt(e, f),
             Error::Corruption { what, offset } => {
                 write!(f, "corruption: {what} at byte offset {offset}")
             }
@@ -47,7 +52,7 @@ impl fmt::Display for Error {
             Error::NoSpace(s) => write!(f, "no space: {s}"),
             Error::Busy => f.write_str("busy: the request queue is full, resubmit later"),
             Error::Stopped(s) => write!(f, "store stopped after a failed write ({s}): it takes no writes until reopened; if the device is full, free space on it or move the store to a larger volume, then reopen it"),
-            Error::Space(e) => write!(f, "{e}"),
+            Error::Space(e) => fmt::Display::fmt(e, f),
             Error::InUse(s) => write!(f, "store in use: {s}"),
             Error::ReadOnly(s) => write!(f, "read-only: {s}"),
             Error::NotLsmStore(s) => write!(f, "not an lsm store: {s}"),
@@ -58,8 +63,9 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Io(e) => Some(e),
-            Error::Space(e) => Some(e),
+            // Transparent, as their Display: the wrapped error's own cause.
+            Error::Io(e) => std::error::Error::source(e),
+            Error::Space(e) => std::error::Error::source(e),
             _ => None,
         }
     }
@@ -74,7 +80,7 @@ impl From<shale_io::Error> for Error {
             shale_io::Error::InvalidArgument(s) => Error::InvalidArgument(s),
             shale_io::Error::Busy => Error::Busy,
             // A file that could not be made or grown: the message names it and the sizes.
-            other if other.is_no_space() => Error::NoSpace(other.to_string()),
+            other if other.is_no_space() => Error::NoSpace(shale_io::Chain(&other).to_string()),
             other => Error::Io(other),
         }
     }

@@ -42,10 +42,10 @@ create_exception!(
 );
 
 /// The Python exception for an error of the engine: its class by variant, its message the
-/// engine's own.
+/// engine's own with its causes ("what failed: why", `shale_io::Chain`).
 pub fn to_py(e: shale_lsm::Error) -> PyErr {
     use shale_lsm::Error as E;
-    let msg = e.to_string();
+    let msg = shale_io::Chain(&e).to_string();
     match e {
         E::Io(_) => IoError::new_err(msg),
         E::Corruption { .. } => Corruption::new_err(msg),

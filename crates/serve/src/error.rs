@@ -39,8 +39,11 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // What failed, once: the engine's error shows its own layer here and its cause
+            // through source(), the OS error of `Io` only through source() (`shale_io::Chain`
+            // prints a whole chain).
             Error::Store(e) => write!(f, "store: {e}"),
-            Error::Io { op, source } => write!(f, "{op}: {source}"),
+            Error::Io { op, .. } => f.write_str(op),
             Error::Corruption(s) => write!(f, "corruption: {s}"),
             Error::NotServeStore(why) => write!(
                 f,
@@ -56,7 +59,8 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Store(e) => Some(e),
+            // The engine's message is in this Display already: its cause comes next.
+            Error::Store(e) => std::error::Error::source(e),
             Error::Io { source, .. } => Some(source),
             _ => None,
         }

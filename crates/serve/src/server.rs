@@ -620,7 +620,10 @@ async fn sync_every_second(shared: Arc<Shared>, mut stop: watch::Receiver<bool>)
             _ = stop.changed() => return,
         }
         if let Err(e) = shared.keyspace.sync_if_dirty().await {
-            log::warn!("appendfsync everysec: the once-a-second sync failed: {e}");
+            log::warn!(
+                "appendfsync everysec: the once-a-second sync failed: {}",
+                shale_io::Chain(&e)
+            );
         }
     }
 }

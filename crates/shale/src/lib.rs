@@ -1,8 +1,25 @@
-//! shale: an embeddable key-value store for NVMe SSDs.
+//! shale: an embeddable storage engine for NVMe SSDs, with three engines on one storage layer.
 //!
-//! The store owns its storage (a directory holding one pre-allocated volume file, or a whole
-//! block device), writes its WAL to raw 4 KiB pages through io_uring with O_DIRECT, and keeps
-//! an LSM tree of SSTs in fixed-size slots described by a self-describing version log.
+//! Each store owns its storage (a directory holding one pre-allocated volume file, or a whole
+//! block device) and writes it through io_uring with O_DIRECT. Three engines share that
+//! volume, its version log and its log page format; a volume says which engine's store it is,
+//! and the others refuse to open it.
+//!
+//! # Which engine for what
+//!
+//! | engine | pick it for | not for |
+//! |---|---|---|
+//! | [`lsm`] (this crate's root: [`Db`]) | general key-value data: ordered keys, range scans and prefixes, snapshots, atomic batches across keys, unsynced writes at memory speed; a fast and a capacity device | rows with columns and transactions |
+//! | [`hash`] ([`hash::HashStore`], [`hash::Shards`]) | point stores and gets of keys of 4-255 bytes and values up to 2 MiB, each durable on return, with KV-SSD's API (store, retrieve, delete, exist) and low write amplification; one store per device, [`hash::Shards`] over many | ordered scans, atomic updates of several keys |
+//! | [`table`] ([`table::TableStore`]) | rows under a schema, transactions at three isolation levels, scans by any column, updates in place | plain key-value workloads (no secondary indexes) |
+//!
+//! Every engine's errors follow one rule: `Display` says what failed at that layer and
+//! `source()` gives the cause, so each cause is printed once; [`io::Chain`] prints an error
+//! with all its causes ("what failed: why: the root cause").
+//!
+//! # lsm: ordered keys
+//!
+//! An LSM tree of SSTs in fixed-size slots, a WAL on raw 4 KiB pages.
 //!
 //! ```
 //! use shale::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
@@ -27,6 +44,42 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # hash: durable point operations
+//!
+//! A hash index over a log of records; every store and delete is durable when it returns.
+//!
+//! ```
+//! use shale::hash::{Error, HashOptions, HashStore, StoreMode};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let opts = HashOptions { segment_bytes: shale::hash::SEGMENT_BYTES_MIN, ..Default::default() };
+//! let store = HashStore::open(dir.path(), opts)?;
+//! store.store(b"user:1", b"ada", StoreMode::Overwrite)?; // durable on return
+//! assert!(matches!(store.store(b"user:1", b"bob", StoreMode::NoOverwrite), Err(Error::KeyExists)));
+//! assert_eq!(store.retrieve(b"user:1")?, Some(b"ada".to_vec()));
+//! assert!(store.delete(b"user:1")?);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # table: rows and transactions
+//!
+//! Tables of rows under a schema, updated in place, with undo-only logging.
+//!
+//! ```
+//! use shale::table::{Column, Isolation, Schema, TableOptions, TableStore};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let store = TableStore::open(dir.path(), TableOptions::default())?;
+//! let schema = Schema::new(vec![Column::fixed("id", 4), Column::var("city", 40)])?;
+//! let people = store.create_table("people", schema)?;
+//! let mut txn = store.begin(Isolation::RepeatableRead);
+//! txn.insert(people, &[&b"0001"[..], b"Lyon"])?;
+//! txn.update(people, b"0001", "city", b"Kyoto")?;
+//! txn.commit()?; // both changes, or neither
+//! assert_eq!(store.select_cell(people, b"0001", "city")?, Some(b"Kyoto".to_vec()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! The layers underneath are public too: [`io`] (devices and queues) and [`space`] (volumes).
 
 pub use shale_lsm::{
@@ -34,6 +87,9 @@ pub use shale_lsm::{
     Snapshot, Stall, StallTotal, Stalls, Stats, Ticket, WriteBatch, WriteOptions,
 };
 
+/// The hash engine: a hash-indexed, log-structured key-value store with KV-SSD's API
+/// ([`hash::HashStore`]), and [`hash::Shards`], one store per device over many devices.
+pub use shale_hash as hash;
 /// The io layer: devices, queues, backends, the simulated device.
 pub use shale_io as io;
 /// The lsm engine: the same API as this crate's root, its options module with the limits, and
@@ -43,3 +99,6 @@ pub use shale_io as io;
 pub use shale_lsm as lsm;
 /// The space layer: volumes, slots and extents, the version log.
 pub use shale_space as space;
+/// The table engine: tables of rows under a schema, transactions, undo-only logging
+/// ([`table::TableStore`]).
+pub use shale_table as table;

@@ -3,6 +3,9 @@
 use std::fmt;
 
 /// Errors of the space layer.
+///
+/// `Display` says what failed and `source()` gives its cause (an OS error), each printed once;
+/// `shale_io::Chain` prints an error with its causes on one line.
 #[non_exhaustive]
 #[derive(Debug)]
 pub enum Error {
@@ -58,7 +61,8 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Io(e) => write!(f, "{e}"),
+            // The io layer's error as it is: it says what failed, its source the cause.
+            Error::Io(e) => fmt::Display::fmt(e, f),
             Error::Corruption { what, offset } => {
                 write!(f, "corruption: {what} at byte offset {offset}")
             }
@@ -86,10 +90,12 @@ impl fmt::Display for Error {
     }
 }
 
+// Display says what failed and source() the cause, each once (see `shale_io::Chain`).
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Io(e) => Some(e),
+            // Transparent: the io error's own cause, so the chain does not repeat it.
+            Error::Io(e) => std::error::Error::source(e),
             _ => None,
         }
     }
@@ -103,7 +109,7 @@ impl From<shale_io::Error> for Error {
             }
             shale_io::Error::InvalidArgument(s) => Error::InvalidArgument(s),
             // A file that could not be made or grown: the message names it and the sizes.
-            other if other.is_no_space() => Error::NoSpace(other.to_string()),
+            other if other.is_no_space() => Error::NoSpace(shale_io::Chain(&other).to_string()),
             other => Error::Io(other),
         }
     }

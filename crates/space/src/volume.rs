@@ -854,7 +854,8 @@ impl Volume {
         let mut inner = self.inner.lock();
         if let Err(err) = inner.log.release_dead() {
             if inner.stopped.is_none() {
-                inner.stopped = Some(format!("giving back version log storage: {err}"));
+                inner.stopped =
+                    Some(format!("giving back version log storage: {}", shale_io::Chain(&err)));
             }
             return Err(err);
         }
@@ -863,7 +864,10 @@ impl Volume {
             let (device, r) = self.device_range(e);
             if let Err(err) = device.release_range(r.start, r.end - r.start) {
                 if inner.stopped.is_none() {
-                    inner.stopped = Some(format!("giving back the storage of free slots: {err}"));
+                    inner.stopped = Some(format!(
+                        "giving back the storage of free slots: {}",
+                        shale_io::Chain(&err)
+                    ));
                 }
                 return Err(err.into());
             }
@@ -1110,9 +1114,15 @@ impl Volume {
         let mut inner = self.inner.lock();
         inner.slots[e.tier.index()].release(e);
         if let Err(err) = given_back {
-            log::error!("could not give back the storage of free slots {e:?}: {err}");
+            log::error!(
+                "could not give back the storage of free slots {e:?}: {}",
+                shale_io::Chain(&err)
+            );
             if inner.stopped.is_none() {
-                inner.stopped = Some(format!("giving back the storage of free slots: {err}"));
+                inner.stopped = Some(format!(
+                    "giving back the storage of free slots: {}",
+                    shale_io::Chain(&err)
+                ));
             }
         }
     }
@@ -1159,9 +1169,15 @@ impl Volume {
         let mut inner = self.inner.lock();
         let kept = inner.slots[e.tier.index()].shrink(e, slots);
         if let Err(err) = given_back {
-            log::error!("could not give back the storage of free slots {tail:?}: {err}");
+            log::error!(
+                "could not give back the storage of free slots {tail:?}: {}",
+                shale_io::Chain(&err)
+            );
             if inner.stopped.is_none() {
-                inner.stopped = Some(format!("giving back the storage of free slots: {err}"));
+                inner.stopped = Some(format!(
+                    "giving back the storage of free slots: {}",
+                    shale_io::Chain(&err)
+                ));
             }
         }
         kept
@@ -1241,14 +1257,20 @@ impl Volume {
                 // for a failed release of slots.
                 if kind == CommitKind::Base {
                     if let Err(err) = inner.log.release_dead() {
-                        log::error!("could not give back version log storage: {err}");
-                        inner.stopped = Some(format!("giving back version log storage: {err}"));
+                        log::error!(
+                            "could not give back version log storage: {}",
+                            shale_io::Chain(&err)
+                        );
+                        inner.stopped = Some(format!(
+                            "giving back version log storage: {}",
+                            shale_io::Chain(&err)
+                        ));
                     }
                 }
                 Ok(kind)
             }
             Err(e) => {
-                inner.stopped = Some(e.to_string());
+                inner.stopped = Some(shale_io::Chain(&e).to_string());
                 Err(e)
             }
         }

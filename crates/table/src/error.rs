@@ -1,10 +1,14 @@
 //! The table engine's errors: one enum, each variant a thing a caller can act on.
 
 /// What went wrong.
+///
+/// `Display` says what failed and `source()` gives its cause (an OS error), each printed once;
+/// `shale_io::Chain` prints an error with its causes on one line.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// The space layer or the device failed (its error is the source).
+    /// The space layer or the device failed: shown as that error shows itself, its cause
+    /// (an OS error) as the source.
     Space(shale_space::Error),
     /// Persisted bytes are damaged where they were known complete: a block whose checksum
     /// fails, an undo record that fails its checksum with a later record after it, a row
@@ -79,7 +83,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Error::Space(e) => write!(f, "{e}"),
+            // The space layer's error as it is (transparent): it says what failed, its source
+            // the cause, so a chain printed whole (`shale_io::Chain`) names it once.
+            Error::Space(e) => std::fmt::Display::fmt(e, f),
             Error::Corruption { what, offset } => write!(f, "corruption: {what} at byte {offset}"),
             Error::NoSuchTable(t) => write!(f, "no such table: {t}"),
             Error::TableExists(t) => write!(f, "table exists: {t}"),
@@ -121,7 +127,7 @@ impl std::fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Space(e) => Some(e),
+            Error::Space(e) => std::error::Error::source(e),
             _ => None,
         }
     }

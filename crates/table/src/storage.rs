@@ -648,7 +648,7 @@ impl Storage {
     /// Stops the store after a failed write (P5) and returns the error.
     pub fn stop(&mut self, e: Error) -> Error {
         if self.stopped.is_none() {
-            self.stopped = Some(e.to_string());
+            self.stopped = Some(shale_io::Chain(&e).to_string());
         }
         e
     }

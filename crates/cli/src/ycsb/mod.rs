@@ -541,7 +541,12 @@ fn check_loaded(engine: &dyn ::ycsb::Engine, config: &Config, path: &Path) -> Re
     let mut present = |n: u64| -> Result<bool, Error> {
         config.key_format.write_key(n, &mut key);
         let found = engine.read(key.as_bytes()).map_err(|e| -> Error {
-            format!("reading record {n} of the store at {}: {e}", path.display()).into()
+            format!(
+                "reading record {n} of the store at {}: {}",
+                path.display(),
+                shale_io::Chain(&*e)
+            )
+            .into()
         })?;
         Ok(found.is_some())
     };

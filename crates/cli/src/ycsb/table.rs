@@ -112,8 +112,9 @@ fn empty_store(dir: &Path) -> Result<(), Error> {
         .into());
     }
     if names.iter().any(|n| n == VOLUME_FILE) {
-        TableStore::destroy(dir)
-            .map_err(|e| format!("emptying the table store at {}: {e}", dir.display()))?;
+        TableStore::destroy(dir).map_err(|e| {
+            format!("emptying the table store at {}: {}", dir.display(), shale_io::Chain(&e))
+        })?;
     }
     // A file the open of a store retired, or one left without its volume.
     match std::fs::remove_file(dir.join(PMEM_FILE_NAME)) {
@@ -143,7 +144,11 @@ pub fn open(args: &Args, dir: &Path) -> Result<(TableEngine, Option<PathBuf>), E
         if let Some(p) = &made {
             let _ = std::fs::remove_file(p);
         }
-        format!("opening the table store at {}: {}", dir.display(), flag_names(&e.to_string()))
+        format!(
+            "opening the table store at {}: {}",
+            dir.display(),
+            flag_names(&shale_io::Chain(&*e).to_string())
+        )
     })?;
     let pmem = engine.store().undo_log_path().map(Path::to_path_buf);
     Ok((engine, pmem))

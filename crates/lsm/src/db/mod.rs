@@ -1122,7 +1122,7 @@ impl Inner {
         if st.stopped.is_none() {
             st.stopped = Some(match e {
                 Error::Stopped(why) => why.clone(),
-                e => format!("WAL write failed: {e}"),
+                e => format!("WAL write failed: {}", shale_io::Chain(e)),
             });
         }
         self.cv.notify_all();
@@ -1396,7 +1396,7 @@ impl Inner {
         let ltn = match result {
             Ok(ltn) => ltn,
             Err(e) => {
-                st.stopped = Some(format!("WAL group switch failed: {e}"));
+                st.stopped = Some(format!("WAL group switch failed: {}", shale_io::Chain(&e)));
                 self.cv.notify_all();
                 return Err(e);
             }
@@ -1417,7 +1417,7 @@ impl Inner {
     fn free_wal_groups(&self, wal: &mut WalWriter, st: &mut MutexGuard<'_, State>) -> Result<()> {
         for ltn in std::mem::take(&mut st.freed_ltns) {
             if let Err(e) = wal.free_group(ltn) {
-                st.stopped = Some(format!("WAL group release failed: {e}"));
+                st.stopped = Some(format!("WAL group release failed: {}", shale_io::Chain(&e)));
                 self.cv.notify_all();
                 return Err(e);
             }
@@ -1571,7 +1571,7 @@ impl Inner {
         let space_edit = Edit { removed, added, engine: edit.encode(), hold_removed: true };
         let base = version.as_base_edit(edit.last_seq, edit.oldest_unflushed_ltn, edit.next_ltn);
         if let Err(e) = self.volume.commit(&space_edit, &mut || base.encode()) {
-            st.stopped = Some(format!("version commit failed: {e}"));
+            st.stopped = Some(format!("version commit failed: {}", shale_io::Chain(&e)));
             self.cv.notify_all();
             return Err(e.into());
         }

@@ -72,7 +72,7 @@ impl Inner {
                 Job::Flush(mem, ltn) => self.flush_memtable(&mem, ltn),
                 Job::Compact(c) => self.run_compaction(c),
             };
-            result.map_err(|e| format!("background work failed: {e}"))?;
+            result.map_err(|e| format!("background work failed: {}", shale_io::Chain(&e)))?;
         }
     }
 

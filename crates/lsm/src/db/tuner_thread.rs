@@ -195,7 +195,7 @@ impl Inner {
             }
             *self.tuner.last.lock() = Some(a);
             if let Err(e) = self.apply_tuning(&s, &a) {
-                log::warn!("the tuner stops: {e}");
+                log::warn!("the tuner stops: {}", shale_io::Chain(&e));
                 return;
             }
         }

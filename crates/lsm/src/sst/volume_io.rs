@@ -327,7 +327,7 @@ impl QueuePool {
     /// after that write ([`QueuePool::write_sst`]) still stand between it and a reader.
     pub fn forget_pages(&self, extent: Extent) {
         if let Err(e) = self.drop_pages(extent) {
-            log::warn!("cannot drop the cached pages of a released SST ({extent:?}): {e}");
+            log::warn!("cannot drop the cached pages of a released SST ({extent:?}): {}", shale_io::Chain(&e));
         }
     }
 
@@ -348,7 +348,7 @@ impl QueuePool {
         while at < range.end {
             let len = (range.end - at).min(PREFETCH_CHUNK_BYTES);
             if let Err(e) = buffered.prefetch(at, len) {
-                log::debug!("cannot prefetch a new SST ({extent:?}): {e}");
+                log::debug!("cannot prefetch a new SST ({extent:?}): {}", shale_io::Chain(&e));
                 return;
             }
             at += len;
@@ -386,7 +386,7 @@ impl QueuePool {
                     Err(Error::Io(shale_io::Error::Io {
                         op: shale_io::OpKind::Read,
                         offset,
-                        source: std::io::Error::other(format!("batch read queue failed: {e}")),
+                        source: std::io::Error::other(format!("batch read queue failed: {}", shale_io::Chain(&e))),
                     }))
                 })
                 .collect(),

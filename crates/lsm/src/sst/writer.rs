@@ -321,7 +321,7 @@ impl Drop for SstWriter {
                 if let Err(e) = reap(q, q.in_flight(), failed) {
                     // A broken ring reaps nothing more, and its requests may still land:
                     // keep the slots out of reach rather than hand them out again.
-                    log::error!("cannot reap the writes of an abandoned SST ({extent:?}): {e}");
+                    log::error!("cannot reap the writes of an abandoned SST ({extent:?}): {}", shale_io::Chain(&e));
                     return;
                 }
             }

@@ -183,7 +183,7 @@ impl LogPipeline {
         self.loggers.lock().stats.device_micros += micros;
         match outcome {
             Ok(()) => self.turns.written(ticket),
-            Err(e) => self.turns.failed(ticket, e.to_string()),
+            Err(e) => self.turns.failed(ticket, shale_io::Chain(&e).to_string()),
         }
     }
 

@@ -315,7 +315,7 @@ fn adopt_or_report(dir: &Path, owner: &TailOwner) {
                 legacy.display(),
                 ours.display()
             ),
-            Err(e) => log::warn!("WAL tail {} not adopted: {e}", legacy.display()),
+            Err(e) => log::warn!("WAL tail {} not adopted: {}", legacy.display(), shale_io::Chain(&e)),
         }
     }
     for other in other_instances(dir, owner) {
@@ -370,9 +370,10 @@ impl TailLog {
                     Err(e @ (Error::InUse(_) | Error::InvalidArgument(_))) => return Err(e),
                     Err(e) => {
                         log::warn!(
-                            "WAL tail unusable at {} ({e}): writes without sync will each wait \
+                            "WAL tail unusable at {} ({}): writes without sync will each wait \
                              for their WAL page",
-                            path.display()
+                            path.display(),
+                            shale_io::Chain(&e)
                         );
                         return Ok(None);
                     }
@@ -577,9 +578,10 @@ impl TailLog {
             if let Err(e) = self.region.reserve(at, CHUNK_BYTES as usize) {
                 if !std::mem::replace(&mut self.refused, true) {
                     log::warn!(
-                        "WAL tail {}: no storage for more records ({e}); writes without sync \
+                        "WAL tail {}: no storage for more records ({}); writes without sync \
                          wait for their WAL pages while it lasts",
-                        self.path.as_deref().unwrap_or(Path::new("(memory)")).display()
+                        self.path.as_deref().unwrap_or(Path::new("(memory)")).display(),
+                        shale_io::Chain(&e)
                     );
                 }
                 return false;
@@ -867,7 +869,7 @@ fn map_file_read_only(path: &Path) -> Result<Option<MappedReadOnly>> {
     // A writer holding the tail while this handle holds the store shared is another copy's
     // writer (this volume's own writer would hold the store lock): its records are not ours.
     if let Err(e) = lock_tail(&file, path, Mode::Shared) {
-        log::warn!("{e}: its records are not replayed");
+        log::warn!("{}: its records are not replayed", shale_io::Chain(&e));
         return Ok(None);
     }
     // SAFETY: as in `map_file`; the tail's shared lock, held with the mapping, keeps any

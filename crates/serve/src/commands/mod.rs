@@ -149,6 +149,7 @@ pub fn parse_i64(arg: &[u8]) -> Option<i64> {
 
 /// An engine or server error as a reply; the connection stays open.
 pub fn failed(e: crate::Error) -> Reply {
+    let e = shale_io::Chain(&e);
     log::warn!("command failed: {e}");
     Reply::err(e)
 }

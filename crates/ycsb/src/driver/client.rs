@@ -37,7 +37,7 @@ impl ThreadStats {
 
     fn error(&mut self, op: Operation, key: &str, e: &EngineError) {
         if self.errors.len() < ERRORS_KEPT {
-            self.errors.push(format!("{op} {key}: {e}"));
+            self.errors.push(format!("{op} {key}: {}", shale_io::Chain(&**e)));
         }
     }
 }

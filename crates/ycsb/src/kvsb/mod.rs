@@ -496,7 +496,10 @@ impl<I: Instance> Bench<I> {
                 if let Err(e) = settled {
                     r.errors += 1;
                     if r.first_error.is_none() {
-                        r.first_error = Some(format!("finishing the writes' background work: {e}"));
+                        r.first_error = Some(format!(
+                            "finishing the writes' background work: {}",
+                            shale_io::Chain(&*e)
+                        ));
                     }
                 }
                 r
@@ -801,7 +804,7 @@ fn finish(
         Err(e) => {
             out.errors += 1;
             if out.first_error.is_none() {
-                out.first_error = Some(e.to_string());
+                out.first_error = Some(shale_io::Chain(&*e).to_string());
             }
             // A failed insert is acknowledged too, so "latest" moves past it (as YCSB's).
             if let (Some(n), Some(c)) = (insert, &plan.counter) {

@@ -96,7 +96,7 @@ impl Submissions {
             if !wait {
                 return Err(req);
             }
-            ROOM_WAIT.wait(|| self.room.wait(s.guard()));
+            ROOM_WAIT.wait(|| s.unlocked(|g| self.room.wait(g)));
         }
         s.outstanding += 1;
         s.queue.push_back(req);
@@ -337,7 +337,8 @@ impl Worker {
         let mut s = SUBMIT_MUTEX.lock(&self.submissions.state);
         if idle {
             while s.queue.is_empty() && !s.closing {
-                self.submissions.work.wait(s.guard());
+                // Idle: neither a hold nor a wait for anyone.
+                s.unlocked(|g| self.submissions.work.wait(g));
             }
         }
         let lingers = self.carry.is_some()
@@ -350,7 +351,7 @@ impl Worker {
             // padded. A read that comes meanwhile waits with the page, 50 us at most.
             let until = Instant::now() + CARRY_LINGER;
             while s.queue.len() < CARRY_WRITES_MIN && !s.closing {
-                if self.submissions.work.wait_until(s.guard(), until).timed_out() {
+                if s.unlocked(|g| self.submissions.work.wait_until(g, until)).timed_out() {
                     break;
                 }
             }

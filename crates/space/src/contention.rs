@@ -155,9 +155,18 @@ pub struct Held<'a, T> {
 }
 
 impl<'a, T> Held<'a, T> {
-    /// The mutex's own guard, for a condition variable's wait.
-    pub fn guard(&mut self) -> &mut MutexGuard<'a, T> {
-        &mut self.guard
+    /// Runs `wait`, a condition variable's wait on the mutex's own guard (which lets the
+    /// mutex go while it waits), with the hold's clock stopped meanwhile: a wait is not a
+    /// hold. A wait for another thread is counted by wrapping this in [`Site::wait`].
+    pub fn unlocked<R>(&mut self, wait: impl FnOnce(&mut MutexGuard<'a, T>) -> R) -> R {
+        if let Some((site, since)) = self.since {
+            site.hold_ns.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
+        let r = wait(&mut self.guard);
+        if let Some((site, _)) = self.since {
+            self.since = Some((site, Instant::now()));
+        }
+        r
     }
 }
 

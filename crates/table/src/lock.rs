@@ -187,8 +187,8 @@ impl LockManager {
                 if want == LockMode::Shared { w.shared += 1 } else { w.exclusive += 1 }
             }
             st.waiting += 1;
-            let timed_out =
-                LOCK_WAIT.wait(|| stripe.released.wait_until(st.guard(), deadline).timed_out());
+            let timed_out = LOCK_WAIT
+                .wait(|| st.unlocked(|g| stripe.released.wait_until(g, deadline).timed_out()));
             st.waiting -= 1;
             if let Some(t) = table_wide {
                 let w = st.table_waiters.get_mut(&t).expect("counted above");

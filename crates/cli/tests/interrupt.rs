@@ -188,3 +188,59 @@ fn the_announcement_parses() {
         (Path::new("/tmp/x/shale-bench-1"), "00ff")
     );
 }
+
+/// The table engine's temporary store with its undo log in emulated persistent memory
+/// (`--undo_log pmem`: a new file in /dev/shm, named in the header): SIGINT removes the store
+/// and that file. The file is found by the path the header names, so no other test's file is
+/// mistaken for it.
+#[test]
+fn sigint_stops_ycsb_on_the_table_engine_and_removes_its_undo_log_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args([
+            "ycsb",
+            "--engine=table",
+            "--undo_log=pmem",
+            "--workload=c",
+            "--records=1000",
+            "--operations=4000000000",
+        ])
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (printed, watchdog) = mpsc::channel::<()>();
+    let pid = c.id() as libc::pid_t;
+    std::thread::spawn(move || {
+        if watchdog.recv_timeout(4 * child::HANG_LIMIT) == Err(mpsc::RecvTimeoutError::Timeout) {
+            // SAFETY: kill only sends SIGKILL to the child this test spawned.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
+    let mut stdout = BufReader::new(c.stdout.take().unwrap());
+    let (mut undo_log, mut out) = (None, String::new());
+    loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "ycsb ended before its load:\n{out}");
+        out.push_str(&line);
+        if let Some(rest) = line.split_once("undo log in ").map(|(_, r)| r) {
+            undo_log = rest.split_once(' ').map(|(p, _)| PathBuf::from(p));
+        }
+        if line.starts_with("# load") {
+            break;
+        }
+    }
+    drop(printed);
+    let undo_log = undo_log.unwrap_or_else(|| panic!("the header names no undo log file:\n{out}"));
+    assert!(undo_log.starts_with(SHM) && undo_log.exists(), "{}", undo_log.display());
+    // SAFETY: kill only sends a signal to the child this test spawned and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    c.stdout = Some(stdout.into_inner());
+    let o = child::wait(c, "ycsb --engine=table --undo_log=pmem");
+    assert_eq!(o.signal, Some(libc::SIGINT), "ended by the signal");
+    assert!(!undo_log.exists(), "the undo log file was left: {}", undo_log.display());
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "the temporary store was left in TMPDIR: {left:?}");
+}

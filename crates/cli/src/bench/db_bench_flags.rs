@@ -411,6 +411,7 @@ pub const MAPPED_BOOLS: &[&str] = &[
     "async",
     "block_align",
     "cache_index_and_filter_blocks",
+    "contention",
     "disable_wal",
     "histogram",
     "level_compaction_dynamic_level_bytes",

@@ -166,6 +166,14 @@ fn a_set_of_kvs_stores_is_checkpointed_through_the_abi() {
         let rc = call(|e| shale_kvs_shards_checkpoint(set, dst_ptrs.as_ptr(), 2, null_mut(), e));
         assert_eq!(rc.0, INVALID, "{}", rc.1);
         assert!(!dir.path().join("d0").exists());
+        // One destination that holds something: refused, it untouched, nothing made beside.
+        let full = occupied(dir.path());
+        let with_full = [dst_ptrs[0], dst_ptrs[1], full.as_ptr()];
+        let rc = call(|e| shale_kvs_shards_checkpoint(set, with_full.as_ptr(), 3, null_mut(), e));
+        assert_eq!(rc.0, INVALID, "{}", rc.1);
+        still_occupied(dir.path());
+        // The three stores and the occupied directory: no destination, no staging directory.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
         let mut keys = 0u64;
         let rc = call(|e| shale_kvs_shards_checkpoint(set, dst_ptrs.as_ptr(), 3, &mut keys, e));
         assert_eq!((rc.0, keys), (0, 60), "{}", rc.1);

@@ -1,5 +1,5 @@
 //! `shale serve --appendfsync always` killed under load: clients pipeline SETs and record
-//! each one acknowledged, while redis-benchmark (Debian's redis-tools, which `.ci/run`
+//! each one acknowledged, while redis-benchmark (Debian's redis-tools, which `test.sh`
 //! installs) pipelines SETs and INCRs over 100,000 keys of its own beside them; the server is
 //! SIGKILLed; restarted on the same store, it has every acknowledged key with its value. A
 //! last SIGTERM must shut it down cleanly (exit 0, the store closed). Verified with a client

@@ -3,7 +3,7 @@
 //! proxy spread over all three; with one instance SIGKILLed, its keys answer an error through
 //! the proxy and the others' keys are served; restarted on its store, every key is back.
 //! Runs where `nutcracker` is installed (`apt-get install nutcracker`; `bench/serve.sh` and
-//! `.ci/run` install it as root), and says it skipped otherwise, or fails where
+//! `test.sh` install it as root), and says it skipped otherwise, or fails where
 //! `SHALE_REQUIRE_PREREQS=1` (`shale_testkit::prerequisite`). Loopback only.
 
 use std::io::{BufRead, BufReader, Read, Write};

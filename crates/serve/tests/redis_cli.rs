@@ -1,5 +1,5 @@
 //! redis-cli against the server, when it is installed (`apt-get install redis-tools`, which
-//! `.ci/run` does as root); otherwise the test prints that it skipped, or fails where
+//! `test.sh` does as root); otherwise the test prints that it skipped, or fails where
 //! `SHALE_REQUIRE_PREREQS=1` (`shale_testkit::prerequisite`).
 
 mod common;

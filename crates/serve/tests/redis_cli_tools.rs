@@ -1,6 +1,6 @@
 //! redis-cli's tools against the server: `--bigkeys` (DBSIZE, SCAN, TYPE and STRLEN of every
 //! key) finds the biggest string, and `--stat` (INFO once a second) shows the keys, the memory
-//! used and the clients. Needs redis-cli (Debian's redis-tools, which `.ci/run` installs):
+//! used and the clients. Needs redis-cli (Debian's redis-tools, which `test.sh` installs):
 //! without it the test fails, saying so.
 
 mod common;

@@ -331,11 +331,6 @@ impl<K: Copy + Eq + Hash, V> Clock<K, V> {
     pub fn capacity(&self) -> usize {
         self.capacity
     }
-
-    /// Every key cached (in no order).
-    pub fn keys(&self) -> impl Iterator<Item = &K> {
-        self.entries.keys()
-    }
 }
 
 /// The shard of `hash` among `shards`: the high bits of a multiplicative mix, so keys whose

@@ -6,41 +6,20 @@
 //! Decoders never trust a length: every read is bounds-checked and a short input is reported
 //! as `None`, which the format turns into a Corruption error with its own context.
 
-/// Appends fixed-width little-endian integers, and length-prefixed byte strings, to a byte
-/// vector.
+/// Appends fixed-width little-endian integers to a byte vector.
 pub trait PutLe {
-    /// Appends one byte.
-    fn put_u8(&mut self, v: u8);
-    /// Appends a `u16`, little-endian.
-    fn put_u16(&mut self, v: u16);
     /// Appends a `u32`, little-endian.
     fn put_u32(&mut self, v: u32);
     /// Appends a `u64`, little-endian.
     fn put_u64(&mut self, v: u64);
-    /// Appends `b` after its length as a `u32` (what [`Reader::bytes`] reads).
-    ///
-    /// # Panics
-    /// When `b` is 4 GiB or longer: no format here has such a field.
-    fn put_bytes(&mut self, b: &[u8]);
 }
 
 impl PutLe for Vec<u8> {
-    fn put_u8(&mut self, v: u8) {
-        self.push(v);
-    }
-    fn put_u16(&mut self, v: u16) {
-        self.extend_from_slice(&v.to_le_bytes());
-    }
     fn put_u32(&mut self, v: u32) {
         self.extend_from_slice(&v.to_le_bytes());
     }
     fn put_u64(&mut self, v: u64) {
         self.extend_from_slice(&v.to_le_bytes());
-    }
-    fn put_bytes(&mut self, b: &[u8]) {
-        let n = u32::try_from(b.len()).expect("a length-prefixed field under 4 GiB");
-        self.put_u32(n);
-        self.extend_from_slice(b);
     }
 }
 
@@ -71,11 +50,6 @@ impl<'a> Reader<'a> {
         self.take(1).map(|b| b[0])
     }
 
-    /// The next `u16`, little-endian.
-    pub fn u16(&mut self) -> Option<u16> {
-        self.take(2).map(|b| u16::from_le_bytes(b.try_into().unwrap()))
-    }
-
     /// The next `u32`, little-endian.
     pub fn u32(&mut self) -> Option<u32> {
         self.take(4).map(|b| u32::from_le_bytes(b.try_into().unwrap()))
@@ -86,7 +60,7 @@ impl<'a> Reader<'a> {
         self.take(8).map(|b| u64::from_le_bytes(b.try_into().unwrap()))
     }
 
-    /// The next byte string after its `u32` length (what [`PutLe::put_bytes`] wrote).
+    /// The next byte string after its `u32` length.
     pub fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = usize::try_from(self.u32()?).ok()?;
         self.take(n)
@@ -95,11 +69,6 @@ impl<'a> Reader<'a> {
     /// Bytes not read yet.
     pub fn remaining(&self) -> usize {
         self.bytes.len() - self.pos
-    }
-
-    /// The bytes not read yet, without reading them.
-    pub fn rest(&self) -> &'a [u8] {
-        &self.bytes[self.pos..]
     }
 
     /// Whether every byte has been read.
@@ -135,18 +104,15 @@ mod tests {
 
     #[test]
     fn every_field_round_trips_and_a_short_input_reads_nothing() {
-        let mut b = Vec::new();
-        b.put_u8(7);
-        b.put_u16(0x0102);
+        let mut b = vec![7u8];
         b.put_u32(0x0304_0506);
         b.put_u64(u64::MAX - 1);
-        b.put_bytes(b"abc");
+        b.put_u32(3);
+        b.extend_from_slice(b"abc");
         let mut r = Reader::new(&b);
         assert_eq!(r.u8(), Some(7));
-        assert_eq!(r.u16(), Some(0x0102));
         assert_eq!(r.u32(), Some(0x0304_0506));
         assert_eq!(r.u64(), Some(u64::MAX - 1));
-        assert_eq!(r.rest(), &b"\x03\0\0\0abc"[..]);
         assert_eq!(r.bytes(), Some(&b"abc"[..]));
         assert!(r.is_empty());
         assert_eq!(r.u8(), None);
@@ -157,9 +123,9 @@ mod tests {
         assert_eq!(r.take(2), Some(&[9u8, 0][..]));
         assert_eq!(r.take(9), None);
         assert_eq!(r.remaining(), 3);
-        assert_eq!(u32_at(&b, 3), Some(0x0304_0506));
+        assert_eq!(u32_at(&b, 1), Some(0x0304_0506));
         assert_eq!(u32_at(&b, b.len() - 3), None);
         assert_eq!(u32_at(&b, usize::MAX - 1), None);
-        assert_eq!((le_u32(&b, 3), le_u64(&b, 7)), (0x0304_0506, u64::MAX - 1));
+        assert_eq!((le_u32(&b, 1), le_u64(&b, 5)), (0x0304_0506, u64::MAX - 1));
     }
 }

@@ -1,7 +1,7 @@
 //! The scripted commit scenario on real devices: a file through io_uring with O_DIRECT, a file
 //! through pread/pwrite, and a loop device (`losetup --direct-io=on`, as root). Without
 //! io_uring or root they print that they skipped, and fail where `SHALE_REQUIRE_PREREQS=1`
-//! (`.ci/run`) says the machine has them (`shale_testkit::prerequisite`).
+//! (`test.sh`) says the machine has them (`shale_testkit::prerequisite`).
 //! Each runs rounds of commits (with wraps and trims of a tiny version log), reopens the
 //! volume after every round and checks the committed state and every live extent's data.
 //! Power cuts cannot be injected into real hardware; crash images come from the simulated

@@ -3,7 +3,7 @@
 //!
 //! A skip must never count as a pass where the prerequisite was meant to be there. So a test
 //! that finds its prerequisite missing calls [`missing`] (or [`require`]), which:
-//! - with `SHALE_REQUIRE_PREREQS=1` in the environment (`.ci/run` sets it, and installs or
+//! - with `SHALE_REQUIRE_PREREQS=1` in the environment (`test.sh` sets it, and installs or
 //!   checks what the tests need first), panics: the test fails and says what is missing;
 //! - otherwise prints `skipped: <what> (<why>)` and lets the test return, so that
 //!   `cargo test` on a laptop without root still runs everything else.
@@ -31,7 +31,7 @@ pub fn missing(what: &str, why: impl Display) {
     if required() {
         panic!(
             "prerequisite missing: {what} ({why}); {REQUIRE_ENV}=1 says it must be here \
-             (.ci/run sets it; unset it to let the test skip)"
+             (test.sh sets it; unset it to let the test skip)"
         );
     }
     println!("skipped: {what} ({why}); with {REQUIRE_ENV}=1 this fails");

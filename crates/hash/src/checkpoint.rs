@@ -22,7 +22,9 @@
 //! to its segment's generation, which is what an open matches them by.
 
 use shale_space::codec::Reader;
-use shale_space::log_page::{self, FRAGMENT_HEADER_BYTES, FragmentType, PAGE_BYTES, PageBuf};
+use std::ops::ControlFlow;
+
+use shale_space::page_log::{self, PageCursor, ScanError};
 
 use crate::index::Location;
 use crate::shard::Usage;
@@ -114,37 +116,12 @@ impl Checkpoint {
     /// The page image of the checkpoint, coloured with `generation`.
     pub fn image(&self, generation: u64) -> Vec<u8> {
         let mut image = Vec::new();
-        let mut page = PageBuf::new();
-        let mut index = 0u32;
-        let mut prev_crc = 0;
-        let mut seal = |page: &mut PageBuf, image: &mut Vec<u8>| {
-            // Written with one durable write: no page is durable before another.
-            let (bytes, crc) = page.seal(generation, index, 0, prev_crc);
-            image.extend_from_slice(bytes);
-            prev_crc = crc;
-            index += 1;
-            *page = PageBuf::new();
-        };
+        let mut cursor = PageCursor::new(generation, 0, 0);
+        // Written with one durable write: no page is durable before another.
         for rec in self.records() {
-            let mut rest = &rec[..];
-            let mut first = true;
-            loop {
-                if page.room() <= FRAGMENT_HEADER_BYTES {
-                    seal(&mut page, &mut image);
-                }
-                let n = rest.len().min(page.room() - FRAGMENT_HEADER_BYTES);
-                let last = n == rest.len();
-                page.push(FragmentType::at(first, last), &rest[..n]);
-                rest = &rest[n..];
-                first = false;
-                if last {
-                    break;
-                }
-            }
+            cursor.add(&rec, 0, |page| image.extend_from_slice(page));
         }
-        if !page.is_empty() {
-            seal(&mut page, &mut image);
-        }
+        cursor.close(0, |page| image.extend_from_slice(page));
         image
     }
 
@@ -154,30 +131,24 @@ impl Checkpoint {
     /// What is wrong, for a Corruption error: the version log names the checkpoint only once
     /// it was durable, so any invalid page before its end record is damage.
     pub fn decode(image: &[u8], generation: u64) -> std::result::Result<Checkpoint, String> {
-        let mut fragments = log_page::Reassembler::new();
         let mut records = Vec::new();
-        let mut prev_crc = 0;
-        for (i, bytes) in image.chunks_exact(PAGE_BYTES).enumerate() {
-            let page = log_page::decode(bytes, generation, i as u32)
-                .map_err(|why| format!("checkpoint page {i}: {why:?}"))?;
-            if page.prev_crc != prev_crc {
-                return Err(format!("checkpoint page {i}: stale page"));
+        let mut ended = false;
+        let scanned = page_log::scan::scan(&mut &image[..], generation, None, |r| {
+            ended = r.bytes.first() == Some(&END);
+            records.push(r.bytes);
+            if ended { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+        });
+        match scanned {
+            Ok(_) if ended => Checkpoint::from_records(&records),
+            Ok(end) => Err(format!("checkpoint ends at page {} before its end record", end.pages)),
+            Err(ScanError::Source(never)) => match never {},
+            Err(ScanError::OutOfOrder { page, kind }) => {
+                Err(format!("checkpoint page {page}: fragment {kind:?} out of order"))
             }
-            prev_crc = page.crc;
-            let mut ended = false;
-            for frag in page.fragments {
-                if let Some(r) =
-                    fragments.push(frag).map_err(|e| format!("fragment {:?} out of order", e.0))?
-                {
-                    ended = r.first() == Some(&END);
-                    records.push(r);
-                }
-            }
-            if ended {
-                return Checkpoint::from_records(&records);
+            Err(ScanError::DurableInvalid { page, why }) => {
+                Err(format!("checkpoint page {page}: {why}"))
             }
         }
-        Err("checkpoint ends before its end record".into())
     }
 
     fn from_records(records: &[Vec<u8>]) -> std::result::Result<Checkpoint, String> {
@@ -251,6 +222,7 @@ fn done(r: &Reader<'_>) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shale_space::log_page::PAGE_BYTES;
 
     fn sample(n: usize) -> Checkpoint {
         let loc = |i: usize| {

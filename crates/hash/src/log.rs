@@ -15,9 +15,8 @@
 //! never acknowledged, at the end of the segment's valid pages; recovery drops it
 //! ([`scan_segment`]), even once a later segment has sealed the segment there.
 
-use shale_space::log_page::{
-    self, FRAGMENT_HEADER_BYTES, FragmentType, PAGE_BYTES, PAGE_HEADER_BYTES, PageBuf,
-};
+use shale_space::log_page::{PAGE_BYTES, PageBuf};
+use shale_space::page_log::{self, PageCursor, ScanError};
 use shale_space::{Edit, Extent};
 
 use crate::error::{Error, Result};
@@ -73,33 +72,24 @@ pub(crate) struct Batch {
     /// Each record's location, in the order added.
     pub locations: Vec<Location>,
     slot: u32,
-    generation: u64,
+    /// The batch's first page: every page before it is durable (each batch waits for its
+    /// write), which each page it seals says.
     first: u32,
-    page: PageBuf,
-    next_page: u32,
-    prev_crc: u32,
-    room_pages: u32,
+    cursor: PageCursor,
+    /// The segment's page count: no page at or past it.
+    limit: u32,
 }
 
 impl Batch {
     /// Pages the batch holds with its partial page.
     #[cfg(test)]
     pub fn pages(&self) -> u32 {
-        self.next_page - self.first + u32::from(!self.page.is_empty())
+        self.cursor.index() - self.first + u32::from(!self.cursor.is_empty())
     }
 
-    /// Whether `len` more bytes of record fit in the segment's pages.
+    /// Whether a record of `len` bytes fits in the segment's pages.
     pub fn fits(&self, len: usize) -> bool {
-        let room_in_page = self.page.room().saturating_sub(FRAGMENT_HEADER_BYTES);
-        let per_page = log_page::PAGE_PAYLOAD_BYTES - FRAGMENT_HEADER_BYTES;
-        let more_pages = if self.page.room() > FRAGMENT_HEADER_BYTES && len <= room_in_page {
-            0
-        } else {
-            let rest = len - room_in_page.min(len);
-            rest.div_ceil(per_page) as u32
-        };
-        let used = self.next_page - self.first + 1 + more_pages;
-        used <= self.room_pages
+        self.cursor.packed_end([len], self.limit).is_some()
     }
 
     /// Packs one encoded record; returns its index in [`Batch::locations`].
@@ -108,44 +98,21 @@ impl Batch {
     /// If it does not fit ([`Batch::fits`]).
     pub fn add(&mut self, rec: &[u8]) -> usize {
         assert!(self.fits(rec.len()), "record does not fit the segment");
-        if self.page.room() <= FRAGMENT_HEADER_BYTES {
-            self.seal_page();
-        }
-        let start_page = self.next_page;
-        let offset = (PAGE_HEADER_BYTES + log_page::PAGE_PAYLOAD_BYTES - self.page.room()) as u16;
-        let mut rest = rec;
-        let mut first = true;
-        loop {
-            let n = rest.len().min(self.page.room() - FRAGMENT_HEADER_BYTES);
-            let last = n == rest.len();
-            self.page.push(FragmentType::at(first, last), &rest[..n]);
-            rest = &rest[n..];
-            first = false;
-            if last {
-                break;
-            }
-            self.seal_page();
-        }
-        let pages = (self.next_page - start_page + 1) as u16;
-        self.locations.push(Location { segment: self.slot, page: start_page, offset, pages });
+        let image = &mut self.image;
+        let at = self.cursor.add(rec, self.first, |page| image.extend_from_slice(page));
+        self.locations.push(Location {
+            segment: self.slot,
+            page: at.page,
+            offset: at.offset,
+            pages: at.pages,
+        });
         self.locations.len() - 1
-    }
-
-    fn seal_page(&mut self) {
-        // Every page before the batch's first is durable: each batch waits for its write.
-        let (bytes, crc) =
-            self.page.seal(self.generation, self.next_page, self.first, self.prev_crc);
-        self.image.extend_from_slice(bytes);
-        self.prev_crc = crc;
-        self.next_page += 1;
-        self.page = PageBuf::new();
     }
 
     /// Seals the last page; the image is then whole.
     pub fn finish(&mut self) {
-        if !self.page.is_empty() {
-            self.seal_page();
-        }
+        let image = &mut self.image;
+        self.cursor.close(self.first, |page| image.extend_from_slice(page));
     }
 
     /// Ends the batch at its last full page and hands back the partial page after it, with
@@ -153,17 +120,17 @@ impl Batch {
     /// where the batch has a full page to write and a partial one to carry; otherwise this is
     /// [`Batch::finish`] and gives `None`.
     pub fn finish_carrying(&mut self) -> Option<PageBuf> {
-        if self.image.is_empty() || self.page.is_empty() {
+        if self.image.is_empty() || self.cursor.is_empty() {
             self.finish();
             return None;
         }
-        Some(std::mem::replace(&mut self.page, PageBuf::new()))
+        Some(self.cursor.take_partial())
     }
 
     /// Index of the page after the batch's written pages: with [`Batch::finish_carrying`]'s
     /// page, that page's.
     pub fn end_page(&self) -> u32 {
-        self.next_page
+        self.cursor.index()
     }
 
     /// Starts this fresh batch with the page an earlier one carried (its records located in
@@ -172,8 +139,8 @@ impl Batch {
     /// # Panics
     /// If the batch holds anything already.
     pub fn resume(&mut self, page: PageBuf, locations: Vec<Location>) {
-        assert!(self.image.is_empty() && self.page.is_empty() && self.locations.is_empty());
-        self.page = page;
+        assert!(self.image.is_empty() && self.locations.is_empty());
+        self.cursor.resume(page);
         self.locations = locations;
     }
 }
@@ -195,21 +162,18 @@ impl LogWriter {
             image: Vec::new(),
             locations: Vec::new(),
             slot: a.slot,
-            generation: seg.generation,
             first: a.next_page,
-            page: PageBuf::new(),
-            next_page: a.next_page,
-            prev_crc: a.prev_crc,
-            room_pages: a.pages - a.next_page,
+            cursor: PageCursor::new(seg.generation, a.next_page, a.prev_crc),
+            limit: a.pages,
         })
     }
 
     /// Takes note that `batch` was written.
     pub fn written(&mut self, batch: &Batch) {
         let a = self.active.as_mut().expect("a batch is written into the active segment");
-        a.next_page = batch.next_page;
-        a.prev_crc = batch.prev_crc;
-        self.last_end = self.last_end.map(|(g, _)| (g, batch.next_page));
+        a.next_page = batch.cursor.index();
+        a.prev_crc = batch.cursor.prev_crc();
+        self.last_end = self.last_end.map(|(g, _)| (g, batch.cursor.index()));
     }
 
     /// Allocates a segment and commits it to the version log before anything is written in
@@ -336,69 +300,38 @@ impl LogWriter {
 /// An encoded record read back from the log, and where it lies.
 pub(crate) type Located = (Location, Vec<u8>);
 
-/// The complete records of one segment's image, with their locations, in log order: up to
-/// the first page that is not a valid page of the segment's generation following the one
-/// before it. An invalid page that a later valid page of the generation claims was durable
-/// is damage, and so is one below a sealed segment's page count. Returns the records and the
-/// number of valid pages.
+/// The complete records of one segment's image, with their locations, in log order, read by
+/// the page log's recovery scan (`shale_space::page_log::scan`: its torn-tail and hole
+/// rules). Returns the records and the number of valid pages.
+///
+/// A record begun in the last valid pages and never finished is not damage, even in a sealed
+/// segment: its tail was carried into a batch that a crash kept from the device, and it was
+/// never acknowledged (module comment). Its pages were each valid.
 pub(crate) fn scan_segment(image: &[u8], seg: &Segment, slot: u32) -> Result<(Vec<Located>, u32)> {
-    let pages = (image.len() / PAGE_BYTES) as u32;
-    let page_at = |i: u32| &image[i as usize * PAGE_BYTES..(i as usize + 1) * PAGE_BYTES];
     let mut out = Vec::new();
-    let mut fragments = log_page::Reassembler::new();
-    let mut start: Option<(u32, u16)> = None;
-    let mut prev_crc = 0;
-    let mut index = 0;
-    while index < pages {
-        let page = match log_page::decode(page_at(index), seg.generation, index) {
-            Ok(p) if p.prev_crc == prev_crc => p,
-            _ => break,
-        };
-        prev_crc = page.crc;
-        let mut at = PAGE_HEADER_BYTES;
-        for frag in page.fragments {
-            if matches!(frag.kind, FragmentType::Full | FragmentType::First) {
-                start = Some((index, at as u16));
-            }
-            at += FRAGMENT_HEADER_BYTES + frag.data.len();
-            let rec = fragments.push(frag).map_err(|e| Error::Corruption {
-                what: format!(
-                    "record log segment {} page {index}: fragment {:?} out of order",
-                    seg.generation, e.0
-                ),
-                offset: seg.page_address(index),
-            })?;
-            if let Some(rec) = rec {
-                let (page, offset) = start.take().expect("a record starts before it ends");
-                let loc =
-                    Location { segment: slot, page, offset, pages: (index - page + 1) as u16 };
-                out.push((loc, rec));
-            }
-        }
-        index += 1;
-    }
-    // Where the log ends: damage if a later page of this generation says it was durable, or
-    // the segment was sealed further on.
-    let durable = (index + 1..pages)
-        .filter_map(|i| log_page::claimed(page_at(i)))
-        .filter(|&(generation, claimed, _)| generation == seg.generation && claimed < pages)
-        .map(|(_, _, synced)| synced)
-        .max()
-        .unwrap_or(0)
-        .max(seg.sealed_pages.unwrap_or(0));
-    // A record begun in the last valid pages and never finished is not damage, even in a
-    // sealed segment: its tail was carried into a batch that a crash kept from the device,
-    // and it was never acknowledged (module comment). Its pages were each valid.
-    if index < durable {
-        return Err(Error::Corruption {
+    let end = page_log::scan::scan(&mut &image[..], seg.generation, seg.sealed_pages, |r| {
+        let loc = Location { segment: slot, page: r.page, offset: r.offset, pages: r.pages };
+        out.push((loc, r.bytes));
+        std::ops::ControlFlow::Continue(())
+    })
+    .map_err(|e| match e {
+        ScanError::Source(never) => match never {},
+        ScanError::OutOfOrder { page, kind } => Error::Corruption {
             what: format!(
-                "record log segment {} page {index} was durable but is invalid",
+                "record log segment {} page {page}: fragment {kind:?} out of order",
                 seg.generation
             ),
-            offset: seg.page_address(index),
-        });
-    }
-    Ok((out, index))
+            offset: seg.page_address(page),
+        },
+        ScanError::DurableInvalid { page, why } => Error::Corruption {
+            what: format!(
+                "record log segment {} page {page} was durable but is invalid ({why})",
+                seg.generation
+            ),
+            offset: seg.page_address(page),
+        },
+    })?;
+    Ok((out, end.pages))
 }
 
 /// The encoded record at `loc` from `image`, the pages the location names read from
@@ -411,41 +344,14 @@ pub(crate) fn record_at(
     seg: &Segment,
     loc: Location,
 ) -> std::result::Result<Vec<u8>, String> {
-    let mut fragments = log_page::Reassembler::new();
-    for i in 0..u32::from(loc.pages) {
-        let index = loc.page + i;
-        let bytes = image
-            .get(i as usize * PAGE_BYTES..(i as usize + 1) * PAGE_BYTES)
-            .ok_or("short read")?;
-        let page = log_page::decode(bytes, seg.generation, index)
-            .map_err(|why| format!("page {index}: {why:?}"))?;
-        let mut at = PAGE_HEADER_BYTES;
-        for frag in page.fragments {
-            let here = at;
-            at += FRAGMENT_HEADER_BYTES + frag.data.len();
-            if i == 0 && here < usize::from(loc.offset) {
-                continue;
-            }
-            if i == 0
-                && here == usize::from(loc.offset)
-                && !matches!(frag.kind, FragmentType::Full | FragmentType::First)
-            {
-                return Err(format!("no record starts at offset {here}"));
-            }
-            if let Some(rec) =
-                fragments.push(frag).map_err(|e| format!("fragment {:?} out of order", e.0))?
-            {
-                return Ok(rec);
-            }
-        }
-    }
-    Err("record runs past the pages the index names".into())
+    page_log::record_at(image, seg.generation, loc.page, loc.offset, loc.pages)
 }
 
 /// Pages a record of `len` bytes spans when it starts on a fresh page.
 #[cfg(test)]
 fn pages_for(len: usize) -> u32 {
-    let per_page = log_page::PAGE_PAYLOAD_BYTES - FRAGMENT_HEADER_BYTES;
+    use shale_space::log_page::{FRAGMENT_HEADER_BYTES, PAGE_PAYLOAD_BYTES};
+    let per_page = PAGE_PAYLOAD_BYTES - FRAGMENT_HEADER_BYTES;
     len.div_ceil(per_page).max(1) as u32
 }
 
@@ -453,6 +359,7 @@ fn pages_for(len: usize) -> u32 {
 mod tests {
     use super::*;
     use crate::record::RECORD_BYTES_MAX;
+    use shale_space::log_page::{FRAGMENT_HEADER_BYTES, PAGE_PAYLOAD_BYTES};
 
     fn batch(room_pages: u32) -> Batch {
         Batch {
@@ -460,18 +367,15 @@ mod tests {
             image: Vec::new(),
             locations: Vec::new(),
             slot: 0,
-            generation: 9,
             first: 0,
-            page: PageBuf::new(),
-            next_page: 0,
-            prev_crc: 0,
-            room_pages,
+            cursor: PageCursor::new(9, 0, 0),
+            limit: room_pages,
         }
     }
 
     #[test]
     fn pages_for_matches_the_page_payload() {
-        let per = log_page::PAGE_PAYLOAD_BYTES - FRAGMENT_HEADER_BYTES;
+        let per = PAGE_PAYLOAD_BYTES - FRAGMENT_HEADER_BYTES;
         assert_eq!(pages_for(1), 1);
         assert_eq!(pages_for(per), 1);
         assert_eq!(pages_for(per + 1), 2);

@@ -40,6 +40,7 @@ mod instance;
 mod layout;
 pub mod log_object;
 pub mod log_page;
+pub mod page_log;
 pub mod store_lock;
 pub mod tier;
 mod version_log;

@@ -15,11 +15,14 @@
 //! 5. Reassemble records from fragments; a record cut off by the end of an active group's log
 //!    was never acknowledged and is dropped.
 
+use std::ops::ControlFlow;
+
 use shale_io::{AlignedBuf, Queue, QueueExt};
+use shale_space::page_log::{Pages, ScanError, scan};
 
 use super::WalLayout;
 use super::meta::{GroupState, WalMeta};
-use super::page::{self, PAGE_BYTES};
+use super::page::PAGE_BYTES;
 use crate::error::{Error, Result};
 
 /// The records of one log group, in append order.
@@ -140,7 +143,20 @@ impl<'a> GroupPages<'a> {
     }
 }
 
-/// Reads one group's records; returns them and the number of valid pages.
+impl Pages for GroupPages<'_> {
+    type Error = Error;
+
+    fn count(&self) -> u32 {
+        self.layout.pages_per_group
+    }
+
+    fn page(&mut self, index: u32) -> Result<&[u8]> {
+        GroupPages::page(self, index)
+    }
+}
+
+/// Reads one group's records with the page log's recovery scan (rules 3-5 of the module
+/// comment); returns them and the number of valid pages.
 fn read_group(
     layout: &WalLayout,
     group: u32,
@@ -150,80 +166,30 @@ fn read_group(
 ) -> Result<(Vec<Vec<u8>>, u32)> {
     let offset = |i: u32| layout.page_offset(group, i);
     let mut records = Vec::new();
-    let mut fragments = page::Reassembler::new();
-    let mut index = 0;
-    let mut prev_crc = 0;
-    while index < layout.pages_per_group {
-        // The page, or where the log ends if this page ends it: the invalid page and why.
-        let (page, end) = match page::decode(pages.page(index)?, ltn, index) {
-            Ok(p) if p.prev_crc == prev_crc => (Some(p), None),
-            // Page index-1 is an older version of itself than the one this page follows.
-            Ok(_) => (None, Some((index - 1, "stale version".to_string()))),
-            Err(why) => (None, Some((index, format!("{why:?}")))),
-        };
-        if let Some((invalid, why)) = end {
-            drop(page); // it borrows `pages`, which the check reads on
-            check_torn_tail(layout, group, ltn, pages, invalid, sealed_end, &why)?;
-            if invalid < index && sealed_end.is_none() {
-                fragments.discard_partial();
-            }
-            break;
-        }
-        let page = page.expect("a page without an end is valid");
-        prev_crc = page.crc;
-        for frag in page.fragments {
-            match fragments.push(frag) {
-                Ok(Some(record)) => records.push(record),
-                Ok(None) => {}
-                Err(page::OutOfOrder(kind)) => {
-                    return Err(Error::corruption(
-                        format!(
-                            "WAL page {index} of group {group}: fragment {kind:?} out of order"
-                        ),
-                        offset(index),
-                    ));
-                }
-            }
-        }
-        index += 1;
-    }
+    let end = scan::scan(pages, ltn, sealed_end, |r| {
+        records.push(r.bytes);
+        ControlFlow::Continue(())
+    })
+    .map_err(|e| match e {
+        ScanError::Source(e) => e,
+        ScanError::OutOfOrder { page, kind } => Error::corruption(
+            format!("WAL page {page} of group {group}: fragment {kind:?} out of order"),
+            offset(page),
+        ),
+        ScanError::DurableInvalid { page, why } => Error::corruption(
+            format!(
+                "WAL page {page} of group {group} (LTN {ltn}) was durable but is invalid ({why})"
+            ),
+            offset(page),
+        ),
+    })?;
     // A group sealed with no durable page (a deferred group, `wal/writer.rs`) may be cut
     // anywhere by a crash while it is written out: only an end that was durable is checked.
-    if fragments.in_record() && sealed_end.is_some_and(|end| end > 0 && index >= end) {
+    if end.cut_record && sealed_end.is_some_and(|e| e > 0 && end.pages >= e) {
         return Err(Error::corruption(
             format!("WAL group {group} (sealed) ends inside a record"),
-            offset(index.saturating_sub(1)),
+            offset(end.pages.saturating_sub(1)),
         ));
     }
-    Ok((records, index))
-}
-
-/// Called when page `index` is invalid: Ok if that can be the end of the log, Corruption if
-/// the page was known durable.
-fn check_torn_tail(
-    layout: &WalLayout,
-    group: u32,
-    ltn: u64,
-    pages: &mut GroupPages<'_>,
-    index: u32,
-    sealed_end: Option<u32>,
-    why: &str,
-) -> Result<()> {
-    let mut durable = sealed_end.unwrap_or(0);
-    for later in index + 1..layout.pages_per_group {
-        if let Some((page_ltn, page_index, synced)) = page::claimed(pages.page(later)?) {
-            if page_ltn == ltn && page_index == later {
-                durable = durable.max(synced);
-            }
-        }
-    }
-    if index < durable {
-        return Err(Error::corruption(
-            format!(
-                "WAL page {index} of group {group} (LTN {ltn}) was durable but is invalid ({why})"
-            ),
-            layout.page_offset(group, index),
-        ));
-    }
-    Ok(())
+    Ok((records, end.pages))
 }

@@ -9,7 +9,8 @@ use shale_io::{AlignedBuf, Completion, DeviceRef, Op, Queue, QueueExt, Request};
 
 use super::WalLayout;
 use super::meta::{GroupEntry, GroupState, WalMeta};
-use super::page::{FRAGMENT_HEADER_BYTES, FragmentType, PAGE_BYTES, PAGE_PAYLOAD_BYTES, PageBuf};
+use super::page::{PAGE_BYTES, PAGE_PAYLOAD_BYTES};
+use shale_space::page_log::{self, PageCursor};
 use super::tail::TailLog;
 use crate::error::{Error, Result};
 
@@ -118,15 +119,14 @@ pub struct WalWriter {
     allocated_bytes: Arc<AtomicU64>,
     meta: WalMeta,
     active: Option<Active>,
-    /// Index of the page `page` will be written as.
-    next_page: u32,
-    /// The last, partially filled page (possibly empty).
-    page: PageBuf,
-    /// `page` holds fragments not written to the device yet.
+    /// The packing position in the active group: the last, partially filled page (possibly
+    /// empty), the index it will be written as, and the checksum of the page before it.
+    cursor: PageCursor,
+    /// The cursor's page holds fragments not written to the device yet.
     page_dirty: bool,
-    /// Tail offset just past the last record ending in `page`.
+    /// Tail offset just past the last record ending in the cursor's page.
     page_tail_end: Option<u64>,
-    /// Checksum of `page` as last written, if it was.
+    /// Checksum of the cursor's page as last written, if it was.
     page_written_crc: Option<u32>,
     /// Pages `[0, synced_through)` of the active group are durable.
     synced_through: u32,
@@ -134,8 +134,6 @@ pub struct WalWriter {
     unsynced: bool,
     /// Whether the page writes of the current append are durable ones (FUA).
     durable_writes: bool,
-    /// Checksum of page `next_page - 1` as written (0 before page 0).
-    prev_crc: u32,
     run: Run,
     in_flight: VecDeque<InFlight>,
     completions: Vec<Completion>,
@@ -186,15 +184,13 @@ impl WalWriter {
             allocated_bytes: Arc::new(AtomicU64::new(0)),
             meta,
             active: None,
-            next_page: 0,
-            page: PageBuf::new(),
+            cursor: PageCursor::new(0, 0, 0),
             page_dirty: false,
             page_tail_end: None,
             page_written_crc: None,
             synced_through: 0,
             unsynced: false,
             durable_writes: false,
-            prev_crc: 0,
             run: Run::default(),
             in_flight: VecDeque::new(),
             completions: Vec::new(),
@@ -299,22 +295,20 @@ impl WalWriter {
                 ltn,
                 from: t.end(),
                 to: None,
-                packed_to: (0, PageBuf::new().room()),
+                packed_to: (0, PAGE_PAYLOAD_BYTES),
             });
         }
         Ok(Some(group as u32))
     }
 
-    /// The packing position of a group with nothing packed yet.
+    /// The packing position of the active group (if any) with nothing packed yet.
     fn reset_cursor(&mut self) {
-        self.next_page = 0;
-        self.page = PageBuf::new();
+        self.cursor = PageCursor::new(self.active.map_or(0, |a| a.ltn), 0, 0);
         self.page_dirty = false;
         self.page_tail_end = None;
         self.page_written_crc = None;
         self.synced_through = 0;
         self.staged_ends.clear();
-        self.prev_crc = 0;
     }
 
     /// Whether the active group is deferred (its records only in the tail).
@@ -362,7 +356,7 @@ impl WalWriter {
                 self.pack(active, rec, Some(*end))?;
             }
             debug_assert_eq!(
-                (self.next_page, self.page.room()),
+                (self.cursor.index(), self.cursor.room()),
                 d.packed_to,
                 "packed otherwise than reckoned"
             );
@@ -380,7 +374,7 @@ impl WalWriter {
     /// them; returns its end (pages written). Called with the active group deferred or none:
     /// its packing position is fresh before and after.
     fn write_out_sealed(&mut self, d: Deferred) -> Result<u32> {
-        debug_assert!(self.in_flight.is_empty() && self.run.pages == 0 && self.page.is_empty());
+        debug_assert!(self.in_flight.is_empty() && self.run.pages == 0 && self.cursor.is_empty());
         let records = self.tail_records(d.from, d.to);
         let active = self.active.take();
         let me = Active { group: d.group, ltn: d.ltn };
@@ -396,7 +390,7 @@ impl WalWriter {
                 self.submit_page(me, false, tail_end)?;
             }
             self.drain()?;
-            Ok(self.next_page + u32::from(!self.page.is_empty()))
+            Ok(self.cursor.index() + u32::from(!self.cursor.is_empty()))
         })();
         self.active = active;
         self.reset_cursor();
@@ -434,7 +428,7 @@ impl WalWriter {
         }
         self.clear_tail();
         self.active = None;
-        let end = self.next_page + u32::from(!self.page.is_empty());
+        let end = self.cursor.index() + u32::from(!self.cursor.is_empty());
         self.meta.groups[active.group as usize] =
             GroupEntry { ltn: active.ltn, state: GroupState::Sealed, end };
         self.write_meta()
@@ -644,7 +638,7 @@ impl WalWriter {
         self.clear_tail();
         if sync {
             self.unsynced = false;
-            self.synced_through = self.next_page + u32::from(!self.page.is_empty());
+            self.synced_through = self.cursor.index() + u32::from(!self.cursor.is_empty());
             if !records.is_empty() {
                 self.synced_pages[active.group as usize] = self.synced_through;
                 self.group_synced = true;
@@ -687,7 +681,7 @@ impl WalWriter {
             || !self.in_flight.is_empty()
             || self.run.pages > 0
             || self.page_dirty
-            || !self.page.is_empty()
+            || !self.cursor.is_empty()
             || !tail_empty;
         if pending {
             return Ok(None);
@@ -712,7 +706,7 @@ impl WalWriter {
         let staged = self.staging.take().expect("staging was on");
         packed?;
         self.synced_pages[active.group as usize] =
-            self.next_page + u32::from(!self.page.is_empty());
+            self.cursor.index() + u32::from(!self.cursor.is_empty());
         self.group_synced = true;
         // Once the pipeline wrote it, the page holds synced data.
         self.close_synced_page();
@@ -723,19 +717,17 @@ impl WalWriter {
     /// is never rewritten (a torn rewrite would destroy acknowledged records); the next
     /// records start a new page.
     fn close_synced_page(&mut self) {
-        if self.page.is_empty() {
+        if self.cursor.is_empty() {
             return;
         }
-        self.prev_crc = self.page_written_crc.expect("the partial page was written");
-        self.next_page += 1;
-        self.page = PageBuf::new();
+        self.cursor.close_written(self.page_written_crc.expect("the partial page was written"));
         self.page_written_crc = None;
         self.page_tail_end = None;
     }
 
     /// The pages just staged belong to the pipeline's ticket `ticket`.
     pub fn staged_as(&mut self, ticket: u64) {
-        self.staged_ends.push_back((ticket, self.next_page));
+        self.staged_ends.push_back((ticket, self.cursor.index()));
     }
 
     /// Every ticket below `below` has published, so its pages and all earlier pages are
@@ -830,7 +822,7 @@ impl WalWriter {
     fn fits(&self, records: &[&[u8]]) -> bool {
         let from = match self.deferred.back() {
             Some(d) if d.to.is_none() => d.packed_to,
-            _ => (self.next_page, self.page.room()),
+            _ => (self.cursor.index(), self.cursor.room()),
         };
         packed_end(from, records, self.layout.pages_per_group).is_some()
     }
@@ -838,51 +830,42 @@ impl WalWriter {
     /// The page index just past the last page the records would use, packed as
     /// [`WalWriter::pack`] does, or `None` if they do not fit in the group.
     fn pages_end(&self, records: &[&[u8]]) -> Option<u32> {
-        let (index, room) =
-            packed_end((self.next_page, self.page.room()), records, self.layout.pages_per_group)?;
+        let (index, room) = packed_end(
+            (self.cursor.index(), self.cursor.room()),
+            records,
+            self.layout.pages_per_group,
+        )?;
         Some(index + u32::from(room < PAGE_PAYLOAD_BYTES))
     }
 
-    /// Packs one record into fragments on the partial page, submitting each page it fills.
+    /// Packs one record into fragments on the partial page (the page log's packing), adding
+    /// each page it fills to the run of full pages, and submits the run once it is long
+    /// enough ([`RUN_PAGES`]; a record of many pages goes out as one longer run).
     fn pack(&mut self, active: Active, rec: &[u8], tail_end: Option<u64>) -> Result<()> {
-        let mut rest = rec;
-        let mut first = true;
-        loop {
-            let n = rest.len().min(self.page.room() - FRAGMENT_HEADER_BYTES);
-            let last = n == rest.len();
-            self.page.push(FragmentType::at(first, last), &rest[..n]);
-            self.page_dirty = true;
-            rest = &rest[n..];
-            first = false;
-            if last {
-                self.page_tail_end = tail_end.or(self.page_tail_end);
+        let run = &mut self.run;
+        let mut sealed = 0;
+        let first = self.cursor.index();
+        let placed = self.cursor.add(rec, self.synced_through, |image| {
+            if run.pages == 0 {
+                run.first = first + sealed;
             }
-            if self.page.room() <= FRAGMENT_HEADER_BYTES {
-                self.add_to_run(active)?;
-            }
-            if last {
-                return Ok(());
-            }
+            run.bytes.extend_from_slice(image);
+            run.pages += 1;
+            sealed += 1;
+        });
+        if sealed > 0 {
+            // The first page sealed holds the records that ended on it before this one; it
+            // was never written as it is now.
+            self.run.tail_end = self.page_tail_end.take().or(self.run.tail_end);
+            self.page_written_crc = None;
         }
-    }
-
-    /// Seals the full partial page into the run of pages to write, starts the next page, and
-    /// submits the run once it is long enough.
-    fn add_to_run(&mut self, active: Active) -> Result<()> {
-        let index = self.next_page;
-        let (image, crc) = self.page.seal(active.ltn, index, self.synced_through, self.prev_crc);
-        if self.run.pages == 0 {
-            self.run.first = index;
+        if self.cursor.index() >= placed.page + u32::from(placed.pages) {
+            // The record's last page is sealed too.
+            self.run.tail_end = tail_end.or(self.run.tail_end);
+        } else {
+            self.page_tail_end = tail_end.or(self.page_tail_end);
         }
-        self.run.bytes.extend_from_slice(image);
-        self.run.pages += 1;
-        self.run.tail_end = self.page_tail_end.or(self.run.tail_end);
-        self.prev_crc = crc;
-        self.next_page += 1;
-        self.page = PageBuf::new();
-        self.page_dirty = false;
-        self.page_tail_end = None;
-        self.page_written_crc = None;
+        self.page_dirty = !self.cursor.is_empty();
         if self.run.pages >= RUN_PAGES {
             self.submit_run(active)?;
         }
@@ -910,8 +893,8 @@ impl WalWriter {
     /// a sync group's pages go in one request rather than two.
     fn submit_page(&mut self, active: Active, durable: bool, tail_end: Option<u64>) -> Result<()> {
         self.durable_writes = durable;
-        let index = self.next_page;
-        let (image, crc) = self.page.seal(active.ltn, index, self.synced_through, self.prev_crc);
+        let index = self.cursor.index();
+        let (image, crc) = self.cursor.seal_partial(self.synced_through);
         if self.run.pages == 0 {
             let offset = self.layout.page_offset(active.group, index);
             let buf = AlignedBuf::padded_copy(image, PAGE_BYTES);
@@ -1004,30 +987,8 @@ impl WalWriter {
 }
 
 /// Where records packed from page `index` with `room` payload bytes left on it end, packed as
-/// [`WalWriter::pack`] does: the page index and the room left on it, or `None` if they need a
-/// page at or past `limit`.
-fn packed_end(
-    (mut index, mut room): (u32, usize),
-    records: &[&[u8]],
-    limit: u32,
-) -> Option<(u32, usize)> {
-    for rec in records {
-        let mut rest = rec.len();
-        loop {
-            if index >= limit {
-                return None;
-            }
-            let n = rest.min(room - FRAGMENT_HEADER_BYTES);
-            room -= FRAGMENT_HEADER_BYTES + n;
-            rest -= n;
-            if room <= FRAGMENT_HEADER_BYTES {
-                index += 1;
-                room = PAGE_PAYLOAD_BYTES;
-            }
-            if rest == 0 {
-                break;
-            }
-        }
-    }
-    Some((index, room))
+/// [`WalWriter::pack`] does (the page log's packing: `shale_space::page_log::packed_end`): the
+/// page index and the room left on it, or `None` if they need a page at or past `limit`.
+fn packed_end(from: (u32, usize), records: &[&[u8]], limit: u32) -> Option<(u32, usize)> {
+    page_log::packed_end(from, records.iter().map(|r| r.len()), limit)
 }

@@ -1,0 +1,20 @@
+//! The page log: one writer's and one reader's rules over the shared log page format
+//! (`log_page.rs`), for every log of shale: the lsm engine's WAL, the hash engine's record
+//! log and checkpoints. Moved down from the engines, each of which had its own copy, so that
+//! a fix to one rule lands once (issue #43).
+//!
+//! - [`packer`]: packing records into pages ([`PageCursor`]) and knowing beforehand where
+//!   they end ([`packed_end`]).
+//! - [`scan`]: reading a segment back after a crash, with the torn-tail and hole rules.
+//! - [`sequencer`]: group commit's numbered rounds, one leader at a time, a failure sticky.
+//!
+//! Where each engine's pages lie (the WAL area's groups, a slot per record-log segment) and
+//! when they are written stay the engine's: the layer knows pages, not keys.
+
+pub mod packer;
+pub mod scan;
+pub mod sequencer;
+
+pub use packer::{PageCursor, Placed, packed_end};
+pub use scan::{Pages, ScanEnd, ScanError, Scanned, record_at};
+pub use sequencer::Sequencer;

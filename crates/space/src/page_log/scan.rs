@@ -1,0 +1,328 @@
+//! The recovery scan: the records of one segment of a page log (the lsm WAL's log group, the
+//! hash engine's record log segment or checkpoint), read back in order with the rules that
+//! tell a torn tail from damage.
+//!
+//! 1. Read pages 0, 1, ... while they carry the segment's generation and their own index
+//!    ("colouring": a page of another generation, or zeros, ends the log) and name the
+//!    checksum of the page before them. A valid page that does not follow its predecessor
+//!    means the predecessor is a stale version of itself (a rewrite of a partial page that a
+//!    crash lost while it kept the later page): the log ends there.
+//! 2. The first invalid page is the end of the log unless the log says it was durable: below
+//!    the segment's sealed end (recorded elsewhere by the engine, when it sealed the segment),
+//!    or below the largest `synced_through` any later valid page of the generation claims at
+//!    its own index. An invalid page there is damage, never a torn tail (promise P4).
+//! 3. Fragments are joined into records; a fragment out of order is damage. A record cut off
+//!    by the end of the log was never acknowledged and is not returned; [`ScanEnd::cut_record`]
+//!    says there was one, for engines whose sealed segments must not end inside a record.
+
+use std::ops::ControlFlow;
+
+use crate::log_page::{self, FRAGMENT_HEADER_BYTES, FragmentType, PAGE_BYTES, PAGE_HEADER_BYTES};
+
+/// The pages of a segment, as the scan reads them: a whole image in memory, or chunks read
+/// from the device on demand.
+pub trait Pages {
+    /// The source's read error.
+    type Error;
+    /// Pages the segment has room for.
+    fn count(&self) -> u32;
+    /// Page `index` (below [`Pages::count`]), [`PAGE_BYTES`] long.
+    ///
+    /// # Errors
+    /// The source's read error.
+    fn page(&mut self, index: u32) -> Result<&[u8], Self::Error>;
+}
+
+/// A segment's image in memory, a whole number of pages.
+impl Pages for &[u8] {
+    type Error = std::convert::Infallible;
+
+    fn count(&self) -> u32 {
+        (self.len() / PAGE_BYTES) as u32
+    }
+
+    fn page(&mut self, index: u32) -> Result<&[u8], Self::Error> {
+        let at = index as usize * PAGE_BYTES;
+        Ok(&self[at..at + PAGE_BYTES])
+    }
+}
+
+/// A record read back, and where it lies: its first fragment's page and byte offset in that
+/// page, and the pages it spans.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scanned {
+    /// Page of its first fragment.
+    pub page: u32,
+    /// Byte offset of its first fragment's header in that page.
+    pub offset: u16,
+    /// Pages it spans (1 for a record within one page).
+    pub pages: u16,
+    /// The record.
+    pub bytes: Vec<u8>,
+}
+
+/// Where a segment's log ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanEnd {
+    /// Pages read as valid (the next append would go to this page); a stale version of a page
+    /// counts, as its records are a prefix of the page's newer version.
+    pub pages: u32,
+    /// Whether a record was begun in the last valid pages and never finished.
+    pub cut_record: bool,
+}
+
+/// Why a segment cannot be read back.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ScanError<E> {
+    /// The page source failed.
+    Source(E),
+    /// A fragment cannot follow what came before it.
+    OutOfOrder {
+        /// The page holding it.
+        page: u32,
+        /// Its type.
+        kind: FragmentType,
+    },
+    /// A page the log says was durable is invalid.
+    DurableInvalid {
+        /// The invalid page.
+        page: u32,
+        /// Why it is invalid.
+        why: String,
+    },
+}
+
+/// Scans the segment of `generation` in `pages`, handing each complete record to `record` in
+/// log order (until it says [`ControlFlow::Break`]: a log whose own end record says it is
+/// complete, such as a checkpoint); `sealed_end` is the page count the engine recorded when
+/// it sealed the segment (every page below it durable), `None` while the segment was being
+/// appended to.
+///
+/// # Errors
+/// [`ScanError`]: the source's, or damage (module comment, rules 2 and 3).
+pub fn scan<P: Pages>(
+    pages: &mut P,
+    generation: u64,
+    sealed_end: Option<u32>,
+    mut record: impl FnMut(Scanned) -> ControlFlow<()>,
+) -> Result<ScanEnd, ScanError<P::Error>> {
+    let count = pages.count();
+    let mut fragments = log_page::Reassembler::new();
+    let mut start: Option<(u32, u16)> = None;
+    let mut prev_crc = 0;
+    let mut index = 0;
+    while index < count {
+        let end = {
+            let bytes = pages.page(index).map_err(ScanError::Source)?;
+            match log_page::decode(bytes, generation, index) {
+                Ok(page) if page.prev_crc == prev_crc => {
+                    prev_crc = page.crc;
+                    let mut at = PAGE_HEADER_BYTES;
+                    for frag in page.fragments {
+                        if matches!(frag.kind, FragmentType::Full | FragmentType::First) {
+                            start = Some((index, at as u16));
+                        }
+                        at += FRAGMENT_HEADER_BYTES + frag.data.len();
+                        let done = fragments
+                            .push(frag)
+                            .map_err(|e| ScanError::OutOfOrder { page: index, kind: e.0 })?;
+                        if let Some(bytes) = done {
+                            let (page, offset) = start.take().expect("a record starts first");
+                            let pages = (index - page + 1) as u16;
+                            if record(Scanned { page, offset, pages, bytes }).is_break() {
+                                return Ok(ScanEnd { pages: index + 1, cut_record: false });
+                            }
+                        }
+                    }
+                    None
+                }
+                // A first page names no predecessor: this one is forged or damaged.
+                Ok(_) if index == 0 => Some((0, "a first page that follows another".into())),
+                // Page index-1 is an older version of itself than the one this page follows.
+                Ok(_) => Some((index - 1, "stale version".to_string())),
+                Err(why) => Some((index, format!("{why:?}"))),
+            }
+        };
+        if let Some((invalid, why)) = end {
+            check_torn_tail(pages, generation, invalid, sealed_end, why)?;
+            break;
+        }
+        index += 1;
+    }
+    Ok(ScanEnd { pages: index, cut_record: fragments.in_record() })
+}
+
+/// Called when page `invalid` ends the log: Ok if that can be the end of the log,
+/// [`ScanError::DurableInvalid`] if the page was known durable.
+fn check_torn_tail<P: Pages>(
+    pages: &mut P,
+    generation: u64,
+    invalid: u32,
+    sealed_end: Option<u32>,
+    why: String,
+) -> Result<(), ScanError<P::Error>> {
+    let mut durable = sealed_end.unwrap_or(0);
+    for later in invalid + 1..pages.count() {
+        let bytes = pages.page(later).map_err(ScanError::Source)?;
+        if let Some((page_generation, page_index, synced)) = log_page::claimed(bytes) {
+            if page_generation == generation && page_index == later {
+                durable = durable.max(synced);
+            }
+        }
+    }
+    if invalid < durable {
+        return Err(ScanError::DurableInvalid { page: invalid, why });
+    }
+    Ok(())
+}
+
+/// The record that begins at byte `offset` of the first of `image`'s pages, the pages being
+/// pages `first, first + 1, ...` of the segment of `generation` (an index's location of a
+/// record, read back): every page's checksum, generation and index checked, fragments
+/// reassembled.
+///
+/// # Errors
+/// What is wrong, in words (the caller makes it its corruption error).
+pub fn record_at(
+    image: &[u8],
+    generation: u64,
+    first: u32,
+    offset: u16,
+    pages: u16,
+) -> Result<Vec<u8>, String> {
+    let mut fragments = log_page::Reassembler::new();
+    for i in 0..u32::from(pages) {
+        let index = first + i;
+        let bytes = image
+            .get(i as usize * PAGE_BYTES..(i as usize + 1) * PAGE_BYTES)
+            .ok_or("short read")?;
+        let page = log_page::decode(bytes, generation, index)
+            .map_err(|why| format!("page {index}: {why:?}"))?;
+        let mut at = PAGE_HEADER_BYTES;
+        for frag in page.fragments {
+            let here = at;
+            at += FRAGMENT_HEADER_BYTES + frag.data.len();
+            if i == 0 && here < usize::from(offset) {
+                continue;
+            }
+            if i == 0
+                && here == usize::from(offset)
+                && !matches!(frag.kind, FragmentType::Full | FragmentType::First)
+            {
+                return Err(format!("no record starts at offset {here}"));
+            }
+            if let Some(rec) =
+                fragments.push(frag).map_err(|e| format!("fragment {:?} out of order", e.0))?
+            {
+                return Ok(rec);
+            }
+        }
+    }
+    Err("record runs past the pages the index names".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page_log::PageCursor;
+
+    /// A segment of `pages` pages holding records of 3,000 bytes packed from page 0, each
+    /// page sealed with `synced_through` = its own index (every earlier page durable).
+    fn segment(records: usize, pages: u32) -> Vec<u8> {
+        let mut image = Vec::new();
+        let mut cursor = PageCursor::new(5, 0, 0);
+        for i in 0..records {
+            let synced = cursor.index();
+            cursor.add(&[i as u8; 3000], synced, |p| image.extend_from_slice(p));
+        }
+        let synced = cursor.index();
+        cursor.close(synced, |p| image.extend_from_slice(p));
+        image.resize(pages as usize * PAGE_BYTES, 0);
+        image
+    }
+
+    fn scan_image(
+        image: &[u8],
+        sealed: Option<u32>,
+    ) -> Result<(Vec<u8>, ScanEnd), ScanError<std::convert::Infallible>> {
+        let mut firsts = Vec::new();
+        let end = scan(&mut &image[..], 5, sealed, |r| {
+            firsts.push(r.bytes[0]);
+            ControlFlow::Continue(())
+        })?;
+        Ok((firsts, end))
+    }
+
+    #[test]
+    fn zeros_after_the_last_page_end_the_log() {
+        let image = segment(4, 8);
+        let (firsts, end) = scan_image(&image, None).unwrap();
+        assert_eq!(firsts, vec![0, 1, 2, 3]);
+        assert_eq!(end, ScanEnd { pages: 3, cut_record: false });
+    }
+
+    #[test]
+    fn a_torn_last_page_drops_the_record_it_cut() {
+        let mut image = segment(4, 8);
+        image[2 * PAGE_BYTES + 1000] ^= 1;
+        let (firsts, end) = scan_image(&image, None).unwrap();
+        assert_eq!(firsts, vec![0, 1]);
+        assert_eq!(end, ScanEnd { pages: 2, cut_record: true });
+    }
+
+    #[test]
+    fn an_invalid_page_below_a_later_pages_claim_or_the_sealed_end_is_damage() {
+        let mut image = segment(6, 8);
+        image[PAGE_BYTES + 100] ^= 1;
+        // Page 4 claims pages [0, 4) durable.
+        assert!(matches!(scan_image(&image, None), Err(ScanError::DurableInvalid { page: 1, .. })));
+        let mut image = segment(4, 8);
+        image[2 * PAGE_BYTES + 100] ^= 1;
+        assert!(matches!(
+            scan_image(&image, Some(3)),
+            Err(ScanError::DurableInvalid { page: 2, .. })
+        ));
+        // The same page past the sealed end is a torn tail.
+        assert!(scan_image(&image, Some(2)).is_ok());
+    }
+
+    /// Pages 0, 1 and 2 where page 1 was rewritten (a partial page filled further) and
+    /// page 2 follows its newer version, sealed claiming pages [0, `synced`) durable; with
+    /// page 1's older version in its place.
+    fn rewritten(synced: u32) -> Vec<u8> {
+        let mut image = Vec::new();
+        let mut c = PageCursor::new(5, 0, 0);
+        c.add(&[1; 3000], 0, |p| image.extend_from_slice(p));
+        c.add(&[2; 2000], 0, |p| image.extend_from_slice(p));
+        let older = c.seal_partial(1).0.to_vec();
+        c.add(&[3; 10], 1, |p| image.extend_from_slice(p));
+        c.add(&[4; 5000], synced, |p| image.extend_from_slice(p));
+        c.close(synced, |p| image.extend_from_slice(p));
+        assert_eq!(image.len(), 3 * PAGE_BYTES);
+        image[PAGE_BYTES..2 * PAGE_BYTES].copy_from_slice(&older);
+        image
+    }
+
+    #[test]
+    fn a_stale_version_of_a_page_ends_the_log_after_it() {
+        let (firsts, end) = scan_image(&rewritten(1), None).unwrap();
+        assert_eq!(firsts, vec![1, 2]);
+        assert_eq!(end, ScanEnd { pages: 2, cut_record: false });
+        // The stale page was claimed durable by the page after it: damage.
+        assert!(matches!(
+            scan_image(&rewritten(2), None),
+            Err(ScanError::DurableInvalid { page: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn a_fragment_out_of_order_is_damage() {
+        let mut page = crate::log_page::PageBuf::new();
+        page.push(FragmentType::Last, b"no first");
+        let image = page.seal(5, 0, 0, 0).0.to_vec();
+        assert!(matches!(
+            scan(&mut &image[..], 5, None, |_| ControlFlow::Continue(())),
+            Err(ScanError::OutOfOrder { page: 0, kind: FragmentType::Last })
+        ));
+    }
+}

@@ -1,0 +1,247 @@
+//! Group commit's sequencer: numbered rounds of a durable step (a device flush, a log write),
+//! led one at a time by whichever caller finds none running, shared by every caller that
+//! arrives meanwhile, and stopped for good by the first failure.
+//!
+//! Numbering: `started` counts the rounds begun, `done` the rounds finished, one at a time in
+//! order. A caller takes `target = started + 1` (the first round to begin from now on: a
+//! round already running may have begun before the caller's data was ready) and returns once
+//! `done >= target`, leading that round itself when none is running. So commits that arrive
+//! while one round runs all wait for the next one, which one of them leads: under load one
+//! round serves many callers.
+//!
+//! A failed round is sticky: its error fails every caller waiting then and every later one,
+//! without another round, because a failed write or flush cannot be trusted or retried
+//! (promise P5): the engine stops, and the next open recovers.
+
+use std::fmt::Display;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::contention::Site;
+
+struct State {
+    started: u64,
+    done: u64,
+    running: bool,
+    /// Why the first failed round failed.
+    failed: Option<String>,
+    /// Rounds run and callers served, for the engines' stats.
+    rounds: u64,
+    joined: u64,
+}
+
+/// The sequencer of one store's group commit.
+pub struct Sequencer {
+    state: Mutex<State>,
+    cv: Condvar,
+    /// The contention profile's site of a caller waiting for a round another leads.
+    wait_site: &'static Site,
+}
+
+impl std::fmt::Debug for Sequencer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.state.lock();
+        f.debug_struct("Sequencer")
+            .field("started", &st.started)
+            .field("done", &st.done)
+            .field("failed", &st.failed)
+            .finish()
+    }
+}
+
+impl Sequencer {
+    /// A sequencer whose waits count at `wait_site` in the contention profile.
+    pub fn new(wait_site: &'static Site) -> Sequencer {
+        Sequencer {
+            state: Mutex::new(State {
+                started: 0,
+                done: 0,
+                running: false,
+                failed: None,
+                rounds: 0,
+                joined: 0,
+            }),
+            cv: Condvar::new(),
+            wait_site,
+        }
+    }
+
+    /// Returns once a round that began after this call has completed, running `round` as that
+    /// round's leader if no round is running when its turn comes (`round` is not called
+    /// otherwise).
+    ///
+    /// # Errors
+    /// The error of this caller's round, if it led it; `stopped(why)` if that round, or an
+    /// earlier one, failed under another leader.
+    pub fn join<E: Display>(
+        &self,
+        round: impl FnOnce() -> Result<(), E>,
+        stopped: impl FnOnce(String) -> E,
+    ) -> Result<(), E> {
+        let mut round = Some(round);
+        let mut st = self.state.lock();
+        let target = st.started + 1;
+        st.joined += 1;
+        loop {
+            if let Some(why) = &st.failed {
+                return Err(stopped(why.clone()));
+            }
+            if st.done >= target {
+                return Ok(());
+            }
+            if st.running {
+                // A hand-off: this caller waits for the round another leads.
+                self.wait_site.wait(|| self.cv.wait(&mut st));
+                continue;
+            }
+            st.running = true;
+            st.started += 1;
+            let n = st.started;
+            drop(st);
+            let lead = round.take().expect("a caller leads at most one round");
+            let result = lead();
+            st = self.state.lock();
+            st.running = false;
+            st.rounds += 1;
+            match result {
+                Ok(()) => st.done = n,
+                Err(e) => {
+                    st.failed.get_or_insert_with(|| e.to_string());
+                    self.cv.notify_all();
+                    return Err(e);
+                }
+            }
+            self.cv.notify_all();
+        }
+    }
+
+    /// Why the sequencer stopped, if a round failed.
+    pub fn stopped(&self) -> Option<String> {
+        self.state.lock().failed.clone()
+    }
+
+    /// (rounds run, callers served).
+    pub fn counts(&self) -> (u64, u64) {
+        let st = self.state.lock();
+        (st.rounds, st.joined)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::mpsc;
+
+    static SITE: Site = Site::new("test: sequencer wait");
+
+    /// Waits until `n` callers have joined (the counts say so: an event, not a time).
+    fn joined(seq: &Sequencer, n: u64) {
+        while seq.counts().1 < n {
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn a_caller_waits_for_a_round_that_began_after_it_and_one_round_serves_many() {
+        let seq = Arc::new(Sequencer::new(&SITE));
+        let ran = Arc::new(AtomicU64::new(0));
+        // The first round runs until told to finish.
+        let (go, wait) = mpsc::channel::<()>();
+        let leader = {
+            let (seq, ran) = (seq.clone(), ran.clone());
+            std::thread::spawn(move || {
+                seq.join(
+                    || {
+                        wait.recv().unwrap();
+                        ran.fetch_add(1, Ordering::SeqCst);
+                        Ok::<(), String>(())
+                    },
+                    |why| why,
+                )
+            })
+        };
+        while !seq.state.lock().running {
+            std::thread::yield_now();
+        }
+        // Three callers join while it runs: none may return with it, all share round 2.
+        let rounds_seen: Vec<_> = (0..3)
+            .map(|_| {
+                let (seq, ran) = (seq.clone(), ran.clone());
+                std::thread::spawn(move || {
+                    seq.join(
+                        || {
+                            ran.fetch_add(1, Ordering::SeqCst);
+                            Ok::<(), String>(())
+                        },
+                        |why| why,
+                    )
+                    .unwrap();
+                    ran.load(Ordering::SeqCst)
+                })
+            })
+            .collect();
+        joined(&seq, 4);
+        go.send(()).unwrap();
+        leader.join().unwrap().unwrap();
+        for t in rounds_seen {
+            assert_eq!(t.join().unwrap(), 2, "a caller returned before a round after it ran");
+        }
+        assert_eq!(seq.counts(), (2, 4));
+        assert_eq!(ran.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_failed_round_fails_its_waiters_and_every_later_caller_without_a_round() {
+        let seq = Arc::new(Sequencer::new(&SITE));
+        let (go, wait) = mpsc::channel::<()>();
+        let leader = {
+            let seq = seq.clone();
+            std::thread::spawn(move || {
+                seq.join(
+                    || {
+                        wait.recv().unwrap();
+                        Err("device gone".to_string())
+                    },
+                    |why| format!("stopped: {why}"),
+                )
+            })
+        };
+        while !seq.state.lock().running {
+            std::thread::yield_now();
+        }
+        let waiter = {
+            let seq = seq.clone();
+            std::thread::spawn(move || {
+                seq.join(|| panic!("no round after a failure"), |why| format!("stopped: {why}"))
+            })
+        };
+        joined(&seq, 2);
+        go.send(()).unwrap();
+        assert_eq!(leader.join().unwrap(), Err("device gone".to_string()));
+        assert_eq!(waiter.join().unwrap(), Err("stopped: device gone".to_string()));
+        let later = seq.join(|| panic!("no round after a failure"), |why| format!("x {why}"));
+        assert_eq!(later, Err("x device gone".to_string()));
+        assert_eq!(seq.stopped().as_deref(), Some("device gone"));
+        assert_eq!(seq.counts(), (1, 3));
+    }
+
+    #[test]
+    fn a_caller_alone_leads_its_own_round() {
+        let seq = Sequencer::new(&SITE);
+        let mut led = 0;
+        for _ in 0..3 {
+            seq.join(
+                || {
+                    led += 1;
+                    Ok::<(), String>(())
+                },
+                |why| why,
+            )
+            .unwrap();
+        }
+        assert_eq!(led, 3);
+        assert_eq!(seq.counts(), (3, 3));
+    }
+}

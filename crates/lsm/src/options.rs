@@ -178,7 +178,7 @@ pub struct Options {
     /// default is also 2). Changeable while running (`Db::set_background_jobs`).
     pub max_background_jobs: usize,
     /// Most write groups whose sync appends have their WAL page writes in flight at once
-    /// (SpanDB's loggers, `wal/pipeline.rs`). The store adapts how many it uses
+    /// (SpanDB's loggers, `space/src/page_log/pipeline.rs`). The store adapts how many it uses
     /// (`adaptive_wal_loggers`), from none (each group's leader holds the WAL lock until its
     /// group is published: the biggest groups) up to this many, to whichever commits the most
     /// sync writes a second. 0 turns the pipeline off.

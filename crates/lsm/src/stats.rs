@@ -148,7 +148,7 @@ pub struct Stats {
     /// estimated from one append in 16.
     pub wal_append_micros: u64,
     /// Sync groups whose WAL pages the pipeline wrote, durable writes of several groups in
-    /// flight at once (`wal/pipeline.rs`); the other groups appended with the WAL lock held.
+    /// flight at once (`space/src/page_log/pipeline.rs`); the other groups appended with the WAL lock held.
     pub wal_pipelined_groups: u64,
     /// Loggers the pipeline allows now (it adapts between 1 and `Options::wal_loggers`), and
     /// how often it added and removed one.

@@ -6,7 +6,7 @@
 //! every batch acknowledged with sync (P1, P3); under `Damage::Keep`, which is what a killed
 //! process leaves (every completed write reached the device), every acknowledged batch (P2).
 //!
-//! The pipelined runs append sync batches as the engine's pipeline does (`wal/pipeline.rs`):
+//! The pipelined runs append sync batches as the engine's pipeline does (`space/src/page_log/pipeline.rs`):
 //! packed with `stage_sync`, up to 2 or 3 tickets in flight, each written by a thread of its
 //! own on one of 2 or 3 logger queues, the threads started in a shuffled order (a later
 //! group's pages often reach the device before an earlier group's), each batch acknowledged

@@ -4,7 +4,7 @@
 //! sit behind locks that the model keeps: the WAL lock, held by a leader until its group is
 //! appended, or, for a pipelined group, until its pages are packed; and the state lock). Its
 //! queue and group hand-over are the engine's own (`write_group.rs`, included by path), and
-//! so is the publication order of every group (`wal/turns.rs`); its memtables are the
+//! so is the publication order of every group (`space/src/page_log/turns.rs`); its memtables are the
 //! engine's skiplist ([`crate::memtable::List`]). Every group takes a ticket and lets go of
 //! the WAL lock and the leadership before it inserts, as the engine's groups of unsynced
 //! writes do on a machine of 8 cores or more (a group that holds on until it has published,
@@ -16,7 +16,7 @@
 //! order, each under the name of the function it stands for: a change to one of those
 //! functions must be made here too.
 
-#[path = "../../../lsm/src/wal/turns.rs"]
+#[path = "../../../space/src/page_log/turns.rs"]
 mod turns;
 #[path = "../../../lsm/src/db/write_group.rs"]
 mod write_group;

@@ -185,7 +185,7 @@ struct Inner {
     /// Where write groups' time goes (`write_timing.rs`).
     timings: WriteTimings,
     /// The publication order of every write group, and the sync groups' page writes in
-    /// flight side by side (`wal/pipeline.rs`; without loggers, only the order).
+    /// flight side by side (`space/src/page_log/pipeline.rs`; without loggers, only the order).
     pipeline: LogPipeline,
     /// The WAL's allocated bytes ([`WalWriter::allocated_bytes`]), read by `stats` without
     /// the WAL lock.
@@ -952,7 +952,7 @@ impl Inner {
     /// Commits a group as its leader (the writer `id`, first in the group).
     ///
     /// For unsynced writes on a machine with cores to spare, only the WAL append is done one
-    /// group at a time, under the WAL lock: the leader takes a ticket (`wal/turns.rs`)
+    /// group at a time, under the WAL lock: the leader takes a ticket (`space/src/page_log/turns.rs`)
     /// and lets go of the lock and of the leadership before its group inserts into the
     /// memtable, so the next group appends while this one inserts, and several groups insert
     /// side by side; each publishes once every earlier ticket has. Holding the lock through
@@ -960,7 +960,7 @@ impl Inner {
     /// speed on one thread, its leaders busy for 3.76 s of 4.07 (docs/lsm.md, "Write groups
     /// on many cores"). Otherwise the leader holds both until its group has published, as
     /// it always did ([`OVERLAPPED_GROUPS_MIN_CORES`] says why). A sync group whose append
-    /// went to the pipeline (`wal/pipeline.rs`) lets go once its pages are packed, and
+    /// went to the pipeline (`space/src/page_log/pipeline.rs`) lets go once its pages are packed, and
     /// writes them on a logger queue while the next group packs its own.
     fn lead_group(&self, id: u64, batch: &WriteBatch, sync: bool) -> Result<()> {
         // A sync leader takes its logger first: writers queue behind it meanwhile and join
@@ -1105,7 +1105,7 @@ impl Inner {
     /// the store stops (P5).
     fn wait_turn(&self, ticket: Option<u64>) -> Result<()> {
         let Some(ticket) = ticket else { return Ok(()) };
-        self.pipeline.wait_turn(ticket).inspect_err(|e| self.stop(e))
+        self.pipeline.wait_turn(ticket).map_err(Error::from).inspect_err(|e| self.stop(e))
     }
 
     /// Tells every writer of a failed group its error.
@@ -1176,9 +1176,9 @@ impl Inner {
     fn wait_pipeline(
         &self,
         wal: &mut WalWriter,
-        wait: fn(&LogPipeline) -> Result<()>,
+        wait: fn(&LogPipeline) -> shale_space::Result<()>,
     ) -> Result<()> {
-        wait(&self.pipeline).inspect_err(|e| self.stop(e))?;
+        wait(&self.pipeline).map_err(Error::from).inspect_err(|e| self.stop(e))?;
         wal.staged_pages_durable();
         Ok(())
     }

@@ -3,7 +3,7 @@
 //! Every writer queues its encoded batch. The first writer to find no leader leads: it takes
 //! the queue (up to a byte cap), gives the group consecutive sequence numbers, appends all of
 //! its records to the WAL in one append (synced if any writer asked for sync) and takes the
-//! group's ticket (`wal/turns.rs`). A small group's leader then inserts every batch into the
+//! group's ticket (`space/src/page_log/turns.rs`). A small group's leader then inserts every batch into the
 //! memtable itself, publishes the group's last sequence number in its ticket's turn and tells
 //! each writer it is done: one wake-up per writer. In a larger group the leader hands each
 //! writer its sequence number and memtable; each writer inserts its own batch, in parallel

@@ -64,14 +64,13 @@
 //! record from it. A release is a metadata change a crash may undo; that brings back old
 //! pages of a generation already flushed, which recovery skips as before.
 
-mod level_search;
 pub mod meta;
 /// The WAL's page format is the shared log page of the space layer.
 pub use shale_space::log_page as page;
-pub mod pipeline;
+/// The parallel WAL's pipeline and its in-order acknowledgement are the page log's.
+pub use shale_space::page_log::{pipeline, turns};
 mod recovery;
 pub mod tail;
-pub mod turns;
 mod writer;
 
 pub use pipeline::{LogPipeline, Logger, PipelineStats};

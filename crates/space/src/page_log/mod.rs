@@ -7,14 +7,23 @@
 //!   they end ([`packed_end`]).
 //! - [`scan`]: reading a segment back after a crash, with the torn-tail and hole rules.
 //! - [`sequencer`]: group commit's numbered rounds, one leader at a time, a failure sticky.
+//! - [`pipeline`]: durable page writes of several groups in flight side by side on logger
+//!   queues, acknowledged in order ([`turns`]), with the adaptive search for the number of
+//!   loggers (SpanDB's parallel WAL).
 //!
 //! Where each engine's pages lie (the WAL area's groups, a slot per record-log segment) and
 //! when they are written stay the engine's: the layer knows pages, not keys.
 
+mod level_search;
 pub mod packer;
+pub mod pipeline;
 pub mod scan;
 pub mod sequencer;
+pub mod sync;
+pub mod turns;
 
 pub use packer::{PageCursor, Placed, packed_end};
+pub use pipeline::{LogPipeline, Logger, PipelineStats};
 pub use scan::{Pages, ScanEnd, ScanError, Scanned, record_at};
 pub use sequencer::Sequencer;
+pub use turns::Turns;

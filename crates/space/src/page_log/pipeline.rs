@@ -47,7 +47,7 @@ pub const ADAPT_PERIOD: Duration = Duration::from_millis(100);
 /// Most loggers a pipeline may have (`Options::wal_loggers`' upper limit).
 pub const LOGGERS_MAX: usize = 8;
 
-/// What the pipeline's counters say, for [`crate::Stats`].
+/// What the pipeline's counters say, for the engine's statistics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PipelineStats {
     /// Sync groups whose pages went through the pipeline.
@@ -211,7 +211,7 @@ impl LogPipeline {
     }
 
     /// Every ticket below this one has published: its pages, and all earlier pages, are
-    /// durable ([`WalWriter::tickets_published_below`](super::WalWriter)).
+    /// durable (the lsm WAL writer's `tickets_published_below`).
     pub fn published_below(&self) -> u64 {
         self.turns.published_below()
     }

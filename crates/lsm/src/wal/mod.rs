@@ -79,7 +79,6 @@ pub use tail::{MemoryTail, TailLog, WalTail};
 pub use writer::{AppendError, FREE_GROUPS_KEPT_ALLOCATED, KEPT_GROUP_PAGES_MAX, WalWriter};
 
 use crate::error::{Error, Result};
-use crate::sync;
 use page::PAGE_BYTES;
 
 /// Where the WAL's pages lie.

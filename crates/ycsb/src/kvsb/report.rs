@@ -295,6 +295,7 @@ pub enum Line {
         p99_us: f64,
         p999_us: f64,
         max_us: f64,
+        ops: u64,
     },
     /// `... write amplification : W (device D / user U bytes; gc G bytes, ...)`.
     WriteAmplification {
@@ -345,6 +346,7 @@ impl Line {
                     p99_us: t.p99_us,
                     p999_us: t.p999_us,
                     max_us: t.max_us,
+                    ops: t.ops,
                 })
             }
             ["write", "amplification"] => Some(Line::WriteAmplification {

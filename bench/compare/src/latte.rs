@@ -173,14 +173,14 @@ pub fn run_engine(a: &EngineArgs) -> Result<(), Error> {
         c
     };
     let report = ycsb::load(engine.as_ref(), &config(workloads[0], a.records))?;
-    println!("== load\n{report}{}", meter.lines());
+    println!("== load\n{report}{}{}", report.tail_lines(), meter.lines());
     eprintln!("shale-compare: latte {} load: {:.0} ops/sec", a.engine, report.throughput());
     let mut records = a.records;
     for w in workloads {
         let report = ycsb::run(engine.as_ref(), &config(w, records))?;
         records += report.op(ycsb::Operation::Insert).map_or(0, |o| o.count());
         let phase = w.letter().to_ascii_uppercase();
-        println!("== {phase}\n{report}{}", meter.lines());
+        println!("== {phase}\n{report}{}{}", report.tail_lines(), meter.lines());
         eprintln!("shale-compare: latte {} {phase}: {:.0} ops/sec", a.engine, report.throughput());
     }
     drop(engine);

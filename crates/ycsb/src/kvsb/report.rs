@@ -116,10 +116,13 @@ pub struct CsvContext {
     pub sync: bool,
 }
 
-/// The CSV's header line (without a newline).
+/// The CSV's header line (without a newline). `p50_us`, `p99_us` and `p999_us` are of gets
+/// and puts together; the `get_` and `put_` columns are each operation type's tail line
+/// (empty where the workload had none of that type).
 pub const CSV_HEADER: &str = "engine,run,workload,instance,instances,num,key_size,value_size,\
 threads_per_instance,queue_depth,sync,ops,seconds,ops_per_sec,p50_us,p99_us,p999_us,user_bytes,\
-device_bytes,gc_bytes,write_amplification,written_source,cpu_us_per_op,rss_bytes,errors";
+device_bytes,gc_bytes,write_amplification,written_source,cpu_us_per_op,rss_bytes,errors,\
+get_p50_us,get_p99_us,get_p999_us,get_max_us,put_p50_us,put_p99_us,put_p999_us,put_max_us";
 
 impl WorkloadResult {
     /// Operations of all instances.
@@ -227,6 +230,19 @@ impl WorkloadResult {
                 i.written_source.replace(',', ";"),
                 i.errors
             );
+            // Replace the newline with the per-operation tail columns.
+            out.pop();
+            for latency in [&i.get_latency, &i.put_latency] {
+                match latency.tail() {
+                    Some(t) => {
+                        for ns in [t.p50_ns, t.p99_ns, t.p999_ns, t.max_ns] {
+                            let _ = write!(out, ",{:.3}", ns as f64 / 1000.0);
+                        }
+                    }
+                    None => out.push_str(",,,,"),
+                }
+            }
+            out.push('\n');
         };
         for (k, i) in self.instances.iter().enumerate() {
             row(&mut out, &k.to_string(), i, "", "");
@@ -447,5 +463,16 @@ mod tests {
         for l in csv.lines() {
             assert_eq!(l.split(',').count(), CSV_HEADER.split(',').count(), "{l}");
         }
+        let header: Vec<&str> = CSV_HEADER.split(',').collect();
+        let total: Vec<&str> = csv.lines().last().unwrap().split(',').collect();
+        let cell = |name: &str| total[header.iter().position(|h| *h == name).unwrap()];
+        assert_eq!((cell("get_p50_us"), cell("get_max_us")), ("1.500", "1.500"));
+        assert_eq!((cell("put_p99_us"), cell("put_max_us")), ("90.000", "90.000"));
+        let only_gets = WorkloadResult {
+            instances: vec![InstanceResult { ops: 1, ..InstanceResult::default() }],
+            ..r.clone()
+        };
+        let row = only_gets.csv_rows(&c);
+        assert!(row.lines().all(|l| l.ends_with(",,,,,,,,")), "no operations, empty tails: {row}");
     }
 }

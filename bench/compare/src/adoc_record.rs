@@ -698,7 +698,10 @@ mod tests {
         let old_row = r.to_csv();
         let old_row = old_row.rsplitn(3, ',').nth(2).unwrap();
         let old = parse_csv(&format!("{old_header}\n{old_row}\n")).unwrap();
-        assert_eq!((old[0].p50_write_us, old[0].max_write_us, old[0].p99_write_us), (None, None, Some(40.0)));
+        assert_eq!(
+            (old[0].p50_write_us, old[0].max_write_us, old[0].p99_write_us),
+            (None, None, Some(40.0))
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -88,14 +88,7 @@ static PERCENTILE_LINE: LazyLock<Regex> = LazyLock::new(|| {
 pub fn parse_percentile_line(line: &str) -> Option<Percentiles> {
     let c = PERCENTILE_LINE.captures(line.trim())?;
     let v = |i: usize| c[i].parse::<f64>().ok();
-    Some(Percentiles {
-        p50: v(1)?,
-        p75: v(2)?,
-        p99: v(3)?,
-        p99_9: v(4)?,
-        p99_99: v(5)?,
-        max: 0.0,
-    })
+    Some(Percentiles { p50: v(1)?, p75: v(2)?, p99: v(3)?, p99_9: v(4)?, p99_99: v(5)?, max: 0.0 })
 }
 
 /// The percentile block printed after each benchmark's result line, by benchmark name (the

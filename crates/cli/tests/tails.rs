@@ -126,6 +126,7 @@ fn kvbench_prints_a_tail_line_per_operation_type() {
     ]
     .map(|(l, o)| (l.to_string(), o.to_string()));
     assert_eq!(found, want, "{out}");
-    let ops = |label: &str| -> u64 { lines.iter().filter(|t| t.label == label).map(|t| t.ops).sum() };
+    let ops =
+        |label: &str| -> u64 { lines.iter().filter(|t| t.label == label).map(|t| t.ops).sum() };
     assert_eq!((ops("randfill"), ops("ycsb-a"), ops("ycsb-c")), (300, 300, 300), "{out}");
 }

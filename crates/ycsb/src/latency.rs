@@ -187,19 +187,7 @@ impl TailLine {
             return None;
         };
         let words: Vec<&str> = right.split_whitespace().collect();
-        let [
-            "p50",
-            p50,
-            "p99",
-            p99,
-            "p99.9",
-            p999,
-            "max",
-            max,
-            "ops",
-            ops,
-        ] = words[..]
-        else {
+        let ["p50", p50, "p99", p99, "p99.9", p999, "max", max, "ops", ops] = words[..] else {
             return None;
         };
         Some(TailLine {
@@ -239,13 +227,16 @@ mod tests {
         // 1,234,567 ns lies in a bucket wider than 1 ns: the percentiles are clamped to the
         // exact maximum, so they are the sample itself.
         let t = of([1_234_567]).tail().unwrap();
-        assert_eq!(t, Tail {
-            ops: 1,
-            p50_ns: 1_234_567,
-            p99_ns: 1_234_567,
-            p999_ns: 1_234_567,
-            max_ns: 1_234_567
-        });
+        assert_eq!(
+            t,
+            Tail {
+                ops: 1,
+                p50_ns: 1_234_567,
+                p99_ns: 1_234_567,
+                p999_ns: 1_234_567,
+                max_ns: 1_234_567
+            }
+        );
     }
 
     #[test]
@@ -296,15 +287,18 @@ mod tests {
             "fillrandom   write latency micros : p50 3.100 p99 12.000 p99.9 40.200 max 812.377 ops 42"
         );
         let p = TailLine::parse(&line).unwrap();
-        assert_eq!(p, TailLine {
-            label: "fillrandom".into(),
-            op: "write".into(),
-            p50_us: 3.1,
-            p99_us: 12.0,
-            p999_us: 40.2,
-            max_us: 812.377,
-            ops: 42,
-        });
+        assert_eq!(
+            p,
+            TailLine {
+                label: "fillrandom".into(),
+                op: "write".into(),
+                p50_us: 3.1,
+                p99_us: 12.0,
+                p999_us: 40.2,
+                max_us: 812.377,
+                ops: 42,
+            }
+        );
         assert_eq!(TailLine::parse("fillrandom   :       4.123 micros/op 242541 ops/sec"), None);
         assert_eq!(TailLine::parse("x write latency micros : p50 1 p99 2"), None);
     }

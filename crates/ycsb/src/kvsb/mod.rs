@@ -43,11 +43,11 @@ use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 
 use crate::engine::EngineResult;
-use crate::latency::Latency;
 use crate::generator::{
     AcknowledgedCounterGenerator, ScrambledZipfianGenerator, SkewedLatestGenerator,
     UniformLongGenerator, ZipfianGenerator,
 };
+use crate::latency::Latency;
 use crate::workload::{Preset, RequestDistribution, Workload as YcsbWorkload};
 
 pub use report::{InstanceResult, Line, WorkloadResult};

@@ -130,3 +130,39 @@ fn kvbench_prints_a_tail_line_per_operation_type() {
         |label: &str| -> u64 { lines.iter().filter(|t| t.label == label).map(|t| t.ops).sum() };
     assert_eq!((ops("randfill"), ops("ycsb-a"), ops("ycsb-c")), (300, 300, 300), "{out}");
 }
+
+/// bench/lib/tails.py, which the scripts' summaries read every engine's output with, passes
+/// its self-test (captured db_bench and redis-benchmark output) and reads `shale bench`'s
+/// output back to the tail lines shale printed. It needs python3, as test.sh's Python checks
+/// do: without it the test fails.
+#[test]
+fn the_scripts_parser_reads_the_same_tails() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/lib/tails.py");
+    let python = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new("python3")
+            .arg(&script)
+            .args(args)
+            .output()
+            .expect("python3 runs (bench/lib/tails.py needs it)");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "tails.py {args:?}: {stderr}\n{stdout}");
+        stdout
+    };
+    assert!(python(&["--self-test".as_ref()]).contains("self-test passed"));
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("--db={}", dir.path().join("db").display());
+    let (ok, out, err) = common::shale(&[
+        "bench",
+        &db,
+        "--num=200",
+        "--benchmarks=fillrandom,readrandom",
+        "--histogram=1",
+    ]);
+    assert!(ok, "exit status; stderr:\n{err}");
+    let log = dir.path().join("bench.txt");
+    std::fs::write(&log, &out).unwrap();
+    let read_back = tails(&python(&[log.as_os_str()]));
+    assert_eq!(read_back, tails(&out), "{out}");
+    assert_eq!(read_back.len(), 2, "{out}");
+}

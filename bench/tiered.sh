@@ -398,15 +398,17 @@ placement_flags() {
 }
 
 CSV=$OUT/runs.csv
-echo "engine,config,workload,threads,repeat,ops_per_sec,p99_us,seconds,fast_bytes,capacity_bytes,fast_share,status,log" >"$CSV"
+echo "engine,config,workload,threads,repeat,ops_per_sec,p99_us,seconds,fast_bytes,capacity_bytes,fast_share,status,log,tail_us" >"$CSV"
 failures=0
 
 record() { # config workload threads repeat ops p99 seconds before after status log
   local fast=$(($(echo "$9" | cut -d' ' -f1) - $(echo "$8" | cut -d' ' -f1)))
+  local tail_us
+  tail_us=$(tails_of "${11}")
   local capb=$(($(echo "$9" | cut -d' ' -f2) - $(echo "$8" | cut -d' ' -f2)))
   local share
   share=$(awk -v f="$fast" -v c="$capb" 'BEGIN {if (f + c > 0) printf "%.4f", f / (f + c)}')
-  echo "$engine,$1,$2,$3,$4,$5,$6,$7,$fast,$capb,$share,${10},${11#"$OUT"/}" >>"$CSV"
+  echo "$engine,$1,$2,$3,$4,$5,$6,$7,$fast,$capb,$share,${10},${11#"$OUT"/},$tail_us" >>"$CSV"
   [ "${10}" = ok ] || failures=$((failures + 1))
   echo "  $1 $2 t$3 r$4: ${5:+$5 ops/s}${7:+$7 s} fast share ${share:-none} (${10})" >&2
   summarize
@@ -422,6 +424,12 @@ dbbench_ops() { # log benchmark
 }
 dbbench_p99() { # log benchmark: the P99 of the percentiles after the benchmark's result line
   awk -v b="$2" '$1 == b {seen = 1} seen && $1 == "Percentiles:" {for (i = 1; i < NF; i++) if ($i == "P99:") {print $(i + 1); exit}}' "$1"
+}
+tails_of() { # log: OP:p50/p99/p99.9/max (microseconds) for each operation type the log's tail
+  # lines or db_bench --histogram blocks report (bench/lib/tails.py), space-separated
+  [ -f "$1" ] || return 0
+  python3 bench/lib/tails.py --csv "$1" |
+    awk -F, '{printf "%s%s:%s/%s/%s/%s", sep, $2, $3, $4, $5, $6; sep = " "}'
 }
 ycsb_ops() { awk -F', ' '$1 == "[OVERALL]" && $2 == "Throughput(ops/sec)" {printf "%.0f", $3}' "$1"; }
 ycsb_p99() { # log: OP:us for each operation of the phase

@@ -1,14 +1,15 @@
 //! `shale-compare adoc-record`: one process of bench/adoc.sh (issue #10) becomes one row of
 //! its `runs.csv`, with every figure the summary shows taken from the process's own output:
 //!
-//! - db_bench's and `shale bench`'s fillrandom: ops/s from the result line; p99 and p99.9 of
-//!   the writes from the `--histogram` block; stall time by kind from the run's per-second
+//! - db_bench's and `shale bench`'s fillrandom: ops/s from the result line; p50, p99, p99.9
+//!   and max of the writes from the `--histogram` block; stall time by kind from the run's per-second
 //!   series ([`crate::adoc_series`]: shale's `--timeline` CSV, or for RocksDB the series this
 //!   command builds from its progress lines and info LOG and writes to `--timeline`); write
 //!   amplification from the engines' `--statistics` counters;
 //! - a YCSB phase (`shale ycsb`, `shale-compare adoc-ycsb`): the report's throughput and its
 //!   write operation's p99 and p99.9 (INSERT or UPDATE, whichever the phase did more of; a
-//!   read-modify-write's update counts under UPDATE); stall time from the statistics the
+//!   read-modify-write's update counts under UPDATE), and its p50 and max from the phase's tail
+//!   line (`ycsb::latency`); stall time from the statistics the
 //!   process printed, where it printed some;
 //! - from the script: bytes the kernel counted written on the device (`--device-bytes`),
 //!   peak memory of the process's memory cgroup (RSS and page cache) and peak RSS.
@@ -32,7 +33,11 @@ pub const HEADER: &str = "engine,config,device,device_bps,workload,repeat,ops_pe
 operations,seconds,p99_write_us,p999_write_us,stall_us,stall_memtable_us,stall_l0_slowdown_us,\
 stall_l0_stop_us,stall_pending_slowdown_us,stall_pending_stop_us,stall_kinds,user_bytes,\
 engine_write_bytes,sst_write_bytes,device_write_bytes,levels,peak_memory_bytes,peak_rss_bytes,\
-tuner,timeline,status,log";
+tuner,timeline,status,log,p50_write_us,max_write_us";
+
+/// The columns at the end of [`HEADER`] that runs.csv files written before them lack: read as
+/// empty there.
+const LATER_COLUMNS: [&str; 2] = ["p50_write_us", "max_write_us"];
 
 /// Arguments of `shale-compare adoc-record`.
 #[derive(clap::Args, Clone, Debug)]
@@ -104,6 +109,9 @@ pub struct Row {
     pub seconds: Option<f64>,
     pub p99_write_us: Option<f64>,
     pub p999_write_us: Option<f64>,
+    /// The writes' median and maximum latency, as the client sees them.
+    pub p50_write_us: Option<f64>,
+    pub max_write_us: Option<f64>,
     /// All stall time.
     pub stall_us: Option<f64>,
     /// By kind ([`KINDS`]).
@@ -191,6 +199,7 @@ impl Row {
             clean(&self.status),
             clean(&self.log)
         );
+        let _ = write!(s, ",{},{}", n(self.p50_write_us), n(self.max_write_us));
         s
     }
 }
@@ -209,7 +218,11 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, Error> {
             .ok_or_else(|| format!("runs.csv has no {name} column"))
     };
     let names: Vec<&str> = HEADER.split(',').collect();
-    let idx: Vec<usize> = names.iter().map(|n| col(n)).collect::<Result<_, _>>()?;
+    // A later column missing from an older file reads past every row's end: empty.
+    let idx: Vec<usize> = names
+        .iter()
+        .map(|n| if LATER_COLUMNS.contains(n) { col(n).or(Ok(usize::MAX)) } else { col(n) })
+        .collect::<Result<_, String>>()?;
     let mut rows = Vec::new();
     for line in lines {
         let f: Vec<&str> = line.split(',').map(str::trim).collect();
@@ -230,6 +243,8 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, Error> {
             seconds: num("seconds"),
             p99_write_us: num("p99_write_us"),
             p999_write_us: num("p999_write_us"),
+            p50_write_us: num("p50_write_us"),
+            max_write_us: num("max_write_us"),
             stall_us: num("stall_us"),
             stall_kind_us: KINDS.map(|k| num(&format!("stall_{k}_us"))),
             stall_kinds: get("stall_kinds").into(),
@@ -255,6 +270,9 @@ pub struct OpFigures {
     pub operations: u64,
     pub p99_us: Option<f64>,
     pub p999_us: Option<f64>,
+    /// From the phase's tail line, where the report has one.
+    pub p50_us: Option<f64>,
+    pub max_us: Option<f64>,
 }
 
 /// One YCSB phase's report.
@@ -290,6 +308,14 @@ impl YcsbPhase {
 pub fn parse_ycsb(text: &str) -> YcsbPhase {
     let mut p = YcsbPhase::default();
     for line in text.lines() {
+        if let Some(t) = ycsb::latency::TailLine::parse(line) {
+            if t.op.ends_with("-FAILED") {
+                continue;
+            }
+            let e = p.ops.entry(t.op).or_default();
+            (e.p50_us, e.max_us) = (Some(t.p50_us), Some(t.max_us));
+            continue;
+        }
         let parts: Vec<&str> = line.splitn(3, ", ").collect();
         let [section, metric, value] = parts[..] else { continue };
         let Some(op) = section.strip_prefix('[').and_then(|s| s.strip_suffix(']')) else {
@@ -379,6 +405,8 @@ pub fn build(a: &Args) -> Result<Row, Error> {
         if let Some((_, w)) = p.write_op() {
             row.p99_write_us = w.p99_us;
             row.p999_write_us = w.p999_us;
+            row.p50_write_us = w.p50_us;
+            row.max_write_us = w.max_us;
         }
         let written = p.records_written() * crate::ycsb_suite::record_bytes();
         row.user_bytes = Some(written as f64).filter(|v| *v > 0.0);
@@ -410,6 +438,8 @@ pub fn build(a: &Args) -> Result<Row, Error> {
     if let Some(p) = parse::percentiles_by_benchmark(&stdout).get(&a.workload) {
         row.p99_write_us = Some(p.p99);
         row.p999_write_us = Some(p.p99_9);
+        row.p50_write_us = Some(p.p50);
+        row.max_write_us = Some(p.max).filter(|m| *m > 0.0);
     }
     let engine = if shale { Engine::Shale } else { Engine::RocksBuffered };
     row.engine_write_bytes = dbbench::device_bytes(engine, &counters).map(|v| v as f64);
@@ -550,6 +580,7 @@ mod tests {
         assert_eq!(r.ops_per_sec, Some(73898.0));
         assert_eq!(r.operations, Some(369_999.0));
         assert_eq!((r.p99_write_us, r.p999_write_us), (Some(17.70), Some(2282.61)));
+        assert_eq!((r.p50_write_us, r.max_write_us), (Some(2.10), Some(30121.0)));
         assert_eq!(r.stall_us, Some(2_958_541.0));
         assert_eq!(r.stall_kinds, "estimated");
         assert_eq!(r.levels, Some(3.0), "L1, L2 and L3 at the end, L0 empty");
@@ -630,6 +661,7 @@ mod tests {
         assert_eq!(r.stall_us, Some(789_910.0 + 300_856.0));
         assert_eq!(r.tuner, "L0O:2 RDO:0 MMO:2");
         assert_eq!((r.ops_per_sec, r.p999_write_us), (Some(148_008.0), Some(666.28)));
+        assert_eq!((r.p50_write_us, r.max_write_us), (Some(1.76), Some(121_173.0)));
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -640,6 +672,9 @@ mod tests {
             [READ], 99thPercentileLatency(us), 30\n[READ], 99.9PercentileLatency(us), 90\n\
             [UPDATE], Operations, 50000\n[UPDATE], 99thPercentileLatency(us), 40\n\
             [UPDATE], 99.9PercentileLatency(us), 400\n[UPDATE-FAILED], Operations, 3\n\
+            run          READ latency micros : p50 3.000 p99 30.100 p99.9 90.200 max 95.000 ops 50000\n\
+            run          UPDATE latency micros : p50 5.500 p99 40.100 p99.9 400.300 max 900.000 ops 50000\n\
+            run          UPDATE-FAILED latency micros : p50 1.000 p99 1.000 p99.9 1.000 max 1.000 ops 3\n\
             rocksdb.stall.micros COUNT : 1234\n";
         let p = parse_ycsb(text);
         assert_eq!(p.throughput, Some(50000.5));
@@ -651,12 +686,22 @@ mod tests {
         std::fs::write(d.join("raw/run.stdout"), text).unwrap();
         let r = build(&args(&d, "rocksdb", "ycsb-A")).unwrap();
         assert_eq!((r.p99_write_us, r.p999_write_us), (Some(40.0), Some(400.0)));
+        assert_eq!((r.p50_write_us, r.max_write_us), (Some(5.5), Some(900.0)));
         assert_eq!(r.stall_us, Some(1234.0));
         assert_eq!(r.stall_kinds, "total only");
         assert_eq!(r.user_bytes, Some(50000.0 * 1140.0));
         assert_eq!(r.seconds, Some(2.0));
         let csv = format!("{HEADER}\n{}\n", r.to_csv());
         assert_eq!(parse_csv(&csv).unwrap()[0], r);
+        // A runs.csv from before the tail columns: its rows read them as empty.
+        let old_header = HEADER.strip_suffix(",p50_write_us,max_write_us").unwrap();
+        let old_row = r.to_csv();
+        let old_row = old_row.rsplitn(3, ',').nth(2).unwrap();
+        let old = parse_csv(&format!("{old_header}\n{old_row}\n")).unwrap();
+        assert_eq!(
+            (old[0].p50_write_us, old[0].max_write_us, old[0].p99_write_us),
+            (None, None, Some(40.0))
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

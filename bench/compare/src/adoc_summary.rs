@@ -1,6 +1,6 @@
 //! `shale-compare adoc-summary`: the tables and charts of bench/adoc.sh (issue #10, part 4)
 //! from its runs.csv ([`crate::adoc_record`]): per device, each configuration's throughput,
-//! stall time by kind, p99 and p99.9 write latency, write amplification and peak memory
+//! stall time by kind, p50, p99, p99.9 and max write latency, write amplification and peak memory
 //! (medians over repeats); the issue's targets with a verdict each; and the charts
 //! ([`crate::adoc_chart`]) of every fillrandom run and of every device's runs side by side.
 //!
@@ -126,8 +126,10 @@ fn write_table(
     let kinds: Vec<String> = KIND_TITLES.iter().map(|k| format!("{k} s")).collect();
     headers.extend(kinds.iter().map(String::as_str));
     headers.extend([
+        "p50 write us",
         "p99 write us",
         "p99.9 write us",
+        "max write us",
         "WA",
         "WA SST",
         "WA device",
@@ -152,8 +154,10 @@ fn write_table(
             cells.push(if estimated && v != "-" { format!("~{v}") } else { v });
         }
         cells.extend([
+            table::fixed(m(&|r| r.p50_write_us), 1),
             table::fixed(m(&|r| r.p99_write_us), 1),
             table::fixed(m(&|r| r.p999_write_us), 1),
+            table::fixed(m(&|r| r.max_write_us), 0),
             table::fixed(m(&Row::write_amp), 2),
             table::fixed(m(&Row::write_amp_sst), 2),
             table::fixed(m(&Row::write_amp_device), 2),
@@ -199,13 +203,16 @@ fn ycsb_tables(rows: &[Row], device: &str) -> String {
         table::count(med(rows, device, p, c, |r| r.ops_per_sec))
     }));
     out.push_str(&table_of(
-        "p99 / p99.9 latency of the phase's writes (INSERT or UPDATE), us:",
-        &|c, p| match (
-            med(rows, device, p, c, |r| r.p99_write_us),
-            med(rows, device, p, c, |r| r.p999_write_us),
-        ) {
-            (None, None) => "-".into(),
-            (a, b) => format!("{} / {}", table::fixed(a, 0), table::fixed(b, 0)),
+        "p50 / p99 / p99.9 / max latency of the phase's writes (INSERT or UPDATE), us:",
+        &|c, p| {
+            let figures: [fn(&Row) -> Option<f64>; 4] =
+                [|r| r.p50_write_us, |r| r.p99_write_us, |r| r.p999_write_us, |r| r.max_write_us];
+            let v: Vec<Option<f64>> = figures.iter().map(|f| med(rows, device, p, c, f)).collect();
+            if v.iter().all(Option::is_none) {
+                "-".into()
+            } else {
+                v.iter().map(|x| table::fixed(*x, 0)).collect::<Vec<_>>().join(" / ")
+            }
         },
     ));
     out.push_str(&table_of(
@@ -341,11 +348,13 @@ fn totals_lines(r: &Row) -> Vec<String> {
     let est = if r.stall_kinds == "estimated" { ", kinds estimated" } else { "" };
     vec![
         format!(
-            "{} ops/s, stall {} s, p99 {} us, p99.9 {} us, WA {}, peak {} MiB",
+            "{} ops/s, stall {} s, p50 {} us, p99 {} us, p99.9 {} us, max {} us, WA {}, peak {} MiB",
             table::count(r.ops_per_sec),
             seconds(r.stall_us),
+            f0(r.p50_write_us),
             f0(r.p99_write_us),
             f0(r.p999_write_us),
+            f0(r.max_write_us),
             table::fixed(r.write_amp(), 2),
             mib(r.peak_memory_bytes)
         ),

@@ -125,7 +125,7 @@ pub fn run(a: &Args) -> Result<(), Error> {
         Phase::Load => ycsb::load(&engine, &c)?,
         Phase::Run => ycsb::run(&engine, &c)?,
     };
-    println!("{}\n{report}", heading(a));
+    println!("{}\n{report}{}", heading(a), report.tail_lines());
     // Statistics after the report: the phase's stalls, flush and compaction bytes.
     drop(engine);
     if let Some(s) = o.get_statistics() {

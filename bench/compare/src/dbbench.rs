@@ -765,9 +765,25 @@ impl Report<'_> {
         median_of(self.ops(engine, bench))
     }
 
-    fn median_p99(&self, engine: Engine, bench: &str) -> Option<f64> {
+    fn median_percentile(
+        &self,
+        engine: Engine,
+        bench: &str,
+        f: fn(&Percentiles) -> f64,
+    ) -> Option<f64> {
         let g = self.group_of(bench)?;
-        median_of(self.runs_of(engine, g.name).map(|r| r.percentiles.get(bench).map(|p| p.p99)))
+        median_of(self.runs_of(engine, g.name).map(|r| r.percentiles.get(bench).map(f)))
+    }
+
+    /// `p50 / p99 / p99.9 / max` of `bench` by `engine`, each the median over the runs of each
+    /// run's figure from its `--histogram` block.
+    fn tail_cell(&self, engine: Engine, bench: &str) -> String {
+        let figures: [fn(&Percentiles) -> f64; 4] = [|p| p.p50, |p| p.p99, |p| p.p99_9, |p| p.max];
+        figures
+            .iter()
+            .map(|f| table::fixed(self.median_percentile(engine, bench, *f), 1))
+            .collect::<Vec<_>>()
+            .join(" / ")
     }
 
     fn median_process(
@@ -791,10 +807,10 @@ impl Report<'_> {
             headers.push("target".into());
             headers.push("verdict".into());
         }
-        let mut p99 = String::from("P99 us (");
-        p99.push_str(&self.peers.iter().map(|p| p.title()).collect::<Vec<_>>().join(" / "));
-        p99.push_str(" / shale)");
-        headers.push(p99);
+        for p in self.peers {
+            headers.push(format!("{} p50 / p99 / p99.9 / max us", p.title()));
+        }
+        headers.push("shale p50 / p99 / p99.9 / max us".into());
         let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut t = Table::new(&refs);
         for bench in self.wanted {
@@ -811,10 +827,10 @@ impl Report<'_> {
                 row.push(tg.map_or("-".into(), |t| t.label()));
                 row.push(verdict(tg, r));
             }
-            let mut lat: Vec<String> =
-                self.peers.iter().map(|p| table::fixed(self.median_p99(*p, bench), 1)).collect();
-            lat.push(table::fixed(self.median_p99(Engine::Shale, bench), 1));
-            row.push(lat.join(" / "));
+            for p in self.peers {
+                row.push(self.tail_cell(*p, bench));
+            }
+            row.push(self.tail_cell(Engine::Shale, bench));
             t.row(row);
         }
         t
@@ -930,13 +946,14 @@ impl Report<'_> {
             },
             a.repeats
         );
-        let _ = writeln!(s, "## Throughput (median ops/s) and P99 latency\n");
+        let _ = writeln!(s, "## Throughput (median ops/s) and tail latency\n");
         s.push_str(&self.throughput_table().to_markdown());
         let _ = writeln!(
             s,
-            "\nshale / peer is the ratio of medians; a target is met when the ratio reaches it. P99 is \
-             the median over runs of each run's 99th percentile from `--histogram` (microseconds per \
-             operation). fillsync runs on {FILLSYNC_THREADS} threads, each writing --num/1000 entries with sync (db_bench also gets `--writes=` that number: \
+            "\nshale / peer is the ratio of medians; a target is met when the ratio reaches it. Each \
+             latency cell is p50 / p99 / p99.9 / max, each the median over runs of that run's figure \
+             from its `--histogram` block (microseconds per operation, timed by the client thread: \
+             db_bench's own block for RocksDB, read as printed). fillsync runs on {FILLSYNC_THREADS} threads, each writing --num/1000 entries with sync (db_bench also gets `--writes=` that number: \
              without it db_bench writes --num entries per thread to --num/1000 keys).\n"
         );
         if let Some(fio) = self.fio_section() {
@@ -1044,7 +1061,7 @@ impl Report<'_> {
     /// One row per run and measured benchmark.
     pub fn csv(&self) -> String {
         let mut s = String::from(
-            "repeat,group,engine,benchmark,ops_per_sec,micros_per_op,seconds,operations,p50_us,p99_us,p99_9_us,load_before\n",
+            "repeat,group,engine,benchmark,ops_per_sec,micros_per_op,seconds,operations,p50_us,p99_us,p99_9_us,load_before,max_us\n",
         );
         for r in self.runs {
             let g =
@@ -1054,7 +1071,7 @@ impl Report<'_> {
                 let p = r.percentiles.get(*m).copied().unwrap_or_default();
                 let _ = writeln!(
                     s,
-                    "{},{},{},{},{},{},{},{},{},{},{},{:.2}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{:.2},{}",
                     r.repeat,
                     r.group,
                     r.engine.name(),
@@ -1066,7 +1083,8 @@ impl Report<'_> {
                     p.p50,
                     p.p99,
                     p.p99_9,
-                    r.load_before
+                    r.load_before,
+                    p.max
                 );
             }
         }

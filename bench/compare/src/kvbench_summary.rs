@@ -48,6 +48,12 @@ pub fn read(text: &str) -> Result<Runs, Error> {
     let (engine, instance, instances, workload) =
         (col("engine")?, col("instance")?, col("instances")?, col("workload")?);
     let figures = ["ops_per_sec", "p99_us", "write_amplification", "cpu_us_per_op", "rss_bytes"];
+    // Each operation type's tail: columns a CSV from before them lacks.
+    let tails: Vec<(String, usize)> = TAIL_FIGURES
+        .iter()
+        .flat_map(|f| ["get", "put"].map(|op| format!("{op}_{f}")))
+        .filter_map(|name| col(&name).ok().map(|c| (name, c)))
+        .collect();
     let mut runs = Runs::new();
     for l in lines.filter(|l| !l.starts_with("engine,")) {
         let cells: Vec<&str> = l.split(',').collect();
@@ -59,6 +65,11 @@ pub fn read(text: &str) -> Result<Runs, Error> {
         for name in figures {
             if let Ok(v) = cells[col(name)?].parse::<f64>() {
                 f.insert(name.to_string(), v);
+            }
+        }
+        for (name, c) in &tails {
+            if let Ok(v) = cells[*c].parse::<f64>() {
+                f.insert(name.clone(), v);
             }
         }
         // Without garbage collection's writes, which the device bytes include (the hash
@@ -73,6 +84,39 @@ pub fn read(text: &str) -> Result<Runs, Error> {
         runs.entry((cells[engine].into(), n, cells[workload].into())).or_default().push(f);
     }
     Ok(runs)
+}
+
+/// The figures of an operation type's tail, as the CSV's `get_`/`put_` columns end.
+const TAIL_FIGURES: [&str; 4] = ["p50_us", "p99_us", "p999_us", "max_us"];
+
+/// An operation type's tail: a row per workload that had `op`s, per engine a cell of
+/// `p50 / p99 / p99.9 / max` (each the median over the runs), then hash / RocksDB and
+/// lsm / RocksDB of the p99.
+fn tail_table(runs: &Runs, n: usize, op: &str) -> String {
+    let mut t = Table::new(&[
+        "workload",
+        "hash",
+        "lsm",
+        "rocksdb",
+        "hash / rocksdb p99",
+        "lsm / rocksdb p99",
+    ]);
+    for w in WORKLOADS.iter().filter(|w| **w != "session") {
+        let figure = |e: &str, f: &str| med(runs, e, n, w, &format!("{op}_{f}"));
+        if ENGINES.iter().all(|e| figure(e, "p99_us").is_none()) {
+            continue;
+        }
+        let mut row = vec![(*w).to_string()];
+        for e in ENGINES {
+            let cells: Vec<String> = TAIL_FIGURES.iter().map(|f| fmt(figure(e, f), 1)).collect();
+            row.push(cells.join(" / "));
+        }
+        let p99 = |e: &str| figure(e, "p99_us");
+        row.push(fmt_ratio(ratio(p99("hash"), p99("rocksdb"))));
+        row.push(fmt_ratio(ratio(p99("lsm"), p99("rocksdb"))));
+        t.row(row);
+    }
+    t.to_markdown()
 }
 
 /// The median of `figure` over the runs of (engine, instances, workload).
@@ -128,7 +172,7 @@ pub fn render(runs: &Runs) -> String {
         out.push_str(&format!("## {n} volume{}\n\n", if n == 1 { "" } else { "s" }));
         for (title, figure, digits, session) in [
             ("Throughput, ops/s", "ops_per_sec", 0, false),
-            ("p99 latency, micros", "p99_us", 1, false),
+            ("p99 latency of gets and puts together, micros", "p99_us", 1, false),
             (
                 "Host write amplification (device bytes / user bytes; session: all workloads, after flush and compaction)",
                 "write_amplification",
@@ -146,6 +190,12 @@ pub fn render(runs: &Runs) -> String {
             out.push_str(&format!(
                 "### {title}\n\n{}\n",
                 figure_table(runs, n, figure, digits, session)
+            ));
+        }
+        for op in ["get", "put"] {
+            out.push_str(&format!(
+                "### {op} latency as the client sees it, p50 / p99 / p99.9 / max micros\n\n{}\n",
+                tail_table(runs, n, op)
             ));
         }
     }
@@ -314,10 +364,10 @@ mod tests {
             let device = (waf * 1000.0) as u64 + 300;
             let all = device as f64 / 1000.0;
             csv.push_str(&format!(
-                "{engine},{run},randfill,total,1,10,16,4096,1,1,false,10,1.0,{ops},1,2,3,1000,{device},300,{all},x,5.0,100,0\n"
+                "{engine},{run},randfill,total,1,10,16,4096,1,1,false,10,1.0,{ops},1,2,3,1000,{device},300,{all},x,5.0,100,0,,,,,2,{run},9,{ops}\n"
             ));
             csv.push_str(&format!(
-                "{engine},{run},randfill,0,1,10,16,4096,1,1,false,10,1.0,1,1,2,3,10,10,0,9,x,,,0\n"
+                "{engine},{run},randfill,0,1,10,16,4096,1,1,false,10,1.0,1,1,2,3,10,10,0,9,x,,,0,,,,,1,1,1,1\n"
             ));
         }
         let runs = read(&csv).unwrap();
@@ -331,6 +381,19 @@ mod tests {
         assert!(text.contains("(randfill) | 1.020 | met |"), "{text}");
         assert!(text.contains("| randfill | 1.320 | - | 2.300 |"), "{text}");
         assert!(text.contains("not measured by this harness"));
+        // Puts only: no get table rows; put medians of p99 (1, 2, 3 -> 2) and max.
+        assert!(
+            text.contains(
+                "| randfill | 2.0 / 2.0 / 9.0 / 310.0 | - / - / - / - | 2.0 / 1.0 / 9.0 / 100.0 | 2x | - |"
+            ),
+            "{text}"
+        );
+        let gets = text.split("### get latency").nth(1).unwrap().split("### put").next().unwrap();
+        assert!(!gets.contains("randfill"), "{text}");
+        // A CSV from before the tail columns still reads.
+        let old = "engine,run,workload,instance,instances,ops_per_sec,p99_us,write_amplification,cpu_us_per_op,rss_bytes\n\
+                   hash,1,randfill,total,1,5,1,1,1,1\n";
+        assert_eq!(med(&read(old).unwrap(), "hash", 1, "randfill", "ops_per_sec"), Some(5.0));
         assert!(text.contains("not measured: one volume count in this CSV"));
         let svg = chart(&runs);
         assert!(svg.contains("hash / rocksdb, ops/s"), "{svg}");

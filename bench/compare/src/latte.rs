@@ -173,14 +173,14 @@ pub fn run_engine(a: &EngineArgs) -> Result<(), Error> {
         c
     };
     let report = ycsb::load(engine.as_ref(), &config(workloads[0], a.records))?;
-    println!("== load\n{report}{}", meter.lines());
+    println!("== load\n{report}{}{}", report.tail_lines(), meter.lines());
     eprintln!("shale-compare: latte {} load: {:.0} ops/sec", a.engine, report.throughput());
     let mut records = a.records;
     for w in workloads {
         let report = ycsb::run(engine.as_ref(), &config(w, records))?;
         records += report.op(ycsb::Operation::Insert).map_or(0, |o| o.count());
         let phase = w.letter().to_ascii_uppercase();
-        println!("== {phase}\n{report}{}", meter.lines());
+        println!("== {phase}\n{report}{}{}", report.tail_lines(), meter.lines());
         eprintln!("shale-compare: latte {} {phase}: {:.0} ops/sec", a.engine, report.throughput());
     }
     drop(engine);
@@ -188,8 +188,12 @@ pub fn run_engine(a: &EngineArgs) -> Result<(), Error> {
 }
 
 /// One phase's report: `(section, metric) -> value`, e.g. `("INSERT",
-/// "50thPercentileLatency(us)")`.
+/// "50thPercentileLatency(us)")`; a phase's tail lines (`ycsb::latency`) add the metrics of
+/// [`TAIL_METRICS`] to their operation's section.
 pub type Block = BTreeMap<(String, String), f64>;
+
+/// The metrics a tail line adds: p50, p99, p99.9 and max, microseconds with three decimals.
+pub const TAIL_METRICS: [&str; 4] = ["tail p50 us", "tail p99 us", "tail p99.9 us", "tail max us"];
 
 /// Splits a child's stdout into its phases' blocks.
 pub fn parse_blocks(text: &str) -> BTreeMap<String, Block> {
@@ -202,6 +206,12 @@ pub fn parse_blocks(text: &str) -> BTreeMap<String, Block> {
             continue;
         }
         let Some(block) = current.as_ref().and_then(|c| out.get_mut(c)) else { continue };
+        if let Some(t) = ycsb::latency::TailLine::parse(line) {
+            for (m, v) in TAIL_METRICS.iter().zip([t.p50_us, t.p99_us, t.p999_us, t.max_us]) {
+                block.insert((t.op.clone(), (*m).to_string()), v);
+            }
+            continue;
+        }
         let parts: Vec<&str> = line.splitn(3, ", ").collect();
         let [section, metric, value] = parts[..] else { continue };
         let section = section.trim_start_matches('[').trim_end_matches(']');
@@ -344,12 +354,16 @@ impl Report<'_> {
         t
     }
 
-    /// p50 and p99 per phase and operation, medians over the runs.
+    /// p50 and p99 per phase and operation (YCSB's blocks), then p50 / p99 / p99.9 / max (the
+    /// tail lines), medians over the runs.
     pub fn latency_table(&self) -> Table {
         let engines = self.engines();
         let mut headers: Vec<String> = vec!["phase".into(), "operation".into()];
         for e in &engines {
             headers.extend([format!("{} p50 us", title(e)), format!("{} p99 us", title(e))]);
+        }
+        for e in &engines {
+            headers.push(format!("{} p50 / p99 / p99.9 / max us", title(e)));
         }
         let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut t = Table::new(&refs);
@@ -371,6 +385,13 @@ impl Report<'_> {
                     for m in ["50thPercentileLatency(us)", "99thPercentileLatency(us)"] {
                         row.push(table::count(self.median(e, phase, &op, m)));
                     }
+                }
+                for e in &engines {
+                    let tail: Vec<String> = TAIL_METRICS
+                        .iter()
+                        .map(|m| table::fixed(self.median(e, phase, &op, m), 1))
+                        .collect();
+                    row.push(tail.join(" / "));
                 }
                 t.row(row);
             }
@@ -598,7 +619,9 @@ mod tests {
         [MEMORY], PeakRssBytes, -1\n\
         == load\n[OVERALL], RunTime(ms), 10\n[OVERALL], Throughput(ops/sec), 1000.0\n\
         [INSERT], Operations, 10\n[INSERT], 50thPercentileLatency(us), 40\n\
-        [INSERT], 99thPercentileLatency(us), 90\n[DEVICE], WriteBytes, 10200\n\
+        [INSERT], 99thPercentileLatency(us), 90\n\
+        load         INSERT latency micros : p50 40.240 p99 90.500 p99.9 120.000 max 130.130 ops 10\n\
+        [DEVICE], WriteBytes, 10200\n\
         [DISK], Bytes, 6060\n[MEMORY], PeakRssBytes, 1048576\n\
         == A\n[OVERALL], Throughput(ops/sec), 2.5E3\n[READ], 50thPercentileLatency(us), 7\n\
         [UPDATE-FAILED], 50thPercentileLatency(us), 99\n";
@@ -625,6 +648,8 @@ mod tests {
         assert_eq!(get("start", "MEMORY", "PeakRssBytes"), None, "-1: not measured");
         assert_eq!(get("load", "INSERT", "50thPercentileLatency(us)"), Some(40.0));
         assert_eq!(get("A", "OVERALL", "Throughput(ops/sec)"), Some(2500.0));
+        assert_eq!(get("load", "INSERT", "tail p99.9 us"), Some(120.0));
+        assert_eq!(get("load", "INSERT", "tail max us"), Some(130.13));
         assert_eq!(parse_vm_hwm("Name: x\nVmHWM:\t  2048 kB\n"), Some(2 << 20));
         assert_eq!(parse_vm_hwm("Name: x\n"), None);
     }
@@ -667,6 +692,8 @@ mod tests {
         assert!(c.lines().any(|l| l.contains("amplification") && l.contains("2.00")), "{c}");
         let lat = report.latency_table().to_markdown();
         assert!(lat.contains("INSERT") && lat.contains("READ") && !lat.contains("FAILED"), "{lat}");
+        assert!(lat.contains("| 40.2 / 90.5 / 120.0 / 130.1 |"), "{lat}");
+        assert!(lat.contains("| - / - / - / - |"), "READ has no tail line: {lat}");
         let md = report.markdown();
         assert!(md.contains("bench/latte.sh") && md.contains("505 bytes"), "{md}");
         assert!(report.csv().lines().count() > 10);

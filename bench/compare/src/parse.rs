@@ -59,7 +59,7 @@ pub fn result_lines(text: &str) -> Vec<ResultLine> {
     text.lines().filter_map(parse_result_line).collect()
 }
 
-/// The percentile line of a `--histogram` block, in microseconds.
+/// The percentile line of a `--histogram` block, in microseconds, and the block's maximum.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Percentiles {
     pub p50: f64,
@@ -67,7 +67,15 @@ pub struct Percentiles {
     pub p99: f64,
     pub p99_9: f64,
     pub p99_99: f64,
+    /// The `Max:` of the block's `Min: ... Median: ... Max: N` line (whole microseconds, the
+    /// exact largest sample in both tools); 0 from [`parse_percentile_line`] alone.
+    pub max: f64,
 }
+
+static MAX_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^Min: [0-9.]+\s+Median: [0-9.]+\s+Max: ([0-9.]+)")
+        .expect("the min-median-max pattern compiles")
+});
 
 static PERCENTILE_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -80,7 +88,7 @@ static PERCENTILE_LINE: LazyLock<Regex> = LazyLock::new(|| {
 pub fn parse_percentile_line(line: &str) -> Option<Percentiles> {
     let c = PERCENTILE_LINE.captures(line.trim())?;
     let v = |i: usize| c[i].parse::<f64>().ok();
-    Some(Percentiles { p50: v(1)?, p75: v(2)?, p99: v(3)?, p99_9: v(4)?, p99_99: v(5)? })
+    Some(Percentiles { p50: v(1)?, p75: v(2)?, p99: v(3)?, p99_9: v(4)?, p99_99: v(5)?, max: 0.0 })
 }
 
 /// The percentile block printed after each benchmark's result line, by benchmark name (the
@@ -90,12 +98,16 @@ pub fn parse_percentile_line(line: &str) -> Option<Percentiles> {
 pub fn percentiles_by_benchmark(text: &str) -> BTreeMap<String, Percentiles> {
     let mut out = BTreeMap::new();
     let mut last: Option<String> = None;
+    let mut max = 0.0;
     for line in text.lines() {
         if let Some(r) = parse_result_line(line) {
             last = Some(r.name);
+            max = 0.0;
+        } else if let Some(c) = MAX_LINE.captures(line.trim()) {
+            max = c[1].parse().unwrap_or(0.0);
         } else if let Some(p) = parse_percentile_line(line) {
             if let Some(name) = last.take() {
-                out.insert(name, p);
+                out.insert(name, Percentiles { max, ..p });
             }
         } else if line.starts_with("** ") {
             // A stats dump begins: its histograms are not a benchmark's.
@@ -328,6 +340,9 @@ mod tests {
             ["fillrandom", "overwrite", "readrandom", "readseq", "seekrandom"]
         );
         assert!(p.values().all(|x| x.p50 <= x.p99 && x.p99 <= x.p99_99), "{p:?}");
+        // The block's Max, each benchmark its own (readrandom's block is after a blank line).
+        assert_eq!((p["fillrandom"].max, p["readrandom"].max), (64148.0, 38310.0));
+        assert!(p.values().all(|x| x.p99_99 <= x.max), "{p:?}");
         let c = statistics(DB_BENCH_RANDOM);
         assert_eq!(c["rocksdb.number.keys.written"], 40_000);
         assert_eq!(
@@ -353,6 +368,7 @@ mod tests {
         let p = percentiles_by_benchmark(SHALE_RANDOM);
         assert_eq!(p["readrandom"].p99, 98.44);
         assert_eq!(p["fillrandom"].p99_99, 40894.46);
+        assert_eq!((p["readrandom"].max, p["fillrandom"].max), (8122.0, 80125.0));
         let c = statistics(SHALE_RANDOM);
         assert_eq!(c["shale.bytes.written"], 5_480_000);
         assert_eq!(c["shale.wal.bytes"], 169_553_920);

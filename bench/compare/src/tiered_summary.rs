@@ -3,11 +3,14 @@
 //! issue's targets name with a verdict each, and the fast device's share of the bytes written.
 //!
 //! The CSV's columns (by name; order free): `engine,config,workload,threads,repeat,ops_per_sec,
-//! p99_us,seconds,fast_bytes,capacity_bytes,fast_share,status,log`. `config` is one of
+//! p99_us,seconds,fast_bytes,capacity_bytes,fast_share,status,log[,tail_us]`. `config` is one of
 //! [`CONFIGS`]; `workload` is `fillrandom`, `fillsync`, `ycsb-load`, `ycsb-A` (and the other
 //! letters), `ycsb-reload`, `recovery-fill` or `recovery`; `p99_us` is a number for db_bench's
-//! benchmarks and `OP:us OP:us` for a YCSB phase; `seconds` is the recovery time. Only rows
-//! with `status` `ok` count in medians; the others are listed.
+//! benchmarks and `OP:us OP:us` for a YCSB phase; `seconds` is the recovery time; `tail_us`
+//! (optional, absent from runs before it) is `OP:p50/p99/p99.9/max OP:...` in microseconds,
+//! each operation type's tail line (`ycsb::latency`) or db_bench's `--histogram` block, as
+//! bench/lib/tails.py reads them. Only rows with `status` `ok` count in medians; the others
+//! are listed.
 
 use std::path::PathBuf;
 
@@ -57,6 +60,8 @@ pub struct Row {
     pub capacity_bytes: Option<f64>,
     pub status: String,
     pub log: String,
+    /// `OP:p50/p99/p99.9/max ...` in microseconds (the `tail_us` column), or empty.
+    pub tail: String,
 }
 
 impl Row {
@@ -74,6 +79,18 @@ impl Row {
                 (name == op).then(|| v.parse().ok()).flatten()
             }),
         }
+    }
+
+    /// Figure `k` (0: p50, 1: p99, 2: p99.9, 3: max, microseconds) of operation `op`'s tail,
+    /// or of the first operation's when `op` is `None` (db_bench's benchmarks time one).
+    pub fn tail_us(&self, op: Option<&str>, k: usize) -> Option<f64> {
+        self.tail.split_whitespace().find_map(|pair| {
+            let (name, figures) = pair.rsplit_once(':')?;
+            if op.is_some_and(|o| o != name) {
+                return None;
+            }
+            figures.split('/').nth(k)?.parse().ok()
+        })
     }
 
     /// The operations named in a YCSB phase's P99 field, in order.
@@ -118,6 +135,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, Error> {
         col("status")?,
         col("log")?,
     ];
+    let tail = header.iter().position(|h| h.trim() == "tail_us");
     let mut rows = Vec::new();
     for line in lines {
         let f: Vec<&str> = line.split(',').map(str::trim).collect();
@@ -135,6 +153,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, Error> {
             capacity_bytes: num(8),
             status: get(9).to_string(),
             log: get(10).to_string(),
+            tail: tail.and_then(|i| f.get(i)).map_or(String::new(), |v| v.to_string()),
         });
     }
     Ok(rows)
@@ -164,6 +183,15 @@ fn med(
     f: impl Fn(&Row) -> Option<f64>,
 ) -> Option<f64> {
     median_of(runs(rows, config, workload, threads).map(f))
+}
+
+/// `p50 / p99 / p99.9 / max` of operation `op`, each the median over the runs, in
+/// microseconds; `-` for a figure no run has.
+fn tail_cell(rows: &[Row], c: &str, w: &str, t: Option<u32>, op: Option<&str>) -> String {
+    (0..4)
+        .map(|k| table::fixed(med(rows, c, w, t, |r| r.tail_us(op, k)), 1))
+        .collect::<Vec<_>>()
+        .join(" / ")
 }
 
 /// What a target compares.
@@ -379,6 +407,12 @@ pub fn render(rows: &[Row]) -> String {
             table::fixed(med(rows, c, w, Some(t), |r| r.p99_us(None)), 1)
         };
         out.push_str(&by_config(rows, "threads", &pts, |_, t| t.to_string(), p99).to_markdown());
+        out.push_str(&format!(
+            "\n{bench}, median p50 / p99 / p99.9 / max latency (microseconds per write, as the \
+             client sees it):\n\n"
+        ));
+        let tail = |c: &str, w: &str, t: u32| tail_cell(rows, c, w, Some(t), None);
+        out.push_str(&by_config(rows, "threads", &pts, |_, t| t.to_string(), tail).to_markdown());
     }
 
     let ycsb = points(rows, |w| w.starts_with("ycsb-"));
@@ -409,6 +443,15 @@ pub fn render(rows: &[Row]) -> String {
             table::fixed(med(rows, c, w, Some(t), |r| r.p99_us(Some(op))), 0)
         };
         out.push_str(&by_config(rows, "phase, operation", &op_points, label, p99).to_markdown());
+        out.push_str(
+            "\nYCSB, median p50 / p99 / p99.9 / max latency by operation (microseconds, as the \
+             client sees it):\n\n",
+        );
+        let tail = |c: &str, k: &str, t: u32| {
+            let (w, op) = k.split_once('|').unwrap_or((k, ""));
+            tail_cell(rows, c, w, Some(t), Some(op))
+        };
+        out.push_str(&by_config(rows, "phase, operation", &op_points, label, tail).to_markdown());
     }
 
     if rows.iter().any(|r| r.workload == "recovery") {
@@ -496,6 +539,30 @@ mod tests {
             s.push_str(r);
         }
         s
+    }
+
+    #[test]
+    fn tails_parse_and_render_beside_the_p99() {
+        let text = format!(
+            "{HEADER},tail_us\n\
+             shale,shale-fast,fillrandom,1,1,30000,12,,0,10,0,ok,raw/a.txt,write:3/12/40.5/812\n\
+             shale,shale-fast,fillrandom,1,2,31000,14,,0,10,0,ok,raw/b.txt,write:5/14/60.5/900\n\
+             shale,shale-fast,ycsb-A,2,1,9000,READ:40 UPDATE:80,,0,10,0,ok,raw/c.txt,\
+             READ:4/40/90/100 UPDATE:8/80/190/200"
+        );
+        let rows = parse_csv(&text).unwrap();
+        assert_eq!((rows[0].tail_us(None, 0), rows[0].tail_us(None, 3)), (Some(3.0), Some(812.0)));
+        assert_eq!(rows[2].tail_us(Some("UPDATE"), 2), Some(190.0));
+        assert_eq!(rows[2].tail_us(Some("SCAN"), 0), None);
+        let md = render(&rows);
+        assert!(md.contains("fillrandom, median p50 / p99 / p99.9 / max latency"), "{md}");
+        assert!(md.contains("| 4.0 / 13.0 / 50.5 / 856.0 |"), "{md}");
+        assert!(md.contains("| 8.0 / 80.0 / 190.0 / 200.0 |"), "{md}");
+        // A CSV from before the column: no tail, dashes.
+        let old = parse_csv(&format!("{HEADER}\nshale,shale-fast,fillrandom,1,1,3,12,,0,1,0,ok,a"))
+            .unwrap();
+        assert_eq!(old[0].tail, "");
+        assert!(render(&old).contains("| - / - / - / - |"));
     }
 
     #[test]

@@ -126,7 +126,7 @@ pub fn run(a: &Args) -> Result<(), Error> {
         Phase::Load => ycsb::load(&engine, &c)?,
         Phase::Run => ycsb::run(&engine, &c)?,
     };
-    println!("{}\n{report}", heading(a));
+    println!("{}\n{report}{}", heading(a), report.tail_lines());
     let errors = report.error_count();
     if errors > 0 {
         for e in report.errors.iter().take(5) {

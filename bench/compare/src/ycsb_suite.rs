@@ -182,7 +182,7 @@ pub fn run_engine(a: &EngineArgs) -> Result<(), Error> {
                 ycsb::run(e, &config(a, preset))?
             }
         };
-        println!("== {phase}\n{report}");
+        println!("== {phase}\n{report}{}", report.tail_lines());
         eprintln!("shale-compare: ycsb {} {phase}: {:.0} ops/sec", a.engine, report.throughput());
     }
     drop(engine);
@@ -205,6 +205,9 @@ pub struct Phase {
     pub throughput: f64,
     /// P99 in microseconds by operation name (`READ`, `UPDATE`, ...).
     pub p99_us: BTreeMap<String, f64>,
+    /// p50, p99, p99.9 and max in microseconds by operation name, from the phase's tail
+    /// lines (`ycsb::latency`; absent from reports before them).
+    pub tail_us: BTreeMap<String, [f64; 4]>,
     /// Operations that returned an error.
     pub errors: u64,
     /// Operations by name (YCSB's `Operations` line).
@@ -222,6 +225,10 @@ pub fn parse_phases(text: &str) -> BTreeMap<String, Phase> {
             continue;
         }
         let Some(phase) = current.as_ref().and_then(|c| out.get_mut(c)) else { continue };
+        if let Some(t) = ycsb::latency::TailLine::parse(line) {
+            phase.tail_us.insert(t.op, [t.p50_us, t.p99_us, t.p999_us, t.max_us]);
+            continue;
+        }
         let parts: Vec<&str> = line.splitn(3, ", ").collect();
         let [section, metric, value] = parts[..] else { continue };
         let section = section.trim_start_matches('[').trim_end_matches(']');
@@ -495,6 +502,22 @@ impl Report<'_> {
         )
     }
 
+    /// `p50 / p99 / p99.9 / max` of `op` in `phase` by `engine`, each the median over the
+    /// runs of that run's tail line.
+    fn tail_cell(&self, engine: &str, phase: &str, op: &str) -> String {
+        (0..4)
+            .map(|k| {
+                table::fixed(
+                    median_of(self.runs.iter().filter(|r| r.engine == engine).map(|r| {
+                        r.phases.get(phase).and_then(|p| p.tail_us.get(op)).map(|t| t[k])
+                    })),
+                    1,
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" / ")
+    }
+
     fn peers(&self) -> Vec<&str> {
         self.engines.iter().map(String::as_str).filter(|e| *e != "shale").collect()
     }
@@ -536,10 +559,12 @@ impl Report<'_> {
         t
     }
 
-    /// P99 latency per workload and operation.
+    /// Latency per workload and operation: YCSB's P99 (whole microseconds), then the tail
+    /// line's p50 / p99 / p99.9 / max, per engine.
     pub fn latency_table(&self) -> Table {
         let mut headers = vec!["workload".to_string(), "operation".to_string()];
         headers.extend(self.engines.iter().map(|e| format!("{e} P99 us")));
+        headers.extend(self.engines.iter().map(|e| format!("{e} p50 / p99 / p99.9 / max us")));
         let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut t = Table::new(&refs);
         for phase in self.shown_phases() {
@@ -556,6 +581,7 @@ impl Report<'_> {
                 row.extend(
                     self.engines.iter().map(|e| table::count(self.median_p99(e, phase, &op))),
                 );
+                row.extend(self.engines.iter().map(|e| self.tail_cell(e, phase, &op)));
                 t.row(row);
             }
         }
@@ -816,7 +842,8 @@ mod tests {
                     [INSERT], Operations, 100\n[INSERT], 99thPercentileLatency(us), 12\n\
                     [INSERT], Return=OK, 100\n== A\n[OVERALL], Throughput(ops/sec), 2.5E7\n\
                     [READ], 99thPercentileLatency(us), 7\n[UPDATE], 99thPercentileLatency(us), 30\n\
-                    [UPDATE], Return=ERROR, 2\n[UPDATE-FAILED], 99thPercentileLatency(us), 99\n";
+                    [UPDATE], Return=ERROR, 2\n[UPDATE-FAILED], 99thPercentileLatency(us), 99\n\
+                    run          READ latency micros : p50 3.365 p99 7.423 p99.9 80.5 max 81.2 ops 49\n";
         let p = parse_phases(text);
         assert_eq!(p.len(), 2);
         assert_eq!(p["load"].throughput, 1000.0);
@@ -824,6 +851,8 @@ mod tests {
         assert_eq!(p["A"].throughput, 2.5e7, "Java's scientific notation parses");
         assert_eq!(p["A"].p99_us.len(), 2);
         assert_eq!(p["A"].errors, 2);
+        assert_eq!(p["A"].tail_us["READ"], [3.365, 7.423, 80.5, 81.2]);
+        assert!(p["load"].tail_us.is_empty(), "a report before the tail lines has none");
         assert_eq!(p["load"].ops["INSERT"], 100);
         let run = Run {
             repeat: 1,

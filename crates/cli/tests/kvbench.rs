@@ -38,9 +38,27 @@ fn run_two(engine: &str, num: u64, extra: &[&str]) -> Vec<Line> {
         .filter(|l| !l.starts_with('#'))
         .map(|l| Line::parse(l).unwrap_or_else(|| panic!("unparsed line {l:?} in\n{out}")))
         .collect();
-    // Seven workloads: three lines per instance, three for the total and a CPU line; then
-    // the session's write amplification per instance and in total.
-    assert_eq!(lines.len(), 7 * (3 * 3 + 1) + 3, "{out}");
+    // Seven workloads: two lines per instance and two for the total (throughput, write
+    // amplification), a CPU line; then the session's write amplification per instance and in
+    // total. Beside them, a tail line per operation type that ran, whose operations add up to
+    // the throughput line's.
+    let latency = |l: &&Line| matches!(l, Line::Latency { .. });
+    assert_eq!(lines.iter().filter(|l| !latency(l)).count(), 7 * (3 * 2 + 1) + 3, "{out}");
+    for l in &lines {
+        let Line::Throughput { workload, instance, ops, .. } = l else { continue };
+        let timed: u64 = lines
+            .iter()
+            .filter_map(|t| match t {
+                Line::Latency { workload: w, instance: i, ops, .. }
+                    if w == workload && i == instance =>
+                {
+                    Some(*ops)
+                }
+                _ => None,
+            })
+            .sum();
+        assert_eq!(timed, *ops, "tail lines of {workload} {instance:?}\n{out}");
+    }
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), 1 + 7 * 3 + 3, "{text}");
     lines

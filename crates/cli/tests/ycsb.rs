@@ -17,12 +17,14 @@ fn value(out: &str, phase: &str, section: &str, label: &str) -> Option<f64> {
     Some(line[prefix.len()..].parse().expect(line))
 }
 
-/// Every line of a report block is `[NAME], Label, number`.
+/// Every line of a report block is `[NAME], Label, number`, but the tail lines after it
+/// (`tails.rs` checks those).
 fn assert_report_shape(out: &str) {
     let re =
         regex::Regex::new(r"^\[[A-Z-]+\], [A-Za-z0-9.=_()/]+, -?[0-9]+(\.[0-9]+(E-?[0-9]+)?)?$")
             .unwrap();
-    for line in out.lines().filter(|l| !l.starts_with("# ")) {
+    let report = |l: &&str| !l.starts_with("# ") && ycsb::latency::TailLine::parse(l).is_none();
+    for line in out.lines().filter(report) {
         assert!(re.is_match(line), "not YCSB's shape: {line:?}\n{out}");
     }
 }

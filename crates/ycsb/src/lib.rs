@@ -9,6 +9,7 @@
 //! - [`Workload`] and [`Preset`]: the operation mix; [`Config`]: records, operations,
 //!   threads, record layout, seed.
 //! - [`load`] and [`run`]: the two phases on N threads; [`Report`]: YCSB's output.
+//! - [`latency`]: client-side latency and the tail line every suite prints.
 //! - [`kvsb`]: the KV-SSD paper's KVSB (instances on their own volumes, fills, then A to D).
 //!
 //! ```
@@ -61,6 +62,7 @@
 pub mod generator;
 pub mod key;
 pub mod kvsb;
+pub mod latency;
 pub mod record;
 #[cfg(feature = "table")]
 pub mod table;

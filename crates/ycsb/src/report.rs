@@ -31,13 +31,11 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use crate::latency::Latency;
 use crate::workload::Operation;
 
 /// Engine errors a report keeps the message of; later ones are only counted.
 pub const ERRORS_KEPT: usize = 10;
-
-/// Significant decimal digits of the latency histograms (YCSB's `Recorder(3)`).
-const HISTOGRAM_DIGITS: u8 = 3;
 
 /// Which phase a report is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +44,16 @@ pub enum Phase {
     Load,
     /// Running the workload's operations (YCSB's `-t`).
     Run,
+}
+
+impl Phase {
+    /// `load` or `run`, the label of the phase's tail lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Load => "load",
+            Phase::Run => "run",
+        }
+    }
 }
 
 /// How one operation ended (YCSB's `Status`, the ones a key-value engine can return).
@@ -76,10 +84,11 @@ impl Status {
 pub struct OpReport {
     /// Which operation.
     pub operation: Operation,
-    /// Latencies of the operations that returned OK, in nanoseconds.
-    pub latency_ns: Histogram<u64>,
-    /// Latencies of the others (NOT_FOUND or ERROR), in nanoseconds: YCSB's `[OP-FAILED]`.
-    pub failed_latency_ns: Histogram<u64>,
+    /// Latencies of the operations that returned OK, measured by the client thread around
+    /// the engine's call.
+    pub latency: Latency,
+    /// Latencies of the others (NOT_FOUND or ERROR): YCSB's `[OP-FAILED]`.
+    pub failed_latency: Latency,
     /// Operations that returned OK.
     pub ok: u64,
     /// Operations that found no record.
@@ -88,17 +97,13 @@ pub struct OpReport {
     pub error: u64,
 }
 
-fn new_histogram() -> Histogram<u64> {
-    Histogram::new(HISTOGRAM_DIGITS).expect("3 significant digits is a valid precision")
-}
-
 impl OpReport {
     /// No operations yet.
     pub fn new(operation: Operation) -> OpReport {
         OpReport {
             operation,
-            latency_ns: new_histogram(),
-            failed_latency_ns: new_histogram(),
+            latency: Latency::new(),
+            failed_latency: Latency::new(),
             ok: 0,
             not_found: 0,
             error: 0,
@@ -107,25 +112,20 @@ impl OpReport {
 
     /// Counts one operation that ended with `status` after `latency`.
     pub fn record(&mut self, status: Status, latency: Duration) {
-        let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
         let (hist, count) = match status {
-            Status::Ok => (&mut self.latency_ns, &mut self.ok),
-            Status::NotFound => (&mut self.failed_latency_ns, &mut self.not_found),
-            Status::Error => (&mut self.failed_latency_ns, &mut self.error),
+            Status::Ok => (&mut self.latency, &mut self.ok),
+            Status::NotFound => (&mut self.failed_latency, &mut self.not_found),
+            Status::Error => (&mut self.failed_latency, &mut self.error),
         };
-        // An auto-resizing histogram grows to take any value up to 2^62 ns (146 years);
-        // `saturating_record` would clamp to its current size instead of growing.
-        if hist.record(ns).is_err() {
-            hist.saturating_record(ns);
-        }
+        hist.record(latency);
         *count += 1;
     }
 
     /// Adds another thread's counts of the same operation.
     pub fn merge(&mut self, other: &OpReport) {
         assert_eq!(self.operation, other.operation, "merging reports of different operations");
-        self.latency_ns.add(&other.latency_ns).expect("auto-resizing histograms add");
-        self.failed_latency_ns.add(&other.failed_latency_ns).expect("auto-resizing histograms add");
+        self.latency.merge(&other.latency);
+        self.failed_latency.merge(&other.failed_latency);
         self.ok += other.ok;
         self.not_found += other.not_found;
         self.error += other.error;
@@ -139,7 +139,7 @@ impl OpReport {
     /// The latency below which `percentile` percent of the OK operations fall, in whole
     /// microseconds.
     pub fn percentile_us(&self, percentile: f64) -> u64 {
-        self.latency_ns.value_at_percentile(percentile) / 1000
+        self.latency.histogram().value_at_percentile(percentile) / 1000
     }
 }
 
@@ -173,6 +173,25 @@ impl Report {
         self.ops.iter().find(|o| o.operation == operation)
     }
 
+    /// The phase's tail lines ([`crate::latency`]), each ending in a newline: per operation
+    /// that ran, its OK operations (`READ`), then, if any, the others (`READ-FAILED`), as the
+    /// YCSB blocks split them. They are not YCSB's format: print them after the report.
+    pub fn tail_lines(&self) -> String {
+        let mut out = String::new();
+        for op in &self.ops {
+            let name = op.operation.name();
+            if let Some(t) = op.latency.tail() {
+                out.push_str(&t.line(self.phase.name(), name));
+                out.push('\n');
+            }
+            if let Some(t) = op.failed_latency.tail() {
+                out.push_str(&t.line(self.phase.name(), &format!("{name}-FAILED")));
+                out.push('\n');
+            }
+        }
+        out
+    }
+
     /// Operations the engine failed, over all kinds (`Return=ERROR`).
     pub fn error_count(&self) -> u64 {
         self.ops.iter().map(|o| o.error).sum()
@@ -185,7 +204,7 @@ impl fmt::Display for Report {
         writeln!(f, "[OVERALL], Throughput(ops/sec), {}", java_double(self.throughput()))?;
         for op in &self.ops {
             let name = op.operation.name();
-            write_latencies(f, name, &op.latency_ns)?;
+            write_latencies(f, name, op.latency.histogram())?;
             for (status, n) in
                 [(Status::Ok, op.ok), (Status::NotFound, op.not_found), (Status::Error, op.error)]
             {
@@ -193,8 +212,8 @@ impl fmt::Display for Report {
                     writeln!(f, "[{name}], Return={}, {n}", status.name())?;
                 }
             }
-            if !op.failed_latency_ns.is_empty() {
-                write_latencies(f, &format!("{name}-FAILED"), &op.failed_latency_ns)?;
+            if !op.failed_latency.is_empty() {
+                write_latencies(f, &format!("{name}-FAILED"), op.failed_latency.histogram())?;
             }
         }
         Ok(())
@@ -317,6 +336,22 @@ mod tests {
     }
 
     #[test]
+    fn tail_lines_per_operation() {
+        let text = sample_report().tail_lines();
+        let lines: Vec<crate::latency::TailLine> = text
+            .lines()
+            .map(|l| crate::latency::TailLine::parse(l).unwrap_or_else(|| panic!("{l}")))
+            .collect();
+        let ops: Vec<(&str, &str, u64)> =
+            lines.iter().map(|l| (l.label.as_str(), l.op.as_str(), l.ops)).collect();
+        assert_eq!(ops, [("run", "READ", 1000), ("run", "READ-FAILED", 2), ("run", "UPDATE", 1)]);
+        // 500 us lies in a bucket 0.1% wide, whose top the percentile reports.
+        assert!((500.0..500.5).contains(&lines[0].p50_us), "{text}");
+        assert_eq!(lines[0].max_us, 1000.0);
+        assert_eq!((lines[2].p50_us, lines[2].max_us), (1.5, 1.5));
+    }
+
+    #[test]
     fn merge_and_accessors() {
         let r = sample_report();
         let read = r.op(Operation::Read).unwrap();
@@ -327,6 +362,6 @@ mod tests {
         let mut a = OpReport::new(Operation::Read);
         a.merge(read);
         a.merge(read);
-        assert_eq!((a.ok, a.not_found, a.latency_ns.len()), (2000, 2, 2000));
+        assert_eq!((a.ok, a.not_found, a.latency.count()), (2000, 2, 2000));
     }
 }

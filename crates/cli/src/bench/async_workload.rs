@@ -4,11 +4,14 @@
 //! Each thread keeps a window of up to [`WINDOW_TICKETS`] tickets outstanding: it submits,
 //! and when the window is full, or the store answers Busy, it waits for its oldest ticket
 //! before going on (resubmitting what was refused). An operation counts when its ticket
-//! completes, so ops/sec is completed operations over the run, as without `--async`, and a
-//! histogram's latencies are the times between completions. Tickets that are already
-//! complete (lucky reads, answered on the thread itself) are counted at once.
+//! completes, so ops/sec is completed operations over the run, as without `--async`. A
+//! histogram's latency is each ticket's own, as the client sees it: from the first attempt to
+//! submit it (Busy answers included) to its completion being taken, so time a completed ticket
+//! waits behind an older one in the window counts too. Tickets that are already complete
+//! (lucky reads, answered on the thread itself) are counted at once.
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use shale_lsm::{Db, Error, ReadOptions, Result, Ticket, WriteBatch};
 
@@ -19,9 +22,10 @@ use crate::bench::workload::{Budget, Shared};
 /// Tickets a benchmark thread keeps outstanding with `--async`.
 pub const WINDOW_TICKETS: usize = 32;
 
-/// A thread's outstanding tickets, oldest first, each with what it stands for.
+/// A thread's outstanding tickets, oldest first, each with when it was first submitted and
+/// what it stands for.
 struct Window<T, M> {
-    outstanding: VecDeque<(Ticket<T>, M)>,
+    outstanding: VecDeque<(Ticket<T>, Instant, M)>,
 }
 
 impl<T, M> Window<T, M> {
@@ -31,13 +35,14 @@ impl<T, M> Window<T, M> {
 
     /// Submits through `submit` until admitted, completing the oldest ticket after each Busy;
     /// then completes tickets while the window is full or its oldest is done. `done` is told
-    /// each completed ticket's result and what it stands for.
+    /// each completed ticket's result, what it stands for and its latency.
     fn submit(
         &mut self,
         mut submit: impl FnMut() -> Result<Ticket<T>>,
         what: M,
-        done: &mut impl FnMut(T, M),
+        done: &mut impl FnMut(T, M, Duration),
     ) -> Result<()> {
+        let submitted = Instant::now();
         let ticket = loop {
             match submit() {
                 Ok(ticket) => break ticket,
@@ -47,9 +52,9 @@ impl<T, M> Window<T, M> {
                 Err(e) => return Err(e),
             }
         };
-        self.outstanding.push_back((ticket, what));
+        self.outstanding.push_back((ticket, submitted, what));
         while self.outstanding.len() >= WINDOW_TICKETS
-            || self.outstanding.front().is_some_and(|(t, _)| t.is_done())
+            || self.outstanding.front().is_some_and(|(t, _, _)| t.is_done())
         {
             self.complete_oldest(done)?;
         }
@@ -57,15 +62,16 @@ impl<T, M> Window<T, M> {
     }
 
     /// Waits for the oldest ticket and hands its result to `done`.
-    fn complete_oldest(&mut self, done: &mut impl FnMut(T, M)) -> Result<()> {
-        if let Some((ticket, what)) = self.outstanding.pop_front() {
-            done(ticket.wait()?, what);
+    fn complete_oldest(&mut self, done: &mut impl FnMut(T, M, Duration)) -> Result<()> {
+        if let Some((ticket, submitted, what)) = self.outstanding.pop_front() {
+            let result = ticket.wait()?;
+            done(result, what, submitted.elapsed());
         }
         Ok(())
     }
 
     /// Waits for every ticket left.
-    fn drain(&mut self, done: &mut impl FnMut(T, M)) -> Result<()> {
+    fn drain(&mut self, done: &mut impl FnMut(T, M, Duration)) -> Result<()> {
         while !self.outstanding.is_empty() {
             self.complete_oldest(done)?;
         }
@@ -88,7 +94,9 @@ pub fn write(
     let entry_bytes = (sh.key_size + sh.value_size) as u64;
     let mut window = Window::new();
     // Each ticket stands for its batch's entries: the last batch may be cut short.
-    let mut done = |(), entries: u64| st.finished_ops(entries, entries * entry_bytes);
+    let mut done = |(), entries: u64, latency| {
+        st.finished_ops_after(entries, entries * entry_bytes, latency);
+    };
     let mut submitted = 0;
     while !budget.done(submitted) {
         let entries = budget.batch_entries(submitted, sh.batch_size);
@@ -118,10 +126,10 @@ pub fn read_random(
     let mut budget = Budget::new(sh);
     let opts = ReadOptions::default();
     let mut window = Window::new();
-    let mut done = |value: Option<Vec<u8>>, ()| {
+    let mut done = |value: Option<Vec<u8>>, (), latency| {
         let bytes = value.as_ref().map_or(0, |v| (key_size + v.len()) as u64);
         st.looked_up(1, u64::from(value.is_some()));
-        st.finished_ops(1, bytes);
+        st.finished_ops_after(1, bytes, latency);
     };
     let mut submitted = 0;
     while !budget.done(submitted) {

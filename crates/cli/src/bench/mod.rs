@@ -411,7 +411,7 @@ fn run_one(
     }
     report::print_result(bench.name(), &stats, started.elapsed());
     if args.histogram {
-        report::print_histogram(bench.op_noun(), &stats);
+        report::print_histogram(bench.name(), bench.op_noun(), &stats);
     }
     if args.contention {
         for line in shale_space::contention::report(stats.ops()) {

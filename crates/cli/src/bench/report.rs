@@ -77,20 +77,36 @@ impl ThreadStats {
         }
     }
 
-    /// Counts `n` operations that moved `bytes` bytes, done since the last call.
+    /// Counts `n` operations that moved `bytes` bytes, done since the last call: as
+    /// db_bench's `FinishedOps`, their latency is the time since the last call, which for a
+    /// synchronous client is from its submission to its completion (plus making its keys and
+    /// values, and a rate limiter's wait, as db_bench counts them).
     pub fn finished_ops(&mut self, n: u64, bytes: u64) {
-        self.ops += n;
-        self.bytes += bytes;
-        if self.hist.is_some() || self.progress.timeline.is_some() {
+        let took = (self.hist.is_some() || self.progress.timeline.is_some()).then(|| {
             let now = Instant::now();
             let took = now.duration_since(self.last_op).as_nanos() as u64;
+            self.last_op = now;
+            took
+        });
+        self.count(n, bytes, took);
+    }
+
+    /// Counts `n` operations that moved `bytes` bytes and took `latency` from their
+    /// submission to their completion: the async API's tickets, several in flight at once.
+    pub fn finished_ops_after(&mut self, n: u64, bytes: u64, latency: Duration) {
+        self.count(n, bytes, Some(latency.as_nanos() as u64));
+    }
+
+    fn count(&mut self, n: u64, bytes: u64, took: Option<u64>) {
+        self.ops += n;
+        self.bytes += bytes;
+        if let Some(took) = took {
             if let Some(h) = &mut self.hist {
                 h.record(took);
             }
             if let Some(t) = &self.progress.timeline {
                 t.record(n, took);
             }
-            self.last_op = now;
         }
         self.bar_pending += n;
         if self.bar_pending >= BAR_UPDATE_OPS {
@@ -248,11 +264,16 @@ pub fn print_result(name: &str, stats: &Stats, wall: Duration) {
     );
 }
 
-/// Prints db_bench's percentile block for a benchmark run with `--histogram`.
-pub fn print_histogram(op_noun: &str, stats: &Stats) {
+/// Prints db_bench's percentile block for a benchmark run with `--histogram`, then the tail
+/// line every suite prints (`ycsb::latency`: `fillrandom   write latency micros : p50 ...`),
+/// unless no operation was timed.
+pub fn print_histogram(name: &str, op_noun: &str, stats: &Stats) {
     let empty = Histogram::default();
     let h = stats.hist.as_ref().unwrap_or(&empty);
     outln!("Microseconds per {op_noun}:\n{}", h.to_db_bench_string());
+    if let Some(t) = h.tail() {
+        outln!("{}", t.line(name, op_noun));
+    }
 }
 
 /// Prints db_bench's header block, describing the run before the first benchmark.

@@ -628,10 +628,12 @@ fn print_header(args: &Args, c: &Config, writes: &str, store: &str) {
     );
 }
 
-/// Prints a phase's report; lists its engine errors on stderr and returns how many there were.
+/// Prints a phase's report, then its tail lines (`load READ latency micros : p50 ...`, see
+/// `ycsb::latency`); lists its engine errors on stderr and returns how many there were.
 fn print_report(phase: &str, report: &Report) -> u64 {
     outln!("# {phase}");
     out!("{report}");
+    out!("{}", report.tail_lines());
     let errors = report.error_count();
     if errors > 0 {
         errln!("shale ycsb: {phase}: {errors} operations failed; the first:");

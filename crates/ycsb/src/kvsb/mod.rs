@@ -39,7 +39,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 
@@ -48,6 +47,7 @@ use crate::generator::{
     AcknowledgedCounterGenerator, ScrambledZipfianGenerator, SkewedLatestGenerator,
     UniformLongGenerator, ZipfianGenerator,
 };
+use crate::latency::Latency;
 use crate::workload::{Preset, RequestDistribution, Workload as YcsbWorkload};
 
 pub use report::{InstanceResult, Line, WorkloadResult};
@@ -331,7 +331,8 @@ struct ThreadOutcome {
     first_error: Option<String>,
     user_bytes: u64,
     elapsed: Duration,
-    latency_ns: Histogram<u64>,
+    get_latency: Latency,
+    put_latency: Latency,
 }
 
 /// A submission in flight.
@@ -528,7 +529,6 @@ fn instance_result<I: Instance>(
         gc_bytes: after.gc_bytes.saturating_sub(before.gc_bytes),
         written_source: inst.written_source(),
         gc_note: inst.gc_note().to_string(),
-        latency_ns: report::new_histogram(),
         ..InstanceResult::default()
     };
     for t in threads {
@@ -541,7 +541,8 @@ fn instance_result<I: Instance>(
         if r.first_error.is_none() {
             r.first_error = t.first_error;
         }
-        r.latency_ns.add(&t.latency_ns).expect("histograms of one range");
+        r.get_latency.merge(&t.get_latency);
+        r.put_latency.merge(&t.put_latency);
     }
     r
 }
@@ -673,7 +674,8 @@ fn client<I: Instance>(
         first_error: None,
         user_bytes: 0,
         elapsed: Duration::ZERO,
-        latency_ns: report::new_histogram(),
+        get_latency: Latency::new(),
+        put_latency: Latency::new(),
     };
     let depth = config.queue_depth;
     let mut window: VecDeque<InFlight<I::Pending>> = VecDeque::with_capacity(depth);
@@ -789,7 +791,7 @@ fn finish(
     result: EngineResult<bool>,
 ) {
     let ns = started.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-    out.latency_ns.saturating_record(ns.max(1));
+    if is_get { &mut out.get_latency } else { &mut out.put_latency }.record_ns(ns);
     out.ops += 1;
     match result {
         Ok(found) => {

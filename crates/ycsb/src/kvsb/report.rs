@@ -5,28 +5,24 @@
 //!
 //! ```text
 //! randfill[0]  :      12.345 micros/op 81004 ops/sec 12.345 seconds 1000000 operations; 316.4 MB/s
-//! randfill[0]  latency micros : p50 3.100 p99 12.000 p99.9 40.200 max 812.000
+//! randfill[0]  put latency micros : p50 3.100 p99 12.000 p99.9 40.200 max 812.000 ops 1000000
 //! randfill[0]  write amplification : 1.0012 (device 4096000000 / user 4016000000 bytes; gc 0 bytes, no GC yet; source /sys/block/loop0/stat)
 //! randfill     : ...
-//! randfill     latency micros : ...
+//! randfill     put latency micros : ...
 //! randfill     write amplification : ...
 //! randfill     cpu : 10.200 micros/op (user 8.000 s, sys 2.200 s, 2000000 ops); rss 412300000 bytes
 //! ```
 //!
 //! The total's seconds are the slowest instance's (they start together), its operations the
-//! sum; micros/op is one over its throughput, as db_bench's for one thread.
+//! sum; micros/op is one over its throughput, as db_bench's for one thread. The latency lines
+//! are [`crate::latency`]'s tail lines, one per operation type that ran (`get`, then `put`;
+//! a YCSB D insert is a put), from submission to completion as the client thread sees it.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
-
 use crate::kvsb::process::CpuTime;
-
-/// Latencies up to an hour, three significant digits.
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
-}
+use crate::latency::{Latency, TailLine};
 
 /// What one instance did in one workload.
 #[derive(Clone, Debug)]
@@ -49,8 +45,9 @@ pub struct InstanceResult {
     pub gc_note: String,
     /// From the barrier to the instance's last completion.
     pub elapsed: Duration,
-    /// Latency of each operation in nanoseconds, submission to completion.
-    pub latency_ns: Histogram<u64>,
+    /// Latency of each get, and of each put, submission to completion.
+    pub get_latency: Latency,
+    pub put_latency: Latency,
 }
 
 impl Default for InstanceResult {
@@ -67,7 +64,8 @@ impl Default for InstanceResult {
             written_source: String::new(),
             gc_note: String::new(),
             elapsed: Duration::ZERO,
-            latency_ns: new_histogram(),
+            get_latency: Latency::new(),
+            put_latency: Latency::new(),
         }
     }
 }
@@ -82,8 +80,11 @@ impl InstanceResult {
         if self.user_bytes == 0 { 0.0 } else { self.device_bytes as f64 / self.user_bytes as f64 }
     }
 
-    fn percentile_us(&self, q: f64) -> f64 {
-        self.latency_ns.value_at_quantile(q) as f64 / 1000.0
+    /// Gets and puts together.
+    pub fn latency(&self) -> Latency {
+        let mut all = self.get_latency.clone();
+        all.merge(&self.put_latency);
+        all
     }
 }
 
@@ -115,10 +116,13 @@ pub struct CsvContext {
     pub sync: bool,
 }
 
-/// The CSV's header line (without a newline).
+/// The CSV's header line (without a newline). `p50_us`, `p99_us` and `p999_us` are of gets
+/// and puts together; the `get_` and `put_` columns are each operation type's tail line
+/// (empty where the workload had none of that type).
 pub const CSV_HEADER: &str = "engine,run,workload,instance,instances,num,key_size,value_size,\
 threads_per_instance,queue_depth,sync,ops,seconds,ops_per_sec,p50_us,p99_us,p999_us,user_bytes,\
-device_bytes,gc_bytes,write_amplification,written_source,cpu_us_per_op,rss_bytes,errors";
+device_bytes,gc_bytes,write_amplification,written_source,cpu_us_per_op,rss_bytes,errors,\
+get_p50_us,get_p99_us,get_p999_us,get_max_us,put_p50_us,put_p99_us,put_p999_us,put_max_us";
 
 impl WorkloadResult {
     /// Operations of all instances.
@@ -140,7 +144,8 @@ impl WorkloadResult {
             t.device_bytes += i.device_bytes;
             t.gc_bytes += i.gc_bytes;
             t.elapsed = t.elapsed.max(i.elapsed);
-            t.latency_ns.add(&i.latency_ns).expect("histograms of one range");
+            t.get_latency.merge(&i.get_latency);
+            t.put_latency.merge(&i.put_latency);
             if t.first_error.is_none() {
                 t.first_error.clone_from(&i.first_error);
             }
@@ -195,6 +200,11 @@ impl WorkloadResult {
         let mut out = String::new();
         let n = self.instances.len();
         let row = |out: &mut String, who: &str, i: &InstanceResult, cpu: &str, rss: &str| {
+            // Gets and puts together, nearest rank (0 without operations).
+            let tail = i.latency().tail();
+            let us = |f: fn(&crate::latency::Tail) -> u64| {
+                tail.as_ref().map_or(0.0, |t| f(t) as f64 / 1000.0)
+            };
             let _ = writeln!(
                 out,
                 "{},{},{},{who},{n},{},{},{},{},{},{},{},{:.6},{:.1},{:.3},{:.3},{:.3},{},{},{},{:.4},{},{cpu},{rss},{}",
@@ -210,9 +220,9 @@ impl WorkloadResult {
                 i.ops,
                 i.elapsed.as_secs_f64(),
                 i.ops_per_sec(),
-                i.percentile_us(0.5),
-                i.percentile_us(0.99),
-                i.percentile_us(0.999),
+                us(|t| t.p50_ns),
+                us(|t| t.p99_ns),
+                us(|t| t.p999_ns),
                 i.user_bytes,
                 i.device_bytes,
                 i.gc_bytes,
@@ -220,6 +230,19 @@ impl WorkloadResult {
                 i.written_source.replace(',', ";"),
                 i.errors
             );
+            // Replace the newline with the per-operation tail columns.
+            out.pop();
+            for latency in [&i.get_latency, &i.put_latency] {
+                match latency.tail() {
+                    Some(t) => {
+                        for ns in [t.p50_ns, t.p99_ns, t.p999_ns, t.max_ns] {
+                            let _ = write!(out, ",{:.3}", ns as f64 / 1000.0);
+                        }
+                    }
+                    None => out.push_str(",,,,"),
+                }
+            }
+            out.push('\n');
         };
         for (k, i) in self.instances.iter().enumerate() {
             row(&mut out, &k.to_string(), i, "", "");
@@ -247,14 +270,11 @@ fn instance_lines(out: &mut String, label: &str, i: &InstanceResult, entry_bytes
         i.ops,
         ops_per_sec * entry_bytes as f64 / 1_048_576.0,
     );
-    let _ = writeln!(
-        out,
-        "{label:<12} latency micros : p50 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}",
-        i.percentile_us(0.5),
-        i.percentile_us(0.99),
-        i.percentile_us(0.999),
-        i.latency_ns.max() as f64 / 1000.0
-    );
+    for (op, latency) in [("get", &i.get_latency), ("put", &i.put_latency)] {
+        if let Some(t) = latency.tail() {
+            let _ = writeln!(out, "{}", t.line(label, op));
+        }
+    }
     waf_line(out, label, i);
 }
 
@@ -282,8 +302,17 @@ pub enum Line {
         seconds: f64,
         ops: u64,
     },
-    /// `... latency micros : p50 X p99 Y p99.9 Z max W`.
-    Latency { workload: String, instance: Option<usize>, p50_us: f64, p99_us: f64, p999_us: f64 },
+    /// `... OP latency micros : p50 X p99 Y p99.9 Z max W ops N` (a [`TailLine`]).
+    Latency {
+        workload: String,
+        instance: Option<usize>,
+        op: String,
+        p50_us: f64,
+        p99_us: f64,
+        p999_us: f64,
+        max_us: f64,
+        ops: u64,
+    },
     /// `... write amplification : W (device D / user U bytes; gc G bytes, ...)`.
     WriteAmplification {
         workload: String,
@@ -323,13 +352,19 @@ impl Line {
                 seconds: num(4)?,
                 ops: int(6)?,
             }),
-            ["latency", "micros"] => Some(Line::Latency {
-                workload,
-                instance,
-                p50_us: num(1)?,
-                p99_us: num(3)?,
-                p999_us: num(5)?,
-            }),
+            [_, "latency", "micros"] => {
+                let t = TailLine::parse(line)?;
+                Some(Line::Latency {
+                    workload,
+                    instance,
+                    op: t.op,
+                    p50_us: t.p50_us,
+                    p99_us: t.p99_us,
+                    p999_us: t.p999_us,
+                    max_us: t.max_us,
+                    ops: t.ops,
+                })
+            }
             ["write", "amplification"] => Some(Line::WriteAmplification {
                 workload,
                 instance,
@@ -366,8 +401,9 @@ mod tests {
             ..InstanceResult::default()
         };
         for v in [1000, 2000, 90_000] {
-            i.latency_ns.record(v).unwrap();
+            i.put_latency.record_ns(v);
         }
+        i.get_latency.record_ns(1500);
         let r = WorkloadResult {
             workload: "ycsb-a".into(),
             instances: vec![i.clone(), i],
@@ -377,7 +413,7 @@ mod tests {
         let text = r.lines(4112);
         let lines: Vec<Line> =
             text.lines().map(|l| Line::parse(l).unwrap_or_else(|| panic!("{l}"))).collect();
-        assert_eq!(lines.len(), 10);
+        assert_eq!(lines.len(), 13);
         assert_eq!(
             lines[0],
             Line::Throughput {
@@ -388,9 +424,19 @@ mod tests {
                 ops: 1000
             }
         );
-        assert!(matches!(lines[6], Line::Throughput { instance: None, ops: 2000, .. }));
         assert!(matches!(
-            lines[8],
+            &lines[1],
+            Line::Latency { op, instance: Some(0), p50_us, max_us, .. }
+                if op == "get" && *p50_us == 1.5 && *max_us == 1.5
+        ));
+        assert!(matches!(
+            &lines[2],
+            Line::Latency { op, p50_us, p99_us, p999_us, max_us, .. }
+                if op == "put" && *p50_us == 2.0 && *p99_us == 90.0 && *p999_us == 90.0 && *max_us == 90.0
+        ));
+        assert!(matches!(lines[8], Line::Throughput { instance: None, ops: 2000, .. }));
+        assert!(matches!(
+            lines[11],
             Line::WriteAmplification {
                 device_bytes: 8_400_000,
                 user_bytes: 8_224_000,
@@ -398,8 +444,8 @@ mod tests {
                 ..
             }
         ));
-        assert!(matches!(lines[9], Line::Cpu { rss_bytes: 12345, .. }));
-        let Line::Cpu { us_per_op, .. } = lines[9] else { unreachable!() };
+        assert!(matches!(lines[12], Line::Cpu { rss_bytes: 12345, .. }));
+        let Line::Cpu { us_per_op, .. } = lines[12] else { unreachable!() };
         assert!((us_per_op - 75.0).abs() < 1e-9);
         assert_eq!(Line::parse("fillrandom : 1 micros/op"), None);
         let c = CsvContext {
@@ -417,5 +463,16 @@ mod tests {
         for l in csv.lines() {
             assert_eq!(l.split(',').count(), CSV_HEADER.split(',').count(), "{l}");
         }
+        let header: Vec<&str> = CSV_HEADER.split(',').collect();
+        let total: Vec<&str> = csv.lines().last().unwrap().split(',').collect();
+        let cell = |name: &str| total[header.iter().position(|h| *h == name).unwrap()];
+        assert_eq!((cell("get_p50_us"), cell("get_max_us")), ("1.500", "1.500"));
+        assert_eq!((cell("put_p99_us"), cell("put_max_us")), ("90.000", "90.000"));
+        let only_gets = WorkloadResult {
+            instances: vec![InstanceResult { ops: 1, ..InstanceResult::default() }],
+            ..r.clone()
+        };
+        let row = only_gets.csv_rows(&c);
+        assert!(row.lines().all(|l| l.ends_with(",,,,,,,,")), "no operations, empty tails: {row}");
     }
 }

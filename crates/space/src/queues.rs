@@ -86,12 +86,33 @@ pub struct Queues {
 
 struct Shared {
     source: QueueSource,
-    /// One pool per class and depth checked out so far (a few: a linear search is cheap).
-    pools: Mutex<Vec<Pool>>,
+    pools: Mutex<Pools>,
+    /// Counted apart from the pools' lock: opening and closing are the slow paths.
     opened: AtomicU64,
-    reused: AtomicU64,
-    returned: AtomicU64,
     discarded: AtomicU64,
+}
+
+/// One pool per class and depth checked out so far (a few: a linear search is cheap), and the
+/// counts of the fast paths, kept under the lock they take anyway so that a checkout and its
+/// return touch no other shared cache line.
+#[derive(Default)]
+struct Pools {
+    pools: Vec<Pool>,
+    reused: u64,
+    returned: u64,
+}
+
+impl Pools {
+    fn pool(&mut self, class: IoClass, depth: u32) -> &mut Pool {
+        let i = match self.pools.iter().position(|p| p.class == class && p.depth == depth) {
+            Some(i) => i,
+            None => {
+                self.pools.push(Pool { class, depth, idle: Vec::new() });
+                self.pools.len() - 1
+            }
+        };
+        &mut self.pools[i]
+    }
 }
 
 struct Pool {
@@ -120,10 +141,8 @@ impl Queues {
         Queues {
             shared: Arc::new(Shared {
                 source,
-                pools: Mutex::new(Vec::new()),
+                pools: Mutex::new(Pools::default()),
                 opened: AtomicU64::new(0),
-                reused: AtomicU64::new(0),
-                returned: AtomicU64::new(0),
                 discarded: AtomicU64::new(0),
             }),
         }
@@ -150,16 +169,12 @@ impl Queues {
     pub fn checkout(&self, spec: PoolSpec) -> Result<PooledQueue> {
         let idle = {
             let mut pools = self.shared.pools.lock();
-            pools
-                .iter_mut()
-                .find(|p| p.class == spec.class && p.depth == spec.depth)
-                .and_then(|p| p.idle.pop())
+            let idle = pools.pool(spec.class, spec.depth).idle.pop();
+            pools.reused += u64::from(idle.is_some());
+            idle
         };
         let queue = match idle {
-            Some(q) => {
-                self.shared.reused.fetch_add(1, Ordering::Relaxed);
-                q
-            }
+            Some(q) => q,
             None => {
                 let opts = QueueOptions { depth: spec.depth, ..QueueOptions::default() };
                 self.open(spec.class, &opts)?
@@ -182,18 +197,20 @@ impl Queues {
     /// Idle queues of `class` and `depth` in their pool now.
     pub fn idle(&self, class: IoClass, depth: u32) -> usize {
         let pools = self.shared.pools.lock();
-        pools.iter().find(|p| p.class == class && p.depth == depth).map_or(0, |p| p.idle.len())
+        let pool = pools.pools.iter().find(|p| p.class == class && p.depth == depth);
+        pool.map_or(0, |p| p.idle.len())
     }
 
     /// The counts since the volume was opened.
     pub fn stats(&self) -> QueueStats {
         let s = &self.shared;
+        let pools = s.pools.lock();
         QueueStats {
             opened: s.opened.load(Ordering::Relaxed),
-            reused: s.reused.load(Ordering::Relaxed),
-            returned: s.returned.load(Ordering::Relaxed),
+            reused: pools.reused,
+            returned: pools.returned,
             discarded: s.discarded.load(Ordering::Relaxed),
-            idle: s.pools.lock().iter().map(|p| p.idle.len()).sum(),
+            idle: pools.pools.iter().map(|p| p.idle.len()).sum(),
         }
     }
 }
@@ -208,17 +225,10 @@ impl Shared {
     /// Rule 3: keeps `queue` idle in its pool unless the pool holds `spec.idle_max` already.
     fn give_back(&self, spec: PoolSpec, queue: VolumeQueue) {
         let mut pools = self.pools.lock();
-        let i = match pools.iter().position(|p| p.class == spec.class && p.depth == spec.depth) {
-            Some(i) => i,
-            None => {
-                pools.push(Pool { class: spec.class, depth: spec.depth, idle: Vec::new() });
-                pools.len() - 1
-            }
-        };
-        let pool = &mut pools[i];
+        let pool = pools.pool(spec.class, spec.depth);
         if pool.idle.len() < spec.idle_max {
             pool.idle.push(queue);
-            self.returned.fetch_add(1, Ordering::Relaxed);
+            pools.returned += 1;
         } else {
             drop(pools);
             self.discard(queue);

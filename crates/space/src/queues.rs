@@ -32,6 +32,9 @@
 //!    the kernel still holds). A user may also close its queue itself
 //!    ([`PooledQueue::discard`]).
 //! 3. A queue given back to a pool that already keeps `idle_max` idle queues is closed.
+//! 4. A queue kept idle forgets which tiers its user wrote since its last flush, so that it
+//!    comes to the next user as a queue just opened: that user's flush covers its own writes
+//!    (on a tiered store, a flush after writes to both tiers is refused as a caller's bug).
 
 use std::ops::{Deref, DerefMut, Range};
 use std::sync::Arc;
@@ -223,7 +226,8 @@ impl std::fmt::Debug for Queues {
 
 impl Shared {
     /// Rule 3: keeps `queue` idle in its pool unless the pool holds `spec.idle_max` already.
-    fn give_back(&self, spec: PoolSpec, queue: VolumeQueue) {
+    fn give_back(&self, spec: PoolSpec, mut queue: VolumeQueue) {
+        queue.forget_writes();
         let mut pools = self.pools.lock();
         let pool = pools.pool(spec.class, spec.depth);
         if pool.idle.len() < spec.idle_max {

@@ -18,8 +18,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use shale_io::{FileOptions, QueueExt, QueueOptions};
-use shale_space::{IoClass, StoreLock, Volume, VolumeOptions};
+use shale_io::{FileOptions, QueueExt};
+use shale_space::{StoreLock, Volume, VolumeOptions};
 
 use crate::error::{Error, Result};
 use crate::index::{Location, Probe};
@@ -93,7 +93,7 @@ pub fn check_store(path: impl AsRef<Path>) -> Result<HashReport> {
         .collect();
 
     // Stage 2: every record, and each key's newest.
-    let mut queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
+    let mut queue = volume.queues().checkout(crate::shard::sync_queues(&HashOptions::default()))?;
     let mut newest: HashMap<Vec<u8>, (u64, Kind, usize, u64)> = HashMap::new();
     let mut reports = Vec::with_capacity(segments.len());
     let (mut records, mut stores) = (0u64, 0u64);

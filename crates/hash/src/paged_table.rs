@@ -110,7 +110,7 @@ impl PagedTable {
     /// # Errors
     /// The space layer's, allocating or writing.
     pub fn create(volume: Arc<Volume>, frames: usize, generation: u64) -> Result<PagedTable> {
-        let queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let queue = volume.queues().open(IoClass::Slot, &QueueOptions::default())?;
         let extent = volume.allocate(slots_for(&volume, BUCKETS_INITIAL))?;
         let table = TableAt { generation, extent, buckets: BUCKETS_INITIAL, entries: 0 };
         let t = PagedTable {
@@ -162,7 +162,7 @@ impl PagedTable {
                 offset: range.start,
             });
         }
-        let queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let queue = volume.queues().open(IoClass::Slot, &QueueOptions::default())?;
         let extent = volume.allocate(slots_for(&volume, snapshot.buckets))?;
         let generation = snapshot.generation + 1;
         let table = TableAt { generation, extent, ..snapshot };

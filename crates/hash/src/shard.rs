@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
-use shale_io::{QueueExt, QueueOptions};
+use shale_io::QueueExt;
 use shale_space::log_page::PAGE_BYTES;
-use shale_space::{IoClass, Volume, VolumeQueue};
+use shale_space::{IoClass, PoolSpec, PooledQueue, Volume, VolumeQueue};
 
 use crate::checkpoint::Checkpoint;
 use crate::error::{Error, Result};
@@ -18,6 +18,15 @@ use crate::meta::CheckpointMeta;
 use crate::options::{HashOptions, HashStats};
 use crate::record::{Kind, Record};
 use crate::value_cache::ValueCache;
+
+/// Depth of the queues of the synchronous reads and writes (io's default queue depth).
+const SYNC_QUEUE_DEPTH: u32 = 32;
+
+/// The volume's pool the synchronous reads and writes of a store with `opts` check their
+/// queues out of: [`HashOptions::read_queues`] of them kept idle.
+pub(crate) fn sync_queues(opts: &HashOptions) -> PoolSpec {
+    PoolSpec { class: IoClass::Slot, depth: SYNC_QUEUE_DEPTH, idle_max: opts.read_queues }
+}
 
 /// Counters the worker keeps.
 #[derive(Debug, Default)]
@@ -69,7 +78,6 @@ pub(crate) struct Shard {
     /// segment leaves its slot `None` for the next segment to take.
     segments: RwLock<Vec<Option<Segment>>>,
     usage: Mutex<Vec<Usage>>,
-    readers: Mutex<Vec<VolumeQueue>>,
     stopped: Mutex<Option<String>>,
     pub counters: Counters,
     /// Iterators open ([`crate::KvIterator`]): while any is, no segment is freed.
@@ -94,7 +102,6 @@ impl Shard {
             values,
             usage: Mutex::new(vec![Usage::default(); segments.len()]),
             segments: RwLock::new(segments.into_iter().map(Some).collect()),
-            readers: Mutex::new(Vec::new()),
             stopped: Mutex::new(None),
             counters: Counters::default(),
             checkpoint: Mutex::new(None),
@@ -241,17 +248,7 @@ impl Shard {
     /// Reads the encoded record at `loc` synchronously, checking every page it spans.
     pub fn read_record(&self, loc: Location) -> Result<Vec<u8>> {
         let at = self.segment(loc.segment).page_address(loc.page);
-        let mut queue = match self.readers.lock().pop() {
-            Some(q) => q,
-            None => self.volume.queue(IoClass::Slot, &QueueOptions::default())?,
-        };
-        let read = queue.read_at(at, usize::from(loc.pages) * PAGE_BYTES);
-        {
-            let mut readers = self.readers.lock();
-            if readers.len() < self.opts.read_queues {
-                readers.push(queue);
-            }
-        }
+        let read = self.open_queue()?.read_at(at, usize::from(loc.pages) * PAGE_BYTES);
         self.record_from(&read?, loc)
     }
 
@@ -259,8 +256,7 @@ impl Shard {
     pub fn read_segment(&self, slot: u32) -> Result<shale_io::AlignedBuf> {
         let seg = self.segment(slot);
         let bytes = self.volume.layout().slot_bytes * u64::from(seg.extent.count);
-        let mut queue = self.volume.queue(IoClass::Slot, &QueueOptions::default())?;
-        Ok(queue.read_at(seg.start, bytes as usize)?)
+        Ok(self.open_queue()?.read_at(seg.start, bytes as usize)?)
     }
 
     /// Whether the record at `loc` is `key`'s (a store: the index never points at a delete).
@@ -295,7 +291,7 @@ impl Shard {
     /// records they named that are still needed were copied after the checkpoint.
     pub fn replay(&self) -> Result<Replayed> {
         let segments = self.segments();
-        let mut queue = self.volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let mut queue = self.open_queue()?;
         let (mut count, mut max_seq, mut last_end) = (0, 0, None);
         let mut covered: Vec<(u64, u32)> = Vec::new();
         let checkpoint = *self.checkpoint.lock();
@@ -338,9 +334,10 @@ impl Shard {
         })
     }
 
-    /// A queue for the synchronous reads of an open.
-    pub fn open_queue(&self) -> Result<VolumeQueue> {
-        Ok(self.volume.queue(IoClass::Slot, &QueueOptions::default())?)
+    /// A queue for synchronous reads and writes (of an open, of a caller, of the worker's
+    /// rare confirmations), from the volume's pool; it goes back when dropped.
+    pub fn open_queue(&self) -> Result<PooledQueue> {
+        Ok(self.volume.queues().checkout(sync_queues(&self.opts))?)
     }
 
     /// Loads the checkpoint `meta` names into the index and the counts; returns the pages
@@ -386,8 +383,7 @@ impl Shard {
     /// Writes `buf` at `address` durably, on a queue of its own (the worker's queue may
     /// have reads in flight).
     pub fn write_durable(&self, address: u64, buf: shale_io::AlignedBuf) -> Result<()> {
-        let mut queue = self.volume.queue(IoClass::Slot, &QueueOptions::default())?;
-        queue.write_at(address, buf, true)?;
+        self.open_queue()?.write_at(address, buf, true)?;
         Ok(())
     }
 
@@ -469,5 +465,31 @@ impl Shard {
             checkpoint_bytes_written: c.checkpoint_bytes.load(Ordering::Relaxed),
             checkpoint_entries_loaded: c.checkpoint_entries.load(Ordering::Relaxed),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shale_io::Queue;
+
+    #[test]
+    fn synchronous_reads_share_the_volume_pool_up_to_read_queues_idle() {
+        let device = Arc::new(shale_io::MemoryDevice::new(16 << 20, 4096).unwrap());
+        let opts = HashOptions { read_queues: 2, ..HashOptions::default() };
+        let volume =
+            Volume::open(device, &shale_space::VolumeOptions::small_for_tests()).unwrap().volume;
+        let shard = Shard::new(volume, opts, Vec::new());
+        let at = shard.volume().layout().slot_offset;
+        for _ in 0..4 {
+            shard.write_durable(at, shale_io::AlignedBuf::zeroed(PAGE_BYTES)).unwrap();
+        }
+        let queues = shard.volume().queues();
+        assert_eq!(queues.stats().opened, 1, "one thread at a time reuses one queue");
+        let held: Vec<_> = (0..3).map(|_| shard.open_queue().unwrap()).collect();
+        assert!(held.iter().all(|q| q.depth() == SYNC_QUEUE_DEPTH as usize));
+        drop(held);
+        let s = queues.stats();
+        assert_eq!((s.opened, s.idle, s.discarded), (3, 2, 1), "read_queues bounds the idle");
     }
 }

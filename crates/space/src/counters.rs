@@ -183,6 +183,13 @@ impl VolumeQueue {
         q
     }
 
+    /// Forgets which lanes were written since their last flush, for a queue handed to a new
+    /// user (`queues.rs`): its flush is to cover its own writes, as on a queue just opened,
+    /// and not be refused for a lane another user wrote.
+    pub(crate) fn forget_writes(&mut self) {
+        self.written = [false; 2];
+    }
+
     /// The byte range of the fast volume this queue may touch.
     pub fn area(&self) -> Range<u64> {
         self.lanes[0].area.clone()

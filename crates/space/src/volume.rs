@@ -36,11 +36,12 @@ use parking_lot::Mutex;
 use shale_io::{AlignedBuf, DeviceRef, QueueExt, QueueOptions};
 
 use crate::allocator::{Allocator, SlotUsage};
-use crate::counters::{ClassSnapshot, IoClass, IoCounters, LazyLane, VolumeQueue};
+use crate::counters::{ClassSnapshot, IoClass, IoCounters, VolumeQueue};
 use crate::engine_kind::EngineKind;
 use crate::error::{Error, Result};
 use crate::header::{FORMAT_VERSION, Header, HeaderCopy};
 use crate::layout::{AREA_ALIGN, HEADER_AREA_BYTES, Layout, LayoutOptions, VERSION_LOG_BYTES_MIN};
+use crate::queues::{QueueSource, Queues, TierSource};
 use crate::tier::{Role, Tier};
 use crate::version_log::{LogState, Repair, VersionLog, Versions};
 use crate::version_record::{BaseRecord, DeltaRecord, Extent};
@@ -183,6 +184,8 @@ pub struct Volume {
     /// The fast volume's file or block device, as opened (canonical), for a volume opened
     /// by path.
     path: Option<std::path::PathBuf>,
+    /// Where every data queue on the volume comes from (`queues.rs`).
+    queues: Queues,
 }
 
 impl std::fmt::Debug for Volume {
@@ -799,7 +802,21 @@ impl Volume {
         read_only: bool,
         damaged: Vec<DamagedCopy>,
     ) -> Volume {
+        let source = |t: &TierDevice| {
+            let l = t.header.layout;
+            TierSource {
+                device: t.device.clone(),
+                wal_area: l.wal_offset..l.wal_offset + l.wal_bytes,
+                slot_offset: l.slot_offset,
+                counters: t.counters.clone(),
+            }
+        };
+        let queues = Queues::new(QueueSource {
+            fast: source(&tiers[0]),
+            capacity: tiers.get(1).map(source),
+        });
         Volume {
+            queues,
             tiers,
             read_only,
             grow_slots_min: opts.grow_slots_min.max(1),
@@ -951,38 +968,18 @@ impl Volume {
     }
 
     /// Opens a queue for data I/O of one class (WAL pages or slots), confined to its area and
-    /// counted. A slot queue of a tiered store reaches both tiers by address
-    /// ([`VolumeQueue`]); the WAL is on the fast volume.
+    /// counted, for an owner that keeps it: [`Queues::open`] of [`Volume::queues`].
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for the header and version-log classes, which only the
-    /// volume itself writes; otherwise the device's error.
+    /// As [`Queues::open`].
     pub fn queue(&self, class: IoClass, opts: &QueueOptions) -> Result<VolumeQueue> {
-        let fast = &self.tiers[0];
-        let l = fast.header.layout;
-        let area = match class {
-            IoClass::Wal => l.wal_offset..l.wal_offset + l.wal_bytes,
-            IoClass::Slot => l.slot_offset..crate::tier::CAPACITY_ADDRESS_BIT,
-            IoClass::Header | IoClass::VersionLog => {
-                return Err(Error::InvalidArgument(format!(
-                    "{} I/O belongs to the volume itself",
-                    class.name()
-                )));
-            }
-        };
-        let inner = fast.device.open_queue(opts)?;
-        match (class, self.tiers.get(1)) {
-            (IoClass::Slot, Some(c)) => {
-                let lane = LazyLane {
-                    device: c.device.clone(),
-                    opts: opts.clone(),
-                    area: c.header.layout.slot_offset..crate::tier::CAPACITY_ADDRESS_BIT,
-                    counters: c.counters.clone(),
-                };
-                Ok(VolumeQueue::tiered(inner, class, area, fast.counters.clone(), lane))
-            }
-            _ => Ok(VolumeQueue::new(inner, class, area, fast.counters.clone())),
-        }
+        self.queues.open(class, opts)
+    }
+
+    /// The volume's queue provisioner: owned queues, pooled ones and queue pairs, one way
+    /// for every engine (`queues.rs`).
+    pub fn queues(&self) -> &Queues {
+        &self.queues
     }
 
     /// Allocates `slots` contiguous slots on the fast tier (a store's only volume when it

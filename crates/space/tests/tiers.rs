@@ -241,3 +241,30 @@ fn tiered_paths_refuse_a_missing_or_shared_capacity_path() {
     assert!(matches!(err, Error::Tiers(_)), "{err}");
     assert!(!cap.exists(), "a missing capacity path of an existing store is never made");
 }
+
+#[test]
+fn a_pooled_queue_reaches_both_tiers_and_comes_back_as_if_just_opened() {
+    let (fast, cap) = devices();
+    let v = Volume::open_tiered(fast, cap, &opts()).unwrap().volume;
+    let a = v.allocate_on(Tier::Fast, 1).unwrap();
+    let b = v.allocate_on(Tier::Capacity, 1).unwrap();
+    let spec = shale_space::PoolSpec { class: IoClass::Slot, depth: 4, idle_max: 1 };
+    let block = |byte: u8| {
+        let mut buf = AlignedBuf::zeroed(4096);
+        buf.fill(byte);
+        buf
+    };
+    // A user writes to the capacity tier and leaves without flushing.
+    let mut q = v.queues().checkout(spec).unwrap();
+    q.write_at(v.extent_range(b).start, block(2), false).unwrap();
+    drop(q);
+    // The next user gets the same queue, writes to the fast tier and flushes: its flush
+    // covers its own write, not refused as a flush over both tiers.
+    let mut q = v.queues().checkout(spec).unwrap();
+    assert_eq!(v.queues().stats().reused, 1);
+    q.write_at(v.extent_range(a).start, block(1), false).unwrap();
+    q.flush().unwrap();
+    assert_eq!(q.read_at(v.extent_range(a).start, 4096).unwrap()[0], 1);
+    assert_eq!(q.read_at(v.extent_range(b).start, 4096).unwrap()[0], 2);
+    assert_eq!(v.tier_io(Tier::Fast, IoClass::Slot).flushes, 1);
+}

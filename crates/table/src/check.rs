@@ -19,8 +19,8 @@
 
 use std::path::Path;
 
-use shale_io::{FileOptions, QueueExt, QueueOptions};
-use shale_space::{IoClass, StoreLock, Volume, VolumeOptions};
+use shale_io::{FileOptions, QueueExt};
+use shale_space::{StoreLock, Volume, VolumeOptions};
 
 use crate::error::{Error, Result};
 use crate::options::{PMEM_FILE_NAME, TableOptions};
@@ -103,7 +103,7 @@ pub fn check_store(dir: impl AsRef<Path>) -> Result<StoreReport> {
     let mut spill_bytes = None;
     if let Some(e) = cat.spill {
         let range = opened.volume.extent_range(e);
-        let mut q = opened.volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let mut q = opened.volume.queues().checkout(crate::batch_io::BLOCK_QUEUES)?;
         let image = q.read_at(range.start, (range.end - range.start) as usize)?.to_vec();
         spill_bytes = Some(range.end - range.start);
         if image[..crate::undo_log::RING_OFFSET].iter().any(|&b| b != 0) {

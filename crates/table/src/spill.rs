@@ -61,7 +61,7 @@ impl SpillArea {
     /// The device's error for the read.
     pub fn open(volume: &Volume, e: Extent) -> Result<SpillArea> {
         let range = volume.extent_range(e);
-        let mut queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let mut queue = volume.queues().open(IoClass::Slot, &QueueOptions::default())?;
         let mirror = queue.read_at(range.start, (range.end - range.start) as usize)?.to_vec();
         Ok(SpillArea { queue, start: range.start, mirror, writes: 0 })
     }
@@ -73,7 +73,7 @@ impl SpillArea {
     /// The device's error.
     pub fn zero(volume: &Volume, e: Extent) -> Result<()> {
         let range = volume.extent_range(e);
-        let mut queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let mut queue = volume.queues().checkout(crate::batch_io::BLOCK_QUEUES)?;
         let zeros = AlignedBuf::zeroed((range.end - range.start) as usize);
         queue.write_at(range.start, zeros, true)?;
         Ok(())

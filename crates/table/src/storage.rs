@@ -30,10 +30,10 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 
-use shale_io::{AlignedBuf, Queue, QueueOptions, QueuePairs};
+use shale_io::{AlignedBuf, QueueOptions, QueuePairs};
 use shale_space::{Edit, Extent, IoClass, Volume, VolumeQueue};
 
-use crate::batch_io::{self, BlockQueue};
+use crate::batch_io::{self, BlockQueue, ReadQueues};
 use crate::block::{self, BLOCK_BYTES, BlockState, HEADER_BYTES, NO_ROW, PAYLOAD_BYTES, Pos};
 use crate::cache::BlockCache;
 use crate::catalog::{self, Catalog, TableMeta};
@@ -207,17 +207,16 @@ impl Storage {
             .filter(|(_, r)| r.before != Before::Commit && !committed.contains(&r.txn))
             .cloned()
             .collect();
+        let queues = volume.queues();
         let pairs = match &opts.queue_pairs {
-            Some(p) => Some(Arc::new(QueuePairs::new(p, |o| {
-                Ok::<_, Error>(Box::new(volume.queue(IoClass::Slot, o)?) as Box<dyn Queue>)
-            })?)),
+            Some(p) => Some(Arc::new(queues.pairs(IoClass::Slot, p)?)),
             None => None,
         };
         let queue = match &pairs {
             Some(p) => BlockQueue::Pairs(p.clone()),
-            None => BlockQueue::Own(volume.queue(IoClass::Slot, &QueueOptions::default())?),
+            None => BlockQueue::Own(queues.open(IoClass::Slot, &QueueOptions::default())?),
         };
-        let index_queue = volume.queue(IoClass::Slot, &QueueOptions::default())?;
+        let index_queue = queues.open(IoClass::Slot, &QueueOptions::default())?;
         let blocks_per_segment = volume.layout().slot_bytes / BLOCK_BYTES as u64;
         let tables = cat
             .tables
@@ -642,7 +641,7 @@ impl Storage {
 
     /// A queue of its own for the store's shared flusher.
     pub fn flush_queue(&self) -> Result<VolumeQueue> {
-        Ok(self.volume.queue(IoClass::Slot, &QueueOptions::default())?)
+        Ok(self.volume.queues().open(IoClass::Slot, &QueueOptions::default())?)
     }
 
     /// Stops the store after a failed write (P5) and returns the error.
@@ -841,13 +840,13 @@ impl Storage {
         result
     }
 
-    /// A queue for reads made outside the store's mutex: one of its own, or the store's
-    /// queue pairs.
-    pub fn read_queue(&self) -> Result<BlockQueue> {
-        Ok(match &self.pairs {
-            Some(p) => BlockQueue::Pairs(p.clone()),
-            None => BlockQueue::Own(self.volume.queue(IoClass::Slot, &QueueOptions::default())?),
-        })
+    /// Where reads made outside the store's mutex get their queues: the volume's pool, or
+    /// the store's queue pairs.
+    pub fn read_queues(&self) -> ReadQueues {
+        match &self.pairs {
+            Some(p) => ReadQueues::Pairs(p.clone()),
+            None => ReadQueues::Pool(self.volume.queues().clone()),
+        }
     }
 
     /// The decoded row of `key` for a scan, found by the ordered index.

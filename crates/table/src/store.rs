@@ -43,9 +43,10 @@ pub(crate) struct Shared {
     /// from `storage` (and shared, not cloned) so that those checks do not take the
     /// store's mutex. Changed only under that mutex, beside the catalog.
     schemas: RwLock<HashMap<u32, Arc<Schema>>>,
-    /// Queues for scans' reads outside `storage`'s mutex, one taken per read-ahead (made
-    /// when none is free: at most one per thread scanning at once).
-    pub read_queues: Mutex<Vec<crate::batch_io::BlockQueue>>,
+    /// Where scans' reads outside `storage`'s mutex take a queue, one per read-ahead: the
+    /// volume's pool (a queue opened when none is idle: at most one per thread scanning at
+    /// once), or the store's queue pairs.
+    pub read_queues: crate::batch_io::ReadQueues,
     pub opts: TableOptions,
     next_txn: AtomicU64,
 }
@@ -317,6 +318,7 @@ impl TableStore {
         let next_txn = AtomicU64::new(storage.max_txn + 1);
         let interval = opts.space_reclaim_interval;
         let group = GroupFlush::new(storage.flush_queue()?);
+        let read_queues = storage.read_queues();
         let mut schemas = HashMap::new();
         for (_, id) in storage.tables() {
             schemas.insert(id, Arc::new(storage.table(id)?.schema.clone()));
@@ -327,7 +329,7 @@ impl TableStore {
             group,
             locks: LockManager::default(),
             schemas: RwLock::new(schemas),
-            read_queues: Mutex::new(Vec::new()),
+            read_queues,
             opts,
             next_txn,
         };

@@ -4,8 +4,8 @@
 //! 1. Under the mutex: the blocks the records at known positions begin in that the cache
 //!    lacks are registered in the cache (`Storage::begin_read_ahead`).
 //! 2. Without it: they are read together, in block order, up to 32 in flight
-//!    (`batch_io.rs`), on a queue taken from the store's pool (made when none is free: at
-//!    most one per thread reading at once).
+//!    (`batch_io.rs`), on a queue checked out of the volume's pool (opened when none is
+//!    idle: at most one per thread reading at once), or on the store's queue pairs.
 //! 3. Under the mutex again: each block read is checked and cached unless anything put it
 //!    in the cache meanwhile (`cache.rs`: the read may be older than a change made during
 //!    it), or its table was dropped.
@@ -15,7 +15,7 @@
 //! This only warms the cache: the caller then reads the rows under the mutex and its locks
 //! as it would have, and a block evicted in between is read again there.
 
-use crate::batch_io;
+use crate::batch_io::{self, BlockQueue};
 use crate::block::Pos;
 use crate::error::Result;
 use crate::store::Shared;
@@ -40,18 +40,13 @@ fn read_ahead(shared: &Shared, table: u32, numbers: &[u64]) -> Result<()> {
     if wanted.is_empty() {
         return Ok(());
     }
-    let queue = shared.read_queues.lock().pop();
-    let made = match queue {
-        Some(q) => Ok(q),
-        None => shared.storage().read_queue(),
-    };
-    let read = match made {
+    let read = match shared.read_queues.take() {
         Ok(mut q) => {
             let addresses: Vec<u64> = wanted.iter().map(|w| w.1).collect();
             let read = batch_io::read_blocks(&mut q, &addresses);
-            // A queue whose reads failed may be broken: it is not kept.
-            if read.is_ok() {
-                shared.read_queues.lock().push(q);
+            // A queue whose reads failed may be broken: it is closed, not given back.
+            if let (Err(_), BlockQueue::Pooled(q)) = (&read, q) {
+                q.discard();
             }
             read
         }

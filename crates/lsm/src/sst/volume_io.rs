@@ -19,7 +19,8 @@
 //! [`SstWriter`]: crate::sst::SstWriter
 //!
 //! Reading takes one of two paths, chosen once per store as well:
-//! - *direct*: O_DIRECT reads of whole device blocks through pooled slot queues (io_uring or
+//! - *direct*: O_DIRECT reads of whole device blocks through slot queues checked out of the
+//!   volume's pools (`shale_space::queues`: [`READ_QUEUES`], [`BATCH_QUEUES`]; io_uring or
 //!   pread); the block cache is the only cache.
 //! - *buffered* (`Options::use_direct_reads = false` on a store opened by path): `pread` on a
 //!   second, read-only descriptor without O_DIRECT ([`BufferedReader`]), so a block-cache miss
@@ -58,12 +59,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::Mutex;
-use shale_io::{
-    AlignedBuf, BufferedReader, BufferedWriter, Completion, Op, Queue, QueueExt, QueueOptions,
-    Request,
-};
-use shale_space::{Extent, IoClass, Tier, Volume, VolumeQueue};
+use shale_io::{AlignedBuf, BufferedReader, BufferedWriter, Completion, Op, Queue, QueueExt, Request};
+use shale_space::{Extent, IoClass, PoolSpec, PooledQueue, Tier, Volume};
 
 use crate::error::{Error, Result};
 use crate::sst::builder::SstImage;
@@ -73,10 +70,11 @@ use crate::sst::reader::{BlockSource, PendingRead, SourceBytes};
 pub const WRITE_BYTES_MAX: usize = 1 << 20;
 /// Write requests in flight while an SST is written.
 pub const WRITES_IN_FLIGHT_MAX: u32 = 4;
-/// Idle read queues a pool keeps; more are opened under load and dropped when given back.
-/// A queue is one io_uring (a file descriptor and a few KiB of rings); setting one up and
-/// tearing it down costs system calls and mmaps, so a pool keeps one per concurrent reader
-/// thread of any sane number rather than churning rings when more than a few read at once.
+/// Idle read queues the volume's pools keep for SST reads; more are opened under load and
+/// closed when given back. A queue is one io_uring (a file descriptor and a few KiB of
+/// rings); setting one up and tearing it down costs system calls and mmaps, so a pool keeps
+/// one per concurrent reader thread of any sane number rather than churning rings when more
+/// than a few read at once.
 pub const POOL_QUEUES_IDLE_MAX: usize = 128;
 /// Bytes of one `POSIX_FADV_WILLNEED` when a new SST is prefetched: the kernel reads at most
 /// its readahead window (128 KiB by default) per call and silently ignores the rest, so a
@@ -87,6 +85,12 @@ const READ_QUEUE_DEPTH: u32 = 1;
 /// Depth of a pooled batch queue ([`QueuePool::read_many`]): the reads of one multi-get in
 /// flight together.
 const BATCH_QUEUE_DEPTH: u32 = 32;
+/// The volume's pool an SST read (or a scan's run read ahead) checks its queue out of.
+pub const READ_QUEUES: PoolSpec =
+    PoolSpec { class: IoClass::Slot, depth: READ_QUEUE_DEPTH, idle_max: POOL_QUEUES_IDLE_MAX };
+/// The volume's pool a batch of reads ([`QueuePool::read_many`]) checks its queue out of.
+pub const BATCH_QUEUES: PoolSpec =
+    PoolSpec { class: IoClass::Slot, depth: BATCH_QUEUE_DEPTH, idle_max: POOL_QUEUES_IDLE_MAX };
 
 /// Bytes read by SST reads that missed the block cache, per path, since open.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,15 +121,13 @@ pub struct PageCacheFiles {
     pub writes: Option<Arc<BufferedWriter>>,
 }
 
-/// How the SSTs of a store are written and read: slot queues shared by the readers (a read
-/// takes one, or opens one when all are busy, and gives it back), or buffered descriptors on
-/// the volume files when the store reads or writes through the page cache. On a tiered store
-/// a queue reaches both tiers by address, and each tier has its own descriptors.
+/// How the SSTs of a store are written and read: slot queues of the volume's pools (a read
+/// checks one out, opened by the volume when none is idle, and it goes back when the read is
+/// done: `shale_space::queues`), or buffered descriptors on the volume files when the store
+/// reads or writes through the page cache. On a tiered store a queue reaches both tiers by
+/// address, and each tier has its own descriptors.
 pub struct QueuePool {
     volume: Arc<Volume>,
-    idle: Mutex<Vec<VolumeQueue>>,
-    /// Idle queues of [`BATCH_QUEUE_DEPTH`], for [`QueuePool::read_many`].
-    batch_idle: Mutex<Vec<VolumeQueue>>,
     /// By tier index: the descriptors reads and writes go through the page cache with, where
     /// they do (see the module's comment). Both tiers are opened alike.
     files: [PageCacheFiles; 2],
@@ -147,7 +149,7 @@ pub struct QueuePool {
 impl std::fmt::Debug for QueuePool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("QueuePool")
-            .field("idle", &self.idle.lock().len())
+            .field("idle", &self.idle_queues())
             .field("files", &self.files)
             .finish()
     }
@@ -182,8 +184,6 @@ impl QueuePool {
     ) -> QueuePool {
         QueuePool {
             volume,
-            idle: Mutex::new(Vec::new()),
-            batch_idle: Mutex::new(Vec::new()),
             files: [fast, capacity],
             tier_buffered_read: Default::default(),
             tier_buffered_written: Default::default(),
@@ -430,13 +430,7 @@ impl QueuePool {
 
     fn read_many_direct(&self, reqs: &[(u64, usize)]) -> Result<Vec<Result<Vec<u8>>>> {
         let bs = u64::from(self.volume.block_bytes());
-        let mut q = match self.batch_idle.lock().pop() {
-            Some(q) => q,
-            None => {
-                let opts = QueueOptions { depth: BATCH_QUEUE_DEPTH, ..QueueOptions::default() };
-                self.volume.queue(IoClass::Slot, &opts)?
-            }
-        };
+        let mut q = self.volume.queues().checkout(BATCH_QUEUES)?;
         let mut out: Vec<Option<Result<Vec<u8>>>> = (0..reqs.len()).map(|_| None).collect();
         let mut done = Vec::new();
         let settle = |done: &mut Vec<Completion>, out: &mut Vec<Option<Result<Vec<u8>>>>| {
@@ -482,31 +476,18 @@ impl QueuePool {
             q.reap(q.in_flight(), &mut done)?;
             settle(&mut done, &mut out);
         }
-        let mut idle = self.batch_idle.lock();
-        if idle.len() < POOL_QUEUES_IDLE_MAX {
-            idle.push(q);
-        }
+        // The queue goes back to its pool as it drops: nothing is in flight.
         Ok(out.into_iter().map(|r| r.expect("every read was reaped")).collect())
     }
 
-    fn take(&self) -> Result<VolumeQueue> {
-        if let Some(q) = self.idle.lock().pop() {
-            return Ok(q);
-        }
-        let opts = QueueOptions { depth: READ_QUEUE_DEPTH, ..QueueOptions::default() };
-        Ok(self.volume.queue(IoClass::Slot, &opts)?)
+    /// A read queue from the volume's pool; it goes back when dropped.
+    pub(crate) fn take(&self) -> Result<PooledQueue> {
+        Ok(self.volume.queues().checkout(READ_QUEUES)?)
     }
 
-    fn give_back(&self, q: VolumeQueue) {
-        let mut idle = self.idle.lock();
-        if idle.len() < POOL_QUEUES_IDLE_MAX {
-            idle.push(q);
-        }
-    }
-
-    /// Queues idle in the pool now.
+    /// Read queues idle in the volume's pool now.
     pub fn idle_queues(&self) -> usize {
-        self.idle.lock().len()
+        self.volume.queues().idle(READ_QUEUES.class, READ_QUEUES.depth)
     }
 }
 
@@ -570,7 +551,7 @@ impl BlockSource for VolumeSource {
         let (aligned_start, aligned_end) = self.device_blocks(offset, end);
         let mut q = pool.take()?;
         let buf = q.read_at(self.start + aligned_start, (aligned_end - aligned_start) as usize)?;
-        pool.give_back(q);
+        drop(q);
         pool.direct_bytes.fetch_add(aligned_end - aligned_start, Ordering::Relaxed);
         let from = (offset - aligned_start) as usize;
         Ok(SourceBytes::aligned(buf, from..from + len))
@@ -596,7 +577,6 @@ impl BlockSource for VolumeSource {
         let buf = AlignedBuf::zeroed((aligned_end - aligned_start) as usize);
         let req = Request { tag: 0, op: Op::Read { offset: self.start + aligned_start, buf } };
         if queue.submit(req).is_err() {
-            pool.give_back(queue);
             return None;
         }
         pool.reads_ahead.fetch_add(1, Ordering::Relaxed);
@@ -615,7 +595,7 @@ impl BlockSource for VolumeSource {
 struct DirectRead {
     pool: Arc<QueuePool>,
     /// `Some` until the read is reaped.
-    queue: Option<VolumeQueue>,
+    queue: Option<PooledQueue>,
     /// The volume offset read.
     at: u64,
     /// The caller's bytes within the device blocks read.
@@ -628,10 +608,10 @@ impl DirectRead {
     fn reap(&mut self) -> Result<Completion> {
         let mut queue = self.queue.take().expect("a direct read is reaped once");
         let mut done = Vec::with_capacity(1);
-        // A failed reap leaves the queue's state unknown: it is dropped (its drop waits for
-        // what the kernel still holds), not pooled.
+        // A failed reap leaves the queue's state unknown: the guard then closes it (its drop
+        // waits for what the kernel still holds) instead of giving it back.
         queue.reap(1, &mut done)?;
-        self.pool.give_back(queue);
+        drop(queue);
         Ok(done.pop().expect("reap(1) returned a completion"))
     }
 }
@@ -671,7 +651,7 @@ mod tests {
     use crate::key::{self, Kind};
     use crate::sst::footer::{FOOTER_BYTES, Footer};
     use crate::sst::{IndexAndFilter, SstBuilder, SstOptions, SstReader, bloom_hash};
-    use shale_io::{Device, Fault, FaultPlan, MemoryDevice, OpKind, SimDevice};
+    use shale_io::{Device, Fault, FaultPlan, MemoryDevice, OpKind, QueueOptions, SimDevice};
     use shale_space::VolumeOptions;
 
     fn image(entries: u32, slot_bytes: u64) -> SstImage {

@@ -145,7 +145,7 @@ impl QueuePool {
             }
             None => {
                 let opts = QueueOptions { depth: WRITES_IN_FLIGHT_MAX, ..QueueOptions::default() };
-                match volume.queue(IoClass::Slot, &opts) {
+                match volume.queues().open(IoClass::Slot, &opts) {
                     Ok(q) => Path::Direct { q, failed: None },
                     Err(e) => {
                         volume.release(extent);
@@ -282,8 +282,7 @@ impl SstWriter {
         self.pool.count_relocation();
         let tier = self.reserved.expect("a writer relocates before it finishes").tier;
         let mut to = self.pool.sst_writer_exact(tier, image.len())?;
-        let slot_queue = QueueOptions { depth: 1, ..QueueOptions::default() };
-        let mut q = self.pool.volume().queue(IoClass::Slot, &slot_queue)?;
+        let mut q = self.pool.take()?;
         let mut at = 0;
         while at < self.written {
             let len = (self.written - at).min(WRITE_BYTES_MAX as u64) as usize;

@@ -43,8 +43,9 @@
 //! checkpoint can still hold them; an owner that may meet them says so in its
 //! [`PageShape`], and [`decode`] reads them into the same [`Page`]. Writers write only the
 //! format above: an open copies the snapshot into a working table written in this format,
-//! and the next checkpoint (a bounded store writes one at close) names a snapshot in this
-//! format, after which no legacy page is named. The table engine's own page (`SHIX`) needs
+//! and the next checkpoint (every `checkpoint_bytes` of log, and at close when anything was
+//! written or replayed since the last) names a snapshot in this format, after which no
+//! legacy page is named. Nothing records a snapshot's format: each page says it by its magic. The table engine's own page (`SHIX`) needs
 //! no legacy reader: its index pages are never named by the version log, and every open
 //! rebuilds them from the rows, so no build ever reads one that another build wrote.
 

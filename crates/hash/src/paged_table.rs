@@ -1,9 +1,8 @@
 //! The bounded index's digest table: the (digest, packed location) entries kept in pages on
 //! the volume (the space layer's index pages, entries as `index_page.rs` says), one page per
-//! bucket, read and changed through a page cache
-//! of a fixed number of frames (`page_cache.rs`). Resident memory is the cache and a few
-//! fixed fields, however many keys there are (KV-SSD keeps its index in the device the same
-//! way).
+//! bucket, read and changed through a page cache of a fixed number of frames
+//! (`page_cache.rs`). Resident memory is the cache and a few fixed fields, however many keys
+//! there are (KV-SSD keeps its index in the device the same way).
 //!
 //! The table is one extent holding `buckets` pages, a power of two; a digest's bucket is a
 //! hash of it modulo `buckets`. When the entries pass half the table's room, or a bucket's

@@ -6,16 +6,17 @@
 //! Entries live in memory up to a threshold (`TableOptions::index_memory_entries`); past
 //! it, new entries go to *index pages* on the volume (the space layer's one index-page
 //! format, entries as `index_page.rs` says), as the paper's metafiles do, and lookups of
-//! keys whose hash lands there read a page or more. The pages form a hash table of their own: an entry goes to page `hash % pages`, or, when that page
-//! is full, to the next one with room, the pages it passes marked "overflowed" so that
-//! lookups go on past them. When the pages are 60% full, a new area of twice as many is
-//! written and the old one given back.
+//! keys whose hash lands there read a page or more. The pages form a hash table of their
+//! own: an entry goes to page `hash % pages`, or, when that page is full, to the next one
+//! with room, the pages it passes marked "overflowed" so that lookups go on past them. When
+//! the pages are 60% full, a new area of twice as many is written and the old one given
+//! back.
 //!
 //! The index is rebuilt at every open by scanning the table's blocks (the row records are
 //! the truth), pages included: an index area is a pending extent of the space layer, never
 //! committed, so a crash forgets it, and its pages are written without being made durable.
-//! A page read back is checked (checksum, table, number, area and its size), and damage is
-//! [`Error::Corruption`].
+//! A page read back is checked (checksum, table, number, area and its size), and damage
+//! is [`Error::Corruption`].
 
 use std::collections::HashMap;
 

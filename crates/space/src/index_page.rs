@@ -45,9 +45,14 @@
 //! format above: an open copies the snapshot into a working table written in this format,
 //! and the next checkpoint (every `checkpoint_bytes` of log, and at close when anything was
 //! written or replayed since the last) names a snapshot in this format, after which no
-//! legacy page is named. Nothing records a snapshot's format: each page says it by its magic. The table engine's own page (`SHIX`) needs
-//! no legacy reader: its index pages are never named by the version log, and every open
-//! rebuilds them from the rows, so no build ever reads one that another build wrote.
+//! legacy page is named. Nothing records a snapshot's format: each page says it by its
+//! magic. A build from before this format refuses pages of it as damage ("not an index
+//! page"): a store does not move back. The table engine's own page (`SHIX`) needs no legacy
+//! reader: its index pages are never named by the version log, and every open rebuilds them
+//! from the rows, so no build ever reads one that another build wrote.
+//!
+//! A later change of this format steps [`FORMAT_VERSION`]; readers keep reading the versions
+//! before it, as they read `SHIXPG01` here.
 
 use std::fmt;
 

@@ -1,47 +1,33 @@
-//! The on-volume page of the bounded index (`IndexMode::Bounded`): one bucket of the paged
-//! digest table (`paged_table.rs`), holding the (digest, packed location) entries whose
-//! digest hashes to it.
+//! The entries of the bounded index's pages (`IndexMode::Bounded`): one page per bucket of
+//! the paged digest table (`paged_table.rs`), holding the (digest, packed location) entries
+//! whose digest hashes to it. The page around them is the space layer's one index-page
+//! format (`shale_space::index_page`, byte layout there), which names the page's table
+//! (generation), bucket (page number) and bucket count (pages); this module owns only the
+//! entries and the rule that ties them to their bucket.
 //!
 //! ```text
-//! offset  size     field (integers little-endian)
-//! 0       8        magic b"SHIXPG01"
-//! 8       8        table generation (u64): the table the page belongs to
-//! 16      4        bucket (u32): which bucket of that table it is
-//! 20      4        buckets (u32): how many buckets the table has (a power of two)
-//! 24      2        entries n (u16), at most ENTRIES_MAX (254)
-//! 26      2        reserved, 0
-//! 28      16 x n   entries: digest (u64), packed location (u64, never 0)
-//! ..      ..       zeros up to byte 4092
-//! 4092    4        crc32c (u32) of bytes [0, 4092)
+//! entry (16 bytes, integers little-endian)
+//! 0       8        digest (u64): must hash to the page's bucket (`bucket_of`)
+//! 8       8        packed location (u64), never 0
 //! ```
 //!
-//! A page is self-describing: it names its table, bucket and table size, and every digest in
-//! it must hash to its bucket, so a page read from the wrong place (a misdirected write, a
-//! stale table, a slot reused) is refused as well as a damaged one. Every page of a live
-//! table was written by this store (a table starts with all its pages written), so any page
-//! that does not decode is damage, never an empty bucket.
+//! Every page of a live table was written by this store (a table starts with all its pages
+//! written), so any page that does not decode is damage, never an empty bucket. Snapshots
+//! written before the one format hold `SHIXPG01` pages, which the space layer still reads
+//! for this shape (`Legacy::HashBucketV1`); this build writes only the one format.
 
-use shale_space::log_page::PAGE_BYTES;
+use shale_space::index_page::{self, Legacy, PAGE_BYTES, PageId, PageShape};
 
-const MAGIC: &[u8; 8] = b"SHIXPG01";
-/// Bytes before the entries.
-const HEADER_BYTES: usize = 28;
-/// Bytes of the checksum at the page's end.
-const CRC_BYTES: usize = 4;
-/// Bytes of one entry.
-const ENTRY_BYTES: usize = 16;
+/// The shape of the bounded index's pages: 16-byte entries, no flags, and the hash engine's
+/// page before the one format still read.
+const SHAPE: PageShape =
+    PageShape { entry_bytes: 16, flags_known: 0, legacy: Some(Legacy::HashBucketV1) };
 /// Most entries a page holds.
-pub const ENTRIES_MAX: usize = (PAGE_BYTES - HEADER_BYTES - CRC_BYTES) / ENTRY_BYTES;
+pub const ENTRIES_MAX: usize = SHAPE.entries_max();
 
-/// Where a page belongs: what a decoded page must say of itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PageAt {
-    /// The table's generation.
-    pub generation: u64,
-    /// The bucket.
-    pub bucket: u32,
-    /// Buckets in the table (a power of two).
-    pub buckets: u32,
+/// The page of bucket `bucket` of the table of generation `generation` and `buckets` buckets.
+pub fn page_id(generation: u64, bucket: u32, buckets: u32) -> PageId {
+    PageId { generation, number: bucket, pages: buckets }
 }
 
 /// The bucket of `digest` in a table of `buckets` buckets (a power of two). The digest is
@@ -58,82 +44,65 @@ pub fn bucket_of(digest: u64, buckets: u32) -> u32 {
     (h & u64::from(buckets - 1)) as u32
 }
 
-/// The page image of `entries` (at most [`ENTRIES_MAX`]) for bucket `at`.
+/// The page image of `entries` (at most [`ENTRIES_MAX`]) as page `at`.
 ///
 /// # Panics
 /// If there are too many entries or one has location 0 (bugs).
-pub fn encode(at: PageAt, entries: &[(u64, u64)], out: &mut [u8]) {
+pub fn encode(at: PageId, entries: &[(u64, u64)], out: &mut [u8]) {
     assert!(entries.len() <= ENTRIES_MAX, "a page holds at most {ENTRIES_MAX} entries");
-    assert_eq!(out.len(), PAGE_BYTES);
-    out.fill(0);
-    out[..8].copy_from_slice(MAGIC);
-    out[8..16].copy_from_slice(&at.generation.to_le_bytes());
-    out[16..20].copy_from_slice(&at.bucket.to_le_bytes());
-    out[20..24].copy_from_slice(&at.buckets.to_le_bytes());
-    out[24..26].copy_from_slice(&(entries.len() as u16).to_le_bytes());
-    for (i, &(d, loc)) in entries.iter().enumerate() {
+    index_page::encode(out, &SHAPE, at, 0, entries.len(), |i, e| {
+        let (d, loc) = entries[i];
         assert_ne!(loc, 0, "a location of 0 is not a record's");
-        debug_assert_eq!(bucket_of(d, at.buckets), at.bucket);
-        let o = HEADER_BYTES + i * ENTRY_BYTES;
-        out[o..o + 8].copy_from_slice(&d.to_le_bytes());
-        out[o + 8..o + 16].copy_from_slice(&loc.to_le_bytes());
-    }
-    let crc = crc32c::crc32c(&out[..PAGE_BYTES - CRC_BYTES]);
-    out[PAGE_BYTES - CRC_BYTES..].copy_from_slice(&crc.to_le_bytes());
+        debug_assert_eq!(bucket_of(d, at.pages), at.number);
+        e[..8].copy_from_slice(&d.to_le_bytes());
+        e[8..].copy_from_slice(&loc.to_le_bytes());
+    });
 }
 
-/// Decodes the page of bucket `at` into `entries` (cleared first).
+/// Decodes the page `at` into `entries` (cleared first).
 ///
 /// # Errors
 /// What is wrong, for a Corruption error.
 pub fn decode(
     bytes: &[u8],
-    at: PageAt,
+    at: PageId,
     entries: &mut Vec<(u64, u64)>,
 ) -> std::result::Result<(), String> {
     entries.clear();
-    if bytes.len() != PAGE_BYTES {
-        return Err(format!("index page of {} bytes", bytes.len()));
+    let page = index_page::decode(bytes, &SHAPE, at).map_err(|r| r.to_string())?;
+    if !at.pages.is_power_of_two() {
+        return Err(format!("index page of a table of {} buckets", at.pages));
     }
-    let stored = u32::from_le_bytes(bytes[PAGE_BYTES - CRC_BYTES..].try_into().unwrap());
-    if crc32c::crc32c(&bytes[..PAGE_BYTES - CRC_BYTES]) != stored {
-        return Err("index page checksum mismatch".into());
-    }
-    if &bytes[..8] != MAGIC {
-        return Err("not an index page (magic)".into());
-    }
-    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
-    let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
-    let found = PageAt { generation: u64_at(8), bucket: u32_at(16), buckets: u32_at(20) };
-    if found != at {
-        return Err(format!("index page of {found:?} where {at:?} belongs"));
-    }
-    let n = usize::from(u16::from_le_bytes([bytes[24], bytes[25]]));
-    if n > ENTRIES_MAX || bytes[26..28] != [0, 0] {
-        return Err(format!("index page header: {n} entries"));
-    }
-    let end = HEADER_BYTES + n * ENTRY_BYTES;
-    if bytes[end..PAGE_BYTES - CRC_BYTES].iter().any(|&b| b != 0) {
-        return Err("bytes after the index page's entries".into());
-    }
-    for i in 0..n {
-        let o = HEADER_BYTES + i * ENTRY_BYTES;
-        let (d, loc) = (u64_at(o), u64_at(o + 8));
-        if loc == 0 || !at.buckets.is_power_of_two() || bucket_of(d, at.buckets) != at.bucket {
-            return Err(format!("index page entry {i} does not belong in bucket {}", at.bucket));
+    for (i, e) in page.entries().enumerate() {
+        let d = u64::from_le_bytes(e[..8].try_into().unwrap());
+        let loc = u64::from_le_bytes(e[8..].try_into().unwrap());
+        if loc == 0 || bucket_of(d, at.pages) != at.number {
+            return Err(format!("index page entry {i} does not belong in bucket {}", at.number));
         }
         entries.push((d, loc));
     }
     Ok(())
 }
 
+/// A page image in the format before the one format (`SHIXPG01`), for the tests and fuzz
+/// seeds that check it is still read; nothing in a store writes one.
+pub fn encode_legacy(at: PageId, entries: &[(u64, u64)]) -> Vec<u8> {
+    let bytes: Vec<u8> = entries
+        .iter()
+        .flat_map(|&(d, l)| d.to_le_bytes().into_iter().chain(l.to_le_bytes()))
+        .collect();
+    let mut page = vec![0u8; PAGE_BYTES];
+    index_page::legacy::encode_hash_bucket_v1(&mut page, at, &bytes);
+    page
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn full_page(at: PageAt) -> Vec<(u64, u64)> {
+    fn full_page(at: PageId) -> Vec<(u64, u64)> {
         (0u64..)
-            .filter(|&d| bucket_of(d, at.buckets) == at.bucket)
+            .filter(|&d| bucket_of(d, at.pages) == at.number)
             .take(ENTRIES_MAX)
             .map(|d| (d, d + 1))
             .collect()
@@ -141,7 +110,8 @@ mod tests {
 
     #[test]
     fn a_full_page_round_trips_and_every_flip_or_truncation_is_refused() {
-        let at = PageAt { generation: 7, bucket: 3, buckets: 8 };
+        assert_eq!(ENTRIES_MAX, 254, "as many entries as the page before the one format");
+        let at = page_id(7, 3, 8);
         let entries = full_page(at);
         let mut page = vec![0u8; PAGE_BYTES];
         encode(at, &entries, &mut page);
@@ -154,13 +124,43 @@ mod tests {
             assert!(decode(&bad, at, &mut got).is_err(), "flip at {i} accepted");
         }
         assert!(decode(&page[..PAGE_BYTES - 1], at, &mut got).is_err());
-        for other in [
-            PageAt { generation: 8, ..at },
-            PageAt { bucket: 4, ..at },
-            PageAt { buckets: 16, ..at },
-        ] {
+        for other in [page_id(8, 3, 8), page_id(7, 4, 8), page_id(7, 3, 16)] {
             assert!(decode(&page, other, &mut got).is_err(), "{other:?} accepted");
         }
+    }
+
+    /// A page the envelope accepts is still refused when an entry does not belong in it.
+    #[test]
+    fn an_entry_of_another_bucket_or_of_location_0_is_refused() {
+        let at = page_id(7, 3, 8);
+        let stray = (0u64..).find(|&d| bucket_of(d, 8) != 3).unwrap();
+        let mine = (0u64..).find(|&d| bucket_of(d, 8) == 3).unwrap();
+        for bad in [[(mine, 5u64), (stray, 6)], [(mine, 5), (mine, 0)]] {
+            let bytes: Vec<u8> = bad
+                .iter()
+                .flat_map(|&(d, l)| d.to_le_bytes().into_iter().chain(l.to_le_bytes()))
+                .collect();
+            let mut page = vec![0u8; PAGE_BYTES];
+            index_page::encode(&mut page, &SHAPE, at, 0, 2, |i, e| {
+                e.copy_from_slice(&bytes[i * 16..(i + 1) * 16])
+            });
+            let err = decode(&page, at, &mut Vec::new()).unwrap_err();
+            assert!(err.contains("entry 1"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_page_written_before_the_one_format_reads_back() {
+        let at = page_id(7, 3, 8);
+        let entries = full_page(at);
+        let page = encode_legacy(at, &entries);
+        let mut got = Vec::new();
+        decode(&page, at, &mut got).unwrap();
+        assert_eq!(got, entries);
+        assert!(decode(&page, page_id(6, 3, 8), &mut got).is_err());
+        let mut bad = page.clone();
+        bad[200] ^= 0x20;
+        assert!(decode(&bad, at, &mut got).is_err());
     }
 
     #[test]

@@ -89,7 +89,7 @@ pub mod fuzz {
         buckets: u32,
     ) -> std::result::Result<Vec<(u64, u64)>, String> {
         let mut entries = Vec::new();
-        let at = crate::index_page::PageAt { generation, bucket, buckets };
+        let at = crate::index_page::page_id(generation, bucket, buckets);
         crate::index_page::decode(page, at, &mut entries)?;
         Ok(entries)
     }
@@ -102,10 +102,24 @@ pub mod fuzz {
         bucket: u32,
         buckets: u32,
     ) -> Vec<u8> {
-        let mut page = vec![0u8; shale_space::log_page::PAGE_BYTES];
-        let at = crate::index_page::PageAt { generation, bucket, buckets };
+        let mut page = vec![0u8; shale_space::index_page::PAGE_BYTES];
+        let at = crate::index_page::page_id(generation, bucket, buckets);
         crate::index_page::encode(at, entries, &mut page);
         page
+    }
+
+    /// The page image of `entries` in the format before the one index-page format
+    /// (`SHIXPG01`), which readers still accept: for seeds and tests, never written by a store.
+    pub fn encode_legacy_index_page(
+        entries: &[(u64, u64)],
+        generation: u64,
+        bucket: u32,
+        buckets: u32,
+    ) -> Vec<u8> {
+        crate::index_page::encode_legacy(
+            crate::index_page::page_id(generation, bucket, buckets),
+            entries,
+        )
     }
 
     /// Digests that belong to bucket `bucket` of a table of `buckets` buckets, for seeds.

@@ -1,8 +1,8 @@
 //! The bounded index's digest table: the (digest, packed location) entries kept in pages on
-//! the volume (`index_page.rs`), one page per bucket, read and changed through a page cache
-//! of a fixed number of frames (`page_cache.rs`). Resident memory is the cache and a few
-//! fixed fields, however many keys there are (KV-SSD keeps its index in the device the same
-//! way).
+//! the volume (the space layer's index pages, entries as `index_page.rs` says), one page per
+//! bucket, read and changed through a page cache of a fixed number of frames
+//! (`page_cache.rs`). Resident memory is the cache and a few fixed fields, however many keys
+//! there are (KV-SSD keeps its index in the device the same way).
 //!
 //! The table is one extent holding `buckets` pages, a power of two; a digest's bucket is a
 //! hash of it modulo `buckets`. When the entries pass half the table's room, or a bucket's
@@ -27,11 +27,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use shale_io::{AlignedBuf, Op, Queue, QueueExt, QueueOptions, Request as IoRequest};
-use shale_space::log_page::PAGE_BYTES;
+use shale_space::index_page::PAGE_BYTES;
 use shale_space::{Extent, IoClass, Volume, VolumeQueue};
 
 use crate::error::{Error, Result};
-use crate::index_page::{self, ENTRIES_MAX, PageAt};
+use crate::index_page::{self, ENTRIES_MAX, page_id};
 use crate::page_cache::{Evicted, PageCache};
 
 /// Buckets of a new table.
@@ -367,7 +367,7 @@ impl Inner {
             let image = self.queue.read_at(at, PAGE_BYTES)?;
             counters.reads.fetch_add(1, Ordering::Relaxed);
             let mut entries = std::mem::take(&mut self.scratch);
-            let page = PageAt { generation: table.generation, bucket: b, buckets: table.buckets };
+            let page = page_id(table.generation, b, table.buckets);
             let decoded = index_page::decode(&image, page, &mut entries);
             let result = decoded.map_err(|why| Error::Corruption {
                 what: format!("bounded index page, bucket {b}: {why}"),
@@ -424,8 +424,7 @@ impl Inner {
                 break;
             }
             let mut buf = AlignedBuf::zeroed(PAGE_BYTES);
-            let at =
-                PageAt { generation: table.generation, bucket: e.bucket, buckets: table.buckets };
+            let at = page_id(table.generation, e.bucket, table.buckets);
             index_page::encode(at, &e.entries, &mut buf);
             let op = Op::Write { offset: self.address(table, e.bucket), buf, durable: false };
             if let Err((err, _)) = self.queue.submit(IoRequest { tag: u64::from(e.bucket), op }) {
@@ -454,11 +453,7 @@ impl Inner {
     ) -> Result<()> {
         let mut buf = AlignedBuf::zeroed(pages.len() * PAGE_BYTES);
         for (k, entries) in pages.iter().enumerate() {
-            let at = PageAt {
-                generation: table.generation,
-                bucket: first + k as u32,
-                buckets: table.buckets,
-            };
+            let at = page_id(table.generation, first + k as u32, table.buckets);
             index_page::encode(at, entries, &mut buf[k * PAGE_BYTES..(k + 1) * PAGE_BYTES]);
         }
         let addr = self.address(table, first);
@@ -488,7 +483,7 @@ impl Inner {
                 continue;
             }
             let mut entries = Vec::new();
-            let page = PageAt { generation: table.generation, bucket: b, buckets: table.buckets };
+            let page = page_id(table.generation, b, table.buckets);
             let bytes = &image[k as usize * PAGE_BYTES..(k as usize + 1) * PAGE_BYTES];
             index_page::decode(bytes, page, &mut entries).map_err(|why| Error::Corruption {
                 what: format!("bounded index page, bucket {b}: {why}"),

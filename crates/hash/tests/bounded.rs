@@ -13,6 +13,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_hash::{Error, HashOptions, HashStore, IndexMode, StoreMode};
 use shale_io::{Damage, SimDevice};
+use shale_space::index_page;
 
 fn bounded() -> HashOptions {
     HashOptions { index: BOUNDED, queue_depth: 128, ..small_options() }
@@ -111,16 +112,24 @@ fn a_four_page_cache_over_a_doubling_table_matches_a_hash_map() {
 }
 
 /// The pages of the newest table on `image` (highest generation) holding more than 20
-/// entries: tables a doubling or a checkpoint replaced are still on the device.
+/// entries: tables a doubling or a checkpoint replaced are still on the device. The fields
+/// are the space layer's index page's (`shale_space::index_page`).
 fn newest_table_pages(image: &[u8]) -> Vec<u64> {
     let generation =
-        |p: usize| u64::from_le_bytes(image[p * 4096 + 8..p * 4096 + 16].try_into().unwrap());
-    let is_page = |p: &usize| &image[p * 4096..p * 4096 + 8] == b"SHIXPG01";
+        |p: usize| u64::from_le_bytes(image[p * 4096 + 16..p * 4096 + 24].try_into().unwrap());
+    let entries =
+        |p: usize| u16::from_le_bytes(image[p * 4096 + 12..p * 4096 + 14].try_into().unwrap());
+    let is_page = |p: &usize| &image[p * 4096..p * 4096 + 4] == index_page::MAGIC;
     let newest = (0..image.len() / 4096).filter(is_page).map(generation).max().unwrap();
     (0..image.len() / 4096)
-        .filter(|p| is_page(p) && generation(*p) == newest && image[p * 4096 + 24] > 20)
+        .filter(|p| is_page(p) && generation(*p) == newest && entries(*p) > 20)
         .map(|p| p as u64 * 4096)
         .collect()
+}
+
+/// A byte inside the location of entry `n % 20` of the page at `page` (the page holds more).
+fn entry_byte(page: u64, n: usize) -> u64 {
+    page + index_page::HEADER_BYTES as u64 + 16 * (n as u64 % 20) + 9
 }
 
 #[test]
@@ -136,7 +145,7 @@ fn a_damaged_index_page_is_corruption_never_a_wrong_value() {
     assert!(pages.len() >= 16, "{} snapshot pages", pages.len());
     for (n, &page) in pages.iter().enumerate().step_by(5) {
         let damaged = SimDevice::from_image(image.clone(), 4096, 0).unwrap();
-        damaged.corrupt(page + 28 + 16 * (n as u64 % 20) + 9, 0x04);
+        damaged.corrupt(entry_byte(page, n), 0x04);
         let r = HashStore::open_device(device(&damaged), bounded());
         assert!(matches!(r, Err(Error::Corruption { .. })), "page at {page}: {r:?}");
     }
@@ -145,7 +154,7 @@ fn a_damaged_index_page_is_corruption_never_a_wrong_value() {
     let store = open(&d, &bounded());
     let pages = newest_table_pages(&d.current_image());
     for (n, &page) in pages.iter().enumerate() {
-        d.corrupt(page + 28 + 16 * (n as u64 % 20) + 9, 0x04);
+        d.corrupt(entry_byte(page, n), 0x04);
     }
     let mut corrupt = 0;
     for i in 0..3000 {

@@ -1,6 +1,6 @@
 //! Format fixtures (docs/testing.md, "Format fixtures"): small hash stores written by an
 //! earlier build and committed under `tests/fixtures/format-<volume format>/`, one per index
-//! mode, each with segments collected by garbage collection and an index checkpoint (in
+//! mode and index-page format ([`FIXTURES`]), each with segments collected by garbage collection and an index checkpoint (in
 //! memory mode with log past it; a bounded store checkpoints at close). Each is checked end to end (`check_store`: every page's checksum, every record,
 //! the checkpoint, the index rebuilt and compared), opened by today's code, read back key by
 //! key and by iterator against the recipe that wrote it, written to, closed, checked and read
@@ -22,12 +22,43 @@ use shale_testkit::format_fixtures;
 /// Volume format (the space layer's header version) the generator writes.
 const FORMAT: u32 = shale_space::header::FORMAT_VERSION;
 
-/// The fixtures the tests read: (volume format, archive name, index mode). The names carry the
-/// engine's own format: `hash01` for its version-log payloads (`SHHASH01`), checkpoints
-/// (`SHCKPT01`) and index pages (`SHIXPG01`). Every archive under `tests/fixtures` must be
+/// The fixtures the tests read: (volume format, archive name, index mode, index pages). The
+/// names carry the engine's own format: `hash01` for its version-log payloads (`SHHASH01`),
+/// checkpoints (`SHCKPT01`) and, in bounded mode, its own index pages (`SHIXPG01`); `hash02`
+/// for the same payloads and checkpoints with the space layer's one index-page format
+/// (`SHIP` version 1, `shale_space::index_page`). A memory-mode store writes no index page,
+/// so `hash01-memory` is today's format still. Every archive under `tests/fixtures` must be
 /// listed here (`every_fixture_is_read`).
-const FIXTURES: &[(u32, &str, IndexMode)] =
-    &[(3, "hash01-memory.tar.zst", IndexMode::InMemory), (3, "hash01-bounded.tar.zst", BOUNDED)];
+const FIXTURES: &[(u32, &str, IndexMode, Pages)] = &[
+    (3, "hash01-memory.tar.zst", IndexMode::InMemory, Pages::None),
+    (3, "hash01-bounded.tar.zst", BOUNDED, Pages::Legacy),
+    (3, "hash02-bounded.tar.zst", BOUNDED, Pages::One),
+];
+
+/// The index pages a fixture's volume holds, as it was committed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pages {
+    /// None (memory mode).
+    None,
+    /// The hash engine's own, before the one format (`SHIXPG01`), and no other.
+    Legacy,
+    /// The space layer's one format (`SHIP`), and no other.
+    One,
+}
+
+/// Counts the 4 KiB pages of the files in `dir` that begin with the one format's magic and
+/// with the legacy format's.
+fn index_pages_in(dir: &std::path::Path) -> (usize, usize) {
+    let (mut one, mut legacy) = (0, 0);
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        for page in bytes.chunks_exact(shale_space::index_page::PAGE_BYTES) {
+            one += usize::from(&page[..4] == shale_space::index_page::MAGIC);
+            legacy += usize::from(&page[..8] == b"SHIXPG01");
+        }
+    }
+    (one, legacy)
+}
 
 /// The bounded mode of the fixtures: the smallest page cache.
 const BOUNDED: IndexMode = IndexMode::Bounded { cache_bytes: shale_hash::INDEX_CACHE_BYTES_MIN };
@@ -164,13 +195,22 @@ fn more_steps() -> Vec<Step> {
 /// Unpacks a fixture, checks it, opens it and reads it against its recipe, writes to it,
 /// closes it, checks it again and reads it back.
 fn read_fixture(name: &str) {
-    let &(format, _, index) =
+    let &(format, _, index, pages) =
         FIXTURES.iter().find(|f| f.1 == name).expect("a fixture listed in FIXTURES");
     let archive = format_fixtures::dir(env!("CARGO_MANIFEST_DIR"), format).join(name);
     let tmp = tempfile::tempdir().unwrap();
     format_fixtures::unpack(&archive, tmp.path());
     let dir = tmp.path();
     let mut model = recipe_model();
+
+    // The fixture holds the index pages it stands for, so its test reads that format.
+    let (one, legacy) = index_pages_in(dir);
+    let expected = match pages {
+        Pages::None => one == 0 && legacy == 0,
+        Pages::Legacy => one == 0 && legacy > 0,
+        Pages::One => one > 0 && legacy == 0,
+    };
+    assert!(expected, "{name}: {one} index pages of the one format, {legacy} legacy ones");
 
     let report = shale_hash::check_store(dir).unwrap();
     assert_eq!(report.keys, model.len() as u64, "{name}: {report:?}");
@@ -192,6 +232,9 @@ fn read_fixture(name: &str) {
     }
     verify(&store, &model, KEYS, name);
     store.close();
+    // A bounded store's open copied its snapshot into pages of the one format, and its
+    // close wrote a snapshot in it: whatever format the fixture had, this one is today's.
+    assert!(pages == Pages::None || index_pages_in(dir).0 > 0, "{name}: no page of the one format");
 
     let report = shale_hash::check_store(dir).unwrap();
     assert_eq!(report.keys, model.len() as u64, "{name}: {report:?}");
@@ -205,9 +248,16 @@ fn hash_memory_index_volume_format_3_reads_back() {
     read_fixture("hash01-memory.tar.zst");
 }
 
+/// Its index snapshot holds pages of the hash engine's own format before the one format
+/// (`SHIXPG01`): the open copies them into pages of the one format.
 #[test]
 fn hash_bounded_index_volume_format_3_reads_back() {
     read_fixture("hash01-bounded.tar.zst");
+}
+
+#[test]
+fn hash_bounded_index_in_the_one_index_page_format_volume_format_3_reads_back() {
+    read_fixture("hash02-bounded.tar.zst");
 }
 
 /// An archive nobody reads protects nothing: every one must be in [`FIXTURES`], and every
@@ -215,7 +265,7 @@ fn hash_bounded_index_volume_format_3_reads_back() {
 #[test]
 fn every_fixture_is_read() {
     let found = format_fixtures::all_archives(env!("CARGO_MANIFEST_DIR"));
-    let mut listed: Vec<_> = FIXTURES.iter().map(|&(f, n, _)| (f, n.to_string())).collect();
+    let mut listed: Vec<_> = FIXTURES.iter().map(|&(f, n, ..)| (f, n.to_string())).collect();
     listed.sort();
     assert_eq!(found, listed);
 }
@@ -226,7 +276,7 @@ fn every_fixture_is_read() {
 #[ignore = "regenerates the committed fixtures: run by hand after a deliberate format change"]
 fn regenerate_fixtures() {
     let out = format_fixtures::dir(env!("CARGO_MANIFEST_DIR"), FORMAT);
-    for (name, index) in [("hash01-memory", IndexMode::InMemory), ("hash01-bounded", BOUNDED)] {
+    for (name, index) in [("hash01-memory", IndexMode::InMemory), ("hash02-bounded", BOUNDED)] {
         let archive = out.join(format!("{name}.tar.zst"));
         if archive.exists() {
             println!("{}: exists, kept (a fixture is never rewritten)", archive.display());

@@ -26,25 +26,31 @@ fn hash_index_page_regressions() {
 
 #[test]
 fn every_flip_and_truncation_of_an_index_page_is_answered() {
-    for flags in [0u8, 1] {
-        let input = hash_checks::sample_index_page_input(flags);
-        for at in 0..input.len() {
-            for bit in [0x01u8, 0x80] {
-                let mut bad = input.clone();
-                bad[at] ^= bit;
-                hash_checks::hash_index_page(&bad);
+    let samples: [fn(u8) -> Vec<u8>; 2] =
+        [hash_checks::sample_index_page_input, hash_checks::sample_legacy_index_page_input];
+    for sample in samples {
+        for flags in [0u8, 1] {
+            let input = sample(flags);
+            for at in 0..input.len() {
+                for bit in [0x01u8, 0x80] {
+                    let mut bad = input.clone();
+                    bad[at] ^= bit;
+                    hash_checks::hash_index_page(&bad);
+                }
+            }
+            for len in (0..input.len()).step_by(37) {
+                hash_checks::hash_index_page(&input[..len]);
             }
         }
-        for len in (0..input.len()).step_by(37) {
-            hash_checks::hash_index_page(&input[..len]);
-        }
+        // The page as written decodes (in either format: the one format, or the one before
+        // it that readers still accept), and a flipped bit is refused.
+        let input = sample(0);
+        let page = &input[17..];
+        assert_eq!(shale_hash::fuzz::decode_index_page(page, 3, 5, 16).unwrap().len(), 40);
+        let mut flipped = page.to_vec();
+        flipped[100] ^= 1;
+        assert!(shale_hash::fuzz::decode_index_page(&flipped, 3, 5, 16).is_err());
     }
-    let input = hash_checks::sample_index_page_input(0);
-    let page = &input[17..];
-    assert_eq!(shale_hash::fuzz::decode_index_page(page, 3, 5, 16).unwrap().len(), 40);
-    let mut flipped = page.to_vec();
-    flipped[100] ^= 1;
-    assert!(shale_hash::fuzz::decode_index_page(&flipped, 3, 5, 16).is_err());
 }
 
 #[test]

@@ -36,6 +36,7 @@ mod counters;
 mod engine_kind;
 mod error;
 pub mod header;
+pub mod index_page;
 mod instance;
 mod layout;
 pub mod log_object;

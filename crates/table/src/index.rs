@@ -4,18 +4,19 @@
 //! removed rather than flagged).
 //!
 //! Entries live in memory up to a threshold (`TableOptions::index_memory_entries`); past
-//! it, new entries go to *index pages* (`index_page.rs`) on the volume, as the paper's
-//! metafiles do, and lookups of keys whose hash lands there read a page or more. The pages
-//! form a hash table of their own: an entry goes to page `hash % pages`, or, when that page
-//! is full, to the next one with room, the pages it passes marked "overflowed" so that
-//! lookups go on past them. When the pages are 60% full, a new area of twice as many is
-//! written and the old one given back.
+//! it, new entries go to *index pages* on the volume (the space layer's one index-page
+//! format, entries as `index_page.rs` says), as the paper's metafiles do, and lookups of
+//! keys whose hash lands there read a page or more. The pages form a hash table of their
+//! own: an entry goes to page `hash % pages`, or, when that page is full, to the next one
+//! with room, the pages it passes marked "overflowed" so that lookups go on past them. When
+//! the pages are 60% full, a new area of twice as many is written and the old one given
+//! back.
 //!
 //! The index is rebuilt at every open by scanning the table's blocks (the row records are
 //! the truth), pages included: an index area is a pending extent of the space layer, never
 //! committed, so a crash forgets it, and its pages are written without being made durable.
-//! A page read back is checked (checksum, table, number, area), and damage is
-//! [`Error::Corruption`].
+//! A page read back is checked (checksum, table, number, area and its size), and damage
+//! is [`Error::Corruption`].
 
 use std::collections::HashMap;
 
@@ -248,7 +249,7 @@ impl PagedArea {
         }
         let mut buf = AlignedBuf::zeroed(n * PAGE_BYTES);
         for (i, page) in pages.iter().enumerate() {
-            let id = PageId { table, number: i as u64, generation };
+            let id = PageId { table, number: i as u64, pages: n as u64, generation };
             buf[i * PAGE_BYTES..(i + 1) * PAGE_BYTES].copy_from_slice(&page.encode(id));
         }
         if let Err(e) = io.queue.write_at(range.start, buf, false) {
@@ -266,7 +267,12 @@ impl PagedArea {
     }
 
     fn id(&self, table: u32, n: usize) -> PageId {
-        PageId { table, number: n as u64, generation: self.generation }
+        PageId {
+            table,
+            number: n as u64,
+            pages: self.counts.len() as u64,
+            generation: self.generation,
+        }
     }
 
     fn address(&self, n: usize) -> u64 {

@@ -1,35 +1,44 @@
-//! The index page: 4 KiB of a table's primary index entries on the volume, where the index
-//! puts the entries past its memory threshold (`index.rs`).
+//! The entries of an index page: 4 KiB of a table's primary index entries on the volume,
+//! where the index puts the entries past its memory threshold (`index.rs`). The page around
+//! them is the space layer's one index-page format (`shale_space::index_page`, byte layout
+//! there); this module owns the entries, the "overflowed" flag and how a table names its
+//! pages.
 //!
 //! ```text
-//! offset size  field
-//!  0      4    magic b"SHIX"
-//!  4      4    crc32c of bytes 8..4096
-//!  8      4    table id (u32 LE)
-//! 12      1    format version (1)
-//! 13      1    flags: bit 0 "overflowed": an entry whose home is this page or an earlier
-//!              one lies in a later page (lookups go on to the next page); other bits zero
-//! 14      2    entries in use, n (u16 LE, at most 203)
-//! 16      8    page number in the table's index area (u64 LE)
-//! 24      8    the index area's generation (u64 LE): pages of another area read as damage
-//! 32   20*n    entries: key hash (u64 LE) | block (u64 LE) | offset in its payload (u32 LE)
-//! ...          zeros to 4096
+//! entry (20 bytes, integers little-endian)
+//! 0       8        key hash (u64)
+//! 8       8        block (u64)
+//! 16      4        offset in the block's payload (u32)
+//!
+//! page fields as this engine fills them
+//! flags            bit 0 "overflowed": an entry whose home is this page or an earlier one
+//!                  lies in a later page (lookups go on to the next page)
+//! generation       the table id (high 32 bits) and the index area's generation (low 32
+//!                  bits): a page of another table or of another area reads as damage
+//! page number      the page's number in its area
+//! pages            the pages of its area
 //! ```
 //! An entry names where a row record of that key hash begins, as the in-memory index does:
 //! the row's full key is checked against its block on every hit.
+//!
+//! No page of the format before the one format (`SHIX`) is ever read: index areas are never
+//! named by the version log, and every open rebuilds them from the rows, so a page is read
+//! only by the build that wrote it.
+
+use shale_space::index_page::{self, PageShape};
 
 use crate::block::{BLOCK_BYTES, Pos};
 use crate::error::{Error, Result};
 
 /// Bytes of an index page.
 pub const PAGE_BYTES: usize = BLOCK_BYTES;
-const HEADER_BYTES: usize = 32;
-const ENTRY_BYTES: usize = 20;
-/// Entries a page holds.
-pub const ENTRIES_MAX: usize = (PAGE_BYTES - HEADER_BYTES) / ENTRY_BYTES;
-const MAGIC: &[u8; 4] = b"SHIX";
-const FORMAT: u8 = 1;
+const _: () = assert!(PAGE_BYTES == index_page::PAGE_BYTES);
 const OVERFLOWED: u8 = 1;
+/// The shape of the table engine's index pages: 20-byte entries, the "overflowed" flag, no
+/// legacy format read.
+const SHAPE: PageShape = PageShape { entry_bytes: 20, flags_known: OVERFLOWED, legacy: None };
+/// Entries a page holds.
+pub const ENTRIES_MAX: usize = SHAPE.entries_max();
 
 /// Which page a page is: the checks a page read back must pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,8 +47,26 @@ pub struct PageId {
     pub table: u32,
     /// The page's number in its area.
     pub number: u64,
+    /// Pages in the area.
+    pub pages: u64,
     /// The area's generation.
     pub generation: u64,
+}
+
+impl PageId {
+    /// The page as the space layer's page names it.
+    ///
+    /// # Panics
+    /// If the area's generation, the page number or the page count pass `u32::MAX` (a
+    /// generation steps once a doubling of the area, a page is 4 KiB: bugs).
+    fn shared(self) -> index_page::PageId {
+        let area = u32::try_from(self.generation).expect("an index area generation past u32");
+        index_page::PageId {
+            generation: u64::from(self.table) << 32 | u64::from(area),
+            number: u32::try_from(self.number).expect("an index page number past u32"),
+            pages: u32::try_from(self.pages).expect("an index area of more than u32 pages"),
+        }
+    }
 }
 
 /// An index page's contents.
@@ -59,21 +86,13 @@ impl IndexPage {
     pub fn encode(&self, id: PageId) -> Vec<u8> {
         assert!(self.entries.len() <= ENTRIES_MAX, "{} index entries", self.entries.len());
         let mut b = vec![0u8; PAGE_BYTES];
-        b[..4].copy_from_slice(MAGIC);
-        b[8..12].copy_from_slice(&id.table.to_le_bytes());
-        b[12] = FORMAT;
-        b[13] = if self.overflowed { OVERFLOWED } else { 0 };
-        b[14..16].copy_from_slice(&(self.entries.len() as u16).to_le_bytes());
-        b[16..24].copy_from_slice(&id.number.to_le_bytes());
-        b[24..32].copy_from_slice(&id.generation.to_le_bytes());
-        for (i, (hash, pos)) in self.entries.iter().enumerate() {
-            let at = HEADER_BYTES + i * ENTRY_BYTES;
-            b[at..at + 8].copy_from_slice(&hash.to_le_bytes());
-            b[at + 8..at + 16].copy_from_slice(&pos.block.to_le_bytes());
-            b[at + 16..at + 20].copy_from_slice(&pos.offset.to_le_bytes());
-        }
-        let crc = crc32c::crc32c(&b[8..]);
-        b[4..8].copy_from_slice(&crc.to_le_bytes());
+        let flags = if self.overflowed { OVERFLOWED } else { 0 };
+        index_page::encode(&mut b, &SHAPE, id.shared(), flags, self.entries.len(), |i, e| {
+            let (hash, pos) = self.entries[i];
+            e[..8].copy_from_slice(&hash.to_le_bytes());
+            e[8..16].copy_from_slice(&pos.block.to_le_bytes());
+            e[16..20].copy_from_slice(&pos.offset.to_le_bytes());
+        });
         b
     }
 
@@ -82,38 +101,19 @@ impl IndexPage {
     /// # Errors
     /// [`Error::Corruption`] for anything but a valid page `id`.
     pub fn decode(b: &[u8], id: PageId, address: u64) -> Result<IndexPage> {
-        let bad = |what: &str| Error::Corruption {
-            what: format!("index page {} of table {}: {what}", id.number, id.table),
+        let page = index_page::decode(b, &SHAPE, id.shared()).map_err(|why| Error::Corruption {
+            what: format!("index page {} of table {}: {why}", id.number, id.table),
             offset: address,
-        };
-        if b.len() != PAGE_BYTES {
-            return Err(bad("short page"));
-        }
-        if &b[..4] != MAGIC {
-            return Err(bad("no page magic"));
-        }
-        let crc = u32::from_le_bytes(b[4..8].try_into().unwrap());
-        if crc != crc32c::crc32c(&b[8..]) {
-            return Err(bad("checksum mismatch"));
-        }
-        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
-        let read = PageId { table: u32_at(8), number: u64_at(16), generation: u64_at(24) };
-        if b[12] != FORMAT || read != id {
-            return Err(bad("a page of another table, number, area or format"));
-        }
-        let n = u16::from_le_bytes(b[14..16].try_into().unwrap()) as usize;
-        let end = HEADER_BYTES + n * ENTRY_BYTES;
-        if b[13] & !OVERFLOWED != 0 || n > ENTRIES_MAX || b[end..].iter().any(|&x| x != 0) {
-            return Err(bad("flags or entry count"));
-        }
-        let entries = (0..n)
-            .map(|i| {
-                let at = HEADER_BYTES + i * ENTRY_BYTES;
-                (u64_at(at), Pos { block: u64_at(at + 8), offset: u32_at(at + 16) })
+        })?;
+        let u64_at = |e: &[u8], o: usize| u64::from_le_bytes(e[o..o + 8].try_into().unwrap());
+        let entries = page
+            .entries()
+            .map(|e| {
+                let offset = u32::from_le_bytes(e[16..20].try_into().unwrap());
+                (u64_at(e, 0), Pos { block: u64_at(e, 8), offset })
             })
             .collect();
-        Ok(IndexPage { overflowed: b[13] & OVERFLOWED != 0, entries })
+        Ok(IndexPage { overflowed: page.flags & OVERFLOWED != 0, entries })
     }
 }
 
@@ -121,7 +121,7 @@ impl IndexPage {
 mod tests {
     use super::*;
 
-    const ID: PageId = PageId { table: 3, number: 9, generation: 2 };
+    const ID: PageId = PageId { table: 3, number: 9, pages: 16, generation: 2 };
 
     fn page() -> IndexPage {
         IndexPage {
@@ -134,12 +134,14 @@ mod tests {
 
     #[test]
     fn pages_round_trip_and_every_flipped_byte_is_corruption() {
+        assert_eq!(ENTRIES_MAX, 203, "as many entries as the page before the one format");
         for p in [page(), IndexPage::default()] {
             let b = p.encode(ID);
             assert_eq!(IndexPage::decode(&b, ID, 0).unwrap(), p);
             for other in [
                 PageId { table: 4, ..ID },
                 PageId { number: 8, ..ID },
+                PageId { pages: 32, ..ID },
                 PageId { generation: 3, ..ID },
             ] {
                 assert!(IndexPage::decode(&b, other, 0).is_err());
@@ -154,6 +156,17 @@ mod tests {
             }
             assert!(IndexPage::decode(&b[..100], ID, 0).is_err());
             assert!(IndexPage::decode(&[0; PAGE_BYTES], ID, 0).is_err());
+        }
+    }
+
+    /// The table and the area share the page's generation field: neither spills into the
+    /// other.
+    #[test]
+    fn a_page_of_another_table_with_the_same_area_generation_is_refused() {
+        let b = page().encode(PageId { table: 1, generation: 1 << 20, ..ID });
+        for other in [PageId { table: 2, generation: 1 << 20, ..ID }, PageId { table: 1, ..ID }] {
+            let r = IndexPage::decode(&b, other, 77);
+            assert!(matches!(r, Err(Error::Corruption { offset: 77, .. })), "{other:?}: {r:?}");
         }
     }
 }

@@ -84,6 +84,17 @@ impl BlockCache {
         }
     }
 
+    /// Pins a cached block: it is not evicted until unpinned (a write loading the other
+    /// blocks it spans). False when it is not cached.
+    pub fn pin(&mut self, key: (u32, u64)) -> bool {
+        self.blocks.pin(&key)
+    }
+
+    /// Takes one pin off a block.
+    pub fn unpin(&mut self, key: (u32, u64)) {
+        self.blocks.unpin(&key);
+    }
+
     /// Marks a cached block changed: it stays cached until [`BlockCache::take_dirty`].
     pub fn mark_dirty(&mut self, key: (u32, u64)) {
         assert!(self.blocks.mark_dirty(&key), "a dirty block is cached");

@@ -558,8 +558,21 @@ impl Storage {
     /// [`DIRTY_BLOCKS_MAX_DIVISOR`]th of the cache is dirty, when they are written at once.
     fn write_stream(&mut self, table: u32, pos: Pos, bytes: &[u8]) -> Result<()> {
         let blocks: Vec<u64> = pos.blocks(bytes.len()).collect();
-        for &n in &blocks {
+        // Every block is loaded before any is changed, so a failed read leaves the stream as
+        // it was; each is pinned meanwhile, as loading the next one may evict a clean block
+        // (the cache's clock passes every entry once it is full of used ones).
+        let mut pinned = Vec::with_capacity(blocks.len());
+        let loaded = blocks.iter().try_for_each(|&n| {
             self.block_for_write(table, n)?;
+            assert!(self.cache.pin((table, n)), "a block just loaded is cached");
+            pinned.push(n);
+            Ok(())
+        });
+        if let Err(e) = loaded {
+            for &n in &pinned {
+                self.cache.unpin((table, n));
+            }
+            return Err(e);
         }
         let mut done = 0;
         for &n in &blocks {
@@ -576,6 +589,7 @@ impl Storage {
         }
         for n in blocks {
             self.cache.mark_dirty((table, n));
+            self.cache.unpin((table, n));
         }
         if self.cache.dirty_blocks() > self.dirty_blocks_max() {
             self.write_dirty()?;

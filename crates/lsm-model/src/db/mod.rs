@@ -20,6 +20,8 @@
 mod turns;
 #[path = "../../../lsm/src/db/write_group.rs"]
 mod write_group;
+#[path = "../../../space/src/page_log/write_queue.rs"]
+mod write_queue;
 use crate::sync;
 
 use std::sync::Arc;

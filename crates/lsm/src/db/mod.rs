@@ -72,8 +72,6 @@ pub(crate) use recovery::refuse_other_engine;
 mod tier_head;
 mod tuner_thread;
 mod write_group;
-#[cfg(test)]
-mod write_group_tests;
 mod write_timing;
 // The write group takes its primitives from here (see `crate::sync`).
 use crate::sync;
@@ -86,6 +84,7 @@ use picker::CompactionState;
 use pool::{PoolSize, panic_message};
 use published::{Publication, View};
 use shale_space::StoreLock;
+use shale_space::page_log::write_queue;
 use write_group::{GroupSync, Outcome, Pending, WriteQueue};
 
 use shale_space::contention;

@@ -14,9 +14,9 @@
 //! one inserts (`Inner::lead_group`). So a writer pays for one WAL append per group, not per
 //! write, and readers never see part of a group.
 
-use super::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, spin_until};
+use super::sync::{AtomicUsize, Condvar, Mutex, Ordering};
+use super::write_queue::{self, Queued, Told};
 use super::{Error, Memtable};
-use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 /// A queued write.
@@ -102,99 +102,26 @@ impl GroupSync {
     }
 }
 
-/// Where one queued writer waits for its outcome: a slot of its own, so that handing out an
-/// outcome wakes that writer alone. One condition variable for the whole queue woke every
-/// queued writer at each hand-out (fillsync with 16 threads: about 18-22k ops/s with it,
-/// 20.6-22.3k with slots, docs/lsm.md).
-///
-/// The waiter first waits briefly without sleeping (`sync::spin_until`) for `ready`: an outcome
-/// usually comes within microseconds, and one given to a writer that is not asleep on the
-/// condition variable costs the giver no wake-up call.
+impl Queued for Pending {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn footprint(&self) -> usize {
+        self.footprint
+    }
+}
+
+impl Told for Outcome {
+    fn lead() -> Outcome {
+        Outcome::Lead
+    }
+}
+
+/// The queue of writers: the page log's group-commit queue (`space/src/page_log/write_queue.rs`)
+/// of this engine's batches and outcomes.
 #[derive(Default)]
-struct Slot {
-    outcome: Mutex<Option<Outcome>>,
-    /// Set once `outcome` holds the outcome (after it is stored, under the lock).
-    ready: AtomicBool,
-    cv: Condvar,
-}
-
-impl Slot {
-    fn give(&self, o: Outcome) {
-        *self.outcome.lock() = Some(o);
-        self.ready.store(true, Ordering::Release);
-        self.cv.notify_one();
-    }
-
-    /// Waits for the outcome: briefly without sleeping while `credit` says such waits end
-    /// in time, then on the condition variable.
-    fn wait(&self, credit: &SpinCredit) -> Outcome {
-        if credit.worth_spinning() {
-            credit.record(spin_until(|| self.ready.load(Ordering::Acquire)));
-        }
-        let mut o = self.outcome.lock();
-        loop {
-            if let Some(o) = o.take() {
-                return o;
-            }
-            self.cv.wait(&mut o);
-        }
-    }
-}
-
-/// Whether writers' brief waits without sleeping pay: a score that each such wait raises
-/// when its outcome came in time and lowers (more) when it did not. Where outcomes take long
-/// (synced groups wait for the device: milliseconds) the score falls to zero and writers sleep
-/// at once, but for one wait in [`SpinCredit::PROBE_EVERY`], which probes whether waits have
-/// become short again. Racy updates only blur the score.
-pub(super) struct SpinCredit {
-    score: AtomicUsize,
-    waits: AtomicUsize,
-}
-
-impl SpinCredit {
-    const MAX: usize = 32;
-    const MIN_TO_SPIN: usize = 8;
-    const HIT: usize = 1;
-    const MISS: usize = 4;
-    const PROBE_EVERY: usize = 16;
-
-    pub(super) fn worth_spinning(&self) -> bool {
-        self.score.load(Ordering::Relaxed) >= Self::MIN_TO_SPIN
-            || self.waits.fetch_add(1, Ordering::Relaxed) % Self::PROBE_EVERY == 0
-    }
-
-    pub(super) fn record(&self, in_time: bool) {
-        let s = self.score.load(Ordering::Relaxed);
-        let next =
-            if in_time { (s + Self::HIT).min(Self::MAX) } else { s.saturating_sub(Self::MISS) };
-        self.score.store(next, Ordering::Relaxed);
-    }
-}
-
-impl Default for SpinCredit {
-    fn default() -> SpinCredit {
-        SpinCredit { score: AtomicUsize::new(Self::MAX / 2), waits: AtomicUsize::new(0) }
-    }
-}
-
-#[derive(Default)]
-struct QueueState {
-    /// Queued writers, with their slots, the leader's included until it takes its group.
-    waiting: VecDeque<(Pending, Arc<Slot>)>,
-    /// The writer leading now, if any.
-    leader: Option<u64>,
-    /// Slots of writers taken into a group, with their group's leader, until the leader
-    /// hands them their outcomes.
-    grouped: HashMap<u64, (u64, Arc<Slot>)>,
-    next_id: u64,
-}
-
-/// The queue of writers.
-#[derive(Default)]
-pub(super) struct WriteQueue {
-    state: Mutex<QueueState>,
-    spin: SpinCredit,
-}
+pub(super) struct WriteQueue(write_queue::WriteQueue<Pending, Outcome>);
 
 impl WriteQueue {
     /// Queues a write and waits until it leads a group or its group has an outcome.
@@ -205,85 +132,28 @@ impl WriteQueue {
         footprint: usize,
         sync: bool,
     ) -> (u64, Outcome) {
-        let slot = Arc::new(Slot::default());
-        let id = {
-            let mut q = self.state.lock();
-            let id = q.next_id;
-            q.next_id += 1;
-            q.waiting.push_back((Pending { id, record, ops, footprint, sync }, slot.clone()));
-            if q.leader.is_none() {
-                q.leader = Some(id);
-                return (id, Outcome::Lead);
-            }
-            id
-        };
-        (id, slot.wait(&self.spin))
+        self.0.join(|id| Pending { id, record, ops, footprint, sync })
     }
 
     /// The leader takes the next group: writers from the front while their bytes stay within
     /// `cap` (always at least one: the leader itself is at the front).
     pub fn take_group(&self, cap: usize) -> Vec<Pending> {
-        let mut q = self.state.lock();
-        let mut group: Vec<Pending> = Vec::new();
-        let mut bytes = 0;
-        while let Some((p, _)) = q.waiting.front() {
-            if !group.is_empty() && bytes + p.footprint > cap {
-                break;
-            }
-            bytes += p.footprint;
-            let (p, slot) = q.waiting.pop_front().expect("front exists");
-            let leader = group.first().map_or(p.id, |l| l.id);
-            q.grouped.insert(p.id, (leader, slot));
-            group.push(p);
-        }
-        group
+        self.0.take_group(cap)
     }
 
     /// Hands each writer of a group (but the leader, `leader_id`) its outcome.
     pub fn finish(&self, leader_id: u64, outcomes: Vec<(u64, Outcome)>) {
-        let slots: Vec<(Arc<Slot>, Outcome)> = {
-            let mut q = self.state.lock();
-            q.grouped.remove(&leader_id);
-            outcomes
-                .into_iter()
-                .filter(|(id, _)| *id != leader_id)
-                .map(|(id, o)| (q.grouped.remove(&id).expect("a grouped writer").1, o))
-                .collect()
-        };
-        for (slot, o) in slots {
-            slot.give(o);
-        }
+        self.0.finish(leader_id, outcomes);
     }
 
     /// The leader `leader_id` gave up (it panicked): each writer of its group still waiting is
     /// told `failed()`, and the leadership passes on if it still held it.
     pub fn abandon(&self, leader_id: u64, failed: impl Fn() -> Error) {
-        let (slots, leading) = {
-            let mut q = self.state.lock();
-            let ids: Vec<u64> =
-                q.grouped.iter().filter(|(_, (l, _))| *l == leader_id).map(|(id, _)| *id).collect();
-            let slots: Vec<Arc<Slot>> =
-                ids.iter().filter_map(|id| q.grouped.remove(id)).map(|(_, s)| s).collect();
-            (slots, q.leader == Some(leader_id))
-        };
-        for slot in slots {
-            slot.give(Outcome::Failed(failed()));
-        }
-        if leading {
-            self.pass_leadership();
-        }
+        self.0.abandon(leader_id, || Outcome::Failed(failed()));
     }
 
     /// The leader is done: the next queued writer leads, or no one does.
     pub fn pass_leadership(&self) {
-        let next = {
-            let mut q = self.state.lock();
-            let front = q.waiting.front().map(|(p, slot)| (p.id, slot.clone()));
-            q.leader = front.as_ref().map(|(id, _)| *id);
-            front.map(|(_, slot)| slot)
-        };
-        if let Some(slot) = next {
-            slot.give(Outcome::Lead);
-        }
+        self.0.pass_leadership();
     }
 }

@@ -7,6 +7,8 @@
 //!   they end ([`packed_end`]).
 //! - [`scan`]: reading a segment back after a crash, with the torn-tail and hole rules.
 //! - [`sequencer`]: group commit's numbered rounds, one leader at a time, a failure sticky.
+//! - [`write_queue`]: group commit's queue of writers: the first without a leader leads and
+//!   takes the others' items as its group.
 //! - [`pipeline`]: durable page writes of several groups in flight side by side on logger
 //!   queues, acknowledged in order ([`turns`]), with the adaptive search for the number of
 //!   loggers (SpanDB's parallel WAL).
@@ -21,9 +23,13 @@ pub mod scan;
 pub mod sequencer;
 pub mod sync;
 pub mod turns;
+pub mod write_queue;
+#[cfg(test)]
+mod write_queue_tests;
 
 pub use packer::{PageCursor, Placed, packed_end};
 pub use pipeline::{LogPipeline, Logger, PipelineStats};
 pub use scan::{Pages, ScanEnd, ScanError, Scanned, record_at};
 pub use sequencer::Sequencer;
 pub use turns::Turns;
+pub use write_queue::WriteQueue;

@@ -1,10 +1,10 @@
-//! The synchronisation primitives of the page log's hand-over code (`turns.rs`), named
+//! The synchronisation primitives of the page log's hand-over code (`turns.rs`, `write_queue.rs`), named
 //! through this module (as `super::sync`) so that `crates/lsm-model` compiles the very same
 //! file against shuttle's primitives and explores its interleavings beside the lsm engine's
 //! write group. Here they are the real ones: std's atomics and parking_lot's locks.
 
 pub(crate) use parking_lot::{Condvar, Mutex};
-pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// How long [`spin_until`] spins on the CPU before it yields it, and how long it waits in all.
 const SPIN_NANOS: u64 = 2_000;

@@ -55,6 +55,8 @@ mod worker;
 pub use check::{HashReport, SegmentReport, check_store};
 pub use completion::{Completion, Output};
 pub use error::{Error, Result};
+/// The kind of an [`Error`] ([`Error::kind`]), shared by every shale layer's errors.
+pub use shale_io::ErrorKind;
 pub use iterator::{IterEntry, IterKind, KvIterator};
 pub use options::{
     HashOptions, HashStats, INDEX_CACHE_BYTES_MIN, IndexMode, QUEUE_DEPTH_MAX,

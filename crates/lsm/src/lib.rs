@@ -101,6 +101,8 @@ pub use db::{Db, ScanEntries, Snapshot};
 pub use db_iter::{DbIterator, Entries};
 pub use destroy::destroy;
 pub use error::{Error, Result};
+/// The kind of an [`Error`] ([`Error::kind`]), shared by every shale layer's errors.
+pub use shale_io::ErrorKind;
 pub use options::{
     CompactionFilter, CompactionPri, MemoryTail, Options, ReadOptions, WalTail, WriteOptions,
 };

@@ -52,6 +52,7 @@ pub use checkpoint_dir::CheckpointDir;
 pub use counters::{ClassSnapshot, IoClass, VolumeQueue};
 pub use engine_kind::EngineKind;
 pub use error::{Error, Result};
+pub use shale_io::ErrorKind;
 pub use instance::instance_id;
 pub use layout::{AREA_ALIGN, HEADER_AREA_BYTES, Layout, LayoutOptions, VERSION_LOG_BYTES_MIN};
 pub use store_lock::StoreLock;

@@ -114,7 +114,7 @@ impl Error {
     /// let store = HashStore::open(dir.path(), HashOptions { segment_bytes: SEGMENT_BYTES_MIN, ..Default::default() })?;
     /// let err = store.store(b"abc", b"v", StoreMode::Overwrite).unwrap_err();
     /// assert_eq!(err.kind(), ErrorKind::InvalidArgument); // keys are at least 4 bytes
-    /// # Ok::<(), shale_hash::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {
@@ -190,7 +190,8 @@ mod tests {
             Error::Busy => 10,
             Error::TooManyIterators { .. } => 11,
         };
-        let covered: std::collections::BTreeSet<_> = cases.iter().map(|(e, _)| variant(e)).collect();
+        let covered: std::collections::BTreeSet<_> =
+            cases.iter().map(|(e, _)| variant(e)).collect();
         assert_eq!(covered.len(), 12, "a variant has no case");
         for (e, kind) in &cases {
             assert_eq!(e.kind(), *kind, "{e:?}");

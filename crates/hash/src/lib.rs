@@ -55,14 +55,14 @@ mod worker;
 pub use check::{HashReport, SegmentReport, check_store};
 pub use completion::{Completion, Output};
 pub use error::{Error, Result};
-/// The kind of an [`Error`] ([`Error::kind`]), shared by every shale layer's errors.
-pub use shale_io::ErrorKind;
 pub use iterator::{IterEntry, IterKind, KvIterator};
 pub use options::{
     HashOptions, HashStats, INDEX_CACHE_BYTES_MIN, IndexMode, QUEUE_DEPTH_MAX,
     SEGMENT_BYTES_FULL_VALUES, SEGMENT_BYTES_MIN, StoreMode,
 };
 pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
+/// The kind of an [`Error`] ([`Error::kind`]), shared by every shale layer's errors.
+pub use shale_io::ErrorKind;
 pub use shards::{Shards, ShardsIterator};
 pub use store::{HashStore, HashTicket, KvRequest};
 pub use store_checkpoint::{COPY_IN_FLIGHT, PROGRESS_ENTRIES};

@@ -182,20 +182,16 @@ impl Error {
     /// and the original source is dropped; the copy has the same [`Error::kind`].
     pub fn duplicate(&self) -> Error {
         match self {
-            Error::Io { op, offset, source } => Error::Io {
-                op: *op,
-                offset: *offset,
-                source: copy_os_error(source),
-            },
+            Error::Io { op, offset, source } => {
+                Error::Io { op: *op, offset: *offset, source: copy_os_error(source) }
+            }
             Error::NoSpace { offset } => Error::NoSpace { offset: *offset },
             Error::Busy => Error::Busy,
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::Unsupported(s) => Error::Unsupported(s.clone()),
-            Error::Path { op, path, source } => Error::Path {
-                op: *op,
-                path: path.clone(),
-                source: copy_os_error(source),
-            },
+            Error::Path { op, path, source } => {
+                Error::Path { op: *op, path: path.clone(), source: copy_os_error(source) }
+            }
         }
     }
 
@@ -329,7 +325,8 @@ mod tests {
             Error::Unsupported(_) => 4,
             Error::Path { .. } => 5,
         };
-        let covered: std::collections::BTreeSet<_> = cases.iter().map(|(e, _)| variant(e)).collect();
+        let covered: std::collections::BTreeSet<_> =
+            cases.iter().map(|(e, _)| variant(e)).collect();
         assert_eq!(covered.len(), 6, "a variant has no case");
         for (e, kind) in &cases {
             assert_eq!(e.kind(), *kind, "{e:?}");

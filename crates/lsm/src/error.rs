@@ -116,10 +116,10 @@ impl Error {
     ///
     /// let dir = tempfile::tempdir()?;
     /// let db = Db::open(dir.path(), Options::small_for_tests())?;
-    /// let err = Db::open(dir.path(), Options::small_for_tests()).unwrap_err();
+    /// let Err(err) = Db::open(dir.path(), Options::small_for_tests()) else { panic!() };
     /// assert_eq!(err.kind(), ErrorKind::InUse); // open already: close the other handle
     /// # drop(db);
-    /// # Ok::<(), shale_lsm::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {

@@ -101,11 +101,11 @@ pub use db::{Db, ScanEntries, Snapshot};
 pub use db_iter::{DbIterator, Entries};
 pub use destroy::destroy;
 pub use error::{Error, Result};
-/// The kind of an [`Error`] ([`Error::kind`]), shared by every shale layer's errors.
-pub use shale_io::ErrorKind;
 pub use options::{
     CompactionFilter, CompactionPri, MemoryTail, Options, ReadOptions, WalTail, WriteOptions,
 };
+/// The kind of an [`Error`] ([`Error::kind`]), shared by every shale layer's errors.
+pub use shale_io::ErrorKind;
 /// The limits the SST and tier options are checked against.
 pub use sst::builder::{
     BLOCK_ALIGN_BYTES, BLOCK_BYTES_MAX, BLOOM_BITS_PER_KEY_MAX, RESTART_INTERVAL_MAX,

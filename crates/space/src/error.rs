@@ -191,7 +191,8 @@ mod tests {
             Error::InUse(_) => 9,
             Error::OtherEngine { .. } => 10,
         };
-        let covered: std::collections::BTreeSet<_> = cases.iter().map(|(e, _)| variant(e)).collect();
+        let covered: std::collections::BTreeSet<_> =
+            cases.iter().map(|(e, _)| variant(e)).collect();
         assert_eq!(covered.len(), 11, "a variant has no case");
         for (e, kind) in &cases {
             assert_eq!(e.kind(), *kind, "{e:?}");

@@ -147,9 +147,7 @@ impl Error {
             Error::TableExists(_) | Error::DuplicateKey => ErrorKind::AlreadyExists,
             Error::WrongSize { .. } | Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
             Error::NotTableStore(_) => ErrorKind::NotAStore,
-            Error::UndoLogMissing { .. } | Error::UndoLogOfOriginal { .. } => {
-                ErrorKind::LogMissing
-            }
+            Error::UndoLogMissing { .. } | Error::UndoLogOfOriginal { .. } => ErrorKind::LogMissing,
             Error::Stopped(_) => ErrorKind::Stopped,
             Error::LockTimeout => ErrorKind::Timeout,
             // No room, as a full device is: the fix is room (commit or abort the open
@@ -221,7 +219,8 @@ mod tests {
             Error::LockTimeout => 13,
             Error::LogFull { .. } => 14,
         };
-        let covered: std::collections::BTreeSet<_> = cases.iter().map(|(e, _)| variant(e)).collect();
+        let covered: std::collections::BTreeSet<_> =
+            cases.iter().map(|(e, _)| variant(e)).collect();
         assert_eq!(covered.len(), 15, "a variant has no case");
         for (e, kind) in &cases {
             assert_eq!(e.kind(), *kind, "{e:?}");

@@ -150,12 +150,12 @@ pub mod fuzz {
 pub use check::{StoreReport, TableReport, check_store};
 pub use checkpoint::{COPY_TXN_ROWS, LOCK_ATTEMPTS_MAX, PROGRESS_ROWS};
 pub use error::{Error, Result};
-/// The kind of an [`Error`] ([`Error::kind`]), shared by every shale layer's errors.
-pub use shale_io::ErrorKind;
 pub use options::{PMEM_FILE_NAME, TableOptions, UndoLogPlace};
 pub use pmem::{FilePmem, FilePmemOptions, FlushMode, PmemLog, SimPmem};
 pub use scan::{SCAN_BATCH_ROWS, Scan};
 pub use schema::{COLUMNS_MAX, Column, ColumnType, NAME_BYTES_MAX, ROW_BYTES_MAX, Row, Schema};
+/// The kind of an [`Error`] ([`Error::kind`]), shared by every shale layer's errors.
+pub use shale_io::ErrorKind;
 pub use store::{RECLAIM_STEP_RECORDS, TableId, TableStats, TableStore};
 pub use txn::{Declared, Isolation, Transaction};
 pub use undo_file::dax_at;

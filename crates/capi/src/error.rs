@@ -325,6 +325,11 @@ mod tests {
         shale_io::Error::at_path(shale_io::PathOp::Create, "/a", enospc)
     }
 
+    fn read_only_fs() -> shale_io::Error {
+        let erofs = std::io::Error::from_raw_os_error(libc::EROFS);
+        shale_io::Error::at_path(shale_io::PathOp::Create, "/a", erofs)
+    }
+
     /// Every variant of the space layer's error with its status, as any engine wraps it.
     fn space_errors() -> Vec<(shale_space::Error, shale_status)> {
         use shale_io::Error as I;
@@ -339,6 +344,14 @@ mod tests {
             (S::Foreign { why: why() }, SHALE_NOT_A_STORE),
             (S::NewerFormat { found: 9, supported: 3 }, SHALE_NOT_A_STORE),
             (S::Tiers(why()), SHALE_NOT_A_STORE),
+            (
+                S::OtherEngine {
+                    found: shale_space::EngineKind::Lsm,
+                    expected: shale_space::EngineKind::Table,
+                },
+                SHALE_NOT_A_STORE,
+            ),
+            (S::Io(read_only_fs()), SHALE_READ_ONLY),
             (S::InvalidArgument(why()), SHALE_INVALID_ARGUMENT),
             (S::NoSpace(why()), SHALE_NO_SPACE),
             (S::Stopped(why()), SHALE_STOPPED),

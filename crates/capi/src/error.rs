@@ -4,6 +4,8 @@
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use shale_io::ErrorKind;
+
 /// Why a call failed; `SHALE_OK` when it did not. Every fallible call returns one as an `int`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,23 +114,19 @@ impl Failure {
 
 pub(crate) type Outcome<T> = std::result::Result<T, Failure>;
 
+// Each engine's error becomes a status in two steps: the variants that have a code finer than
+// their kind (a key too long is an invalid argument with a code of its own) are picked first,
+// and every other error, a wrapped space or io error included, gets its kind's code
+// (`kind_status`), so the codes the engines share are mapped in one place.
+
 impl From<shale_hash::Error> for Failure {
     fn from(e: shale_hash::Error) -> Failure {
         use shale_hash::Error as E;
         let status = match &e {
-            E::Space(s) => space_status(s),
-            E::Corruption { .. } => SHALE_CORRUPTION,
             E::KeyLength { .. } => SHALE_KEY_LENGTH,
             E::ValueTooLarge { .. } => SHALE_VALUE_TOO_LARGE,
-            E::BufferTooSmall { .. } => SHALE_BUFFER_TOO_SMALL,
-            E::KeyExists => SHALE_KEY_EXISTS,
-            E::KeyNotFound => SHALE_KEY_NOT_FOUND,
-            E::NotHashStore(_) => SHALE_NOT_A_STORE,
-            E::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
-            E::Stopped(_) => SHALE_STOPPED,
-            E::Busy => SHALE_BUSY,
             E::TooManyIterators { .. } => SHALE_TOO_MANY_ITERATORS,
-            _ => SHALE_INTERNAL,
+            _ => kind_status(e.kind()),
         };
         Failure::new(status, shale_io::Chain(&e).to_string())
     }
@@ -136,21 +134,7 @@ impl From<shale_hash::Error> for Failure {
 
 impl From<shale_lsm::Error> for Failure {
     fn from(e: shale_lsm::Error) -> Failure {
-        use shale_lsm::Error as E;
-        let status = match &e {
-            E::Io(io) => io_status(io),
-            E::Corruption { .. } => SHALE_CORRUPTION,
-            E::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
-            E::NoSpace(_) => SHALE_NO_SPACE,
-            E::Busy => SHALE_BUSY,
-            E::Stopped(_) => SHALE_STOPPED,
-            E::Space(s) => space_status(s),
-            E::InUse(_) => SHALE_IN_USE,
-            E::ReadOnly(_) => SHALE_READ_ONLY,
-            E::NotLsmStore(_) => SHALE_NOT_A_STORE,
-            _ => SHALE_INTERNAL,
-        };
-        Failure::new(status, shale_io::Chain(&e).to_string())
+        Failure::new(kind_status(e.kind()), shale_io::Chain(&e).to_string())
     }
 }
 
@@ -158,46 +142,40 @@ impl From<shale_table::Error> for Failure {
     fn from(e: shale_table::Error) -> Failure {
         use shale_table::Error as E;
         let status = match &e {
-            E::Space(s) => space_status(s),
-            E::Corruption { .. } => SHALE_CORRUPTION,
             E::NoSuchTable(_) => SHALE_NO_SUCH_TABLE,
             E::TableExists(_) => SHALE_TABLE_EXISTS,
             E::NoSuchColumn(_) => SHALE_NO_SUCH_COLUMN,
             E::WrongSize { .. } => SHALE_WRONG_SIZE,
-            E::DuplicateKey => SHALE_KEY_EXISTS,
-            E::KeyNotFound => SHALE_KEY_NOT_FOUND,
-            E::NotTableStore(_) => SHALE_NOT_A_STORE,
-            E::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
-            E::Stopped(_) => SHALE_STOPPED,
-            E::LockTimeout => SHALE_LOCK_TIMEOUT,
             E::LogFull { .. } => SHALE_LOG_FULL,
-            _ => SHALE_INTERNAL,
+            _ => kind_status(e.kind()),
         };
         Failure::new(status, shale_io::Chain(&e).to_string())
     }
 }
 
-fn space_status(e: &shale_space::Error) -> shale_status {
-    use shale_space::Error as E;
-    match e {
-        E::Io(io) => io_status(io),
-        E::Corruption { .. } => SHALE_CORRUPTION,
-        E::Foreign { .. } | E::NewerFormat { .. } | E::OtherEngine { .. } => SHALE_NOT_A_STORE,
-        E::InUse(_) => SHALE_IN_USE,
-        E::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
-        E::NoSpace(_) => SHALE_NO_SPACE,
-        E::Stopped(_) => SHALE_STOPPED,
-        E::ReadOnly(_) => SHALE_READ_ONLY,
-        _ => SHALE_IO,
-    }
-}
-
-fn io_status(e: &shale_io::Error) -> shale_status {
-    match e {
-        shale_io::Error::InvalidArgument(_) => SHALE_INVALID_ARGUMENT,
-        shale_io::Error::Busy => SHALE_BUSY,
-        other if other.is_no_space() => SHALE_NO_SPACE,
-        _ => SHALE_IO,
+/// The status of an error of this kind, for the errors whose variant has no finer code.
+fn kind_status(kind: ErrorKind) -> shale_status {
+    match kind {
+        // The backend cannot do what was asked: the device's failure, as it always was here.
+        ErrorKind::Io | ErrorKind::Unsupported => SHALE_IO,
+        ErrorKind::Corruption => SHALE_CORRUPTION,
+        ErrorKind::NotAStore | ErrorKind::NewerFormat => SHALE_NOT_A_STORE,
+        ErrorKind::InvalidArgument => SHALE_INVALID_ARGUMENT,
+        ErrorKind::NoSpace => SHALE_NO_SPACE,
+        ErrorKind::Stopped => SHALE_STOPPED,
+        ErrorKind::ReadOnly => SHALE_READ_ONLY,
+        ErrorKind::InUse => SHALE_IN_USE,
+        ErrorKind::Busy => SHALE_BUSY,
+        // Only a table lock's wait is bounded.
+        ErrorKind::Timeout => SHALE_LOCK_TIMEOUT,
+        ErrorKind::NotFound => SHALE_KEY_NOT_FOUND,
+        ErrorKind::AlreadyExists => SHALE_KEY_EXISTS,
+        ErrorKind::BufferTooSmall => SHALE_BUFFER_TOO_SMALL,
+        // No code of this version of the ABI says these (a table store's missing undo log;
+        // a limit other than the kvs iterators, which have their own code): the message
+        // says which.
+        ErrorKind::LimitReached | ErrorKind::LogMissing => SHALE_INTERNAL,
+        _ => SHALE_INTERNAL,
     }
 }
 
@@ -328,6 +306,133 @@ mod tests {
             shale_error_free(err);
         }
         assert_eq!(guard(7, || panic!("in a destructor")), 7);
+    }
+
+    fn why() -> String {
+        "why".to_string()
+    }
+
+    fn eio() -> shale_io::Error {
+        shale_io::Error::Io {
+            op: shale_io::OpKind::Write,
+            offset: 0,
+            source: std::io::Error::from_raw_os_error(libc::EIO),
+        }
+    }
+
+    fn full() -> shale_io::Error {
+        let enospc = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        shale_io::Error::at_path(shale_io::PathOp::Create, "/a", enospc)
+    }
+
+    fn read_only_fs() -> shale_io::Error {
+        let erofs = std::io::Error::from_raw_os_error(libc::EROFS);
+        shale_io::Error::at_path(shale_io::PathOp::Create, "/a", erofs)
+    }
+
+    /// Every variant of the space layer's error with its status, as any engine wraps it.
+    fn space_errors() -> Vec<(shale_space::Error, shale_status)> {
+        use shale_io::Error as I;
+        use shale_space::Error as S;
+        vec![
+            (S::Io(eio()), SHALE_IO),
+            (S::Io(full()), SHALE_NO_SPACE),
+            (S::Io(I::Busy), SHALE_BUSY),
+            (S::Io(I::Unsupported(why())), SHALE_IO),
+            (S::Io(I::InvalidArgument(why())), SHALE_INVALID_ARGUMENT),
+            (S::Corruption { what: why(), offset: 0 }, SHALE_CORRUPTION),
+            (S::Foreign { why: why() }, SHALE_NOT_A_STORE),
+            (S::NewerFormat { found: 9, supported: 3 }, SHALE_NOT_A_STORE),
+            (S::Tiers(why()), SHALE_NOT_A_STORE),
+            (
+                S::OtherEngine {
+                    found: shale_space::EngineKind::Lsm,
+                    expected: shale_space::EngineKind::Table,
+                },
+                SHALE_NOT_A_STORE,
+            ),
+            (S::Io(read_only_fs()), SHALE_READ_ONLY),
+            (S::InvalidArgument(why()), SHALE_INVALID_ARGUMENT),
+            (S::NoSpace(why()), SHALE_NO_SPACE),
+            (S::Stopped(why()), SHALE_STOPPED),
+            (S::ReadOnly(why()), SHALE_READ_ONLY),
+            (S::InUse(why()), SHALE_IN_USE),
+        ]
+    }
+
+    /// The status of every engine's variants: the codes are the ABI's contract, so moving
+    /// the mapping onto the error kinds must not have changed one.
+    #[test]
+    fn every_engine_error_keeps_its_status() {
+        let s = why;
+        for (e, status) in space_errors() {
+            let msg = e.to_string();
+            assert_eq!(Failure::from(shale_hash::Error::Space(e)).status, status, "hash: {msg}");
+        }
+        for (e, status) in space_errors() {
+            let msg = e.to_string();
+            assert_eq!(Failure::from(shale_lsm::Error::Space(e)).status, status, "lsm: {msg}");
+        }
+        for (e, status) in space_errors() {
+            let msg = e.to_string();
+            assert_eq!(Failure::from(shale_table::Error::Space(e)).status, status, "table: {msg}");
+        }
+        use shale_hash::Error as H;
+        for (e, status) in [
+            (H::Corruption { what: s(), offset: 0 }, SHALE_CORRUPTION),
+            (H::KeyLength { len: 3, min: 4, max: 255 }, SHALE_KEY_LENGTH),
+            (H::ValueTooLarge { len: 3, max: 2 }, SHALE_VALUE_TOO_LARGE),
+            (H::BufferTooSmall { needed: 9 }, SHALE_BUFFER_TOO_SMALL),
+            (H::KeyExists, SHALE_KEY_EXISTS),
+            (H::KeyNotFound, SHALE_KEY_NOT_FOUND),
+            (H::NotHashStore(s()), SHALE_NOT_A_STORE),
+            (H::InvalidArgument(s()), SHALE_INVALID_ARGUMENT),
+            (H::Stopped(s()), SHALE_STOPPED),
+            (H::Busy, SHALE_BUSY),
+            (H::TooManyIterators { max: 16 }, SHALE_TOO_MANY_ITERATORS),
+        ] {
+            let msg = e.to_string();
+            assert_eq!(Failure::from(e).status, status, "hash: {msg}");
+        }
+        use shale_lsm::Error as L;
+        for (e, status) in [
+            (L::Io(eio()), SHALE_IO),
+            (L::Io(full()), SHALE_NO_SPACE),
+            (L::Corruption { what: s(), offset: 0 }, SHALE_CORRUPTION),
+            (L::InvalidArgument(s()), SHALE_INVALID_ARGUMENT),
+            (L::NoSpace(s()), SHALE_NO_SPACE),
+            (L::Busy, SHALE_BUSY),
+            (L::Stopped(s()), SHALE_STOPPED),
+            (L::Space(shale_space::Error::Foreign { why: s() }), SHALE_NOT_A_STORE),
+            (L::Space(shale_space::Error::Tiers(s())), SHALE_NOT_A_STORE),
+            (L::InUse(s()), SHALE_IN_USE),
+            (L::ReadOnly(s()), SHALE_READ_ONLY),
+            (L::NotLsmStore(s()), SHALE_NOT_A_STORE),
+        ] {
+            let msg = e.to_string();
+            assert_eq!(Failure::from(e).status, status, "lsm: {msg}");
+        }
+        use shale_table::Error as T;
+        for (e, status) in [
+            (T::Space(shale_space::Error::InUse(s())), SHALE_IN_USE),
+            (T::Corruption { what: s(), offset: 0 }, SHALE_CORRUPTION),
+            (T::NoSuchTable(s()), SHALE_NO_SUCH_TABLE),
+            (T::TableExists(s()), SHALE_TABLE_EXISTS),
+            (T::NoSuchColumn(s()), SHALE_NO_SUCH_COLUMN),
+            (T::WrongSize { column: s(), expected: 4, got: 5 }, SHALE_WRONG_SIZE),
+            (T::DuplicateKey, SHALE_KEY_EXISTS),
+            (T::KeyNotFound, SHALE_KEY_NOT_FOUND),
+            (T::NotTableStore(s()), SHALE_NOT_A_STORE),
+            (T::InvalidArgument(s()), SHALE_INVALID_ARGUMENT),
+            (T::UndoLogMissing { path: "/dev/shm/x".into() }, SHALE_INTERNAL),
+            (T::UndoLogOfOriginal { path: "/dev/shm/x".into() }, SHALE_INTERNAL),
+            (T::Stopped(s()), SHALE_STOPPED),
+            (T::LockTimeout, SHALE_LOCK_TIMEOUT),
+            (T::LogFull { needed: 9, capacity: 8 }, SHALE_LOG_FULL),
+        ] {
+            let msg = e.to_string();
+            assert_eq!(Failure::from(e).status, status, "table: {msg}");
+        }
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The hash engine's errors: one enum, each variant a thing a caller can act on.
 
+use shale_io::ErrorKind;
+
 /// What went wrong.
 ///
 /// `Display` says what failed and `source()` gives its cause (an OS error), each printed once;
@@ -101,6 +103,36 @@ impl std::error::Error for Error {
     }
 }
 
+impl Error {
+    /// What kind of error this is ([`ErrorKind`]): what a caller can do about it. An
+    /// [`Error::Space`] has the space error's own kind.
+    ///
+    /// ```
+    /// use shale_hash::{ErrorKind, HashOptions, HashStore, SEGMENT_BYTES_MIN, StoreMode};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = HashStore::open(dir.path(), HashOptions { segment_bytes: SEGMENT_BYTES_MIN, ..Default::default() })?;
+    /// let err = store.store(b"abc", b"v", StoreMode::Overwrite).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::InvalidArgument); // keys are at least 4 bytes
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Space(e) => e.kind(),
+            Error::Corruption { .. } => ErrorKind::Corruption,
+            Error::KeyLength { .. } | Error::ValueTooLarge { .. } => ErrorKind::InvalidArgument,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::BufferTooSmall { .. } => ErrorKind::BufferTooSmall,
+            Error::KeyExists => ErrorKind::AlreadyExists,
+            Error::KeyNotFound => ErrorKind::NotFound,
+            Error::NotHashStore(_) => ErrorKind::NotAStore,
+            Error::Stopped(_) => ErrorKind::Stopped,
+            Error::Busy => ErrorKind::Busy,
+            Error::TooManyIterators { .. } => ErrorKind::LimitReached,
+        }
+    }
+}
+
 impl From<shale_space::Error> for Error {
     fn from(e: shale_space::Error) -> Error {
         match e {
@@ -116,5 +148,59 @@ impl From<shale_space::Error> for Error {
 impl From<shale_io::Error> for Error {
     fn from(e: shale_io::Error) -> Error {
         Error::Space(e.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant has its kind; a wrapped space error has its own.
+    #[test]
+    fn every_variant_has_its_kind() {
+        let s = || "why".to_string();
+        let cases = [
+            (Error::Space(shale_space::Error::InUse(s())), ErrorKind::InUse),
+            (Error::Space(shale_space::Error::NoSpace(s())), ErrorKind::NoSpace),
+            (Error::from(shale_io::Error::Busy), ErrorKind::Busy),
+            (Error::Corruption { what: s(), offset: 0 }, ErrorKind::Corruption),
+            (Error::KeyLength { len: 3, min: 4, max: 255 }, ErrorKind::InvalidArgument),
+            (Error::ValueTooLarge { len: 3 << 20, max: 2 << 20 }, ErrorKind::InvalidArgument),
+            (Error::BufferTooSmall { needed: 10 }, ErrorKind::BufferTooSmall),
+            (Error::KeyExists, ErrorKind::AlreadyExists),
+            (Error::KeyNotFound, ErrorKind::NotFound),
+            (Error::NotHashStore(s()), ErrorKind::NotAStore),
+            (Error::InvalidArgument(s()), ErrorKind::InvalidArgument),
+            (Error::Stopped(s()), ErrorKind::Stopped),
+            (Error::Busy, ErrorKind::Busy),
+            (Error::TooManyIterators { max: 16 }, ErrorKind::LimitReached),
+        ];
+        // Fails to compile when a variant is added, and the count below when no case has it.
+        let variant = |e: &Error| match e {
+            Error::Space(_) => 0,
+            Error::Corruption { .. } => 1,
+            Error::KeyLength { .. } => 2,
+            Error::ValueTooLarge { .. } => 3,
+            Error::BufferTooSmall { .. } => 4,
+            Error::KeyExists => 5,
+            Error::KeyNotFound => 6,
+            Error::NotHashStore(_) => 7,
+            Error::InvalidArgument(_) => 8,
+            Error::Stopped(_) => 9,
+            Error::Busy => 10,
+            Error::TooManyIterators { .. } => 11,
+        };
+        let covered: std::collections::BTreeSet<_> =
+            cases.iter().map(|(e, _)| variant(e)).collect();
+        assert_eq!(covered.len(), 12, "a variant has no case");
+        for (e, kind) in &cases {
+            assert_eq!(e.kind(), *kind, "{e:?}");
+        }
+        // Another engine's store, as the space layer reports it, is not a hash store.
+        let other = shale_space::Error::OtherEngine {
+            found: shale_space::EngineKind::Lsm,
+            expected: shale_space::EngineKind::Hash,
+        };
+        assert_eq!(Error::from(other).kind(), ErrorKind::NotAStore);
     }
 }

@@ -61,6 +61,8 @@ pub use options::{
     SEGMENT_BYTES_FULL_VALUES, SEGMENT_BYTES_MIN, StoreMode,
 };
 pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
+/// The kind of an [`Error`] ([`Error::kind`]), shared by every shale layer's errors.
+pub use shale_io::ErrorKind;
 pub use shards::{Shards, ShardsIterator};
 pub use store::{HashStore, HashTicket, KvRequest};
 pub use store_checkpoint::{COPY_IN_FLIGHT, PROGRESS_ENTRIES};

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::ErrorKind;
+
 /// What an I/O request was doing when it failed; carried in errors and counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OpKind {
@@ -176,22 +178,38 @@ impl Error {
     }
 
     /// An error to hand to a second observer of the same failure: io errors are not `Clone`,
-    /// so the kind and message are kept and the original source is dropped.
+    /// so the OS error's code is kept (or, for an error without one, its kind and message)
+    /// and the original source is dropped; the copy has the same [`Error::kind`].
     pub fn duplicate(&self) -> Error {
         match self {
-            Error::Io { op, offset, source } => Error::Io {
-                op: *op,
-                offset: *offset,
-                source: std::io::Error::new(source.kind(), source.to_string()),
-            },
+            Error::Io { op, offset, source } => {
+                Error::Io { op: *op, offset: *offset, source: copy_os_error(source) }
+            }
             Error::NoSpace { offset } => Error::NoSpace { offset: *offset },
             Error::Busy => Error::Busy,
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::Unsupported(s) => Error::Unsupported(s.clone()),
-            Error::Path { op, path, source } => Error::Path {
-                op: *op,
-                path: path.clone(),
-                source: std::io::Error::new(source.kind(), source.to_string()),
+            Error::Path { op, path, source } => {
+                Error::Path { op: *op, path: path.clone(), source: copy_os_error(source) }
+            }
+        }
+    }
+
+    /// What kind of error this is ([`ErrorKind`]): what a caller can do about it.
+    ///
+    /// A full device or file system is [`ErrorKind::NoSpace`] and a read-only file system
+    /// [`ErrorKind::ReadOnly`], whichever variant carries them; other failures of the
+    /// operating system are [`ErrorKind::Io`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::NoSpace { .. } => ErrorKind::NoSpace,
+            Error::Busy => ErrorKind::Busy,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::Unsupported(_) => ErrorKind::Unsupported,
+            Error::Io { source, .. } | Error::Path { source, .. } => match source.raw_os_error() {
+                Some(libc::ENOSPC) => ErrorKind::NoSpace,
+                Some(libc::EROFS) => ErrorKind::ReadOnly,
+                _ => ErrorKind::Io,
             },
         }
     }
@@ -219,6 +237,15 @@ impl Error {
             }
             _ => false,
         }
+    }
+}
+
+/// A copy of an operating-system error for [`Error::duplicate`]: the same code where it has
+/// one (so the copy has the same [`Error::kind`] and message), else its kind and message.
+fn copy_os_error(source: &std::io::Error) -> std::io::Error {
+    match source.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(source.kind(), source.to_string()),
     }
 }
 
@@ -269,6 +296,43 @@ impl fmt::Debug for Chain<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every variant has its kind, and a failed OS request is classed by its error code.
+    #[test]
+    fn every_variant_has_its_kind() {
+        let os = std::io::Error::from_raw_os_error;
+        let path = |source| Error::at_path(PathOp::Create, "/a", source);
+        let io = |source| Error::Io { op: OpKind::Write, offset: 0, source };
+        let cases = [
+            (io(os(libc::EIO)), ErrorKind::Io),
+            (io(os(libc::ENOSPC)), ErrorKind::NoSpace),
+            (io(os(libc::EROFS)), ErrorKind::ReadOnly),
+            (Error::NoSpace { offset: 4096 }, ErrorKind::NoSpace),
+            (Error::Busy, ErrorKind::Busy),
+            (Error::InvalidArgument("unaligned".into()), ErrorKind::InvalidArgument),
+            (Error::Unsupported("no io_uring".into()), ErrorKind::Unsupported),
+            (path(os(libc::EACCES)), ErrorKind::Io),
+            (path(std::io::Error::from(std::io::ErrorKind::NotFound)), ErrorKind::Io),
+            (path(os(libc::ENOSPC)), ErrorKind::NoSpace),
+            (path(os(libc::EROFS)), ErrorKind::ReadOnly),
+        ];
+        // Fails to compile when a variant is added, and the count below when no case has it.
+        let variant = |e: &Error| match e {
+            Error::Io { .. } => 0,
+            Error::NoSpace { .. } => 1,
+            Error::Busy => 2,
+            Error::InvalidArgument(_) => 3,
+            Error::Unsupported(_) => 4,
+            Error::Path { .. } => 5,
+        };
+        let covered: std::collections::BTreeSet<_> =
+            cases.iter().map(|(e, _)| variant(e)).collect();
+        assert_eq!(covered.len(), 6, "a variant has no case");
+        for (e, kind) in &cases {
+            assert_eq!(e.kind(), *kind, "{e:?}");
+            assert_eq!(e.duplicate().kind(), *kind, "the duplicate of {e:?}");
+        }
+    }
 
     /// Was "X does not exist (cannot create the directory it: ...)", a sentence with a hole
     /// (Python's `shale.open` showed it): a path being created names itself and what is

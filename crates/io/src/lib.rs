@@ -20,6 +20,7 @@ mod buffered;
 mod device;
 mod dispatch;
 mod error;
+mod error_kind;
 mod file;
 mod inline;
 mod memory;
@@ -38,6 +39,7 @@ pub use device::{
 };
 pub use dispatch::{Dispatcher, Weights};
 pub use error::{Chain, Error, OpKind, PathOp, Result};
+pub use error_kind::ErrorKind;
 pub use file::{
     Backend, FILE_BLOCK_SIZE, FileDevice, FileOptions, file_kind, open_device,
     open_device_read_only,

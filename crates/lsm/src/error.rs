@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use shale_io::ErrorKind;
+
 /// Errors of the lsm engine.
 ///
 /// `Display` says what failed and `source()` gives its cause (an OS error), each printed once;
@@ -106,6 +108,34 @@ impl From<shale_space::Error> for Error {
 }
 
 impl Error {
+    /// What kind of error this is ([`ErrorKind`]): what a caller can do about it. An
+    /// [`Error::Io`] or [`Error::Space`] has the wrapped error's own kind.
+    ///
+    /// ```
+    /// use shale_lsm::{Db, ErrorKind, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::small_for_tests())?;
+    /// let Err(err) = Db::open(dir.path(), Options::small_for_tests()) else { panic!() };
+    /// assert_eq!(err.kind(), ErrorKind::InUse); // open already: close the other handle
+    /// # drop(db);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Io(e) => e.kind(),
+            Error::Space(e) => e.kind(),
+            Error::Corruption { .. } => ErrorKind::Corruption,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::NoSpace(_) => ErrorKind::NoSpace,
+            Error::Busy => ErrorKind::Busy,
+            Error::Stopped(_) => ErrorKind::Stopped,
+            Error::InUse(_) => ErrorKind::InUse,
+            Error::ReadOnly(_) => ErrorKind::ReadOnly,
+            Error::NotLsmStore(_) => ErrorKind::NotAStore,
+        }
+    }
+
     /// A corruption error.
     pub fn corruption(what: impl Into<String>, offset: u64) -> Error {
         Error::Corruption { what: what.into(), offset }
@@ -114,3 +144,69 @@ impl Error {
 
 /// The lsm engine's result alias.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant has its kind; a wrapped io or space error has its own.
+    #[test]
+    fn every_variant_has_its_kind() {
+        let s = || "why".to_string();
+        let eio = || shale_io::Error::Io {
+            op: shale_io::OpKind::Flush,
+            offset: 0,
+            source: std::io::Error::from_raw_os_error(libc::EIO),
+        };
+        let cases = [
+            (Error::Io(eio()), ErrorKind::Io),
+            (Error::Io(shale_io::Error::Unsupported(s())), ErrorKind::Unsupported),
+            (Error::corruption("SST data block", 4096), ErrorKind::Corruption),
+            (Error::InvalidArgument(s()), ErrorKind::InvalidArgument),
+            (Error::NoSpace(s()), ErrorKind::NoSpace),
+            (Error::Busy, ErrorKind::Busy),
+            (Error::Stopped(s()), ErrorKind::Stopped),
+            (Error::Space(shale_space::Error::Tiers(s())), ErrorKind::NotAStore),
+            (
+                Error::Space(shale_space::Error::NewerFormat { found: 9, supported: 3 }),
+                ErrorKind::NewerFormat,
+            ),
+            (Error::Space(shale_space::Error::Foreign { why: s() }), ErrorKind::NotAStore),
+            (Error::Space(shale_space::Error::Io(eio())), ErrorKind::Io),
+            (Error::InUse(s()), ErrorKind::InUse),
+            (Error::ReadOnly(s()), ErrorKind::ReadOnly),
+            (Error::NotLsmStore(s()), ErrorKind::NotAStore),
+        ];
+        // Fails to compile when a variant is added, and the count below when no case has it.
+        let variant = |e: &Error| match e {
+            Error::Io(_) => 0,
+            Error::Corruption { .. } => 1,
+            Error::InvalidArgument(_) => 2,
+            Error::NoSpace(_) => 3,
+            Error::Busy => 4,
+            Error::Stopped(_) => 5,
+            Error::Space(_) => 6,
+            Error::InUse(_) => 7,
+            Error::ReadOnly(_) => 8,
+            Error::NotLsmStore(_) => 9,
+        };
+        let covered: std::collections::BTreeSet<_> = cases.iter().map(|(e, _)| variant(e)).collect();
+        assert_eq!(covered.len(), 10, "a variant has no case");
+        for (e, kind) in &cases {
+            assert_eq!(e.kind(), *kind, "{e:?}");
+        }
+        // The conversions from the lower layers keep the kind each had there.
+        for e in [
+            shale_space::Error::Stopped(s()),
+            shale_space::Error::OtherEngine {
+                found: shale_space::EngineKind::Table,
+                expected: shale_space::EngineKind::Lsm,
+            },
+            shale_space::Error::Io(shale_io::Error::Busy),
+            shale_space::Error::Tiers(s()),
+        ] {
+            let kind = e.kind();
+            assert_eq!(Error::from(e).kind(), kind);
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! shale's Python exceptions and the mapping from the lsm engine's typed errors.
 //!
 //! Every exception the package raises for the store derives from `shale.Error`, one subclass
-//! per variant of [`shale_lsm::Error`] that a caller can act on; `shale.Closed` is raised
+//! per kind of error ([`shale_io::ErrorKind`]) that the lsm engine returns; `shale.Closed` is raised
 //! by a call on a closed `Db` or a released `Snapshot`. Wrong Python types (a `str` key)
 //! raise Python's own `TypeError` instead: they are the caller's bug, not the store's state.
 
@@ -41,27 +41,24 @@ create_exception!(
     "The path holds no lsm store: another engine's store, a newer format, or foreign data. Nothing was written to it."
 );
 
-/// The Python exception for an error of the engine: its class by variant, its message the
-/// engine's own with its causes ("what failed: why", `shale_io::Chain`).
+/// The Python exception for an error of the engine: its class by the error's kind
+/// ([`shale_lsm::Error::kind`], shared by every shale layer), its message the engine's own with
+/// its causes ("what failed: why", `shale_io::Chain`).
 pub fn to_py(e: shale_lsm::Error) -> PyErr {
-    use shale_lsm::Error as E;
+    use shale_io::ErrorKind as K;
     let msg = shale_io::Chain(&e).to_string();
-    match e {
-        E::Io(_) => IoError::new_err(msg),
-        E::Corruption { .. } => Corruption::new_err(msg),
-        E::InvalidArgument(_) => InvalidArgument::new_err(msg),
-        E::NoSpace(_) => NoSpace::new_err(msg),
-        E::Busy => Busy::new_err(msg),
-        E::Stopped(_) => Stopped::new_err(msg),
-        E::InUse(_) => InUse::new_err(msg),
-        E::ReadOnly(_) => ReadOnly::new_err(msg),
-        E::NotLsmStore(_) => NotAStore::new_err(msg),
-        E::Space(
-            shale_space::Error::Foreign { .. }
-            | shale_space::Error::NewerFormat { .. }
-            | shale_space::Error::OtherEngine { .. },
-        ) => NotAStore::new_err(msg),
-        // Space errors that map to none of the above, and variants added later.
+    match e.kind() {
+        // The backend cannot do what was asked: the device's failure, as it always was here.
+        K::Io | K::Unsupported => IoError::new_err(msg),
+        K::Corruption => Corruption::new_err(msg),
+        K::InvalidArgument => InvalidArgument::new_err(msg),
+        K::NoSpace => NoSpace::new_err(msg),
+        K::Busy => Busy::new_err(msg),
+        K::Stopped => Stopped::new_err(msg),
+        K::InUse => InUse::new_err(msg),
+        K::ReadOnly => ReadOnly::new_err(msg),
+        K::NotAStore | K::NewerFormat => NotAStore::new_err(msg),
+        // Kinds the lsm engine does not return, and kinds added later.
         _ => Error::new_err(msg),
     }
 }

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use shale_io::ErrorKind;
+
 /// What went wrong in the server: starting it, a stored value, or the engine.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -33,6 +35,19 @@ impl Error {
     /// An I/O error naming what was being done.
     pub fn io(op: impl Into<String>, source: std::io::Error) -> Error {
         Error::Io { op: op.into(), source }
+    }
+
+    /// What kind of error this is ([`ErrorKind`], shared with the engine's errors): what a
+    /// caller can do about it. An [`Error::Store`] has the engine error's own kind.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Store(e) => e.kind(),
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Corruption(_) => ErrorKind::Corruption,
+            Error::NotServeStore(_) => ErrorKind::NotAStore,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::Busy => ErrorKind::Busy,
+        }
     }
 }
 
@@ -72,6 +87,41 @@ impl From<shale_lsm::Error> for Error {
         match e {
             shale_lsm::Error::Busy => Error::Busy,
             e => Error::Store(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant has its kind; the engine's error has its own.
+    #[test]
+    fn every_variant_has_its_kind() {
+        let s = || "why".to_string();
+        let cases = [
+            (Error::Store(shale_lsm::Error::Stopped(s())), ErrorKind::Stopped),
+            (Error::Store(shale_lsm::Error::NotLsmStore(s())), ErrorKind::NotAStore),
+            (Error::io("binding", std::io::Error::other("refused")), ErrorKind::Io),
+            (Error::Corruption(s()), ErrorKind::Corruption),
+            (Error::NotServeStore(s()), ErrorKind::NotAStore),
+            (Error::InvalidArgument(s()), ErrorKind::InvalidArgument),
+            (Error::from(shale_lsm::Error::Busy), ErrorKind::Busy),
+        ];
+        // Fails to compile when a variant is added, and the count below when no case has it.
+        let variant = |e: &Error| match e {
+            Error::Store(_) => 0,
+            Error::Io { .. } => 1,
+            Error::Corruption(_) => 2,
+            Error::NotServeStore(_) => 3,
+            Error::InvalidArgument(_) => 4,
+            Error::Busy => 5,
+        };
+        let covered: std::collections::BTreeSet<_> =
+            cases.iter().map(|(e, _)| variant(e)).collect();
+        assert_eq!(covered.len(), 6, "a variant has no case");
+        for (e, kind) in &cases {
+            assert_eq!(e.kind(), *kind, "{e:?}");
         }
     }
 }

@@ -13,9 +13,49 @@
 //! | [`hash`] ([`hash::HashStore`], [`hash::Shards`]) | point stores and gets of keys of 4-255 bytes and values up to 2 MiB, each durable on return, with KV-SSD's API (store, retrieve, delete, exist) and low write amplification; one store per device, [`hash::Shards`] over many | ordered scans, atomic updates of several keys |
 //! | [`table`] ([`table::TableStore`]) | rows under a schema, transactions at three isolation levels, scans by any column, updates in place | plain key-value workloads (no secondary indexes) |
 //!
-//! Every engine's errors follow one rule: `Display` says what failed at that layer and
-//! `source()` gives the cause, so each cause is printed once; [`io::Chain`] prints an error
-//! with all its causes ("what failed: why: the root cause").
+//! # Errors
+//!
+//! Each engine has its own error enum ([`Error`], [`hash::Error`], [`table::Error`], and the
+//! layers' [`space::Error`] and [`io::Error`]), whose variants carry what that layer knows (a
+//! path, a byte offset, a column). They follow one rule: `Display` says what failed at that
+//! layer and `source()` gives the cause, so each cause is printed once; [`io::Chain`] prints an
+//! error with all its causes ("what failed: why: the root cause").
+//!
+//! And they share one core: every one of them has a `kind()`, an [`ErrorKind`] (the same type
+//! in every crate), so code that serves several engines handles their errors in one match.
+//! An error that wraps a lower layer's has that error's kind. What to do for each:
+//!
+//! | kind | what happened | what to do |
+//! |---|---|---|
+//! | `Io` | the device or file system failed a request | look at the device and the path in the message; a failed write also stops the store |
+//! | `Corruption` | persisted bytes fail a checksum or structure check (never a wrong value instead) | do not retry: `shale check`, restore from a checkpoint or copy |
+//! | `NotAStore` | the path holds foreign bytes, another engine's store, or volumes that are not one tiered store; nothing written | fix the path, or open it with its engine |
+//! | `NewerFormat` | a newer shale wrote the store; nothing written | open it with that newer build |
+//! | `InvalidArgument` | bad options or input (a key too long, a row of the wrong shape); nothing changed | fix the input: retried unchanged it fails again |
+//! | `Unsupported` | the backend cannot do what the options ask (no io_uring, no O_DIRECT) | choose another backend or option |
+//! | `NoSpace` | the device, the volume or a table's undo log is full | free space, or end the open transaction (undo log); reopen if the store stopped |
+//! | `Stopped` | an earlier write or sync failed; reads still work (P5) | close, fix the cause, reopen: never retry the write on this handle |
+//! | `ReadOnly` | a write to a store opened read-only or on a read-only file system | open it read-write |
+//! | `InUse` | another handle, in this process or another, holds the store | close the other handle, or wait |
+//! | `Busy` | a request queue is full; nothing queued | reap completions, submit again |
+//! | `LimitReached` | as many iterators as allowed are open | close one first (waiting alone does not help) |
+//! | `Timeout` | a table lock was not granted within `lock_timeout` | abort the transaction and run it again |
+//! | `NotFound` | a key, table or column the call needs present is absent (a plain get is `Ok(None)`) | check the name, or create it first |
+//! | `AlreadyExists` | a key or table the call needs absent is present | update instead, or choose another name |
+//! | `BufferTooSmall` | the caller's buffer cannot hold the answer; nothing copied | call again with the size the error gives |
+//! | `LogMissing` | a table store's undo log in `/dev/shm` is gone, or is its original's (a copy); not opened (P7) | restore the file, or open accepting the loss (`accept_lost_undo_log`) if it was closed cleanly |
+//!
+//! ```
+//! use shale::{Db, ErrorKind, Options};
+//!
+//! let dir = tempfile::tempdir()?;
+//! Db::open(dir.path(), Options::small_for_tests())?.close()?;
+//! // The hash engine refuses the lsm store, as every engine refuses another's.
+//! let refused = shale::hash::HashStore::open(dir.path(), Default::default()).unwrap_err();
+//! assert_eq!(refused.kind(), ErrorKind::NotAStore);
+//! assert_eq!(refused.kind().as_str(), "not_a_store"); // a stable name for logs and metrics
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # lsm: ordered keys
 //!
@@ -83,8 +123,8 @@
 //! The layers underneath are public too: [`io`] (devices and queues) and [`space`] (volumes).
 
 pub use shale_lsm::{
-    CheckReport, Db, DbIterator, Entries, Error, Options, ReadOptions, Result, ScanEntries,
-    Snapshot, Stall, StallTotal, Stalls, Stats, Ticket, WriteBatch, WriteOptions,
+    CheckReport, Db, DbIterator, Entries, Error, ErrorKind, Options, ReadOptions, Result,
+    ScanEntries, Snapshot, Stall, StallTotal, Stalls, Stats, Ticket, WriteBatch, WriteOptions,
 };
 
 /// The hash engine: a hash-indexed, log-structured key-value store with KV-SSD's API

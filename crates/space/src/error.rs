@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use shale_io::ErrorKind;
+
 /// Errors of the space layer.
 ///
 /// `Display` says what failed and `source()` gives its cause (an OS error), each printed once;
@@ -116,6 +118,25 @@ impl From<shale_io::Error> for Error {
 }
 
 impl Error {
+    /// What kind of error this is ([`ErrorKind`]): what a caller can do about it. An
+    /// [`Error::Io`] has the io error's own kind.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Io(e) => e.kind(),
+            Error::Corruption { .. } => ErrorKind::Corruption,
+            Error::Foreign { .. } | Error::OtherEngine { .. } => ErrorKind::NotAStore,
+            // The caller gave volumes that are not one store: like a path holding another
+            // store, the fix is to give the right ones, and nothing was written.
+            Error::Tiers(_) => ErrorKind::NotAStore,
+            Error::NewerFormat { .. } => ErrorKind::NewerFormat,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::NoSpace(_) => ErrorKind::NoSpace,
+            Error::Stopped(_) => ErrorKind::Stopped,
+            Error::ReadOnly(_) => ErrorKind::ReadOnly,
+            Error::InUse(_) => ErrorKind::InUse,
+        }
+    }
+
     pub(crate) fn corruption(what: impl Into<String>, offset: u64) -> Error {
         Error::Corruption { what: what.into(), offset }
     }
@@ -123,3 +144,65 @@ impl Error {
 
 /// The space layer's result alias.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EngineKind;
+
+    /// Every variant has its kind; a wrapped io error has the io error's.
+    #[test]
+    fn every_variant_has_its_kind() {
+        let s = || "why".to_string();
+        let eio = shale_io::Error::Io {
+            op: shale_io::OpKind::Read,
+            offset: 0,
+            source: std::io::Error::from_raw_os_error(libc::EIO),
+        };
+        let cases = [
+            (Error::Io(eio), ErrorKind::Io),
+            (Error::Io(shale_io::Error::Busy), ErrorKind::Busy),
+            (Error::Io(shale_io::Error::Unsupported(s())), ErrorKind::Unsupported),
+            (Error::corruption("format header", 0), ErrorKind::Corruption),
+            (Error::Foreign { why: s() }, ErrorKind::NotAStore),
+            (Error::NewerFormat { found: 9, supported: 3 }, ErrorKind::NewerFormat),
+            (Error::InvalidArgument(s()), ErrorKind::InvalidArgument),
+            (Error::NoSpace(s()), ErrorKind::NoSpace),
+            (Error::Stopped(s()), ErrorKind::Stopped),
+            (Error::ReadOnly(s()), ErrorKind::ReadOnly),
+            (Error::Tiers(s()), ErrorKind::NotAStore),
+            (Error::InUse(s()), ErrorKind::InUse),
+            (
+                Error::OtherEngine { found: EngineKind::Hash, expected: EngineKind::Lsm },
+                ErrorKind::NotAStore,
+            ),
+        ];
+        // Fails to compile when a variant is added, and the count below when no case has it.
+        let variant = |e: &Error| match e {
+            Error::Io(_) => 0,
+            Error::Corruption { .. } => 1,
+            Error::Foreign { .. } => 2,
+            Error::NewerFormat { .. } => 3,
+            Error::InvalidArgument(_) => 4,
+            Error::NoSpace(_) => 5,
+            Error::Stopped(_) => 6,
+            Error::ReadOnly(_) => 7,
+            Error::Tiers(_) => 8,
+            Error::InUse(_) => 9,
+            Error::OtherEngine { .. } => 10,
+        };
+        let covered: std::collections::BTreeSet<_> =
+            cases.iter().map(|(e, _)| variant(e)).collect();
+        assert_eq!(covered.len(), 11, "a variant has no case");
+        for (e, kind) in &cases {
+            assert_eq!(e.kind(), *kind, "{e:?}");
+        }
+        // The conversion from the io layer keeps the kind it had there.
+        let full = shale_io::Error::at_path(
+            shale_io::PathOp::Create,
+            "/a",
+            std::io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        assert_eq!(Error::from(full).kind(), ErrorKind::NoSpace);
+    }
+}

@@ -58,6 +58,7 @@ pub use error::{Error, Result};
 pub use instance::instance_id;
 pub use layout::{AREA_ALIGN, HEADER_AREA_BYTES, Layout, LayoutOptions, VERSION_LOG_BYTES_MIN};
 pub use queues::{PoolSpec, PooledQueue, QueueStats, Queues};
+pub use shale_io::ErrorKind;
 pub use store_lock::StoreLock;
 pub use tier::{CAPACITY_ADDRESS_BIT, Role, Tier};
 pub use version_log::{LogState, Versions};

@@ -1,5 +1,7 @@
 //! The table engine's errors: one enum, each variant a thing a caller can act on.
 
+use shale_io::ErrorKind;
+
 /// What went wrong.
 ///
 /// `Display` says what failed and `source()` gives its cause (an OS error), each printed once;
@@ -133,6 +135,28 @@ impl std::error::Error for Error {
     }
 }
 
+impl Error {
+    /// What kind of error this is ([`ErrorKind`]): what a caller can do about it. An
+    /// [`Error::Space`] has the space error's own kind.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Space(e) => e.kind(),
+            Error::Corruption { .. } => ErrorKind::Corruption,
+            Error::NoSuchTable(_) | Error::NoSuchColumn(_) => ErrorKind::NotFound,
+            Error::KeyNotFound => ErrorKind::NotFound,
+            Error::TableExists(_) | Error::DuplicateKey => ErrorKind::AlreadyExists,
+            Error::WrongSize { .. } | Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::NotTableStore(_) => ErrorKind::NotAStore,
+            Error::UndoLogMissing { .. } | Error::UndoLogOfOriginal { .. } => ErrorKind::LogMissing,
+            Error::Stopped(_) => ErrorKind::Stopped,
+            Error::LockTimeout => ErrorKind::Timeout,
+            // No room, as a full device is: the fix is room (commit or abort the open
+            // transaction, or a larger log), and the store does not stop.
+            Error::LogFull { .. } => ErrorKind::NoSpace,
+        }
+    }
+}
+
 impl From<shale_space::Error> for Error {
     fn from(e: shale_space::Error) -> Error {
         match e {
@@ -148,5 +172,64 @@ impl From<shale_space::Error> for Error {
 impl From<shale_io::Error> for Error {
     fn from(e: shale_io::Error) -> Error {
         Error::Space(e.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant has its kind; a wrapped space error has its own.
+    #[test]
+    fn every_variant_has_its_kind() {
+        let s = || "why".to_string();
+        let cases = [
+            (Error::Space(shale_space::Error::InUse(s())), ErrorKind::InUse),
+            (Error::Space(shale_space::Error::ReadOnly(s())), ErrorKind::ReadOnly),
+            (Error::Corruption { what: s(), offset: 0 }, ErrorKind::Corruption),
+            (Error::NoSuchTable(s()), ErrorKind::NotFound),
+            (Error::TableExists(s()), ErrorKind::AlreadyExists),
+            (Error::NoSuchColumn(s()), ErrorKind::NotFound),
+            (Error::WrongSize { column: s(), expected: 4, got: 5 }, ErrorKind::InvalidArgument),
+            (Error::DuplicateKey, ErrorKind::AlreadyExists),
+            (Error::KeyNotFound, ErrorKind::NotFound),
+            (Error::NotTableStore(s()), ErrorKind::NotAStore),
+            (Error::InvalidArgument(s()), ErrorKind::InvalidArgument),
+            (Error::UndoLogMissing { path: "/dev/shm/x".into() }, ErrorKind::LogMissing),
+            (Error::UndoLogOfOriginal { path: "/dev/shm/x".into() }, ErrorKind::LogMissing),
+            (Error::Stopped(s()), ErrorKind::Stopped),
+            (Error::LockTimeout, ErrorKind::Timeout),
+            (Error::LogFull { needed: 100, capacity: 64 }, ErrorKind::NoSpace),
+        ];
+        // Fails to compile when a variant is added, and the count below when no case has it.
+        let variant = |e: &Error| match e {
+            Error::Space(_) => 0,
+            Error::Corruption { .. } => 1,
+            Error::NoSuchTable(_) => 2,
+            Error::TableExists(_) => 3,
+            Error::NoSuchColumn(_) => 4,
+            Error::WrongSize { .. } => 5,
+            Error::DuplicateKey => 6,
+            Error::KeyNotFound => 7,
+            Error::NotTableStore(_) => 8,
+            Error::InvalidArgument(_) => 9,
+            Error::UndoLogMissing { .. } => 10,
+            Error::UndoLogOfOriginal { .. } => 11,
+            Error::Stopped(_) => 12,
+            Error::LockTimeout => 13,
+            Error::LogFull { .. } => 14,
+        };
+        let covered: std::collections::BTreeSet<_> =
+            cases.iter().map(|(e, _)| variant(e)).collect();
+        assert_eq!(covered.len(), 15, "a variant has no case");
+        for (e, kind) in &cases {
+            assert_eq!(e.kind(), *kind, "{e:?}");
+        }
+        // Another engine's store, as the space layer reports it, is not a table store.
+        let other = shale_space::Error::OtherEngine {
+            found: shale_space::EngineKind::Hash,
+            expected: shale_space::EngineKind::Table,
+        };
+        assert_eq!(Error::from(other).kind(), ErrorKind::NotAStore);
     }
 }

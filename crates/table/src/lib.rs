@@ -154,6 +154,8 @@ pub use options::{PMEM_FILE_NAME, TableOptions, UndoLogPlace};
 pub use pmem::{FilePmem, FilePmemOptions, FlushMode, PmemLog, SimPmem};
 pub use scan::{SCAN_BATCH_ROWS, Scan};
 pub use schema::{COLUMNS_MAX, Column, ColumnType, NAME_BYTES_MAX, ROW_BYTES_MAX, Row, Schema};
+/// The kind of an [`Error`] ([`Error::kind`]), shared by every shale layer's errors.
+pub use shale_io::ErrorKind;
 pub use store::{RECLAIM_STEP_RECORDS, TableId, TableStats, TableStore};
 pub use txn::{Declared, Isolation, Transaction};
 pub use undo_file::dax_at;

@@ -38,7 +38,7 @@ csv="$OUT/runs.csv"
 echo "side,run,figure,value" > "$csv"
 
 # Appends the figures of one run's output to the CSV: db_bench-style "name : ... N ops/sec"
-# lines, kvbench's "name latency micros : p50 .. p99 X" lines, YCSB's OVERALL throughputs.
+# lines, the tail lines ("name [op] latency micros : p50 .. p99 X"), YCSB's OVERALL throughputs.
 record() {
     local side=$1 run=$2 prefix=$3 file=$4
     python3 - "$side" "$run" "$prefix" "$file" >> "$csv" <<'EOF'
@@ -49,9 +49,11 @@ for line in open(path, errors="replace"):
     m = re.match(r"^(\S+)\s+:\s+[\d.]+ micros/op (\d+) ops/sec", line)
     if m and "[" not in m.group(1):
         print(f"{side},{run},{prefix}{m.group(1)} ops/s,{m.group(2)}")
-    m = re.match(r"^(\S+)\s+latency micros : p50 [\d.]+ p99 ([\d.]+)", line)
+    # The tail line, "name [op] latency micros : p50 X p99 Y ..." (older builds print no op).
+    m = re.match(r"^(\S+)(?:\s+([A-Za-z-]+))?\s+latency micros : p50 [\d.]+ p99 ([\d.]+)", line)
     if m and "[" not in m.group(1):
-        print(f"{side},{run},{prefix}{m.group(1)} p99 us,{m.group(2)}")
+        name = m.group(1) + (" " + m.group(2) if m.group(2) else "")
+        print(f"{side},{run},{prefix}{name} p99 us,{m.group(3)}")
     m = re.match(r"^\[OVERALL\], Throughput\(ops/sec\), ([\d.]+)", line)
     if m:
         print(f"{side},{run},{prefix}{'load' if overall == 0 else 'run'} ops/s,{m.group(1)}")

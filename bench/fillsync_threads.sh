@@ -19,7 +19,7 @@ WRITES=${WRITES:-160000}
 OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-fillsync-threads}
 DB_BENCH=${DB_BENCH:-$(bench/compare/build_rocksdb.sh | tail -2 | head -1)}
 cargo build --release -p shale-cli >&2
-SHALE=target/release/shale
+SHALE=${CARGO_TARGET_DIR:-target}/release/shale
 # Each process's output goes to $OUT/raw/, which git ignores; $OUT keeps the summary.
 mkdir -p "$OUT/raw"
 scratch=$(mktemp -d "${TMPDIR:-/var/tmp}/shale-fillsync.XXXXXX")

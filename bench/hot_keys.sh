@@ -18,7 +18,7 @@ REPEATS=${REPEATS:-3}
 OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-hot-keys}
 DB_BENCH=${DB_BENCH:-$(bench/compare/build_rocksdb.sh | tail -2 | head -1)}
 cargo build --release -p shale-cli >&2
-SHALE=target/release/shale
+SHALE=${CARGO_TARGET_DIR:-target}/release/shale
 # Each process's output goes to $OUT/raw/, which git ignores; $OUT keeps the summary.
 mkdir -p "$OUT/raw"
 scratch=$(mktemp -d "${TMPDIR:-/var/tmp}/shale-hot-keys.XXXXXX")

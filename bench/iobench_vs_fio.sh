@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 F=${1:-target/io2g.dat}
 command -v fio >/dev/null || { apt-get update -q && apt-get install -y -q fio; }
 cargo build --release -q -p shale-cli
-B=target/release/shale
+B=${CARGO_TARGET_DIR:-target}/release/shale
 # A new file is pre-filled by iobench, so reads hit written extents.
 $B iobench --path "$F" --size 2g --pattern randread --block_size 4k --queue_depth 32 --seconds 5 >/dev/null
 for w in seqwrite randread; do

@@ -24,7 +24,7 @@ READS=${READS:-10000}
 OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-recovery-time}
 DB_BENCH=${DB_BENCH:-$(bench/compare/build_rocksdb.sh | tail -2 | head -1)}
 cargo build --release -p shale-cli >&2
-SHALE=target/release/shale
+SHALE=${CARGO_TARGET_DIR:-target}/release/shale
 # Each process's output goes to $OUT/raw/, which git ignores; $OUT keeps the summary.
 mkdir -p "$OUT/raw"
 scratch=$(mktemp -d "${SCRATCH:-/var/tmp}/shale-recovery.XXXXXX")

@@ -41,7 +41,7 @@ PARTS=${PARTS:-sync fill kv}
 OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-scaling}
 if [ -z "${SHALE:-}" ]; then
   cargo build --release -p shale-cli >&2 || exit 1
-  SHALE=target/release/shale
+  SHALE=${CARGO_TARGET_DIR:-target}/release/shale
 fi
 DB_BENCH=${DB_BENCH:-$(bench/compare/build_rocksdb.sh | tail -2 | head -1)}
 SHALE_BUILDS=${SHALE_BUILDS:-shale=$SHALE}

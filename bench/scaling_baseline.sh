@@ -18,7 +18,7 @@
 #   (lsm seconds a run, 5), SCRATCH (the lsm store's directory, /var/tmp), CONTENTION (1; 0
 #   skips part 4).
 set -uo pipefail
-S=${SHALE:-target/release/shale}
+S=${SHALE:-${CARGO_TARGET_DIR:-target}/release/shale}
 OUT=${OUT:-bench/results/$(date -u +%F)-scaling-baseline}
 RECORDS=${RECORDS:-200000}
 OPS=${OPS:-400000}

@@ -47,7 +47,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 cargo build --release -p shale-cli >&2
-SHALE=$PWD/target/release/shale
+SHALE=$(realpath "${CARGO_TARGET_DIR:-target}")/release/shale
 # Each process's output goes to $OUT/raw/, which git ignores; $OUT keeps the summary.
 mkdir -p "$OUT/raw"
 scratch=$(mktemp -d /var/tmp/shale-serve-bench.XXXXXX)

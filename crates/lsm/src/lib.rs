@@ -116,3 +116,4 @@ pub use ticket::Ticket;
 pub use tiering::TierOptions;
 pub use tuner::{TunerMode, TunerOptions};
 pub use version_edit::LEVELS_MAX;
+pub use write_controller::SlowdownPace;

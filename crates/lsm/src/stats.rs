@@ -93,6 +93,9 @@ pub struct Stats {
     /// The pace, in bytes a second, that writes go at while the store is slowed down: the
     /// delayed write rate as it has adapted so far (`Options::delayed_write_rate` at most).
     pub delayed_write_rate: u64,
+    /// The waits the slowdown's pace scheduled since open (each write group's, its longest,
+    /// and by how much the longest passed its bound: zero while the pace kept to it).
+    pub slowdown_pace: crate::write_controller::SlowdownPace,
     /// Levels holding an odd chunk (LDS's odd-chunk rule), at most one each.
     pub odd_chunks: usize,
     /// Odd chunks kept back in their level since open.

@@ -117,3 +117,69 @@ fn writes_past_the_slowdown_trigger_go_at_the_delayed_write_rate() {
     }
     db.close().unwrap();
 }
+
+/// Small writes past the trigger each wait about their own bytes at the rate: the waits the
+/// pace schedules stay within their bound (the group's bytes at the rate and one slice), and
+/// they are spread over the writes, not a long one for every few (the old slice of a
+/// millisecond made every write past its credit wait a millisecond, ten times a 1 KiB
+/// write's time at 8 MiB/s). Asserted on the waits the store scheduled, counted in its
+/// statistics, so a loaded machine's late wake-ups do not enter; the time is only a lower
+/// bound, as above.
+#[test]
+fn small_writes_past_the_trigger_each_wait_about_their_own_bytes() {
+    const RATE: u64 = 8 << 20;
+    const VALUE: usize = 1 << 10;
+    const WRITES: usize = 2_000;
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Arc::new(Gate::default());
+    let opts = Options {
+        compaction_filter: Some(gate.clone()),
+        write_buffer_bytes: 16 << 20,
+        level0_file_num_compaction_trigger: 2,
+        level0_slowdown_writes_trigger: 2,
+        level0_stop_writes_trigger: 1000,
+        delayed_write_rate: RATE,
+        ..Options::small_for_tests()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let _opener = Opener(gate.clone());
+    for _ in 0..3 {
+        db.put(b"a", b"v").unwrap();
+        db.put(b"z", b"v").unwrap();
+        db.flush().unwrap();
+    }
+    let s = db.stats();
+    assert_eq!(s.files_per_level[0], 3, "L0 held past the slowdown trigger");
+    let rate = s.delayed_write_rate;
+    let before = s.slowdown_pace;
+
+    let value = vec![3u8; VALUE];
+    let started = Instant::now();
+    for i in 0..WRITES {
+        db.put(format!("key{i:06}").as_bytes(), &value).unwrap();
+    }
+    let took = started.elapsed();
+    let after = db.stats();
+    let pace = after.slowdown_pace;
+    // A new shape while the writes run (the store's own writes commit versions too) may
+    // have slowed the pace: the bound below takes the slowest rate in force.
+    let slowest = rate.min(after.delayed_write_rate);
+
+    let groups = pace.delayed_groups - before.delayed_groups;
+    assert!(groups >= WRITES as u64 / 20, "{groups} of {WRITES} writes waited: {pace:?}");
+    assert_eq!(pace.longest_past_bound_us, 0, "a wait past its bound: {pace:?}");
+    // A write's group is its one record (the key, the value and under 64 bytes of framing):
+    // its bytes at the rate, and a slice, bound every wait well under a millisecond.
+    let bound_us = 100 + (VALUE as u64 + 64) * 1_000_000 / slowest + 1;
+    assert!(pace.longest_us <= bound_us, "longest wait {} us > {bound_us}", pace.longest_us);
+    assert!(bound_us < 1_000, "the rate fell to {slowest} B/s: {after:?}");
+    let at_rate = Duration::from_secs_f64(0.9 * (WRITES * VALUE) as f64 / rate as f64);
+    assert!(took >= at_rate, "{WRITES} writes of {VALUE} B took {took:?}: faster than the rate");
+
+    gate.release();
+    db.wait_for_compaction().unwrap();
+    for i in (0..WRITES).step_by(97) {
+        assert_eq!(db.get(format!("key{i:06}").as_bytes()).unwrap().as_deref(), Some(&value[..]));
+    }
+    db.close().unwrap();
+}

@@ -416,6 +416,16 @@ pub fn print_db_stats(s: &shale_lsm::Stats) {
         st.l0_stop.count,
         st.l0_stop.duration_us as f64 / 1e6
     );
+    let p = &s.slowdown_pace;
+    if p.delayed_groups > 0 {
+        outln!(
+            "Slowdown pace: {} groups waited {:.3} s, longest {} us ({} us past its bound)",
+            p.delayed_groups,
+            p.scheduled_us as f64 / 1e6,
+            p.longest_us,
+            p.longest_past_bound_us
+        );
+    }
     if let Some(why) = &s.stopped {
         outln!("Stopped: {why}");
     }
@@ -485,6 +495,10 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.stall.pending.slowdown.micros", s.stalls.pending_slowdown.duration_us),
         ("shale.stall.pending.stop.count", s.stalls.pending_stop.count),
         ("shale.stall.pending.stop.micros", s.stalls.pending_stop.duration_us),
+        ("shale.slowdown.delayed.groups", s.slowdown_pace.delayed_groups),
+        ("shale.slowdown.scheduled.micros", s.slowdown_pace.scheduled_us),
+        ("shale.slowdown.longest.micros", s.slowdown_pace.longest_us),
+        ("shale.slowdown.longest.past.bound.micros", s.slowdown_pace.longest_past_bound_us),
         ("shale.memory.overflows", s.memory_overflows),
         ("shale.write.buffer.bytes", s.write_buffer_bytes),
         ("shale.background.jobs", s.background_jobs as u64),

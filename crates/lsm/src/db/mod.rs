@@ -1826,6 +1826,7 @@ impl Inner {
             base_level: targets.base_level,
             pending_compaction_bytes: targets.excess_bytes(&sizes),
             delayed_write_rate: st.delayed.rate(),
+            slowdown_pace: st.delayed.pace(),
             odd_chunks: (0..LEVELS).filter_map(|l| st.compaction.odd_chunk(l)).count(),
             odd_chunks_kept: st.compaction.odd_chunks_kept(),
             running_compactions: st.compaction.running(),

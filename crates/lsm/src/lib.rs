@@ -111,7 +111,7 @@ pub use sst::builder::{
     BLOCK_ALIGN_BYTES, BLOCK_BYTES_MAX, BLOOM_BITS_PER_KEY_MAX, RESTART_INTERVAL_MAX,
 };
 pub use sst::{Compression, IndexAndFilter, SstOptions};
-pub use stats::{Stall, StallTotal, Stalls, Stats, TierStats};
+pub use stats::{LevelIo, Stall, StallTotal, Stalls, Stats, TierStats};
 pub use ticket::Ticket;
 pub use tiering::TierOptions;
 pub use tuner::{TunerMode, TunerOptions};

@@ -73,6 +73,27 @@ impl StallCounters {
     }
 }
 
+/// Where a level's bytes came from and went, since open (RocksDB's compaction stats, by
+/// level): what flushes and compactions wrote into it, and what compactions read out of it
+/// and from the level below. Write amplification by level is `written / user bytes`; the
+/// sum over levels, with the WAL's bytes, is the store's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+// Reports grow fields: users read them, only the engine makes them.
+#[non_exhaustive]
+pub struct LevelIo {
+    /// Bytes of SSTs written into this level: flush outputs for L0, compaction outputs for
+    /// the others (an odd chunk kept back in the compaction's source level counts there).
+    pub written: u64,
+    /// Flushes (L0) or compactions (other levels) that wrote into this level.
+    pub runs: u64,
+    /// Bytes compactions out of this level read from it (their inputs).
+    pub read_from_level: u64,
+    /// Bytes compactions into this level read from it (the SSTs below they merged with).
+    pub read_from_below: u64,
+    /// Bytes moved into this level unchanged (trivial moves): neither read nor written.
+    pub moved_in: u64,
+}
+
 /// A snapshot of the store's statistics and properties.
 #[derive(Clone, Debug, Default, PartialEq)]
 // Reports grow fields: users read them, only the engine makes them.
@@ -96,6 +117,8 @@ pub struct Stats {
     /// The waits the slowdown's pace scheduled since open (each write group's, its longest,
     /// and by how much the longest passed its bound: zero while the pace kept to it).
     pub slowdown_pace: crate::write_controller::SlowdownPace,
+    /// Bytes written into and read out of each level since open (RocksDB's compaction stats).
+    pub level_io: Vec<LevelIo>,
     /// Levels holding an odd chunk (LDS's odd-chunk rule), at most one each.
     pub odd_chunks: usize,
     /// Odd chunks kept back in their level since open.

@@ -393,6 +393,7 @@ pub fn print_db_stats(s: &shale_lsm::Stats) {
         s.version_log_bytes_written as f64 / MB,
         s.write_amplification()
     );
+    print_level_io(s);
     outln!(
         "Block cache: {:.1} MB held ({:.1} MB index and filter), {} hits, {} misses, {} adds, hit ratio {:.3}",
         s.block_cache_bytes as f64 / MB,
@@ -445,6 +446,32 @@ fn print_levels(s: &shale_lsm::Stats) {
     for (level, (files, bytes)) in s.files_per_level.iter().zip(&s.bytes_per_level).enumerate() {
         outln!("{level:5} {files:5} {:8.1}", *bytes as f64 / MB);
     }
+}
+
+/// Where the bytes went, by level (RocksDB's compaction stats): what flushes and compactions
+/// wrote into each level, what they read, and each level's share of the write amplification.
+fn print_level_io(s: &shale_lsm::Stats) {
+    let user = s.user_bytes_written.max(1) as f64;
+    outln!("Level  Written(MB) Runs ReadHere(MB) ReadBelow(MB) MovedIn(MB) W-Amp");
+    for (level, io) in s.level_io.iter().enumerate() {
+        if io.written + io.read_from_level + io.moved_in == 0 {
+            continue;
+        }
+        outln!(
+            "L{level:<4} {:11.1} {:4} {:12.1} {:13.1} {:11.1} {:5.2}",
+            io.written as f64 / MB,
+            io.runs,
+            io.read_from_level as f64 / MB,
+            io.read_from_below as f64 / MB,
+            io.moved_in as f64 / MB,
+            io.written as f64 / user
+        );
+    }
+    outln!(
+        "WAL    {:11.1}                                            {:5.2}",
+        s.wal_bytes_written as f64 / MB,
+        s.wal_bytes_written as f64 / user
+    );
 }
 
 /// `--statistics`: the engine's counters, in RocksDB's `name COUNT : value` form.

@@ -274,6 +274,7 @@ impl Inner {
             };
             let mut st = self.state.lock();
             self.commit_edit(&mut st, edit, Vec::new(), Vec::new(), Vec::new())?;
+            st.level_io[out_level].moved_in += c.inputs.iter().map(|f| f.meta.bytes).sum::<u64>();
             self.finish_compaction(&mut st, &c, None);
             return Ok(Ended::Committed);
         }
@@ -405,6 +406,7 @@ impl Inner {
         let removed_extents = c.inputs.iter().chain(&c.next).map(|f| f.meta.extent).collect();
         let mut st = self.state.lock();
         let odd = self.keeps_odd_chunk(&st, &c, &outputs, last_used_bytes);
+        count_compaction_io(&mut st.level_io, &c, &outputs, odd);
         let added = outputs
             .into_iter()
             .map(|m| {
@@ -419,6 +421,9 @@ impl Inner {
     }
 
     /// After a commit: out of the book, the new odd chunk recorded, counted, waiters woken.
+    ///
+    /// (Its bytes are counted by [`count_compaction_io`] before the outputs move into the
+    /// edit.)
     fn finish_compaction(&self, st: &mut State, c: &Compaction, odd: Option<u64>) {
         let version = st.version.clone();
         st.compaction.finish(c.id, &version.levels);
@@ -469,6 +474,24 @@ impl Inner {
         st.compaction
             .may_keep_odd_chunk(c.id, &st.version.levels, c.level, &removed, &chunk)
             .then_some(last.id)
+    }
+}
+
+/// Counts a merging compaction's bytes by level (`Stats::level_io`): its inputs read from
+/// their level, the SSTs below read from the output level, its outputs written there (the
+/// odd chunk, kept back, in the source level).
+fn count_compaction_io(
+    io: &mut [crate::stats::LevelIo],
+    c: &Compaction,
+    outputs: &[SstMeta],
+    odd: Option<u64>,
+) {
+    io[c.level].read_from_level += c.inputs.iter().map(|f| f.meta.bytes).sum::<u64>();
+    io[c.output_level].read_from_below += c.next.iter().map(|f| f.meta.bytes).sum::<u64>();
+    io[c.output_level].runs += 1;
+    for m in outputs {
+        let level = if Some(m.id) == odd { c.level } else { c.output_level };
+        io[level].written += m.bytes;
     }
 }
 

@@ -252,6 +252,8 @@ struct State {
     compactions_deferred_for_room: u64,
     flushes: u64,
     compactions: u64,
+    /// Bytes into and out of each level since open (`Stats::level_io`).
+    level_io: [crate::stats::LevelIo; LEVELS],
 }
 
 /// A consistent view of the store as of one sequence number. Reads through
@@ -1517,6 +1519,8 @@ impl Inner {
         st.imm.retain(|(_, x)| *x != ltn);
         self.publish_view(&st);
         st.flushes += 1;
+        st.level_io[0].written += output.iter().map(|m| m.bytes).sum::<u64>();
+        st.level_io[0].runs += 1;
         // The group's storage goes back now unless a writer holds the WAL (its next append
         // frees it then): a store whose writes stopped kept the last flushed memtable's log,
         // 64 MiB and more, on disk (bytes on disk, BENCHMARKS.md). A try: the WAL lock is
@@ -1827,6 +1831,7 @@ impl Inner {
             pending_compaction_bytes: targets.excess_bytes(&sizes),
             delayed_write_rate: st.delayed.rate(),
             slowdown_pace: st.delayed.pace(),
+            level_io: st.level_io.to_vec(),
             odd_chunks: (0..LEVELS).filter_map(|l| st.compaction.odd_chunk(l)).count(),
             odd_chunks_kept: st.compaction.odd_chunks_kept(),
             running_compactions: st.compaction.running(),

@@ -209,6 +209,7 @@ impl Db {
                 compactions_deferred_for_room: 0,
                 flushes: 0,
                 compactions: 0,
+                level_io: Default::default(),
             }),
             cv: Condvar::new(),
             next_sst_id: AtomicU64::new(max_id + 1),

@@ -121,20 +121,22 @@ fn writes_past_the_slowdown_trigger_go_at_the_delayed_write_rate() {
 /// Small writes past the trigger each wait about their own bytes at the rate: the waits the
 /// pace schedules stay within their bound (the group's bytes at the rate and one slice), and
 /// they are spread over the writes, not a long one for every few (the old slice of a
-/// millisecond made every write past its credit wait a millisecond, ten times a 1 KiB
-/// write's time at 8 MiB/s). Asserted on the waits the store scheduled, counted in its
+/// millisecond made every write past its credit wait a millisecond, half again a 1 KiB
+/// write's time at the pace here). Asserted on the waits the store scheduled, counted in its
 /// statistics, so a loaded machine's late wake-ups do not enter; the time is only a lower
 /// bound, as above.
 #[test]
 fn small_writes_past_the_trigger_each_wait_about_their_own_bytes() {
-    const RATE: u64 = 8 << 20;
+    // Slow enough that even a loaded machine's writes outrun it (a write's bytes take about
+    // 650 us at the pace in force), fast enough that a millisecond is past every bound.
+    const RATE: u64 = 2 << 20;
     const VALUE: usize = 1 << 10;
-    const WRITES: usize = 2_000;
+    const WRITES: usize = 1_000;
     let dir = tempfile::tempdir().unwrap();
     let gate = Arc::new(Gate::default());
     let opts = Options {
         compaction_filter: Some(gate.clone()),
-        write_buffer_bytes: 16 << 20,
+        write_buffer_bytes: 4 << 20,
         level0_file_num_compaction_trigger: 2,
         level0_slowdown_writes_trigger: 2,
         level0_stop_writes_trigger: 1000,
@@ -166,7 +168,10 @@ fn small_writes_past_the_trigger_each_wait_about_their_own_bytes() {
     let slowest = rate.min(after.delayed_write_rate);
 
     let groups = pace.delayed_groups - before.delayed_groups;
-    assert!(groups >= WRITES as u64 / 20, "{groups} of {WRITES} writes waited: {pace:?}");
+    // About half wait: a sleep overshoots its wait (timer slack, a loaded machine), and the
+    // credit of the overshoot lets the next write through. The old millisecond slice had
+    // one write in fifteen wait.
+    assert!(groups >= WRITES as u64 / 5, "{groups} of {WRITES} writes waited: {pace:?}");
     assert_eq!(pace.longest_past_bound_us, 0, "a wait past its bound: {pace:?}");
     // A write's group is its one record (the key, the value and under 64 bytes of framing):
     // its bytes at the rate, and a slice, bound every wait well under a millisecond.

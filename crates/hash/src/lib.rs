@@ -63,6 +63,7 @@ pub use options::{
 pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
 /// The kind of an [`Error`] ([`Error::kind`]), shared by every shale layer's errors.
 pub use shale_io::ErrorKind;
+pub use shale_space::page_log::driver::DriverStats;
 pub use shards::{Shards, ShardsIterator};
 pub use store::{HashStore, HashTicket, KvRequest};
 pub use store_checkpoint::{COPY_IN_FLIGHT, PROGRESS_ENTRIES};

@@ -24,6 +24,7 @@ use shale_io::ticket::{Ticket, pending};
 use shale_io::{DeviceRef, FileOptions};
 use shale_space::Volume;
 use shale_space::contention::Site;
+use shale_space::page_log::driver::{Driver, DriverStats};
 
 use crate::caller_reads;
 use crate::completion::{Completion, CompletionQueue, Output, Reply};
@@ -51,6 +52,8 @@ pub struct HashStore {
     _lock: Option<shale_space::StoreLock>,
     shard: Arc<Shard>,
     submissions: Arc<Submissions>,
+    /// The worker, and who runs its turns: its thread, or a synchronous caller.
+    driver: Arc<Driver<Worker>>,
     completions: Arc<CompletionQueue>,
     worker: Option<JoinHandle<()>>,
 }
@@ -171,8 +174,9 @@ impl HashStore {
         shard.recovery_micros.store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
         let log = LogWriter::new(replayed.max_seq + 1, next_generation, replayed.last_end);
         let submissions = Arc::new(Submissions::new(shard.opts.queue_depth));
-        let worker = Worker::new(shard.clone(), submissions.clone(), log)?;
+        let driver = Arc::new(Driver::new(Worker::new(shard.clone(), submissions.clone(), log)?));
         let cpu = shard.opts.worker_cpu;
+        let thread_driver = driver.clone();
         let handle = std::thread::Builder::new()
             .name("shale-hash-worker".into())
             .spawn(move || {
@@ -180,14 +184,27 @@ impl HashStore {
                     // A refusal (a CPU set the kernel will not give) leaves it unpinned.
                     shale_io::affinity::pin_current_thread(cpu);
                 }
-                worker.run()
+                thread_driver.run()
             })
             .map_err(|e| Error::InvalidArgument(format!("cannot start the worker thread: {e}")))?;
         let completions = Arc::new(CompletionQueue::new()?);
-        Ok(HashStore { _lock: None, shard, submissions, completions, worker: Some(handle) })
+        Ok(HashStore { _lock: None, shard, submissions, driver, completions, worker: Some(handle) })
     }
 
+    /// Queues a request whose answer goes to a ticket, and wakes the worker's thread to serve
+    /// it.
     fn submit<T>(
+        &self,
+        wait: bool,
+        make: impl FnOnce(Reply<T>) -> Request,
+    ) -> Result<HashTicket<T>> {
+        let ticket = self.submit_quietly(wait, make)?;
+        self.driver.wake();
+        Ok(ticket)
+    }
+
+    /// Queues a request whose answer goes to a ticket, waking nobody: the caller drives it.
+    fn submit_quietly<T>(
         &self,
         wait: bool,
         make: impl FnOnce(Reply<T>) -> Request,
@@ -197,6 +214,19 @@ impl HashStore {
         Ok(ticket)
     }
 
+    /// A synchronous call's request: queued, then served on this thread when nobody is running
+    /// the worker (run to completion: no hand-off either way), else by whoever is; waits for
+    /// its answer.
+    fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Request) -> Result<T> {
+        let ticket = self.submit_quietly(true, make)?;
+        if self.driver.drive_until(|| ticket.is_done()) {
+            WORKER_HANDOFF.pass();
+            return ticket.wait();
+        }
+        WORKER_HANDOFF.wait(|| ticket.wait())
+    }
+
+    /// Queues `req`, waking nobody.
     fn queue(&self, req: Request, wait: bool) -> Result<()> {
         match self.submissions.submit(req, wait) {
             Ok(()) => Ok(()),
@@ -272,7 +302,9 @@ impl HashStore {
                 Request::Exist { keys, done: Reply::tagged(tag, cq.clone(), Output::Exist) }
             }
         };
-        self.queue(req, false)
+        self.queue(req, false)?;
+        self.driver.wake();
+        Ok(())
     }
 
     /// Moves up to `max` completions of [`HashStore::submit_tagged`] requests into `out`,
@@ -374,13 +406,7 @@ impl HashStore {
     pub fn store(&self, key: &[u8], value: &[u8], mode: StoreMode) -> Result<()> {
         record::check_key(key)?;
         record::check_value(value, self.shard.opts.value_bytes_max())?;
-        let ticket = self.submit(true, |done| Request::Store {
-            key: key.to_vec(),
-            value: value.to_vec(),
-            mode,
-            done,
-        })?;
-        WORKER_HANDOFF.wait(|| ticket.wait())
+        self.call(|done| Request::Store { key: key.to_vec(), value: value.to_vec(), mode, done })
     }
 
     /// Deletes `key`, durably; returns whether it was present (nothing is written if not).
@@ -389,8 +415,7 @@ impl HashStore {
     /// As [`HashStore::store`].
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         record::check_key(key)?;
-        let ticket = self.submit(true, |done| Request::Delete { key: key.to_vec(), done })?;
-        WORKER_HANDOFF.wait(|| ticket.wait())
+        self.call(|done| Request::Delete { key: key.to_vec(), done })
     }
 
     /// The value stored under `key`, or `None`. A value in the value cache, or a key the
@@ -406,8 +431,7 @@ impl HashStore {
             WORKER_HANDOFF.pass();
             return Ok(answer);
         }
-        let ticket = self.submit(true, |done| Request::Retrieve { key: key.to_vec(), done })?;
-        WORKER_HANDOFF.wait(|| ticket.wait())
+        self.call(|done| Request::Retrieve { key: key.to_vec(), done })
     }
 
     /// Copies the value of `key` from byte `offset` on into `buf`; returns how many bytes it
@@ -453,7 +477,7 @@ impl HashStore {
             return Ok(bits);
         }
         let keys = keys.iter().map(|k| k.to_vec()).collect();
-        self.submit(true, |done| Request::Exist { keys, done })?.wait()
+        self.call(|done| Request::Exist { keys, done })
     }
 
     /// Opens an iterator over the keys whose first four bytes match `prefix` under `mask`
@@ -521,6 +545,12 @@ impl HashStore {
         Ok(())
     }
 
+    /// Turns of the worker run since the open, by synchronous callers on their own threads
+    /// (run to completion) and by the worker's thread.
+    pub fn driver_stats(&self) -> DriverStats {
+        self.driver.stats()
+    }
+
     /// Counters since the open.
     pub fn stats(&self) -> HashStats {
         self.shard.stats()
@@ -540,6 +570,7 @@ impl HashStore {
     fn shut_down(&mut self) {
         if let Some(worker) = self.worker.take() {
             self.submissions.close();
+            self.driver.wake();
             if worker.join().is_err() {
                 log::error!("the hash store's worker panicked");
             }

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use shale_space::contention::Site;
+use shale_space::page_log::driver::Step;
 
 /// The contention profile's sites (`shale_space::contention`): the submission queue's mutex,
 /// which callers and the worker share, and a caller waiting for room in the queue.
@@ -60,7 +61,7 @@ pub(crate) enum Request {
 /// The submission queue: requests, how many are outstanding, and the close flag.
 pub(crate) struct Submissions {
     state: Mutex<SubmitState>,
-    /// Wakes the worker.
+    /// Wakes a turn that lingers for more writes to fill a carried page (`take_submissions`).
     work: Condvar,
     /// Wakes submitters waiting for room.
     room: Condvar,
@@ -105,6 +106,11 @@ impl Submissions {
         Ok(())
     }
 
+    /// Whether requests are queued that no turn has taken yet.
+    pub fn queued(&self) -> bool {
+        !SUBMIT_MUTEX.lock(&self.state).queue.is_empty()
+    }
+
     /// Takes note that `n` requests completed.
     fn completed(&self, n: usize) {
         if n == 0 {
@@ -116,7 +122,8 @@ impl Submissions {
         self.room.notify_all();
     }
 
-    /// Asks the worker to finish every outstanding request and end.
+    /// Asks the worker to finish every outstanding request and end (its driver's thread,
+    /// woken after this, runs the turns that do).
     pub fn close(&self) {
         self.state.lock().closing = true;
         self.work.notify_one();
@@ -270,77 +277,88 @@ impl Worker {
         })
     }
 
-    /// Serves requests until the store closes and every request has completed.
-    pub fn run(mut self) {
-        loop {
-            let (incoming, closing) = self.take_submissions();
-            let got_new = !incoming.is_empty();
-            for req in incoming {
-                self.accept(req);
-            }
-            if !closing && self.in_flight.is_none() {
-                self.finish_gc();
-                self.maybe_checkpoint();
-                self.start_gc();
-            }
-            if self.in_flight.is_none() {
-                let gc_copies = self.gc.as_ref().is_some_and(|g| !g.pending.is_empty());
-                // A carried page goes on in a user batch: garbage collection's waits a turn.
-                if gc_copies
-                    && !closing
-                    && self.carry.is_none()
-                    && (self.gc_turn || self.writes.is_empty())
-                {
-                    self.build_gc_batch();
-                    self.gc_turn = false;
-                } else if !self.writes.is_empty() || self.carry.is_some() {
-                    // Never carry past what must follow a batch that ends on a record:
-                    // garbage collection's turn, a checkpoint (its replay starts on a page
-                    // boundary), the close.
-                    let may_carry = !closing && !gc_copies && !self.checkpoint_due();
-                    self.build_batch(may_carry);
-                    self.gc_turn = true;
-                }
-            }
-            self.submit_reads();
-            let busy = self.queue.in_flight() > 0;
-            if !busy
-                && self.writes.is_empty()
-                && self.carry.is_none()
-                && self.reads_waiting.is_empty()
-                && self.in_flight.is_none()
-                && (closing || self.gc.is_none())
-            {
-                if closing {
-                    self.close_bounded();
-                    return;
-                }
-                continue; // take_submissions waits for work
-            }
-            if busy {
-                // Wait for a completion only when this turn brought nothing new: new
-                // requests may have been answered or batched without waiting.
-                let min = usize::from(!got_new);
-                self.reap(min);
-            }
-        }
-    }
-
-    /// Takes the queued requests; waits for some when there is nothing else to do.
-    fn take_submissions(&mut self) -> (VecDeque<Request>, bool) {
-        let idle = self.queue.in_flight() == 0
+    /// Whether a turn would find nothing to do: nothing queued for a batch or a read, nothing
+    /// in flight, no carried page, no garbage collection under way (the queue of submissions
+    /// aside: [`Driver`](shale_space::page_log::Driver) is woken for those).
+    fn quiet(&self) -> bool {
+        self.queue.in_flight() == 0
             && self.writes.is_empty()
             && self.carry.is_none()
             && self.reads_waiting.is_empty()
             && self.in_flight.is_none()
-            && self.gc.is_none();
-        let mut s = SUBMIT_MUTEX.lock(&self.submissions.state);
-        if idle {
-            while s.queue.is_empty() && !s.closing {
-                // Idle: neither a hold nor a wait for anyone.
-                s.unlocked(|g| self.submissions.work.wait(g));
+            && self.gc.is_none()
+    }
+}
+
+/// The worker's turns, run by its thread or by a caller waiting for its own request
+/// (`shale_space::page_log::driver`: run to completion, so a lone synchronous caller pays no
+/// thread hand-off).
+impl shale_space::page_log::driver::Worker for Worker {
+    /// One turn, in the order of the module comment.
+    fn turn(&mut self) -> Step {
+        let (incoming, closing) = self.take_submissions();
+        let got_new = !incoming.is_empty();
+        for req in incoming {
+            self.accept(req);
+        }
+        if !closing && self.in_flight.is_none() {
+            self.finish_gc();
+            self.maybe_checkpoint();
+            self.start_gc();
+        }
+        if self.in_flight.is_none() {
+            let gc_copies = self.gc.as_ref().is_some_and(|g| !g.pending.is_empty());
+            // A carried page goes on in a user batch: garbage collection's waits a turn.
+            if gc_copies
+                && !closing
+                && self.carry.is_none()
+                && (self.gc_turn || self.writes.is_empty())
+            {
+                self.build_gc_batch();
+                self.gc_turn = false;
+            } else if !self.writes.is_empty() || self.carry.is_some() {
+                // Never carry past what must follow a batch that ends on a record: garbage
+                // collection's turn, a checkpoint (its replay starts on a page boundary),
+                // the close.
+                let may_carry = !closing && !gc_copies && !self.checkpoint_due();
+                self.build_batch(may_carry);
+                self.gc_turn = true;
             }
         }
+        self.submit_reads();
+        let busy = self.queue.in_flight() > 0;
+        if !busy
+            && self.writes.is_empty()
+            && self.carry.is_none()
+            && self.reads_waiting.is_empty()
+            && self.in_flight.is_none()
+            && (closing || self.gc.is_none())
+        {
+            if closing {
+                self.close_bounded();
+                return Step::Closed;
+            }
+            return if self.submissions.queued() { Step::Busy } else { Step::Idle };
+        }
+        if busy {
+            // Wait for a completion only when this turn brought nothing new: new requests
+            // may have been answered or batched without waiting.
+            let min = usize::from(!got_new);
+            self.reap(min);
+        }
+        Step::Busy
+    }
+
+    fn idle(&self) -> bool {
+        self.quiet() && !self.submissions.queued()
+    }
+}
+
+impl Worker {
+    /// Takes the queued requests (the thread that runs turns sleeps in the driver, not here,
+    /// so that a caller may run them meanwhile).
+    fn take_submissions(&mut self) -> (VecDeque<Request>, bool) {
+        let mut s = SUBMIT_MUTEX.lock(&self.submissions.state);
         let lingers = self.carry.is_some()
             && self.queue.in_flight() == 0
             && self.writes.is_empty()

@@ -61,3 +61,54 @@ fn a_second_handle_on_a_store_is_refused_through_any_name() {
     let again = HashStore::open(dir.path(), HashOptions::default()).unwrap();
     assert_eq!(again.retrieve(b"key-1").unwrap(), Some(b"v".to_vec()));
 }
+
+/// Run to completion: a lone synchronous caller runs the worker's turns on its own thread
+/// (no hand-off), and many callers at once still get every answer, through the thread when
+/// the worker is held. Asserted on the driver's counts of turns, not on time.
+#[test]
+fn a_lone_caller_runs_the_workers_turns_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        shale_hash::HashStore::open(dir.path(), shale_hash::HashOptions::default()).unwrap();
+    for i in 0..200u32 {
+        let key = format!("lone{i:04}");
+        store.store(key.as_bytes(), &i.to_le_bytes(), shale_hash::StoreMode::Overwrite).unwrap();
+    }
+    // Each store was a batch this thread built and wrote: at least a turn each. The thread
+    // may have run some too (a caller leaving a carried page wakes it), never all.
+    let d = store.driver_stats();
+    assert!(d.caller_turns >= 200, "callers ran {d:?}");
+    drop(store);
+    let store =
+        shale_hash::HashStore::open(dir.path(), shale_hash::HashOptions::default()).unwrap();
+    for i in 0..200u32 {
+        let key = format!("lone{i:04}");
+        assert_eq!(store.retrieve(key.as_bytes()).unwrap(), Some(i.to_le_bytes().to_vec()));
+    }
+    let store = std::sync::Arc::new(store);
+    let threads: Vec<_> = (0..8u32)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                for i in 0..100u32 {
+                    let key = format!("t{t}k{i:03}");
+                    let value = (t * 1000 + i).to_le_bytes();
+                    store.store(key.as_bytes(), &value, shale_hash::StoreMode::Overwrite).unwrap();
+                    assert_eq!(store.retrieve(key.as_bytes()).unwrap(), Some(value.to_vec()));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    for t in 0..8u32 {
+        for i in (0..100u32).step_by(7) {
+            let key = format!("t{t}k{i:03}");
+            assert_eq!(
+                store.retrieve(key.as_bytes()).unwrap(),
+                Some((t * 1000 + i).to_le_bytes().to_vec())
+            );
+        }
+    }
+}

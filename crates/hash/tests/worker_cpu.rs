@@ -17,8 +17,10 @@ fn the_worker_runs_on_the_cpu_the_options_name() {
     let d = common::sim(4, 7);
     let store =
         common::open(&d, &HashOptions { worker_cpu: Some(last), ..common::small_options() });
-    // The worker pins itself as it starts; a store that answers has a running worker.
-    store.store(b"key-0001", b"value", StoreMode::Overwrite).unwrap();
+    // The worker pins itself as it starts. A synchronous call may be served on the caller's
+    // thread (run to completion) before the worker's thread has run at all; a submission is
+    // the thread's to serve, so once it is answered the thread has started.
+    store.submit_store(b"key-0001", b"value", StoreMode::Overwrite).unwrap().wait().unwrap();
     assert_eq!(store.retrieve(b"key-0001").unwrap().as_deref(), Some(&b"value"[..]));
     let cpus = |name: &str| -> Vec<Vec<usize>> {
         affinity::threads_named(name).into_iter().map(|(_, cpus)| cpus).collect()
@@ -28,7 +30,7 @@ fn the_worker_runs_on_the_cpu_the_options_name() {
 
     // Unpinned by default: the worker may run wherever the process may.
     let store = common::open(&common::sim(4, 8), &common::small_options());
-    store.store(b"key-0002", b"value", StoreMode::Overwrite).unwrap();
+    store.submit_store(b"key-0002", b"value", StoreMode::Overwrite).unwrap().wait().unwrap();
     assert_eq!(cpus(WORKER), [allowed]);
     store.close();
 }

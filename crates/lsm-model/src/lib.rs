@@ -11,7 +11,10 @@
 //! - the write group and the memtable switch: writers commit through the real `WriteQueue`
 //!   and `GroupSync`, led through the stages of `Db::write` (stated again in
 //!   [`db::Store`], which names the engine function each step stands for), with memtables
-//!   switched as they fill, and each writer reads its write back at once.
+//!   switched as they fill, and each writer reads its write back at once;
+//! - run to completion (`space/src/page_log/driver.rs`, the hash engine's shard worker's
+//!   turns): callers that run the worker's turns themselves or hand them to its thread, and
+//!   every request answered, none stranded, the thread ending at the close.
 //!
 //! shuttle explores schedules, not weak memory: it runs every atomic as sequentially
 //! consistent, so it finds interleaving bugs (the seek bug of issue #9 was one), not missing
@@ -21,6 +24,8 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod db;
+#[path = "../../space/src/page_log/driver.rs"]
+pub mod driver;
 #[path = "../../lsm/src/key.rs"]
 pub mod key;
 pub mod memtable;

@@ -27,6 +27,15 @@ impl<T> Mutex<T> {
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
         MutexGuard(Some(self.0.lock().expect("a panic ends the model run")))
     }
+
+    /// The guard, or `None` when another thread holds the lock.
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        match self.0.try_lock() {
+            Ok(g) => Some(MutexGuard(Some(g))),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+            Err(std::sync::TryLockError::Poisoned(_)) => panic!("a panic ends the model run"),
+        }
+    }
 }
 
 /// The guard of [`Mutex`]; the option lets [`Condvar::wait`] hand it to shuttle and back.
@@ -42,6 +51,22 @@ impl<T> Deref for MutexGuard<'_, T> {
 impl<T> DerefMut for MutexGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         self.0.as_mut().expect("guard held")
+    }
+}
+
+/// Releasing a lock is a point where another thread may run, just before the release and
+/// just after: on real cores another thread's steps fall anywhere between the holder's last
+/// look at what the lock guards and its next step. shuttle switches threads only where one
+/// acquires or waits, so without these yields the model would never see, say, a request
+/// queued and a try of the lock failing between a worker's last look at its queue and the
+/// release of the worker.
+impl<T> Drop for MutexGuard<'_, T> {
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            shuttle::thread::yield_now();
+            self.0 = None;
+            shuttle::thread::yield_now();
+        }
     }
 }
 

@@ -9,6 +9,8 @@
 //! - [`sequencer`]: group commit's numbered rounds, one leader at a time, a failure sticky.
 //! - [`write_queue`]: group commit's queue of writers: the first without a leader leads and
 //!   takes the others' items as its group.
+//! - [`driver`]: run to completion: a worker's turns run by a caller that waits for them
+//!   when nobody else runs them, else by the worker's thread (the hash engine's shard).
 //! - [`pipeline`]: durable page writes of several groups in flight side by side on logger
 //!   queues, acknowledged in order ([`turns`]), with the adaptive search for the number of
 //!   loggers (SpanDB's parallel WAL).
@@ -16,6 +18,7 @@
 //! Where each engine's pages lie (the WAL area's groups, a slot per record-log segment) and
 //! when they are written stay the engine's: the layer knows pages, not keys.
 
+pub mod driver;
 mod level_search;
 pub mod packer;
 pub mod pipeline;
@@ -27,6 +30,7 @@ pub mod write_queue;
 #[cfg(test)]
 mod write_queue_tests;
 
+pub use driver::{Driver, DriverStats, Step};
 pub use packer::{PageCursor, Placed, packed_end};
 pub use pipeline::{LogPipeline, Logger, PipelineStats};
 pub use scan::{Pages, ScanEnd, ScanError, Scanned, record_at};

@@ -3,7 +3,11 @@
 //! worker answers one request in flight per turn, so a caller often leaves others' requests
 //! in flight and must hand the worker over. Checked: every request is answered (a stranded
 //! one leaves its caller blocked for good, which shuttle reports as a deadlock), the thread
-//! ends at the close, and callers did run turns themselves in some schedules.
+//! ends at the close, and callers did run turns themselves in some schedules. Each of the
+//! driver's two wake-ups is needed by one test: without the wake of a caller that leaves the
+//! worker busy, the first deadlocks (work left in flight); without the wake of a caller
+//! that finds the worker held, the last does (a request queued just after the holder's last
+//! look).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -56,6 +60,8 @@ struct Toy {
     background: Arc<Answer>,
     /// Turns of its own work the worker still has to do.
     background_left: usize,
+    /// Whether requests leave the worker work of its own.
+    leaves_work: bool,
     /// Requests taken so far, and how many the run makes.
     taken: usize,
     expected: usize,
@@ -64,7 +70,9 @@ struct Toy {
 impl Worker for Toy {
     fn turn(&mut self) -> Step {
         let taken: Vec<_> = self.queue.requests.lock().unwrap().drain(..).collect();
-        self.background_left += taken.len();
+        if self.leaves_work {
+            self.background_left += taken.len();
+        }
         self.taken += taken.len();
         self.in_flight.extend(taken);
         if let Some(a) = self.in_flight.pop_front() {
@@ -98,11 +106,12 @@ impl Worker for Toy {
 /// Three synchronous callers of two requests each, and one that queues without waiting in
 /// the driver (a ticket's caller), then the worker's own work finishing, then the close.
 fn callers_and_the_thread_answer_every_request() -> u64 {
-    run_callers(&[(true, 2), (true, 2), (true, 2), (false, 2)])
+    run_callers(&[(true, 2), (true, 2), (true, 2), (false, 2)], true)
 }
 
-/// `callers`: whether each drives (a synchronous caller) and how many requests it makes.
-fn run_callers(callers_spec: &[(bool, usize)]) -> u64 {
+/// `callers`: whether each drives (a synchronous caller) and how many requests it makes;
+/// `background_work`: whether each request leaves the worker a turn of work of its own.
+fn run_callers(callers_spec: &[(bool, usize)], background_work: bool) -> u64 {
     let expected = callers_spec.iter().map(|(_, n)| n).sum();
     let queue = Arc::new(Queue::default());
     let answered = Arc::new(AtomicUsize::new(0));
@@ -113,6 +122,7 @@ fn run_callers(callers_spec: &[(bool, usize)]) -> u64 {
         answered: answered.clone(),
         background: background.clone(),
         background_left: 0,
+        leaves_work: background_work,
         taken: 0,
         expected,
     };
@@ -143,7 +153,9 @@ fn run_callers(callers_spec: &[(bool, usize)]) -> u64 {
     }
     assert_eq!(answered.load(Ordering::SeqCst), expected);
     // The work a caller's turn started and left goes on without any caller.
-    background.wait();
+    if background_work {
+        background.wait();
+    }
     queue.closing.store(true, Ordering::SeqCst);
     driver.wake();
     thread.join().unwrap();
@@ -182,7 +194,7 @@ fn a_caller_that_finds_the_worker_held_is_never_stranded() {
     // Two callers of one request each: the second may queue just after the first looked at
     // the queue for the last time, and find it still holding the worker.
     let run = || {
-        run_callers(&[(true, 1), (true, 1)]);
+        run_callers(&[(true, 1), (true, 1)], false);
     };
     shuttle::check_random(run, 20_000);
     shuttle::check_pct(run, 20_000, 2);

@@ -1,49 +1,66 @@
 #!/usr/bin/env bash
 # Scaling with cores, for a machine with more of them than the 2-core development machine
-# (issue #15: the parallel WAL "shown to scale where more cores exist"; issue #11: N hash-engine
-# volumes against one). Three parts, each alternating engines within a repeat, medians in the
-# tables:
-#   1. fillsync (every write durable, 1 KB values) on SYNC_THREADS threads: RocksDB 11.8.1
-#      (release db_bench), shale with its WAL pipeline (the default), shale with plain group
-#      commit (--wal_loggers=0);
-#   2. fillrandom (WAL on, unsynced, 1 KB values) on FILL_THREADS threads: RocksDB and shale;
-#   3. `shale kvbench --engine hash` on 1, then each of KV_VOLUMES volumes at once (one instance
-#      per volume, pinned to CPU i, started together), randfill then YCSB C, 4 KB values, on
-#      volume files in SCRATCH and, where the machine's tmpfs takes O_DIRECT, in /dev/shm too
-#      (memory as the device: what is left is the engine's own CPU scaling).
-# Runs are timed (--duration), not counted, so a faster machine does more work in the same
-# time. Every engine runs on the same file system (SCRATCH), chosen as the first of the
-# candidates that takes O_DIRECT writes and is not tmpfs (nor an overlay, where another one
-# will do); the machine, the file system and a 4 KiB O_DSYNC write's latency on it are
-# recorded first.
+# (issue #45 part 5: every engine and RocksDB 11.8.1 by thread count in one script that fits
+# a lent machine's 15 minutes; earlier, issues #15 and #11). Parts (PARTS), each alternating
+# engines within a repeat, medians in the tables:
+#   sync   fillsync (every write durable, 1 KB values) on SYNC_THREADS threads: RocksDB
+#          (release db_bench), shale with its WAL pipeline (the default), shale with plain
+#          group commit (--wal_loggers=0);
+#   fill   fillrandom (WAL on, unsynced, 1 KB values) on FILL_THREADS threads: RocksDB and
+#          shale;
+#   table  the table engine, YCSB C, B and A on TABLE_THREADS client threads, memory as the
+#          device (the store in /dev/shm), LATTE's rows, loaded once (issue #45's targets are
+#          its own throughput at 16 threads against 2);
+#   kv     `shale kvbench --engine hash` on 1, then each of KV_VOLUMES volumes at once (one
+#          instance per volume, pinned to CPU i, started together), randfill then YCSB C, 4 KB
+#          values, on volume files in SCRATCH and, where the machine's tmpfs takes O_DIRECT, in
+#          /dev/shm too (memory as the device: what is left is the engine's own CPU scaling).
+# Every median also goes to $OUT/scaling.csv (part,variant,threads,ops_per_s), and
+# bench/lib/scaling_chart.py draws one SVG per part from it ($OUT/chart-PART.svg: ops/s
+# against threads or volumes, a line per engine).
+# Runs are timed (--duration) where the tool takes it, so a faster machine does more work in
+# the same time. Every engine runs on the same file system (SCRATCH), chosen as the first of
+# the candidates that takes O_DIRECT writes and is not tmpfs (nor an overlay, where another
+# one will do); the machine, the file system and a 4 KiB O_DSYNC write's latency on it are
+# recorded first. The defaults (one repeat, 4 s a run, every part) take about 7 minutes on
+# 16 cores beside RocksDB's build; RocksDB is built (or found in its cache) only when the
+# sync or fill part runs.
 #
 # Usage: bench/scaling.sh
+#        PARTS="table kv" TABLE_OPS=20000 DURATION=1 bench/scaling.sh   (a smoke test, no RocksDB)
 # Environment: SHALE (binary; default: cargo build --release), SHALE_BUILDS ("NAME=BINARY ..."
 #   to compare several builds of shale side by side, each with its own column; default
 #   "shale=$SHALE", which also runs shale-loggers0 in the fillsync table), DB_BENCH (default: the release
 #   build of bench/compare/build_rocksdb.sh), SCRATCH (default: the first usable of /var/tmp,
-#   /tmp, /root), OUT (default bench/results/<UTC date>-scaling), REPEATS (2), DURATION (5 s a
-#   run), SYNC_THREADS ("1 4 16 32 64"), FILL_THREADS ("1 4 16"), KV_VOLUMES ("4 16"),
-#   KV_NUM (20000 records per volume), KV_REPEATS (REPEATS), KV_MEDIA ("disk tmpfs": where the
-#   kvbench volumes lie, in that order), PARTS ("sync fill kv").
+#   /tmp, /root), OUT (default bench/results/<UTC date>-scaling), REPEATS (1), DURATION (4 s a
+#   run), SYNC_THREADS and FILL_THREADS ("1 2 4 8 16 32 64"), TABLE_THREADS ("1 2 4 8 16 32
+#   64"), TABLE_RECORDS (200000), TABLE_OPS (operations a table run, 400000), KV_VOLUMES
+#   ("4 16"), KV_NUM (20000 records per volume), KV_REPEATS (REPEATS), KV_MEDIA ("tmpfs":
+#   where the kvbench volumes lie, "disk tmpfs" for both), PARTS ("sync fill table kv").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-REPEATS=${REPEATS:-2}
-DURATION=${DURATION:-5}
-SYNC_THREADS=${SYNC_THREADS:-1 4 16 32 64}
-FILL_THREADS=${FILL_THREADS:-1 4 16}
+REPEATS=${REPEATS:-1}
+DURATION=${DURATION:-4}
+SYNC_THREADS=${SYNC_THREADS:-1 2 4 8 16 32 64}
+FILL_THREADS=${FILL_THREADS:-1 2 4 8 16 32 64}
+TABLE_THREADS=${TABLE_THREADS:-1 2 4 8 16 32 64}
+TABLE_RECORDS=${TABLE_RECORDS:-200000}
+TABLE_OPS=${TABLE_OPS:-400000}
 KV_VOLUMES=${KV_VOLUMES:-4 16}
 KV_NUM=${KV_NUM:-20000}
 KV_REPEATS=${KV_REPEATS:-$REPEATS}
-KV_MEDIA=${KV_MEDIA:-disk tmpfs}
-PARTS=${PARTS:-sync fill kv}
+KV_MEDIA=${KV_MEDIA:-tmpfs}
+PARTS=${PARTS:-sync fill table kv}
 OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-scaling}
 if [ -z "${SHALE:-}" ]; then
   cargo build --release -p shale-cli >&2 || exit 1
   SHALE=${CARGO_TARGET_DIR:-target}/release/shale
 fi
-DB_BENCH=${DB_BENCH:-$(bench/compare/build_rocksdb.sh | tail -2 | head -1)}
+case " $PARTS " in
+  *" sync "* | *" fill "*) DB_BENCH=${DB_BENCH:-$(bench/compare/build_rocksdb.sh | tail -2 | head -1)} ;;
+  *) DB_BENCH=${DB_BENCH:-none} ;;
+esac
 SHALE_BUILDS=${SHALE_BUILDS:-shale=$SHALE}
 declare -A BIN=()
 BUILD_NAMES=()
@@ -56,6 +73,8 @@ SYNC_VARIANTS=(rocksdb "${BUILD_NAMES[@]}")
 # Each process's output goes to $OUT/raw/, which git ignores; $OUT keeps the summary.
 mkdir -p "$OUT/raw"
 SUMMARY="$OUT/README.md"
+CSV="$OUT/scaling.csv"
+echo "part,variant,threads,ops_per_s" >"$CSV"
 
 # The scratch file system: O_DIRECT must work, and tmpfs or an overlay would not be a device.
 usable() { # dir, file systems refused -> 0 when it is none of them and takes O_DIRECT writes
@@ -83,13 +102,15 @@ if [ -d /dev/shm ] && dd if=/dev/zero of=/dev/shm/.odirect-probe bs=1M count=1 o
   shm=$(mktemp -d /dev/shm/shale-scaling.XXXXXX)
 fi
 rm -f /dev/shm/.odirect-probe
-trap 'rm -rf "$work" ${shm:+"$shm"}' EXIT
+# The table engine's store as in LATTE's memory runs (it needs no O_DIRECT there).
+shm_table=/dev/shm/shale-scaling-table.$$
+trap 'rm -rf "$work" ${shm:+"$shm"} "$shm_table"' EXIT
 
 {
   echo "# Scaling run, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
   echo "- shale: $("$SHALE" --version 2>&1 | head -1) ($(git rev-parse --short HEAD 2>/dev/null || echo unknown)); builds compared: $SHALE_BUILDS"
-  echo "- yardstick: $("$DB_BENCH" --version 2>&1 | head -1)"
+  echo "- yardstick: $([ "$DB_BENCH" = none ] && echo "none (no sync or fill part)" || "$DB_BENCH" --version 2>&1 | head -1)"
   echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
   echo "- scratch: $SCRATCH on $(findmnt -n -o SOURCE,FSTYPE -T "$SCRATCH" | tr -s ' ')"
   echo "- 4 KiB O_DIRECT|O_DSYNC writes at depth 1 there: $(dd if=/dev/zero of="$work/.dsync" bs=4k count=4000 oflag=direct,dsync 2>&1 | tail -1)"
@@ -147,6 +168,7 @@ threads_table() { # bench "threads" variants...
     for v in "${variants[@]}"; do
       med[$v]=$(echo "${got[$v]:-}" | tr ' ' '\n' | grep . | median)
       line+=" ${med[$v]} |"
+      echo "$b,$v,$t,${med[$v]}" >>"$CSV"
     done
     base=${med[${variants[0]}]}
     for v in "${variants[@]:1}"; do line+=" $(ratio "${med[$v]}" "$base") |"; done
@@ -189,15 +211,51 @@ kv_part() { # medium dir
     fill=$(echo "${got[randfill]:-}" | tr ' ' '\n' | grep . | median)
     read=$(echo "${got[ycsb-c]:-}" | tr ' ' '\n' | grep . | median)
     if [ "$n" = 1 ]; then one_fill=$fill; one_read=$read; fi
+    echo "kv-$medium,hash randfill,$n,$fill" >>"$CSV"
+    echo "kv-$medium,hash ycsb-c,$n,$read" >>"$CSV"
     echo "| $n | $fill | $(per "$fill" "$n") | $(ratio "$fill" "$(awk -v a="$one_fill" -v n="$n" 'BEGIN {print a * n}')") | $read | $(per "$read" "$n") | $(ratio "$read" "$(awk -v a="$one_read" -v n="$n" 'BEGIN {print a * n}')") |" | tee -a "$SUMMARY"
     unset got
   done
+}
+
+table_part() {
+  local t="$shm_table" wl th r
+  echo | tee -a "$SUMMARY"
+  echo "## table engine, YCSB on memory as the device ($TABLE_RECORDS rows, $TABLE_OPS operations a run), ops/s" | tee -a "$SUMMARY"
+  echo | tee -a "$SUMMARY"
+  rm -rf "$t"
+  timeout 600 "$SHALE" ycsb --engine table --phase load --db "$t" --records "$TABLE_RECORDS" \
+    --threads 8 >"$OUT/raw/table-load.txt" 2>&1
+  echo "| threads | C | B | A | C / C at 2 | B / B at 2 | A / A at 2 |" | tee -a "$SUMMARY"
+  echo "|---|---|---|---|---|---|---|" | tee -a "$SUMMARY"
+  declare -A med=() two=()
+  for th in $TABLE_THREADS; do
+    for wl in c b a; do
+      local got=""
+      for r in $(seq 1 "$REPEATS"); do
+        local log="$OUT/raw/table-$wl-t$th-r$r.txt" ops
+        timeout 600 "$SHALE" ycsb --engine table --phase run --use_existing_db --db "$t" \
+          --workload "$wl" --records "$TABLE_RECORDS" --operations "$TABLE_OPS" --threads "$th" \
+          >"$log" 2>&1
+        echo "rc=$?" >>"$log"
+        ops=$(awk -F', ' '/^\[OVERALL\], Throughput/ {printf "%.0f", $3}' "$log")
+        echo "table $wl threads $th repeat $r: ${ops:-failed} ops/s" >&2
+        got+=" ${ops:-}"
+      done
+      med[$wl]=$(echo "$got" | tr ' ' '\n' | grep . | median)
+      [ "$th" = 2 ] && two[$wl]=${med[$wl]}
+      echo "table,ycsb-$wl,$th,${med[$wl]}" >>"$CSV"
+    done
+    echo "| $th | ${med[c]} | ${med[b]} | ${med[a]} | $(ratio "${med[c]}" "${two[c]:-}") | $(ratio "${med[b]}" "${two[b]:-}") | $(ratio "${med[a]}" "${two[a]:-}") |" | tee -a "$SUMMARY"
+  done
+  rm -rf "$t"
 }
 
 for part in $PARTS; do
   case $part in
     sync) threads_table fillsync "$SYNC_THREADS" "${SYNC_VARIANTS[@]}" ;;
     fill) threads_table fillrandom "$FILL_THREADS" rocksdb "${BUILD_NAMES[@]}" ;;
+    table) table_part ;;
     kv)
       for medium in $KV_MEDIA; do
         case $medium in
@@ -209,5 +267,6 @@ for part in $PARTS; do
       ;;
   esac
 done
+python3 bench/lib/scaling_chart.py "$CSV" "$OUT" | tee -a "$SUMMARY"
 echo | tee -a "$SUMMARY"
 echo "finished $(date -u '+%H:%M:%S UTC')" | tee -a "$SUMMARY"

@@ -26,7 +26,7 @@
 //! keys over engine keys, locks, appendfsync), [`marker`] (how serve knows its own stores),
 //! [`commands`] (one module per family), [`server`] (listeners, connections, protected mode,
 //! shutdown), [`descriptors`] (`--maxclients` against the open-file limit), [`config`],
-//! [`glob`] (MATCH patterns).
+//! [`glob`] (MATCH patterns), [`rdb`] (Redis's snapshot format, for replication).
 
 pub mod commands;
 pub mod config;
@@ -37,6 +37,7 @@ pub mod glob;
 pub mod keyspace;
 pub mod marker;
 pub mod memory;
+pub mod rdb;
 pub mod resp;
 pub mod server;
 pub mod value;

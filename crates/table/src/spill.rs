@@ -106,3 +106,71 @@ impl PmemLog for SpillArea {
         Ok(())
     }
 }
+
+/// The undo log in the spill area: in the page log format (`volume_undo.rs`), or, in a
+/// store written before it, the ring format of persistent memory, read by recovery and then
+/// rewritten in the page log format (`Storage::recover`).
+#[derive(Debug)]
+pub enum SpillLog {
+    /// The `SHPM` ring (`undo_log.rs`) of a store written before the page log format.
+    Ring(crate::undo_log::UndoLog),
+    /// The page log (`volume_undo.rs`).
+    Paged(crate::volume_undo::VolumeUndoLog),
+}
+
+impl SpillLog {
+    /// Appends `rec`, durable before this returns.
+    ///
+    /// # Errors
+    /// As the log's `append`.
+    pub fn append(
+        &mut self,
+        rec: &mut crate::undo::UndoRecord,
+    ) -> Result<crate::undo_log::UndoHandle> {
+        match self {
+            SpillLog::Ring(l) => l.append(rec),
+            SpillLog::Paged(l) => l.append(rec),
+        }
+    }
+
+    /// Expires records, durably.
+    ///
+    /// # Errors
+    /// As the log's `expire`.
+    pub fn expire(&mut self, handles: &[crate::undo_log::UndoHandle]) -> Result<()> {
+        match self {
+            SpillLog::Ring(l) => l.expire(handles),
+            SpillLog::Paged(l) => l.expire(handles),
+        }
+    }
+
+    /// Makes every record appended so far durable (the ring's are durable once appended).
+    ///
+    /// # Errors
+    /// The device's error.
+    pub fn sync(&mut self) -> Result<()> {
+        match self {
+            SpillLog::Ring(_) => Ok(()),
+            SpillLog::Paged(l) => l.sync(),
+        }
+    }
+
+    /// Reclaims what is expired.
+    ///
+    /// # Errors
+    /// As the log's `reclaim`.
+    pub fn reclaim(&mut self) -> Result<()> {
+        match self {
+            SpillLog::Ring(l) => l.reclaim(),
+            SpillLog::Paged(l) => l.reclaim(),
+        }
+    }
+
+    /// Counters now.
+    pub fn stats(&self) -> crate::undo_log::UndoStats {
+        match self {
+            SpillLog::Ring(l) => l.stats(),
+            SpillLog::Paged(l) => l.stats(),
+        }
+    }
+}

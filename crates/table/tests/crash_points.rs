@@ -274,8 +274,10 @@ fn every_crash_point_with_the_undo_log_on_the_volume_recovers_a_prefix_of_commit
 #[test]
 fn every_write_torn_over_log_spill_recovers_a_prefix_of_committed_transactions() {
     // Counts of device writes, each torn once: write-behind (a dirty block written once per
-    // commit round) made them fewer (198 here at the time of writing, from over 200).
-    assert!(every_write_torn(spill_script(), 18) > 180);
+    // commit round) made them fewer (198 here, from over 200), and the spill area's page
+    // log fewer again (171 at the time of writing: spilled records are written together
+    // before the next block write, not one FUA write each).
+    assert!(every_write_torn(spill_script(), 18) > 150);
 }
 
 /// The same over the first script (segments zeroed with FUA, version log writes) and the

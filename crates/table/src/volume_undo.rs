@@ -968,6 +968,33 @@ mod tests {
         assert_eq!(lsns(&w), vec![a.lsn, c.lsn]);
     }
 
+    /// A write of several records torn after its first page: the records it completed are
+    /// read once (recovery rolls them back and expires them; the write never returned), and
+    /// the next write goes where the torn one began, its pages zeroed first, so that the log
+    /// reads on past it.
+    #[test]
+    fn a_torn_batch_is_read_once_and_written_over_from_where_it_began() {
+        let pmem = SimPmem::new(AREA);
+        let (mut log, _) = open(&pmem).unwrap();
+        let a = put(&mut log, &mut rec(1, 100));
+        let batch: Vec<UndoHandle> =
+            (2..6).map(|i| log.append(&mut rec(i, 1500)).unwrap()).collect();
+        let (before, pages) = written(&pmem, || log.sync().unwrap());
+        assert_eq!(pages.len(), 2, "{pages:?}");
+        drop(log);
+        tear(&pmem, &before, pages[1]);
+        let (mut log, w) = open(&pmem).unwrap();
+        // Records 2 and 3 lie whole on the first page; 4 is cut, 5 lost.
+        assert_eq!(lsns(&w), vec![a.lsn, batch[0].lsn, batch[1].lsn]);
+        let handles: Vec<UndoHandle> = w.active.iter().skip(1).map(|x| x.0).collect();
+        log.expire(&handles).unwrap();
+        let c = put(&mut log, &mut rec(9, 100));
+        drop(log);
+        let (_, w) = open(&pmem).unwrap();
+        assert_eq!(lsns(&w), vec![a.lsn, c.lsn]);
+        assert!(c.lsn > batch[1].lsn);
+    }
+
     #[test]
     fn damage_below_a_later_pages_claim_or_a_sealed_end_is_corruption() {
         let pmem = SimPmem::new(AREA);

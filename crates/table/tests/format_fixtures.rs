@@ -39,7 +39,9 @@ enum Ending {
 
 /// The fixtures the tests read: (volume format, archive name, how it was left). The names
 /// carry the engine's own format: `table01` for its catalog payloads (`SHTABL01`) and block
-/// format 1 (`SHTB`). Index pages (the space layer's one index-page format since it
+/// format 1 (`SHTB`) with the undo log's spill area in the ring format of persistent memory
+/// (`SHPM`; an open reads it, then rewrites it in the page log format); `table02` for the
+/// same with the spill area in the page log format (`volume_undo.rs`, catalog kinds 10-12). Index pages (the space layer's one index-page format since it
 /// replaced the engine's `SHIX` page) are in no fixture: an index area is never named by
 /// the version log and every open rebuilds it from the rows, so no build reads index pages
 /// another build wrote, and the move to the one format left these fixtures today's format.
@@ -47,6 +49,8 @@ enum Ending {
 const FIXTURES: &[(u32, &str, Ending)] = &[
     (3, "table01-closed.tar.zst", Ending::Closed),
     (3, "table01-in-flight.tar.zst", Ending::InFlight),
+    (3, "table02-closed.tar.zst", Ending::Closed),
+    (3, "table02-in-flight.tar.zst", Ending::InFlight),
 ];
 
 const USERS: &str = "users";
@@ -356,6 +360,16 @@ fn table_with_a_transaction_in_flight_volume_format_3_rolls_back_and_reads_back(
     read_fixture("table01-in-flight.tar.zst");
 }
 
+#[test]
+fn table_with_a_paged_spill_area_closed_volume_format_3_reads_back() {
+    read_fixture("table02-closed.tar.zst");
+}
+
+#[test]
+fn table_with_a_paged_spill_area_and_a_transaction_in_flight_rolls_back_and_reads_back() {
+    read_fixture("table02-in-flight.tar.zst");
+}
+
 /// An archive nobody reads protects nothing: every one must be in [`FIXTURES`], and every
 /// entry there must have its archive.
 #[test]
@@ -373,7 +387,7 @@ fn every_fixture_is_read() {
 fn regenerate_fixtures() {
     let out = format_fixtures::dir(env!("CARGO_MANIFEST_DIR"), FORMAT);
     for (name, ending) in
-        [("table01-closed", Ending::Closed), ("table01-in-flight", Ending::InFlight)]
+        [("table02-closed", Ending::Closed), ("table02-in-flight", Ending::InFlight)]
     {
         let archive = out.join(format!("{name}.tar.zst"));
         if archive.exists() {

@@ -8,7 +8,9 @@
 //! 3. Room: an insert goes at the table's end; a segment it needs is allocated and named in
 //!    the version log *before* a byte is written to it, so recovery knows every block.
 //! 4. Undo: the before-image (or, for an insert, the fact that the bytes were free) is
-//!    appended to the undo log and persisted (write-back of its lines and a fence).
+//!    appended to the undo log and persisted (write-back of its lines and a fence); in the
+//!    spill area's page log it is packed and written before the next block write
+//!    (`volume_undo.rs`, `sync_spill`).
 //! 5. In place: the blocks the change touches are changed in the cache, each resealed
 //!    (self-describing and checksummed), and left dirty (write-behind, `cache.rs`).
 //! 6. Index: the key points at its row, or no longer does (the hash index and the
@@ -1154,7 +1156,7 @@ impl Storage {
 
     /// Stage 4: the record goes to persistent memory, or, when that is full (or the
     /// transaction has spilled before, or the log is on the volume), to the spill area on
-    /// the volume, durable there before this returns.
+    /// the volume, durable there before any block write (`sync_spill`).
     fn log_undo(&mut self, txn: u64, table: u32, pos: Pos, before: Before) -> Result<Change> {
         let mut rec = UndoRecord { lsn: 0, txn, table, pos, before };
         let appended = match self.undo_on_volume || self.spilling.contains(&txn) {

@@ -1,50 +1,68 @@
 //! The undo log on the volume: undo records (`undo.rs`) on the shared page log
-//! (`shale_space::page_log`, pages of `shale_space::log_page`), in the spill area's extent.
+//! (`shale_space::page_log`, pages of `shale_space::log_page`), in the spill area's extent
+//! (the log's second home when persistent memory is full, and its only one with
+//! `UndoLogPlace::Volume`).
 //!
 //! Persistent memory keeps its own ring (`undo_log.rs`): a byte-addressable medium whose
 //! unit of persistence is a 64-byte line, where a record is expired by one store to its
-//! state byte. The page log's pages carry one checksum over 4 KiB, so a byte of a written
-//! page can never be changed alone; on the volume, where the unit of a write is a 4 KiB
-//! block anyway, the log is written as pages that are never rewritten, and a record is
-//! expired by appending an *expiry record* that names it.
+//! state byte in place. The page log's pages carry one checksum over 4 KiB, so a byte of a
+//! written page can never be changed alone: that does not fit persistent memory's in-place
+//! expiry (nor its line-sized persistence). On the volume, where the unit of a write is a
+//! 4 KiB block anyway, the log is written as pages that are never rewritten, and a record
+//! is expired by appending an *expiry record* that names it.
 //!
 //! ```text
 //! spill area (one extent, E bytes; addresses from its first byte)
 //!   segment 0 | segment 1 | ... | segment N-1        N = E / S segments of S bytes
 //!   (S: E/16 rounded down to whole pages, clamped to 8..=64 pages, fewer when that leaves
-//!    fewer than 4 segments; see `Geometry`)
-//! segment: pages 0, 1, ... of the page log format (`log_page.rs`): every page of a
-//!   segment carries its generation, a number never used twice in the area
-//!   (1 + the largest generation any valid page of the area carries), so the pages a
-//!   reused segment keeps from an earlier lap never pass as current ("colouring").
-//! the last page of a segment is kept for a retire record (below).
+//!    fewer than 4 segments; see `Geometry`. A new area is at least 512 KiB.)
+//! segment: pages 0, 1, ... of the page log format (`log_page.rs`, 4 KiB: generation,
+//!   crc32c, index, synced-through, previous page's crc32c, fragments). Every page of a
+//!   segment carries its generation, a number never used twice in the area (1 + the
+//!   largest generation any valid page of the area carries when the segment begins), so
+//!   the pages a reused segment keeps from an earlier lap never pass as current
+//!   ("colouring"). The last page of a segment is kept for a retire record (below).
 //! records (packed with `PageCursor`; each begins with its magic):
 //!   segment head  "SHVS" | volume id (16) | previous segment's generation (u64 LE; 0: none)
 //!                 | its pages (u32 LE) | the next LSN when this segment began (u64 LE)
-//!                 (always the first record of page 0)
+//!                 (40 bytes, always the first record of page 0)
 //!   undo record   "SHUR" ... as `undo.rs` encodes it (state byte ACTIVE, never changed)
-//!   expiry        "SHVX" | count (u32 LE) | count LSNs (u64 LE), at most 500 per record
+//!   expiry        "SHVX" | count (u32 LE) | count LSNs (u64 LE): those records expired
 //!   retire        "SHVR" | generation (u64 LE) of the segment about to be overwritten
 //! ```
 //!
-//! **Durable appends, pages never rewritten.** Every append (an undo record, or a batch
-//! of expiry records) is packed from a fresh page, the partial last page sealed as it is
-//! (`seal_partial`), and the pages written with one FUA write before it returns; the next
-//! append starts on the next page (`close_written`). A page that holds acknowledged
-//! records is so never written again: a torn rewrite would destroy them (the checksum
-//! covers the whole page). The cost: at least one 4 KiB page per append, and per expiry.
-//! Each page claims the pages of its segment written before it as durable
-//! (`synced_through`), so an invalid page below a later valid one is damage, not a torn
-//! tail (the page log's scan rules).
+//! **Writes: pages never rewritten.** Records are packed into the current segment's pages
+//! in memory and written by the next *write*: a [`VolumeUndoLog::sync`], which the store
+//! makes before every block write (`Storage::write_dirty`, `write_block`) and before
+//! expiring records in persistent memory, or an expiry, which writes them with the expiry
+//! record. A write takes every page packed since the last one, the partial last page sealed
+//! as it is (`seal_partial`), with one FUA write; the next write starts on the next page
+//! (`close_written`). A page that holds acknowledged records is so never written again: a
+//! torn rewrite would destroy them (the checksum covers the whole page). Each page of a
+//! write claims the pages before the write durable (`synced_through`), so an invalid page
+//! below a later valid one is damage, not a torn tail (the page log's scan rules).
 //!
-//! **Expiry and recovery.** Recovery scans every segment of the log in generation order
-//! (`page_log::scan`, each segment but the newest with the sealed end its successor's head
-//! names) and takes as active every undo record no later expiry record names. (Records of a
-//! transaction whose commit mark is in the log are committed, as in persistent memory: the
-//! caller filters them.) An expiry batch is written with one write, its records in the
-//! order given: a crash keeps a prefix of them (a later page is read only after every page
-//! before it), so the order of the caller's expiries is kept.
+//! Why records wait for the next block write rather than being durable when appended (as
+//! in persistent memory, and as the first design of this log had it): LATTE needs an undo
+//! record durable before the change it undoes can reach the device, and a change reaches
+//! the device only by a block write; a write per append cost a 4 KiB page per record (a
+//! 56-byte insert record included), so a transaction of 3,000 inserts needed 12 MiB of log
+//! and more FUA writes than the block writes it guarded. Packed, records take about their
+//! own bytes, and a write per block-write round (a commit's group flush, an abort's flush,
+//! a write-behind) plus one per expiry remain. What a crash loses of them is of changes that
+//! never reached the device.
 //!
+//! **Expiry and recovery.** An expiry record is written (durable) before `expire` returns.
+//! Recovery scans every segment of the log in generation order (`page_log::scan`, each
+//! segment but the newest with the sealed end its successor's head names) and takes as
+//! active every undo record no later expiry record names. (Records of a transaction whose
+//! commit mark is in the log are committed, as in persistent memory: the store filters
+//! them.) A crash keeps a prefix of a write (a later page is read only after every page
+//! before it), and an expiry is the last record of its write: the records before it in the
+//! write, and the LSNs it names in the order given, keep their order (the store names a
+//! transaction's records newest first when it expires written-back ones, and a commit's
+//! records before its mark). A write torn inside a record is written over from where it
+//! began (its pages zeroed first): it never returned, so nothing in it was acknowledged.
 //! **Reclaim: segments in FIFO order.** Segments are used in ring order, 0, 1, ..., N-1, 0,
 //! and a segment is overwritten only once every undo record in it is expired. An expiry
 //! record is appended after the record it names, so it always lies in the same segment or a
@@ -64,9 +82,11 @@
 //!
 //! **Full.** An undo record is refused with [`Error::LogFull`] when, once it is appended,
 //! the free pages (the rest of the current segment and the segments holding no active
-//! record) would not hold the expiries every open transaction still needs (a page per 500
-//! records and two more per transaction: its commit mark's expiry, and a page lost at a
-//! segment's end), so that ending a transaction never finds the log full.
+//! record) would not hold the expiries every open transaction still needs (the pages of one
+//! expiry record naming all its records, twice over for the pages a record that does not
+//! fit the rest of a segment leaves behind), so that ending a transaction never finds the
+//! log full. The store expires a transaction's spilled records with one expiry (its commit
+//! mark with them), so one record per transaction is what it needs.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::ControlFlow;

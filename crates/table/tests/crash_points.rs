@@ -13,8 +13,9 @@
 //!
 //! A second script runs transactions larger than the persistent memory's ring, so that the
 //! undo log spills to the volume (committed, aborted, and beside small ones), and is cut
-//! the same way: spilled records are written with FUA, so every point between two spilled
-//! appends is a device write.
+//! the same way: spilled records are written with FUA (packed, before the next block write,
+//! and with each expiry), so every point between two writes of the spill area is a device
+//! write.
 //!
 //! `SHALE_CRASH_SEEDS=N` checks N damage variants per point instead of 3.
 
@@ -256,8 +257,9 @@ fn every_crash_point_over_log_spill_recovers_a_prefix_of_committed_transactions(
     assert!(checked > 600);
 }
 
-/// The undo log on the volume (`UndoLogPlace::Volume`): every before-image is a FUA write of
-/// the volume's ring, none goes to persistent memory; every cut of the first script, and
+/// The undo log on the volume (`UndoLogPlace::Volume`): every before-image goes to the
+/// volume's page log (written with FUA before the next block write), none to persistent
+/// memory; every cut of the first script, and
 /// every one of its device writes torn, recovers a prefix of the committed transactions.
 #[test]
 fn every_crash_point_with_the_undo_log_on_the_volume_recovers_a_prefix_of_committed_transactions() {

@@ -128,14 +128,14 @@ pub struct Geometry {
 impl Geometry {
     /// The division of an area of `bytes`: segments of a sixteenth of it, 8 to 64 pages
     /// (32 to 256 KiB), at least 4 of them; `None` for an area too small for 4 segments of
-    /// 2 pages.
+    /// 4 pages (64 KiB).
     pub fn of(bytes: usize) -> Option<Geometry> {
         let total = (bytes / PAGE_BYTES) as u32;
         let mut pages = (total / 16).clamp(8, 64);
         if total / pages < 4 {
             pages = total / 4;
         }
-        (pages >= 2).then_some(Geometry { segments: total / pages, pages })
+        (pages >= 4).then_some(Geometry { segments: total / pages, pages })
     }
 
     fn segment_bytes(self) -> usize {
@@ -293,7 +293,7 @@ impl VolumeUndoLog {
     pub fn open(area: Box<dyn PmemLog>, volume_id: [u8; 16]) -> Result<(VolumeUndoLog, Walked)> {
         let len = area.len();
         let geo = Geometry::of(len).ok_or_else(|| {
-            Error::InvalidArgument(format!("a spill area of {len} bytes: at least 32 KiB"))
+            Error::InvalidArgument(format!("a spill area of {len} bytes: at least 64 KiB"))
         })?;
         let mut image = vec![0u8; geo.segments as usize * geo.segment_bytes()];
         area.read(0, &mut image);
@@ -873,7 +873,7 @@ mod tests {
         assert_eq!(g(1024), Some((16, 16)));
         assert_eq!(g(16 << 10), Some((64, 64)));
         assert_eq!(g(64), Some((4, 4)));
-        assert_eq!(g(16), None);
+        assert_eq!(g(60), None);
     }
 
     /// Appends 600 records of 100 bytes to 6 KiB, keeping the newest three active and

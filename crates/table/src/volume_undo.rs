@@ -251,6 +251,10 @@ pub struct VolumeUndoLog {
     on_disk: Vec<Option<u64>>,
     /// Where the first segment goes while there is none.
     first_slot: u32,
+    /// The generation the current segment retired last, if any: a crash between a retire
+    /// record and the new segment's first write leaves it retired already (and the
+    /// segment's last page used).
+    retired: Option<u64>,
     next_gen: u64,
     next_lsn: u64,
     /// Active undo records per transaction.
@@ -399,6 +403,8 @@ impl VolumeUndoLog {
         let mut active: Vec<(u64, u64, UndoRecord)> = Vec::new(); // (lsn, generation, record)
         let mut expired: HashSet<u64> = HashSet::new();
         let mut retired: HashSet<u64> = HashSet::new();
+        // The last retire record read, and the segment holding it.
+        let mut last_retired = (0u64, 0u64);
         let mut segs = VecDeque::new();
         let mut next_lsn = chain.first().map_or(1, |c| c.2.first_lsn);
         let mut max_named = 0u64;
@@ -456,6 +462,7 @@ impl VolumeUndoLog {
                     }
                     (Rec::Retire(r), false) => {
                         retired.insert(r);
+                        last_retired = (g, r);
                     }
                 }
                 ControlFlow::Continue(())
@@ -556,6 +563,7 @@ impl VolumeUndoLog {
             cursor,
             on_disk,
             first_slot: next_slot,
+            retired: (last_retired.0 == newest_gen && newest_gen != 0).then_some(last_retired.1),
             next_gen: max_gen + 1,
             next_lsn: next_lsn.max(max_named + 1),
             txns,
@@ -727,9 +735,10 @@ impl VolumeUndoLog {
         };
         // The current segment's pending records, and the retire record, go first.
         match self.on_disk[slot as usize] {
-            Some(old) => self.write(&[encode_retire(old)])?,
-            None => self.sync()?,
+            Some(old) if self.retired != Some(old) => self.write(&[encode_retire(old)])?,
+            _ => self.sync()?,
         }
+        self.retired = None;
         let (prev_gen, prev_pages) = match (self.segs.back(), &self.cursor) {
             (Some(s), Some(c)) => (s.generation, c.index()),
             _ => (0, 0),
@@ -1123,6 +1132,19 @@ mod tests {
             .copy_from_slice(&before[retire_page * PAGE_BYTES..][..PAGE_BYTES]);
         let r = open(&SimPmem::from_image(unretired, None));
         assert!(matches!(r, Err(Error::Corruption { .. })), "{r:?}");
+        // A crash between the retire record and the new segment's first write: the old
+        // segment is still there, retired; the log goes on into its slot, once.
+        let mut retired_only = before.clone();
+        retired_only[retire_page * PAGE_BYTES..][..PAGE_BYTES]
+            .copy_from_slice(&torn[retire_page * PAGE_BYTES..][..PAGE_BYTES]);
+        let retired = SimPmem::from_image(retired_only, None);
+        let (mut log, w) = open(&retired).unwrap();
+        assert_eq!(w.active.iter().map(|a| a.0).collect::<Vec<_>>(), keep);
+        let h = put(&mut log, &mut rec(50, 3000));
+        log.expire(&[h]).unwrap();
+        drop(log);
+        let (_, w) = open(&retired).unwrap();
+        assert_eq!(w.active.iter().map(|a| a.0).collect::<Vec<_>>(), keep);
         assert!(open(&SimPmem::from_image(torn, None)).is_ok());
         // A segment of the chain whose first page is damaged, not retired: Corruption.
         let image = pmem.current_image();

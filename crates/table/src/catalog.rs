@@ -22,7 +22,17 @@
 //! the file:       path length (u16 LE) | path (bytes; relative to the store's directory
 //!                 unless absolute) | the file's identity (16 bytes, `undo_file.rs`):
 //!                 inode (u64 LE) | birth time in ns, or device | 1 << 63 (u64 LE)
+//! kind 10, the spill area added, in the page log format (`volume_undo.rs`): nothing more;
+//!                 it is the delta's one added extent
+//! kind 11, the spill area rewritten in the page log format (it was the `SHPM` ring of
+//!                 `undo_log.rs`): nothing more
+//! kind 12, base with a spill area in the page log format: kind 0's fields | the spill area
+//!                 as in kind 5 | file present (u8, 0 or 1) | [the file]
 //! ```
+//! Kinds 5, 6 and 9 name a spill area in the ring format of persistent memory (`SHPM`,
+//! written before the page log format); kinds 10, 11 and 12 one in the page log format. The
+//! catalog, never the area's bytes, says which: a damaged area is never taken for the other
+//! format.
 //! A store without a spill area writes kind 0 bases, and one whose undo log is in no file
 //! kind 0 or 5 bases, so stores made before the spill area or the file binding existed read
 //! as they did.
@@ -50,6 +60,9 @@ const SPILL_ADDED: u8 = 6;
 const UNDO_FILE_BOUND: u8 = 7;
 const UNDO_FILE_UNBOUND: u8 = 8;
 const BASE_WITH_UNDO_FILE: u8 = 9;
+const SPILL_ADDED_PAGED: u8 = 10;
+const SPILL_PAGED: u8 = 11;
+const BASE_WITH_PAGED_SPILL: u8 = 12;
 
 /// A table as the catalog holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,6 +88,9 @@ pub struct Catalog {
     pub marked: bool,
     /// The undo log's spill area, once the log has spilled.
     pub spill: Option<Extent>,
+    /// Whether the spill area is in the page log format (`volume_undo.rs`), not the ring
+    /// format of persistent memory.
+    pub spill_paged: bool,
     /// The persistent memory file the undo log is in, if it is in one.
     pub undo_file: Option<UndoFile>,
 }
@@ -93,6 +109,7 @@ pub fn encode_created() -> Vec<u8> {
 /// The payload of a full catalog.
 pub fn encode_base(c: &Catalog) -> Vec<u8> {
     let kind = match (c.spill, &c.undo_file) {
+        (Some(_), _) if c.spill_paged => BASE_WITH_PAGED_SPILL,
         (_, Some(_)) => BASE_WITH_UNDO_FILE,
         (Some(_), None) => BASE_WITH_SPILL,
         (None, None) => BASE,
@@ -112,6 +129,9 @@ pub fn encode_base(c: &Catalog) -> Vec<u8> {
     }
     if let Some(e) = c.spill {
         encode_extent(&mut b, e);
+    }
+    if kind == BASE_WITH_PAGED_SPILL {
+        b.push(u8::from(c.undo_file.is_some()));
     }
     if let Some(f) = &c.undo_file {
         encode_undo_file(&mut b, f);
@@ -164,9 +184,15 @@ fn decode_extent(r: &[u8]) -> Option<Extent> {
     Some(Extent::on(tier, u32_at(r, 1)?, u32_at(r, 5)?))
 }
 
-/// The payload of a delta adding the undo log's spill area (the delta's added extent).
+/// The payload of a delta adding the undo log's spill area in the page log format (the
+/// delta's added extent).
 pub fn encode_spill_added() -> Vec<u8> {
-    prefix(SPILL_ADDED)
+    prefix(SPILL_ADDED_PAGED)
+}
+
+/// The payload of a delta saying the spill area was rewritten in the page log format.
+pub fn encode_spill_paged() -> Vec<u8> {
+    prefix(SPILL_PAGED)
 }
 
 fn encode_table(b: &mut Vec<u8>, id: u32, name: &str, schema: &Schema) {
@@ -259,6 +285,13 @@ pub fn decode(versions: &Versions) -> Result<Catalog> {
             (SPILL_ADDED, [e]) if rest.is_empty() && c.spill.is_none() => {
                 c.spill = Some(*e);
             }
+            (SPILL_ADDED_PAGED, [e]) if rest.is_empty() && c.spill.is_none() => {
+                c.spill = Some(*e);
+                c.spill_paged = true;
+            }
+            (SPILL_PAGED, []) if rest.is_empty() && c.spill.is_some() && !c.spill_paged => {
+                c.spill_paged = true;
+            }
             (UNDO_FILE_BOUND, []) => {
                 let (f, tail) = decode_undo_file(rest).ok_or_else(|| bad("undo log file"))?;
                 if !tail.is_empty() {
@@ -284,7 +317,7 @@ pub fn decode(versions: &Versions) -> Result<Catalog> {
 
 fn decode_base(body: &[u8], c: &mut Catalog) -> Option<()> {
     let (&kind, b) = body.split_first()?;
-    if ![BASE, BASE_WITH_SPILL, BASE_WITH_UNDO_FILE].contains(&kind) {
+    if ![BASE, BASE_WITH_SPILL, BASE_WITH_UNDO_FILE, BASE_WITH_PAGED_SPILL].contains(&kind) {
         return None;
     }
     c.next_id = u32_at(b, 0)?;
@@ -306,7 +339,7 @@ fn decode_base(body: &[u8], c: &mut Catalog) -> Option<()> {
         b = r;
     }
     let spill = match kind {
-        BASE_WITH_SPILL => true,
+        BASE_WITH_SPILL | BASE_WITH_PAGED_SPILL => true,
         BASE_WITH_UNDO_FILE => {
             let (&flag, rest) = b.split_first()?;
             b = rest;
@@ -320,9 +353,23 @@ fn decode_base(body: &[u8], c: &mut Catalog) -> Option<()> {
     };
     if spill {
         c.spill = Some(decode_extent(b)?);
+        c.spill_paged = kind == BASE_WITH_PAGED_SPILL;
         b = &b[9..];
     }
-    if kind == BASE_WITH_UNDO_FILE {
+    let file = match kind {
+        BASE_WITH_UNDO_FILE => true,
+        BASE_WITH_PAGED_SPILL => {
+            let (&flag, rest) = b.split_first()?;
+            b = rest;
+            match flag {
+                0 => false,
+                1 => true,
+                _ => return None,
+            }
+        }
+        _ => false,
+    };
+    if file {
         let (f, rest) = decode_undo_file(b)?;
         c.undo_file = Some(f);
         b = rest;
@@ -373,9 +420,10 @@ mod tests {
         assert_eq!(cat.tables.len(), 1);
         assert_eq!(cat.tables[0].segments, vec![a, c]);
         assert_eq!(cat.spill, Some(spill));
-        for (cat, extents) in
-            [(cat.clone(), vec![a, c, spill]), (Catalog { spill: None, ..cat }, vec![a, c])]
-        {
+        for (cat, extents) in [
+            (cat.clone(), vec![a, c, spill]),
+            (Catalog { spill: None, spill_paged: false, ..cat }, vec![a, c]),
+        ] {
             let base = Versions {
                 base: BaseRecord { extents: extents.clone(), engine: encode_base(&cat) },
                 deltas: vec![],
@@ -410,9 +458,9 @@ mod tests {
         unbound.push(d(vec![], encode_undo_file_unbound()));
         assert_eq!(decode(&versions(unbound)).unwrap().undo_file, None);
         let spill = Extent::fast(5, 2);
-        for (cat, extents) in
-            [(cat.clone(), vec![a]), (Catalog { spill: Some(spill), ..cat }, vec![a, spill])]
-        {
+        let ring = Catalog { spill: Some(spill), ..cat.clone() };
+        let paged = Catalog { spill_paged: true, ..ring.clone() };
+        for (cat, extents) in [(cat, vec![a]), (ring, vec![a, spill]), (paged, vec![a, spill])] {
             let enc = encode_base(&cat);
             let base = |engine: Vec<u8>| Versions {
                 base: BaseRecord { extents: extents.clone(), engine },
@@ -423,6 +471,32 @@ mod tests {
                 assert!(decode(&base(enc[..cut].to_vec())).is_err(), "cut at {cut}");
             }
         }
+    }
+
+    /// A spill area of the ring format (kinds 6, 5, 9) reads as such, kind 11 marks it
+    /// rewritten in the page log format, and only once; kind 10 adds one in that format.
+    #[test]
+    fn the_spill_areas_format_is_named_by_the_catalog() {
+        let spill = Extent::fast(5, 2);
+        let d = |added: Vec<Extent>, engine| DeltaRecord { removed: vec![], added, engine };
+        let versions = |deltas| Versions { base: BaseRecord::default(), deltas };
+        let mut deltas = vec![d(vec![], encode_created()), d(vec![spill], prefix(SPILL_ADDED))];
+        let cat = decode(&versions(deltas.clone())).unwrap();
+        assert_eq!((cat.spill, cat.spill_paged), (Some(spill), false));
+        let base = Versions {
+            base: BaseRecord { extents: vec![spill], engine: encode_base(&cat) },
+            deltas: vec![],
+        };
+        assert_eq!(encode_base(&cat)[MAGIC.len()], BASE_WITH_SPILL);
+        assert_eq!(decode(&base).unwrap(), cat);
+        deltas.push(d(vec![], encode_spill_paged()));
+        let cat = decode(&versions(deltas.clone())).unwrap();
+        assert_eq!((cat.spill, cat.spill_paged), (Some(spill), true));
+        deltas.push(d(vec![], encode_spill_paged()));
+        assert!(decode(&versions(deltas)).is_err(), "rewritten twice");
+        let added = vec![d(vec![], encode_created()), d(vec![spill], encode_spill_added())];
+        assert_eq!(decode(&versions(added)).unwrap(), cat);
+        assert!(decode(&versions(vec![d(vec![], encode_spill_paged())])).is_err());
     }
 
     #[test]

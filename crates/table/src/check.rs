@@ -5,8 +5,10 @@
 //! 1. Open the volume read-only under a shared store lock (nothing is written; a store
 //!    open for writing is refused as in use) and decode the catalog: every table's name,
 //!    schema and segments, the spill area, the undo log's file.
-//! 2. Walk the undo logs (the spill area on the volume, and the persistent memory file the
-//!    catalog names, each copied into memory): every record from the head checked; a
+//! 2. Walk the undo logs (the spill area on the volume, in the page log format of
+//!    `volume_undo.rs` or the ring format of a store written before it, as the catalog
+//!    says, and the persistent memory file the catalog names, each copied into memory):
+//!    every record checked; a
 //!    missing file, or one of the store this one is a copy of, is refused as the open
 //!    refuses it. Records of transactions in flight at a crash mean the blocks hold their
 //!    partial changes: the check says so and stops (an open rolls them back; check after).
@@ -30,6 +32,7 @@ use crate::storage::{Storage, UndoSetup};
 use crate::undo::Before;
 use crate::undo_file::{FileId, Found, look};
 use crate::undo_log::{ReclaimPolicy, Ring, UndoLog};
+use crate::volume_undo::VolumeUndoLog;
 
 /// One table, as the check found it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,9 +92,14 @@ pub fn check_store(dir: impl AsRef<Path>) -> Result<StoreReport> {
     // Stage 2: the logs, walked in memory.
     let mut records = 0u64;
     let mut in_flight = 0usize;
-    let mut walk = |ring: Ring, image: Vec<u8>, binding: [u8; 16]| -> Result<()> {
+    let mut walk = |ring: Option<Ring>, image: Vec<u8>, binding: [u8; 16]| -> Result<()> {
         let region = SimPmem::from_image(image, None);
-        let (_, w) = UndoLog::open_ring_bound(ring, region.boxed(), volume_id, binding, policy)?;
+        let w = match ring {
+            Some(ring) => {
+                UndoLog::open_ring_bound(ring, region.boxed(), volume_id, binding, policy)?.1
+            }
+            None => VolumeUndoLog::open(region.boxed(), volume_id)?.1,
+        };
         records += w.active.len() as u64;
         in_flight += w
             .active
@@ -106,8 +114,10 @@ pub fn check_store(dir: impl AsRef<Path>) -> Result<StoreReport> {
         let mut q = opened.volume.queues().checkout(crate::batch_io::BLOCK_QUEUES)?;
         let image = q.read_at(range.start, (range.end - range.start) as usize)?.to_vec();
         spill_bytes = Some(range.end - range.start);
-        if image[..crate::undo_log::RING_OFFSET].iter().any(|&b| b != 0) {
-            walk(Ring::Spill, image, [0; 16])?;
+        if cat.spill_paged {
+            walk(None, image, [0; 16])?;
+        } else if image[..crate::undo_log::RING_OFFSET].iter().any(|&b| b != 0) {
+            walk(Some(Ring::Spill), image, [0; 16])?;
         }
     }
     let instance = FileId::of_path(&shale_space::volume_file(dir))?;
@@ -138,7 +148,7 @@ pub fn check_store(dir: impl AsRef<Path>) -> Result<StoreReport> {
             Error::Space(shale_io::Error::at_path(shale_io::PathOp::Open, path, e).into())
         })?;
         let binding = crate::undo_log::owner_of(&image).map_or([0; 16], |(_, b)| b);
-        walk(Ring::Pmem, image, binding)?;
+        walk(Some(Ring::Pmem), image, binding)?;
     }
     if in_flight > 0 {
         return Err(Error::InvalidArgument(format!(
@@ -155,6 +165,7 @@ pub fn check_store(dir: impl AsRef<Path>) -> Result<StoreReport> {
         on_volume: true,
         retire: false,
         record: None,
+        read_only: true,
     };
     let segment_bytes = opened.volume.layout().slot_bytes;
     let mut storage = Storage::recover(opened.volume, &opened.versions, setup, &opts)?;

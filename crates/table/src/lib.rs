@@ -63,6 +63,7 @@ pub mod undo;
 mod undo_file;
 mod undo_log;
 mod unlocked_read;
+mod volume_undo;
 
 pub use block::{BLOCK_BYTES, PAYLOAD_BYTES, Pos};
 

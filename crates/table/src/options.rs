@@ -72,10 +72,11 @@ pub struct TableOptions {
     /// far more than the transactions a group commit holds at once.
     pub undo_wrap_bytes: u64,
     /// Bytes of the undo log's spill area on the volume (rounded up to whole segments, and
-    /// to at least 64 KiB past its two header lines), made the first time a before-image
-    /// finds no room in persistent memory; a record that finds no room there either is
-    /// [`crate::Error::LogFull`]. 0: the log never spills. With the log on the volume this
-    /// area is its ring (of `undo_log_bytes` where this is 0).
+    /// to at least 512 KiB: its page log gives every record and every expiry whole 4 KiB
+    /// pages), made the first time a before-image finds no room in persistent memory; a
+    /// record that finds no room there either is [`crate::Error::LogFull`]. 0: the log never
+    /// spills. With the log on the volume this area is its log (of `undo_log_bytes` where
+    /// this is 0).
     pub undo_spill_bytes: u64,
     /// Where the undo log's persistent memory file is, or would be: a file on a DAX mount,
     /// in `/dev/shm`, or anywhere. `None`: `undo.pmem` in the store's directory for a new

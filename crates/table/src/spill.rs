@@ -1,11 +1,15 @@
-//! The undo log's spill area: a second ring of undo records, on the volume, for the
-//! before-images that find no room in persistent memory (a transaction larger than the
-//! ring, or many open at once).
+//! The undo log's spill area: a second undo log, on the volume, for the before-images that
+//! find no room in persistent memory (a transaction larger than the ring, or many open at
+//! once), and the whole undo log with `UndoLogPlace::Volume`.
 //!
 //! The spill area is one extent of contiguous slots, allocated at the first spill and named
 //! in the catalog (`catalog.rs`) before a byte of it is written; it stays with the store.
-//! It holds exactly what a persistent memory region holds (`undo_log.rs`), laid on the
-//! extent's bytes:
+//! [`SpillArea`] gives its bytes as a [`PmemLog`] (read from a mirror, written with FUA
+//! block writes). Today's areas hold the page log of `volume_undo.rs` ([`SpillLog::Paged`]).
+//! A store written before it has an area in the ring format of persistent memory
+//! (`undo_log.rs`; the catalog's spill kinds 5, 6 and 9 say so), which recovery walks with
+//! the ring's code ([`SpillLog::Ring`]) and then rewrites in the page log format
+//! (`Storage::recover`). That older format, laid on the extent's bytes:
 //!
 //! ```text
 //! spill area (one extent; addresses relative to its first byte; 4 KiB device blocks)
@@ -14,6 +18,9 @@
 //!  64      64    undo log header copy B    crc32c, volume id, sequence, head, head lsn)
 //! 128   len-128  the ring: undo records (`undo.rs`), 8-aligned, head to tail
 //! ```
+//!
+//! The page log writes whole 4 KiB pages at multiples of 4 KiB, each write persisted at
+//! once, so `persist` below writes exactly its pages.
 //!
 //! [`SpillArea`] is a [`PmemLog`] over that extent, so the ring code is the persistent
 //! memory's, walk, reclaim and corruption checks included. Its model differs in one way:
@@ -104,5 +111,73 @@ impl PmemLog for SpillArea {
         self.writes += 1;
         self.queue.write_at(self.start + first as u64, buf, true).map_err(Error::from)?;
         Ok(())
+    }
+}
+
+/// The undo log in the spill area: in the page log format (`volume_undo.rs`), or, in a
+/// store written before it, the ring format of persistent memory, read by recovery and then
+/// rewritten in the page log format (`Storage::recover`).
+#[derive(Debug)]
+pub enum SpillLog {
+    /// The `SHPM` ring (`undo_log.rs`) of a store written before the page log format.
+    Ring(crate::undo_log::UndoLog),
+    /// The page log (`volume_undo.rs`).
+    Paged(crate::volume_undo::VolumeUndoLog),
+}
+
+impl SpillLog {
+    /// Appends `rec`, durable before this returns.
+    ///
+    /// # Errors
+    /// As the log's `append`.
+    pub fn append(
+        &mut self,
+        rec: &mut crate::undo::UndoRecord,
+    ) -> Result<crate::undo_log::UndoHandle> {
+        match self {
+            SpillLog::Ring(l) => l.append(rec),
+            SpillLog::Paged(l) => l.append(rec),
+        }
+    }
+
+    /// Expires records, durably.
+    ///
+    /// # Errors
+    /// As the log's `expire`.
+    pub fn expire(&mut self, handles: &[crate::undo_log::UndoHandle]) -> Result<()> {
+        match self {
+            SpillLog::Ring(l) => l.expire(handles),
+            SpillLog::Paged(l) => l.expire(handles),
+        }
+    }
+
+    /// Makes every record appended so far durable (the ring's are durable once appended).
+    ///
+    /// # Errors
+    /// The device's error.
+    pub fn sync(&mut self) -> Result<()> {
+        match self {
+            SpillLog::Ring(_) => Ok(()),
+            SpillLog::Paged(l) => l.sync(),
+        }
+    }
+
+    /// Reclaims what is expired.
+    ///
+    /// # Errors
+    /// As the log's `reclaim`.
+    pub fn reclaim(&mut self) -> Result<()> {
+        match self {
+            SpillLog::Ring(l) => l.reclaim(),
+            SpillLog::Paged(l) => l.reclaim(),
+        }
+    }
+
+    /// Counters now.
+    pub fn stats(&self) -> crate::undo_log::UndoStats {
+        match self {
+            SpillLog::Ring(l) => l.stats(),
+            SpillLog::Paged(l) => l.stats(),
+        }
     }
 }

@@ -8,7 +8,9 @@
 //! 3. Room: an insert goes at the table's end; a segment it needs is allocated and named in
 //!    the version log *before* a byte is written to it, so recovery knows every block.
 //! 4. Undo: the before-image (or, for an insert, the fact that the bytes were free) is
-//!    appended to the undo log and persisted (write-back of its lines and a fence).
+//!    appended to the undo log and persisted (write-back of its lines and a fence); in the
+//!    spill area's page log it is packed and written before the next block write
+//!    (`volume_undo.rs`, `sync_spill`).
 //! 5. In place: the blocks the change touches are changed in the cache, each resealed
 //!    (self-describing and checksummed), and left dirty (write-behind, `cache.rs`).
 //! 6. Index: the key points at its row, or no longer does (the hash index and the
@@ -44,10 +46,11 @@ use crate::options::TableOptions;
 use crate::ordered_index::OrderedIndex;
 use crate::row::{self, RowHeader, RowState};
 use crate::schema::{Row, Schema};
-use crate::spill::SpillArea;
+use crate::spill::{SpillArea, SpillLog};
 use crate::store::TableStats;
 use crate::undo::{Before, UndoRecord};
 use crate::undo_log::{ReclaimPolicy, Ring, UndoHandle, UndoLog, Walked};
+use crate::volume_undo::VolumeUndoLog;
 
 /// A change made by a transaction: its undo record, kept to roll it back.
 pub type Change = (UndoHandle, UndoRecord);
@@ -66,6 +69,9 @@ pub(crate) struct UndoSetup {
     pub retire: bool,
     /// The catalog's new entry for the log's file (`Some(None)`: none).
     pub record: Option<Option<crate::undo_file::UndoFile>>,
+    /// Nothing may be written (the store checker's in-memory recovery): a spill area of the
+    /// ring format is read and left as it is.
+    pub read_only: bool,
 }
 
 pub(crate) struct Table {
@@ -108,7 +114,7 @@ pub(crate) struct Storage {
     cache: BlockCache,
     undo: UndoLog,
     /// The undo log's spill area on the volume, once it has been needed (`spill.rs`).
-    spill: Option<(Extent, UndoLog)>,
+    spill: Option<(Extent, SpillLog)>,
     /// Bytes the spill area gets when it is made; 0: none is made.
     spill_bytes: u64,
     /// Every record goes to the spill area (`TableOptions::undo_log`).
@@ -119,7 +125,6 @@ pub(crate) struct Storage {
     /// that a transaction's records in persistent memory all precede those in the spill
     /// area, and recovery knows the order to roll them back in.
     spilling: HashSet<u64>,
-    policy: ReclaimPolicy,
     /// Row records that an open transaction has an undo record on, by (table, position),
     /// with how many: the reclaiming pass leaves them alone.
     pending: HashMap<(u32, Pos), usize>,
@@ -178,7 +183,7 @@ impl Storage {
         opts: &TableOptions,
     ) -> Result<Storage> {
         let cat = catalog::decode(versions)?;
-        let UndoSetup { pmem, binding, on_volume, retire, record } = setup;
+        let UndoSetup { pmem, binding, on_volume, retire, record, read_only } = setup;
         let policy = ReclaimPolicy {
             batch: opts.reclaim_batch,
             percent: opts.reclaim_percent,
@@ -189,7 +194,13 @@ impl Storage {
         let spill = match cat.spill {
             Some(e) => {
                 let area = Box::new(SpillArea::open(&volume, e)?);
-                let (log, w) = UndoLog::open_ring(Ring::Spill, area, volume_id, policy)?;
+                let (log, w) = if cat.spill_paged {
+                    let (log, w) = VolumeUndoLog::open(area, volume_id)?;
+                    (SpillLog::Paged(log), w)
+                } else {
+                    let (log, w) = UndoLog::open_ring(Ring::Spill, area, volume_id, policy)?;
+                    (SpillLog::Ring(log), w)
+                };
                 merge_walks(&mut walked, w);
                 Some((e, log))
             }
@@ -245,7 +256,6 @@ impl Storage {
             undo_on_volume: on_volume,
             undo_file: cat.undo_file.clone(),
             spilling: HashSet::new(),
-            policy,
             pending: HashMap::new(),
             dead: VecDeque::new(),
             reused: 0,
@@ -289,6 +299,10 @@ impl Storage {
                 log.reclaim()?;
             }
         }
+        if let (false, Some((e, SpillLog::Ring(_)))) = (read_only, &s.spill) {
+            let e = *e;
+            s.rewrite_spill(e)?;
+        }
         if retire {
             let region =
                 Box::new(crate::pmem::SimPmem::new(crate::undo_log::RING_OFFSET + (64 << 10)));
@@ -298,6 +312,23 @@ impl Storage {
             s.set_undo_file(None)?;
         }
         Ok(s)
+    }
+
+    /// Rewrites spill area `e`, a ring of the format written before the page log's with no
+    /// active record left (recovery expired them), in the page log format: zeroed durably
+    /// (what a crash leaves before the catalog's entry, the ring's open formats as an empty
+    /// ring), then named so in the catalog (after it, the page log's open finds an empty
+    /// log).
+    fn rewrite_spill(&mut self, e: Extent) -> Result<()> {
+        SpillArea::zero(&self.volume, e)?;
+        let after = Catalog { spill_paged: true, ..self.catalog() };
+        let edit = Edit { engine: catalog::encode_spill_paged(), ..Edit::default() };
+        self.volume.commit(&edit, &mut || catalog::encode_base(&after))?;
+        let area = Box::new(SpillArea::open(&self.volume, e)?);
+        let (log, walked) = VolumeUndoLog::open(area, self.volume.header().volume_id)?;
+        assert!(walked.active.is_empty(), "a zeroed spill area holds no record");
+        self.spill = Some((e, SpillLog::Paged(log)));
+        Ok(())
     }
 
     /// Names the undo log's file in the catalog (or no file), durably.
@@ -616,6 +647,12 @@ impl Storage {
         if keys.is_empty() {
             return Ok(());
         }
+        if let Err(e) = self.sync_spill() {
+            for key in keys {
+                self.cache.mark_dirty(key);
+            }
+            return Err(e);
+        }
         let mut blocks = Vec::with_capacity(keys.len());
         for &(table, n) in &keys {
             let address = self.address(table, n).expect("a dirty block has a segment");
@@ -635,11 +672,20 @@ impl Storage {
 
     /// Sends the cached block to the device now (not durable); a failure stops the store.
     fn write_block(&mut self, table: u32, n: u64) -> Result<()> {
+        self.sync_spill()?;
         self.block_writes += 1;
         let address = self.address(table, n).expect("a written block has a segment");
         let b = self.cache.get((table, n)).expect("a written block is cached");
         let buf = AlignedBuf::padded_copy(b, BLOCK_BYTES);
         self.queue.write_at(address, buf, false).map(|_| ()).map_err(|e| self.stop(e.into()))
+    }
+
+    /// Makes the spill area's undo records durable before a block write: its page log
+    /// packs records until then (`volume_undo.rs`), and a change may reach the device only
+    /// once the record that undoes it is durable. A failure stops the store.
+    fn sync_spill(&mut self) -> Result<()> {
+        let Some((_, log)) = &mut self.spill else { return Ok(()) };
+        log.sync().map_err(|e| self.stop(e))
     }
 
     /// Writes the dirty blocks, then flushes the device (an abort's, a recovery's).
@@ -1110,7 +1156,7 @@ impl Storage {
 
     /// Stage 4: the record goes to persistent memory, or, when that is full (or the
     /// transaction has spilled before, or the log is on the volume), to the spill area on
-    /// the volume, durable there before this returns.
+    /// the volume, durable there before any block write (`sync_spill`).
     fn log_undo(&mut self, txn: u64, table: u32, pos: Pos, before: Before) -> Result<Change> {
         let mut rec = UndoRecord { lsn: 0, txn, table, pos, before };
         let appended = match self.undo_on_volume || self.spilling.contains(&txn) {
@@ -1158,16 +1204,16 @@ impl Storage {
     /// Makes the spill area: slots allocated, zeroed durably, named in the version log,
     /// and only then formatted as a log (a crash before the name forgets the slots; one
     /// after it finds zeros, which the open formats).
-    fn create_spill(&mut self) -> Result<(Extent, UndoLog)> {
+    fn create_spill(&mut self) -> Result<(Extent, SpillLog)> {
         let slot = self.volume.layout().slot_bytes;
-        let least = crate::undo_log::RING_OFFSET as u64 + (64 << 10);
+        let least = crate::volume_undo::MIN_AREA_BYTES;
         let slots = self.spill_bytes.max(least).div_ceil(slot) as u32;
         let e = self.volume.allocate(slots)?;
         if let Err(err) = SpillArea::zero(&self.volume, e) {
             self.volume.release(e);
             return Err(err);
         }
-        let after = Catalog { spill: Some(e), ..self.catalog() };
+        let after = Catalog { spill: Some(e), spill_paged: true, ..self.catalog() };
         let edit =
             Edit { added: vec![e], engine: catalog::encode_spill_added(), ..Edit::default() };
         if let Err(err) = self.volume.commit(&edit, &mut || catalog::encode_base(&after)) {
@@ -1176,9 +1222,9 @@ impl Storage {
         }
         let area = Box::new(SpillArea::open(&self.volume, e)?);
         let id = self.volume.header().volume_id;
-        let (log, walked) = UndoLog::open_ring(Ring::Spill, area, id, self.policy)?;
+        let (log, walked) = VolumeUndoLog::open(area, id)?;
         assert!(walked.active.is_empty(), "a new spill area holds no record");
-        Ok((e, log))
+        Ok((e, SpillLog::Paged(log)))
     }
 
     /// Expires the records of changes whose before-images were written back and made
@@ -1188,8 +1234,17 @@ impl Storage {
     /// crash could keep a newer record of a row without an older one (an erase's header
     /// after an update), and writing that back alone would put the newer header over the
     /// older row (the crash enumeration over log spill found it).
+    ///
+    /// The spill area's page log expires the records it holds with one append, newest first
+    /// in it (`volume_undo.rs`: a crash keeps the expiries of a prefix of them, so the same
+    /// rule holds at the cost of one write); a transaction's records there are newer than
+    /// those in persistent memory, so they go first.
     fn expire_written_back(&mut self, handles: &[UndoHandle]) -> Result<()> {
-        for h in handles.iter().rev() {
+        let paged = matches!(self.spill, Some((_, SpillLog::Paged(_))));
+        let (spilled, one_by_one): (Vec<UndoHandle>, Vec<UndoHandle>) =
+            handles.iter().rev().copied().partition(|h| h.ring == Ring::Spill && paged);
+        self.expire(&spilled)?;
+        for h in &one_by_one {
             self.expire(std::slice::from_ref(h))?;
         }
         Ok(())
@@ -1200,6 +1255,9 @@ impl Storage {
         let (spilled, pmem): (Vec<UndoHandle>, Vec<UndoHandle>) =
             handles.iter().partition(|h| h.ring == Ring::Spill);
         if !pmem.is_empty() {
+            // A commit mark appended to the spill area (pending there) must be durable
+            // before the records it commits are expired anywhere.
+            self.sync_spill()?;
             self.undo.expire(&pmem).map_err(|e| self.stop(e))?;
         }
         if !spilled.is_empty() {
@@ -1237,8 +1295,17 @@ impl Storage {
             Err(e) => return Err(e),
         };
         self.spilling.remove(&txn);
-        self.expire(&handles)?;
-        self.expire(&[mark.0])?;
+        if mark.0.ring == Ring::Spill && matches!(self.spill, Some((_, SpillLog::Paged(_)))) {
+            // One append expires the spilled records and the mark, the mark last in it: a
+            // crash keeps a prefix of its expiries (`volume_undo.rs`), so never the mark's
+            // without the records'. The records in persistent memory go before it.
+            let mut all = handles;
+            all.push(mark.0);
+            self.expire(&all)?;
+        } else {
+            self.expire(&handles)?;
+            self.expire(&[mark.0])?;
+        }
         self.settle(changes);
         Ok(())
     }
@@ -1327,6 +1394,7 @@ impl Storage {
             next_id: self.next_table_id,
             marked: true,
             spill: self.spill.as_ref().map(|(e, _)| *e),
+            spill_paged: matches!(self.spill, Some((_, SpillLog::Paged(_)))),
             undo_file: self.undo_file.clone(),
         }
     }

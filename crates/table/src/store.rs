@@ -274,6 +274,7 @@ impl TableStore {
             on_volume: plan.on_volume,
             retire: plan.on_volume && plan.file.is_some(),
             record,
+            read_only: false,
         };
         let mut store = TableStore::recover(opened, setup, opts)?;
         store._lock = Some(lock);
@@ -305,6 +306,7 @@ impl TableStore {
             on_volume: opts.undo_log == UndoLogPlace::Volume,
             retire: false,
             record: None,
+            read_only: false,
         };
         TableStore::recover(opened, setup, opts)
     }

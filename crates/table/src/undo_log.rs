@@ -61,7 +61,8 @@ pub enum Ring {
 pub struct UndoHandle {
     /// Its LSN (in its ring's sequence).
     pub lsn: u64,
-    /// Its ring offset.
+    /// Its ring offset; in the spill area's page log (`volume_undo.rs`), the generation of
+    /// the segment holding it.
     pub offset: u64,
     /// Its ring.
     pub ring: Ring,

@@ -26,7 +26,8 @@
 //! keys over engine keys, locks, appendfsync), [`marker`] (how serve knows its own stores),
 //! [`commands`] (one module per family), [`server`] (listeners, connections, protected mode,
 //! shutdown), [`descriptors`] (`--maxclients` against the open-file limit), [`config`],
-//! [`glob`] (MATCH patterns), [`rdb`] (Redis's snapshot format, for replication).
+//! [`glob`] (MATCH patterns), [`rdb`] (Redis's snapshot format, for replication), [`replica_link`] (a replica's
+//! link to its master).
 
 pub mod commands;
 pub mod config;
@@ -38,6 +39,7 @@ pub mod keyspace;
 pub mod marker;
 pub mod memory;
 pub mod rdb;
+pub mod replica_link;
 pub mod resp;
 pub mod server;
 pub mod value;

@@ -1,0 +1,308 @@
+//! A replica's link to its master, in Redis's replication protocol (issue #46, part 2): the
+//! handshake a Redis replica makes, the full resync's snapshot, then the master's command
+//! stream with the replication offset it advances. It speaks to a Redis 7 master
+//! (`tests/replica_link.rs` runs one) and is what a `shale serve` replica will run; applying
+//! the snapshot and the commands to a store is the caller's.
+//!
+//! ```text
+//! replica -> master                      master -> replica
+//! PING                                   +PONG
+//! REPLCONF listening-port <port>         +OK
+//! REPLCONF capa eof capa psync2          +OK
+//! PSYNC ? -1                             +FULLRESYNC <replid> <offset>
+//!                                        ("\n" keep-alives while the snapshot is made)
+//!                                        $<len>\r\n<len bytes of RDB>          (from disk)
+//!                                        or $EOF:<40-byte mark>\r\n<RDB><mark>  (diskless)
+//!                                        then commands, as RESP arrays; each one's bytes
+//!                                        advance the offset, REPLCONF GETACK * included
+//! REPLCONF ACK <offset>                  (no reply; the first, right after the snapshot,
+//!                                        starts a diskless master's stream)
+//! ```
+
+use std::fmt;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::resp::{Limits, ProtocolError, Request, RequestParser};
+
+/// Most bytes of a handshake reply line.
+const LINE_BYTES_MAX: usize = 1024;
+/// Bytes of a diskless transfer's end mark.
+const EOF_MARK_BYTES: usize = 40;
+
+/// Why the link failed.
+#[derive(Debug)]
+pub enum LinkError {
+    /// The connection's error.
+    Io(std::io::Error),
+    /// The master answered a handshake step otherwise than Redis does.
+    Handshake {
+        /// The step.
+        step: &'static str,
+        /// What the master said.
+        reply: String,
+    },
+    /// The command stream is not RESP.
+    Protocol(ProtocolError),
+    /// The master closed the connection.
+    Closed,
+    /// No byte came for this long.
+    Timeout(Duration),
+}
+
+impl fmt::Display for LinkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkError::Io(e) => write!(f, "replication link: {e}"),
+            LinkError::Handshake { step, reply } => {
+                write!(f, "replication handshake: {step} answered {reply:?}")
+            }
+            LinkError::Protocol(e) => write!(f, "replication stream: {e}"),
+            LinkError::Closed => write!(f, "replication link: the master closed the connection"),
+            LinkError::Timeout(d) => {
+                write!(f, "replication link: nothing from the master for {d:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LinkError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LinkError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for LinkError {
+    fn from(e: std::io::Error) -> LinkError {
+        LinkError::Io(e)
+    }
+}
+
+/// What the master sent to start the replica off.
+#[derive(Debug)]
+pub struct FullResync {
+    /// The master's replication id.
+    pub replid: String,
+    /// The replication offset the snapshot is at: the stream's first command follows it.
+    pub offset: u64,
+    /// The snapshot, an RDB file (`crate::rdb::decode` reads it).
+    pub rdb: Vec<u8>,
+}
+
+/// A replica's connection to its master, past the handshake.
+pub struct Link {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    parser: RequestParser,
+    /// The master's replication id.
+    replid: String,
+    /// The offset of the last command handed out: the snapshot's, plus every stream byte since.
+    offset: u64,
+    idle_timeout: Duration,
+}
+
+impl Link {
+    /// Connects to the master at `addr`, makes the handshake as a replica listening on
+    /// `listening_port` (what the master reports in `INFO replication`), and asks for a full
+    /// resync; returns the link, positioned at the stream's first command, and the snapshot.
+    /// Each step waits at most `timeout` for the master.
+    ///
+    /// # Errors
+    /// [`LinkError`]: the connection's, the master's refusal of a step (an `-NOAUTH` or
+    /// `-ERR` reply), or silence past `timeout`.
+    pub async fn full_resync(
+        addr: &str,
+        listening_port: u16,
+        timeout: Duration,
+    ) -> Result<(Link, FullResync), LinkError> {
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| LinkError::Timeout(timeout))??;
+        stream.set_nodelay(true)?;
+        let mut link = Link {
+            stream,
+            buf: Vec::new(),
+            parser: RequestParser::new(Limits::default()),
+            replid: String::new(),
+            offset: 0,
+            idle_timeout: timeout,
+        };
+        link.step("PING", &[b"PING"], |r| r == "+PONG").await?;
+        let port = listening_port.to_string();
+        link.step(
+            "REPLCONF listening-port",
+            &[b"REPLCONF", b"listening-port", port.as_bytes()],
+            |r| r == "+OK",
+        )
+        .await?;
+        link.step("REPLCONF capa", &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"], |r| {
+            r == "+OK"
+        })
+        .await?;
+        link.send(&[b"PSYNC", b"?", b"-1"]).await?;
+        let reply = link.line().await?;
+        let mut words = reply.split(' ');
+        let (Some("+FULLRESYNC"), Some(replid), Some(offset), None) =
+            (words.next(), words.next(), words.next(), words.next())
+        else {
+            return Err(LinkError::Handshake { step: "PSYNC", reply });
+        };
+        let offset = offset
+            .parse()
+            .map_err(|_| LinkError::Handshake { step: "PSYNC", reply: reply.clone() })?;
+        let rdb = link.snapshot().await?;
+        link.replid = replid.to_string();
+        link.offset = offset;
+        // A master that sent the snapshot diskless starts the stream only once the replica
+        // acknowledges it (Redis puts such a replica online on its first ACK).
+        link.ack().await?;
+        Ok((link, FullResync { replid: replid.to_string(), offset, rdb }))
+    }
+
+    /// The master's replication id.
+    pub fn replid(&self) -> &str {
+        &self.replid
+    }
+
+    /// The replication offset: the snapshot's, plus the bytes of every command handed out.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The master's next command, after which [`Link::offset`] counts its bytes. A
+    /// `REPLCONF GETACK` is answered here (with the offset before it, as a Redis replica
+    /// answers) and handed out too.
+    ///
+    /// # Errors
+    /// [`LinkError`]: the connection's, a stream that is not RESP, or silence past the
+    /// timeout given at connection (a master pings its replicas every 10 s by default).
+    pub async fn next_command(&mut self) -> Result<Request, LinkError> {
+        loop {
+            let mut consumed = 0;
+            let parsed = self.parser.next(&self.buf, &mut consumed).map_err(LinkError::Protocol)?;
+            self.buf.drain(..consumed);
+            let before = self.offset;
+            self.offset += consumed as u64;
+            if let Some(cmd) = parsed {
+                if is_getack(&cmd) {
+                    self.ack_at(before).await?;
+                }
+                return Ok(cmd);
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// Tells the master the offset applied so far (`REPLCONF ACK`): what its `WAIT` counts.
+    ///
+    /// # Errors
+    /// The connection's.
+    pub async fn ack(&mut self) -> Result<(), LinkError> {
+        self.ack_at(self.offset).await
+    }
+
+    async fn ack_at(&mut self, offset: u64) -> Result<(), LinkError> {
+        let offset = offset.to_string();
+        self.send(&[b"REPLCONF", b"ACK", offset.as_bytes()]).await
+    }
+
+    async fn send(&mut self, args: &[&[u8]]) -> Result<(), LinkError> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.stream.write_all(&out).await?;
+        Ok(())
+    }
+
+    async fn step(
+        &mut self,
+        step: &'static str,
+        args: &[&[u8]],
+        ok: impl Fn(&str) -> bool,
+    ) -> Result<(), LinkError> {
+        self.send(args).await?;
+        let reply = self.line().await?;
+        if ok(&reply) { Ok(()) } else { Err(LinkError::Handshake { step, reply }) }
+    }
+
+    /// Reads more bytes into the buffer.
+    async fn fill(&mut self) -> Result<(), LinkError> {
+        let mut chunk = [0u8; 16 << 10];
+        let n = tokio::time::timeout(self.idle_timeout, self.stream.read(&mut chunk))
+            .await
+            .map_err(|_| LinkError::Timeout(self.idle_timeout))??;
+        if n == 0 {
+            return Err(LinkError::Closed);
+        }
+        self.buf.extend_from_slice(&chunk[..n]);
+        Ok(())
+    }
+
+    /// The next non-empty reply line, without its CRLF (the empty lines are the master's
+    /// keep-alives while it prepares the snapshot).
+    async fn line(&mut self) -> Result<String, LinkError> {
+        loop {
+            if let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=end).collect();
+                let text =
+                    String::from_utf8_lossy(&line).trim_end_matches(['\r', '\n']).to_string();
+                if text.is_empty() {
+                    continue;
+                }
+                return Ok(text);
+            }
+            if self.buf.len() > LINE_BYTES_MAX {
+                let reply = String::from_utf8_lossy(&self.buf[..64]).into_owned();
+                return Err(LinkError::Handshake { step: "reply line", reply });
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// The snapshot after `+FULLRESYNC`: a bulk of known length, or a diskless transfer
+    /// ended by its mark.
+    async fn snapshot(&mut self) -> Result<Vec<u8>, LinkError> {
+        let header = self.line().await?;
+        let Some(spec) = header.strip_prefix('$') else {
+            return Err(LinkError::Handshake { step: "snapshot", reply: header });
+        };
+        if let Some(mark) = spec.strip_prefix("EOF:") {
+            let mark = mark.as_bytes().to_vec();
+            if mark.len() != EOF_MARK_BYTES {
+                return Err(LinkError::Handshake { step: "snapshot", reply: header });
+            }
+            loop {
+                if self.buf.len() >= EOF_MARK_BYTES && self.buf.ends_with(&mark) {
+                    let mut rdb = std::mem::take(&mut self.buf);
+                    rdb.truncate(rdb.len() - EOF_MARK_BYTES);
+                    return Ok(rdb);
+                }
+                // The stream begins only after the replica's first ACK (below), so the mark
+                // ends what has arrived once it has arrived whole.
+                self.fill().await?;
+            }
+        }
+        let len: usize = spec
+            .parse()
+            .map_err(|_| LinkError::Handshake { step: "snapshot", reply: header.clone() })?;
+        while self.buf.len() < len {
+            self.fill().await?;
+        }
+        let rest = self.buf.split_off(len);
+        Ok(std::mem::replace(&mut self.buf, rest))
+    }
+}
+
+fn is_getack(cmd: &Request) -> bool {
+    cmd.len() == 3
+        && cmd[0].eq_ignore_ascii_case(b"REPLCONF")
+        && cmd[1].eq_ignore_ascii_case(b"GETACK")
+}

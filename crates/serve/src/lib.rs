@@ -27,8 +27,9 @@
 //! [`commands`] (one module per family), [`server`] (listeners, connections, protected mode,
 //! shutdown), [`descriptors`] (`--maxclients` against the open-file limit), [`config`],
 //! [`glob`] (MATCH patterns), [`rdb`] (Redis's snapshot format, for replication), [`replica_link`] (a replica's
-//! link to its master).
+//! link to its master), [`backlog`] (the master's replication backlog).
 
+pub mod backlog;
 pub mod commands;
 pub mod config;
 pub mod descriptors;

@@ -13,8 +13,9 @@
 //! 3. Stage: [`Run::put`] and [`Run::delete`] gather the command's writes; [`Run::finish`]
 //!    adds them to the run's overlay and keeps the reply until it is written. The overlay
 //!    holds each key's latest value, so the batch has one entry a key however often the run
-//!    wrote it (a thousand INCRs of one key write one value). A command that fails (an error reply such as "not an integer", or an engine
-//!    error of a read) stages nothing, and the run goes on without it.
+//!    wrote it (a thousand INCRs of one key write one value). A command that fails (an error
+//!    reply such as "not an integer", or an engine error of a read) stages nothing, and the
+//!    run goes on without it.
 //! 4. Flush ([`Run::flush`]): the batch is written (`Keyspace::write`), then the staged
 //!    replies are encoded into [`Run::output`] in request order, and the stripes released.
 //!    A write that fails answers every staged command its error: none of their writes
@@ -25,14 +26,16 @@
 //!    the write of every command before it (P2, and P1 under `always`), and a run never holds
 //!    its stripes across a wait on the client.
 //!
-//! The lock rule. A task waits for a stripe only when every stripe it holds has a lower
-//! index; it may try-lock (never wait for) any stripe. Then no two tasks wait on each other
-//! in a cycle: if A waits for B's stripe s, every stripe A holds is below s, and B, if it
-//! waits too, waits for a stripe above s; following the waits, the indexes only grow, so they
-//! never come back to A. A run that needs a stripe below one it holds therefore try-locks it;
-//! when someone holds it, the run is flushed (written, answered, every stripe released) and
-//! then waits for the command's stripes in index order, holding nothing. Unrelated keys of
-//! different connections wait for each other only when their stripes collide.
+//! The lock rule. A run waits for a stripe only while it holds no stripe but those of the
+//! command being locked, all of lower index (it takes them in index order); otherwise it
+//! only tries. So no two tasks wait on each other in a cycle: if A waits for B's stripe s,
+//! every stripe A holds is below s, and B, if it waits too, waits for a stripe above s;
+//! following the waits, the indexes only grow, so they never come back to A. A run whose
+//! try fails is flushed (written, answered, every stripe released) and then waits for the
+//! command's stripes in index order. It also never waits while holding the stripes of earlier
+//! commands: whoever waits for those would wait for its wait too (convoys that left
+//! pipelined MSETs of random keys waiting for chains of other connections' writes). Unrelated
+//! keys of different connections wait for each other only when their stripes collide.
 
 use std::collections::HashMap;
 
@@ -100,11 +103,6 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The keyspace.
-    pub fn keyspace(&self) -> &'a Keyspace {
-        self.ks
-    }
-
     /// Whether nothing is staged (every reply so far is in [`Run::output`]).
     pub fn is_empty(&self) -> bool {
         self.staged == 0 && self.overlay.is_empty()
@@ -124,18 +122,14 @@ impl<'a> Run<'a> {
         self.held.binary_search_by_key(&stripe, |(s, _)| *s).is_ok()
     }
 
-    fn highest_held(&self) -> Option<usize> {
-        self.held.last().map(|(s, _)| *s)
-    }
-
     fn keep(&mut self, stripe: usize, guard: MutexGuard<'a, ()>) {
         let at = self.held.partition_point(|(s, _)| *s < stripe);
         self.held.insert(at, (stripe, guard));
     }
 
     /// Takes the stripes of `keys` that the run does not hold (stage 1), by the lock rule of
-    /// the module comment: waits only for a stripe above every one held, try-locks the
-    /// others, and flushes the run to wait for them when one is taken.
+    /// the module comment: tries each; when one is taken, flushes the run and waits for the
+    /// command's stripes in index order, holding nothing else.
     pub async fn lock(&mut self, keys: &[&[u8]]) {
         let mut stripes: Vec<usize> = keys.iter().map(|k| self.ks.stripe(k)).collect();
         stripes.sort_unstable();
@@ -144,21 +138,19 @@ impl<'a> Run<'a> {
             if self.holds(s) {
                 continue;
             }
-            if self.highest_held().is_none_or(|h| s > h) {
+            if let Some(guard) = self.ks.try_lock_stripe(s) {
+                self.keep(s, guard);
+                continue;
+            }
+            // Waiting now, holding stripes, could close a cycle of waits, and would make
+            // everyone waiting for ours wait for this wait too: write what is staged, let
+            // everything go, and take the command's stripes in order from nothing.
+            self.flush().await;
+            for &s in &stripes {
                 let guard = self.ks.lock_stripe(s).await;
                 self.keep(s, guard);
-            } else if let Some(guard) = self.ks.try_lock_stripe(s) {
-                self.keep(s, guard);
-            } else {
-                // Waiting here could close a cycle: write what is staged, let everything go,
-                // and take the command's stripes in order from nothing.
-                self.flush().await;
-                for &s in &stripes {
-                    let guard = self.ks.lock_stripe(s).await;
-                    self.keep(s, guard);
-                }
-                return;
             }
+            return;
         }
     }
 
@@ -182,8 +174,8 @@ impl<'a> Run<'a> {
 
     /// The live value of a key read without a lock (GET, EXISTS, TTL, ...): the overlay's, or
     /// the engine's. An expired key found in the engine is deleted with the run's batch when
-    /// its stripe can be had without a flush (held already, or free); otherwise it is left to
-    /// a later read or to compaction.
+    /// its stripe is held already or free; otherwise (another connection writes it) it is
+    /// left to a later read or to compaction.
     ///
     /// # Errors
     /// The engine's read error.
@@ -197,13 +189,9 @@ impl<'a> Run<'a> {
         }
         let s = self.ks.stripe(key);
         if !self.holds(s) {
-            if self.highest_held().is_none_or(|h| s > h) {
-                let guard = self.ks.lock_stripe(s).await;
-                self.keep(s, guard);
-            } else if let Some(guard) = self.ks.try_lock_stripe(s) {
-                self.keep(s, guard);
-            } else {
-                return Ok(None);
+            match self.ks.try_lock_stripe(s) {
+                Some(guard) => self.keep(s, guard),
+                None => return Ok(None),
             }
         }
         // Another client may have set the key before the lock: delete only what is still

@@ -22,6 +22,9 @@
 # Usage: bench/serve.sh
 # Environment: N=100000 CLIENTS=50 PIPELINE=16 REPEATS=3 POLICIES="everysec always"
 #   KEYS=3000 OUT=bench/results/<date>-serve
+#   SCALEOUT=0: skip part 2 (twemproxy)
+#   SHALE_BIN=path: measure that shale binary (an earlier build, for a before/after
+#   comparison) instead of building this tree's
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,8 +49,12 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server redis-tools nutcracker >&2
 fi
 
-cargo build --release -p shale-cli >&2
-SHALE=$(realpath "${CARGO_TARGET_DIR:-target}")/release/shale
+if [ -n "${SHALE_BIN:-}" ]; then
+  SHALE=$(realpath "$SHALE_BIN")
+else
+  cargo build --release -p shale-cli >&2
+  SHALE=$(realpath "${CARGO_TARGET_DIR:-target}")/release/shale
+fi
 # Each process's output goes to $OUT/raw/, which git ignores; $OUT keeps the summary.
 mkdir -p "$OUT/raw"
 scratch=$(mktemp -d /var/tmp/shale-serve-bench.XXXXXX)
@@ -142,6 +149,10 @@ EOF
 cat "$OUT/summary.md"
 
 # 2. Scale-out behind twemproxy.
+if [ "${SCALEOUT:-1}" = 0 ]; then
+  echo "results in $OUT (part 2, twemproxy, skipped: SCALEOUT=0)" >&2
+  exit 0
+fi
 echo "== three shale serve instances behind twemproxy" >&2
 ports=(6401 6402 6403)
 declare -A spid

@@ -102,6 +102,11 @@ pub struct Config {
     pub max_request_args: usize,
     /// Worker threads of the runtime ([`default_threads`] by default).
     pub threads: usize,
+    /// Test hook (feature `failpoints`): called around every engine write of the clients'
+    /// commands ([`crate::keyspace::WriteHook`]).
+    #[cfg(feature = "failpoints")]
+    #[doc(hidden)]
+    pub write_hook: Option<crate::keyspace::WriteHook>,
 }
 
 impl Default for Config {
@@ -116,6 +121,8 @@ impl Default for Config {
             max_request_bytes: resp::REQUEST_BYTES_MAX_DEFAULT,
             max_request_args: resp::ARRAY_LEN_MAX_DEFAULT,
             threads: default_threads(),
+            #[cfg(feature = "failpoints")]
+            write_hook: None,
         }
     }
 }

@@ -15,11 +15,14 @@
 //!
 //! Engine values are [`crate::value`]'s format.
 //!
-//! Order of a write (every command that writes):
+//! Order of a write (every command that writes; `run.rs` drives it for a connection):
 //! 1. Take the key's stripe lock (several keys: their stripes in index order, so two commands
-//!    never wait on each other in a cycle). Reads take no lock.
-//! 2. Read what the command needs (`submit_get`), decide.
-//! 3. Write one batch: with `appendfsync always`, submit it synced (`submit_write`) and await
+//!    never wait on each other in a cycle; a pipeline's run that already holds stripes follows
+//!    the rule in `run.rs`). Reads take no lock.
+//! 2. Read what the command needs (`submit_get`, or the run's overlay of keys it wrote and
+//!    has not yet written to the engine), decide.
+//! 3. Write one batch (a command's, or a pipeline's run of commands'): with
+//!    `appendfsync always`, submit it synced (`submit_write`) and await
 //!    its ticket, so that concurrent commands share synced appends (the engine's workers
 //!    combine queued writes) while this task waits; otherwise write it at once with
 //!    `Db::write` on this thread. An unsynced write costs a copy into the WAL tail and a
@@ -28,7 +31,7 @@
 //!    second through tickets). It blocks the thread only when the engine stalls writes (a
 //!    full memtable waiting for a flush), as a Redis server stalls on a slow disk.
 //!    Either way, when it returns the write is in the WAL and visible to every later read.
-//! 4. Release the lock, answer.
+//! 4. Release the lock, answer (a run answers every command of its batch only now).
 //!
 //! A batch is atomic, so a multi-key command (MSET, DEL of several keys) is all or nothing.
 
@@ -53,8 +56,11 @@ pub const SERVER: u8 = 0xff;
 const SYNC_KEY: &[u8] = b"\xffsync";
 
 /// Stripes of the lock table: two keys share a lock one time in this many, and a command on
-/// one waits for a command on the other. 4096 tokio mutexes take about 200 KiB.
-pub const LOCK_STRIPES: usize = 4096;
+/// one waits for a command on the other. A pipeline's run holds the stripes of every key it
+/// wrote until its write is done (run.rs): 50 connections pipelining 16 MSETs of 10 keys hold
+/// up to 8,000 stripes at once, so the table is wide. 16384 tokio mutexes take 640 KiB (40
+/// bytes each).
+pub const LOCK_STRIPES: usize = 16384;
 
 /// Times a submission refused with `Busy` is retried before the command fails with `BUSY`.
 pub const BUSY_RETRIES_MAX: u32 = 10_000;
@@ -125,17 +131,45 @@ pub struct Keyspace {
     expired_deleted: AtomicU64,
     locks: Box<[tokio::sync::Mutex<()>]>,
     cursors: Mutex<Cursors>,
+    #[cfg(feature = "failpoints")]
+    write_hook: Option<WriteHook>,
 }
 
-/// Locks held by a command, released when dropped.
-pub struct Locked<'a> {
-    _guards: Vec<MutexGuard<'a, ()>>,
+/// Test hook (feature `failpoints`): called before and after every engine write of a
+/// client's commands, on the task that writes, so a test can hold a write and watch what the
+/// client is sent meanwhile. It may block (its worker thread waits).
+#[cfg(feature = "failpoints")]
+#[doc(hidden)]
+#[derive(Clone)]
+pub struct WriteHook(pub std::sync::Arc<dyn Fn(WriteEvent) + Send + Sync>);
+
+#[cfg(feature = "failpoints")]
+impl std::fmt::Debug for WriteHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WriteHook")
+    }
+}
+
+/// What [`WriteHook`] is told.
+#[cfg(feature = "failpoints")]
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteEvent {
+    /// A batch of this many entries is about to be written.
+    Before(usize),
+    /// That batch's write returned (in the WAL, synced under `appendfsync always`), or failed.
+    After(usize),
 }
 
 impl Keyspace {
     /// The keyspace over `db`, writing as `appendfsync` says.
     pub fn new(db: Db, appendfsync: AppendFsync) -> Keyspace {
-        let locks = (0..LOCK_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect();
+        Keyspace::with_stripes(db, appendfsync, LOCK_STRIPES)
+    }
+
+    /// The keyspace with `stripes` locks (tests use few, to make collisions common).
+    pub(crate) fn with_stripes(db: Db, appendfsync: AppendFsync, stripes: usize) -> Keyspace {
+        let locks = (0..stripes).map(|_| tokio::sync::Mutex::new(())).collect();
         Keyspace {
             db,
             write_options: WriteOptions { sync: appendfsync == AppendFsync::Always },
@@ -144,7 +178,16 @@ impl Keyspace {
             expired_deleted: AtomicU64::new(0),
             locks,
             cursors: Mutex::new(Cursors::default()),
+            #[cfg(feature = "failpoints")]
+            write_hook: None,
         }
+    }
+
+    /// Installs the test hook of every engine write.
+    #[cfg(feature = "failpoints")]
+    #[doc(hidden)]
+    pub fn set_write_hook(&mut self, hook: Option<WriteHook>) {
+        self.write_hook = hook;
     }
 
     /// The engine, for statistics.
@@ -167,22 +210,26 @@ impl Keyspace {
         self.appendfsync
     }
 
-    fn stripe(key: &[u8]) -> usize {
+    /// The index of a key's stripe lock.
+    pub(crate) fn stripe(&self, key: &[u8]) -> usize {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         key.hash(&mut h);
-        (h.finish() % LOCK_STRIPES as u64) as usize
+        (h.finish() % self.locks.len() as u64) as usize
     }
 
-    /// Locks `keys` (Redis keys) against other writers: stage 1 of a write.
-    pub async fn lock<'a>(&'a self, keys: &[&[u8]]) -> Locked<'a> {
-        let mut stripes: Vec<usize> = keys.iter().map(|k| Keyspace::stripe(k)).collect();
-        stripes.sort_unstable();
-        stripes.dedup();
-        let mut guards = Vec::with_capacity(stripes.len());
-        for s in stripes {
-            guards.push(self.locks[s].lock().await);
-        }
-        Locked { _guards: guards }
+    /// Waits for a stripe's lock.
+    pub(crate) async fn lock_stripe(&self, stripe: usize) -> MutexGuard<'_, ()> {
+        self.locks[stripe].lock().await
+    }
+
+    /// A stripe's lock if no one holds it.
+    pub(crate) fn try_lock_stripe(&self, stripe: usize) -> Option<MutexGuard<'_, ()>> {
+        self.locks[stripe].try_lock().ok()
+    }
+
+    /// Counts expired keys that a written batch deleted (INFO's `expired_keys`).
+    pub(crate) fn count_expired_deleted(&self, n: u64) {
+        self.expired_deleted.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Submits through the async API, resubmitting while the queue answers `Busy`.
@@ -204,62 +251,33 @@ impl Keyspace {
     }
 
     /// The stored value of a Redis key, expired or not.
-    async fn get_stored(&self, key: &[u8]) -> Result<Option<Value>> {
+    pub(crate) async fn get_stored(&self, key: &[u8]) -> Result<Option<Value>> {
         let engine_key = engine_key(key);
         let got = self.submit(|db| db.submit_get(&engine_key, &ReadOptions::default())).await?;
         got.map(|bytes| Value::decode(&bytes)).transpose()
     }
 
-    /// The live value of a Redis key: an expired one reads as missing. The caller holds the
-    /// key's lock when it will write; an expired key it finds is deleted with its write.
-    pub async fn get_locked(&self, key: &[u8]) -> Result<Option<Value>> {
-        Ok(self.get_stored(key).await?.filter(|v| !v.is_expired(now_ms())))
-    }
-
-    /// The live value of a Redis key, without a lock. An expired key found is deleted then
-    /// (lazily), under its lock, if it is still the expired value.
-    pub async fn get(&self, key: &[u8]) -> Result<Option<Value>> {
-        let Some(v) = self.get_stored(key).await? else { return Ok(None) };
-        if !v.is_expired(now_ms()) {
-            return Ok(Some(v));
-        }
-        let _locked = self.lock(&[key]).await;
-        // Another client may have set the key since: delete only what is still expired.
-        if let Some(again) = self.get_stored(key).await? {
-            if again.is_expired(now_ms()) {
-                let mut b = WriteBatch::new();
-                b.delete(&engine_key(key));
-                self.write(&b).await?;
-                self.expired_deleted.fetch_add(1, Ordering::Relaxed);
-            } else {
-                return Ok(Some(again));
-            }
-        }
-        Ok(None)
-    }
-
     /// Applies a batch (stage 3 of a write).
     pub async fn write(&self, batch: &WriteBatch) -> Result<()> {
+        #[cfg(feature = "failpoints")]
+        if let Some(hook) = &self.write_hook {
+            (hook.0)(WriteEvent::Before(batch.len()));
+        }
+        let written = self.write_batch(batch).await;
+        #[cfg(feature = "failpoints")]
+        if let Some(hook) = &self.write_hook {
+            (hook.0)(WriteEvent::After(batch.len()));
+        }
+        written
+    }
+
+    async fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
         self.dirty.store(true, Ordering::Relaxed);
         let opts = self.write_options;
         if !opts.sync {
             return Ok(self.db.write(batch, &opts)?);
         }
         self.submit(|db| db.submit_write(batch, &opts)).await
-    }
-
-    /// Puts one key's value.
-    pub async fn put(&self, key: &[u8], value: &Value) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.put(&engine_key(key), &value.encode());
-        self.write(&b).await
-    }
-
-    /// Deletes one key.
-    pub async fn delete(&self, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete(&engine_key(key));
-        self.write(&b).await
     }
 
     /// Deletes every key of database 0: one range delete.
@@ -353,7 +371,10 @@ mod tests {
 
     #[test]
     fn stripes_are_in_range_and_stable() {
-        assert_eq!(Keyspace::stripe(b"k"), Keyspace::stripe(b"k"));
-        assert!(Keyspace::stripe(b"other") < LOCK_STRIPES);
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), shale_lsm::Options::small_for_tests()).unwrap();
+        let ks = Keyspace::new(db, AppendFsync::No);
+        assert_eq!(ks.stripe(b"k"), ks.stripe(b"k"));
+        assert!(ks.stripe(b"other") < LOCK_STRIPES);
     }
 }

@@ -23,7 +23,8 @@
 //!
 //! Modules: [`resp`] (the protocol), [`value`] (the stored value format), [`expiry_filter`]
 //! (expired keys dropped by compaction), [`keyspace`] (Redis
-//! keys over engine keys, locks, appendfsync), [`marker`] (how serve knows its own stores),
+//! keys over engine keys, locks, appendfsync), [`run`] (a pipeline's commands written as one
+//! batch and answered after it), [`marker`] (how serve knows its own stores),
 //! [`commands`] (one module per family), [`server`] (listeners, connections, protected mode,
 //! shutdown), [`descriptors`] (`--maxclients` against the open-file limit), [`config`],
 //! [`glob`] (MATCH patterns), [`rdb`] (Redis's snapshot format, for replication), [`replica_link`] (a replica's
@@ -42,6 +43,7 @@ pub mod memory;
 pub mod rdb;
 pub mod replica_link;
 pub mod resp;
+pub mod run;
 pub mod server;
 pub mod value;
 

@@ -19,10 +19,13 @@
 //! Stages of a connection ([`serve_connection`]):
 //! 1. Parse every whole request in the read buffer (pipelining: a client may send many
 //!    before reading any reply).
-//! 2. Run each in order and encode its reply into the output buffer; replies therefore go out
-//!    in request order. The output is written early when it passes [`OUTPUT_FLUSH_BYTES`], so
-//!    a long pipeline of large replies does not gather in memory.
-//! 3. Write the output, then read more. A protocol error is answered and the connection
+//! 2. Run each in order in the connection's run (`run.rs`): the commands on keys execute
+//!    against the run's overlay, their writes gather into one batch, and their replies wait
+//!    for its write; replies therefore go out in request order, and none before the write of
+//!    its command and of every command before it. The run is flushed (written, answered) and
+//!    the output written early when the replies pass [`OUTPUT_FLUSH_BYTES`], so a long
+//!    pipeline of large replies does not gather in memory.
+//! 3. Flush the run, write the output, then read more. A protocol error is answered and the connection
 //!    closed; so is `QUIT`. End of input (the client shut its write side) ends the
 //!    connection after every whole request before it has been answered.
 //!
@@ -46,7 +49,8 @@ use crate::commands::{self, Session};
 use crate::config::{AppendFsync, Config};
 use crate::error::{Error, Result};
 use crate::keyspace::Keyspace;
-use crate::resp::{Reply, Request, RequestParser};
+use crate::resp::{Reply, RequestParser};
+use crate::run::{RUN_COMMANDS_MAX, Run};
 
 /// Bytes a connection reads at a time (at least: a large request grows its buffer).
 const READ_CHUNK_BYTES: usize = 16 << 10;
@@ -238,8 +242,12 @@ impl Server {
         // From here the server owns the socket file: shutdown removes it.
         let unix_socket = listeners.unix_path.take();
         let appendfsync = config.appendfsync;
+        #[cfg_attr(not(feature = "failpoints"), allow(unused_mut))]
+        let mut keyspace = Keyspace::new(db, appendfsync);
+        #[cfg(feature = "failpoints")]
+        keyspace.set_write_hook(config.write_hook.clone());
         let shared = Arc::new(Shared {
-            keyspace: Keyspace::new(db, appendfsync),
+            keyspace,
             config,
             counters: Counters::default(),
             started: Instant::now(),
@@ -646,8 +654,7 @@ async fn serve_connection<S>(
         RequestParser::before_auth(shared.config.limits())
     };
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
-    let mut output: Vec<u8> = Vec::new();
-    let mut sets: Vec<Request> = Vec::new();
+    let mut run = Run::new(&shared.keyspace, session.protocol);
     loop {
         // Stages 1 and 2.
         let mut taken = 0;
@@ -657,50 +664,44 @@ async fn serve_connection<S>(
             let parsed = parser.next(&input[taken..], &mut took);
             taken += took;
             match parsed {
-                Ok(Some(request)) if session.authenticated && is_plain_set(&request) => {
-                    // A run of plain SETs in a pipeline becomes one write (below).
-                    sets.push(request);
-                    if sets.len() >= SET_RUN_MAX {
-                        flush_sets(&shared, &session, &mut sets, &mut output).await;
-                    }
-                }
                 Ok(Some(request)) => {
-                    flush_sets(&shared, &session, &mut sets, &mut output).await;
-                    let reply = commands::execute(&shared, &mut session, request).await;
+                    commands::execute(&shared, &mut session, &mut run, request).await;
                     shared.counters.commands_processed.fetch_add(1, Ordering::Relaxed);
                     if session.authenticated {
                         parser.authenticated();
                     }
-                    reply.encode(session.protocol, &mut output);
                     if session.quit {
                         close = true;
                         break;
                     }
-                    if output.len() >= OUTPUT_FLUSH_BYTES
-                        && !write_out(&shared, &mut stream, &mut output).await
-                    {
-                        return;
+                    if run.len() >= RUN_COMMANDS_MAX {
+                        run.flush().await;
+                    }
+                    if run.reply_bytes() >= OUTPUT_FLUSH_BYTES {
+                        // Replies go out only after their write: the run first.
+                        run.flush().await;
+                        if !write_out(&shared, &mut stream, &mut run.output).await {
+                            return;
+                        }
                     }
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    flush_sets(&shared, &session, &mut sets, &mut output).await;
                     log::debug!("client {id}: protocol error: {e}");
-                    Reply::err(format!("Protocol error: {e}"))
-                        .encode(session.protocol, &mut output);
+                    run.answer(Reply::err(format!("Protocol error: {e}")));
                     close = true;
                     break;
                 }
             }
         }
-        flush_sets(&shared, &session, &mut sets, &mut output).await;
+        // Stage 3: nothing staged is held across the wait for the client.
+        run.flush().await;
         input.drain(..taken);
         if input.is_empty() && input.capacity() > INPUT_KEPT_BYTES_MAX {
             // A large request is done: give its buffer back rather than hold it while idle.
             input = Vec::with_capacity(READ_CHUNK_BYTES);
         }
-        // Stage 3.
-        if !write_out(&shared, &mut stream, &mut output).await || close || *stop.borrow() {
+        if !write_out(&shared, &mut stream, &mut run.output).await || close || *stop.borrow() {
             break;
         }
         if input.capacity() - input.len() < READ_CHUNK_BYTES / 4 {
@@ -741,42 +742,4 @@ async fn write_out<S: AsyncWrite + Unpin>(
     shared.counters.net_output_bytes.fetch_add(output.len() as u64, Ordering::Relaxed);
     output.clear();
     written.is_ok()
-}
-
-/// Most plain SETs of a pipeline written as one batch.
-const SET_RUN_MAX: usize = 256;
-
-/// Whether a request is `SET key value` with no option: a blind write, which a run of can be
-/// written as one batch (what `MSET` does) with the same result as one at a time.
-fn is_plain_set(request: &Request) -> bool {
-    request.len() == 3 && request[0].eq_ignore_ascii_case(b"set")
-}
-
-/// Writes a run of plain SETs, oldest first, as one batch under their keys' locks, and
-/// answers each: a pipeline of SETs then costs one engine write (one synced append with
-/// `appendfsync always`) instead of one each, which is what Redis gets from fsyncing once
-/// per pass over its clients. Later SETs of a key win, as one at a time.
-async fn flush_sets(
-    shared: &Shared,
-    session: &Session,
-    sets: &mut Vec<Request>,
-    output: &mut Vec<u8>,
-) {
-    if sets.is_empty() {
-        return;
-    }
-    let mut mset: Request = Vec::with_capacity(1 + 2 * sets.len());
-    mset.push(b"MSET".to_vec());
-    let n = sets.len();
-    for mut set in sets.drain(..) {
-        let value = set.pop().expect("three arguments");
-        let key = set.pop().expect("three arguments");
-        mset.push(key);
-        mset.push(value);
-    }
-    let reply = commands::set_run(shared, &mset).await;
-    shared.counters.commands_processed.fetch_add(n as u64, Ordering::Relaxed);
-    for _ in 0..n {
-        reply.encode(session.protocol, output);
-    }
 }

@@ -149,9 +149,9 @@ fn a_half_closed_client_is_answered_then_closed() {
     assert_eq!(String::from_utf8_lossy(&got), "+OK\r\n$1\r\nv\r\n");
 }
 
-/// Runs of plain SETs in a pipeline are written as one batch (the server coalesces them); the
-/// replies and the store must be those of one SET at a time: later SETs of a key win, and a
-/// command between two runs sees the first run and not the second.
+/// A pipeline's SETs, GETs and INCRs are written as one batch (the connection's run, run.rs);
+/// the replies and the store must be those of one command at a time: later SETs of a key win,
+/// and a read or INCR between SETs sees the SETs before it and not those after.
 #[test]
 fn coalesced_pipelined_sets_behave_as_one_at_a_time() {
     let server = TestServer::start();
@@ -179,7 +179,7 @@ fn coalesced_pipelined_sets_behave_as_one_at_a_time() {
     );
 }
 
-/// Before AUTH, a pipelined plain SET is refused like any command: coalescing never skips the
+/// Before AUTH, a pipelined plain SET is refused like any command: a run never skips the
 /// password.
 #[test]
 fn pipelined_sets_before_auth_are_refused() {

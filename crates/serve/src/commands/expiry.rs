@@ -5,13 +5,14 @@
 
 use crate::commands::{not_an_integer, parse_i64};
 use crate::error::Result;
-use crate::keyspace::{Keyspace, now_ms};
+use crate::keyspace::now_ms;
 use crate::resp::{Reply, Request};
+use crate::run::Run;
 use crate::value::Value;
 
 /// `TTL key` (seconds, rounded as Redis rounds) or `PTTL key` (ms): -2 missing, -1 no expiry.
-pub async fn ttl(ks: &Keyspace, args: &Request, seconds: bool) -> Result<Reply> {
-    let Some(v) = ks.get(&args[1]).await? else { return Ok(Reply::Int(-2)) };
+pub async fn ttl(run: &mut Run<'_>, args: &Request, seconds: bool) -> Result<Reply> {
+    let Some(v) = run.read(&args[1]).await? else { return Ok(Reply::Int(-2)) };
     let Some(at) = v.expires_at_ms else { return Ok(Reply::Int(-1)) };
     let left_ms = at.saturating_sub(now_ms()) as i64;
     Ok(Reply::Int(if seconds { (left_ms + 500) / 1000 } else { left_ms }))
@@ -20,7 +21,7 @@ pub async fn ttl(ks: &Keyspace, args: &Request, seconds: bool) -> Result<Reply> 
 /// `EXPIRE key seconds [NX|XX|GT|LT]` (`PEXPIRE` with `unit_ms` 1): 1 if the expiry was set,
 /// 0 if the key is missing or the condition refused it. A time not in the future deletes the
 /// key, as in Redis.
-pub async fn expire(ks: &Keyspace, args: &Request, unit_ms: i64) -> Result<Reply> {
+pub async fn expire(run: &mut Run<'_>, args: &Request, unit_ms: i64) -> Result<Reply> {
     let Some(n) = parse_i64(&args[2]) else { return Ok(not_an_integer()) };
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for opt in &args[3..] {
@@ -46,8 +47,8 @@ pub async fn expire(ks: &Keyspace, args: &Request, unit_ms: i64) -> Result<Reply
         return Ok(Reply::err(format!("invalid expire time in '{name}' command")));
     };
     let key = &args[1];
-    let _locked = ks.lock(&[key]).await;
-    let Some(v) = ks.get_locked(key).await? else { return Ok(Reply::Int(0)) };
+    run.lock(&[key]).await;
+    let Some(v) = run.get(key).await? else { return Ok(Reply::Int(0)) };
     // A key without expiry counts as expiring never: after any time for GT and LT.
     let allowed = match v.expires_at_ms {
         None => !xx && !gt,
@@ -57,20 +58,20 @@ pub async fn expire(ks: &Keyspace, args: &Request, unit_ms: i64) -> Result<Reply
         return Ok(Reply::Int(0));
     }
     if at <= now as i64 {
-        ks.delete(key).await?;
+        run.delete(key);
     } else {
-        ks.put(key, &Value { expires_at_ms: Some(at as u64), data: v.data }).await?;
+        run.put(key, Value { expires_at_ms: Some(at as u64), data: v.data });
     }
     Ok(Reply::Int(1))
 }
 
 /// `PERSIST key`: 1 if an expiry was removed.
-pub async fn persist(ks: &Keyspace, args: &Request) -> Result<Reply> {
+pub async fn persist(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
     let key = &args[1];
-    let _locked = ks.lock(&[key]).await;
-    match ks.get_locked(key).await? {
+    run.lock(&[key]).await;
+    match run.get(key).await? {
         Some(v) if v.expires_at_ms.is_some() => {
-            ks.put(key, &Value::new(v.data)).await?;
+            run.put(key, Value::new(v.data));
             Ok(Reply::Int(1))
         }
         _ => Ok(Reply::Int(0)),

@@ -6,7 +6,10 @@
 //! 2. Check the arity against the table.
 //! 3. Refuse it with `NOAUTH` if a password is set, not yet given, and the command is not one
 //!    that gives it (`AUTH`, `HELLO`) or ends the connection (`QUIT`).
-//! 4. Run it; an engine error becomes an `ERR` reply, the connection stays open.
+//! 4. Run it: a command on keys (and PING, ECHO) in the connection's run (run.rs), whose
+//!    batch it joins and whose write its reply waits for; any other (SCAN, KEYS, DBSIZE,
+//!    FLUSHDB, INFO, AUTH, HELLO, CLIENT, ...) after the run is flushed, on its own. An engine
+//!    error becomes an `ERR` reply, the connection stays open.
 
 mod connection;
 mod expiry;
@@ -15,6 +18,7 @@ mod keys;
 mod strings;
 
 use crate::resp::{Protocol, Reply, Request};
+use crate::run::Run;
 use crate::server::Shared;
 
 /// What a connection remembers between requests.
@@ -89,6 +93,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec { name: "keys", arity: 2, flags: &["readonly"], keys: (0, 0, 0) },
     Spec { name: "mget", arity: -2, flags: R, keys: (1, -1, 1) },
     Spec { name: "mset", arity: -3, flags: W, keys: (1, -1, 2) },
+    Spec { name: "msetnx", arity: -3, flags: W, keys: (1, -1, 2) },
     Spec { name: "persist", arity: 2, flags: W, keys: (1, 1, 1) },
     Spec { name: "pexpire", arity: -3, flags: W, keys: (1, 1, 1) },
     Spec { name: "ping", arity: -1, flags: C, keys: (0, 0, 0) },
@@ -154,69 +159,104 @@ pub fn failed(e: crate::Error) -> Reply {
     Reply::err(e)
 }
 
-/// Writes a run of plain `SET key value` requests of one pipeline as one `MSET` (the server's
-/// coalescing of pipelined SETs); the reply each of them gets.
-pub async fn set_run(shared: &Shared, mset: &Request) -> Reply {
-    strings::mset(&shared.keyspace, mset).await.unwrap_or_else(failed)
+/// Whether a command runs in the connection's run (run.rs): the commands on keys, which the
+/// run's overlay and locks serve, and PING and ECHO, which touch nothing. The others read or
+/// write past the run's keys (SCAN, KEYS, DBSIZE, FLUSHDB, INFO) or change the session (AUTH,
+/// HELLO, CLIENT, SELECT, QUIT): the run is flushed before them.
+fn runs_in_run(spec: &Spec) -> bool {
+    spec.keys.0 != 0 || matches!(spec.name, "ping" | "echo")
 }
 
-/// Runs one request (the stages of the module comment).
-pub async fn execute(shared: &Shared, session: &mut Session, args: Request) -> Reply {
+/// Runs one request (the stages of the module comment); its reply goes into `run`, in request
+/// order.
+pub async fn execute(shared: &Shared, session: &mut Session, run: &mut Run<'_>, args: Request) {
+    run.protocol = session.protocol;
     let Some(spec) = lookup(&args[0]) else {
-        return unknown_command(&args);
+        run.answer(unknown_command(&args));
+        return;
     };
     let n = args.len() as i32;
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
-        return wrong_arity(spec.name);
+        run.answer(wrong_arity(spec.name));
+        return;
     }
     if !session.authenticated && !matches!(spec.name, "auth" | "hello" | "quit") {
-        return Reply::Error("NOAUTH Authentication required.".into());
+        run.answer(Reply::Error("NOAUTH Authentication required.".into()));
+        return;
     }
-    let ks = &shared.keyspace;
-    let result = match spec.name {
-        "auth" => Ok(connection::auth(shared, session, &args)),
-        "client" => Ok(connection::client(session, &args)),
+    if runs_in_run(spec) {
+        match execute_in_run(run, spec, &args).await {
+            Ok(reply) => run.finish(reply).await,
+            Err(e) => run.fail(failed(e)),
+        }
+        return;
+    }
+    run.flush().await;
+    let reply = execute_alone(shared, session, spec, &args).await.unwrap_or_else(failed);
+    // HELLO may have changed the protocol; its own reply is in the new one.
+    run.protocol = session.protocol;
+    run.answer(reply);
+}
+
+/// A command of the run (stages 1 to 3 of run.rs).
+async fn execute_in_run(run: &mut Run<'_>, spec: &Spec, args: &Request) -> crate::Result<Reply> {
+    match spec.name {
         "echo" => Ok(Reply::Bulk(args[1].clone())),
-        "hello" => Ok(connection::hello(shared, session, &args)),
-        "ping" => Ok(connection::ping(&args)),
+        "ping" => Ok(connection::ping(args)),
+        "append" => strings::append(run, args).await,
+        "decr" => strings::incr_by(run, &args[1], Some(-1)).await,
+        "decrby" => strings::incr_by_arg(run, args, true).await,
+        "del" => strings::del(run, args).await,
+        "exists" => strings::exists(run, args).await,
+        "get" => strings::get(run, args).await,
+        "getdel" => strings::getdel(run, args).await,
+        "getset" => strings::getset(run, args).await,
+        "incr" => strings::incr_by(run, &args[1], Some(1)).await,
+        "incrby" => strings::incr_by_arg(run, args, false).await,
+        "mget" => strings::mget(run, args).await,
+        "mset" => strings::mset(run, args).await,
+        "msetnx" => strings::msetnx(run, args).await,
+        "set" => strings::set(run, args).await,
+        "setex" => strings::setex(run, args, 1000, "setex").await,
+        "psetex" => strings::setex(run, args, 1, "psetex").await,
+        "setnx" => strings::setnx(run, args).await,
+        "strlen" => strings::strlen(run, args).await,
+        "type" => strings::key_type(run, args).await,
+        "expire" => expiry::expire(run, args, 1000).await,
+        "pexpire" => expiry::expire(run, args, 1).await,
+        "persist" => expiry::persist(run, args).await,
+        "pttl" => expiry::ttl(run, args, false).await,
+        "ttl" => expiry::ttl(run, args, true).await,
+        other => unreachable!("{other} runs in runs but is not dispatched there"),
+    }
+}
+
+/// A command run on its own, after the run was flushed.
+async fn execute_alone(
+    shared: &Shared,
+    session: &mut Session,
+    spec: &Spec,
+    args: &Request,
+) -> crate::Result<Reply> {
+    let ks = &shared.keyspace;
+    match spec.name {
+        "auth" => Ok(connection::auth(shared, session, args)),
+        "client" => Ok(connection::client(session, args)),
+        "hello" => Ok(connection::hello(shared, session, args)),
         "quit" => {
             session.quit = true;
             Ok(Reply::OK)
         }
-        "select" => Ok(connection::select(&args)),
-        "append" => strings::append(ks, &args).await,
-        "decr" => strings::incr_by(ks, &args[1], Some(-1)).await,
-        "decrby" => strings::incr_by_arg(ks, &args, true).await,
-        "del" => strings::del(ks, &args).await,
-        "exists" => strings::exists(ks, &args).await,
-        "get" => strings::get(ks, &args).await,
-        "getdel" => strings::getdel(ks, &args).await,
-        "getset" => strings::getset(ks, &args).await,
-        "incr" => strings::incr_by(ks, &args[1], Some(1)).await,
-        "incrby" => strings::incr_by_arg(ks, &args, false).await,
-        "mget" => strings::mget(ks, &args).await,
-        "mset" => strings::mset(ks, &args).await,
-        "set" => strings::set(ks, &args).await,
-        "setex" => strings::setex(ks, &args, 1000, "setex").await,
-        "psetex" => strings::setex(ks, &args, 1, "psetex").await,
-        "setnx" => strings::setnx(ks, &args).await,
-        "strlen" => strings::strlen(ks, &args).await,
-        "type" => strings::key_type(ks, &args).await,
-        "expire" => expiry::expire(ks, &args, 1000).await,
-        "pexpire" => expiry::expire(ks, &args, 1).await,
-        "persist" => expiry::persist(ks, &args).await,
-        "pttl" => expiry::ttl(ks, &args, false).await,
-        "ttl" => expiry::ttl(ks, &args, true).await,
+        "select" => Ok(connection::select(args)),
         "dbsize" => keys::dbsize(ks).await.map(|(n, _)| Reply::Int(n as i64)),
-        "flushall" | "flushdb" => keys::flushdb(ks, &args).await,
-        "keys" => keys::keys(ks, &args).await,
-        "scan" => keys::scan(ks, &args).await,
-        "command" => Ok(introspection::command(&args)),
-        "config" => Ok(introspection::config(shared, &args)),
-        "info" => introspection::info(shared, &args).await,
+        "flushall" | "flushdb" => keys::flushdb(ks, args).await,
+        "keys" => keys::keys(ks, args).await,
+        "scan" => keys::scan(ks, args).await,
+        "command" => Ok(introspection::command(args)),
+        "config" => Ok(introspection::config(shared, args)),
+        "info" => introspection::info(shared, args).await,
         other => unreachable!("{other} is in the command table but not dispatched"),
-    };
-    result.unwrap_or_else(failed)
+    }
 }
 
 #[cfg(test)]

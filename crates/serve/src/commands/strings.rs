@@ -1,18 +1,20 @@
 //! String commands: GET, SET, SETEX, PSETEX, SETNX, GETSET, GETDEL, DEL, EXISTS, MGET, MSET,
-//! INCR, INCRBY, DECR, DECRBY, APPEND, STRLEN, and TYPE (every value is a string). Every write holds its keys' locks from its read to its write (keyspace.rs,
-//! "Order of a write"), so read-modify-writes such as INCR never lose an update.
-
-use shale_lsm::WriteBatch;
+//! MSETNX, INCR, INCRBY, DECR, DECRBY, APPEND, STRLEN, and TYPE (every value is a string).
+//! Each runs in its connection's run (run.rs): a write locks its keys through the run, reads
+//! them through the run's overlay, and stages its writes, which the run writes as one batch
+//! with the rest of the pipeline's before it answers; so read-modify-writes such as INCR
+//! never lose an update, and a run of them costs one engine write.
 
 use crate::commands::{not_an_integer, parse_i64, syntax_error, wrong_arity};
 use crate::error::Result;
-use crate::keyspace::{Keyspace, engine_key, now_ms};
+use crate::keyspace::now_ms;
 use crate::resp::{Reply, Request};
+use crate::run::Run;
 use crate::value::Value;
 
 /// `GET key`.
-pub async fn get(ks: &Keyspace, args: &Request) -> Result<Reply> {
-    Ok(ks.get(&args[1]).await?.map_or(Reply::Null, |v| Reply::Bulk(v.data)))
+pub async fn get(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
+    Ok(run.read(&args[1]).await?.map_or(Reply::Null, |v| Reply::Bulk(v.data)))
 }
 
 /// When a SET's key expires.
@@ -75,16 +77,16 @@ fn set_options(args: &[Vec<u8>], now: u64) -> std::result::Result<SetOptions, Re
 }
 
 /// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]`.
-pub async fn set(ks: &Keyspace, args: &Request) -> Result<Reply> {
+pub async fn set(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
     let now = now_ms();
     let o = match set_options(&args[3..], now) {
         Ok(o) => o,
         Err(reply) => return Ok(reply),
     };
     let key = &args[1];
-    let _locked = ks.lock(&[key]).await;
+    run.lock(&[key]).await;
     let needs_old = o.nx || o.xx || o.get || o.expiry == SetExpiry::Keep;
-    let old = if needs_old { ks.get_locked(key).await? } else { None };
+    let old = if needs_old { run.get(key).await? } else { None };
     let refused = (o.nx && old.is_some()) || (o.xx && old.is_none());
     if !refused {
         let expires_at_ms = match o.expiry {
@@ -95,9 +97,9 @@ pub async fn set(ks: &Keyspace, args: &Request) -> Result<Reply> {
         let value = Value { expires_at_ms, data: args[2].clone() };
         if expires_at_ms.is_some_and(|at| at <= now) {
             // EXAT or PXAT in the past: Redis sets and expires at once, so the key is gone.
-            ks.delete(key).await?;
+            run.delete(key);
         } else {
-            ks.put(key, &value).await?;
+            run.put(key, value);
         }
     }
     Ok(match (o.get, refused) {
@@ -111,7 +113,7 @@ pub async fn set(ks: &Keyspace, args: &Request) -> Result<Reply> {
 /// command's): SET with an expiry, as Redis answers it: a time that is not a positive integer
 /// of the unit is `invalid expire time in 'setex' command`, one that is no integer
 /// `value is not an integer or out of range`.
-pub async fn setex(ks: &Keyspace, args: &Request, unit_ms: u64, name: &str) -> Result<Reply> {
+pub async fn setex(run: &mut Run<'_>, args: &Request, unit_ms: u64, name: &str) -> Result<Reply> {
     let invalid = || Reply::err(format!("invalid expire time in '{name}' command"));
     let Some(n) = parse_i64(&args[2]) else { return Ok(not_an_integer()) };
     if n <= 0 {
@@ -125,46 +127,46 @@ pub async fn setex(ks: &Keyspace, args: &Request, unit_ms: u64, name: &str) -> R
         return Ok(invalid());
     }
     let key = &args[1];
-    let _locked = ks.lock(&[key]).await;
-    ks.put(key, &Value { expires_at_ms: Some(at), data: args[3].clone() }).await?;
+    run.lock(&[key]).await;
+    run.put(key, Value { expires_at_ms: Some(at), data: args[3].clone() });
     Ok(Reply::OK)
 }
 
 /// `SETNX key value`: 1 if the key was missing and is now set (without expiry), 0 if it
 /// existed (untouched).
-pub async fn setnx(ks: &Keyspace, args: &Request) -> Result<Reply> {
+pub async fn setnx(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
     let key = &args[1];
-    let _locked = ks.lock(&[key]).await;
-    if ks.get_locked(key).await?.is_some() {
+    run.lock(&[key]).await;
+    if run.get(key).await?.is_some() {
         return Ok(Reply::Int(0));
     }
-    ks.put(key, &Value::new(args[2].clone())).await?;
+    run.put(key, Value::new(args[2].clone()));
     Ok(Reply::Int(1))
 }
 
 /// `GETSET key value`: the old value (nil if missing), the new one set; like SET, it clears
 /// the key's expiry.
-pub async fn getset(ks: &Keyspace, args: &Request) -> Result<Reply> {
+pub async fn getset(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
     let key = &args[1];
-    let _locked = ks.lock(&[key]).await;
-    let old = ks.get_locked(key).await?;
-    ks.put(key, &Value::new(args[2].clone())).await?;
+    run.lock(&[key]).await;
+    let old = run.get(key).await?;
+    run.put(key, Value::new(args[2].clone()));
     Ok(old.map_or(Reply::Null, |v| Reply::Bulk(v.data)))
 }
 
 /// `TYPE key`: `string` for a live key (the only type served), `none` for a missing or
 /// expired one; a status reply, as Redis's.
-pub async fn key_type(ks: &Keyspace, args: &Request) -> Result<Reply> {
-    Ok(Reply::Simple(if ks.get(&args[1]).await?.is_some() { "string" } else { "none" }))
+pub async fn key_type(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
+    Ok(Reply::Simple(if run.read(&args[1]).await?.is_some() { "string" } else { "none" }))
 }
 
 /// `GETDEL key`.
-pub async fn getdel(ks: &Keyspace, args: &Request) -> Result<Reply> {
+pub async fn getdel(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
     let key = &args[1];
-    let _locked = ks.lock(&[key]).await;
-    match ks.get_locked(key).await? {
+    run.lock(&[key]).await;
+    match run.get(key).await? {
         Some(v) => {
-            ks.delete(key).await?;
+            run.delete(key);
             Ok(Reply::Bulk(v.data))
         }
         None => Ok(Reply::Null),
@@ -173,29 +175,29 @@ pub async fn getdel(ks: &Keyspace, args: &Request) -> Result<Reply> {
 
 /// `DEL key [key ...]`: how many of the keys existed. One atomic batch; a key named twice
 /// counts once.
-pub async fn del(ks: &Keyspace, args: &Request) -> Result<Reply> {
+pub async fn del(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
     let mut keys: Vec<&[u8]> = args[1..].iter().map(Vec::as_slice).collect();
     keys.sort_unstable();
     keys.dedup();
-    let _locked = ks.lock(&keys).await;
+    run.lock(&keys).await;
     let mut existed = 0;
-    let mut batch = WriteBatch::new();
     for key in &keys {
-        if ks.get_locked(key).await?.is_some() {
+        if run.get(key).await?.is_some() {
             existed += 1;
         }
-        // Expired keys are deleted too: a tombstone now saves a lazy delete later.
-        batch.delete(&engine_key(key));
     }
-    ks.write(&batch).await?;
+    // Expired and missing keys are deleted too: a tombstone now saves a lazy delete later.
+    for key in &keys {
+        run.delete(key);
+    }
     Ok(Reply::Int(existed))
 }
 
 /// `EXISTS key [key ...]`: how many of the keys exist, a key named twice counted twice.
-pub async fn exists(ks: &Keyspace, args: &Request) -> Result<Reply> {
+pub async fn exists(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
     let mut n = 0;
     for key in &args[1..] {
-        if ks.get(key).await?.is_some() {
+        if run.read(key).await?.is_some() {
             n += 1;
         }
     }
@@ -203,43 +205,60 @@ pub async fn exists(ks: &Keyspace, args: &Request) -> Result<Reply> {
 }
 
 /// `MGET key [key ...]`.
-pub async fn mget(ks: &Keyspace, args: &Request) -> Result<Reply> {
+pub async fn mget(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
     let mut out = Vec::with_capacity(args.len() - 1);
     for key in &args[1..] {
-        out.push(ks.get(key).await?.map_or(Reply::Null, |v| Reply::Bulk(v.data)));
+        out.push(run.read(key).await?.map_or(Reply::Null, |v| Reply::Bulk(v.data)));
     }
     Ok(Reply::Array(out))
 }
 
 /// `MSET key value [key value ...]`: one atomic batch; every key loses its expiry, as in Redis.
-pub async fn mset(ks: &Keyspace, args: &Request) -> Result<Reply> {
+pub async fn mset(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
     if args.len() % 2 == 0 {
         return Ok(wrong_arity("mset"));
     }
     let keys: Vec<&[u8]> = args[1..].iter().step_by(2).map(Vec::as_slice).collect();
-    let _locked = ks.lock(&keys).await;
-    let mut batch = WriteBatch::new();
+    run.lock(&keys).await;
     for pair in args[1..].chunks_exact(2) {
-        batch.put(&engine_key(&pair[0]), &Value::new(pair[1].clone()).encode());
+        run.put(&pair[0], Value::new(pair[1].clone()));
     }
-    ks.write(&batch).await?;
     Ok(Reply::OK)
 }
 
+/// `MSETNX key value [key value ...]`: 1 if none of the keys existed and all are now set
+/// (without expiry), 0 if any existed (nothing set). One atomic batch.
+pub async fn msetnx(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
+    if args.len() % 2 == 0 {
+        return Ok(wrong_arity("msetnx"));
+    }
+    let keys: Vec<&[u8]> = args[1..].iter().step_by(2).map(Vec::as_slice).collect();
+    run.lock(&keys).await;
+    for key in &keys {
+        if run.get(key).await?.is_some() {
+            return Ok(Reply::Int(0));
+        }
+    }
+    for pair in args[1..].chunks_exact(2) {
+        run.put(&pair[0], Value::new(pair[1].clone()));
+    }
+    Ok(Reply::Int(1))
+}
+
 /// `INCRBY key n` (`DECRBY` with `negate`).
-pub async fn incr_by_arg(ks: &Keyspace, args: &Request, negate: bool) -> Result<Reply> {
+pub async fn incr_by_arg(run: &mut Run<'_>, args: &Request, negate: bool) -> Result<Reply> {
     let by = parse_i64(&args[2]).and_then(|n| if negate { n.checked_neg() } else { Some(n) });
     match by {
-        Some(by) => incr_by(ks, &args[1], Some(by)).await,
+        Some(by) => incr_by(run, &args[1], Some(by)).await,
         None => Ok(not_an_integer()),
     }
 }
 
 /// Adds `by` to the integer at `key` (0 when missing), keeping its expiry.
-pub async fn incr_by(ks: &Keyspace, key: &[u8], by: Option<i64>) -> Result<Reply> {
+pub async fn incr_by(run: &mut Run<'_>, key: &[u8], by: Option<i64>) -> Result<Reply> {
     let Some(by) = by else { return Ok(not_an_integer()) };
-    let _locked = ks.lock(&[key]).await;
-    let old = ks.get_locked(key).await?;
+    run.lock(&[key]).await;
+    let old = run.get(key).await?;
     let (current, expires_at_ms) = match &old {
         Some(v) => match parse_i64(&v.data) {
             Some(n) => (n, v.expires_at_ms),
@@ -250,23 +269,24 @@ pub async fn incr_by(ks: &Keyspace, key: &[u8], by: Option<i64>) -> Result<Reply
     let Some(new) = current.checked_add(by) else {
         return Ok(Reply::err("increment or decrement would overflow"));
     };
-    ks.put(key, &Value { expires_at_ms, data: new.to_string().into_bytes() }).await?;
+    run.put(key, Value { expires_at_ms, data: new.to_string().into_bytes() });
     Ok(Reply::Int(new))
 }
 
 /// `APPEND key value`: the new length; the key's expiry is kept.
-pub async fn append(ks: &Keyspace, args: &Request) -> Result<Reply> {
+pub async fn append(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
     let key = &args[1];
-    let _locked = ks.lock(&[key]).await;
-    let mut value = ks.get_locked(key).await?.unwrap_or_else(|| Value::new(Vec::new()));
+    run.lock(&[key]).await;
+    let mut value = run.get(key).await?.unwrap_or_else(|| Value::new(Vec::new()));
     value.data.extend_from_slice(&args[2]);
-    ks.put(key, &value).await?;
-    Ok(Reply::Int(value.data.len() as i64))
+    let len = value.data.len() as i64;
+    run.put(key, value);
+    Ok(Reply::Int(len))
 }
 
 /// `STRLEN key`: 0 for a missing key.
-pub async fn strlen(ks: &Keyspace, args: &Request) -> Result<Reply> {
-    Ok(Reply::Int(ks.get(&args[1]).await?.map_or(0, |v| v.data.len() as i64)))
+pub async fn strlen(run: &mut Run<'_>, args: &Request) -> Result<Reply> {
+    Ok(Reply::Int(run.read(&args[1]).await?.map_or(0, |v| v.data.len() as i64)))
 }
 
 #[cfg(test)]

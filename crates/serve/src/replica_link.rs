@@ -29,6 +29,9 @@ use crate::resp::{Limits, ProtocolError, Request, RequestParser};
 
 /// Most bytes of a handshake reply line.
 const LINE_BYTES_MAX: usize = 1024;
+/// How often a replica acknowledges its offset while the master is silent (Redis's replicas:
+/// once a second).
+const ACK_EVERY: Duration = Duration::from_secs(1);
 /// Bytes of a diskless transfer's end mark.
 const EOF_MARK_BYTES: usize = 40;
 
@@ -159,7 +162,8 @@ impl Link {
         link.replid = replid.to_string();
         link.offset = offset;
         // A master that sent the snapshot diskless starts the stream only once the replica
-        // acknowledges it (Redis puts such a replica online on its first ACK).
+        // acknowledges it after taking it online (`next_command` acknowledges again every
+        // second of silence, for a master that took it online after this one).
         link.ack().await?;
         Ok((link, FullResync { replid: replid.to_string(), offset, rdb }))
     }
@@ -194,7 +198,26 @@ impl Link {
                 }
                 return Ok(cmd);
             }
-            self.fill().await?;
+            self.fill_acking().await?;
+        }
+    }
+
+    /// Reads more bytes, acknowledging the offset every [`ACK_EVERY`] of silence as a Redis
+    /// replica does. Besides telling the master where the replica is, a master that sent the
+    /// snapshot diskless starts the stream on an ACK that comes once it has taken the replica
+    /// online, which may be after the first one.
+    async fn fill_acking(&mut self) -> Result<(), LinkError> {
+        let mut waited = Duration::ZERO;
+        loop {
+            let step = ACK_EVERY.min(self.idle_timeout - waited);
+            match self.fill_within(step).await {
+                Err(LinkError::Timeout(_)) if waited + step < self.idle_timeout => {
+                    waited += step;
+                    self.ack().await?;
+                }
+                Err(LinkError::Timeout(_)) => return Err(LinkError::Timeout(self.idle_timeout)),
+                other => return other,
+            }
         }
     }
 
@@ -233,12 +256,16 @@ impl Link {
         if ok(&reply) { Ok(()) } else { Err(LinkError::Handshake { step, reply }) }
     }
 
-    /// Reads more bytes into the buffer.
+    /// Reads more bytes into the buffer, waiting at most the link's timeout.
     async fn fill(&mut self) -> Result<(), LinkError> {
+        self.fill_within(self.idle_timeout).await
+    }
+
+    async fn fill_within(&mut self, limit: Duration) -> Result<(), LinkError> {
         let mut chunk = [0u8; 16 << 10];
-        let n = tokio::time::timeout(self.idle_timeout, self.stream.read(&mut chunk))
+        let n = tokio::time::timeout(limit, self.stream.read(&mut chunk))
             .await
-            .map_err(|_| LinkError::Timeout(self.idle_timeout))??;
+            .map_err(|_| LinkError::Timeout(limit))??;
         if n == 0 {
             return Err(LinkError::Closed);
         }

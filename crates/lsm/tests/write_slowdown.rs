@@ -55,31 +55,38 @@ const RATE: u64 = 1 << 20;
 const VALUE: usize = 16 << 10;
 const WRITES: usize = 64;
 
-#[test]
-fn writes_past_the_slowdown_trigger_go_at_the_delayed_write_rate() {
+/// A store whose L0 is held past the slowdown trigger (three L0 files over the same keys,
+/// so that compacting them is a merge, not a move, and the compaction waits in the gate),
+/// pacing at `rate`, with room in its memtable for every write a test makes (so that no
+/// flush changes the shape, and the rate, while they run). Drop order: the opener before the
+/// store.
+fn held_past_the_trigger(rate: u64) -> (Opener, Db, Arc<Gate>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let gate = Arc::new(Gate::default());
     let opts = Options {
         compaction_filter: Some(gate.clone()),
-        // Room for every write below, so that no flush changes the shape (and the rate)
-        // while they run.
         write_buffer_bytes: 4 << 20,
         level0_file_num_compaction_trigger: 2,
         level0_slowdown_writes_trigger: 2,
         level0_stop_writes_trigger: 1000,
-        delayed_write_rate: RATE,
+        delayed_write_rate: rate,
         ..Options::small_for_tests()
     };
     let db = Db::open(dir.path(), opts).unwrap();
-    let _opener = Opener(gate.clone());
-    // Three L0 files over the same keys, so that compacting them is a merge, not a move.
+    let opener = Opener(gate.clone());
     for _ in 0..3 {
         db.put(b"a", b"v").unwrap();
         db.put(b"z", b"v").unwrap();
         db.flush().unwrap();
     }
+    assert_eq!(db.stats().files_per_level[0], 3, "L0 held past the slowdown trigger");
+    (opener, db, gate, dir)
+}
+
+#[test]
+fn writes_past_the_slowdown_trigger_go_at_the_delayed_write_rate() {
+    let (_opener, db, gate, _dir) = held_past_the_trigger(RATE);
     let s = db.stats();
-    assert_eq!(s.files_per_level[0], 3, "L0 held past the slowdown trigger");
     // The second flush started the slowdown at the rate; the third, a debt that grew,
     // slowed it by a fifth.
     assert_eq!(s.delayed_write_rate, (RATE as f64 * 0.8) as u64);
@@ -132,26 +139,8 @@ fn small_writes_past_the_trigger_each_wait_about_their_own_bytes() {
     const RATE: u64 = 2 << 20;
     const VALUE: usize = 1 << 10;
     const WRITES: usize = 1_000;
-    let dir = tempfile::tempdir().unwrap();
-    let gate = Arc::new(Gate::default());
-    let opts = Options {
-        compaction_filter: Some(gate.clone()),
-        write_buffer_bytes: 4 << 20,
-        level0_file_num_compaction_trigger: 2,
-        level0_slowdown_writes_trigger: 2,
-        level0_stop_writes_trigger: 1000,
-        delayed_write_rate: RATE,
-        ..Options::small_for_tests()
-    };
-    let db = Db::open(dir.path(), opts).unwrap();
-    let _opener = Opener(gate.clone());
-    for _ in 0..3 {
-        db.put(b"a", b"v").unwrap();
-        db.put(b"z", b"v").unwrap();
-        db.flush().unwrap();
-    }
+    let (_opener, db, gate, _dir) = held_past_the_trigger(RATE);
     let s = db.stats();
-    assert_eq!(s.files_per_level[0], 3, "L0 held past the slowdown trigger");
     let rate = s.delayed_write_rate;
     let before = s.slowdown_pace;
 

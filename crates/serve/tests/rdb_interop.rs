@@ -8,9 +8,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
+use common::redis_server::RedisServer;
 use shale_serve::rdb::{self, Item};
+
+mod common;
 
 #[test]
 fn a_snapshot_redis_wrote_reads_back() {
@@ -53,17 +55,6 @@ fn a_snapshot_redis_wrote_reads_back() {
     );
 }
 
-/// Runs `redis-cli -p port args...`, its output trimmed.
-fn cli(port: u16, args: &[&str]) -> String {
-    let out = Command::new("redis-cli")
-        .arg("-p")
-        .arg(port.to_string())
-        .args(args)
-        .output()
-        .expect("redis-cli runs");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 #[test]
 fn redis_server_loads_a_snapshot_shale_wrote() {
     if !shale_testkit::prerequisite::program("redis-server", "apt-get install redis-server")
@@ -71,7 +62,6 @@ fn redis_server_loads_a_snapshot_shale_wrote() {
     {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
     let long = b"0123456789".repeat(1000);
     let keys: Vec<(&[u8], &[u8], Option<u64>)> = vec![
         (b"alpha", b"1", None),
@@ -79,51 +69,17 @@ fn redis_server_loads_a_snapshot_shale_wrote() {
         (b"gamma", b"expires", Some(4_102_444_800_000)),
         (b"bin\xff", b"\x00\x01", None),
     ];
-    std::fs::write(dir.path().join("dump.rdb"), rdb::encode(keys.iter().copied())).unwrap();
     let port = 20_000 + (std::process::id() % 20_000) as u16;
-    let status = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(dir.path())
-        .args(["--dbfilename", "dump.rdb", "--daemonize", "yes", "--logfile"])
-        .arg(dir.path().join("log"))
-        .status()
-        .expect("redis-server runs (test.sh installs Debian's redis-server)");
-    assert!(status.success());
-    struct Stop(u16);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            let _ = Command::new("redis-cli")
-                .args(["-p", &self.0.to_string(), "shutdown", "nosave"])
-                .output();
-        }
-    }
-    let _stop = Stop(port);
-    let mut up = false;
-    for _ in 0..100 {
-        if cli(port, &["ping"]) == "PONG" {
-            up = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let log = || std::fs::read_to_string(dir.path().join("log")).unwrap_or_default();
-    assert!(up, "redis-server did not start:\n{}", log());
-    assert_eq!(cli(port, &["dbsize"]), "4", "{}", log());
-    assert_eq!(cli(port, &["get", "alpha"]), "1");
-    assert_eq!(cli(port, &["strlen", "beta"]), "10000");
-    assert_eq!(cli(port, &["get", "gamma"]), "expires");
-    assert_eq!(cli(port, &["pexpiretime", "gamma"]), "4102444800000");
-    assert_eq!(cli(port, &["pttl", "alpha"]), "-1");
+    let redis = RedisServer::start(port, &["--dbfilename", "dump.rdb"], |dir| {
+        std::fs::write(dir.join("dump.rdb"), rdb::encode(keys.iter().copied())).unwrap();
+    });
+    let cli = |args: &[&str]| redis.cli(args);
+    assert_eq!(cli(&["dbsize"]), "4", "{}", redis.log());
+    assert_eq!(cli(&["get", "alpha"]), "1");
+    assert_eq!(cli(&["strlen", "beta"]), "10000");
+    assert_eq!(cli(&["get", "gamma"]), "expires");
+    assert_eq!(cli(&["pexpiretime", "gamma"]), "4102444800000");
+    assert_eq!(cli(&["pttl", "alpha"]), "-1");
     // The binary key and value: counted above; their bytes through redis-cli's escapes.
-    assert_eq!(cli(port, &["--no-raw", "keys", "bin*"]), "1) \"bin\\xff\"");
+    assert_eq!(cli(&["--no-raw", "keys", "bin*"]), "1) \"bin\\xff\"");
 }

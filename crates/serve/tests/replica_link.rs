@@ -7,71 +7,27 @@
 use std::process::Command;
 use std::time::Duration;
 
+use common::redis_server::RedisServer;
 use shale_serve::rdb::{self, Item};
 use shale_serve::replica_link::Link;
 
-/// A redis-server on a port of its own, shut down when dropped.
-struct Master {
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Master {
-    fn start(diskless: bool, port: u16) -> Master {
-        let dir = tempfile::tempdir().unwrap();
-        let status = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(["--repl-diskless-sync", if diskless { "yes" } else { "no" }])
-            .args(["--repl-diskless-sync-delay", "0", "--daemonize", "yes"])
-            .arg("--dir")
-            .arg(dir.path())
-            .arg("--logfile")
-            .arg(dir.path().join("log"))
-            .status()
-            .expect("redis-server runs (test.sh installs Debian's redis-server)");
-        assert!(status.success());
-        let m = Master { port, _dir: dir };
-        for _ in 0..100 {
-            if m.cli(&["ping"]) == "PONG" {
-                return m;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("redis-server did not start on {port}");
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .arg("-p")
-            .arg(self.port.to_string())
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-}
-
-impl Drop for Master {
-    fn drop(&mut self) {
-        let _ = self.cli(&["shutdown", "nosave"]);
-    }
-}
+mod common;
 
 fn bulk(args: &[&str]) -> Vec<Vec<u8>> {
     args.iter().map(|a| a.as_bytes().to_vec()).collect()
 }
 
 fn resync_then_stream(diskless: bool, port: u16) {
-    let master = Master::start(diskless, port);
+    let master = RedisServer::start(
+        port,
+        &[
+            "--repl-diskless-sync",
+            if diskless { "yes" } else { "no" },
+            "--repl-diskless-sync-delay",
+            "0",
+        ],
+        |_| {},
+    );
     master.cli(&["set", "before", "snapshot"]);
     master.cli(&["set", "expiring", "x", "pxat", "4102444800000"]);
     master.cli(&["rpush", "a-list", "1", "2"]);

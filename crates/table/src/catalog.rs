@@ -175,6 +175,17 @@ fn encode_extent(b: &mut Vec<u8>, e: Extent) {
     b.extend_from_slice(&e.count.to_le_bytes());
 }
 
+/// A flag byte (0 or 1) taken off the front of `b`; `None` for any other byte or none.
+fn take_flag(b: &mut &[u8]) -> Option<bool> {
+    let (&flag, rest) = b.split_first()?;
+    *b = rest;
+    match flag {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    }
+}
+
 fn decode_extent(r: &[u8]) -> Option<Extent> {
     let tier = match *r.first()? {
         0 => Tier::Fast,
@@ -340,15 +351,7 @@ fn decode_base(body: &[u8], c: &mut Catalog) -> Option<()> {
     }
     let spill = match kind {
         BASE_WITH_SPILL | BASE_WITH_PAGED_SPILL => true,
-        BASE_WITH_UNDO_FILE => {
-            let (&flag, rest) = b.split_first()?;
-            b = rest;
-            match flag {
-                0 => false,
-                1 => true,
-                _ => return None,
-            }
-        }
+        BASE_WITH_UNDO_FILE => take_flag(&mut b)?,
         _ => false,
     };
     if spill {
@@ -358,15 +361,7 @@ fn decode_base(body: &[u8], c: &mut Catalog) -> Option<()> {
     }
     let file = match kind {
         BASE_WITH_UNDO_FILE => true,
-        BASE_WITH_PAGED_SPILL => {
-            let (&flag, rest) = b.split_first()?;
-            b = rest;
-            match flag {
-                0 => false,
-                1 => true,
-                _ => return None,
-            }
-        }
+        BASE_WITH_PAGED_SPILL => take_flag(&mut b)?,
         _ => false,
     };
     if file {

@@ -209,6 +209,19 @@ fn checksum(b: &[u8], len: usize) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&b[5..8]), &b[12..len])
 }
 
+/// A record for tests of the logs: transaction `txn`'s before-image of `n` bytes (each
+/// `txn`) at block `txn`, LSN 0 (the log numbers it).
+#[cfg(test)]
+pub(crate) fn test_record(txn: u64, n: usize) -> UndoRecord {
+    UndoRecord {
+        lsn: 0,
+        txn,
+        table: 1,
+        pos: Pos { block: txn, offset: 0 },
+        before: Before::Image(vec![txn as u8; n]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

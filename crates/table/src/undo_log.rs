@@ -605,21 +605,12 @@ fn write_header(pmem: &mut dyn PmemLog, h: &Header) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::block::Pos;
     use crate::pmem::SimPmem;
 
     const ID: [u8; 16] = [7; 16];
     const POLICY: ReclaimPolicy = ReclaimPolicy { batch: 4, percent: 60, wrap_after: u64::MAX };
 
-    fn rec(txn: u64, n: usize) -> UndoRecord {
-        UndoRecord {
-            lsn: 0,
-            txn,
-            table: 1,
-            pos: Pos { block: txn, offset: 0 },
-            before: Before::Image(vec![txn as u8; n]),
-        }
-    }
+    use crate::undo::test_record as rec;
 
     #[test]
     fn active_records_survive_reopen_and_expired_ones_do_not() {

@@ -820,22 +820,13 @@ impl VolumeUndoLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::block::Pos;
     use crate::pmem::SimPmem;
 
     const ID: [u8; 16] = [7; 16];
     /// Four segments of eight pages.
     const AREA: usize = 128 << 10;
 
-    fn rec(txn: u64, n: usize) -> UndoRecord {
-        UndoRecord {
-            lsn: 0,
-            txn,
-            table: 1,
-            pos: Pos { block: txn, offset: 0 },
-            before: Before::Image(vec![txn as u8; n]),
-        }
-    }
+    use crate::undo::test_record as rec;
 
     fn open(pmem: &SimPmem) -> Result<(VolumeUndoLog, Walked)> {
         VolumeUndoLog::open(pmem.boxed(), ID)

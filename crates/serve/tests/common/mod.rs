@@ -2,6 +2,8 @@
 //! talk to it with the redis crate or a raw socket.
 #![allow(dead_code)] // each test binary uses its own part of it
 
+pub mod redis_server;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};

@@ -993,12 +993,39 @@ impl Worker {
 
     /// Step 3: submits waiting reads while the queue has room (one slot is kept for a
     /// batch's write).
+    ///
+    /// Through the page cache ([`crate::RecordReads::PageCache`]), a record whose pages the
+    /// cache holds is read from it at once (`preadv2(RWF_NOWAIT)`, which never waits for the
+    /// device). A miss goes to the device with O_DIRECT on the worker's ring as before, so
+    /// the worker never blocks on a read and keeps many in flight; the kernel is asked to
+    /// read the same pages into its cache beside it (`POSIX_FADV_WILLNEED`), so the next read
+    /// of the record hits. A cached image that fails its checks may be a stale page (one the
+    /// kernel did not invalidate when the slot was rewritten with O_DIRECT, or one a buffered
+    /// read cached while that write was in flight): it is dropped from the cache, and the
+    /// record read from the device decides (`caller_reads.rs` has why a page that passes
+    /// can only be the right one).
     fn submit_reads(&mut self) {
         while self.queue.in_flight() + 1 < self.queue.depth() {
             let Some(read) = self.reads_waiting.pop_front() else { break };
             let seg = self.shard.segment(read.loc.segment);
-            let buf = AlignedBuf::zeroed(usize::from(read.loc.pages) * PAGE_BYTES);
-            let op = Op::Read { offset: seg.page_address(read.loc.page), buf };
+            let at = seg.page_address(read.loc.page);
+            let len = usize::from(read.loc.pages) * PAGE_BYTES;
+            let shard = self.shard.clone();
+            if let Some(reader) = &shard.reader {
+                if let Some(image) = reader.read_at_cached(at, len) {
+                    if let Ok(rec) = self.shard.record_from(&image, read.loc) {
+                        self.finish_read(read, Ok(rec));
+                        continue;
+                    }
+                    shard.counters.cached_pages_dropped.fetch_add(1, Ordering::Relaxed);
+                    let _ = reader.drop_cached(at, len as u64);
+                } else {
+                    // Only a hint: the O_DIRECT read below answers either way.
+                    let _ = reader.prefetch(at, len as u64);
+                }
+            }
+            let buf = AlignedBuf::zeroed(len);
+            let op = Op::Read { offset: at, buf };
             let tag = self.free_tags.pop().unwrap_or_else(|| {
                 self.reads_in_flight.push(None);
                 self.reads_in_flight.len() - 1

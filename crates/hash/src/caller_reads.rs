@@ -50,7 +50,8 @@
 //! that the kernel failed to invalidate, or one cached by a read that raced an O_DIRECT
 //! write of the slot) and the worker reads it again.
 //!
-//! Nothing here changes the value cache: only the worker does (`value_cache.rs`).
+//! A value read here enters the value cache as one the worker read would ([`remember`]), so
+//! hot keys are answered from memory whichever thread read them first.
 
 use std::sync::atomic::Ordering;
 
@@ -88,7 +89,11 @@ pub(crate) fn retrieve(shard: &Shard, key: &[u8], wait: Wait) -> Option<Option<V
     }
     let answer = match locate(shard, key)? {
         Located::Absent => None,
-        Located::At(loc, seg) => Some(read_value(shard, key, loc, &seg, wait)?),
+        Located::At(loc, seg) => {
+            let value = read_value(shard, key, loc, &seg, wait)?;
+            remember(shard, key, loc, &value);
+            Some(value)
+        }
     };
     shard.counters.caller_reads.fetch_add(1, Ordering::Relaxed);
     Some(answer)
@@ -120,6 +125,24 @@ fn locate(shard: &Shard, key: &[u8]) -> Option<Located> {
             let seg = shard.segment_at(loc.segment)?;
             Some(Located::At(loc, seg))
         }
+    }
+}
+
+/// Keeps `value`, read from `key`'s record at `loc`, in the value cache if the index still
+/// names `loc`: the check and the insert under one hold of the index's read lock. The worker
+/// removes a key from the cache under the index's write lock, just before it changes the
+/// key's entry (`worker.rs`, applying a store or delete), so this insert comes before that
+/// removal, which takes the value out again, or after the change, and then the check fails.
+/// A copy by garbage collection moves the entry without changing the value: a check that
+/// fails on it only skips the insert. A lock not free at once skips it too.
+fn remember(shard: &Shard, key: &[u8], loc: Location, value: &[u8]) {
+    let Some(index) = shard.index.try_read() else { return };
+    let current = matches!(
+        index.probe_resident(shard.digest(key), key),
+        Some(Probe::Exact(at) | Probe::Candidate(at)) if at == loc
+    );
+    if current {
+        shard.values.insert(key.to_vec(), value.to_vec());
     }
 }
 

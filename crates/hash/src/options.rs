@@ -84,7 +84,10 @@ pub struct HashOptions {
     /// the iterator bucket). Fewer only in tests, to make digest collisions common enough to
     /// test (at 16 or fewer, every key of a bucket shares one digest).
     pub digest_bits: u32,
-    /// Read queues kept for the reads recovery and the worker make synchronously.
+    /// Read queues kept idle for synchronous reads: recovery's, the worker's rare
+    /// confirmations, and the callers' own record reads with O_DIRECT
+    /// ([`RecordReads::Direct`]). More callers than this at once open a queue each, closed
+    /// when given back.
     pub read_queues: usize,
     /// Requests submitted and not yet completed, at most: a submission past it answers
     /// [`crate::Error::Busy`] (the synchronous calls wait for room instead).

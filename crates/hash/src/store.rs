@@ -8,8 +8,9 @@
 //! damage ([`Error::Corruption`]), not a torn tail. New writes after an open go to a new
 //! segment, so a torn tail is never written over.
 //!
-//! Reads the caller's thread can answer from memory are answered there (`caller_reads.rs`).
-//! Writes and other reads are served by one worker thread per store (`worker.rs`, with the stages
+//! Reads the caller's thread can answer without the worker are answered there
+//! (`caller_reads.rs`): from the value cache, by the index, or by reading the record the
+//! index names. Writes and other reads are served by one worker thread per store (`worker.rs`, with the stages
 //! of its loop): a store or delete returns (or its ticket completes) once its record is
 //! durable and the index points at it.
 

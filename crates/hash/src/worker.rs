@@ -1221,13 +1221,20 @@ impl Worker {
                     }
                 }
                 Apply::Store { key, value, d, owner, done } => {
-                    // Before the index changes, and so before the answer: a read after it
-                    // must not find the old value.
-                    self.shard.values.remove(&key);
                     let user_bytes = key.len() + value.len();
                     let result = match &written {
                         Ok(()) => 'stored: {
-                            let old = match self.shard.index.write().insert(d, &key, loc, owner) {
+                            let changed = {
+                                let mut index = self.shard.index.write();
+                                // Under the index's write lock, before it changes, and so
+                                // before the answer: a read after it must not find the old
+                                // value, and a caller filling the cache (under the read
+                                // lock, `caller_reads.rs`) puts it back before this or not
+                                // at all.
+                                self.shard.values.remove(&key);
+                                index.insert(d, &key, loc, owner)
+                            };
+                            let old = match changed {
                                 Ok(old) => old,
                                 Err(e) => break 'stored Err(self.shard.stop(e)),
                             };
@@ -1249,10 +1256,15 @@ impl Worker {
                     self.complete(done, result);
                 }
                 Apply::Delete { key, d, owner, done } => {
-                    self.shard.values.remove(&key);
                     let result = match &written {
                         Ok(()) => 'deleted: {
-                            let old = match self.shard.index.write().remove(d, &key, owner) {
+                            let changed = {
+                                let mut index = self.shard.index.write();
+                                // As for a store: under the write lock, before the change.
+                                self.shard.values.remove(&key);
+                                index.remove(d, &key, owner)
+                            };
+                            let old = match changed {
                                 Ok(old) => old,
                                 Err(e) => break 'deleted Err(self.shard.stop(e)),
                             };

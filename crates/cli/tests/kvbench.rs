@@ -118,7 +118,16 @@ fn hash_engine_with_the_bounded_index() {
     let lines = run_two(
         "hash",
         600,
-        &["--queue_depth", "4", "--index", "bounded", "--index_cache_bytes", "16384"],
+        &[
+            "--queue_depth",
+            "4",
+            "--index",
+            "bounded",
+            "--index_cache_bytes",
+            "16384",
+            // The O_DIRECT read path here; the other hash run takes the page cache's.
+            "--use_direct_reads",
+        ],
     );
     check_counts(&lines, 600);
 }
@@ -162,6 +171,7 @@ fn bad_flags_are_named() {
             "--index_cache_bytes: 4096",
         ),
         (vec!["--engine", "lsm", "--paths", p, "--index", "bounded"], "--index"),
+        (vec!["--engine", "hash", "--paths", p, "--use_direct_reads=maybe"], "--use_direct_reads"),
     ] {
         let (ok, out, err) = kvbench(&flags);
         assert!(!ok, "{flags:?} ran:\n{out}");

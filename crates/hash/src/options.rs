@@ -42,6 +42,27 @@ pub enum IndexMode {
     },
 }
 
+/// How records that miss the value cache are read: the worker's reads and the callers'
+/// (`docs/hash.md`, "Reads").
+///
+/// A store opened with [`crate::HashStore::open`] reads through the page cache;
+/// [`crate::HashStore::open_with_reads`] chooses. A store opened on a device
+/// ([`crate::HashStore::open_device`]) has no file for a second descriptor and reads directly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordReads {
+    /// `pread` on a second, buffered descriptor of the volume (`shale_io::BufferedReader`):
+    /// a record read once stays in the kernel's page cache, so data larger than the value
+    /// cache but within the machine's memory is read from memory (RocksDB's default, and the
+    /// lsm engine's). Writes stay O_DIRECT; a page that fails its checks is dropped from the
+    /// page cache and read again from the device.
+    #[default]
+    PageCache,
+    /// O_DIRECT reads only: the value cache is the only cache. For data far beyond memory,
+    /// where the page cache would only churn.
+    Direct,
+}
+
 /// Smallest page cache of the bounded index: four pages.
 pub const INDEX_CACHE_BYTES_MIN: u64 = 4 * PAGE_BYTES as u64;
 /// Largest page cache of the bounded index.
@@ -63,7 +84,10 @@ pub struct HashOptions {
     /// the iterator bucket). Fewer only in tests, to make digest collisions common enough to
     /// test (at 16 or fewer, every key of a bucket shares one digest).
     pub digest_bits: u32,
-    /// Read queues kept for the reads recovery and the worker make synchronously.
+    /// Read queues kept idle for synchronous reads: recovery's, the worker's rare
+    /// confirmations, and the callers' own record reads with O_DIRECT
+    /// ([`RecordReads::Direct`]). More callers than this at once open a queue each, closed
+    /// when given back.
     pub read_queues: usize,
     /// Requests submitted and not yet completed, at most: a submission past it answers
     /// [`crate::Error::Busy`] (the synchronous calls wait for room instead).
@@ -262,7 +286,8 @@ pub struct HashStats {
     /// Retrieves the value cache answered, with no device read (`value_cache_bytes`).
     pub value_cache_hits: u64,
     /// Retrieves and exists answered on the caller's thread, with no hand-off to the
-    /// worker: from the value cache, or by an index lookup that found no entry.
+    /// worker: from the value cache, by an index lookup that found no entry, or (retrieves)
+    /// by reading the record the index names on the caller's thread.
     pub caller_reads: u64,
     /// Records garbage collection copied (its writes, counted apart from the user's).
     pub gc_records_copied: u64,

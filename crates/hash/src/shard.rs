@@ -40,6 +40,9 @@ pub(crate) struct Counters {
     pub busy: AtomicU64,
     pub cache_hits: AtomicU64,
     pub caller_reads: AtomicU64,
+    /// Record reads through the page cache that failed their checks, whose pages were
+    /// dropped from it and read again from the device.
+    pub cached_pages_dropped: AtomicU64,
     pub gc_records: AtomicU64,
     pub gc_bytes: AtomicU64,
     pub segments_freed: AtomicU64,
@@ -90,6 +93,9 @@ pub(crate) struct Shard {
     pub bounded: Mutex<Option<crate::meta::BoundedMeta>>,
     pub recovered_records: AtomicU64,
     pub recovery_micros: AtomicU64,
+    /// A buffered descriptor of the volume, where records are read through the page cache
+    /// ([`crate::RecordReads::PageCache`]); `None` where they are read with O_DIRECT only.
+    pub reader: Option<shale_io::BufferedReader>,
 }
 
 impl Shard {
@@ -110,6 +116,7 @@ impl Shard {
             open_iterators: std::sync::atomic::AtomicUsize::new(0),
             recovered_records: AtomicU64::new(0),
             recovery_micros: AtomicU64::new(0),
+            reader: None,
         }
     }
 
@@ -144,6 +151,11 @@ impl Shard {
     /// If the slot holds none: a location outlived its segment (a bug).
     pub fn segment(&self, slot: u32) -> Segment {
         self.segments.read()[slot as usize].expect("a location names a live segment")
+    }
+
+    /// The segment in table slot `slot`, if one is there.
+    pub fn segment_at(&self, slot: u32) -> Option<Segment> {
+        self.segments.read().get(slot as usize).copied().flatten()
     }
 
     /// The live segments with their table slots, oldest generation first.

@@ -8,8 +8,9 @@
 //! damage ([`Error::Corruption`]), not a torn tail. New writes after an open go to a new
 //! segment, so a torn tail is never written over.
 //!
-//! Reads the caller's thread can answer from memory are answered there (`caller_reads.rs`).
-//! Writes and other reads are served by one worker thread per store (`worker.rs`, with the stages
+//! Reads the caller's thread can answer without the worker are answered there
+//! (`caller_reads.rs`): from the value cache, by the index, or by reading the record the
+//! index names. Writes and other reads are served by one worker thread per store (`worker.rs`, with the stages
 //! of its loop): a store or delete returns (or its ticket completes) once its record is
 //! durable and the index points at it.
 
@@ -21,19 +22,19 @@ use std::thread::JoinHandle;
 use std::os::fd::RawFd;
 
 use shale_io::ticket::{Ticket, pending};
-use shale_io::{DeviceRef, FileOptions};
+use shale_io::{BufferedReader, DeviceRef, FileOptions};
 use shale_space::Volume;
 use shale_space::contention::Site;
 use shale_space::page_log::driver::{Driver, DriverStats};
 
-use crate::caller_reads;
+use crate::caller_reads::{self, Wait};
 use crate::completion::{Completion, CompletionQueue, Output, Reply};
 use crate::error::{Error, Result};
 use crate::index::SEGMENTS_MAX;
 use crate::iterator::{IterKind, KvIterator};
 use crate::log::{LogWriter, Segment};
 use crate::meta;
-use crate::options::{HashOptions, HashStats, StoreMode};
+use crate::options::{HashOptions, HashStats, RecordReads, StoreMode};
 use crate::record;
 use crate::shard::Shard;
 use crate::worker::{Request, Submissions, Worker};
@@ -119,13 +120,46 @@ impl HashStore {
     /// ([`Error::NotHashStore`]), damage ([`Error::Corruption`]), a store in use, or the space
     /// layer's error.
     pub fn open(path: impl AsRef<Path>, opts: HashOptions) -> Result<HashStore> {
+        HashStore::open_with_reads(path, opts, RecordReads::default())
+    }
+
+    /// Opens the store at `path` as [`HashStore::open`] does, reading records that miss the
+    /// value cache as `reads` says: through the page cache (what [`HashStore::open`] does)
+    /// or with O_DIRECT only.
+    ///
+    /// ```
+    /// use shale_hash::{HashOptions, HashStore, RecordReads, StoreMode};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let opts = HashOptions { value_cache_bytes: 0, ..HashOptions::default() };
+    /// let store = HashStore::open_with_reads(dir.path(), opts, RecordReads::Direct)?;
+    /// store.store(b"key-1", b"value", StoreMode::Overwrite)?;
+    /// assert_eq!(store.retrieve(b"key-1")?, Some(b"value".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`HashStore::open`]; with [`RecordReads::PageCache`], also the error of opening a
+    /// second, buffered descriptor of the volume file or device (naming its path).
+    pub fn open_with_reads(
+        path: impl AsRef<Path>,
+        opts: HashOptions,
+        reads: RecordReads,
+    ) -> Result<HashStore> {
         opts.validate()?;
         let (opened, lock) = Volume::open_path_locked(
             path.as_ref(),
             &opts.volume_options(),
             &FileOptions::default(),
         )?;
-        let mut store = HashStore::recover(opened, opts)?;
+        // After the volume: a directory has its volume file by now.
+        let reader = match reads {
+            RecordReads::PageCache => {
+                Some(BufferedReader::open(&shale_space::volume_file(path.as_ref()))?)
+            }
+            RecordReads::Direct => None,
+        };
+        let mut store = HashStore::recover(opened, opts, reader)?;
         store._lock = Some(lock);
         Ok(store)
     }
@@ -137,10 +171,16 @@ impl HashStore {
     pub fn open_device(device: DeviceRef, opts: HashOptions) -> Result<HashStore> {
         opts.validate()?;
         let opened = Volume::open(device, &opts.volume_options())?;
-        HashStore::recover(opened, opts)
+        HashStore::recover(opened, opts, None)
     }
 
-    fn recover(opened: shale_space::Opened, opts: HashOptions) -> Result<HashStore> {
+    /// Recovers the store on `opened`; `reader`, where given, is a buffered descriptor of
+    /// the same volume, for record reads through the page cache.
+    fn recover(
+        opened: shale_space::Opened,
+        opts: HashOptions,
+        reader: Option<BufferedReader>,
+    ) -> Result<HashStore> {
         let started = std::time::Instant::now();
         let volume = opened.volume;
         let state = meta::decode(&opened.versions)?;
@@ -163,7 +203,9 @@ impl HashStore {
             .map(|s| s.generation)
             .max(state.checkpoint.map(|c| c.generation))
             .map_or(1, |g| g + 1);
-        let shard = Arc::new(Shard::new(volume, opts, segments));
+        let mut shard = Shard::new(volume, opts, segments);
+        shard.reader = reader;
+        let shard = Arc::new(shard);
         *shard.checkpoint.lock() = state.checkpoint;
         *shard.membership.lock() = state.membership;
         if let crate::options::IndexMode::Bounded { .. } = shard.opts.index {
@@ -280,7 +322,7 @@ impl HashStore {
             }
             KvRequest::Retrieve { key } => {
                 record::check_key(key)?;
-                if let Some(answer) = caller_reads::retrieve(&self.shard, key) {
+                if let Some(answer) = caller_reads::retrieve(&self.shard, key, Wait::Never) {
                     // Answered here: straight into the completion queue, as the worker would.
                     Reply::tagged(tag, cq.clone(), Output::Retrieved).complete(Ok(answer));
                     return Ok(());
@@ -373,7 +415,7 @@ impl HashStore {
     /// As [`HashStore::submit_store`].
     pub fn submit_retrieve(&self, key: &[u8]) -> Result<HashTicket<Option<Vec<u8>>>> {
         record::check_key(key)?;
-        if let Some(answer) = caller_reads::retrieve(&self.shard, key) {
+        if let Some(answer) = caller_reads::retrieve(&self.shard, key, Wait::Never) {
             return Ok(Ticket::ready(Ok(answer)));
         }
         self.submit(false, |done| Request::Retrieve { key: key.to_vec(), done })
@@ -418,16 +460,17 @@ impl HashStore {
         self.call(|done| Request::Delete { key: key.to_vec(), done })
     }
 
-    /// The value stored under `key`, or `None`. A value in the value cache, or a key the
-    /// index proves absent from memory, is answered on this thread; otherwise the worker
-    /// reads the record.
+    /// The value stored under `key`, or `None`. Answered on this thread where it can be
+    /// (`caller_reads.rs`): a value in the value cache, a key the index proves absent from
+    /// memory, or a key whose index entry is in memory, whose record this thread reads
+    /// (through the page cache or directly, [`RecordReads`]); otherwise the worker reads it.
     ///
     /// # Errors
     /// [`Error::KeyLength`]; [`Error::Corruption`] when the record fails its checks (never a
     /// wrong value); the device's error.
     pub fn retrieve(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         record::check_key(key)?;
-        if let Some(answer) = caller_reads::retrieve(&self.shard, key) {
+        if let Some(answer) = caller_reads::retrieve(&self.shard, key, Wait::Device) {
             WORKER_HANDOFF.pass();
             return Ok(answer);
         }

@@ -7,20 +7,24 @@
 //! two thread hand-offs (the submission and the ticket), so callers look here first
 //! (`caller_reads.rs`).
 //!
-//! Only the worker changes the cache, with these rules:
+//! The worker changes the cache, and so do callers that read a record themselves
+//! (`caller_reads.rs`), with these rules:
 //! - a value enters from a read only if the index still names the record read when the read
 //!   completes (a store applied while the read was in flight has moved the key elsewhere, and
 //!   its old value must not come back). The worker is the index's only writer, so nothing can
-//!   move the key between that check and the insert;
-//! - a store or delete removes the key before it changes the index, and so before its request
-//!   is answered. A read that starts after the answer, on any thread, takes the key's lock
-//!   after the removal released it (the answer is handed over through the ticket's lock, which
+//!   move the key between its check and its insert; a caller checks and inserts under one
+//!   hold of the index's read lock, so the key cannot move between them either;
+//! - a store or delete removes the key under the index's write lock, just before it changes
+//!   the index, and so before its request is answered. A caller's insert (under the read
+//!   lock) comes before the removal, which takes it out, or after the change, when its check
+//!   fails. A read that starts after the answer, on any thread, takes the key's lock after
+//!   the removal released it (the answer is handed over through the ticket's lock, which
 //!   orders them), so it misses or finds a value the index named after the change;
 //! - a store's value enters after the index names its record, before the answer. Not
 //!   before: a reader could find the new value, and a later reader, finding it evicted,
 //!   would prove the key absent from an index that does not name it yet.
 //!
-//! Callers only look: a hit is a value no acknowledged store or delete has replaced.
+//! A hit is a value no acknowledged store or delete has replaced.
 //!
 //! A garbage-collection copy moves a record without changing its value, so it leaves the
 //! cache alone. The budget counts key and value bytes. Each lock's part (`shards` of them,
@@ -93,7 +97,7 @@ impl ValueCache {
 
     /// Keeps `value` for `key`, evicting entries of its part (CLOCK order) to stay within
     /// the budget; a value larger than a quarter of a part's budget is not kept (and an
-    /// older one of the key goes). The worker's alone.
+    /// older one of the key goes). By the module's rules only.
     pub(crate) fn insert(&self, key: Vec<u8>, value: Vec<u8>) {
         let charge = Self::charge(&key, &value);
         let (h, part) = self.part(&key);

@@ -1011,12 +1011,39 @@ impl Worker {
 
     /// Step 3: submits waiting reads while the queue has room (one slot is kept for a
     /// batch's write).
+    ///
+    /// Through the page cache ([`crate::RecordReads::PageCache`]), a record whose pages the
+    /// cache holds is read from it at once (`preadv2(RWF_NOWAIT)`, which never waits for the
+    /// device). A miss goes to the device with O_DIRECT on the worker's ring as before, so
+    /// the worker never blocks on a read and keeps many in flight; the kernel is asked to
+    /// read the same pages into its cache beside it (`POSIX_FADV_WILLNEED`), so the next read
+    /// of the record hits. A cached image that fails its checks may be a stale page (one the
+    /// kernel did not invalidate when the slot was rewritten with O_DIRECT, or one a buffered
+    /// read cached while that write was in flight): it is dropped from the cache, and the
+    /// record read from the device decides (`caller_reads.rs` has why a page that passes
+    /// can only be the right one).
     fn submit_reads(&mut self) {
         while self.queue.in_flight() + 1 < self.queue.depth() {
             let Some(read) = self.reads_waiting.pop_front() else { break };
             let seg = self.shard.segment(read.loc.segment);
-            let buf = AlignedBuf::zeroed(usize::from(read.loc.pages) * PAGE_BYTES);
-            let op = Op::Read { offset: seg.page_address(read.loc.page), buf };
+            let at = seg.page_address(read.loc.page);
+            let len = usize::from(read.loc.pages) * PAGE_BYTES;
+            let shard = self.shard.clone();
+            if let Some(reader) = &shard.reader {
+                if let Some(image) = reader.read_at_cached(at, len) {
+                    if let Ok(rec) = self.shard.record_from(&image, read.loc) {
+                        self.finish_read(read, Ok(rec));
+                        continue;
+                    }
+                    shard.counters.cached_pages_dropped.fetch_add(1, Ordering::Relaxed);
+                    let _ = reader.drop_cached(at, len as u64);
+                } else {
+                    // Only a hint: the O_DIRECT read below answers either way.
+                    let _ = reader.prefetch(at, len as u64);
+                }
+            }
+            let buf = AlignedBuf::zeroed(len);
+            let op = Op::Read { offset: at, buf };
             let tag = self.free_tags.pop().unwrap_or_else(|| {
                 self.reads_in_flight.push(None);
                 self.reads_in_flight.len() - 1
@@ -1212,13 +1239,20 @@ impl Worker {
                     }
                 }
                 Apply::Store { key, value, d, owner, done } => {
-                    // Before the index changes, and so before the answer: a read after it
-                    // must not find the old value.
-                    self.shard.values.remove(&key);
                     let user_bytes = key.len() + value.len();
                     let result = match &written {
                         Ok(()) => 'stored: {
-                            let old = match self.shard.index.write().insert(d, &key, loc, owner) {
+                            let changed = {
+                                let mut index = self.shard.index.write();
+                                // Under the index's write lock, before it changes, and so
+                                // before the answer: a read after it must not find the old
+                                // value, and a caller filling the cache (under the read
+                                // lock, `caller_reads.rs`) puts it back before this or not
+                                // at all.
+                                self.shard.values.remove(&key);
+                                index.insert(d, &key, loc, owner)
+                            };
+                            let old = match changed {
                                 Ok(old) => old,
                                 Err(e) => break 'stored Err(self.shard.stop(e)),
                             };
@@ -1240,10 +1274,15 @@ impl Worker {
                     self.complete(done, result);
                 }
                 Apply::Delete { key, d, owner, done } => {
-                    self.shard.values.remove(&key);
                     let result = match &written {
                         Ok(()) => 'deleted: {
-                            let old = match self.shard.index.write().remove(d, &key, owner) {
+                            let changed = {
+                                let mut index = self.shard.index.write();
+                                // As for a store: under the write lock, before the change.
+                                self.shard.values.remove(&key);
+                                index.remove(d, &key, owner)
+                            };
+                            let old = match changed {
                                 Ok(old) => old,
                                 Err(e) => break 'deleted Err(self.shard.stop(e)),
                             };

@@ -123,6 +123,16 @@ impl BufferedReader {
         Ok(buf)
     }
 
+    /// `len` bytes at `offset` if the page cache holds every one of them, read without
+    /// waiting for the device (`preadv2(RWF_NOWAIT)`); `None` on a miss, a partial hit, or a
+    /// kernel without the flag. For a thread that must not block on the device (an
+    /// event loop, a worker with other requests to serve): it reads the ordinary way, or hands
+    /// the read on, when this says `None`.
+    pub fn read_at_cached(&self, offset: u64, len: usize) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        self.read_cached(offset, &mut buf).then_some(buf)
+    }
+
     /// Several reads at once: `reqs` are `(offset, len)` pairs, answered in order, each
     /// exactly as [`BufferedReader::read_at`] would.
     ///
@@ -552,6 +562,20 @@ impl BufferedWriter {
 mod tests {
     use super::*;
     use crate::{AlignedBuf, FileOptions, QueueExt, QueueOptions, open_device};
+
+    #[test]
+    fn read_at_cached_answers_from_the_page_cache_and_never_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 13) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let r = BufferedReader::open(&path).unwrap();
+        // A read the ordinary way brings the pages in; then the cached read answers.
+        assert_eq!(r.read_at(4000, 9000).unwrap(), &data[4000..13_000]);
+        assert_eq!(r.read_at_cached(4000, 9000).as_deref(), Some(&data[4000..13_000]));
+        // Past the end it is never a short answer.
+        assert_eq!(r.read_at_cached(19_990, 100), None);
+    }
 
     #[test]
     fn read_many_answers_each_range_as_read_at_does() {

@@ -151,6 +151,12 @@ pub struct Args {
     /// The hash engine's cache of values read, in bytes (0: off).
     #[arg(long = "value_cache_bytes", default_value_t = HashOptions::default().value_cache_bytes)]
     pub value_cache_bytes: usize,
+    /// Read what misses the engine's own cache (the hash engine's records, the lsm engine's
+    /// SST blocks) with O_DIRECT only (true), or through the kernel's page cache (false, the
+    /// default of both engines and db_bench's meaning: `shale_hash::RecordReads`,
+    /// `Options::use_direct_reads`).
+    #[arg(long = "use_direct_reads", value_parser = crate::bench::parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub use_direct_reads: bool,
 }
 
 impl Args {
@@ -349,7 +355,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         Output { csv: csv.as_mut(), ctx: &ctx, entry_bytes: config.key_size + config.value_size };
     match args.engine {
         EngineArg::Hash => {
-            let instances = open_hash(&paths, &config, args.index_mode(), args.value_cache_bytes)?;
+            let instances = open_hash(&paths, &config, args)?;
             if let (Some(t), Some(i)) = (&temp, instances.first()) {
                 t.announce("kvbench", &i.store.volume().header().volume_id);
             }
@@ -432,9 +438,13 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
 fn open_hash(
     paths: &[PathBuf],
     config: &Config,
-    index: shale_hash::IndexMode,
-    value_cache_bytes: usize,
+    args: &Args,
 ) -> Result<Vec<HashInstance>, Box<dyn std::error::Error>> {
+    let reads = if args.use_direct_reads {
+        shale_hash::RecordReads::Direct
+    } else {
+        shale_hash::RecordReads::PageCache
+    };
     let mut instances = Vec::with_capacity(paths.len());
     for (i, p) in paths.iter().enumerate() {
         let opts = HashOptions {
@@ -442,13 +452,13 @@ fn open_hash(
             // Busy stays rare.
             queue_depth: (config.threads_per_instance * config.queue_depth)
                 .clamp(64, shale_hash::QUEUE_DEPTH_MAX),
-            index,
-            value_cache_bytes,
+            index: args.index_mode(),
+            value_cache_bytes: args.value_cache_bytes,
             // With --pin, instance i's worker runs on the CPU its client threads run on.
             worker_cpu: config.pin.then_some(i),
             ..HashOptions::default()
         };
-        let store = HashStore::open(p, opts)
+        let store = HashStore::open_with_reads(p, opts, reads)
             .map_err(|e| crate::store::PathError::new("opening the hash store at", p, e))?;
         instances.push(HashInstance {
             store,
@@ -471,6 +481,7 @@ fn open_lsm(
         let mut o = shale_lsm::Options {
             block_cache_bytes: args.cache_size,
             write_buffer_bytes: args.write_buffer_size,
+            use_direct_reads: args.use_direct_reads,
             ..shale_lsm::Options::default()
         };
         o.sst.bloom_bits_per_key = 10;
@@ -497,7 +508,7 @@ fn finish(errors: u64) -> Result<(), Box<dyn std::error::Error>> {
 fn header(args: &Args, c: &Config, paths: &[PathBuf], durability: &str) {
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     outln!(
-        "# shale kvbench: engine {:?}, {} instances ({}), num {} per instance, operations {} per YCSB workload, key {} B, value {} B, {} threads per instance, queue depth {}, pin {}, duration {}",
+        "# shale kvbench: engine {:?}, {} instances ({}), num {} per instance, operations {} per YCSB workload, key {} B, value {} B, {} threads per instance, queue depth {}, pin {}, duration {}, reads {}",
         args.engine,
         paths.len(),
         names.join(","),
@@ -508,7 +519,8 @@ fn header(args: &Args, c: &Config, paths: &[PathBuf], durability: &str) {
         c.threads_per_instance,
         c.queue_depth,
         if c.pin { "on" } else { "off" },
-        c.duration.map_or("none".to_string(), |d| format!("{} s", d.as_secs_f64()))
+        c.duration.map_or("none".to_string(), |d| format!("{} s", d.as_secs_f64())),
+        if args.use_direct_reads { "O_DIRECT" } else { "through the page cache" }
     );
     outln!("# durability: {durability}");
     outln!("# {} CPUs", shale_io::affinity::cpus());

@@ -338,6 +338,16 @@ impl shale_space::page_log::driver::Worker for Worker {
                 self.close_bounded();
                 return Step::Closed;
             }
+            // Nothing waits: the moment to look for a victim without the every-32-batches
+            // limit, as the worker's own loop did between a caller's requests. A caller that
+            // runs the turns always has its write waiting when the turn's first look comes,
+            // so without this look collection would start a tenth as often and segments
+            // pile up (tests/gc.rs, under load). Its copying is then the thread's, woken by
+            // the caller leaving a busy worker.
+            self.start_gc();
+            if self.gc.is_some() {
+                return Step::Busy;
+            }
             return if self.submissions.queued() { Step::Busy } else { Step::Idle };
         }
         if busy {

@@ -1,6 +1,6 @@
-//! What a shard's threads share: the volume, the segment table, the index, the stop flag
-//! and the counters; and the synchronous reads that recovery (and the worker, for a rare
-//! confirmation) make.
+//! What a shard's threads share: the volume, the segment table, the index, the rounds of its
+//! batch writes (with the stop flag) and the counters; and the synchronous reads that recovery
+//! (and the worker, for a rare confirmation) make.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 use shale_io::QueueExt;
 use shale_space::log_page::PAGE_BYTES;
+use shale_space::page_log::Sequencer;
 use shale_space::{IoClass, PoolSpec, PooledQueue, Volume, VolumeQueue};
 
 use crate::checkpoint::Checkpoint;
@@ -18,6 +19,11 @@ use crate::meta::CheckpointMeta;
 use crate::options::{HashOptions, HashStats};
 use crate::record::{Kind, Record};
 use crate::value_cache::ValueCache;
+
+/// The contention profile's site of a wait for a batch round: nobody waits today (the worker
+/// begins a round only when none runs), but the sequencer counts any wait there.
+static ROUND_WAIT: shale_space::contention::Site =
+    shale_space::contention::Site::new("hash: batch round wait");
 
 /// Depth of the queues of the synchronous reads and writes (io's default queue depth).
 const SYNC_QUEUE_DEPTH: u32 = 32;
@@ -81,7 +87,10 @@ pub(crate) struct Shard {
     /// segment leaves its slot `None` for the next segment to take.
     segments: RwLock<Vec<Option<Segment>>>,
     usage: Mutex<Vec<Usage>>,
-    stopped: Mutex<Option<String>>,
+    /// The rounds of the worker's batch writes (group commit's sequencer, shared with the
+    /// other engines): one batch written at a time, and the stop flag (P5), set by the first
+    /// failed write or by any failure that leaves the index behind the log.
+    pub rounds: Sequencer,
     pub counters: Counters,
     /// Iterators open ([`crate::KvIterator`]): while any is, no segment is freed.
     pub open_iterators: std::sync::atomic::AtomicUsize,
@@ -108,7 +117,7 @@ impl Shard {
             values,
             usage: Mutex::new(vec![Usage::default(); segments.len()]),
             segments: RwLock::new(segments.into_iter().map(Some).collect()),
-            stopped: Mutex::new(None),
+            rounds: Sequencer::new(&ROUND_WAIT),
             counters: Counters::default(),
             checkpoint: Mutex::new(None),
             membership: Mutex::new(None),
@@ -222,18 +231,15 @@ impl Shard {
     }
 
     pub fn refuse_if_stopped(&self) -> Result<()> {
-        match &*self.stopped.lock() {
-            Some(why) => Err(Error::Stopped(why.clone())),
+        match self.rounds.stopped() {
+            Some(why) => Err(Error::Stopped(why)),
             None => Ok(()),
         }
     }
 
     /// Stops the store (P5) and hands `e` back.
     pub fn stop(&self, e: Error) -> Error {
-        let mut stopped = self.stopped.lock();
-        if stopped.is_none() {
-            *stopped = Some(shale_io::Chain(&e).to_string());
-        }
+        self.rounds.fail(shale_io::Chain(&e).to_string());
         e
     }
 

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use shale_space::contention::Site;
 use shale_space::page_log::driver::Step;
+use shale_space::page_log::{NotBegun, Round};
 
 /// The contention profile's sites (`shale_space::contention`): the submission queue's mutex,
 /// which callers and the worker share, and a caller waiting for room in the queue.
@@ -193,6 +194,8 @@ struct InFlight {
     written: Option<Result<()>>,
     /// A batch of garbage collection's copies.
     gc: bool,
+    /// The group-commit round its write is (`Shard::rounds`).
+    round: Round,
     /// The batch's last, partial page, not written: it goes on in the next batch, with the
     /// records that end in it (`log.rs`, module comment).
     carried: Option<PageBuf>,
@@ -622,14 +625,55 @@ impl Worker {
             batch.finish();
             None
         };
-        let buf = AlignedBuf::padded_copy(&batch.image, PAGE_BYTES);
-        let op = Op::Write { offset: batch.address, buf, durable: true };
         let confirms_left = confirms.len();
+        let Some(round) = self.begin_round(applies.len()) else {
+            // Stopped since the batch was built (by a failure outside a round): nothing of
+            // it is written. Its carried-in records were answered by nothing yet either.
+            let e = self.shard.refuse_if_stopped().expect_err("no round begins after a stop");
+            self.fail_applies(applies, &e);
+            self.fail_writes(&e);
+            return;
+        };
         self.reads_waiting.extend(confirms);
-        self.in_flight =
-            Some(InFlight { batch, applies, confirms_left, written: None, gc: false, carried });
+        self.submit_batch(InFlight {
+            batch,
+            applies,
+            confirms_left,
+            written: None,
+            gc: false,
+            carried,
+            round,
+        });
+    }
+
+    /// Begins the group-commit round of a batch of `writes` records. `None` once the store
+    /// has stopped. One batch is in flight at a time, so no round runs when a batch is built.
+    fn begin_round(&self, writes: usize) -> Option<Round> {
+        match self.shard.rounds.begin(writes as u64) {
+            Ok(round) => Some(round),
+            Err(NotBegun::Stopped(_)) => None,
+            Err(NotBegun::Running) => unreachable!("a batch is built only when none is in flight"),
+        }
+    }
+
+    /// Submits the durable write of a batch whose round has begun.
+    fn submit_batch(&mut self, f: InFlight) {
+        let buf = AlignedBuf::padded_copy(&f.batch.image, PAGE_BYTES);
+        let op = Op::Write { offset: f.batch.address, buf, durable: true };
+        self.in_flight = Some(f);
         if let Err((e, _)) = self.queue.submit(IoRequest { tag: WRITE_TAG, op }) {
             self.finish_write(Err(e.into()));
+        }
+    }
+
+    /// Answers the writes of a batch that was never written with `e`.
+    fn fail_applies(&self, applies: Vec<(Apply, usize)>, e: &Error) {
+        for (apply, _) in applies {
+            match apply {
+                Apply::Store { done, .. } => self.complete(done, Err(e.clone_for_request())),
+                Apply::Delete { done, .. } => self.complete(done, Err(e.clone_for_request())),
+                Apply::Copy { .. } => {}
+            }
         }
     }
 
@@ -768,19 +812,19 @@ impl Worker {
             return;
         }
         batch.finish();
-        let buf = AlignedBuf::padded_copy(&batch.image, PAGE_BYTES);
-        let op = Op::Write { offset: batch.address, buf, durable: true };
-        self.in_flight = Some(InFlight {
+        let Some(round) = self.begin_round(applies.len()) else {
+            self.gc = None;
+            return;
+        };
+        self.submit_batch(InFlight {
             batch,
             applies,
             confirms_left: 0,
             written: None,
             gc: true,
             carried: None,
+            round,
         });
-        if let Err((e, _)) = self.queue.submit(IoRequest { tag: WRITE_TAG, op }) {
-            self.finish_write(Err(e.into()));
-        }
     }
 
     /// Checkpoints the index once [`Worker::checkpoint_interval`] bytes of log were written
@@ -1010,13 +1054,8 @@ impl Worker {
         while let Some(req) = self.writes.pop_front() {
             self.answer_write(req, Err(e.clone_for_request()));
         }
-        for (apply, _) in self.carry.take().map(|c| c.applies).unwrap_or_default() {
-            match apply {
-                Apply::Store { done, .. } => self.complete(done, Err(e.clone_for_request())),
-                Apply::Delete { done, .. } => self.complete(done, Err(e.clone_for_request())),
-                Apply::Copy { .. } => unreachable!("garbage collection's batches carry nothing"),
-            }
-        }
+        let carried = self.carry.take().map(|c| c.applies).unwrap_or_default();
+        self.fail_applies(carried, e);
     }
 
     /// Step 3: submits waiting reads while the queue has room (one slot is kept for a
@@ -1206,6 +1245,10 @@ impl Worker {
         }
         let mut f = self.in_flight.take().expect("checked above");
         let written = f.written.expect("checked above");
+        // The round ends here, not when the write completes: a confirmation that failed
+        // fails the batch too, and no next batch may begin before this one is applied.
+        let why = written.as_ref().map_err(|e| shale_io::Chain(e).to_string()).copied();
+        self.shard.rounds.end(f.round, why);
         if let (Ok(()), Some(page)) = (&written, f.carried.take()) {
             // The records ending in the carried page wait for the next batch's write.
             let cut = f.batch.end_page();

@@ -34,6 +34,6 @@ pub use driver::{Driver, DriverStats, Step};
 pub use packer::{PageCursor, Placed, packed_end};
 pub use pipeline::{LogPipeline, Logger, PipelineStats};
 pub use scan::{Pages, ScanEnd, ScanError, Scanned, record_at};
-pub use sequencer::Sequencer;
+pub use sequencer::{NotBegun, Round, Sequencer};
 pub use turns::Turns;
 pub use write_queue::WriteQueue;

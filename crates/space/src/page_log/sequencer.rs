@@ -11,7 +11,18 @@
 //!
 //! A failed round is sticky: its error fails every caller waiting then and every later one,
 //! without another round, because a failed write or flush cannot be trusted or retried
-//! (promise P5): the engine stops, and the next open recovers.
+//! (promise P5): the engine stops, and the next open recovers. A failure found outside a
+//! round (an index update that could not be made, say) stops the rounds the same way
+//! ([`Sequencer::fail`]).
+//!
+//! Two ways to run a round, with the same rules:
+//! - [`Sequencer::join`], for engines whose callers wait for their commit on their own
+//!   thread (the table engine's group flush): the caller leads or waits.
+//! - [`Sequencer::begin`] and [`Sequencer::end`], for an engine whose durable step completes
+//!   later on a device queue that one thread polls (the hash engine's shard worker submits its
+//!   batch's write in one turn and reaps it in a later one): nobody blocks, and `begin` says
+//!   whether a round may start now. A round begun this way is led by whoever began it; callers
+//!   of `join` meanwhile wait for it like for any other.
 
 use std::fmt::Display;
 
@@ -28,6 +39,29 @@ struct State {
     /// Rounds run and callers served, for the engines' stats.
     rounds: u64,
     joined: u64,
+}
+
+/// A round begun with [`Sequencer::begin`], ended by handing it to [`Sequencer::end`].
+#[must_use = "a round begun must be ended, or no other round can begin"]
+#[derive(Debug)]
+pub struct Round {
+    n: u64,
+}
+
+impl Round {
+    /// The round's number: rounds are numbered from 1 in the order they begin.
+    pub fn number(&self) -> u64 {
+        self.n
+    }
+}
+
+/// Why [`Sequencer::begin`] began no round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotBegun {
+    /// A round is running: one at a time.
+    Running,
+    /// A round failed, or the sequencer was stopped, for this reason.
+    Stopped(String),
 }
 
 /// The sequencer of one store's group commit.
@@ -113,6 +147,51 @@ impl Sequencer {
             }
             self.cv.notify_all();
         }
+    }
+
+    /// Begins a round now, serving `served` writes, if none is running and none failed.
+    /// The caller leads it and ends it with [`Sequencer::end`].
+    ///
+    /// # Errors
+    /// [`NotBegun::Running`] while another round runs; [`NotBegun::Stopped`] after a failure.
+    pub fn begin(&self, served: u64) -> Result<Round, NotBegun> {
+        let mut st = self.state.lock();
+        if let Some(why) = &st.failed {
+            return Err(NotBegun::Stopped(why.clone()));
+        }
+        if st.running {
+            return Err(NotBegun::Running);
+        }
+        st.running = true;
+        st.started += 1;
+        st.joined += served;
+        Ok(Round { n: st.started })
+    }
+
+    /// Ends a round begun with [`Sequencer::begin`]: done if `result` is `Ok`, else the
+    /// sequencer stops with `result`'s reason (unless it stopped before). Wakes the callers
+    /// of [`Sequencer::join`] that wait for it.
+    pub fn end(&self, round: Round, result: Result<(), String>) {
+        let mut st = self.state.lock();
+        debug_assert!(st.running && st.started == round.n, "the round ended is the one running");
+        st.running = false;
+        st.rounds += 1;
+        match result {
+            Ok(()) => st.done = round.n,
+            Err(why) => {
+                st.failed.get_or_insert(why);
+            }
+        }
+        drop(st);
+        self.cv.notify_all();
+    }
+
+    /// Stops the sequencer for a failure found outside a round: no round begins after this,
+    /// and every caller waiting or to come is told `why` (the first reason given stays). A
+    /// round running now still ends as it ends.
+    pub fn fail(&self, why: String) {
+        self.state.lock().failed.get_or_insert(why);
+        self.cv.notify_all();
     }
 
     /// Why the sequencer stopped, if a round failed.
@@ -225,6 +304,61 @@ mod tests {
         assert_eq!(later, Err("x device gone".to_string()));
         assert_eq!(seq.stopped().as_deref(), Some("device gone"));
         assert_eq!(seq.counts(), (1, 3));
+    }
+
+    #[test]
+    fn begun_rounds_run_one_at_a_time_and_a_failed_one_stops_every_later_round() {
+        let seq = Sequencer::new(&SITE);
+        let first = seq.begin(3).expect("nothing runs");
+        assert_eq!(first.number(), 1);
+        assert_eq!(seq.begin(1).unwrap_err(), NotBegun::Running);
+        seq.end(first, Ok(()));
+        let second = seq.begin(2).expect("the first ended");
+        assert_eq!(second.number(), 2);
+        seq.end(second, Err("write failed".into()));
+        assert_eq!(seq.begin(1).unwrap_err(), NotBegun::Stopped("write failed".into()));
+        // `join` after a failed begun round: refused without a round.
+        let later = seq.join(|| panic!("no round after a failure"), |why| format!("x {why}"));
+        assert_eq!(later, Err("x write failed".to_string()));
+        assert_eq!(seq.counts(), (2, 6));
+    }
+
+    #[test]
+    fn a_failure_outside_a_round_stops_the_next_round_but_not_the_running_one() {
+        let seq = Sequencer::new(&SITE);
+        let running = seq.begin(1).expect("nothing runs");
+        seq.fail("index update failed".into());
+        seq.fail("a second reason is not kept".into());
+        seq.end(running, Ok(()));
+        assert_eq!(seq.begin(1).unwrap_err(), NotBegun::Stopped("index update failed".into()));
+        assert_eq!(seq.stopped().as_deref(), Some("index update failed"));
+        assert_eq!(seq.counts(), (1, 1));
+    }
+
+    #[test]
+    fn a_joiner_waits_for_a_begun_round_then_runs_its_own() {
+        let seq = Arc::new(Sequencer::new(&SITE));
+        let begun = seq.begin(1).expect("nothing runs");
+        let led = Arc::new(AtomicU64::new(0));
+        let joiner = {
+            let (seq, led) = (seq.clone(), led.clone());
+            std::thread::spawn(move || {
+                seq.join(
+                    || {
+                        led.fetch_add(1, Ordering::SeqCst);
+                        Ok::<(), String>(())
+                    },
+                    |why| why,
+                )
+            })
+        };
+        joined(&seq, 2);
+        // The joiner's round may only begin after the running one: it has not led yet.
+        assert_eq!(led.load(Ordering::SeqCst), 0);
+        seq.end(begun, Ok(()));
+        joiner.join().unwrap().unwrap();
+        assert_eq!(led.load(Ordering::SeqCst), 1);
+        assert_eq!(seq.counts(), (2, 2));
     }
 
     #[test]

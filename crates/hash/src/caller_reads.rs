@@ -14,7 +14,8 @@
 //!   the worker may hold them across a page read or a doubling), or the worker answers;
 //! - an index entry for the key names the record's location without a device read (the
 //!   same lookup); the caller reads the record itself, checks it and compares its key
-//!   ([`read_value`]). The synchronous retrieve may wait for the device: it reads with
+//!   ([`read_value`]; an exist reads it the same way to tell whose the entry is, unless the
+//!   collision map, which holds full keys, already says). The synchronous retrieve may wait for the device: it reads with
 //!   `pread` through the page cache (`RecordReads::PageCache`) or with O_DIRECT on a queue
 //!   checked out of the volume's pool. A submission must not block its caller, so it reads
 //!   only what the page cache holds (`preadv2(RWF_NOWAIT)`), and never directly: a device
@@ -72,12 +73,21 @@ pub(crate) enum Wait {
     Never,
 }
 
+/// Most keys of a synchronous exist whose records the caller's thread reads from the device
+/// itself (more go to the worker unless the page cache holds their records).
+const EXIST_DEVICE_KEYS_MAX: usize = 4;
+
 /// What the index says of a key, read without a device read or a wait.
 enum Located {
     Absent,
     /// The key's entry (or a candidate of its digest), and the segment in its slot, read
-    /// under one hold of the index's lock.
-    At(Location, Segment),
+    /// under one hold of the index's lock; `exact` where the entry is the key's own (the
+    /// collision map holds full keys), so the key is present without a read.
+    At {
+        loc: Location,
+        seg: Segment,
+        exact: bool,
+    },
 }
 
 /// `key`'s value, or its absence, where known without the worker; `None` where not.
@@ -89,7 +99,7 @@ pub(crate) fn retrieve(shard: &Shard, key: &[u8], wait: Wait) -> Option<Option<V
     }
     let answer = match locate(shard, key)? {
         Located::Absent => None,
-        Located::At(loc, seg) => {
+        Located::At { loc, seg, .. } => {
             let value = read_value(shard, key, loc, &seg, wait)?;
             remember(shard, key, loc, &value);
             Some(value)
@@ -101,31 +111,56 @@ pub(crate) fn retrieve(shard: &Shard, key: &[u8], wait: Wait) -> Option<Option<V
 
 /// The bits of an exist (bit `i % 8` of byte `i / 8` for `keys[i]`), where every key's
 /// presence is known without the worker; `None` where one is not.
-pub(crate) fn exist(shard: &Shard, keys: &[&[u8]]) -> Option<Vec<u8>> {
+///
+/// A key is present where its value is cached or the collision map holds it, absent where
+/// the index has no entry for its digest, and otherwise decided by the record its digest's
+/// entry names, read here as a retrieve reads it (`wait` says whether from the device): the
+/// key's own store means present, another key's store at the shared digest absent (a key
+/// sharing a digest with another is in the collision map). Each key's linearisation point
+/// is its index lookup, as a retrieve's; the call as a whole answers what each key was at
+/// some instant during the call, as the worker's exist does (it reads its keys one by one
+/// too).
+pub(crate) fn exist(shard: &Shard, keys: &[&[u8]], wait: Wait) -> Option<Vec<u8>> {
+    // Device reads one after another here would serialise what the worker keeps in flight
+    // together: past a few keys only the page cache may answer on this thread.
+    let wait = if keys.len() > EXIST_DEVICE_KEYS_MAX { Wait::Never } else { wait };
     let mut bits = vec![0u8; keys.len().div_ceil(8)];
     for (i, key) in keys.iter().enumerate() {
-        if shard.values.contains(key) {
+        if shard.values.contains(key) || present(shard, key, wait)? {
             bits[i / 8] |= 1 << (i % 8);
-        } else if !matches!(locate(shard, key), Some(Located::Absent)) {
-            return None;
         }
     }
     shard.counters.caller_reads.fetch_add(1, Ordering::Relaxed);
     Some(bits)
 }
 
+/// Whether `key` is present, by the index and at most one record read; `None` where the
+/// worker must answer (a busy lock, a page that may not be waited for or fails its checks,
+/// a record that is not a store: the worker reports that as damage).
+fn present(shard: &Shard, key: &[u8], wait: Wait) -> Option<bool> {
+    match locate(shard, key)? {
+        Located::Absent => Some(false),
+        Located::At { exact: true, .. } => Some(true),
+        Located::At { loc, seg, exact: false } => {
+            let rec = read_record(shard, loc, &seg, wait)?;
+            let r = Record::decode(&rec)?;
+            (r.kind == Kind::Store).then(|| r.key == key)
+        }
+    }
+}
+
 /// What the index, read without a device read or a wait, says of `key`; `None` where it
 /// cannot tell that way.
 fn locate(shard: &Shard, key: &[u8]) -> Option<Located> {
     let index = shard.index.try_read()?;
-    match index.probe_resident(shard.digest(key), key)? {
-        Probe::Absent => Some(Located::Absent),
-        Probe::Exact(loc) | Probe::Candidate(loc) => {
-            // Under the index's lock: the slot holds the record's segment (module comment).
-            let seg = shard.segment_at(loc.segment)?;
-            Some(Located::At(loc, seg))
-        }
-    }
+    let (loc, exact) = match index.probe_resident(shard.digest(key), key)? {
+        Probe::Absent => return Some(Located::Absent),
+        Probe::Exact(loc) => (loc, true),
+        Probe::Candidate(loc) => (loc, false),
+    };
+    // Under the index's lock: the slot holds the record's segment (module comment).
+    let seg = shard.segment_at(loc.segment)?;
+    Some(Located::At { loc, seg, exact })
 }
 
 /// Keeps `value`, read from `key`'s record at `loc`, in the value cache if the index still

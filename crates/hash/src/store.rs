@@ -336,7 +336,7 @@ impl HashStore {
                 for k in keys {
                     record::check_key(k)?;
                 }
-                if let Some(bits) = caller_reads::exist(&self.shard, keys) {
+                if let Some(bits) = caller_reads::exist(&self.shard, keys, Wait::Never) {
                     Reply::tagged(tag, cq.clone(), Output::Exist).complete(Ok(bits));
                     return Ok(());
                 }
@@ -430,7 +430,7 @@ impl HashStore {
         for k in keys {
             record::check_key(k)?;
         }
-        if let Some(bits) = caller_reads::exist(&self.shard, keys) {
+        if let Some(bits) = caller_reads::exist(&self.shard, keys, Wait::Never) {
             return Ok(Ticket::ready(Ok(bits)));
         }
         let keys = keys.iter().map(|k| k.to_vec()).collect();
@@ -516,7 +516,7 @@ impl HashStore {
         for k in keys {
             record::check_key(k)?;
         }
-        if let Some(bits) = caller_reads::exist(&self.shard, keys) {
+        if let Some(bits) = caller_reads::exist(&self.shard, keys, Wait::Device) {
             return Ok(bits);
         }
         let keys = keys.iter().map(|k| k.to_vec()).collect();

@@ -190,6 +190,15 @@ fn records_are_read_on_the_callers_thread_by_each_read_path() {
                 }
                 Backend::FilePageCache => assert_eq!(direct, 0, "no O_DIRECT read by a caller"),
             }
+            // An exist of present keys whose values are not cached reads their records on
+            // the caller's thread too, to tell whose each digest entry is; an absent key
+            // needs no read.
+            let before = store.stats().caller_reads;
+            let got = store.exist(&[&keys[1], b"no-such-key", &keys[2]]).unwrap();
+            assert_eq!(got, vec![0b101]);
+            if mode() == IndexMode::InMemory {
+                assert_eq!(store.stats().caller_reads, before + 1, "answered by the caller");
+            }
             // A submission never waits for the device on its caller's thread: through the
             // page cache, which holds the records now, it is answered at once; otherwise the
             // worker reads the record.
@@ -241,6 +250,13 @@ fn a_flipped_byte_read_through_the_page_cache_is_corruption() {
         let got = store.retrieve(b"key\x01");
         assert!(matches!(got, Err(Error::Corruption { .. })), "{got:?}");
         let got = store.submit_retrieve(b"key\x01").unwrap().wait();
+        assert!(matches!(got, Err(Error::Corruption { .. })), "{got:?}");
+    }
+    for _ in 0..3 {
+        // An exist reads the record to tell whose it is: the damage is the worker's to report.
+        let got = store.exist(&[b"key\x01"]);
+        assert!(matches!(got, Err(Error::Corruption { .. })), "{got:?}");
+        let got = store.submit_exist(&[b"key\x01"]).unwrap().wait();
         assert!(matches!(got, Err(Error::Corruption { .. })), "{got:?}");
     }
     assert_eq!(store.stats().caller_reads, before, "a damaged record is the worker's to report");

@@ -1,6 +1,7 @@
 //! Digest collisions are resolved by the full key: with the index keeping 3 bits of each
 //! digest (8 digests for hundreds of keys), stores, overwrites and deletes in random order
-//! still give every key its own value, before and after a reopen.
+//! still give every key its own value, before and after a reopen, and exist tells each key's
+//! presence.
 
 mod common;
 
@@ -42,5 +43,17 @@ fn keys_sharing_digests_keep_their_own_values() {
             assert_eq!(store.retrieve(&key).unwrap(), model.get(&key).cloned(), "key-{i}");
         }
         assert_eq!(store.stats().keys as usize, model.len());
+        // Exist, one key at a time (its record read on the caller's thread where the digest
+        // entry may be another key's) and all at once (past a few keys the worker reads).
+        let keys: Vec<Vec<u8>> = (0..200).map(|i| format!("key-{i}").into_bytes()).collect();
+        for key in &keys {
+            let got = store.exist(&[key]).unwrap()[0] & 1 == 1;
+            assert_eq!(got, model.contains_key(key), "{}", String::from_utf8_lossy(key));
+        }
+        let all: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let bits = store.exist(&all).unwrap();
+        for (i, key) in keys.iter().enumerate() {
+            assert_eq!(bits[i / 8] >> (i % 8) & 1 == 1, model.contains_key(key), "key-{i}");
+        }
     });
 }

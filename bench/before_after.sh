@@ -12,7 +12,8 @@
 #   - the table engine: YCSB load of TABLE_RECORDS rows then workload B, TABLE_OPS operations
 #     (`shale ycsb --engine table`).
 #
-# Variables: NUM (default 200000), SYNC_NUM (2000), TABLE_RECORDS (20000), TABLE_OPS (20000),
+# Variables: PARTS (default "dbbench fillsync hash table": which of the workloads above run; a
+# change to one engine's code may be measured on its part alone, saying so), NUM (default 200000), SYNC_NUM (2000), TABLE_RECORDS (20000), TABLE_OPS (20000),
 # REPEATS (3), OUT (bench/results/<UTC date>-before-after). Output in OUT: raw/ (each run's
 # output; ignored by git), runs.csv (one row per figure and run), summary.md (the medians, the
 # ratios, and the run-to-run spread of each side: a ratio inside the spread is no change).
@@ -32,6 +33,16 @@ SYNC_NUM=${SYNC_NUM:-2000}
 TABLE_RECORDS=${TABLE_RECORDS:-20000}
 TABLE_OPS=${TABLE_OPS:-20000}
 REPEATS=${REPEATS:-3}
+PARTS=${PARTS:-dbbench fillsync hash table}
+for part in $PARTS; do
+    case $part in
+        dbbench | fillsync | hash | table) ;;
+        *)
+            echo "PARTS: unknown part '$part' (dbbench, fillsync, hash, table)" >&2
+            exit 2
+            ;;
+    esac
+done
 OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-before-after}
 mkdir -p "$OUT/raw"
 csv="$OUT/runs.csv"
@@ -64,21 +75,33 @@ EOF
 run_side() {
     local side=$1 bin=$2 run=$3 raw="$OUT/raw/$1-$3"
     echo "== $side, run $run" >&2
-    "$bin" bench --num="$NUM" \
-        --benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq,seekrandom \
-        > "$raw-dbbench.txt" 2>&1
-    record "$side" "$run" "" "$raw-dbbench.txt"
-    for t in 16 32; do
-        "$bin" bench --num="$SYNC_NUM" --threads="$t" --benchmarks=fillsync \
-            > "$raw-fillsync-$t.txt" 2>&1
-        record "$side" "$run" "${t} threads " "$raw-fillsync-$t.txt"
-    done
-    "$bin" kvbench --engine hash --num "$NUM" --workloads randfill,ycsb-c,ycsb-b,ycsb-a \
-        > "$raw-kvbench.txt" 2>&1
-    record "$side" "$run" "hash " "$raw-kvbench.txt"
-    "$bin" ycsb --engine table --records="$TABLE_RECORDS" --operations="$TABLE_OPS" \
-        --workload=b > "$raw-table.txt" 2>&1
-    record "$side" "$run" "table B " "$raw-table.txt"
+    if has_part dbbench; then
+        "$bin" bench --num="$NUM" \
+            --benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq,seekrandom \
+            > "$raw-dbbench.txt" 2>&1
+        record "$side" "$run" "" "$raw-dbbench.txt"
+    fi
+    if has_part fillsync; then
+        for t in 16 32; do
+            "$bin" bench --num="$SYNC_NUM" --threads="$t" --benchmarks=fillsync \
+                > "$raw-fillsync-$t.txt" 2>&1
+            record "$side" "$run" "${t} threads " "$raw-fillsync-$t.txt"
+        done
+    fi
+    if has_part hash; then
+        "$bin" kvbench --engine hash --num "$NUM" --workloads randfill,ycsb-c,ycsb-b,ycsb-a \
+            > "$raw-kvbench.txt" 2>&1
+        record "$side" "$run" "hash " "$raw-kvbench.txt"
+    fi
+    if has_part table; then
+        "$bin" ycsb --engine table --records="$TABLE_RECORDS" --operations="$TABLE_OPS" \
+            --workload=b > "$raw-table.txt" 2>&1
+        record "$side" "$run" "table B " "$raw-table.txt"
+    fi
+}
+
+has_part() {
+    [[ " $PARTS " == *" $1 "* ]]
 }
 
 for run in $(seq 1 "$REPEATS"); do
@@ -92,9 +115,9 @@ for run in $(seq 1 "$REPEATS"); do
     fi
 done
 
-python3 - "$csv" "$BEFORE" "$AFTER" "$REPEATS" > "$OUT/summary.md" <<'EOF'
+python3 - "$csv" "$BEFORE" "$AFTER" "$REPEATS" "$PARTS" > "$OUT/summary.md" <<'EOF'
 import csv, statistics, sys
-path, before, after, repeats = sys.argv[1:]
+path, before, after, repeats, parts = sys.argv[1:]
 rows = list(csv.DictReader(open(path)))
 figures = []
 vals = {}
@@ -102,7 +125,7 @@ for r in rows:
     if r["figure"] not in figures:
         figures.append(r["figure"])
     vals.setdefault((r["side"], r["figure"]), []).append(float(r["value"]))
-print(f"# Before and after\n\nbefore: `{before}`  \nafter: `{after}`  \n{repeats} runs each, alternating; "
+print(f"# Before and after\n\nbefore: `{before}`  \nafter: `{after}`  \nparts: {parts}  \n{repeats} runs each, alternating; "
       "medians; spread = (max - min) / median of each side.\n")
 print("| figure | before | after | after / before | spread before | spread after |")
 print("|---|---|---|---|---|---|")

@@ -69,6 +69,10 @@ pub struct Args {
         default_value_t = shale_serve::resp::REQUEST_BYTES_MAX_DEFAULT
     )]
     max_request_bytes: usize,
+    /// Bytes of the replication stream kept for a replica that reconnects to resume with a
+    /// partial resync (Redis's repl-backlog-size).
+    #[arg(long = "repl-backlog-size", default_value_t = config::REPL_BACKLOG_SIZE_DEFAULT)]
+    repl_backlog_size: usize,
     /// The store's memtable size in bytes (db_bench's name); a value is at most half of it.
     #[arg(long = "write_buffer_size")]
     write_buffer_size: Option<usize>,
@@ -154,6 +158,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         max_clients: args.maxclients,
         max_request_bytes: args.max_request_bytes,
         threads: args.threads.unwrap_or_else(config::default_threads),
+        repl_backlog_size: args.repl_backlog_size,
         ..Config::default()
     };
     // Refused before the store is touched.

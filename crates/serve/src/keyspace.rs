@@ -46,6 +46,7 @@ use tokio::sync::MutexGuard;
 
 use crate::config::AppendFsync;
 use crate::error::{Error, Result};
+use crate::replication::Replication;
 use crate::value::Value;
 
 /// The namespace byte of database 0.
@@ -131,6 +132,8 @@ pub struct Keyspace {
     expired_deleted: AtomicU64,
     locks: Box<[tokio::sync::Mutex<()>]>,
     cursors: Mutex<Cursors>,
+    /// The replication stream every written batch is fed to (replication.rs).
+    replication: Replication,
     #[cfg(feature = "failpoints")]
     write_hook: Option<WriteHook>,
 }
@@ -178,9 +181,20 @@ impl Keyspace {
             expired_deleted: AtomicU64::new(0),
             locks,
             cursors: Mutex::new(Cursors::default()),
+            replication: Replication::new(crate::config::REPL_BACKLOG_SIZE_DEFAULT),
             #[cfg(feature = "failpoints")]
             write_hook: None,
         }
+    }
+
+    /// Sets the replication backlog's size (`--repl-backlog-size`), before serving.
+    pub fn set_repl_backlog_size(&mut self, bytes: usize) {
+        self.replication = Replication::new(bytes);
+    }
+
+    /// The master's replication state.
+    pub fn replication(&self) -> &Replication {
+        &self.replication
     }
 
     /// Installs the test hook of every engine write.
@@ -257,13 +271,19 @@ impl Keyspace {
         got.map(|bytes| Value::decode(&bytes)).transpose()
     }
 
-    /// Applies a batch (stage 3 of a write).
-    pub async fn write(&self, batch: &WriteBatch) -> Result<()> {
+    /// Applies a batch (stage 3 of a write), then feeds the replication stream what
+    /// `effects` writes of it (Redis commands: replication.rs). The caller holds the stripes
+    /// of every key the batch writes, so batches on one key are applied and fed in one
+    /// order.
+    pub async fn write(&self, batch: &WriteBatch, effects: impl FnOnce(&mut Vec<u8>)) -> Result<()> {
         #[cfg(feature = "failpoints")]
         if let Some(hook) = &self.write_hook {
             (hook.0)(WriteEvent::Before(batch.len()));
         }
         let written = self.write_batch(batch).await;
+        if written.is_ok() {
+            self.replication.feed(effects);
+        }
         #[cfg(feature = "failpoints")]
         if let Some(hook) = &self.write_hook {
             (hook.0)(WriteEvent::After(batch.len()));
@@ -280,11 +300,18 @@ impl Keyspace {
         self.submit(|db| db.submit_write(batch, &opts)).await
     }
 
-    /// Deletes every key of database 0: one range delete.
+    /// Deletes every key of database 0: one range delete, holding every stripe (taken in
+    /// index order, from none, as the lock rule of run.rs asks), so that no other batch is
+    /// between its write and its feed to the replication stream meanwhile, and FLUSHDB takes
+    /// one place in the stream's order.
     pub async fn flush_db(&self) -> Result<()> {
+        let mut held = Vec::with_capacity(self.locks.len());
+        for lock in self.locks.iter() {
+            held.push(lock.lock().await);
+        }
         let mut b = WriteBatch::new();
         b.delete_range(&[DB0], &[DB0 + 1]);
-        self.write(&b).await
+        self.write(&b, |out| crate::replication::encode_command(out, &[b"FLUSHDB"])).await
     }
 
     /// Up to `count` live entries of database 0 after the engine key `after` (from the start

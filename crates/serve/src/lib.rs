@@ -42,6 +42,7 @@ pub mod marker;
 pub mod memory;
 pub mod rdb;
 pub mod replica_link;
+pub mod replication;
 pub mod resp;
 pub mod run;
 pub mod server;

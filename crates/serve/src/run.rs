@@ -44,6 +44,7 @@ use tokio::sync::MutexGuard;
 
 use crate::error::Result;
 use crate::keyspace::{Keyspace, engine_key, now_ms};
+use crate::replication::{encode_command, encode_write};
 use crate::resp::{Protocol, Reply};
 use crate::value::Value;
 
@@ -256,15 +257,30 @@ impl<'a> Run<'a> {
     /// Writes the batch and releases the staged replies; the stripes stay held.
     async fn write(&mut self) {
         let mut batch = WriteBatch::new();
-        for (key, value) in self.overlay.drain() {
+        let entries: Vec<(Vec<u8>, Option<Value>)> = self.overlay.drain().collect();
+        for (key, value) in &entries {
             match value {
-                Some(v) => batch.put(&engine_key(&key), &v.encode()),
-                None => batch.delete(&engine_key(&key)),
+                Some(v) => batch.put(&engine_key(key), &v.encode()),
+                None => batch.delete(&engine_key(key)),
             }
         }
         self.batch_bytes = 0;
         let expired = std::mem::take(&mut self.expired_deleted);
-        let written = if batch.is_empty() { Ok(()) } else { self.ks.write(&batch).await };
+        // The batch's effects, for the replication stream: one command a key, several in
+        // MULTI/EXEC so that a replica applies the batch whole, as the engine did.
+        let effects = |out: &mut Vec<u8>| {
+            let several = entries.len() > 1;
+            if several {
+                encode_command(out, &[b"MULTI"]);
+            }
+            for (key, value) in &entries {
+                encode_write(out, key, value.as_ref());
+            }
+            if several {
+                encode_command(out, &[b"EXEC"]);
+            }
+        };
+        let written = if batch.is_empty() { Ok(()) } else { self.ks.write(&batch, effects).await };
         let staged = std::mem::take(&mut self.staged);
         match written {
             Ok(()) => {

@@ -242,8 +242,8 @@ impl Server {
         // From here the server owns the socket file: shutdown removes it.
         let unix_socket = listeners.unix_path.take();
         let appendfsync = config.appendfsync;
-        #[cfg_attr(not(feature = "failpoints"), allow(unused_mut))]
-        let mut keyspace = Keyspace::new(db, appendfsync);
+                let mut keyspace = Keyspace::new(db, appendfsync);
+        keyspace.set_repl_backlog_size(config.repl_backlog_size);
         #[cfg(feature = "failpoints")]
         keyspace.set_write_hook(config.write_hook.clone());
         let shared = Arc::new(Shared {
@@ -260,6 +260,7 @@ impl Server {
         if let Some(l) = unix {
             runtime.spawn(accept_loop(Listener::Unix(l), shared.clone(), stopped.clone()));
         }
+        runtime.spawn(crate::replication::ping_replicas(shared.clone(), stopped.clone()));
         if appendfsync == AppendFsync::Everysec {
             runtime.spawn(sync_every_second(shared.clone(), stopped));
         }
@@ -525,12 +526,12 @@ fn take(shared: &Arc<Shared>, conn: Accepted, stop: &watch::Receiver<bool>) {
         return;
     };
     match conn {
-        Accepted::Tcp(stream, _) => {
+        Accepted::Tcp(stream, peer) => {
             let _ = stream.set_nodelay(true);
-            tokio::spawn(serve_connection(shared.clone(), stream, stop.clone(), id));
+            tokio::spawn(serve_connection(shared.clone(), stream, stop.clone(), id, Some(peer)));
         }
         Accepted::Unix(stream) => {
-            tokio::spawn(serve_connection(shared.clone(), stream, stop.clone(), id));
+            tokio::spawn(serve_connection(shared.clone(), stream, stop.clone(), id, None));
         }
     }
 }
@@ -642,6 +643,7 @@ async fn serve_connection<S>(
     mut stream: S,
     mut stop: watch::Receiver<bool>,
     id: u64,
+    peer: Option<SocketAddr>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -655,6 +657,7 @@ async fn serve_connection<S>(
     };
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
     let mut run = Run::new(&shared.keyspace, session.protocol);
+    let mut sync = None;
     loop {
         // Stages 1 and 2.
         let mut taken = 0;
@@ -672,6 +675,11 @@ async fn serve_connection<S>(
                     }
                     if session.quit {
                         close = true;
+                        break;
+                    }
+                    if let Some(request) = session.sync.take() {
+                        // PSYNC or SYNC: the connection becomes a replica's link.
+                        sync = Some(request);
                         break;
                     }
                     if run.len() >= RUN_COMMANDS_MAX {
@@ -703,6 +711,13 @@ async fn serve_connection<S>(
         }
         if !write_out(&shared, &mut stream, &mut run.output).await || close || *stop.borrow() {
             break;
+        }
+        if let Some(request) = sync.take() {
+            drop(run);
+            let ip = peer.map(|p| p.ip());
+            crate::replication::serve_replica(shared.clone(), stream, input, request, ip, id, stop)
+                .await;
+            return;
         }
         if input.capacity() - input.len() < READ_CHUNK_BYTES / 4 {
             input.reserve(READ_CHUNK_BYTES);

@@ -15,6 +15,7 @@ mod connection;
 mod expiry;
 mod introspection;
 mod keys;
+mod replication;
 mod strings;
 
 use crate::resp::{Protocol, Reply, Request};
@@ -34,6 +35,21 @@ pub struct Session {
     pub name: Option<Vec<u8>>,
     /// Set by `QUIT`: the connection closes once the reply is sent.
     pub quit: bool,
+    /// What the client said of itself as a replica (`REPLCONF`).
+    pub replica: ReplicaSays,
+    /// Set by `PSYNC` or `SYNC`: the connection becomes the replica's link.
+    pub sync: Option<crate::replication::SyncRequest>,
+}
+
+/// What a replica tells a master with `REPLCONF` before `PSYNC`.
+#[derive(Debug, Default, Clone)]
+pub struct ReplicaSays {
+    /// `listening-port`.
+    pub port: u16,
+    /// `ip-address`.
+    pub ip: Option<String>,
+    /// `capa eof`: it takes a snapshot ended by a mark.
+    pub capa_eof: bool,
 }
 
 impl Session {
@@ -45,6 +61,8 @@ impl Session {
             authenticated: !password_set,
             name: None,
             quit: false,
+            replica: ReplicaSays::default(),
+            sync: None,
         }
     }
 }
@@ -66,6 +84,7 @@ const W: &[&str] = &["write"];
 const R: &[&str] = &["readonly", "fast"];
 const C: &[&str] = &["fast", "loading", "stale"];
 const A: &[&str] = &["noscript", "loading", "stale", "fast", "no-auth"];
+const ADMIN: &[&str] = &["admin", "noscript", "no-async-loading", "no-multi"];
 
 /// Every command served. Anything else is answered an error naming it.
 pub const COMMANDS: &[Spec] = &[
@@ -98,16 +117,21 @@ pub const COMMANDS: &[Spec] = &[
     Spec { name: "pexpire", arity: -3, flags: W, keys: (1, 1, 1) },
     Spec { name: "ping", arity: -1, flags: C, keys: (0, 0, 0) },
     Spec { name: "psetex", arity: 4, flags: W, keys: (1, 1, 1) },
+    Spec { name: "psync", arity: -3, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "pttl", arity: 2, flags: R, keys: (1, 1, 1) },
     Spec { name: "quit", arity: -1, flags: A, keys: (0, 0, 0) },
+    Spec { name: "replconf", arity: -1, flags: ADMIN, keys: (0, 0, 0) },
+    Spec { name: "role", arity: 1, flags: C, keys: (0, 0, 0) },
     Spec { name: "scan", arity: -2, flags: &["readonly"], keys: (0, 0, 0) },
     Spec { name: "select", arity: 2, flags: C, keys: (0, 0, 0) },
     Spec { name: "set", arity: -3, flags: W, keys: (1, 1, 1) },
     Spec { name: "setex", arity: 4, flags: W, keys: (1, 1, 1) },
     Spec { name: "setnx", arity: 3, flags: W, keys: (1, 1, 1) },
     Spec { name: "strlen", arity: 2, flags: R, keys: (1, 1, 1) },
+    Spec { name: "sync", arity: 1, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "ttl", arity: 2, flags: R, keys: (1, 1, 1) },
     Spec { name: "type", arity: 2, flags: R, keys: (1, 1, 1) },
+    Spec { name: "wait", arity: 3, flags: &["noscript"], keys: (0, 0, 0) },
 ];
 
 /// The table's entry for a name, any case.
@@ -192,6 +216,19 @@ pub async fn execute(shared: &Shared, session: &mut Session, run: &mut Run<'_>, 
         return;
     }
     run.flush().await;
+    if spec.name == "replconf" {
+        match replication::replconf(session, &args) {
+            replication::Replconf::Reply(reply) => run.answer(reply),
+            replication::Replconf::Silent => {}
+        }
+        return;
+    }
+    if matches!(spec.name, "psync" | "sync") {
+        if let Some(reply) = replication::psync(session, &args) {
+            run.answer(reply);
+        }
+        return;
+    }
     let reply = execute_alone(shared, session, spec, &args).await.unwrap_or_else(failed);
     // HELLO may have changed the protocol; its own reply is in the new one.
     run.protocol = session.protocol;
@@ -255,6 +292,8 @@ async fn execute_alone(
         "command" => Ok(introspection::command(args)),
         "config" => Ok(introspection::config(shared, args)),
         "info" => introspection::info(shared, args).await,
+        "role" => Ok(replication::role(shared)),
+        "wait" => Ok(replication::wait(shared, args).await),
         other => unreachable!("{other} is in the command table but not dispatched"),
     }
 }

@@ -73,6 +73,14 @@ pub struct Args {
     /// partial resync (Redis's repl-backlog-size).
     #[arg(long = "repl-backlog-size", default_value_t = config::REPL_BACKLOG_SIZE_DEFAULT)]
     repl_backlog_size: usize,
+    /// Refuse writes (-NOREPLICAS) while fewer replicas than this are online and acknowledged
+    /// within --min-replicas-max-lag seconds (0: never refuse).
+    #[arg(long = "min-replicas-to-write", default_value_t = 0)]
+    min_replicas_to_write: usize,
+    /// Seconds since a replica's last acknowledgement within which it counts for
+    /// --min-replicas-to-write.
+    #[arg(long = "min-replicas-max-lag", default_value_t = 10)]
+    min_replicas_max_lag: u64,
     /// The store's memtable size in bytes (db_bench's name); a value is at most half of it.
     #[arg(long = "write_buffer_size")]
     write_buffer_size: Option<usize>,
@@ -159,6 +167,8 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         max_request_bytes: args.max_request_bytes,
         threads: args.threads.unwrap_or_else(config::default_threads),
         repl_backlog_size: args.repl_backlog_size,
+        min_replicas_to_write: args.min_replicas_to_write,
+        min_replicas_max_lag: args.min_replicas_max_lag,
         ..Config::default()
     };
     // Refused before the store is touched.

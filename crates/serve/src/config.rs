@@ -110,6 +110,13 @@ pub struct Config {
     /// Bytes of the replication stream kept for replicas that reconnect
     /// (`--repl-backlog-size`, Redis's `repl-backlog-size`).
     pub repl_backlog_size: usize,
+    /// Writes are refused (`-NOREPLICAS`) while fewer replicas than this are online and
+    /// acknowledged within `min_replicas_max_lag` seconds (`--min-replicas-to-write`,
+    /// Redis's; 0, the default, never refuses).
+    pub min_replicas_to_write: usize,
+    /// Seconds since a replica's last acknowledgement within which it counts for
+    /// `min_replicas_to_write` (`--min-replicas-max-lag`, Redis's; 10 by default).
+    pub min_replicas_max_lag: u64,
     /// Test hook (feature `failpoints`): called around every engine write of the clients'
     /// commands ([`crate::keyspace::WriteHook`]).
     #[cfg(feature = "failpoints")]
@@ -130,6 +137,8 @@ impl Default for Config {
             max_request_args: resp::ARRAY_LEN_MAX_DEFAULT,
             threads: default_threads(),
             repl_backlog_size: REPL_BACKLOG_SIZE_DEFAULT,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             #[cfg(feature = "failpoints")]
             write_hook: None,
         }

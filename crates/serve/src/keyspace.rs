@@ -275,7 +275,11 @@ impl Keyspace {
     /// `effects` writes of it (Redis commands: replication.rs). The caller holds the stripes
     /// of every key the batch writes, so batches on one key are applied and fed in one
     /// order.
-    pub async fn write(&self, batch: &WriteBatch, effects: impl FnOnce(&mut Vec<u8>)) -> Result<()> {
+    pub async fn write(
+        &self,
+        batch: &WriteBatch,
+        effects: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<()> {
         #[cfg(feature = "failpoints")]
         if let Some(hook) = &self.write_hook {
             (hook.0)(WriteEvent::Before(batch.len()));

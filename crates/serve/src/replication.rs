@@ -292,13 +292,24 @@ impl Replication {
         }
     }
 
-    /// Replicas that acknowledged `offset` or more.
-    pub fn count_acked(&self, offset: u64) -> usize {
+    /// Replicas online that acknowledged within `max_lag_s` seconds (Redis's "good"
+    /// replicas, for `min-replicas-to-write`).
+    pub fn count_good(&self, max_lag_s: u64) -> usize {
+        let now = now_ms();
         self.lock()
             .replicas
             .iter()
-            .filter(|r| r.info.ack.load(Ordering::Acquire) >= offset)
+            .filter(|r| {
+                r.info.online.load(Ordering::Acquire)
+                    && now.saturating_sub(r.info.ack_at_ms.load(Ordering::Acquire)) / 1000
+                        <= max_lag_s
+            })
             .count()
+    }
+
+    /// Replicas that acknowledged `offset` or more.
+    pub fn count_acked(&self, offset: u64) -> usize {
+        self.lock().replicas.iter().filter(|r| r.info.ack.load(Ordering::Acquire) >= offset).count()
     }
 
     /// Waits until `n` replicas acknowledged `offset` or `deadline` passes (never, for
@@ -473,7 +484,11 @@ pub async fn serve_replica<S>(
     let mut attachment = match partial {
         Some((missed, attachment)) => {
             repl.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
-            log::info!("replica {ip}:{}: partial resync, {} bytes from the backlog", request.port, missed.len());
+            log::info!(
+                "replica {ip}:{}: partial resync, {} bytes from the backlog",
+                request.port,
+                missed.len()
+            );
             let mut out = format!("+CONTINUE {}\r\n", repl.replid()).into_bytes();
             out.extend_from_slice(&missed);
             if writer.write_all(&out).await.is_err() {
@@ -488,7 +503,15 @@ pub async fn serve_replica<S>(
             let (snapshot, offset, attachment) =
                 repl.start_full(shared.keyspace.db(), id, ip.clone(), request.port);
             log::info!("replica {ip}:{}: full resync at offset {offset}", request.port);
-            let sent = send_snapshot(&mut writer, shared.clone(), snapshot, &request, repl.replid(), offset).await;
+            let sent = send_snapshot(
+                &mut writer,
+                shared.clone(),
+                snapshot,
+                &request,
+                repl.replid(),
+                offset,
+            )
+            .await;
             match sent {
                 Ok(eof_mark) => wait_first_ack = eof_mark,
                 Err(e) => {

@@ -242,7 +242,7 @@ impl Server {
         // From here the server owns the socket file: shutdown removes it.
         let unix_socket = listeners.unix_path.take();
         let appendfsync = config.appendfsync;
-                let mut keyspace = Keyspace::new(db, appendfsync);
+        let mut keyspace = Keyspace::new(db, appendfsync);
         keyspace.set_repl_backlog_size(config.repl_backlog_size);
         #[cfg(feature = "failpoints")]
         keyspace.set_write_hook(config.write_hook.clone());

@@ -59,7 +59,13 @@ fn a_redis_replica_gets_the_snapshot_then_the_stream() {
     let master = TestServer::start();
     let mut c = master.client();
     let _: () = c.set("before", "snapshot").unwrap();
-    let _: () = redis::cmd("SET").arg("expiring").arg("x").arg("PXAT").arg(4_102_444_800_000u64).query(&mut c).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("expiring")
+        .arg("x")
+        .arg("PXAT")
+        .arg(4_102_444_800_000u64)
+        .query(&mut c)
+        .unwrap();
     for i in 0..500 {
         let _: () = c.set(format!("k{i}"), i).unwrap();
     }
@@ -86,10 +92,9 @@ fn a_redis_replica_gets_the_snapshot_then_the_stream() {
     assert_eq!(replica.cli(&["exists", "before"]), "0");
     assert_eq!(replica.cli(&["get", "m2"]), "b");
     let replica_expiry: u64 = replica.cli(&["pexpiretime", "m1"]).parse().unwrap();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
+            as u64;
     assert!(
         (now + 900_000..=now + 1_000_000).contains(&replica_expiry),
         "EXPIRE 1000 reached the replica as an absolute time: {replica_expiry} at {now}"
@@ -123,7 +128,11 @@ fn a_redis_replica_gets_the_snapshot_then_the_stream() {
 
 #[test]
 fn an_expired_key_is_deleted_on_the_replica_by_the_master() {
-    let master = TestServer::start();
+    // With synced writes, whose batches are fed once their tickets complete.
+    let master = TestServer::start_with(shale_serve::Config {
+        appendfsync: shale_serve::AppendFsync::Always,
+        ..common::test_config()
+    });
     let mut c = master.client();
     let replica = replica_of(&master);
     let _: () = redis::cmd("SET").arg("short").arg("v").arg("PX").arg(300).query(&mut c).unwrap();
@@ -162,6 +171,8 @@ fn a_dropped_link_resumes_with_a_partial_resync() {
     assert_eq!(info_field(&info, "sync_full").as_deref(), Some("1"), "no second full resync");
     assert_eq!(info_field(&info, "sync_partial_err").as_deref(), Some("0"));
     assert!(replica.log().contains("Successful partial resynchronization"), "{}", replica.log());
+    // Shutdown with a replica attached: its link ends, the store closes.
+    master.stop();
 }
 
 #[test]
@@ -251,7 +262,8 @@ fn malformed_replication_requests_are_refused_without_harm() {
 #[test]
 fn concurrent_pipelines_replicate_in_the_store_s_order() {
     // Several worker threads: the connections' writes really run at once.
-    let master = TestServer::start_with(shale_serve::Config { threads: 4, ..common::test_config() });
+    let master =
+        TestServer::start_with(shale_serve::Config { threads: 4, ..common::test_config() });
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writers: Vec<_> = (0..4u64)
         .map(|w| {
@@ -271,7 +283,13 @@ fn concurrent_pipelines_replicate_in_the_store_s_order() {
                         let k = format!("key{}", x % 40);
                         match x % 5 {
                             0 => p.cmd("DEL").arg(&k).ignore(),
-                            1 => p.cmd("MSET").arg(&k).arg(x).arg(format!("key{}", x % 7)).arg(w).ignore(),
+                            1 => p
+                                .cmd("MSET")
+                                .arg(&k)
+                                .arg(x)
+                                .arg(format!("key{}", x % 7))
+                                .arg(w)
+                                .ignore(),
                             2 => p.cmd("SET").arg(&k).arg(x).arg("PX").arg(3_600_000).ignore(),
                             _ => p.cmd("APPEND").arg(&k).arg(w).ignore(),
                         };
@@ -309,4 +327,24 @@ fn concurrent_pipelines_replicate_in_the_store_s_order() {
         let v: String = c.get(k).unwrap();
         assert_eq!(replica.cli(&["get", k]), v, "key {k}");
     }
+}
+
+#[test]
+fn min_replicas_to_write_refuses_writes_without_a_good_replica() {
+    let master = TestServer::start_with(shale_serve::Config {
+        min_replicas_to_write: 1,
+        ..common::test_config()
+    });
+    let mut c = master.client();
+    let refused = c.set::<_, _, ()>("k", "v").unwrap_err();
+    assert_eq!(refused.code(), Some("NOREPLICAS"), "{refused}");
+    let got: Option<String> = c.get("k").unwrap();
+    assert_eq!(got, None, "reads go on, the refused write did not happen");
+    let replica = replica_of(&master);
+    until("a write is accepted with a replica online", || c.set::<_, _, ()>("k", "v").is_ok());
+    until("the write reaches the replica", || replica.cli(&["get", "k"]) == "v");
+    drop(replica);
+    until("writes are refused once the replica is gone", || {
+        c.set::<_, _, ()>("k", "w").is_err_and(|e| e.code() == Some("NOREPLICAS"))
+    });
 }

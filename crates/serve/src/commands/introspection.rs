@@ -198,9 +198,12 @@ pub fn config(shared: &Shared, args: &Request) -> Reply {
         ("bind", c.bind.map(|a| a.ip().to_string()).unwrap_or_default()),
         ("databases", "1".into()),
         ("maxclients", c.max_clients.to_string()),
+        ("min-replicas-max-lag", c.min_replicas_max_lag.to_string()),
+        ("min-replicas-to-write", c.min_replicas_to_write.to_string()),
         ("port", shared.tcp_addr.map_or(0, |a| a.port()).to_string()),
         ("protected-mode", if c.protected_mode { "yes" } else { "no" }.into()),
         ("proto-max-bulk-len", c.max_request_bytes.to_string()),
+        ("repl-backlog-size", c.repl_backlog_size.to_string()),
         ("requirepass", c.password.clone().unwrap_or_default()),
         // No snapshots: the WAL and SSTs are the persistence.
         ("save", String::new()),

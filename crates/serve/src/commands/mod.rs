@@ -208,6 +208,15 @@ pub async fn execute(shared: &Shared, session: &mut Session, run: &mut Run<'_>, 
         run.answer(Reply::Error("NOAUTH Authentication required.".into()));
         return;
     }
+    let min_replicas = shared.config.min_replicas_to_write;
+    if min_replicas > 0
+        && spec.flags.contains(&"write")
+        && shared.keyspace.replication().count_good(shared.config.min_replicas_max_lag)
+            < min_replicas
+    {
+        run.answer(Reply::Error("NOREPLICAS Not enough good replicas to write.".into()));
+        return;
+    }
     if runs_in_run(spec) {
         match execute_in_run(run, spec, &args).await {
             Ok(reply) => run.finish(reply).await,

@@ -133,8 +133,8 @@ pub async fn wait(shared: &Shared, args: &Request) -> Reply {
         return Reply::Int(repl.count_acked(offset) as i64);
     }
     repl.request_acks();
-    let deadline = (timeout > 0)
-        .then(|| tokio::time::Instant::now() + Duration::from_millis(timeout as u64));
+    let deadline =
+        (timeout > 0).then(|| tokio::time::Instant::now() + Duration::from_millis(timeout as u64));
     Reply::Int(repl.wait_for_acks(n, offset, deadline).await as i64)
 }
 

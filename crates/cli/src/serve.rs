@@ -81,12 +81,25 @@ pub struct Args {
     /// --min-replicas-to-write.
     #[arg(long = "min-replicas-max-lag", default_value_t = 10)]
     min_replicas_max_lag: u64,
+    /// Start as a replica of the master at HOST PORT (a shale serve or a Redis 7), as
+    /// `REPLICAOF HOST PORT` would: read-only to clients until `REPLICAOF NO ONE`.
+    #[arg(long, num_args = 2, value_names = ["HOST", "PORT"])]
+    replicaof: Option<Vec<String>>,
     /// The store's memtable size in bytes (db_bench's name); a value is at most half of it.
     #[arg(long = "write_buffer_size")]
     write_buffer_size: Option<usize>,
     /// The store's block cache in bytes (db_bench's name).
     #[arg(long = "cache_size")]
     cache_size: Option<usize>,
+}
+
+/// `--replicaof HOST PORT`, its port checked.
+fn replicaof(args: &Args) -> Result<Option<(String, u16)>, String> {
+    let Some(v) = &args.replicaof else { return Ok(None) };
+    let port = v[1].parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| {
+        format!("shale serve: --replicaof {} {}: the port is not in 1..=65535", v[0], v[1])
+    })?;
+    Ok(Some((v[0].clone(), port)))
 }
 
 /// The environment variable a password may come from.
@@ -169,6 +182,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         repl_backlog_size: args.repl_backlog_size,
         min_replicas_to_write: args.min_replicas_to_write,
         min_replicas_max_lag: args.min_replicas_max_lag,
+        replicaof: replicaof(args)?,
         ..Config::default()
     };
     // Refused before the store is touched.

@@ -117,6 +117,9 @@ pub struct Config {
     /// Seconds since a replica's last acknowledgement within which it counts for
     /// `min_replicas_to_write` (`--min-replicas-max-lag`, Redis's; 10 by default).
     pub min_replicas_max_lag: u64,
+    /// The master to follow from the start, as `REPLICAOF host port` would
+    /// (`--replicaof HOST PORT`).
+    pub replicaof: Option<(String, u16)>,
     /// Test hook (feature `failpoints`): called around every engine write of the clients'
     /// commands ([`crate::keyspace::WriteHook`]).
     #[cfg(feature = "failpoints")]
@@ -139,6 +142,7 @@ impl Default for Config {
             repl_backlog_size: REPL_BACKLOG_SIZE_DEFAULT,
             min_replicas_to_write: 0,
             min_replicas_max_lag: 10,
+            replicaof: None,
             #[cfg(feature = "failpoints")]
             write_hook: None,
         }

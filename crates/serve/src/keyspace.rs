@@ -304,15 +304,23 @@ impl Keyspace {
         self.submit(|db| db.submit_write(batch, &opts)).await
     }
 
+    /// Every stripe, taken in index order (call it holding none): what FLUSHDB and a
+    /// replica's load of a snapshot hold, so that no batch of another is between its write
+    /// and its feed to the replication stream meanwhile.
+    pub(crate) async fn lock_all_stripes(&self) -> Vec<MutexGuard<'_, ()>> {
+        let mut held = Vec::with_capacity(self.locks.len());
+        for lock in self.locks.iter() {
+            held.push(lock.lock().await);
+        }
+        held
+    }
+
     /// Deletes every key of database 0: one range delete, holding every stripe (taken in
     /// index order, from none, as the lock rule of run.rs asks), so that no other batch is
     /// between its write and its feed to the replication stream meanwhile, and FLUSHDB takes
     /// one place in the stream's order.
     pub async fn flush_db(&self) -> Result<()> {
-        let mut held = Vec::with_capacity(self.locks.len());
-        for lock in self.locks.iter() {
-            held.push(lock.lock().await);
-        }
+        let _held = self.lock_all_stripes().await;
         let mut b = WriteBatch::new();
         b.delete_range(&[DB0], &[DB0 + 1]);
         self.write(&b, |out| crate::replication::encode_command(out, &[b"FLUSHDB"])).await

@@ -41,6 +41,7 @@ pub mod keyspace;
 pub mod marker;
 pub mod memory;
 pub mod rdb;
+pub mod replica;
 pub mod replica_link;
 pub mod replication;
 pub mod resp;

@@ -94,6 +94,8 @@ pub struct Shared {
     pub started: Instant,
     /// The TCP address listened on, its real port when 0 was asked.
     pub tcp_addr: Option<SocketAddr>,
+    /// The master this server follows, if it is a replica (replica.rs).
+    pub follower: crate::replica::Follower,
 }
 
 /// Decrements the connected count when a connection's task ends, however it ends.
@@ -252,6 +254,7 @@ impl Server {
             counters: Counters::default(),
             started: Instant::now(),
             tcp_addr,
+            follower: crate::replica::Follower::default(),
         });
         let (stop, stopped) = watch::channel(false);
         if let Some(l) = tcp {
@@ -261,6 +264,9 @@ impl Server {
             runtime.spawn(accept_loop(Listener::Unix(l), shared.clone(), stopped.clone()));
         }
         runtime.spawn(crate::replication::ping_replicas(shared.clone(), stopped.clone()));
+        if let Some((host, port)) = &shared.config.replicaof {
+            shared.follower.follow(&shared, host, *port);
+        }
         if appendfsync == AppendFsync::Everysec {
             runtime.spawn(sync_every_second(shared.clone(), stopped));
         }

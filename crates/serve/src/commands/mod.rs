@@ -18,6 +18,8 @@ mod keys;
 mod replication;
 mod strings;
 
+use std::sync::Arc;
+
 use crate::resp::{Protocol, Reply, Request};
 use crate::run::Run;
 use crate::server::Shared;
@@ -39,6 +41,8 @@ pub struct Session {
     pub replica: ReplicaSays,
     /// Set by `PSYNC` or `SYNC`: the connection becomes the replica's link.
     pub sync: Option<crate::replication::SyncRequest>,
+    /// The session a replica applies its master's stream in: writes are allowed to it alone.
+    pub master_link: bool,
 }
 
 /// What a replica tells a master with `REPLCONF` before `PSYNC`.
@@ -63,6 +67,7 @@ impl Session {
             quit: false,
             replica: ReplicaSays::default(),
             sync: None,
+            master_link: false,
         }
     }
 }
@@ -100,6 +105,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec { name: "echo", arity: 2, flags: C, keys: (0, 0, 0) },
     Spec { name: "exists", arity: -2, flags: R, keys: (1, -1, 1) },
     Spec { name: "expire", arity: -3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "expireat", arity: -3, flags: W, keys: (1, 1, 1) },
     Spec { name: "flushall", arity: -1, flags: W, keys: (0, 0, 0) },
     Spec { name: "flushdb", arity: -1, flags: W, keys: (0, 0, 0) },
     Spec { name: "get", arity: 2, flags: R, keys: (1, 1, 1) },
@@ -115,18 +121,21 @@ pub const COMMANDS: &[Spec] = &[
     Spec { name: "msetnx", arity: -3, flags: W, keys: (1, -1, 2) },
     Spec { name: "persist", arity: 2, flags: W, keys: (1, 1, 1) },
     Spec { name: "pexpire", arity: -3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "pexpireat", arity: -3, flags: W, keys: (1, 1, 1) },
     Spec { name: "ping", arity: -1, flags: C, keys: (0, 0, 0) },
     Spec { name: "psetex", arity: 4, flags: W, keys: (1, 1, 1) },
     Spec { name: "psync", arity: -3, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "pttl", arity: 2, flags: R, keys: (1, 1, 1) },
     Spec { name: "quit", arity: -1, flags: A, keys: (0, 0, 0) },
     Spec { name: "replconf", arity: -1, flags: ADMIN, keys: (0, 0, 0) },
+    Spec { name: "replicaof", arity: 3, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "role", arity: 1, flags: C, keys: (0, 0, 0) },
     Spec { name: "scan", arity: -2, flags: &["readonly"], keys: (0, 0, 0) },
     Spec { name: "select", arity: 2, flags: C, keys: (0, 0, 0) },
     Spec { name: "set", arity: -3, flags: W, keys: (1, 1, 1) },
     Spec { name: "setex", arity: 4, flags: W, keys: (1, 1, 1) },
     Spec { name: "setnx", arity: 3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "slaveof", arity: 3, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "strlen", arity: 2, flags: R, keys: (1, 1, 1) },
     Spec { name: "sync", arity: 1, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "ttl", arity: 2, flags: R, keys: (1, 1, 1) },
@@ -193,7 +202,12 @@ fn runs_in_run(spec: &Spec) -> bool {
 
 /// Runs one request (the stages of the module comment); its reply goes into `run`, in request
 /// order.
-pub async fn execute(shared: &Shared, session: &mut Session, run: &mut Run<'_>, args: Request) {
+pub async fn execute(
+    shared: &Arc<Shared>,
+    session: &mut Session,
+    run: &mut Run<'_>,
+    args: Request,
+) {
     run.protocol = session.protocol;
     let Some(spec) = lookup(&args[0]) else {
         run.answer(unknown_command(&args));
@@ -208,9 +222,15 @@ pub async fn execute(shared: &Shared, session: &mut Session, run: &mut Run<'_>, 
         run.answer(Reply::Error("NOAUTH Authentication required.".into()));
         return;
     }
+    let writes = spec.flags.contains(&"write");
+    if writes && !session.master_link && shared.follower.is_replica() {
+        run.answer(Reply::Error("READONLY You can't write against a read only replica.".into()));
+        return;
+    }
     let min_replicas = shared.config.min_replicas_to_write;
     if min_replicas > 0
-        && spec.flags.contains(&"write")
+        && writes
+        && !session.master_link
         && shared.keyspace.replication().count_good(shared.config.min_replicas_max_lag)
             < min_replicas
     {
@@ -268,8 +288,10 @@ async fn execute_in_run(run: &mut Run<'_>, spec: &Spec, args: &Request) -> crate
         "setnx" => strings::setnx(run, args).await,
         "strlen" => strings::strlen(run, args).await,
         "type" => strings::key_type(run, args).await,
-        "expire" => expiry::expire(run, args, 1000).await,
-        "pexpire" => expiry::expire(run, args, 1).await,
+        "expire" => expiry::expire(run, args, 1000, false).await,
+        "pexpire" => expiry::expire(run, args, 1, false).await,
+        "expireat" => expiry::expire(run, args, 1000, true).await,
+        "pexpireat" => expiry::expire(run, args, 1, true).await,
         "persist" => expiry::persist(run, args).await,
         "pttl" => expiry::ttl(run, args, false).await,
         "ttl" => expiry::ttl(run, args, true).await,
@@ -279,7 +301,7 @@ async fn execute_in_run(run: &mut Run<'_>, spec: &Spec, args: &Request) -> crate
 
 /// A command run on its own, after the run was flushed.
 async fn execute_alone(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     session: &mut Session,
     spec: &Spec,
     args: &Request,
@@ -301,6 +323,7 @@ async fn execute_alone(
         "command" => Ok(introspection::command(args)),
         "config" => Ok(introspection::config(shared, args)),
         "info" => introspection::info(shared, args).await,
+        "replicaof" | "slaveof" => Ok(crate::replica::replicaof(shared, args)),
         "role" => Ok(replication::role(shared)),
         "wait" => Ok(replication::wait(shared, args).await),
         other => unreachable!("{other} is in the command table but not dispatched"),

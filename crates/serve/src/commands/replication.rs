@@ -92,8 +92,19 @@ pub fn psync(session: &mut Session, args: &Request) -> Option<Reply> {
     None
 }
 
-/// `ROLE`: `master`, the offset, and each replica's address and acknowledged offset.
+/// `ROLE`: `master`, the offset, and each replica's address and acknowledged offset; or, on
+/// a replica, `slave`, its master's address, the link's state and the offset applied.
 pub fn role(shared: &Shared) -> Reply {
+    if let Some(m) = shared.follower.master() {
+        let up = m.status.up.load(Ordering::Acquire);
+        return Reply::Array(vec![
+            Reply::Bulk(b"slave".to_vec()),
+            Reply::Bulk(m.host.into_bytes()),
+            Reply::Int(i64::from(m.port)),
+            Reply::Bulk(if up { b"connected".to_vec() } else { b"connecting".to_vec() }),
+            Reply::Int(m.status.offset.load(Ordering::Acquire) as i64),
+        ]);
+    }
     let repl = shared.keyspace.replication();
     let replicas = repl
         .replicas()
@@ -124,6 +135,11 @@ pub async fn wait(shared: &Shared, args: &Request) -> Reply {
     if timeout < 0 {
         return Reply::err("timeout is negative");
     }
+    if shared.follower.is_replica() {
+        return Reply::err(
+            "WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
+        );
+    }
     let repl = shared.keyspace.replication();
     // The connection's run was flushed before WAIT: its writes are in the stream, before
     // this offset.
@@ -142,7 +158,27 @@ pub async fn wait(shared: &Shared, args: &Request) -> Reply {
 pub fn info_section(shared: &Shared, out: &mut String) {
     let repl = shared.keyspace.replication();
     let replicas = repl.replicas();
-    let _ = write!(out, "role:master\r\nconnected_slaves:{}\r\n", replicas.len());
+    match shared.follower.master() {
+        None => out.push_str("role:master\r\n"),
+        Some(m) => {
+            let up = m.status.up.load(Ordering::Acquire);
+            let offset = m.status.offset.load(Ordering::Acquire);
+            let last_io =
+                now_ms().saturating_sub(m.status.last_io_ms.load(Ordering::Acquire)) / 1000;
+            let _ = write!(
+                out,
+                "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\n\
+                 master_last_io_seconds_ago:{last_io}\r\nmaster_sync_in_progress:{}\r\n\
+                 slave_read_repl_offset:{offset}\r\nslave_repl_offset:{offset}\r\n\
+                 slave_priority:100\r\nslave_read_only:1\r\nreplica_announced:1\r\n",
+                m.host,
+                m.port,
+                if up { "up" } else { "down" },
+                u8::from(!up),
+            );
+        }
+    }
+    let _ = write!(out, "connected_slaves:{}\r\n", replicas.len());
     let now = now_ms();
     for (i, r) in replicas.iter().enumerate() {
         let state = if r.online.load(Ordering::Acquire) { "online" } else { "wait_bgsave" };

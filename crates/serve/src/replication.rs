@@ -520,6 +520,8 @@ pub async fn serve_replica<S>(
                     return;
                 }
             }
+            // The timeout counts from the snapshot's end: a large one takes its time.
+            attachment.info.ack_at_ms.store(now_ms(), Ordering::Release);
             if !wait_first_ack {
                 attachment.info.online.store(true, Ordering::Release);
             }

@@ -14,8 +14,10 @@
 //!    dropped and the commands between applied one by one; a command this server does not
 //!    have (another type's) is logged and skipped.
 //!
-//! Every reconnection is a full resync: the replica keeps no replication id or offset
-//! across a lost link or a restart.
+//! A lost link is tried again asking the master to continue from the offset applied (its
+//! replication id and offset are kept in memory): a partial resync when the master's backlog
+//! still holds it. A restart, or `REPLICAOF` again, starts with a full resync: the offset is
+//! not kept with the data.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,7 +28,7 @@ use shale_lsm::WriteBatch;
 use crate::commands::{self, Session};
 use crate::keyspace::now_ms;
 use crate::rdb::{self, Item};
-use crate::replica_link::Link;
+use crate::replica_link::{Link, Resync};
 use crate::resp::{Protocol, Reply, Request};
 use crate::run::Run;
 use crate::server::Shared;
@@ -48,6 +50,10 @@ pub struct LinkStatus {
     pub offset: AtomicU64,
     /// When the master was last heard from, Unix ms.
     pub last_io_ms: AtomicU64,
+    /// Full resyncs made on this link.
+    pub full_resyncs: AtomicU64,
+    /// Partial resyncs made (the master continued from the offset applied).
+    pub partial_resyncs: AtomicU64,
 }
 
 struct Following {
@@ -138,26 +144,49 @@ pub fn replicaof(shared: &Arc<Shared>, args: &Request) -> Reply {
     }
 }
 
-/// The link's task: resync, load, apply the stream; again after a pause on any failure.
+/// The link's task: resync, load, apply the stream; again after a pause on any failure,
+/// asking the master to continue from the offset applied (a partial resync, when its
+/// backlog still holds it).
 async fn follow(shared: Arc<Shared>, host: String, port: u16, status: Arc<LinkStatus>) {
     let addr = format!("{host}:{port}");
     let listening = shared.tcp_addr.map_or(0, |a| a.port());
+    let mut resume: Option<(String, u64)> = None;
     loop {
         status.up.store(false, Ordering::Release);
-        match Link::full_resync(&addr, listening, LINK_TIMEOUT).await {
-            Ok((mut link, full)) => {
+        let from = resume.as_ref().map(|(id, off)| (id.as_str(), *off));
+        match Link::resync(&addr, listening, LINK_TIMEOUT, from).await {
+            Ok((mut link, resync)) => {
                 status.last_io_ms.store(now_ms(), Ordering::Release);
-                match load(&shared, full.rdb).await {
-                    Ok(n) => {
+                let loaded = match resync {
+                    Resync::Continued => {
+                        status.partial_resyncs.fetch_add(1, Ordering::Relaxed);
                         log::info!(
-                            "replica of {addr}: loaded {n} keys at offset {} of {}",
-                            full.offset,
-                            full.replid
+                            "replica of {addr}: partial resync from offset {}",
+                            link.offset()
                         );
+                        Ok(())
+                    }
+                    Resync::Full(full) => {
+                        status.full_resyncs.fetch_add(1, Ordering::Relaxed);
+                        // Whatever was applied before is replaced.
+                        resume = None;
+                        load(&shared, full.rdb).await.map(|n| {
+                            log::info!(
+                                "replica of {addr}: loaded {n} keys at offset {} of {}",
+                                full.offset,
+                                full.replid
+                            );
+                        })
+                    }
+                };
+                match loaded {
+                    Ok(()) => {
                         status.offset.store(link.offset(), Ordering::Release);
                         status.up.store(true, Ordering::Release);
                         let e = apply_stream(&shared, &mut link, &status).await;
                         log::warn!("replica of {addr}: the link ended: {e}");
+                        // Every command handed out was applied: continue after the last.
+                        resume = Some((link.replid().to_string(), link.offset()));
                     }
                     Err(e) => log::warn!("replica of {addr}: loading the snapshot: {e}"),
                 }

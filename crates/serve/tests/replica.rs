@@ -130,4 +130,22 @@ fn a_shale_replica_of_a_redis_master_loads_its_strings_and_applies_its_stream() 
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+
+    // The master drops the link: the replica comes back asking to continue from its offset,
+    // and the master's backlog serves it.
+    master.cli(&["client", "kill", "type", "replica"]);
+    until("the replica resumes with a partial resync", || {
+        info_field(&mut r, "shale_partial_resyncs").as_deref() == Some("1")
+            && info_field(&mut r, "master_link_status").as_deref() == Some("up")
+    });
+    master.cli(&["set", "resumed", "yes"]);
+    until("writes after the resync arrive", || {
+        r.get::<_, Option<String>>("resumed").unwrap().as_deref() == Some("yes")
+    });
+    let info = master.cli(&["info", "stats"]);
+    assert!(info.contains("sync_partial_ok:1"), "{info}");
+    assert!(info.contains("sync_full:1"), "{info}");
+    assert_eq!(info_field(&mut r, "shale_full_resyncs").as_deref(), Some("1"));
+    let got: String = r.get("int").unwrap();
+    assert_eq!(got, "12346", "nothing applied twice");
 }

@@ -575,6 +575,10 @@ pub async fn serve_replica<S>(
                 let Some(chunk) = chunk else { break };
                 out.clear();
                 out.extend_from_slice(&chunk);
+                // Let the connections that are ready run first, so that their batches go out
+                // in this write too: one write per pass over the clients, as Redis writes to
+                // its replicas once per event loop, not one per batch.
+                tokio::task::yield_now().await;
                 while out.len() < STREAM_WRITE_BYTES_MAX {
                     match attachment.rx.try_recv() {
                         Ok(c) => out.extend_from_slice(&c),

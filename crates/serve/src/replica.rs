@@ -179,6 +179,12 @@ async fn follow(shared: Arc<Shared>, host: String, port: u16, status: Arc<LinkSt
                         })
                     }
                 };
+                // The snapshot's offset acknowledged once it is loaded (a diskless master
+                // starts the stream on it; WAIT counts the replica only from then).
+                let loaded = match loaded {
+                    Ok(()) => link.ack().await.map_err(|e| e.to_string()),
+                    Err(e) => Err(e),
+                };
                 match loaded {
                     Ok(()) => {
                         status.offset.store(link.offset(), Ordering::Release);
@@ -188,7 +194,7 @@ async fn follow(shared: Arc<Shared>, host: String, port: u16, status: Arc<LinkSt
                         // Every command handed out was applied: continue after the last.
                         resume = Some((link.replid().to_string(), link.offset()));
                     }
-                    Err(e) => log::warn!("replica of {addr}: loading the snapshot: {e}"),
+                    Err(e) => log::warn!("replica of {addr}: taking the snapshot: {e}"),
                 }
             }
             Err(e) => log::warn!("replica of {addr}: {e}"),

@@ -134,7 +134,13 @@ impl Link {
         timeout: Duration,
     ) -> Result<(Link, FullResync), LinkError> {
         match Link::resync(addr, listening_port, timeout, None).await? {
-            (link, Resync::Full(full)) => Ok((link, full)),
+            (mut link, Resync::Full(full)) => {
+                // A master that sent the snapshot diskless starts the stream only once the
+                // replica acknowledges it (`next_command` acknowledges again every second of
+                // silence, for a master that took it online after this one).
+                link.ack().await?;
+                Ok((link, full))
+            }
             (_, Resync::Continued) => {
                 Err(LinkError::Handshake { step: "PSYNC", reply: "+CONTINUE".into() })
             }
@@ -144,7 +150,9 @@ impl Link {
     /// As [`Link::full_resync`], but asking first to continue from `from`, the master's
     /// replication id and the offset the replica applied (`PSYNC id offset+1`, Redis's
     /// offsets): the master answers `+CONTINUE` and the stream from there if its backlog
-    /// holds it, a full resync otherwise.
+    /// holds it, a full resync otherwise. After a full resync the caller acknowledges the
+    /// snapshot ([`Link::ack`]) once it has loaded it: a diskless master starts the stream
+    /// only then.
     ///
     /// # Errors
     /// As [`Link::full_resync`].
@@ -205,10 +213,8 @@ impl Link {
         let rdb = link.snapshot().await?;
         link.replid = replid.to_string();
         link.offset = offset;
-        // A master that sent the snapshot diskless starts the stream only once the replica
-        // acknowledges it after taking it online (`next_command` acknowledges again every
-        // second of silence, for a master that took it online after this one).
-        link.ack().await?;
+        // Not acknowledged here: the caller acknowledges ([`Link::ack`]) once it has loaded
+        // the snapshot, so that a master's WAIT never counts a replica still loading it.
         Ok((link, Resync::Full(FullResync { replid: replid.to_string(), offset, rdb })))
     }
 

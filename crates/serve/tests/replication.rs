@@ -348,3 +348,34 @@ fn min_replicas_to_write_refuses_writes_without_a_good_replica() {
         c.set::<_, _, ()>("k", "w").is_err_and(|e| e.code() == Some("NOREPLICAS"))
     });
 }
+
+/// A replica that drops its link in the middle of the snapshot leaves the master as it was:
+/// the link is gone from INFO, clients are served, and the next replica gets everything.
+#[test]
+fn a_link_dropped_mid_snapshot_does_no_harm() {
+    let master = TestServer::start();
+    let mut c = master.client();
+    let value = "v".repeat(1024);
+    for chunk in 0..8 {
+        let mut p = redis::pipe();
+        for i in 0..500 {
+            p.cmd("SET").arg(format!("k{chunk}:{i}")).arg(&value).ignore();
+        }
+        let _: () = p.query(&mut c).unwrap();
+    }
+    let mut raw = master.raw();
+    raw.write_all(b"REPLCONF capa eof\r\nPSYNC ? -1\r\n").unwrap();
+    assert_eq!(read_line(&mut raw), "+OK\r\n");
+    assert!(read_line(&mut raw).starts_with("+FULLRESYNC "));
+    let mut some = [0u8; 4096];
+    raw.read_exact(&mut some).unwrap();
+    drop(raw);
+    until("the dropped link is gone", || {
+        info_field(&master_info(&mut c), "connected_slaves").as_deref() == Some("0")
+    });
+    let _: () = c.set("after", "drop").unwrap();
+    let replica = replica_of(&master);
+    assert_eq!(replica.cli(&["dbsize"]), "4001");
+    assert_eq!(replica.cli(&["get", "after"]), "drop");
+    assert_eq!(replica.cli(&["strlen", "k7:499"]), "1024");
+}

@@ -275,19 +275,22 @@ impl Keyspace {
     /// `effects` writes of it (Redis commands: replication.rs). The caller holds the stripes
     /// of every key the batch writes, so batches on one key are applied and fed in one
     /// order.
+    ///
+    /// Returns the replication offset just past the batch's effects (0 when the stream is
+    /// off): what a `WAIT` of the writer's client waits for.
     pub async fn write(
         &self,
         batch: &WriteBatch,
         effects: impl FnOnce(&mut Vec<u8>),
-    ) -> Result<()> {
+    ) -> Result<u64> {
         #[cfg(feature = "failpoints")]
         if let Some(hook) = &self.write_hook {
             (hook.0)(WriteEvent::Before(batch.len()));
         }
-        let written = self.write_batch(batch).await;
-        if written.is_ok() {
-            self.replication.feed(effects);
-        }
+        let written = match self.write_batch(batch).await {
+            Ok(()) => Ok(self.replication.feed(effects)),
+            Err(e) => Err(e),
+        };
         #[cfg(feature = "failpoints")]
         if let Some(hook) = &self.write_hook {
             (hook.0)(WriteEvent::After(batch.len()));
@@ -323,7 +326,8 @@ impl Keyspace {
         let _held = self.lock_all_stripes().await;
         let mut b = WriteBatch::new();
         b.delete_range(&[DB0], &[DB0 + 1]);
-        self.write(&b, |out| crate::replication::encode_command(out, &[b"FLUSHDB"])).await
+        self.write(&b, |out| crate::replication::encode_command(out, &[b"FLUSHDB"])).await?;
+        Ok(())
     }
 
     /// Up to `count` live entries of database 0 after the engine key `after` (from the start

@@ -202,20 +202,23 @@ impl Replication {
 
     /// Feeds the bytes `encode` writes (whole commands) to the stream, if it is on. Called
     /// after the engine applied the batch they describe, with its keys' stripes still held.
-    pub fn feed(&self, encode: impl FnOnce(&mut Vec<u8>)) {
+    /// Returns the offset just past them (what a `WAIT` of the writer's client waits for),
+    /// or 0 when nothing was fed.
+    pub fn feed(&self, encode: impl FnOnce(&mut Vec<u8>)) -> u64 {
         // SeqCst: a writer that applied its batch and then reads `false` here is ordered
         // before the store of `true`, which comes before the first snapshot: the snapshot
         // holds its batch.
         if !self.active.load(Ordering::SeqCst) {
-            return;
+            return 0;
         }
         let mut bytes = Vec::new();
         encode(&mut bytes);
         if bytes.is_empty() {
-            return;
+            return 0;
         }
         let mut st = self.lock();
         self.append(&mut st, bytes);
+        st.backlog.as_ref().map_or(0, Backlog::end)
     }
 
     fn append(&self, st: &mut State, bytes: Vec<u8>) {

@@ -83,6 +83,9 @@ pub struct Run<'a> {
     command_expired_deleted: u64,
     /// Replies released, encoded, in request order: what may go to the socket.
     pub output: Vec<u8>,
+    /// The replication offset past this connection's last write (Redis's `woff`): what its
+    /// `WAIT` waits for.
+    pub woff: u64,
 }
 
 impl<'a> Run<'a> {
@@ -101,6 +104,7 @@ impl<'a> Run<'a> {
             command_bytes: 0,
             command_expired_deleted: 0,
             output: Vec::new(),
+            woff: 0,
         }
     }
 
@@ -280,7 +284,11 @@ impl<'a> Run<'a> {
                 encode_command(out, &[b"EXEC"]);
             }
         };
-        let written = if batch.is_empty() { Ok(()) } else { self.ks.write(&batch, effects).await };
+        let written = if batch.is_empty() {
+            Ok(())
+        } else {
+            self.ks.write(&batch, effects).await.map(|fed| self.woff = self.woff.max(fed))
+        };
         let staged = std::mem::take(&mut self.staged);
         match written {
             Ok(()) => {

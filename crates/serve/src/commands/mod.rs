@@ -258,7 +258,16 @@ pub async fn execute(
         }
         return;
     }
+    if spec.name == "wait" {
+        let reply = replication::wait(shared, &args, run.woff).await;
+        run.answer(reply);
+        return;
+    }
     let reply = execute_alone(shared, session, spec, &args).await.unwrap_or_else(failed);
+    if matches!(spec.name, "flushdb" | "flushall") && !reply.is_error() {
+        // Its effect is in the stream before this offset: the connection's WAIT waits for it.
+        run.woff = run.woff.max(shared.keyspace.replication().offset());
+    }
     // HELLO may have changed the protocol; its own reply is in the new one.
     run.protocol = session.protocol;
     run.answer(reply);
@@ -325,7 +334,6 @@ async fn execute_alone(
         "info" => introspection::info(shared, args).await,
         "replicaof" | "slaveof" => Ok(crate::replica::replicaof(shared, args)),
         "role" => Ok(replication::role(shared)),
-        "wait" => Ok(replication::wait(shared, args).await),
         other => unreachable!("{other} is in the command table but not dispatched"),
     }
 }

@@ -125,10 +125,10 @@ pub fn role(shared: &Shared) -> Reply {
     ])
 }
 
-/// `WAIT numreplicas timeout`: waits until `numreplicas` replicas acknowledged every write
-/// made before it (the master's offset now), or `timeout` ms pass (0: no limit); answers how
-/// many did.
-pub async fn wait(shared: &Shared, args: &Request) -> Reply {
+/// `WAIT numreplicas timeout`: waits until `numreplicas` replicas acknowledged every write of
+/// this connection (`woff`, the replication offset past its last), or `timeout` ms pass (0:
+/// no limit); answers how many did.
+pub async fn wait(shared: &Shared, args: &Request, woff: u64) -> Reply {
     let (Some(n), Some(timeout)) = (parse_i64(&args[1]), parse_i64(&args[2])) else {
         return not_an_integer();
     };
@@ -142,8 +142,8 @@ pub async fn wait(shared: &Shared, args: &Request) -> Reply {
     }
     let repl = shared.keyspace.replication();
     // The connection's run was flushed before WAIT: its writes are in the stream, before
-    // this offset.
-    let offset = repl.offset();
+    // `woff`.
+    let offset = woff;
     let n = n.max(0) as usize;
     if repl.count_acked(offset) >= n {
         return Reply::Int(repl.count_acked(offset) as i64);

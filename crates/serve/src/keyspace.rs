@@ -11,7 +11,8 @@
 //! So `FLUSHDB` is one range delete of `[0x00, 0x01)`, whatever the keys' bytes (a key of
 //! 0xff bytes included), and the server's own keys never collide with a client's.
 //! Server keys: `0xff "sync"`, only ever deleted: the synced write that `appendfsync everysec`
-//! makes once a second.
+//! makes once a second; `0xff "serve-format"`, the marker (marker.rs); `0xff
+//! "repl-position"`, a replica's replication id and offset (replica.rs).
 //!
 //! Engine values are [`crate::value`]'s format.
 //!
@@ -55,6 +56,9 @@ pub const DB0: u8 = 0x00;
 pub const SERVER: u8 = 0xff;
 /// The key the once-a-second synced write deletes (`appendfsync everysec`).
 const SYNC_KEY: &[u8] = b"\xffsync";
+/// A replica's position in its master's stream, written in the batch of every command it
+/// applies (replica.rs): ASCII `replid offset`.
+pub const REPL_POSITION_KEY: &[u8] = b"\xffrepl-position";
 
 /// Stripes of the lock table: two keys share a lock one time in this many, and a command on
 /// one waits for a command on the other. A pipeline's run holds the stripes of every key it
@@ -316,6 +320,31 @@ impl Keyspace {
             held.push(lock.lock().await);
         }
         held
+    }
+
+    /// A replica's stored position in its master's stream: the replication id and the offset
+    /// applied, if it has one.
+    ///
+    /// # Errors
+    /// The engine's read error.
+    pub async fn repl_position(&self) -> Result<Option<(String, u64)>> {
+        let got =
+            self.submit(|db| db.submit_get(REPL_POSITION_KEY, &ReadOptions::default())).await?;
+        Ok(got.and_then(|v| {
+            let text = String::from_utf8(v).ok()?;
+            let (id, offset) = text.split_once(' ')?;
+            Some((id.to_string(), offset.parse().ok()?))
+        }))
+    }
+
+    /// Forgets a replica's stored position (a promoted replica's data is its own).
+    ///
+    /// # Errors
+    /// The engine's write error.
+    pub async fn forget_repl_position(&self) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(REPL_POSITION_KEY);
+        self.write_batch(&b).await
     }
 
     /// Deletes every key of database 0: one range delete, holding every stripe (taken in

@@ -14,10 +14,13 @@
 //!    dropped and the commands between applied one by one; a command this server does not
 //!    have (another type's) is logged and skipped.
 //!
-//! A lost link is tried again asking the master to continue from the offset applied (its
-//! replication id and offset are kept in memory): a partial resync when the master's backlog
-//! still holds it. A restart, or `REPLICAOF` again, starts with a full resync: the offset is
-//! not kept with the data.
+//! The replica's position (the master's replication id and the offset applied) is written
+//! in the batch of every command it applies, and with the snapshot's last batch, under the
+//! server key `0xff "repl-position"`: so it is durable exactly with the data it describes.
+//! A lost link, and a restart, ask the master to continue from it (a partial resync when the
+//! master's backlog still holds it). A command that writes nothing (PING, SELECT, one
+//! skipped) leaves the stored position behind it: replayed after a restart, it writes
+//! nothing again. `REPLICAOF NO ONE` deletes the position: the promoted data is its own.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,7 +29,7 @@ use std::time::Duration;
 use shale_lsm::WriteBatch;
 
 use crate::commands::{self, Session};
-use crate::keyspace::now_ms;
+use crate::keyspace::{REPL_POSITION_KEY, now_ms};
 use crate::rdb::{self, Item};
 use crate::replica_link::{Link, Resync};
 use crate::resp::{Protocol, Reply, Request};
@@ -127,9 +130,13 @@ impl Follower {
 }
 
 /// `REPLICAOF host port | NO ONE` (and `SLAVEOF`).
-pub fn replicaof(shared: &Arc<Shared>, args: &Request) -> Reply {
+pub async fn replicaof(shared: &Arc<Shared>, args: &Request) -> Reply {
     if args[1].eq_ignore_ascii_case(b"no") && args[2].eq_ignore_ascii_case(b"one") {
         shared.follower.promote();
+        // Its data is its own from now on: a later REPLICAOF must not continue from it.
+        if let Err(e) = shared.keyspace.forget_repl_position().await {
+            return crate::commands::failed(e);
+        }
         return Reply::OK;
     }
     let port = match commands::parse_i64(&args[2]) {
@@ -150,7 +157,9 @@ pub fn replicaof(shared: &Arc<Shared>, args: &Request) -> Reply {
 async fn follow(shared: Arc<Shared>, host: String, port: u16, status: Arc<LinkStatus>) {
     let addr = format!("{host}:{port}");
     let listening = shared.tcp_addr.map_or(0, |a| a.port());
-    let mut resume: Option<(String, u64)> = None;
+    // Where the store's data stands in the master's stream, if a replica wrote it: a restart
+    // asks to continue from there.
+    let mut resume: Option<(String, u64)> = shared.keyspace.repl_position().await.ok().flatten();
     loop {
         status.up.store(false, Ordering::Release);
         let from = resume.as_ref().map(|(id, off)| (id.as_str(), *off));
@@ -170,7 +179,7 @@ async fn follow(shared: Arc<Shared>, host: String, port: u16, status: Arc<LinkSt
                         status.full_resyncs.fetch_add(1, Ordering::Relaxed);
                         // Whatever was applied before is replaced.
                         resume = None;
-                        load(&shared, full.rdb).await.map(|n| {
+                        load(&shared, full.rdb, &full.replid, full.offset).await.map(|n| {
                             log::info!(
                                 "replica of {addr}: loaded {n} keys at offset {} of {}",
                                 full.offset,
@@ -205,7 +214,12 @@ async fn follow(shared: Arc<Shared>, host: String, port: u16, status: Arc<LinkSt
 }
 
 /// Stage 2: the snapshot replaces database 0. The number of keys loaded.
-async fn load(shared: &Shared, rdb_bytes: Vec<u8>) -> Result<usize, String> {
+async fn load(
+    shared: &Shared,
+    rdb_bytes: Vec<u8>,
+    replid: &str,
+    offset: u64,
+) -> Result<usize, String> {
     let decoded = tokio::task::spawn_blocking(move || {
         let mut items = Vec::new();
         rdb::decode(&rdb_bytes, |i| items.push(i)).map(|_| items)
@@ -236,6 +250,9 @@ async fn load(shared: &Shared, rdb_bytes: Vec<u8>) -> Result<usize, String> {
     let _stripes = ks.lock_all_stripes().await;
     let mut flush = WriteBatch::new();
     flush.delete_range(&[crate::keyspace::DB0], &[crate::keyspace::DB0 + 1]);
+    // Until the last batch is in, the store holds no position: a restart mid-load resyncs
+    // in full.
+    flush.delete(REPL_POSITION_KEY);
     ks.write(&flush, |out| crate::replication::encode_command(out, &[b"FLUSHDB"]))
         .await
         .map_err(|e| e.to_string())?;
@@ -253,6 +270,9 @@ async fn load(shared: &Shared, rdb_bytes: Vec<u8>) -> Result<usize, String> {
         for (k, v) in part {
             batch.put(&crate::keyspace::engine_key(k), &v.encode());
         }
+        if rest.is_empty() {
+            batch.put(REPL_POSITION_KEY, format!("{replid} {offset}").as_bytes());
+        }
         ks.write(&batch, |out| {
             for (k, v) in part {
                 crate::replication::encode_write(out, k, Some(v));
@@ -260,6 +280,11 @@ async fn load(shared: &Shared, rdb_bytes: Vec<u8>) -> Result<usize, String> {
         })
         .await
         .map_err(|e| e.to_string())?;
+    }
+    if n == 0 {
+        let mut b = WriteBatch::new();
+        b.put(REPL_POSITION_KEY, format!("{replid} {offset}").as_bytes());
+        ks.write(&b, |_| {}).await.map_err(|e| e.to_string())?;
     }
     Ok(n)
 }
@@ -296,6 +321,11 @@ async fn apply_stream(
             _ if in_db0 => {
                 let shown = String::from_utf8_lossy(&cmd[0]).into_owned();
                 commands::execute(shared, &mut session, &mut run, cmd).await;
+                // The position after this command, in the same batch as its writes.
+                run.server_entry = Some((
+                    REPL_POSITION_KEY,
+                    format!("{} {}", link.replid(), link.offset()).into_bytes(),
+                ));
                 run.flush().await;
                 if run.output.first() == Some(&b'-') {
                     log::warn!(

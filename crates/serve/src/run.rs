@@ -86,6 +86,9 @@ pub struct Run<'a> {
     /// The replication offset past this connection's last write (Redis's `woff`): what its
     /// `WAIT` waits for.
     pub woff: u64,
+    /// A server key and value written with the next batch, if it writes anything: a
+    /// replica's position in its master's stream, kept atomically with what it applied.
+    pub server_entry: Option<(&'static [u8], Vec<u8>)>,
 }
 
 impl<'a> Run<'a> {
@@ -105,6 +108,7 @@ impl<'a> Run<'a> {
             command_expired_deleted: 0,
             output: Vec::new(),
             woff: 0,
+            server_entry: None,
         }
     }
 
@@ -266,6 +270,11 @@ impl<'a> Run<'a> {
             match value {
                 Some(v) => batch.put(&engine_key(key), &v.encode()),
                 None => batch.delete(&engine_key(key)),
+            }
+        }
+        if let Some((key, value)) = self.server_entry.take() {
+            if !batch.is_empty() {
+                batch.put(key, &value);
             }
         }
         self.batch_bytes = 0;

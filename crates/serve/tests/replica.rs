@@ -149,3 +149,35 @@ fn a_shale_replica_of_a_redis_master_loads_its_strings_and_applies_its_stream() 
     let got: String = r.get("int").unwrap();
     assert_eq!(got, "12346", "nothing applied twice");
 }
+
+/// The replica's position is durable with its data: restarted on its store, it asks the
+/// master to continue, gets a partial resync, and applies nothing twice.
+#[test]
+fn a_restarted_replica_resumes_with_a_partial_resync() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let master = RedisServer::start(port, &["--repl-diskless-sync-delay", "0"], |_| {});
+    master.cli(&["set", "n", "1"]);
+    let config =
+        shale_serve::Config { replicaof: Some(("127.0.0.1".into(), port)), ..test_config() };
+    let replica = TestServer::start_with(config.clone());
+    let mut r = replica.client();
+    until("the link is up", || info_field(&mut r, "master_link_status").as_deref() == Some("up"));
+    master.cli(&["incr", "n"]);
+    master.cli(&["ping"]);
+    until("the INCR arrives", || r.get::<_, String>("n").unwrap() == "2");
+    drop(r);
+    let dir = replica.stop();
+    master.cli(&["incr", "n"]);
+    let replica = TestServer::start_in(dir, config);
+    let mut r = replica.client();
+    until("the link is up again", || {
+        info_field(&mut r, "master_link_status").as_deref() == Some("up")
+    });
+    until("the INCR made while it was down arrives", || r.get::<_, String>("n").unwrap() == "3");
+    assert_eq!(info_field(&mut r, "shale_partial_resyncs").as_deref(), Some("1"));
+    assert_eq!(info_field(&mut r, "shale_full_resyncs").as_deref(), Some("0"));
+    let info = master.cli(&["info", "stats"]);
+    assert!(info.contains("sync_partial_ok:1"), "{info}");
+    master.cli(&["incr", "n"]);
+    until("the stream goes on", || r.get::<_, String>("n").unwrap() == "4");
+}

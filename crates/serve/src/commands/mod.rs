@@ -332,7 +332,7 @@ async fn execute_alone(
         "command" => Ok(introspection::command(args)),
         "config" => Ok(introspection::config(shared, args)),
         "info" => introspection::info(shared, args).await,
-        "replicaof" | "slaveof" => Ok(crate::replica::replicaof(shared, args)),
+        "replicaof" | "slaveof" => Ok(crate::replica::replicaof(shared, args).await),
         "role" => Ok(replication::role(shared)),
         other => unreachable!("{other} is in the command table but not dispatched"),
     }

@@ -69,12 +69,37 @@ pub struct Args {
         default_value_t = shale_serve::resp::REQUEST_BYTES_MAX_DEFAULT
     )]
     max_request_bytes: usize,
+    /// Bytes of the replication stream kept for a replica that reconnects to resume with a
+    /// partial resync (Redis's repl-backlog-size).
+    #[arg(long = "repl-backlog-size", default_value_t = config::REPL_BACKLOG_SIZE_DEFAULT)]
+    repl_backlog_size: usize,
+    /// Refuse writes (-NOREPLICAS) while fewer replicas than this are online and acknowledged
+    /// within --min-replicas-max-lag seconds (0: never refuse).
+    #[arg(long = "min-replicas-to-write", default_value_t = 0)]
+    min_replicas_to_write: usize,
+    /// Seconds since a replica's last acknowledgement within which it counts for
+    /// --min-replicas-to-write.
+    #[arg(long = "min-replicas-max-lag", default_value_t = 10)]
+    min_replicas_max_lag: u64,
+    /// Start as a replica of the master at HOST PORT (a shale serve or a Redis 7), as
+    /// `REPLICAOF HOST PORT` would: read-only to clients until `REPLICAOF NO ONE`.
+    #[arg(long, num_args = 2, value_names = ["HOST", "PORT"])]
+    replicaof: Option<Vec<String>>,
     /// The store's memtable size in bytes (db_bench's name); a value is at most half of it.
     #[arg(long = "write_buffer_size")]
     write_buffer_size: Option<usize>,
     /// The store's block cache in bytes (db_bench's name).
     #[arg(long = "cache_size")]
     cache_size: Option<usize>,
+}
+
+/// `--replicaof HOST PORT`, its port checked.
+fn replicaof(args: &Args) -> Result<Option<(String, u16)>, String> {
+    let Some(v) = &args.replicaof else { return Ok(None) };
+    let port = v[1].parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| {
+        format!("shale serve: --replicaof {} {}: the port is not in 1..=65535", v[0], v[1])
+    })?;
+    Ok(Some((v[0].clone(), port)))
 }
 
 /// The environment variable a password may come from.
@@ -154,6 +179,10 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         max_clients: args.maxclients,
         max_request_bytes: args.max_request_bytes,
         threads: args.threads.unwrap_or_else(config::default_threads),
+        repl_backlog_size: args.repl_backlog_size,
+        min_replicas_to_write: args.min_replicas_to_write,
+        min_replicas_max_lag: args.min_replicas_max_lag,
+        replicaof: replicaof(args)?,
         ..Config::default()
     };
     // Refused before the store is touched.

@@ -36,6 +36,11 @@ pub fn default_threads() -> usize {
 /// Most worker threads.
 pub const THREADS_MAX: usize = 256;
 
+/// Default `--repl-backlog-size`: Redis's, 1 MiB.
+pub const REPL_BACKLOG_SIZE_DEFAULT: usize = 1 << 20;
+/// Least `--repl-backlog-size`, Redis's (16 KiB).
+pub const REPL_BACKLOG_SIZE_MIN: usize = 16 << 10;
+
 /// When writes are made durable (Redis's `appendfsync`, mapped onto the engine's sync writes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppendFsync {
@@ -102,6 +107,19 @@ pub struct Config {
     pub max_request_args: usize,
     /// Worker threads of the runtime ([`default_threads`] by default).
     pub threads: usize,
+    /// Bytes of the replication stream kept for replicas that reconnect
+    /// (`--repl-backlog-size`, Redis's `repl-backlog-size`).
+    pub repl_backlog_size: usize,
+    /// Writes are refused (`-NOREPLICAS`) while fewer replicas than this are online and
+    /// acknowledged within `min_replicas_max_lag` seconds (`--min-replicas-to-write`,
+    /// Redis's; 0, the default, never refuses).
+    pub min_replicas_to_write: usize,
+    /// Seconds since a replica's last acknowledgement within which it counts for
+    /// `min_replicas_to_write` (`--min-replicas-max-lag`, Redis's; 10 by default).
+    pub min_replicas_max_lag: u64,
+    /// The master to follow from the start, as `REPLICAOF host port` would
+    /// (`--replicaof HOST PORT`).
+    pub replicaof: Option<(String, u16)>,
     /// Test hook (feature `failpoints`): called around every engine write of the clients'
     /// commands ([`crate::keyspace::WriteHook`]).
     #[cfg(feature = "failpoints")]
@@ -121,6 +139,10 @@ impl Default for Config {
             max_request_bytes: resp::REQUEST_BYTES_MAX_DEFAULT,
             max_request_args: resp::ARRAY_LEN_MAX_DEFAULT,
             threads: default_threads(),
+            repl_backlog_size: REPL_BACKLOG_SIZE_DEFAULT,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
+            replicaof: None,
             #[cfg(feature = "failpoints")]
             write_hook: None,
         }
@@ -163,6 +185,13 @@ impl Config {
                 "the most arguments of a request, {}, is not in 3..={}",
                 self.max_request_args,
                 1 << 24
+            ));
+        }
+        if !(REPL_BACKLOG_SIZE_MIN..=(1 << 40)).contains(&self.repl_backlog_size) {
+            return bad(format!(
+                "--repl-backlog-size {} is not in {REPL_BACKLOG_SIZE_MIN}..={}",
+                self.repl_backlog_size,
+                1u64 << 40
             ));
         }
         if self.password.as_deref() == Some("") {

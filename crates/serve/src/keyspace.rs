@@ -11,7 +11,8 @@
 //! So `FLUSHDB` is one range delete of `[0x00, 0x01)`, whatever the keys' bytes (a key of
 //! 0xff bytes included), and the server's own keys never collide with a client's.
 //! Server keys: `0xff "sync"`, only ever deleted: the synced write that `appendfsync everysec`
-//! makes once a second.
+//! makes once a second; `0xff "serve-format"`, the marker (marker.rs); `0xff
+//! "repl-position"`, a replica's replication id and offset (replica.rs).
 //!
 //! Engine values are [`crate::value`]'s format.
 //!
@@ -46,6 +47,7 @@ use tokio::sync::MutexGuard;
 
 use crate::config::AppendFsync;
 use crate::error::{Error, Result};
+use crate::replication::Replication;
 use crate::value::Value;
 
 /// The namespace byte of database 0.
@@ -54,6 +56,9 @@ pub const DB0: u8 = 0x00;
 pub const SERVER: u8 = 0xff;
 /// The key the once-a-second synced write deletes (`appendfsync everysec`).
 const SYNC_KEY: &[u8] = b"\xffsync";
+/// A replica's position in its master's stream, written in the batch of every command it
+/// applies (replica.rs): ASCII `replid offset`.
+pub const REPL_POSITION_KEY: &[u8] = b"\xffrepl-position";
 
 /// Stripes of the lock table: two keys share a lock one time in this many, and a command on
 /// one waits for a command on the other. A pipeline's run holds the stripes of every key it
@@ -131,6 +136,8 @@ pub struct Keyspace {
     expired_deleted: AtomicU64,
     locks: Box<[tokio::sync::Mutex<()>]>,
     cursors: Mutex<Cursors>,
+    /// The replication stream every written batch is fed to (replication.rs).
+    replication: Replication,
     #[cfg(feature = "failpoints")]
     write_hook: Option<WriteHook>,
 }
@@ -178,9 +185,20 @@ impl Keyspace {
             expired_deleted: AtomicU64::new(0),
             locks,
             cursors: Mutex::new(Cursors::default()),
+            replication: Replication::new(crate::config::REPL_BACKLOG_SIZE_DEFAULT),
             #[cfg(feature = "failpoints")]
             write_hook: None,
         }
+    }
+
+    /// Sets the replication backlog's size (`--repl-backlog-size`), before serving.
+    pub fn set_repl_backlog_size(&mut self, bytes: usize) {
+        self.replication = Replication::new(bytes);
+    }
+
+    /// The master's replication state.
+    pub fn replication(&self) -> &Replication {
+        &self.replication
     }
 
     /// Installs the test hook of every engine write.
@@ -257,13 +275,26 @@ impl Keyspace {
         got.map(|bytes| Value::decode(&bytes)).transpose()
     }
 
-    /// Applies a batch (stage 3 of a write).
-    pub async fn write(&self, batch: &WriteBatch) -> Result<()> {
+    /// Applies a batch (stage 3 of a write), then feeds the replication stream what
+    /// `effects` writes of it (Redis commands: replication.rs). The caller holds the stripes
+    /// of every key the batch writes, so batches on one key are applied and fed in one
+    /// order.
+    ///
+    /// Returns the replication offset just past the batch's effects (0 when the stream is
+    /// off): what a `WAIT` of the writer's client waits for.
+    pub async fn write(
+        &self,
+        batch: &WriteBatch,
+        effects: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<u64> {
         #[cfg(feature = "failpoints")]
         if let Some(hook) = &self.write_hook {
             (hook.0)(WriteEvent::Before(batch.len()));
         }
-        let written = self.write_batch(batch).await;
+        let written = match self.write_batch(batch).await {
+            Ok(()) => Ok(self.replication.feed(effects)),
+            Err(e) => Err(e),
+        };
         #[cfg(feature = "failpoints")]
         if let Some(hook) = &self.write_hook {
             (hook.0)(WriteEvent::After(batch.len()));
@@ -280,11 +311,52 @@ impl Keyspace {
         self.submit(|db| db.submit_write(batch, &opts)).await
     }
 
-    /// Deletes every key of database 0: one range delete.
+    /// Every stripe, taken in index order (call it holding none): what FLUSHDB and a
+    /// replica's load of a snapshot hold, so that no batch of another is between its write
+    /// and its feed to the replication stream meanwhile.
+    pub(crate) async fn lock_all_stripes(&self) -> Vec<MutexGuard<'_, ()>> {
+        let mut held = Vec::with_capacity(self.locks.len());
+        for lock in self.locks.iter() {
+            held.push(lock.lock().await);
+        }
+        held
+    }
+
+    /// A replica's stored position in its master's stream: the replication id and the offset
+    /// applied, if it has one.
+    ///
+    /// # Errors
+    /// The engine's read error.
+    pub async fn repl_position(&self) -> Result<Option<(String, u64)>> {
+        let got =
+            self.submit(|db| db.submit_get(REPL_POSITION_KEY, &ReadOptions::default())).await?;
+        Ok(got.and_then(|v| {
+            let text = String::from_utf8(v).ok()?;
+            let (id, offset) = text.split_once(' ')?;
+            Some((id.to_string(), offset.parse().ok()?))
+        }))
+    }
+
+    /// Forgets a replica's stored position (a promoted replica's data is its own).
+    ///
+    /// # Errors
+    /// The engine's write error.
+    pub async fn forget_repl_position(&self) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(REPL_POSITION_KEY);
+        self.write_batch(&b).await
+    }
+
+    /// Deletes every key of database 0: one range delete, holding every stripe (taken in
+    /// index order, from none, as the lock rule of run.rs asks), so that no other batch is
+    /// between its write and its feed to the replication stream meanwhile, and FLUSHDB takes
+    /// one place in the stream's order.
     pub async fn flush_db(&self) -> Result<()> {
+        let _held = self.lock_all_stripes().await;
         let mut b = WriteBatch::new();
         b.delete_range(&[DB0], &[DB0 + 1]);
-        self.write(&b).await
+        self.write(&b, |out| crate::replication::encode_command(out, &[b"FLUSHDB"])).await?;
+        Ok(())
     }
 
     /// Up to `count` live entries of database 0 after the engine key `after` (from the start

@@ -28,7 +28,8 @@
 //! [`commands`] (one module per family), [`server`] (listeners, connections, protected mode,
 //! shutdown), [`descriptors`] (`--maxclients` against the open-file limit), [`config`],
 //! [`glob`] (MATCH patterns), [`rdb`] (Redis's snapshot format, for replication), [`replica_link`] (a replica's
-//! link to its master), [`backlog`] (the master's replication backlog).
+//! link to its master), [`backlog`] (the master's replication backlog), [`replication`] (the
+//! master's side: the stream, resyncs, acknowledgements), [`replica`] (following a master).
 
 pub mod backlog;
 pub mod commands;
@@ -41,7 +42,9 @@ pub mod keyspace;
 pub mod marker;
 pub mod memory;
 pub mod rdb;
+pub mod replica;
 pub mod replica_link;
+pub mod replication;
 pub mod resp;
 pub mod run;
 pub mod server;

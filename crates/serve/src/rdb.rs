@@ -142,25 +142,72 @@ impl std::error::Error for RdbError {}
 /// Writes a snapshot of `keys` (database 0), with the header, the end marker and the
 /// checksum.
 pub fn encode<'a>(keys: impl IntoIterator<Item = (&'a [u8], &'a [u8], Option<u64>)>) -> Vec<u8> {
-    let mut out = format!("REDIS{VERSION_WRITTEN:04}").into_bytes();
-    aux(&mut out, b"redis-ver", b"7.0.0");
-    aux(&mut out, b"redis-bits", b"64");
-    aux(&mut out, b"shale", env!("CARGO_PKG_VERSION").as_bytes());
-    out.push(OP_SELECTDB);
-    put_length(&mut out, 0);
+    let mut w = Writer::new();
+    let mut out = w.take();
     for (key, value, expires_at_ms) in keys {
-        if let Some(ms) = expires_at_ms {
-            out.push(OP_EXPIRETIME_MS);
-            out.extend_from_slice(&ms.to_le_bytes());
-        }
-        out.push(TYPE_STRING);
-        put_string(&mut out, key);
-        put_string(&mut out, value);
+        w.key(key, value, expires_at_ms);
+        out.extend_from_slice(&w.take());
     }
-    out.push(OP_EOF);
-    let crc = CRC64.checksum(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&w.finish());
     out
+}
+
+/// A snapshot written piece by piece, for a master that streams its keys to a replica
+/// without holding the whole file: the bytes so far are taken with [`Writer::take`] as they
+/// gather, and the checksum is kept over every byte taken.
+pub struct Writer {
+    buf: Vec<u8>,
+    digest: crc::Digest<'static, u64>,
+}
+
+impl Default for Writer {
+    fn default() -> Writer {
+        Writer::new()
+    }
+}
+
+impl Writer {
+    /// The header (version, auxiliary fields, database 0) written.
+    pub fn new() -> Writer {
+        let mut buf = format!("REDIS{VERSION_WRITTEN:04}").into_bytes();
+        aux(&mut buf, b"redis-ver", b"7.0.0");
+        aux(&mut buf, b"redis-bits", b"64");
+        aux(&mut buf, b"shale", env!("CARGO_PKG_VERSION").as_bytes());
+        buf.push(OP_SELECTDB);
+        put_length(&mut buf, 0);
+        Writer { buf, digest: CRC64.digest() }
+    }
+
+    /// Writes a string key, with its expiry (Unix milliseconds) if it has one.
+    pub fn key(&mut self, key: &[u8], value: &[u8], expires_at_ms: Option<u64>) {
+        if let Some(ms) = expires_at_ms {
+            self.buf.push(OP_EXPIRETIME_MS);
+            self.buf.extend_from_slice(&ms.to_le_bytes());
+        }
+        self.buf.push(TYPE_STRING);
+        put_string(&mut self.buf, key);
+        put_string(&mut self.buf, value);
+    }
+
+    /// Bytes written and not yet taken.
+    pub fn pending(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The bytes written since the last take.
+    pub fn take(&mut self) -> Vec<u8> {
+        self.digest.update(&self.buf);
+        std::mem::take(&mut self.buf)
+    }
+
+    /// The last bytes: what was not taken, the end marker and the checksum.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.buf.push(OP_EOF);
+        self.digest.update(&self.buf);
+        let crc = self.digest.finalize();
+        self.buf.extend_from_slice(&crc.to_le_bytes());
+        self.buf
+    }
 }
 
 fn aux(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {

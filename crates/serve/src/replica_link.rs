@@ -10,6 +10,7 @@
 //! REPLCONF listening-port <port>         +OK
 //! REPLCONF capa eof capa psync2          +OK
 //! PSYNC ? -1                             +FULLRESYNC <replid> <offset>
+//! (or PSYNC <replid> <offset+1>          +CONTINUE [<replid>], then the stream)
 //!                                        ("\n" keep-alives while the snapshot is made)
 //!                                        $<len>\r\n<len bytes of RDB>          (from disk)
 //!                                        or $EOF:<40-byte mark>\r\n<RDB><mark>  (diskless)
@@ -97,6 +98,15 @@ pub struct FullResync {
     pub rdb: Vec<u8>,
 }
 
+/// How a master answered `PSYNC`.
+#[derive(Debug)]
+pub enum Resync {
+    /// A snapshot, then the stream after it.
+    Full(FullResync),
+    /// `+CONTINUE`: the stream from the offset asked for.
+    Continued,
+}
+
 /// A replica's connection to its master, past the handshake.
 pub struct Link {
     stream: TcpStream,
@@ -123,6 +133,35 @@ impl Link {
         listening_port: u16,
         timeout: Duration,
     ) -> Result<(Link, FullResync), LinkError> {
+        match Link::resync(addr, listening_port, timeout, None).await? {
+            (mut link, Resync::Full(full)) => {
+                // A master that sent the snapshot diskless starts the stream only once the
+                // replica acknowledges it (`next_command` acknowledges again every second of
+                // silence, for a master that took it online after this one).
+                link.ack().await?;
+                Ok((link, full))
+            }
+            (_, Resync::Continued) => {
+                Err(LinkError::Handshake { step: "PSYNC", reply: "+CONTINUE".into() })
+            }
+        }
+    }
+
+    /// As [`Link::full_resync`], but asking first to continue from `from`, the master's
+    /// replication id and the offset the replica applied (`PSYNC id offset+1`, Redis's
+    /// offsets): the master answers `+CONTINUE` and the stream from there if its backlog
+    /// holds it, a full resync otherwise. After a full resync the caller acknowledges the
+    /// snapshot ([`Link::ack`]) once it has loaded it: a diskless master starts the stream
+    /// only then.
+    ///
+    /// # Errors
+    /// As [`Link::full_resync`].
+    pub async fn resync(
+        addr: &str,
+        listening_port: u16,
+        timeout: Duration,
+        from: Option<(&str, u64)>,
+    ) -> Result<(Link, Resync), LinkError> {
         let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
             .await
             .map_err(|_| LinkError::Timeout(timeout))??;
@@ -147,9 +186,22 @@ impl Link {
             r == "+OK"
         })
         .await?;
-        link.send(&[b"PSYNC", b"?", b"-1"]).await?;
+        match from {
+            Some((replid, offset)) => {
+                let next = (offset + 1).to_string();
+                link.send(&[b"PSYNC", replid.as_bytes(), next.as_bytes()]).await?;
+            }
+            None => link.send(&[b"PSYNC", b"?", b"-1"]).await?,
+        }
         let reply = link.line().await?;
         let mut words = reply.split(' ');
+        if let (Some((replid, offset)), Some("+CONTINUE")) = (from, words.clone().next()) {
+            // Redis 7 names its id (a new one after a failover); an older master does not.
+            words.next();
+            link.replid = words.next().unwrap_or(replid).to_string();
+            link.offset = offset;
+            return Ok((link, Resync::Continued));
+        }
         let (Some("+FULLRESYNC"), Some(replid), Some(offset), None) =
             (words.next(), words.next(), words.next(), words.next())
         else {
@@ -161,11 +213,9 @@ impl Link {
         let rdb = link.snapshot().await?;
         link.replid = replid.to_string();
         link.offset = offset;
-        // A master that sent the snapshot diskless starts the stream only once the replica
-        // acknowledges it after taking it online (`next_command` acknowledges again every
-        // second of silence, for a master that took it online after this one).
-        link.ack().await?;
-        Ok((link, FullResync { replid: replid.to_string(), offset, rdb }))
+        // Not acknowledged here: the caller acknowledges ([`Link::ack`]) once it has loaded
+        // the snapshot, so that a master's WAIT never counts a replica still loading it.
+        Ok((link, Resync::Full(FullResync { replid: replid.to_string(), offset, rdb })))
     }
 
     /// The master's replication id.

@@ -44,6 +44,7 @@ use tokio::sync::MutexGuard;
 
 use crate::error::Result;
 use crate::keyspace::{Keyspace, engine_key, now_ms};
+use crate::replication::{encode_command, encode_write};
 use crate::resp::{Protocol, Reply};
 use crate::value::Value;
 
@@ -82,6 +83,12 @@ pub struct Run<'a> {
     command_expired_deleted: u64,
     /// Replies released, encoded, in request order: what may go to the socket.
     pub output: Vec<u8>,
+    /// The replication offset past this connection's last write (Redis's `woff`): what its
+    /// `WAIT` waits for.
+    pub woff: u64,
+    /// A server key and value written with the next batch, if it writes anything: a
+    /// replica's position in its master's stream, kept atomically with what it applied.
+    pub server_entry: Option<(&'static [u8], Vec<u8>)>,
 }
 
 impl<'a> Run<'a> {
@@ -100,6 +107,8 @@ impl<'a> Run<'a> {
             command_bytes: 0,
             command_expired_deleted: 0,
             output: Vec::new(),
+            woff: 0,
+            server_entry: None,
         }
     }
 
@@ -256,15 +265,39 @@ impl<'a> Run<'a> {
     /// Writes the batch and releases the staged replies; the stripes stay held.
     async fn write(&mut self) {
         let mut batch = WriteBatch::new();
-        for (key, value) in self.overlay.drain() {
+        let entries: Vec<(Vec<u8>, Option<Value>)> = self.overlay.drain().collect();
+        for (key, value) in &entries {
             match value {
-                Some(v) => batch.put(&engine_key(&key), &v.encode()),
-                None => batch.delete(&engine_key(&key)),
+                Some(v) => batch.put(&engine_key(key), &v.encode()),
+                None => batch.delete(&engine_key(key)),
+            }
+        }
+        if let Some((key, value)) = self.server_entry.take() {
+            if !batch.is_empty() {
+                batch.put(key, &value);
             }
         }
         self.batch_bytes = 0;
         let expired = std::mem::take(&mut self.expired_deleted);
-        let written = if batch.is_empty() { Ok(()) } else { self.ks.write(&batch).await };
+        // The batch's effects, for the replication stream: one command a key, several in
+        // MULTI/EXEC so that a replica applies the batch whole, as the engine did.
+        let effects = |out: &mut Vec<u8>| {
+            let several = entries.len() > 1;
+            if several {
+                encode_command(out, &[b"MULTI"]);
+            }
+            for (key, value) in &entries {
+                encode_write(out, key, value.as_ref());
+            }
+            if several {
+                encode_command(out, &[b"EXEC"]);
+            }
+        };
+        let written = if batch.is_empty() {
+            Ok(())
+        } else {
+            self.ks.write(&batch, effects).await.map(|fed| self.woff = self.woff.max(fed))
+        };
         let staged = std::mem::take(&mut self.staged);
         match written {
             Ok(()) => {

@@ -94,6 +94,8 @@ pub struct Shared {
     pub started: Instant,
     /// The TCP address listened on, its real port when 0 was asked.
     pub tcp_addr: Option<SocketAddr>,
+    /// The master this server follows, if it is a replica (replica.rs).
+    pub follower: crate::replica::Follower,
 }
 
 /// Decrements the connected count when a connection's task ends, however it ends.
@@ -242,8 +244,8 @@ impl Server {
         // From here the server owns the socket file: shutdown removes it.
         let unix_socket = listeners.unix_path.take();
         let appendfsync = config.appendfsync;
-        #[cfg_attr(not(feature = "failpoints"), allow(unused_mut))]
         let mut keyspace = Keyspace::new(db, appendfsync);
+        keyspace.set_repl_backlog_size(config.repl_backlog_size);
         #[cfg(feature = "failpoints")]
         keyspace.set_write_hook(config.write_hook.clone());
         let shared = Arc::new(Shared {
@@ -252,6 +254,7 @@ impl Server {
             counters: Counters::default(),
             started: Instant::now(),
             tcp_addr,
+            follower: crate::replica::Follower::default(),
         });
         let (stop, stopped) = watch::channel(false);
         if let Some(l) = tcp {
@@ -259,6 +262,10 @@ impl Server {
         }
         if let Some(l) = unix {
             runtime.spawn(accept_loop(Listener::Unix(l), shared.clone(), stopped.clone()));
+        }
+        runtime.spawn(crate::replication::ping_replicas(shared.clone(), stopped.clone()));
+        if let Some((host, port)) = &shared.config.replicaof {
+            shared.follower.follow(&shared, host, *port);
         }
         if appendfsync == AppendFsync::Everysec {
             runtime.spawn(sync_every_second(shared.clone(), stopped));
@@ -525,12 +532,12 @@ fn take(shared: &Arc<Shared>, conn: Accepted, stop: &watch::Receiver<bool>) {
         return;
     };
     match conn {
-        Accepted::Tcp(stream, _) => {
+        Accepted::Tcp(stream, peer) => {
             let _ = stream.set_nodelay(true);
-            tokio::spawn(serve_connection(shared.clone(), stream, stop.clone(), id));
+            tokio::spawn(serve_connection(shared.clone(), stream, stop.clone(), id, Some(peer)));
         }
         Accepted::Unix(stream) => {
-            tokio::spawn(serve_connection(shared.clone(), stream, stop.clone(), id));
+            tokio::spawn(serve_connection(shared.clone(), stream, stop.clone(), id, None));
         }
     }
 }
@@ -642,6 +649,7 @@ async fn serve_connection<S>(
     mut stream: S,
     mut stop: watch::Receiver<bool>,
     id: u64,
+    peer: Option<SocketAddr>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -655,6 +663,7 @@ async fn serve_connection<S>(
     };
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
     let mut run = Run::new(&shared.keyspace, session.protocol);
+    let mut sync = None;
     loop {
         // Stages 1 and 2.
         let mut taken = 0;
@@ -672,6 +681,11 @@ async fn serve_connection<S>(
                     }
                     if session.quit {
                         close = true;
+                        break;
+                    }
+                    if let Some(request) = session.sync.take() {
+                        // PSYNC or SYNC: the connection becomes a replica's link.
+                        sync = Some(request);
                         break;
                     }
                     if run.len() >= RUN_COMMANDS_MAX {
@@ -703,6 +717,13 @@ async fn serve_connection<S>(
         }
         if !write_out(&shared, &mut stream, &mut run.output).await || close || *stop.borrow() {
             break;
+        }
+        if let Some(request) = sync.take() {
+            drop(run);
+            let ip = peer.map(|p| p.ip());
+            crate::replication::serve_replica(shared.clone(), stream, input, request, ip, id, stop)
+                .await;
+            return;
         }
         if input.capacity() - input.len() < READ_CHUNK_BYTES / 4 {
             input.reserve(READ_CHUNK_BYTES);

@@ -111,7 +111,10 @@ pub fn hello(shared: &Shared, session: &mut Session, args: &Request) -> Reply {
         (Reply::text("proto"), Reply::Int(proto)),
         (Reply::text("id"), Reply::Int(session.id as i64)),
         (Reply::text("mode"), Reply::text("standalone")),
-        (Reply::text("role"), Reply::text("master")),
+        (
+            Reply::text("role"),
+            Reply::text(if shared.follower.is_replica() { "replica" } else { "master" }),
+        ),
         (Reply::text("modules"), Reply::Array(Vec::new())),
     ])
 }

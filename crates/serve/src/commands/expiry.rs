@@ -18,10 +18,16 @@ pub async fn ttl(run: &mut Run<'_>, args: &Request, seconds: bool) -> Result<Rep
     Ok(Reply::Int(if seconds { (left_ms + 500) / 1000 } else { left_ms }))
 }
 
-/// `EXPIRE key seconds [NX|XX|GT|LT]` (`PEXPIRE` with `unit_ms` 1): 1 if the expiry was set,
-/// 0 if the key is missing or the condition refused it. A time not in the future deletes the
-/// key, as in Redis.
-pub async fn expire(run: &mut Run<'_>, args: &Request, unit_ms: i64) -> Result<Reply> {
+/// `EXPIRE key seconds [NX|XX|GT|LT]` (`PEXPIRE` with `unit_ms` 1; `EXPIREAT` and
+/// `PEXPIREAT`, a Unix time, with `absolute`, which a Redis master's stream carries for
+/// EXPIRE): 1 if the expiry was set, 0 if the key is missing or the condition refused it. A
+/// time not in the future deletes the key, as in Redis.
+pub async fn expire(
+    run: &mut Run<'_>,
+    args: &Request,
+    unit_ms: i64,
+    absolute: bool,
+) -> Result<Reply> {
     let Some(n) = parse_i64(&args[2]) else { return Ok(not_an_integer()) };
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for opt in &args[3..] {
@@ -41,9 +47,15 @@ pub async fn expire(run: &mut Run<'_>, args: &Request, unit_ms: i64) -> Result<R
     if nx && (xx || gt || lt) || gt && lt {
         return Ok(Reply::err("NX and XX, GT or LT options at the same time are not compatible"));
     }
-    let name = if unit_ms == 1 { "pexpire" } else { "expire" };
+    let name = match (unit_ms == 1, absolute) {
+        (true, false) => "pexpire",
+        (false, false) => "expire",
+        (true, true) => "pexpireat",
+        (false, true) => "expireat",
+    };
     let now = now_ms();
-    let Some(at) = n.checked_mul(unit_ms).and_then(|ms| ms.checked_add(now as i64)) else {
+    let base = if absolute { 0 } else { now as i64 };
+    let Some(at) = n.checked_mul(unit_ms).and_then(|ms| ms.checked_add(base)) else {
         return Ok(Reply::err(format!("invalid expire time in '{name}' command")));
     };
     let key = &args[1];

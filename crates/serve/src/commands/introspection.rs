@@ -15,7 +15,7 @@ pub const REDIS_VERSION: &str = "7.2.0";
 
 /// INFO's sections, in Redis's order; `default` and `all` answer every one.
 const SECTIONS: &[&str] =
-    &["server", "clients", "memory", "persistence", "stats", "keyspace", "shale"];
+    &["server", "clients", "memory", "persistence", "stats", "replication", "keyspace", "shale"];
 
 /// `INFO [section ...]`.
 pub async fn info(shared: &Shared, args: &Request) -> Result<Reply> {
@@ -45,6 +45,7 @@ pub async fn info(shared: &Shared, args: &Request) -> Result<Reply> {
                  aof_enabled:1\r\naof_rewrite_in_progress:0\r\n",
             ),
             "stats" => stats_section(shared, &mut out),
+            "replication" => super::replication::info_section(shared, &mut out),
             "keyspace" => {
                 let (keys, exact) = keys::dbsize(&shared.keyspace).await?;
                 // `keys_estimated=1` when DBSIZE extrapolated; expiries are not counted (the
@@ -117,13 +118,16 @@ fn stats_section(shared: &Shared, out: &mut String) {
         out,
         "total_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
          rejected_connections:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\n\
-         expired_keys:{}\r\n",
+         expired_keys:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\n",
         c.connections_received.load(Ordering::Relaxed),
         c.commands_processed.load(Ordering::Relaxed),
         c.rejected_connections.load(Ordering::Relaxed),
         c.net_input_bytes.load(Ordering::Relaxed),
         c.net_output_bytes.load(Ordering::Relaxed),
         shared.keyspace.expired_deleted(),
+        shared.keyspace.replication().sync_full.load(Ordering::Relaxed),
+        shared.keyspace.replication().sync_partial_ok.load(Ordering::Relaxed),
+        shared.keyspace.replication().sync_partial_err.load(Ordering::Relaxed),
     );
 }
 
@@ -194,9 +198,12 @@ pub fn config(shared: &Shared, args: &Request) -> Reply {
         ("bind", c.bind.map(|a| a.ip().to_string()).unwrap_or_default()),
         ("databases", "1".into()),
         ("maxclients", c.max_clients.to_string()),
+        ("min-replicas-max-lag", c.min_replicas_max_lag.to_string()),
+        ("min-replicas-to-write", c.min_replicas_to_write.to_string()),
         ("port", shared.tcp_addr.map_or(0, |a| a.port()).to_string()),
         ("protected-mode", if c.protected_mode { "yes" } else { "no" }.into()),
         ("proto-max-bulk-len", c.max_request_bytes.to_string()),
+        ("repl-backlog-size", c.repl_backlog_size.to_string()),
         ("requirepass", c.password.clone().unwrap_or_default()),
         // No snapshots: the WAL and SSTs are the persistence.
         ("save", String::new()),

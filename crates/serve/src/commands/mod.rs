@@ -15,7 +15,10 @@ mod connection;
 mod expiry;
 mod introspection;
 mod keys;
+mod replication;
 mod strings;
+
+use std::sync::Arc;
 
 use crate::resp::{Protocol, Reply, Request};
 use crate::run::Run;
@@ -34,6 +37,23 @@ pub struct Session {
     pub name: Option<Vec<u8>>,
     /// Set by `QUIT`: the connection closes once the reply is sent.
     pub quit: bool,
+    /// What the client said of itself as a replica (`REPLCONF`).
+    pub replica: ReplicaSays,
+    /// Set by `PSYNC` or `SYNC`: the connection becomes the replica's link.
+    pub sync: Option<crate::replication::SyncRequest>,
+    /// The session a replica applies its master's stream in: writes are allowed to it alone.
+    pub master_link: bool,
+}
+
+/// What a replica tells a master with `REPLCONF` before `PSYNC`.
+#[derive(Debug, Default, Clone)]
+pub struct ReplicaSays {
+    /// `listening-port`.
+    pub port: u16,
+    /// `ip-address`.
+    pub ip: Option<String>,
+    /// `capa eof`: it takes a snapshot ended by a mark.
+    pub capa_eof: bool,
 }
 
 impl Session {
@@ -45,6 +65,9 @@ impl Session {
             authenticated: !password_set,
             name: None,
             quit: false,
+            replica: ReplicaSays::default(),
+            sync: None,
+            master_link: false,
         }
     }
 }
@@ -66,6 +89,7 @@ const W: &[&str] = &["write"];
 const R: &[&str] = &["readonly", "fast"];
 const C: &[&str] = &["fast", "loading", "stale"];
 const A: &[&str] = &["noscript", "loading", "stale", "fast", "no-auth"];
+const ADMIN: &[&str] = &["admin", "noscript", "no-async-loading", "no-multi"];
 
 /// Every command served. Anything else is answered an error naming it.
 pub const COMMANDS: &[Spec] = &[
@@ -81,6 +105,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec { name: "echo", arity: 2, flags: C, keys: (0, 0, 0) },
     Spec { name: "exists", arity: -2, flags: R, keys: (1, -1, 1) },
     Spec { name: "expire", arity: -3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "expireat", arity: -3, flags: W, keys: (1, 1, 1) },
     Spec { name: "flushall", arity: -1, flags: W, keys: (0, 0, 0) },
     Spec { name: "flushdb", arity: -1, flags: W, keys: (0, 0, 0) },
     Spec { name: "get", arity: 2, flags: R, keys: (1, 1, 1) },
@@ -96,18 +121,26 @@ pub const COMMANDS: &[Spec] = &[
     Spec { name: "msetnx", arity: -3, flags: W, keys: (1, -1, 2) },
     Spec { name: "persist", arity: 2, flags: W, keys: (1, 1, 1) },
     Spec { name: "pexpire", arity: -3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "pexpireat", arity: -3, flags: W, keys: (1, 1, 1) },
     Spec { name: "ping", arity: -1, flags: C, keys: (0, 0, 0) },
     Spec { name: "psetex", arity: 4, flags: W, keys: (1, 1, 1) },
+    Spec { name: "psync", arity: -3, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "pttl", arity: 2, flags: R, keys: (1, 1, 1) },
     Spec { name: "quit", arity: -1, flags: A, keys: (0, 0, 0) },
+    Spec { name: "replconf", arity: -1, flags: ADMIN, keys: (0, 0, 0) },
+    Spec { name: "replicaof", arity: 3, flags: ADMIN, keys: (0, 0, 0) },
+    Spec { name: "role", arity: 1, flags: C, keys: (0, 0, 0) },
     Spec { name: "scan", arity: -2, flags: &["readonly"], keys: (0, 0, 0) },
     Spec { name: "select", arity: 2, flags: C, keys: (0, 0, 0) },
     Spec { name: "set", arity: -3, flags: W, keys: (1, 1, 1) },
     Spec { name: "setex", arity: 4, flags: W, keys: (1, 1, 1) },
     Spec { name: "setnx", arity: 3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "slaveof", arity: 3, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "strlen", arity: 2, flags: R, keys: (1, 1, 1) },
+    Spec { name: "sync", arity: 1, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "ttl", arity: 2, flags: R, keys: (1, 1, 1) },
     Spec { name: "type", arity: 2, flags: R, keys: (1, 1, 1) },
+    Spec { name: "wait", arity: 3, flags: &["noscript"], keys: (0, 0, 0) },
 ];
 
 /// The table's entry for a name, any case.
@@ -169,7 +202,12 @@ fn runs_in_run(spec: &Spec) -> bool {
 
 /// Runs one request (the stages of the module comment); its reply goes into `run`, in request
 /// order.
-pub async fn execute(shared: &Shared, session: &mut Session, run: &mut Run<'_>, args: Request) {
+pub async fn execute(
+    shared: &Arc<Shared>,
+    session: &mut Session,
+    run: &mut Run<'_>,
+    args: Request,
+) {
     run.protocol = session.protocol;
     let Some(spec) = lookup(&args[0]) else {
         run.answer(unknown_command(&args));
@@ -184,6 +222,21 @@ pub async fn execute(shared: &Shared, session: &mut Session, run: &mut Run<'_>, 
         run.answer(Reply::Error("NOAUTH Authentication required.".into()));
         return;
     }
+    let writes = spec.flags.contains(&"write");
+    if writes && !session.master_link && shared.follower.is_replica() {
+        run.answer(Reply::Error("READONLY You can't write against a read only replica.".into()));
+        return;
+    }
+    let min_replicas = shared.config.min_replicas_to_write;
+    if min_replicas > 0
+        && writes
+        && !session.master_link
+        && shared.keyspace.replication().count_good(shared.config.min_replicas_max_lag)
+            < min_replicas
+    {
+        run.answer(Reply::Error("NOREPLICAS Not enough good replicas to write.".into()));
+        return;
+    }
     if runs_in_run(spec) {
         match execute_in_run(run, spec, &args).await {
             Ok(reply) => run.finish(reply).await,
@@ -192,7 +245,29 @@ pub async fn execute(shared: &Shared, session: &mut Session, run: &mut Run<'_>, 
         return;
     }
     run.flush().await;
+    if spec.name == "replconf" {
+        match replication::replconf(session, &args) {
+            replication::Replconf::Reply(reply) => run.answer(reply),
+            replication::Replconf::Silent => {}
+        }
+        return;
+    }
+    if matches!(spec.name, "psync" | "sync") {
+        if let Some(reply) = replication::psync(session, &args) {
+            run.answer(reply);
+        }
+        return;
+    }
+    if spec.name == "wait" {
+        let reply = replication::wait(shared, &args, run.woff).await;
+        run.answer(reply);
+        return;
+    }
     let reply = execute_alone(shared, session, spec, &args).await.unwrap_or_else(failed);
+    if matches!(spec.name, "flushdb" | "flushall") && !reply.is_error() {
+        // Its effect is in the stream before this offset: the connection's WAIT waits for it.
+        run.woff = run.woff.max(shared.keyspace.replication().offset());
+    }
     // HELLO may have changed the protocol; its own reply is in the new one.
     run.protocol = session.protocol;
     run.answer(reply);
@@ -222,8 +297,10 @@ async fn execute_in_run(run: &mut Run<'_>, spec: &Spec, args: &Request) -> crate
         "setnx" => strings::setnx(run, args).await,
         "strlen" => strings::strlen(run, args).await,
         "type" => strings::key_type(run, args).await,
-        "expire" => expiry::expire(run, args, 1000).await,
-        "pexpire" => expiry::expire(run, args, 1).await,
+        "expire" => expiry::expire(run, args, 1000, false).await,
+        "pexpire" => expiry::expire(run, args, 1, false).await,
+        "expireat" => expiry::expire(run, args, 1000, true).await,
+        "pexpireat" => expiry::expire(run, args, 1, true).await,
         "persist" => expiry::persist(run, args).await,
         "pttl" => expiry::ttl(run, args, false).await,
         "ttl" => expiry::ttl(run, args, true).await,
@@ -233,7 +310,7 @@ async fn execute_in_run(run: &mut Run<'_>, spec: &Spec, args: &Request) -> crate
 
 /// A command run on its own, after the run was flushed.
 async fn execute_alone(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     session: &mut Session,
     spec: &Spec,
     args: &Request,
@@ -255,6 +332,8 @@ async fn execute_alone(
         "command" => Ok(introspection::command(args)),
         "config" => Ok(introspection::config(shared, args)),
         "info" => introspection::info(shared, args).await,
+        "replicaof" | "slaveof" => Ok(crate::replica::replicaof(shared, args).await),
+        "role" => Ok(replication::role(shared)),
         other => unreachable!("{other} is in the command table but not dispatched"),
     }
 }

@@ -1,0 +1,716 @@
+//! The master's side of replication (issue #46): the replication stream, the replicas fed
+//! from it, full and partial resyncs, and the acknowledged offsets `WAIT` counts.
+//!
+//! The stream. Every batch a client's commands write (`Keyspace::write`) is fed here once
+//! the engine has applied it, as the Redis commands of its effects: `SET key value` (with
+//! `PXAT ms`, the absolute expiry, when the key has one, so a replica's clock never moves an
+//! expiry), `DEL key` (an expired key a read found, a deleted key), `FLUSHDB`; a batch of
+//! several writes (MSET, a pipeline's run) is wrapped in `MULTI` ... `EXEC`, so a replica
+//! applies it whole. `SELECT 0` comes first in the stream and again after each full resync,
+//! as Redis sends it.
+//!
+//! Why the stream's order is the store's. A batch is fed after it is applied, while its
+//! writer still holds the stripe locks of every key it wrote (and FLUSHDB holds every
+//! stripe): two batches that touch one key are applied and fed in the same order. Batches
+//! on different keys commute, so their order in the stream does not change what a replica
+//! ends with. Feeding takes one mutex, held for an append to the backlog and a send to each
+//! replica's queue; a write with no replica ever attached only loads a flag.
+//!
+//! Full resync. Under the same mutex the stream is turned on (the backlog made, on the
+//! first replica), the engine's snapshot taken and the offset read: every batch fed before
+//! that offset was applied before the snapshot (applied, then fed), so the snapshot holds
+//! it. A batch applied before the snapshot but fed after the offset is in both; the stream
+//! carries effects (absolute values, absolute expiry times), which applied again leave a key
+//! as they found it, so the replica ends with the master's state. The snapshot is read on a
+//! blocking thread and sent as RDB while writers go on; their batches wait in the replica's
+//! queue, sent once the snapshot is (up to [`REPLICA_QUEUE_BYTES_MAX`], past which the
+//! replica is dropped, as Redis's `client-output-buffer-limit replica` does).
+//!
+//! Partial resync. `PSYNC replid offset` with this master's id and an offset the backlog
+//! still holds is answered `+CONTINUE` and the bytes from that offset, under the mutex, so
+//! nothing fed meanwhile is lost or sent twice.
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use shale_lsm::{Db, ReadOptions, Snapshot};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{Notify, mpsc, watch};
+
+use crate::backlog::Backlog;
+use crate::keyspace::{DB0, now_ms};
+use crate::resp::RequestParser;
+use crate::server::Shared;
+use crate::value::Value;
+
+/// Most bytes waiting to be sent to one replica (Redis's hard `client-output-buffer-limit`
+/// for replicas): a replica that falls this far behind is dropped, and starts again with a
+/// resync.
+pub const REPLICA_QUEUE_BYTES_MAX: usize = 256 << 20;
+/// How often the master pings its replicas through the stream (Redis's
+/// `repl-ping-replica-period`): a Redis replica drops a master it has not heard from in 60 s.
+pub const PING_PERIOD: Duration = Duration::from_secs(10);
+/// A replica not heard from (no `REPLCONF ACK`) for this long is dropped (Redis's
+/// `repl-timeout`).
+pub const REPLICA_TIMEOUT_MS: u64 = 60_000;
+/// Bytes of snapshot gathered before they are sent.
+const SNAPSHOT_CHUNK_BYTES: usize = 256 << 10;
+/// Bytes of stream gathered from a replica's queue into one socket write.
+const STREAM_WRITE_BYTES_MAX: usize = 1 << 20;
+
+/// A replica as INFO and WAIT see it.
+#[derive(Debug)]
+pub struct ReplicaInfo {
+    /// Its id (the connection's).
+    pub id: u64,
+    /// Its address.
+    pub ip: String,
+    /// The port it said it listens on (`REPLCONF listening-port`).
+    pub port: u16,
+    /// The offset it acknowledged last (`REPLCONF ACK`).
+    pub ack: AtomicU64,
+    /// When it acknowledged last, Unix ms.
+    pub ack_at_ms: AtomicU64,
+    /// Whether its snapshot was sent and the stream flows to it.
+    pub online: AtomicBool,
+    /// Bytes in its queue, not yet written to its socket.
+    queued: AtomicUsize,
+}
+
+struct Attached {
+    info: Arc<ReplicaInfo>,
+    queue: mpsc::UnboundedSender<Arc<[u8]>>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The stream's last bytes; `None` until the first replica asked for a sync.
+    backlog: Option<Backlog>,
+    /// Whether the next bytes fed start with `SELECT 0`.
+    select_needed: bool,
+    replicas: Vec<Attached>,
+}
+
+/// The master's replication state.
+pub struct Replication {
+    replid: String,
+    backlog_size: usize,
+    /// Set (under the mutex, before the first snapshot) once a replica asked for a sync:
+    /// from then on every write is fed.
+    active: AtomicBool,
+    state: Mutex<State>,
+    /// Woken at every acknowledgement, for WAIT.
+    acked: Notify,
+    /// Full resyncs served (INFO's `sync_full`).
+    pub sync_full: AtomicU64,
+    /// Partial resyncs served (`sync_partial_ok`).
+    pub sync_partial_ok: AtomicU64,
+    /// Partial resyncs asked for and refused, served as full ones (`sync_partial_err`).
+    pub sync_partial_err: AtomicU64,
+}
+
+/// A replica's request for a sync (PSYNC or SYNC) and what it told of itself before.
+#[derive(Clone, Debug)]
+pub struct SyncRequest {
+    /// `PSYNC`'s replication id (`?` for none); `None` for the old `SYNC`.
+    pub psync: Option<(String, i64)>,
+    /// `REPLCONF listening-port`.
+    pub port: u16,
+    /// `REPLCONF capa eof`: it takes a snapshot of unknown length, ended by a mark.
+    pub capa_eof: bool,
+    /// `REPLCONF ip-address`, if given.
+    pub ip: Option<String>,
+}
+
+/// Appends a command as a RESP array of bulk strings.
+pub fn encode_command(out: &mut Vec<u8>, args: &[&[u8]]) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Appends the effect of writing `key`: `SET key value [PXAT ms]`, or `DEL key`.
+pub fn encode_write(out: &mut Vec<u8>, key: &[u8], value: Option<&Value>) {
+    match value {
+        None => encode_command(out, &[b"DEL", key]),
+        Some(v) => match v.expires_at_ms {
+            None => encode_command(out, &[b"SET", key, &v.data]),
+            Some(ms) => {
+                encode_command(out, &[b"SET", key, &v.data, b"PXAT", ms.to_string().as_bytes()]);
+            }
+        },
+    }
+}
+
+/// A new replication id: 40 hex characters, random (from the kernel, with the clock and
+/// the process id as a fallback).
+fn new_replid() -> String {
+    let mut bytes = [0u8; 20];
+    let read = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    if read.is_err() {
+        let mut x = now_ms() ^ (u64::from(std::process::id()) << 32) ^ 0x9e37_79b9_7f4a_7c15;
+        for b in &mut bytes {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Replication {
+    /// A master with a new replication id and a backlog of `backlog_size` bytes once a
+    /// replica attaches.
+    pub fn new(backlog_size: usize) -> Replication {
+        Replication {
+            replid: new_replid(),
+            backlog_size,
+            active: AtomicBool::new(false),
+            state: Mutex::new(State::default()),
+            acked: Notify::new(),
+            sync_full: AtomicU64::new(0),
+            sync_partial_ok: AtomicU64::new(0),
+            sync_partial_err: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The replication id.
+    pub fn replid(&self) -> &str {
+        &self.replid
+    }
+
+    /// The backlog's size setting.
+    pub fn backlog_size(&self) -> usize {
+        self.backlog_size
+    }
+
+    /// Whether writes are fed (a replica asked for a sync since start).
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::SeqCst)
+    }
+
+    /// Feeds the bytes `encode` writes (whole commands) to the stream, if it is on. Called
+    /// after the engine applied the batch they describe, with its keys' stripes still held.
+    /// Returns the offset just past them (what a `WAIT` of the writer's client waits for),
+    /// or 0 when nothing was fed.
+    pub fn feed(&self, encode: impl FnOnce(&mut Vec<u8>)) -> u64 {
+        // SeqCst: a writer that applied its batch and then reads `false` here is ordered
+        // before the store of `true`, which comes before the first snapshot: the snapshot
+        // holds its batch.
+        if !self.active.load(Ordering::SeqCst) {
+            return 0;
+        }
+        let mut bytes = Vec::new();
+        encode(&mut bytes);
+        if bytes.is_empty() {
+            return 0;
+        }
+        let mut st = self.lock();
+        self.append(&mut st, bytes);
+        st.backlog.as_ref().map_or(0, Backlog::end)
+    }
+
+    fn append(&self, st: &mut State, bytes: Vec<u8>) {
+        let bytes = if st.select_needed {
+            st.select_needed = false;
+            let mut b = Vec::with_capacity(bytes.len() + 23);
+            encode_command(&mut b, &[b"SELECT", b"0"]);
+            b.extend_from_slice(&bytes);
+            b
+        } else {
+            bytes
+        };
+        let Some(backlog) = st.backlog.as_mut() else { return };
+        backlog.append(&bytes);
+        if st.replicas.is_empty() {
+            return;
+        }
+        let chunk: Arc<[u8]> = bytes.into();
+        st.replicas.retain(|r| {
+            let queued = r.info.queued.fetch_add(chunk.len(), Ordering::AcqRel) + chunk.len();
+            if queued > REPLICA_QUEUE_BYTES_MAX {
+                log::warn!(
+                    "replica {}:{} is {queued} bytes behind (over {REPLICA_QUEUE_BYTES_MAX}): \
+                     dropped; it will resync",
+                    r.info.ip,
+                    r.info.port
+                );
+                return false;
+            }
+            r.queue.send(chunk.clone()).is_ok()
+        });
+    }
+
+    /// The master's replication offset: bytes of stream since the id began.
+    pub fn offset(&self) -> u64 {
+        self.lock().backlog.as_ref().map_or(0, Backlog::end)
+    }
+
+    /// The backlog's first byte (Redis's 1-based `repl_backlog_first_byte_offset`) and the
+    /// bytes it holds, if there is one.
+    pub fn backlog_span(&self) -> Option<(u64, u64)> {
+        self.lock().backlog.as_ref().map(|b| (b.start() + 1, b.end() - b.start()))
+    }
+
+    /// The replicas attached now.
+    pub fn replicas(&self) -> Vec<Arc<ReplicaInfo>> {
+        self.lock().replicas.iter().map(|r| r.info.clone()).collect()
+    }
+
+    /// Asks every replica for its offset (`REPLCONF GETACK *` in the stream), for WAIT.
+    pub fn request_acks(&self) {
+        if !self.is_active() {
+            return;
+        }
+        let mut b = Vec::new();
+        encode_command(&mut b, &[b"REPLCONF", b"GETACK", b"*"]);
+        let mut st = self.lock();
+        if !st.replicas.is_empty() {
+            self.append(&mut st, b);
+        }
+    }
+
+    /// Pings the replicas through the stream (every [`PING_PERIOD`]), so that an idle
+    /// master's replicas keep their link.
+    pub fn ping(&self) {
+        if !self.is_active() {
+            return;
+        }
+        let mut b = Vec::new();
+        encode_command(&mut b, &[b"PING"]);
+        let mut st = self.lock();
+        if !st.replicas.is_empty() {
+            self.append(&mut st, b);
+        }
+    }
+
+    /// Replicas online that acknowledged within `max_lag_s` seconds (Redis's "good"
+    /// replicas, for `min-replicas-to-write`).
+    pub fn count_good(&self, max_lag_s: u64) -> usize {
+        let now = now_ms();
+        self.lock()
+            .replicas
+            .iter()
+            .filter(|r| {
+                r.info.online.load(Ordering::Acquire)
+                    && now.saturating_sub(r.info.ack_at_ms.load(Ordering::Acquire)) / 1000
+                        <= max_lag_s
+            })
+            .count()
+    }
+
+    /// Replicas that acknowledged `offset` or more.
+    pub fn count_acked(&self, offset: u64) -> usize {
+        self.lock().replicas.iter().filter(|r| r.info.ack.load(Ordering::Acquire) >= offset).count()
+    }
+
+    /// Waits until `n` replicas acknowledged `offset` or `deadline` passes (never, for
+    /// `None`); the count then.
+    pub async fn wait_for_acks(
+        &self,
+        n: usize,
+        offset: u64,
+        deadline: Option<tokio::time::Instant>,
+    ) -> usize {
+        loop {
+            let notified = self.acked.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let count = self.count_acked(offset);
+            if count >= n {
+                return count;
+            }
+            match deadline {
+                Some(d) => {
+                    if tokio::time::timeout_at(d, notified).await.is_err() {
+                        return self.count_acked(offset);
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    fn attach(&self, st: &mut State, id: u64, ip: String, port: u16) -> Attachment {
+        let (queue, rx) = mpsc::unbounded_channel();
+        let info = Arc::new(ReplicaInfo {
+            id,
+            ip,
+            port,
+            ack: AtomicU64::new(0),
+            ack_at_ms: AtomicU64::new(now_ms()),
+            online: AtomicBool::new(false),
+            queued: AtomicUsize::new(0),
+        });
+        st.replicas.retain(|r| r.info.id != id);
+        st.replicas.push(Attached { info: info.clone(), queue });
+        Attachment { info, rx }
+    }
+
+    /// A partial resync, if `replid` is this master's and the backlog holds `offset`: the
+    /// bytes from it, and the replica attached to the stream after them.
+    fn try_partial(
+        &self,
+        replid: &str,
+        offset: i64,
+        id: u64,
+        ip: String,
+        port: u16,
+    ) -> Option<(Vec<u8>, Attachment)> {
+        // Redis's PSYNC offset is 1-based: the replica processed `offset - 1` bytes and
+        // wants the rest.
+        if replid != self.replid || offset < 1 {
+            return None;
+        }
+        let mut st = self.lock();
+        let missed = st.backlog.as_ref()?.since(offset as u64 - 1)?;
+        Some((missed, self.attach(&mut st, id, ip, port)))
+    }
+
+    /// A full resync's start: the stream turned on, the engine's snapshot and the offset it
+    /// stands at taken together, and the replica attached to the stream after that offset.
+    fn start_full(&self, db: &Db, id: u64, ip: String, port: u16) -> (Snapshot, u64, Attachment) {
+        let mut st = self.lock();
+        if st.backlog.is_none() {
+            st.backlog = Some(Backlog::new(self.backlog_size, 0));
+        }
+        self.active.store(true, Ordering::SeqCst);
+        // The replica loads the snapshot with no database selected since: Redis sends
+        // SELECT again after every full resync.
+        st.select_needed = true;
+        let snapshot = db.snapshot();
+        let offset = st.backlog.as_ref().map_or(0, Backlog::end);
+        let attachment = self.attach(&mut st, id, ip, port);
+        (snapshot, offset, attachment)
+    }
+
+    fn detach(&self, id: u64) {
+        self.lock().replicas.retain(|r| r.info.id != id);
+        self.acked.notify_waiters();
+    }
+
+    fn acknowledged(&self, info: &ReplicaInfo, offset: u64) {
+        info.ack.fetch_max(offset, Ordering::AcqRel);
+        info.ack_at_ms.store(now_ms(), Ordering::Release);
+        self.acked.notify_waiters();
+    }
+}
+
+/// A replica's end of the stream.
+struct Attachment {
+    info: Arc<ReplicaInfo>,
+    rx: mpsc::UnboundedReceiver<Arc<[u8]>>,
+}
+
+/// The snapshot as RDB chunks, read on a blocking thread (the engine's iterator reads the
+/// device): database 0's live keys with their expiries.
+fn snapshot_chunks(
+    shared: Arc<Shared>,
+    snapshot: Snapshot,
+) -> mpsc::Receiver<Result<Vec<u8>, String>> {
+    let (tx, rx) = mpsc::channel(4);
+    tokio::task::spawn_blocking(move || {
+        let db = shared.keyspace.db();
+        let opts = ReadOptions {
+            snapshot: Some(&snapshot),
+            prefix: Some(vec![DB0]),
+            ..Default::default()
+        };
+        let mut it = db.iter(&opts);
+        it.seek(&[DB0]);
+        let mut w = crate::rdb::Writer::new();
+        let now = now_ms();
+        while it.valid() {
+            let value = match Value::decode(it.value()) {
+                Ok(v) => v,
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(format!("reading the snapshot: {e}")));
+                    return;
+                }
+            };
+            if !value.is_expired(now) {
+                w.key(&it.key()[1..], &value.data, value.expires_at_ms);
+            }
+            if w.pending() >= SNAPSHOT_CHUNK_BYTES && tx.blocking_send(Ok(w.take())).is_err() {
+                return;
+            }
+            it.next();
+        }
+        if let Err(e) = it.status() {
+            let _ = tx.blocking_send(Err(format!("reading the snapshot: {e}")));
+            return;
+        }
+        let _ = tx.blocking_send(Ok(w.take()));
+        let _ = tx.blocking_send(Ok(w.finish()));
+    });
+    rx
+}
+
+/// Serves a connection that asked for a sync, until it or the server ends: the resync, then
+/// the stream, reading the replica's acknowledgements.
+pub async fn serve_replica<S>(
+    shared: Arc<Shared>,
+    stream: S,
+    input: Vec<u8>,
+    request: SyncRequest,
+    peer: Option<IpAddr>,
+    id: u64,
+    mut stop: watch::Receiver<bool>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let repl = shared.keyspace.replication();
+    let ip = request.ip.clone().unwrap_or_else(|| peer.map_or("?".into(), |p| p.to_string()));
+    let (mut reader, mut writer) = tokio::io::split(stream);
+    let mut wait_first_ack = false;
+    let partial = match &request.psync {
+        Some((replid, offset)) if replid != "?" => {
+            let p = repl.try_partial(replid, *offset, id, ip.clone(), request.port);
+            if p.is_none() {
+                repl.sync_partial_err.fetch_add(1, Ordering::Relaxed);
+            }
+            p
+        }
+        _ => None,
+    };
+    let mut attachment = match partial {
+        Some((missed, attachment)) => {
+            repl.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
+            log::info!(
+                "replica {ip}:{}: partial resync, {} bytes from the backlog",
+                request.port,
+                missed.len()
+            );
+            let mut out = format!("+CONTINUE {}\r\n", repl.replid()).into_bytes();
+            out.extend_from_slice(&missed);
+            if writer.write_all(&out).await.is_err() {
+                repl.detach(id);
+                return;
+            }
+            attachment.info.online.store(true, Ordering::Release);
+            attachment
+        }
+        None => {
+            repl.sync_full.fetch_add(1, Ordering::Relaxed);
+            let (snapshot, offset, attachment) =
+                repl.start_full(shared.keyspace.db(), id, ip.clone(), request.port);
+            log::info!("replica {ip}:{}: full resync at offset {offset}", request.port);
+            let sent = send_snapshot(
+                &mut writer,
+                shared.clone(),
+                snapshot,
+                &request,
+                repl.replid(),
+                offset,
+            )
+            .await;
+            match sent {
+                Ok(eof_mark) => wait_first_ack = eof_mark,
+                Err(e) => {
+                    log::warn!("replica {ip}:{}: full resync failed: {e}", request.port);
+                    repl.detach(id);
+                    return;
+                }
+            }
+            // The timeout counts from the snapshot's end: a large one takes its time.
+            attachment.info.ack_at_ms.store(now_ms(), Ordering::Release);
+            if !wait_first_ack {
+                attachment.info.online.store(true, Ordering::Release);
+            }
+            attachment
+        }
+    };
+    let info = attachment.info.clone();
+    let mut parser = RequestParser::new(shared.config.limits());
+    let mut input = input;
+    let mut out: Vec<u8> = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        // The replica's requests: REPLCONF ACK offset [FACK offset]; anything else is
+        // dropped (a replica sends nothing else on this link).
+        let mut taken = 0;
+        loop {
+            let mut took = 0;
+            let parsed = parser.next(&input[taken..], &mut took);
+            taken += took;
+            match parsed {
+                Ok(Some(req)) => {
+                    let is_ack = req.len() >= 3
+                        && req[0].eq_ignore_ascii_case(b"replconf")
+                        && req[1].eq_ignore_ascii_case(b"ack");
+                    if let Some(off) = is_ack
+                        .then(|| std::str::from_utf8(&req[2]).ok()?.parse::<u64>().ok())
+                        .flatten()
+                    {
+                        repl.acknowledged(&info, off);
+                        if wait_first_ack {
+                            // A snapshot ended by a mark: the replica knows where it ended
+                            // only once nothing follows it, so the stream starts after its
+                            // first acknowledgement, as Redis starts it.
+                            wait_first_ack = false;
+                            info.online.store(true, Ordering::Release);
+                        }
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    log::warn!("replica {ip}:{}: protocol error: {e}", info.port);
+                    repl.detach(id);
+                    return;
+                }
+            }
+        }
+        input.drain(..taken);
+        let online = info.online.load(Ordering::Acquire);
+        tokio::select! {
+            chunk = attachment.rx.recv(), if online => {
+                let Some(chunk) = chunk else { break };
+                out.clear();
+                out.extend_from_slice(&chunk);
+                // Let the connections that are ready run first, so that their batches go out
+                // in this write too: one write per pass over the clients, as Redis writes to
+                // its replicas once per event loop, not one per batch.
+                tokio::task::yield_now().await;
+                while out.len() < STREAM_WRITE_BYTES_MAX {
+                    match attachment.rx.try_recv() {
+                        Ok(c) => out.extend_from_slice(&c),
+                        Err(_) => break,
+                    }
+                }
+                info.queued.fetch_sub(out.len(), Ordering::AcqRel);
+                if writer.write_all(&out).await.is_err() {
+                    break;
+                }
+                shared.counters.net_output_bytes.fetch_add(out.len() as u64, Ordering::Relaxed);
+            }
+            read = reader.read_buf(&mut input) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    shared.counters.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                }
+            },
+            _ = tick.tick() => {
+                let silent = now_ms().saturating_sub(info.ack_at_ms.load(Ordering::Acquire));
+                if silent > REPLICA_TIMEOUT_MS {
+                    log::warn!("replica {ip}:{}: no acknowledgement in {silent} ms: dropped", info.port);
+                    break;
+                }
+            }
+            _ = stop.changed() => break,
+        }
+    }
+    repl.detach(id);
+    log::info!("replica {ip}:{}: link closed", info.port);
+    let _ = writer.shutdown().await;
+}
+
+/// Sends `+FULLRESYNC` (for PSYNC) and the snapshot: ended by a mark for a replica that
+/// takes one (`capa eof`), streamed as it is read; otherwise gathered first and sent with
+/// its length. True when it was ended by a mark.
+async fn send_snapshot<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    shared: Arc<Shared>,
+    snapshot: Snapshot,
+    request: &SyncRequest,
+    replid: &str,
+    offset: u64,
+) -> Result<bool, String> {
+    let io = |e: std::io::Error| format!("writing to the replica: {e}");
+    if request.psync.is_some() {
+        writer
+            .write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())
+            .await
+            .map_err(io)?;
+    }
+    let mut chunks = snapshot_chunks(shared, snapshot);
+    let eof_mark = request.capa_eof && request.psync.is_some();
+    if eof_mark {
+        let mark = new_replid();
+        writer.write_all(format!("$EOF:{mark}\r\n").as_bytes()).await.map_err(io)?;
+        while let Some(chunk) = chunks.recv().await {
+            writer.write_all(&chunk?).await.map_err(io)?;
+        }
+        writer.write_all(mark.as_bytes()).await.map_err(io)?;
+    } else {
+        let mut rdb = Vec::new();
+        while let Some(chunk) = chunks.recv().await {
+            rdb.extend_from_slice(&chunk?);
+        }
+        writer.write_all(format!("${}\r\n", rdb.len()).as_bytes()).await.map_err(io)?;
+        writer.write_all(&rdb).await.map_err(io)?;
+    }
+    Ok(eof_mark)
+}
+
+/// Pings the replicas every [`PING_PERIOD`] until shutdown.
+pub async fn ping_replicas(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(PING_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => shared.keyspace.replication().ping(),
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replids_are_forty_hex_characters_and_differ() {
+        let a = new_replid();
+        assert_eq!(a.len(), 40);
+        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(a, new_replid());
+    }
+
+    #[test]
+    fn writes_are_encoded_as_their_effects() {
+        let mut out = Vec::new();
+        encode_write(&mut out, b"k", Some(&Value::new(b"v".to_vec())));
+        encode_write(&mut out, b"k", None);
+        let mut v = Value::new(b"x".to_vec());
+        v.expires_at_ms = Some(1_700_000_000_123);
+        encode_write(&mut out, b"e", Some(&v));
+        assert_eq!(
+            out,
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n\
+              *5\r\n$3\r\nSET\r\n$1\r\ne\r\n$1\r\nx\r\n$4\r\nPXAT\r\n$13\r\n1700000000123\r\n"
+        );
+    }
+
+    #[test]
+    fn nothing_is_fed_before_a_replica_asks_and_select_leads_after_a_full_resync() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), shale_lsm::Options::small_for_tests()).unwrap();
+        let r = Replication::new(1 << 20);
+        r.feed(|b| encode_command(b, &[b"SET", b"a", b"1"]));
+        assert_eq!(r.offset(), 0, "no stream before a replica");
+        let (_snap, offset, mut att) = r.start_full(&db, 1, "127.0.0.1".into(), 1);
+        assert_eq!(offset, 0);
+        r.feed(|b| encode_command(b, &[b"DEL", b"a"]));
+        let got = att.rx.try_recv().unwrap();
+        assert!(got.starts_with(b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*2\r\n$3\r\nDEL"));
+        assert_eq!(r.offset(), got.len() as u64);
+        // A partial resync from the start (Redis's offsets are 1-based) gets those bytes.
+        let (missed, _) = r.try_partial(&r.replid.clone(), 1, 2, "x".into(), 2).unwrap();
+        assert_eq!(missed, got.to_vec());
+        assert!(r.try_partial("0".repeat(40).as_str(), 1, 3, "x".into(), 3).is_none());
+        assert!(r.try_partial(&r.replid.clone(), 0, 3, "x".into(), 3).is_none());
+        assert!(r.try_partial(&r.replid.clone(), 1_000, 3, "x".into(), 3).is_none());
+    }
+}

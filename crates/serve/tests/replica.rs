@@ -1,0 +1,183 @@
+//! shale serve as a replica (`--replicaof`, `REPLICAOF`): of a shale master and of a real
+//! Redis 7 master (Debian's redis-server, which test.sh installs; the second test fails
+//! without it). The snapshot loads, the stream applies, clients' writes are refused
+//! (`-READONLY`), WAIT on the master counts the replica, and `REPLICAOF NO ONE` promotes it.
+
+use std::time::Duration;
+
+use common::redis_server::RedisServer;
+use common::{TestServer, test_config};
+use redis::Commands;
+
+mod common;
+
+/// How many times a condition is polled (50 ms apart) before the test fails.
+const TRIES: usize = 400;
+
+fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..TRIES {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("never happened: {what}");
+}
+
+fn info_field(c: &mut redis::Connection, name: &str) -> Option<String> {
+    let info: String = redis::cmd("INFO").arg("replication").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
+}
+
+#[test]
+fn a_shale_replica_of_a_shale_master_follows_refuses_writes_and_is_promoted() {
+    let master = TestServer::start();
+    let mut m = master.client();
+    let _: () = m.set("before", "1").unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("exp")
+        .arg("x")
+        .arg("PXAT")
+        .arg(4_102_444_800_000u64)
+        .query(&mut m)
+        .unwrap();
+    let replica = TestServer::start_with(shale_serve::Config {
+        replicaof: Some(("127.0.0.1".into(), master.addr.port())),
+        ..test_config()
+    });
+    let mut r = replica.client();
+    until("the link is up", || info_field(&mut r, "master_link_status").as_deref() == Some("up"));
+    assert_eq!(info_field(&mut r, "role").as_deref(), Some("slave"));
+    let v: String = r.get("before").unwrap();
+    assert_eq!(v, "1");
+    let ttl: i64 = r.pttl("exp").unwrap();
+    assert!(ttl > 0, "the expiry came with the snapshot");
+
+    // The stream applies; WAIT on the master counts the replica once it applied the write.
+    let _: () = m.set("after", "2").unwrap();
+    let _: i64 = m.incr("n", 5).unwrap();
+    let _: () = m.mset(&[("a", "x"), ("b", "y")]).unwrap();
+    let _: i64 = m.del("before").unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(0).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    let got: (Option<String>, String, String, String) = (
+        r.get("before").unwrap(),
+        r.get("after").unwrap(),
+        r.get("n").unwrap(),
+        r.get("b").unwrap(),
+    );
+    assert_eq!(got, (None, "2".into(), "5".into(), "y".into()));
+
+    // Clients may read, not write.
+    let refused = r.set::<_, _, ()>("mine", "1").unwrap_err();
+    assert_eq!(refused.code(), Some("READONLY"), "{refused}");
+    let role: redis::Value = redis::cmd("ROLE").query(&mut r).unwrap();
+    assert!(format!("{role:?}").contains("slave"), "{role:?}");
+
+    // Promoted, it takes writes and no longer follows.
+    let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut r).unwrap();
+    let _: () = r.set("mine", "1").unwrap();
+    assert_eq!(info_field(&mut r, "role").as_deref(), Some("master"));
+    until("the master sees the link closed", || {
+        info_field(&mut m, "connected_slaves").as_deref() == Some("0")
+    });
+    let _: () = m.set("after-promotion", "1").unwrap();
+    let v: Option<String> = r.get("after-promotion").unwrap();
+    assert_eq!(v, None);
+    let v: String = r.get("after").unwrap();
+    assert_eq!(v, "2", "the promoted replica keeps its data");
+}
+
+#[test]
+fn a_shale_replica_of_a_redis_master_loads_its_strings_and_applies_its_stream() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let master = RedisServer::start(port, &["--repl-diskless-sync-delay", "0"], |_| {});
+    master.cli(&["set", "s", "v"]);
+    master.cli(&["set", "int", "12345"]);
+    master.cli(&["set", "e", "x", "pxat", "4102444800000"]);
+    master.cli(&["rpush", "a-list", "1", "2"]);
+    let replica = TestServer::start();
+    let mut r = replica.client();
+    let _: () = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(port).query(&mut r).unwrap();
+    until("the link is up", || info_field(&mut r, "master_link_status").as_deref() == Some("up"));
+    let got: (String, String) = (r.get("s").unwrap(), r.get("int").unwrap());
+    assert_eq!(got, ("v".into(), "12345".into()));
+    let ttl: i64 = r.pttl("e").unwrap();
+    assert!(ttl > 0);
+    let t: String = redis::cmd("TYPE").arg("a-list").query(&mut r).unwrap();
+    assert_eq!(t, "none", "a list is skipped (and logged), strings only");
+
+    // Redis's stream: SET, EXPIRE (sent as PEXPIREAT), INCR, DEL, SET EX (sent as PXAT).
+    master.cli(&["set", "later", "1"]);
+    master.cli(&["expire", "later", "1000"]);
+    master.cli(&["incr", "int"]);
+    master.cli(&["del", "s"]);
+    master.cli(&["set", "ex", "y", "ex", "500"]);
+    master.cli(&["lpush", "a-list", "3"]);
+    master.cli(&["set", "last", "done"]);
+    until("the stream arrives", || r.get::<_, Option<String>>("last").unwrap().is_some());
+    let later_ttl: i64 = r.ttl("later").unwrap();
+    assert!((990..=1000).contains(&later_ttl), "{later_ttl}");
+    let got: (String, Option<String>, String) =
+        (r.get("int").unwrap(), r.get("s").unwrap(), r.get("ex").unwrap());
+    assert_eq!(got, ("12346".into(), None, "y".into()));
+    let ex_ttl: i64 = r.ttl("ex").unwrap();
+    assert!((490..=500).contains(&ex_ttl), "{ex_ttl}");
+    // The master counts the replica's acknowledgement.
+    let out = std::process::Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "wait", "1", "5000"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+
+    // The master drops the link: the replica comes back asking to continue from its offset,
+    // and the master's backlog serves it.
+    master.cli(&["client", "kill", "type", "replica"]);
+    until("the replica resumes with a partial resync", || {
+        info_field(&mut r, "shale_partial_resyncs").as_deref() == Some("1")
+            && info_field(&mut r, "master_link_status").as_deref() == Some("up")
+    });
+    master.cli(&["set", "resumed", "yes"]);
+    until("writes after the resync arrive", || {
+        r.get::<_, Option<String>>("resumed").unwrap().as_deref() == Some("yes")
+    });
+    let info = master.cli(&["info", "stats"]);
+    assert!(info.contains("sync_partial_ok:1"), "{info}");
+    assert!(info.contains("sync_full:1"), "{info}");
+    assert_eq!(info_field(&mut r, "shale_full_resyncs").as_deref(), Some("1"));
+    let got: String = r.get("int").unwrap();
+    assert_eq!(got, "12346", "nothing applied twice");
+}
+
+/// The replica's position is durable with its data: restarted on its store, it asks the
+/// master to continue, gets a partial resync, and applies nothing twice.
+#[test]
+fn a_restarted_replica_resumes_with_a_partial_resync() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let master = RedisServer::start(port, &["--repl-diskless-sync-delay", "0"], |_| {});
+    master.cli(&["set", "n", "1"]);
+    let config =
+        shale_serve::Config { replicaof: Some(("127.0.0.1".into(), port)), ..test_config() };
+    let replica = TestServer::start_with(config.clone());
+    let mut r = replica.client();
+    until("the link is up", || info_field(&mut r, "master_link_status").as_deref() == Some("up"));
+    master.cli(&["incr", "n"]);
+    master.cli(&["ping"]);
+    until("the INCR arrives", || r.get::<_, String>("n").unwrap() == "2");
+    drop(r);
+    let dir = replica.stop();
+    master.cli(&["incr", "n"]);
+    let replica = TestServer::start_in(dir, config);
+    let mut r = replica.client();
+    until("the link is up again", || {
+        info_field(&mut r, "master_link_status").as_deref() == Some("up")
+    });
+    until("the INCR made while it was down arrives", || r.get::<_, String>("n").unwrap() == "3");
+    assert_eq!(info_field(&mut r, "shale_partial_resyncs").as_deref(), Some("1"));
+    assert_eq!(info_field(&mut r, "shale_full_resyncs").as_deref(), Some("0"));
+    let info = master.cli(&["info", "stats"]);
+    assert!(info.contains("sync_partial_ok:1"), "{info}");
+    master.cli(&["incr", "n"]);
+    until("the stream goes on", || r.get::<_, String>("n").unwrap() == "4");
+}

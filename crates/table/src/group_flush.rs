@@ -25,15 +25,37 @@ use crate::error::{Error, Result};
 static FLUSH_WAIT: shale_space::contention::Site =
     shale_space::contention::Site::new("table: group flush wait");
 
-/// The store's shared flusher: a queue of its own for flushes, and the sequencer of rounds.
+/// The contention profile's site of a commit waiting for another's write of the undo log's
+/// expiry records.
+static EXPIRY_WAIT: shale_space::contention::Site =
+    shale_space::contention::Site::new("table: group expiry wait");
+
+/// The store's shared flusher: a queue of its own for flushes, the sequencer of rounds, and
+/// that of the expiry records' writes.
 pub(crate) struct GroupFlush {
     queue: Mutex<VolumeQueue>,
     rounds: Sequencer,
+    expiries: Sequencer,
 }
 
 impl GroupFlush {
     pub(crate) fn new(queue: VolumeQueue) -> GroupFlush {
-        GroupFlush { queue: Mutex::new(queue), rounds: Sequencer::new(&FLUSH_WAIT) }
+        GroupFlush {
+            queue: Mutex::new(queue),
+            rounds: Sequencer::new(&FLUSH_WAIT),
+            expiries: Sequencer::new(&EXPIRY_WAIT),
+        }
+    }
+
+    /// Returns once a write of the undo log's page log (`write`: `Storage::sync_log`) that
+    /// began after this call has completed: the commits whose expiry records were packed
+    /// meanwhile (`Storage::commit_flushed`) share it, as they share a round's flush. The
+    /// log's write is a FUA write, durable when it completes, so no device flush follows.
+    ///
+    /// # Errors
+    /// The error of that write (or of an earlier failed one): the store is stopped.
+    pub(crate) fn sync_log(&self, write: impl FnOnce() -> Result<()>) -> Result<()> {
+        self.expiries.join(write, Error::Stopped)
     }
 
     /// Returns once a round that began after this call has completed: `write` (the dirty

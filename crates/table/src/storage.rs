@@ -1267,22 +1267,53 @@ impl Storage {
         Ok(())
     }
 
-    /// Commit stages 1 and 2. One change is committed by expiring its record (one store of
-    /// one byte); several by a commit mark persisted after the flush, then their records
-    /// and the mark expired, the mark last.
-    /// Commit stages 2 and 3, once a device flush that began after every change's block write
-    /// completed has completed ([`crate::group_flush::GroupFlush`], outside this mutex).
-    pub fn commit_flushed(&mut self, txn: u64, changes: &[Change]) -> Result<()> {
+    /// As [`Storage::expire`], but the spill area's page log packs its expiry record for its
+    /// next write instead of writing it now (`VolumeUndoLog::expire_packed`). Returns
+    /// whether it did: the expiry is then durable only once [`Storage::sync_log`] (or any
+    /// other write of that log) has run.
+    fn expire_packed(&mut self, handles: &[UndoHandle]) -> Result<bool> {
+        let (spilled, pmem): (Vec<UndoHandle>, Vec<UndoHandle>) =
+            handles.iter().partition(|h| h.ring == Ring::Spill);
+        if !pmem.is_empty() {
+            self.sync_spill()?;
+            self.undo.expire(&pmem).map_err(|e| self.stop(e))?;
+        }
+        if spilled.is_empty() {
+            return Ok(false);
+        }
+        let log = &mut self.spill.as_mut().expect("a spilled record has a spill area").1;
+        log.expire_packed(&spilled).map_err(|e| self.stop(e))
+    }
+
+    /// Writes what the spill area's page log has packed (a group of commits' expiry
+    /// records, `GroupFlush::sync_log`); a failure stops the store.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] after an earlier failure, the device's error.
+    pub fn sync_log(&mut self) -> Result<()> {
+        self.check_running()?;
+        self.sync_spill()
+    }
+
+    /// Commit stages 2 and 3, once a device flush that began after every change's block
+    /// write completed has completed ([`crate::group_flush::GroupFlush`], outside this
+    /// mutex). One change is committed by expiring its record (one store of one byte in
+    /// persistent memory); several by a commit mark persisted after the flush, then their
+    /// records and the mark expired, the mark last. Returns whether the last expiry is
+    /// packed in the spill area's page log, not yet written: the caller makes it durable
+    /// with the next round of [`crate::group_flush::GroupFlush::sync_log`] before the
+    /// commit returns (one write for the commits of a round, not one each).
+    pub fn commit_flushed(&mut self, txn: u64, changes: &[Change]) -> Result<bool> {
         if changes.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         self.check_running()?;
         let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
         if changes.len() == 1 {
             self.spilling.remove(&txn);
-            self.expire(&handles)?;
+            let packed = self.expire_packed(&handles)?;
             self.settle(changes);
-            return Ok(());
+            return Ok(packed);
         }
         let mark = match self.log_undo(txn, 0, Pos::default(), Before::Commit) {
             Ok(mark) => mark,
@@ -1301,13 +1332,14 @@ impl Storage {
             // without the records'. The records in persistent memory go before it.
             let mut all = handles;
             all.push(mark.0);
-            self.expire(&all)?;
-        } else {
-            self.expire(&handles)?;
-            self.expire(&[mark.0])?;
+            let packed = self.expire_packed(&all)?;
+            self.settle(changes);
+            return Ok(packed);
         }
+        self.expire(&handles)?;
+        let packed = self.expire_packed(&[mark.0])?;
         self.settle(changes);
-        Ok(())
+        Ok(packed)
     }
 
     /// Abort stages 1 to 3.

@@ -19,9 +19,23 @@ use crate::scan::{Scan, ScanTxn};
 use crate::schema::{Row, Schema};
 use crate::storage::{Storage, UndoSetup};
 
-/// The contention profile's site of the store's mutex.
-static STORE_MUTEX: shale_space::contention::Site =
-    shale_space::contention::Site::new("table: store mutex");
+/// The contention profile's sites of the store's mutex, one per part of the engine that
+/// takes it, so that the profile says which part holds it (their sum is the mutex's).
+pub(crate) mod mutex_site {
+    use shale_space::contention::Site;
+    /// A read: the cached point read, the read-ahead's checks, a scan's reads.
+    pub(crate) static READ: Site = Site::new("table: store mutex: read");
+    /// A change: stages 2 to 6 of an insert, update or erase.
+    pub(crate) static CHANGE: Site = Site::new("table: store mutex: change");
+    /// A commit's share of its group's round: the dirty blocks' writes.
+    pub(crate) static ROUND: Site = Site::new("table: store mutex: commit round");
+    /// A commit's end: the check before it, and the expiry of its undo records.
+    pub(crate) static COMMIT: Site = Site::new("table: store mutex: commit expiry");
+    /// The write of a group of commits' expiry records (`GroupFlush::sync_log`).
+    pub(crate) static EXPIRY_ROUND: Site = Site::new("table: store mutex: expiry round");
+    /// An abort, and everything else (tables, stats, the reclaiming pass, checkpoints).
+    pub(crate) static OTHER: Site = Site::new("table: store mutex: other");
+}
 use crate::txn::{Declared, Isolation, Transaction};
 use crate::undo_file::{self, FileId};
 use crate::undo_log::UndoStats;
@@ -53,9 +67,17 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// The store's mutex over its storage, taken through the contention profile's site
-    /// (`shale_space::contention`).
+    /// of everything but reads, changes and commits (`shale_space::contention`).
     pub(crate) fn storage(&self) -> shale_space::contention::Held<'_, Storage> {
-        STORE_MUTEX.lock(&self.storage)
+        mutex_site::OTHER.lock(&self.storage)
+    }
+
+    /// The store's mutex, counted at `site` of [`mutex_site`].
+    pub(crate) fn storage_at(
+        &self,
+        site: &'static shale_space::contention::Site,
+    ) -> shale_space::contention::Held<'_, Storage> {
+        site.lock(&self.storage)
     }
 
     pub(crate) fn schema(&self, table: TableId) -> Result<Arc<Schema>> {

@@ -29,7 +29,7 @@ use crate::lock::{LockKey, LockMode};
 use crate::scan::Scan;
 use crate::schema::Row;
 use crate::storage::Change;
-use crate::store::{Shared, TableId};
+use crate::store::{Shared, TableId, mutex_site};
 
 /// An isolation level.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -234,7 +234,7 @@ impl Transaction {
         let encoded = self.shared.schema(table)?.encode_row(row)?;
         let key = row[0].as_ref();
         self.lock_for_write(table, key)?;
-        let change = self.shared.storage().insert(self.id, table.0, key, &encoded)?;
+        let change = self.shared.storage_at(&mutex_site::CHANGE).insert(self.id, table.0, key, &encoded)?;
         self.changes.push(change);
         Ok(())
     }
@@ -258,7 +258,7 @@ impl Transaction {
         }
         schema.check_value(c, value)?;
         self.lock_for_write(table, key)?;
-        let mut storage = self.shared.storage();
+        let mut storage = self.shared.storage_at(&mutex_site::CHANGE);
         let mut row = storage.select(table.0, key)?.ok_or(Error::KeyNotFound)?;
         row[c] = value.to_vec();
         let encoded = schema.encode_row(&row)?;
@@ -276,7 +276,7 @@ impl Transaction {
         self.check_open()?;
         self.shared.schema(table)?.check_key(key)?;
         self.lock_for_write(table, key)?;
-        let change = self.shared.storage().erase(self.id, table.0, key)?;
+        let change = self.shared.storage_at(&mutex_site::CHANGE).erase(self.id, table.0, key)?;
         self.changes.push(change);
         Ok(())
     }
@@ -292,12 +292,12 @@ impl Transaction {
         let short = self.lock_for_read(table, key)?;
         // A row whose blocks are cached is read at once; otherwise they are read ahead
         // outside the mutex, and the read under it is a cache hit (unless evicted since).
-        let cached = self.shared.storage().select_if_cached(table.0, key);
+        let cached = self.shared.storage_at(&mutex_site::READ).select_if_cached(table.0, key);
         let got = match cached {
             Ok(Some(row)) => Ok(row),
             Ok(None) => self
                 .read_ahead(table, key)
-                .and_then(|()| self.shared.storage().select(table.0, key)),
+                .and_then(|()| self.shared.storage_at(&mutex_site::READ).select(table.0, key)),
             Err(e) => Err(e),
         };
         if let Some(k) = short {
@@ -383,13 +383,26 @@ impl Transaction {
         if self.changes.is_empty() {
             return Ok(());
         }
-        self.shared.storage().check_running()?;
+        self.shared.storage_at(&mutex_site::COMMIT).check_running()?;
         // Every change is in the cache: a round begun from here on writes its blocks and
         // then flushes them.
-        if let Err(e) = self.shared.group.flush(|| self.shared.storage().write_dirty()) {
+        if let Err(e) = self.shared.group.flush(|| self.shared.storage_at(&mutex_site::ROUND).write_dirty()) {
             return Err(self.shared.storage().stop(e));
         }
-        self.shared.storage().commit_flushed(self.id, &self.changes)
+        let packed =
+            self.shared.storage_at(&mutex_site::COMMIT).commit_flushed(self.id, &self.changes)?;
+        if packed {
+            // The expiry (the commit point) is packed in the undo log's page log: written
+            // for every commit waiting by one write, before this one returns.
+            let synced = self
+                .shared
+                .group
+                .sync_log(|| self.shared.storage_at(&mutex_site::EXPIRY_ROUND).sync_log());
+            if let Err(e) = synced {
+                return Err(self.shared.storage().stop(e));
+            }
+        }
+        Ok(())
     }
 
     /// Aborts: writes every change's before-image back, then releases the locks.
@@ -418,7 +431,7 @@ impl Transaction {
     /// index page is read for this), into the cache outside the store's mutex, so a read
     /// that misses the cache does not hold other transactions up (`unlocked_read.rs`).
     fn read_ahead(&self, table: TableId, key: &[u8]) -> Result<()> {
-        let Some(pos) = self.shared.storage().ordered_position(table.0, key)? else {
+        let Some(pos) = self.shared.storage_at(&mutex_site::READ).ordered_position(table.0, key)? else {
             return Ok(());
         };
         crate::unlocked_read::read_records_ahead(&self.shared, table.0, &[pos])
@@ -429,7 +442,7 @@ impl Transaction {
     pub(crate) fn scan_read(&mut self, table: TableId, key: &[u8]) -> Result<Option<Row>> {
         self.check_open()?;
         let short = self.lock_for_read(table, key)?;
-        let got = self.shared.storage().select_scanned(table.0, key);
+        let got = self.shared.storage_at(&mutex_site::READ).select_scanned(table.0, key);
         if let Some(k) = short {
             self.shared.locks.release(self.id, &k);
         }

@@ -29,14 +29,14 @@ pub(crate) fn read_records_ahead(shared: &Shared, table: u32, positions: &[Pos])
     firsts.sort_unstable();
     firsts.dedup();
     read_ahead(shared, table, &firsts)?;
-    let rest = shared.storage().continuations(table, positions);
+    let rest = shared.storage_at(&crate::store::mutex_site::READ).continuations(table, positions);
     read_ahead(shared, table, &rest)
 }
 
 /// Reads the blocks `numbers` of `table` that the cache lacks, outside the store's mutex,
 /// and caches those that nothing changed meanwhile.
 fn read_ahead(shared: &Shared, table: u32, numbers: &[u64]) -> Result<()> {
-    let wanted = shared.storage().begin_read_ahead(table, numbers);
+    let wanted = shared.storage_at(&crate::store::mutex_site::READ).begin_read_ahead(table, numbers);
     if wanted.is_empty() {
         return Ok(());
     }
@@ -52,5 +52,5 @@ fn read_ahead(shared: &Shared, table: u32, numbers: &[u64]) -> Result<()> {
         }
         Err(e) => Err(e),
     };
-    shared.storage().end_read_ahead(table, &wanted, read)
+    shared.storage_at(&crate::store::mutex_site::READ).end_read_ahead(table, &wanted, read)
 }

@@ -109,15 +109,36 @@ impl Shared {
         self.group.flush(|| self.write_dirty()).map_err(|e| self.storage().stop(e))
     }
 
-    /// As [`Shared::flush_round`], but at once, in this thread, without joining a round (an
-    /// abort's: the group's counts stay those of commits). A failure stops the store.
+    /// Abort stages 1 to 3 (`storage.rs`) of `changes`, in two holds of the store's mutex:
+    /// under the block writer's latch, (1) the before-images written back in the cache and
+    /// the dirty blocks taken as a round takes them (`Storage::begin_write_dirty`), in one
+    /// hold; (2) outside it, the undo log written, the blocks written and the device
+    /// flushed, at once, in this thread, without joining a round (the group's counts stay
+    /// those of commits); (3) in the second hold, the blocks unpinned and the records
+    /// expired. A failed write or flush stops the store.
     ///
     /// # Errors
-    /// [`Error::Stopped`], the device's error.
-    pub(crate) fn flush_now(&self) -> Result<()> {
-        self.write_dirty()
-            .and_then(|()| self.group.flush_device())
-            .map_err(|e| self.storage().stop(e))
+    /// [`Error::Stopped`], the device's error, a read's error during the rollback.
+    pub(crate) fn roll_back(&self, changes: &[crate::storage::Change]) -> Result<()> {
+        let mut queue = BLOCK_WRITER.lock(&self.writer);
+        let batch = {
+            let mut storage = self.storage();
+            storage.roll_back_changes(changes)?;
+            storage.begin_write_dirty()?
+        };
+        let Some(batch) = batch else {
+            drop(queue);
+            self.group.flush_device().map_err(|e| self.storage().stop(e))?;
+            return self.storage().expire_rolled_back(changes);
+        };
+        let written = self
+            .sync_spill_log()
+            .and_then(|()| crate::batch_io::write_blocks(&mut queue, batch.blocks))
+            .and_then(|()| self.group.flush_device());
+        drop(queue);
+        let mut storage = self.storage();
+        storage.end_write_dirty(&batch.keys, written)?;
+        storage.expire_rolled_back(changes)
     }
 
     /// Writes every dirty block, under the block writer's latch: the blocks copied and

@@ -434,15 +434,13 @@ impl Transaction {
     }
 
     /// Abort stages 1 to 3 (`storage.rs`): the before-images written back in the cache under
-    /// the store's mutex; the blocks written and the device flushed outside it
-    /// (`Shared::flush_now`); the records expired under it.
+    /// the store's mutex; the blocks written and the device flushed outside it; the records
+    /// expired under it (`Shared::roll_back`).
     fn abort_changes(&mut self) -> Result<()> {
         if self.changes.is_empty() {
             return Ok(());
         }
-        self.shared.storage().roll_back_changes(&self.changes)?;
-        self.shared.flush_now()?;
-        self.shared.storage().expire_rolled_back(&self.changes)
+        self.shared.roll_back(&self.changes)
     }
 
     fn release(&mut self) {

@@ -5,9 +5,10 @@
 //! Write-behind: a change leaves its blocks here *dirty* rather than writing them at once,
 //! so that the changes of several transactions to one block (a table's last block, as
 //! appends fill it) reach the device as one write, made when a commit needs them durable
-//! (`Storage::write_dirty`, called by the group flush's leader). Eviction takes clean
+//! (`Shared::write_dirty`, called by the group flush's leader). Eviction takes clean
 //! blocks only, so a cached block is always at least as new as the device's, and a block
-//! that is not cached is what the device holds.
+//! that is not cached is what the device holds: a block whose write is in flight outside
+//! the store's mutex is clean but pinned until the write ends (`Storage::begin_write_dirty`).
 //!
 //! Reads outside the store's mutex (a scan's read-ahead): a block not cached is registered
 //! ([`BlockCache::begin_read`]) before its read is sent, and whatever puts that block

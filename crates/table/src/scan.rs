@@ -127,7 +127,11 @@ impl<'t> Scan<'t> {
         // back) leave a batch short; the walk goes on until it is full or the range ends.
         while out.len() < limit && !self.ended {
             let want = limit - out.len();
-            let batch = txn.shared().storage().scan_batch(self.table.0, &self.range, want)?;
+            let batch = txn.shared().storage_at(&crate::store::mutex_site::READ).scan_batch(
+                self.table.0,
+                &self.range,
+                want,
+            )?;
             self.ended = batch.ended;
             let entries = batch.entries;
             let positions: Vec<_> = entries.iter().map(|e| e.1).collect();

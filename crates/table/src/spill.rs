@@ -151,6 +151,19 @@ impl SpillLog {
         }
     }
 
+    /// Expires records, durably in the ring; in the page log with the expiry record packed
+    /// for the log's next write (`VolumeUndoLog::expire_packed`). Returns whether a write
+    /// ([`SpillLog::sync`]) is still needed to make the expiry durable.
+    ///
+    /// # Errors
+    /// As the log's `expire`.
+    pub fn expire_packed(&mut self, handles: &[crate::undo_log::UndoHandle]) -> Result<bool> {
+        match self {
+            SpillLog::Ring(l) => l.expire(handles).map(|()| false),
+            SpillLog::Paged(l) => l.expire_packed(handles).map(|()| !handles.is_empty()),
+        }
+    }
+
     /// Makes every record appended so far durable (the ring's are durable once appended).
     ///
     /// # Errors

@@ -18,10 +18,12 @@
 //!
 //! Commit: (1) write every dirty block, each once, whoever changed it, then flush the
 //! device, making every block written so far durable (the group flush's leader does both
-//! for every commit waiting, `group_flush.rs`); (2) mark the transaction's undo records
-//! expired, persisted; (3) the caller releases the locks. Abort: (1) write each
-//! before-image back, newest first, fixing the index; (2) write the dirty blocks and flush
-//! the device; (3) expire the records; (4) release the locks. Stage 4 before any write of
+//! for every commit waiting, `group_flush.rs`, outside this mutex); (2) mark the
+//! transaction's undo records expired, persisted (in the spill area's page log, the expiry
+//! packed and written by a group's write before the commit returns); (3) the caller
+//! releases the locks. Abort: (1) write each before-image back, newest first, fixing the
+//! index; (2) write the dirty blocks and flush the device (outside this mutex); (3) expire
+//! the records; (4) release the locks. Stage 4 before any write of
 //! stage 5's blocks, and commit's 1 before 2, are the whole of crash safety: every block
 //! write that may not be durable is covered by an active undo record, and recovery
 //! (`recover`) rolls every active record back. A dirty block's write may carry the changes
@@ -54,6 +56,22 @@ use crate::volume_undo::VolumeUndoLog;
 
 /// A change made by a transaction: its undo record, kept to roll it back.
 pub type Change = (UndoHandle, UndoRecord);
+
+/// The spill area's log behind the undo log latch (`None` until the area is made). Order:
+/// the block writer's latch, the store's mutex, then this latch; never the mutex while
+/// holding this latch.
+pub(crate) type SpillLatch = Arc<parking_lot::Mutex<Option<SpillLog>>>;
+
+/// The contention profile's site of the undo log latch.
+static UNDO_LATCH: shale_space::contention::Site =
+    shale_space::contention::Site::new("table: undo log latch");
+
+/// Takes the undo log latch through its contention site.
+pub(crate) fn lock_spill(
+    latch: &SpillLatch,
+) -> shale_space::contention::Held<'_, Option<SpillLog>> {
+    UNDO_LATCH.lock(latch)
+}
 
 /// The undo log's region and place for [`Storage::recover`] (`undo_file.rs` decides them).
 pub(crate) struct UndoSetup {
@@ -96,6 +114,36 @@ pub(crate) struct ScanBatch {
     pub ended: bool,
 }
 
+/// A round's block writes, taken under the store's mutex and made outside it
+/// ([`Storage::begin_write_dirty`]).
+pub(crate) struct DirtyWrite {
+    /// The blocks, in block order, pinned until [`Storage::end_write_dirty`].
+    pub keys: Vec<(u32, u64)>,
+    /// Their addresses and copies.
+    pub blocks: Vec<(u64, AlignedBuf)>,
+}
+
+/// A point read's step (`Storage::select_or_read`).
+#[derive(Debug)]
+pub(crate) enum PointRead {
+    /// The row of the key, or none.
+    Row(Option<Row>),
+    /// Blocks to read outside the mutex first: (block number, address), registered.
+    Read(Vec<(u64, u64)>),
+}
+
+/// How [`Storage::commit_flushed`] ended.
+#[derive(Debug)]
+pub(crate) enum CommitEnd {
+    /// Committed; its last expiry is packed in the spill area's page log, to be written
+    /// (`Shared::sync_spill_log`) before the commit returns, when `expiry_packed`.
+    Committed { expiry_packed: bool },
+    /// The undo log has no room for the commit mark of a transaction of several changes:
+    /// it cannot commit, and the caller rolls it back, so that what readers see agrees
+    /// with what a reopen would find.
+    MarkRefused(Error),
+}
+
 /// A row found by its key.
 pub(crate) struct Found {
     pub pos: Pos,
@@ -114,7 +162,11 @@ pub(crate) struct Storage {
     cache: BlockCache,
     undo: UndoLog,
     /// The undo log's spill area on the volume, once it has been needed (`spill.rs`).
-    spill: Option<(Extent, SpillLog)>,
+    spill_area: Option<Extent>,
+    /// Its log, behind a latch of its own (the undo log latch, `SpillLatch`): taken under
+    /// this mutex to append and expire, and without it by the writes the group flush's
+    /// rounds make (`Shared::write_dirty`, `Shared::sync_spill_log`).
+    spill: SpillLatch,
     /// Bytes the spill area gets when it is made; 0: none is made.
     spill_bytes: u64,
     /// Every record goes to the spill area (`TableOptions::undo_log`).
@@ -202,7 +254,7 @@ impl Storage {
                     (SpillLog::Ring(log), w)
                 };
                 merge_walks(&mut walked, w);
-                Some((e, log))
+                Some(log)
             }
             None => None,
         };
@@ -251,7 +303,8 @@ impl Storage {
             next_table_id: cat.next_id,
             cache: BlockCache::new(opts.cache_blocks),
             undo,
-            spill,
+            spill_area: cat.spill,
+            spill: Arc::new(parking_lot::Mutex::new(spill)),
             spill_bytes: if on_volume { opts.volume_ring_bytes() } else { opts.undo_spill_bytes },
             undo_on_volume: on_volume,
             undo_file: cat.undo_file.clone(),
@@ -295,12 +348,12 @@ impl Storage {
             let handles: Vec<UndoHandle> = active.iter().map(|(h, _)| *h).collect();
             s.expire_written_back(&handles)?;
             s.undo.reclaim()?;
-            if let Some((_, log)) = &mut s.spill {
+            if let Some(log) = lock_spill(&s.spill).as_mut() {
                 log.reclaim()?;
             }
         }
-        if let (false, Some((e, SpillLog::Ring(_)))) = (read_only, &s.spill) {
-            let e = *e;
+        let ring = matches!(*lock_spill(&s.spill), Some(SpillLog::Ring(_)));
+        if let (false, true, Some(e)) = (read_only, ring, s.spill_area) {
             s.rewrite_spill(e)?;
         }
         if retire {
@@ -327,7 +380,7 @@ impl Storage {
         let area = Box::new(SpillArea::open(&self.volume, e)?);
         let (log, walked) = VolumeUndoLog::open(area, self.volume.header().volume_id)?;
         assert!(walked.active.is_empty(), "a zeroed spill area holds no record");
-        self.spill = Some((e, SpillLog::Paged(log)));
+        *lock_spill(&self.spill) = Some(SpillLog::Paged(log));
         Ok(())
     }
 
@@ -622,9 +675,6 @@ impl Storage {
             self.cache.mark_dirty((table, n));
             self.cache.unpin((table, n));
         }
-        if self.cache.dirty_blocks() > self.dirty_blocks_max() {
-            self.write_dirty()?;
-        }
         Ok(())
     }
 
@@ -634,14 +684,67 @@ impl Storage {
         (self.cache.capacity() / DIRTY_BLOCKS_MAX_DIVISOR).max(1)
     }
 
-    /// Writes every dirty block, each once, in block order, several in flight; a failure
-    /// stops the store. A commit calls it (through the group flush's leader) before its
-    /// device flush: the changes of every transaction to one block since the last call
-    /// reach the device as one write.
+    /// Whether more than a [`DIRTY_BLOCKS_MAX_DIVISOR`]th of the cache is dirty: the
+    /// transaction that made the change then writes every dirty block at once, outside
+    /// this mutex, through a round of the group flush (`Shared::flush_round`).
+    pub fn write_behind_due(&self) -> bool {
+        self.cache.dirty_blocks() > self.dirty_blocks_max()
+    }
+
+    /// Takes a round's writes (`Shared::write_dirty`, holding the block writer's latch):
+    /// every dirty block copied, marked clean and pinned, to be written outside this mutex
+    /// once the caller has made the undo records appended so far durable (the undo log
+    /// latch's sync, also outside: a block write never reaches the device before the
+    /// records that can roll it back, and every record of a change in these copies was
+    /// appended before them), and ended by [`Storage::end_write_dirty`]. Pinned, a block stays
+    /// cached while its write is in flight, so no read meets the older copy on the device;
+    /// changed meanwhile, it is dirty again and the next round writes it. `None` when no
+    /// block is dirty.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] after an earlier failure.
+    pub fn begin_write_dirty(&mut self) -> Result<Option<DirtyWrite>> {
+        self.check_running()?;
+        let keys = self.cache.take_dirty();
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        let mut blocks = Vec::with_capacity(keys.len());
+        for &(table, n) in &keys {
+            let address = self.address(table, n).expect("a dirty block has a segment");
+            let b = self.cache.peek((table, n)).expect("a dirty block is cached");
+            blocks.push((address, AlignedBuf::padded_copy(b, BLOCK_BYTES)));
+            assert!(self.cache.pin((table, n)), "a dirty block is cached");
+        }
+        self.block_writes += blocks.len() as u64;
+        Ok(Some(DirtyWrite { keys, blocks }))
+    }
+
+    /// Ends a round's writes begun by [`Storage::begin_write_dirty`]: the blocks unpinned,
+    /// and after a failed write marked dirty again (the device may lack any of them, and a
+    /// dirty block is never evicted, so no read of the stopped store meets an older copy)
+    /// and the store stopped.
+    ///
+    /// # Errors
+    /// The write's error.
+    pub fn end_write_dirty(&mut self, keys: &[(u32, u64)], written: Result<()>) -> Result<()> {
+        for &key in keys {
+            if written.is_err() {
+                self.cache.mark_dirty(key);
+            }
+            self.cache.unpin(key);
+        }
+        written.map_err(|e| self.stop(e))
+    }
+
+    /// Writes every dirty block, each once, in block order, several in flight, under this
+    /// mutex; a failure stops the store. Recovery's alone (no other thread runs then): a
+    /// running store writes its blocks through rounds of the group flush, outside the
+    /// mutex ([`Storage::begin_write_dirty`]).
     ///
     /// # Errors
     /// [`Error::Stopped`] after an earlier failure, the device's error.
-    pub fn write_dirty(&mut self) -> Result<()> {
+    fn write_dirty(&mut self) -> Result<()> {
         self.check_running()?;
         let keys = self.cache.take_dirty();
         if keys.is_empty() {
@@ -684,8 +787,19 @@ impl Storage {
     /// packs records until then (`volume_undo.rs`), and a change may reach the device only
     /// once the record that undoes it is durable. A failure stops the store.
     fn sync_spill(&mut self) -> Result<()> {
-        let Some((_, log)) = &mut self.spill else { return Ok(()) };
-        log.sync().map_err(|e| self.stop(e))
+        let synced = lock_spill(&self.spill).as_mut().map_or(Ok(()), SpillLog::sync);
+        synced.map_err(|e| self.stop(e))
+    }
+
+    /// The undo log latch, for the writes the group flush's rounds make outside this
+    /// mutex.
+    pub fn spill_latch(&self) -> SpillLatch {
+        self.spill.clone()
+    }
+
+    /// Whether the spill area's log is the page log (whose expiries are appended records).
+    fn spill_paged(&self) -> bool {
+        matches!(*lock_spill(&self.spill), Some(SpillLog::Paged(_)))
     }
 
     /// Writes the dirty blocks, then flushes the device (an abort's, a recovery's).
@@ -702,6 +816,17 @@ impl Storage {
     /// A queue of its own for the store's shared flusher.
     pub fn flush_queue(&self) -> Result<VolumeQueue> {
         Ok(self.volume.queues().open(IoClass::Slot, &QueueOptions::default())?)
+    }
+
+    /// A block queue of its own for the rounds' block writes, made outside this mutex (the
+    /// store's queue pairs, with `TableOptions::queue_pairs`).
+    pub fn writer_queue(&self) -> Result<BlockQueue> {
+        Ok(match &self.pairs {
+            Some(p) => BlockQueue::Pairs(p.clone()),
+            None => {
+                BlockQueue::Own(self.volume.queues().open(IoClass::Slot, &QueueOptions::default())?)
+            }
+        })
     }
 
     /// Stops the store after a failed write (P5) and returns the error.
@@ -773,24 +898,57 @@ impl Storage {
         Ok(t.order.get(key))
     }
 
-    /// The decoded row of `key` (or `None`), read now if every block its record lies in is
-    /// cached or the ordered index does not know the key; `Ok(None)` when a block is not
-    /// cached, for the caller to read ahead outside the mutex first. A point read of a
-    /// cached row so takes the store's mutex once instead of five times (position, two
-    /// read-ahead checks, continuations, the read), which is what queued readers on many
-    /// cores.
-    pub fn select_if_cached(&mut self, table: u32, key: &[u8]) -> Result<Option<Option<Row>>> {
+    /// A point read's step under the mutex: the decoded row of `key` (or `None`) when every
+    /// block its record lies in is cached, or the ordered index does not know the key;
+    /// otherwise the blocks of the record the cache lacks, registered for a read outside
+    /// the mutex (`begin_read_ahead`), which [`Storage::end_read_and_select`] ends. A point
+    /// read that misses the cache so takes the mutex twice (here, and to end the read and
+    /// read the row), not seven times (a hold per step of the read-ahead).
+    pub fn select_or_read(&mut self, table: u32, key: &[u8]) -> Result<PointRead> {
         let Some(pos) = self.ordered_position(table, key)? else {
-            return self.select(table, key).map(Some);
+            return self.select(table, key).map(PointRead::Row);
         };
-        if self.cache.peek((table, pos.block)).is_none() {
-            return Ok(None);
+        let missing: Vec<u64> = match self.cache.peek((table, pos.block)) {
+            None => vec![pos.block],
+            Some(_) => self
+                .continuations(table, &[pos])
+                .into_iter()
+                .filter(|&n| self.cache.peek((table, n)).is_none())
+                .collect(),
+        };
+        if missing.is_empty() {
+            return self.select(table, key).map(PointRead::Row);
         }
-        let rest = self.continuations(table, &[pos]);
-        if rest.iter().any(|&n| self.cache.peek((table, n)).is_none()) {
-            return Ok(None);
+        let wanted = self.begin_read_ahead(table, &missing);
+        if wanted.is_empty() {
+            // Past the table's segments (damage the read reports): read here, as a read
+            // under the mutex always did.
+            return self.select(table, key).map(PointRead::Row);
         }
-        self.select(table, key).map(Some)
+        Ok(PointRead::Read(wanted))
+    }
+
+    /// Ends the reads `wanted` of [`Storage::select_or_read`] (as `end_read_ahead`), then
+    /// takes the next step of the point read of `key` in the same hold: the row, or the
+    /// blocks its record runs on into, now known from its header. With `last`, the row is
+    /// read here whatever is missing (loaded under the mutex), so a read raced by evictions
+    /// still ends.
+    ///
+    /// # Errors
+    /// The reads' error, [`Error::Corruption`], [`Error::NoSuchTable`].
+    pub fn end_read_and_select(
+        &mut self,
+        table: u32,
+        key: &[u8],
+        wanted: &[(u64, u64)],
+        read: Result<Vec<AlignedBuf>>,
+        last: bool,
+    ) -> Result<PointRead> {
+        self.end_read_ahead(table, wanted, read)?;
+        if last {
+            return self.select(table, key).map(PointRead::Row);
+        }
+        self.select_or_read(table, key)
     }
 
     /// The decoded row of `key`.
@@ -1195,10 +1353,12 @@ impl Storage {
     }
 
     fn append_spill(&mut self, rec: &mut UndoRecord) -> Result<UndoHandle> {
-        if self.spill.is_none() {
-            self.spill = Some(self.create_spill()?);
+        if self.spill_area.is_none() {
+            let (e, log) = self.create_spill()?;
+            *lock_spill(&self.spill) = Some(log);
+            self.spill_area = Some(e);
         }
-        self.spill.as_mut().expect("made above").1.append(rec)
+        lock_spill(&self.spill).as_mut().expect("made above").append(rec)
     }
 
     /// Makes the spill area: slots allocated, zeroed durably, named in the version log,
@@ -1240,7 +1400,7 @@ impl Storage {
     /// rule holds at the cost of one write); a transaction's records there are newer than
     /// those in persistent memory, so they go first.
     fn expire_written_back(&mut self, handles: &[UndoHandle]) -> Result<()> {
-        let paged = matches!(self.spill, Some((_, SpillLog::Paged(_))));
+        let paged = self.spill_paged();
         let (spilled, one_by_one): (Vec<UndoHandle>, Vec<UndoHandle>) =
             handles.iter().rev().copied().partition(|h| h.ring == Ring::Spill && paged);
         self.expire(&spilled)?;
@@ -1261,66 +1421,97 @@ impl Storage {
             self.undo.expire(&pmem).map_err(|e| self.stop(e))?;
         }
         if !spilled.is_empty() {
-            let log = &mut self.spill.as_mut().expect("a spilled record has a spill area").1;
-            log.expire(&spilled).map_err(|e| self.stop(e))?;
+            let expired = lock_spill(&self.spill)
+                .as_mut()
+                .expect("a spilled record has a spill area")
+                .expire(&spilled);
+            expired.map_err(|e| self.stop(e))?;
         }
         Ok(())
     }
 
-    /// Commit stages 1 and 2. One change is committed by expiring its record (one store of
-    /// one byte); several by a commit mark persisted after the flush, then their records
-    /// and the mark expired, the mark last.
-    /// Commit stages 2 and 3, once a device flush that began after every change's block write
-    /// completed has completed ([`crate::group_flush::GroupFlush`], outside this mutex).
-    pub fn commit_flushed(&mut self, txn: u64, changes: &[Change]) -> Result<()> {
+    /// As [`Storage::expire`], but the spill area's page log packs its expiry record for its
+    /// next write instead of writing it now (`VolumeUndoLog::expire_packed`). Returns
+    /// whether it did: the expiry is then durable only once the next write of that log
+    /// (`Shared::sync_spill_log`, or any other) has run.
+    fn expire_packed(&mut self, handles: &[UndoHandle]) -> Result<bool> {
+        let (spilled, pmem): (Vec<UndoHandle>, Vec<UndoHandle>) =
+            handles.iter().partition(|h| h.ring == Ring::Spill);
+        if !pmem.is_empty() {
+            self.sync_spill()?;
+            self.undo.expire(&pmem).map_err(|e| self.stop(e))?;
+        }
+        if spilled.is_empty() {
+            return Ok(false);
+        }
+        let expired = lock_spill(&self.spill)
+            .as_mut()
+            .expect("a spilled record has a spill area")
+            .expire_packed(&spilled);
+        expired.map_err(|e| self.stop(e))
+    }
+
+    /// Commit stages 2 and 3, once a device flush that began after every change's block
+    /// write completed has completed ([`crate::group_flush::GroupFlush`], outside this
+    /// mutex). One change is committed by expiring its record (one store of one byte in
+    /// persistent memory); several by a commit mark persisted after the flush, then their
+    /// records and the mark expired, the mark last. Returns whether the last expiry is
+    /// packed in the spill area's page log, not yet written: the caller makes it durable
+    /// with the next round of [`crate::group_flush::GroupFlush::sync_log`] before the
+    /// commit returns (one write for the commits of a round, not one each).
+    pub fn commit_flushed(&mut self, txn: u64, changes: &[Change]) -> Result<CommitEnd> {
+        let done = |expiry_packed| Ok(CommitEnd::Committed { expiry_packed });
         if changes.is_empty() {
-            return Ok(());
+            return done(false);
         }
         self.check_running()?;
         let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
         if changes.len() == 1 {
             self.spilling.remove(&txn);
-            self.expire(&handles)?;
+            let packed = self.expire_packed(&handles)?;
             self.settle(changes);
-            return Ok(());
+            return done(packed);
         }
         let mark = match self.log_undo(txn, 0, Pos::default(), Before::Commit) {
             Ok(mark) => mark,
-            Err(e @ Error::LogFull { .. }) => {
-                // No room for the mark: the transaction cannot commit; roll it back so
-                // that what readers see agrees with what a reopen would find.
-                self.abort(changes)?;
-                return Err(e);
-            }
+            Err(e @ Error::LogFull { .. }) => return Ok(CommitEnd::MarkRefused(e)),
             Err(e) => return Err(e),
         };
         self.spilling.remove(&txn);
-        if mark.0.ring == Ring::Spill && matches!(self.spill, Some((_, SpillLog::Paged(_)))) {
+        if mark.0.ring == Ring::Spill && self.spill_paged() {
             // One append expires the spilled records and the mark, the mark last in it: a
             // crash keeps a prefix of its expiries (`volume_undo.rs`), so never the mark's
             // without the records'. The records in persistent memory go before it.
             let mut all = handles;
             all.push(mark.0);
-            self.expire(&all)?;
-        } else {
-            self.expire(&handles)?;
-            self.expire(&[mark.0])?;
+            let packed = self.expire_packed(&all)?;
+            self.settle(changes);
+            return done(packed);
         }
+        self.expire(&handles)?;
+        let packed = self.expire_packed(&[mark.0])?;
         self.settle(changes);
-        Ok(())
+        done(packed)
     }
 
-    /// Abort stages 1 to 3.
-    pub fn abort(&mut self, changes: &[Change]) -> Result<()> {
-        if changes.is_empty() {
-            return Ok(());
-        }
+    /// Abort stage 1: each change's before-image written back in the cache, newest first,
+    /// fixing the index. Stage 2 (the dirty blocks written, the device flushed) is a round
+    /// of the group flush, outside this mutex (`Transaction::abort`); then stage 3,
+    /// [`Storage::expire_rolled_back`].
+    pub fn roll_back_changes(&mut self, changes: &[Change]) -> Result<()> {
         self.check_running()?;
         for (_, rec) in changes.iter().rev() {
             self.roll_back(rec)?;
         }
-        self.flush()?;
-        self.spilling.remove(&changes[0].1.txn);
+        Ok(())
+    }
+
+    /// Abort stage 3, once the rolled-back blocks are durable: the records expired, newest
+    /// first.
+    pub fn expire_rolled_back(&mut self, changes: &[Change]) -> Result<()> {
+        let Some(first) = changes.first() else { return Ok(()) };
+        self.check_running()?;
+        self.spilling.remove(&first.1.txn);
         let handles: Vec<UndoHandle> = changes.iter().map(|c| c.0).collect();
         self.expire_written_back(&handles)?;
         self.settle(changes);
@@ -1393,8 +1584,8 @@ impl Storage {
             tables: self.tables.values().map(|t| t.meta.clone()).collect(),
             next_id: self.next_table_id,
             marked: true,
-            spill: self.spill.as_ref().map(|(e, _)| *e),
-            spill_paged: matches!(self.spill, Some((_, SpillLog::Paged(_)))),
+            spill: self.spill_area,
+            spill_paged: self.spill_paged(),
             undo_file: self.undo_file.clone(),
         }
     }
@@ -1466,7 +1657,7 @@ impl Storage {
             block_writes: self.block_writes,
             cached_blocks: self.cache.blocks(),
             undo: self.undo.stats(),
-            spill: self.spill.as_ref().map(|(_, l)| l.stats()).unwrap_or_default(),
+            spill: lock_spill(&self.spill).as_ref().map(SpillLog::stats).unwrap_or_default(),
             // The shared flusher's, filled in by `TableStore::stats`.
             commit_flushes: 0,
             flushed_commits: 0,
@@ -1528,7 +1719,7 @@ impl Storage {
 
     /// The device addresses of the spill area, if there is one.
     pub fn spill_address(&self) -> Option<std::ops::Range<u64>> {
-        self.spill.as_ref().map(|(e, _)| self.volume.extent_range(*e))
+        self.spill_area.map(|e| self.volume.extent_range(e))
     }
 
     /// The device address of block `n` of `table` (for tests that damage blocks).

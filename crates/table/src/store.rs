@@ -19,9 +19,25 @@ use crate::scan::{Scan, ScanTxn};
 use crate::schema::{Row, Schema};
 use crate::storage::{Storage, UndoSetup};
 
-/// The contention profile's site of the store's mutex.
-static STORE_MUTEX: shale_space::contention::Site =
-    shale_space::contention::Site::new("table: store mutex");
+/// The contention profile's sites of the store's mutex, one per part of the engine that
+/// takes it, so that the profile says which part holds it (their sum is the mutex's).
+pub(crate) mod mutex_site {
+    use shale_space::contention::Site;
+    /// A read: the cached point read, the read-ahead's checks, a scan's reads.
+    pub(crate) static READ: Site = Site::new("table: store mutex: read");
+    /// A change: stages 2 to 6 of an insert, update or erase.
+    pub(crate) static CHANGE: Site = Site::new("table: store mutex: change");
+    /// A commit's share of its group's round: the dirty blocks' writes.
+    pub(crate) static ROUND: Site = Site::new("table: store mutex: commit round");
+    /// A commit's end: the check before it, and the expiry of its undo records.
+    pub(crate) static COMMIT: Site = Site::new("table: store mutex: commit expiry");
+    /// An abort, and everything else (tables, stats, the reclaiming pass, checkpoints).
+    pub(crate) static OTHER: Site = Site::new("table: store mutex: other");
+}
+
+/// The contention profile's site of the block writer's latch (`Shared::writer`).
+static BLOCK_WRITER: shale_space::contention::Site =
+    shale_space::contention::Site::new("table: block writer latch");
 use crate::txn::{Declared, Isolation, Transaction};
 use crate::undo_file::{self, FileId};
 use crate::undo_log::UndoStats;
@@ -38,6 +54,15 @@ pub(crate) struct Shared {
     pub checkpoint_running: Mutex<()>,
     /// Commits share device flushes, made outside `storage`'s mutex.
     pub group: GroupFlush,
+    /// The block writer's latch and queue: held by a round's leader while it writes the
+    /// dirty blocks outside `storage`'s mutex (`Shared::flush_round`), so one writer of
+    /// blocks runs at a time and two writes of one block never race; and by a table's drop,
+    /// so that no write in flight lands in the slots it frees. Taken before `storage`'s
+    /// mutex, never while holding it.
+    writer: Mutex<crate::batch_io::BlockQueue>,
+    /// The undo log latch over the spill area's log (`Storage`'s, shared): the rounds'
+    /// writes of the log are made under it alone, outside `storage`'s mutex.
+    spill: crate::storage::SpillLatch,
     pub locks: LockManager,
     /// Each table's schema, read by every operation to check its row or key: kept apart
     /// from `storage` (and shared, not cloned) so that those checks do not take the
@@ -53,9 +78,17 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// The store's mutex over its storage, taken through the contention profile's site
-    /// (`shale_space::contention`).
+    /// of everything but reads, changes and commits (`shale_space::contention`).
     pub(crate) fn storage(&self) -> shale_space::contention::Held<'_, Storage> {
-        STORE_MUTEX.lock(&self.storage)
+        mutex_site::OTHER.lock(&self.storage)
+    }
+
+    /// The store's mutex, counted at `site` of [`mutex_site`].
+    pub(crate) fn storage_at(
+        &self,
+        site: &'static shale_space::contention::Site,
+    ) -> shale_space::contention::Held<'_, Storage> {
+        site.lock(&self.storage)
     }
 
     pub(crate) fn schema(&self, table: TableId) -> Result<Arc<Schema>> {
@@ -64,6 +97,83 @@ impl Shared {
             .get(&table.0)
             .cloned()
             .ok_or_else(|| Error::NoSuchTable(format!("id {}", table.0)))
+    }
+
+    /// Makes every change made so far durable for a commit: joins the next round of the
+    /// group flush, whose leader writes every dirty block ([`Shared::write_dirty`]) and then
+    /// flushes the device, for every commit waiting. A failure stops the store.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`], the device's error.
+    pub(crate) fn flush_round(&self) -> Result<()> {
+        self.group.flush(|| self.write_dirty()).map_err(|e| self.storage().stop(e))
+    }
+
+    /// Abort stages 1 to 3 (`storage.rs`) of `changes`, in two holds of the store's mutex:
+    /// under the block writer's latch, (1) the before-images written back in the cache and
+    /// the dirty blocks taken as a round takes them (`Storage::begin_write_dirty`), in one
+    /// hold; (2) outside it, the undo log written, the blocks written and the device
+    /// flushed, at once, in this thread, without joining a round (the group's counts stay
+    /// those of commits); (3) in the second hold, the blocks unpinned and the records
+    /// expired. A failed write or flush stops the store.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`], the device's error, a read's error during the rollback.
+    pub(crate) fn roll_back(&self, changes: &[crate::storage::Change]) -> Result<()> {
+        let mut queue = BLOCK_WRITER.lock(&self.writer);
+        let batch = {
+            let mut storage = self.storage();
+            storage.roll_back_changes(changes)?;
+            storage.begin_write_dirty()?
+        };
+        let Some(batch) = batch else {
+            drop(queue);
+            self.group.flush_device().map_err(|e| self.storage().stop(e))?;
+            return self.storage().expire_rolled_back(changes);
+        };
+        let written = self
+            .sync_spill_log()
+            .and_then(|()| crate::batch_io::write_blocks(&mut queue, batch.blocks))
+            .and_then(|()| self.group.flush_device());
+        drop(queue);
+        let mut storage = self.storage();
+        storage.end_write_dirty(&batch.keys, written)?;
+        storage.expire_rolled_back(changes)
+    }
+
+    /// Writes every dirty block, under the block writer's latch: the blocks copied and
+    /// pinned under the store's mutex (`Storage::begin_write_dirty`); then, outside the
+    /// mutex, so that reads and changes go on meanwhile, the undo records appended so far
+    /// made durable (the undo log latch's sync: every record of a change in the copies was
+    /// appended before them) and then the blocks written; then the blocks unpinned under
+    /// the mutex. Not durable: a device flush follows where it must (a round's, an
+    /// abort's); a change that left half the cache dirty calls it alone (write-behind). A
+    /// failure stops the store, the blocks left dirty.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`], the device's error.
+    pub(crate) fn write_dirty(&self) -> Result<()> {
+        let mut queue = BLOCK_WRITER.lock(&self.writer);
+        let Some(batch) = self.storage_at(&mutex_site::ROUND).begin_write_dirty()? else {
+            return Ok(());
+        };
+        let written = self
+            .sync_spill_log()
+            .and_then(|()| crate::batch_io::write_blocks(&mut queue, batch.blocks));
+        self.storage_at(&mutex_site::ROUND).end_write_dirty(&batch.keys, written)
+    }
+
+    /// Makes every undo record and expiry appended to the spill area's page log so far
+    /// durable (one FUA write of what it packed), under the undo log latch alone: a round's
+    /// before its block writes, and a group of commits' expiries (`GroupFlush::sync_log`).
+    /// The caller stops the store on failure.
+    ///
+    /// # Errors
+    /// The device's error.
+    pub(crate) fn sync_spill_log(&self) -> Result<()> {
+        crate::storage::lock_spill(&self.spill)
+            .as_mut()
+            .map_or(Ok(()), crate::spill::SpillLog::sync)
     }
 
     pub(crate) fn begin(shared: &Arc<Shared>, isolation: Isolation) -> Transaction {
@@ -320,6 +430,8 @@ impl TableStore {
         let next_txn = AtomicU64::new(storage.max_txn + 1);
         let interval = opts.space_reclaim_interval;
         let group = GroupFlush::new(storage.flush_queue()?);
+        let writer = Mutex::new(storage.writer_queue()?);
+        let spill = storage.spill_latch();
         let read_queues = storage.read_queues();
         let mut schemas = HashMap::new();
         for (_, id) in storage.tables() {
@@ -329,6 +441,8 @@ impl TableStore {
             storage: Mutex::new(storage),
             checkpoint_running: Mutex::new(()),
             group,
+            writer,
+            spill,
             locks: LockManager::default(),
             schemas: RwLock::new(schemas),
             read_queues,
@@ -402,6 +516,8 @@ impl TableStore {
             self.shared.opts.lock_timeout,
         )?;
         let r = {
+            // No round's write in flight lands in the table's slots once they are free.
+            let _writer = BLOCK_WRITER.lock(&self.shared.writer);
             let mut storage = self.shared.storage();
             let r = storage.drop_table(id.0);
             if r.is_ok() {

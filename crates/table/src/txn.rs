@@ -28,8 +28,13 @@ use crate::error::{Error, Result};
 use crate::lock::{LockKey, LockMode};
 use crate::scan::Scan;
 use crate::schema::Row;
-use crate::storage::Change;
-use crate::store::{Shared, TableId};
+use crate::storage::{Change, CommitEnd, PointRead};
+
+/// Reads outside the store's mutex a point read makes at most before it reads its row's
+/// blocks under the mutex (a record's first block, then the blocks it runs on into: two
+/// steps, more only when blocks are evicted as fast as they are read).
+const POINT_READ_STEPS: usize = 4;
+use crate::store::{Shared, TableId, mutex_site};
 
 /// An isolation level.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -234,9 +239,18 @@ impl Transaction {
         let encoded = self.shared.schema(table)?.encode_row(row)?;
         let key = row[0].as_ref();
         self.lock_for_write(table, key)?;
-        let change = self.shared.storage().insert(self.id, table.0, key, &encoded)?;
+        let mut storage = self.shared.storage_at(&mutex_site::CHANGE);
+        let change = storage.insert(self.id, table.0, key, &encoded)?;
+        let due = storage.write_behind_due();
+        drop(storage);
         self.changes.push(change);
-        Ok(())
+        self.write_behind(due)
+    }
+
+    /// Writes every dirty block now (outside the store's mutex, not durably) when `due`: a
+    /// change left more than half the cache dirty, and dirty blocks are never evicted.
+    fn write_behind(&self, due: bool) -> Result<()> {
+        if due { self.shared.write_dirty() } else { Ok(()) }
     }
 
     /// Sets column `column` of the row of `key` to `value`, in place where the row's
@@ -258,14 +272,15 @@ impl Transaction {
         }
         schema.check_value(c, value)?;
         self.lock_for_write(table, key)?;
-        let mut storage = self.shared.storage();
+        let mut storage = self.shared.storage_at(&mutex_site::CHANGE);
         let mut row = storage.select(table.0, key)?.ok_or(Error::KeyNotFound)?;
         row[c] = value.to_vec();
         let encoded = schema.encode_row(&row)?;
         let changes = storage.update(self.id, table.0, key, &encoded)?;
+        let due = storage.write_behind_due();
         drop(storage);
         self.changes.extend(changes);
-        Ok(())
+        self.write_behind(due)
     }
 
     /// Erases the row of `key`.
@@ -276,9 +291,12 @@ impl Transaction {
         self.check_open()?;
         self.shared.schema(table)?.check_key(key)?;
         self.lock_for_write(table, key)?;
-        let change = self.shared.storage().erase(self.id, table.0, key)?;
+        let mut storage = self.shared.storage_at(&mutex_site::CHANGE);
+        let change = storage.erase(self.id, table.0, key)?;
+        let due = storage.write_behind_due();
+        drop(storage);
         self.changes.push(change);
-        Ok(())
+        self.write_behind(due)
     }
 
     /// The row of `key`, or `None`.
@@ -290,16 +308,7 @@ impl Transaction {
         self.check_open()?;
         self.shared.schema(table)?.check_key(key)?;
         let short = self.lock_for_read(table, key)?;
-        // A row whose blocks are cached is read at once; otherwise they are read ahead
-        // outside the mutex, and the read under it is a cache hit (unless evicted since).
-        let cached = self.shared.storage().select_if_cached(table.0, key);
-        let got = match cached {
-            Ok(Some(row)) => Ok(row),
-            Ok(None) => self
-                .read_ahead(table, key)
-                .and_then(|()| self.shared.storage().select(table.0, key)),
-            Err(e) => Err(e),
-        };
+        let got = self.point_read(table, key);
         if let Some(k) = short {
             self.shared.locks.release(self.id, &k);
         }
@@ -375,21 +384,37 @@ impl Transaction {
         r
     }
 
-    /// Commit stage 1 (the dirty blocks' writes, then the device flush outside the store's
-    /// mutex) through the store's shared flusher, then stages 2 and 3 under the mutex. The
-    /// row locks are held throughout, so no other transaction sees the rows between the
-    /// two.
+    /// Commit stage 1 (the dirty blocks' writes and the device flush, outside the store's
+    /// mutex) through the store's shared flusher, then stages 2 and 3 under the mutex, and
+    /// the write of the expiry where the spill area's page log packed it (a group's, outside
+    /// the mutex). The row locks are held throughout, so no other transaction sees the rows
+    /// before the commit is durable.
     fn commit_changes(&mut self) -> Result<()> {
         if self.changes.is_empty() {
             return Ok(());
         }
-        self.shared.storage().check_running()?;
+        self.shared.storage_at(&mutex_site::COMMIT).check_running()?;
         // Every change is in the cache: a round begun from here on writes its blocks and
         // then flushes them.
-        if let Err(e) = self.shared.group.flush(|| self.shared.storage().write_dirty()) {
-            return Err(self.shared.storage().stop(e));
+        self.shared.flush_round()?;
+        let ended =
+            self.shared.storage_at(&mutex_site::COMMIT).commit_flushed(self.id, &self.changes)?;
+        let packed = match ended {
+            CommitEnd::Committed { expiry_packed } => expiry_packed,
+            CommitEnd::MarkRefused(e) => {
+                self.abort_changes()?;
+                return Err(e);
+            }
+        };
+        if packed {
+            // The expiry (the commit point) is packed in the undo log's page log: written
+            // for every commit waiting by one write, before this one returns.
+            let synced = self.shared.group.sync_log(|| self.shared.sync_spill_log());
+            if let Err(e) = synced {
+                return Err(self.shared.storage().stop(e));
+            }
         }
-        self.shared.storage().commit_flushed(self.id, &self.changes)
+        Ok(())
     }
 
     /// Aborts: writes every change's before-image back, then releases the locks.
@@ -403,9 +428,19 @@ impl Transaction {
 
     fn finish_abort(&mut self) -> Result<()> {
         self.finished = true;
-        let r = self.shared.storage().abort(&self.changes);
+        let r = self.abort_changes();
         self.release();
         r
+    }
+
+    /// Abort stages 1 to 3 (`storage.rs`): the before-images written back in the cache under
+    /// the store's mutex; the blocks written and the device flushed outside it; the records
+    /// expired under it (`Shared::roll_back`).
+    fn abort_changes(&mut self) -> Result<()> {
+        if self.changes.is_empty() {
+            return Ok(());
+        }
+        self.shared.roll_back(&self.changes)
     }
 
     fn release(&mut self) {
@@ -414,14 +449,28 @@ impl Transaction {
         self.changes.clear();
     }
 
-    /// Reads the blocks of `key`'s record, where the ordered index puts it (in memory: no
-    /// index page is read for this), into the cache outside the store's mutex, so a read
-    /// that misses the cache does not hold other transactions up (`unlocked_read.rs`).
-    fn read_ahead(&self, table: TableId, key: &[u8]) -> Result<()> {
-        let Some(pos) = self.shared.storage().ordered_position(table.0, key)? else {
-            return Ok(());
-        };
-        crate::unlocked_read::read_records_ahead(&self.shared, table.0, &[pos])
+    /// The row of `key`: read at once where every block of its record is cached (one hold
+    /// of the store's mutex); otherwise the blocks the cache lacks, where the ordered index
+    /// puts the record (in memory: no index page is read for this), are read outside the
+    /// mutex, so a read that misses the cache does not hold other transactions up
+    /// (`unlocked_read.rs`), and the row is read in the hold that ends that read. A record
+    /// running into blocks not cached takes a step more; past [`POINT_READ_STEPS`] (blocks
+    /// evicted as fast as they are read), the row is read under the mutex.
+    fn point_read(&self, table: TableId, key: &[u8]) -> Result<Option<Row>> {
+        let mut step = self.shared.storage_at(&mutex_site::READ).select_or_read(table.0, key)?;
+        for n in 1.. {
+            let wanted = match step {
+                PointRead::Row(row) => return Ok(row),
+                PointRead::Read(wanted) => wanted,
+            };
+            let read = crate::unlocked_read::read_registered(&self.shared, &wanted);
+            let last = n >= POINT_READ_STEPS;
+            step = self
+                .shared
+                .storage_at(&mutex_site::READ)
+                .end_read_and_select(table.0, key, &wanted, read, last)?;
+        }
+        unreachable!("the last step reads the row")
     }
 
     /// Reads for a scan's batch: the row of `key` under this transaction's locks, as
@@ -429,7 +478,7 @@ impl Transaction {
     pub(crate) fn scan_read(&mut self, table: TableId, key: &[u8]) -> Result<Option<Row>> {
         self.check_open()?;
         let short = self.lock_for_read(table, key)?;
-        let got = self.shared.storage().select_scanned(table.0, key);
+        let got = self.shared.storage_at(&mutex_site::READ).select_scanned(table.0, key);
         if let Some(k) = short {
             self.shared.locks.release(self.id, &k);
         }

@@ -19,6 +19,7 @@ use crate::batch_io::{self, BlockQueue};
 use crate::block::Pos;
 use crate::error::Result;
 use crate::store::Shared;
+use shale_io::AlignedBuf;
 
 /// The blocks of the records at `positions` of `table`, read ahead into the cache.
 ///
@@ -29,18 +30,30 @@ pub(crate) fn read_records_ahead(shared: &Shared, table: u32, positions: &[Pos])
     firsts.sort_unstable();
     firsts.dedup();
     read_ahead(shared, table, &firsts)?;
-    let rest = shared.storage().continuations(table, positions);
+    let rest = shared.storage_at(&crate::store::mutex_site::READ).continuations(table, positions);
     read_ahead(shared, table, &rest)
 }
 
 /// Reads the blocks `numbers` of `table` that the cache lacks, outside the store's mutex,
 /// and caches those that nothing changed meanwhile.
 fn read_ahead(shared: &Shared, table: u32, numbers: &[u64]) -> Result<()> {
-    let wanted = shared.storage().begin_read_ahead(table, numbers);
+    let wanted =
+        shared.storage_at(&crate::store::mutex_site::READ).begin_read_ahead(table, numbers);
     if wanted.is_empty() {
         return Ok(());
     }
-    let read = match shared.read_queues.take() {
+    let read = read_registered(shared, &wanted);
+    shared.storage_at(&crate::store::mutex_site::READ).end_read_ahead(table, &wanted, read)
+}
+
+/// Reads the blocks `wanted` (block numbers and addresses, registered by
+/// `Storage::begin_read_ahead`) outside the store's mutex, together, on a queue of the
+/// read pool; the caller ends the reads under the mutex (`Storage::end_read_ahead`).
+///
+/// # Errors
+/// A device error.
+pub(crate) fn read_registered(shared: &Shared, wanted: &[(u64, u64)]) -> Result<Vec<AlignedBuf>> {
+    match shared.read_queues.take() {
         Ok(mut q) => {
             let addresses: Vec<u64> = wanted.iter().map(|w| w.1).collect();
             let read = batch_io::read_blocks(&mut q, &addresses);
@@ -51,6 +64,5 @@ fn read_ahead(shared: &Shared, table: u32, numbers: &[u64]) -> Result<()> {
             read
         }
         Err(e) => Err(e),
-    };
-    shared.storage().end_read_ahead(table, &wanted, read)
+    }
 }

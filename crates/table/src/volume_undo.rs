@@ -652,6 +652,29 @@ impl VolumeUndoLog {
     /// The device's error; [`Error::LogFull`] only if the reserve for expiries was
     /// miscounted (a bug).
     pub fn expire(&mut self, handles: &[UndoHandle]) -> Result<()> {
+        self.expire_with(handles, true)
+    }
+
+    /// Expires the records of `handles` as [`VolumeUndoLog::expire`] does, but leaves the
+    /// expiry record packed, to be written by the next write of the log (a
+    /// [`VolumeUndoLog::sync`], a block write's, another expiry): a commit's group of
+    /// expiries then costs one write for every commit in it, not one each
+    /// (`GroupFlush::sync_log`). Until that write the records are active after a crash, as
+    /// if the commit had not happened; no write of the log or of a block can come first,
+    /// since every write of the log takes what is packed in order, and every block write
+    /// is preceded by one.
+    ///
+    /// # Panics
+    /// As [`VolumeUndoLog::expire`].
+    ///
+    /// # Errors
+    /// As [`VolumeUndoLog::expire`] (a segment begun for the record writes the one before).
+    pub fn expire_packed(&mut self, handles: &[UndoHandle]) -> Result<()> {
+        self.expire_with(handles, false)
+    }
+
+    /// Expires `handles`, writing the expiry records at once when `durable`.
+    fn expire_with(&mut self, handles: &[UndoHandle], durable: bool) -> Result<()> {
         if handles.is_empty() {
             return Ok(());
         }
@@ -674,7 +697,11 @@ impl VolumeUndoLog {
                 }
                 self.start_segment()?;
             }
-            self.write(&[rec])?;
+            if durable {
+                self.write(&[rec])?;
+            } else {
+                self.add(&rec);
+            }
         }
         for h in handles {
             assert_eq!(h.ring, Ring::Spill, "a handle of the other log");

@@ -65,7 +65,15 @@ fn lose_no_update(opts: TableOptions) -> Vec<PairStats> {
                                 txn.commit().unwrap();
                                 break;
                             }
-                            Err(Error::LockTimeout) => txn.abort().unwrap(),
+                            Err(Error::LockTimeout) => {
+                                txn.abort().unwrap();
+                                // Back off by a time of this thread's own before the retry:
+                                // the deadlocks here (every thread reads the counter shared,
+                                // then wants it exclusive) end in timeouts at about the same
+                                // moment, and retries made at once meet again in the same
+                                // deadlock, each leaving a rolled-back insert's space behind.
+                                std::thread::sleep(Duration::from_millis(1 + w * 7));
+                            }
                             Err(e) => panic!("{e:?}"),
                         }
                     }

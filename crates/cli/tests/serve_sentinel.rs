@@ -1,0 +1,250 @@
+//! Redis Sentinel (Debian's `redis-sentinel`, 7.0) fails a `shale serve` master over to its
+//! `shale serve` replica (issue #46): a master and a replica run as processes, one Sentinel
+//! monitors the master (quorum 1, down after 1000 ms), writes acknowledged with `WAIT 1` go
+//! in, the master is killed with SIGKILL, and once Sentinel names the replica as the master
+//! every acknowledged write must be on it, and it must take writes. The test fails where
+//! `redis-sentinel` is missing (test.sh installs it).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A process this test started, killed when dropped (a failed test leaves none behind).
+struct Process {
+    child: Child,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One RESP reply, read whole: simple strings, errors and integers as their line, bulk
+/// strings as their bytes (`None` for nil), arrays flattened into `items`.
+#[derive(Debug, PartialEq)]
+enum Resp {
+    Line(String),
+    Bulk(Option<Vec<u8>>),
+    Array(Vec<Resp>),
+}
+
+fn read_reply(r: &mut BufReader<TcpStream>) -> Resp {
+    let mut line = String::new();
+    assert!(r.read_line(&mut line).unwrap() > 0, "the connection closed");
+    let line = line.trim_end_matches("\r\n");
+    let (kind, rest) = line.split_at(1);
+    match kind {
+        "$" => {
+            let n: i64 = rest.parse().unwrap();
+            if n < 0 {
+                return Resp::Bulk(None);
+            }
+            let mut buf = vec![0u8; n as usize + 2];
+            r.read_exact(&mut buf).unwrap();
+            buf.truncate(n as usize);
+            Resp::Bulk(Some(buf))
+        }
+        "*" => {
+            let n: i64 = rest.parse().unwrap();
+            Resp::Array((0..n.max(0)).map(|_| read_reply(r)).collect())
+        }
+        _ => Resp::Line(line.to_string()),
+    }
+}
+
+/// A client connection.
+struct Client {
+    reader: BufReader<TcpStream>,
+}
+
+impl Client {
+    fn connect(port: u16) -> Client {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        Client { reader: BufReader::new(s) }
+    }
+
+    fn call(&mut self, args: &[&str]) -> Resp {
+        let mut out = format!("*{}\r\n", args.len());
+        for a in args {
+            out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        self.reader.get_mut().write_all(out.as_bytes()).unwrap();
+        read_reply(&mut self.reader)
+    }
+
+    fn text(&mut self, args: &[&str]) -> String {
+        match self.call(args) {
+            Resp::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Starts `shale serve` on `port` and waits for its start lines.
+fn serve(db: &Path, port: u16, extra: &[&str]) -> (Process, BufReader<std::process::ChildStdout>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(["serve", "--db"])
+        .arg(db)
+        .args(["--port", &port.to_string()])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    while !lines.last().is_some_and(|l: &String| l.contains("maxclients")) {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "ended early: {lines:?}");
+        lines.push(line);
+    }
+    (Process { child }, out)
+}
+
+/// Polls `done` up to `tries` times, 100 ms apart; whether it came true.
+fn poll(tries: usize, mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..tries {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn sentinel_promotes_the_replica_with_every_wait_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pm, pr, ps) = (free_port(), free_port(), free_port());
+    let (mut master, _master_out) = serve(&dir.path().join("m"), pm, &[]);
+    let (_replica, _replica_out) =
+        serve(&dir.path().join("r"), pr, &["--replicaof", "127.0.0.1", &pm.to_string()]);
+    let mut r = Client::connect(pr);
+    assert!(
+        poll(400, || r.text(&["INFO", "replication"]).contains("master_link_status:up")),
+        "the replica's link never came up"
+    );
+
+    // Sentinel rewrites its configuration file, so it gets one of its own in the test's
+    // directory; its log goes to a file there, printed if the failover never comes.
+    let conf = dir.path().join("sentinel.conf");
+    let log = dir.path().join("sentinel.log");
+    std::fs::write(
+        &conf,
+        format!(
+            "port {ps}\nbind 127.0.0.1\ndaemonize no\nlogfile {}\ndir {}\n\
+             sentinel monitor shale 127.0.0.1 {pm} 1\n\
+             sentinel down-after-milliseconds shale 1000\n\
+             sentinel failover-timeout shale 10000\n\
+             sentinel parallel-syncs shale 1\n",
+            log.display(),
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let sentinel = Command::new("redis-sentinel")
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "redis-sentinel could not be started ({e}): install Debian's redis-sentinel \
+                 (test.sh does)"
+            )
+        });
+    let _sentinel = Process { child: sentinel };
+    let sentinel_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let mut s = None;
+    assert!(
+        poll(400, || {
+            s = TcpStream::connect(("127.0.0.1", ps)).ok().map(|_| Client::connect(ps));
+            s.is_some()
+        }),
+        "redis-sentinel never listened on {ps}"
+    );
+    let mut s = s.unwrap();
+    // Sentinel finds the replica in the master's INFO, then connects to it and reads its
+    // INFO: only a replica it knows and has heard from recently can be promoted.
+    let port = pr.to_string();
+    assert!(
+        poll(400, || {
+            let Resp::Array(replicas) = s.call(&["SENTINEL", "REPLICAS", "shale"]) else {
+                return false;
+            };
+            replicas.iter().any(|fields| {
+                let Resp::Array(fields) = fields else { return false };
+                let text: Vec<String> = fields
+                    .iter()
+                    .map(|f| match f {
+                        Resp::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+                        _ => String::new(),
+                    })
+                    .collect();
+                let field = |name: &str| {
+                    text.iter().position(|t| t == name).and_then(|i| text.get(i + 1)).cloned()
+                };
+                field("port").as_deref() == Some(port.as_str())
+                    && field("flags").as_deref() == Some("slave")
+                    && field("master-link-status").as_deref() == Some("ok")
+            })
+        }),
+        "Sentinel never saw the replica online; its log:\n{}",
+        sentinel_log()
+    );
+
+    // Writes, each acknowledged by the replica through WAIT 1 before the next.
+    let mut m = Client::connect(pm);
+    let mut acknowledged = Vec::new();
+    for i in 0..300 {
+        let key = format!("key:{i}");
+        let value = format!("value:{i}");
+        assert_eq!(m.call(&["SET", &key, &value]), Resp::Line("+OK".into()));
+        if m.call(&["WAIT", "1", "5000"]) == Resp::Line(":1".into()) {
+            acknowledged.push((key, value));
+        }
+    }
+    assert!(acknowledged.len() >= 290, "only {} of 300 writes acknowledged", acknowledged.len());
+
+    // The master dies without a word to anyone.
+    master.child.kill().unwrap();
+    master.child.wait().unwrap();
+
+    // Sentinel marks it down, elects itself, sends the replica REPLICAOF NO ONE, sees it a
+    // master in its INFO, and then names it.
+    let mut promoted = false;
+    for _ in 0..600 {
+        if let Resp::Array(addr) = s.call(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "shale"]) {
+            if addr.get(1) == Some(&Resp::Bulk(Some(port.clone().into_bytes()))) {
+                promoted = true;
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(promoted, "Sentinel never promoted the replica; its log:\n{}", sentinel_log());
+    assert!(sentinel_log().contains("+switch-master"), "{}", sentinel_log());
+
+    let mut n = Client::connect(pr);
+    assert!(
+        poll(400, || n.text(&["INFO", "replication"]).contains("role:master")),
+        "the promoted replica does not say role:master"
+    );
+    for (key, value) in &acknowledged {
+        assert_eq!(
+            n.call(&["GET", key]),
+            Resp::Bulk(Some(value.clone().into_bytes())),
+            "{key}, acknowledged by WAIT 1, is not on the new master"
+        );
+    }
+    assert_eq!(n.call(&["SET", "after", "failover"]), Resp::Line("+OK".into()));
+}

@@ -232,7 +232,13 @@ fn sentinel_promotes_the_replica_with_every_wait_acknowledged_write() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(promoted, "Sentinel never promoted the replica; its log:\n{}", sentinel_log());
-    assert!(sentinel_log().contains("+switch-master"), "{}", sentinel_log());
+    // The failover ends when Sentinel switches its configuration to the new master.
+    assert!(
+        poll(400, || sentinel_log().contains("+switch-master")),
+        "the failover never ended; Sentinel's log ({}):\n{}",
+        log.display(),
+        sentinel_log()
+    );
 
     let mut n = Client::connect(pr);
     assert!(

@@ -771,6 +771,9 @@ async fn serve_connection<S>(
             }
         }
     }
+    // Unregistered before the client sees the close: a client that saw it is gone from
+    // CLIENT KILL's and PUBLISH's counts.
+    drop(registration);
     let _ = stream.shutdown().await;
 }
 

@@ -47,7 +47,11 @@ fn published_messages_reach_subscribers_and_only_them() {
     exchange(&mut sub, &resp(&[b"GET", b"k"]), b"$-1\r\n");
     // A subscriber that leaves is forgotten.
     let mut gone = server.raw();
-    exchange(&mut gone, &resp(&[b"SUBSCRIBE", b"c"]), b"*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n");
+    exchange(
+        &mut gone,
+        &resp(&[b"SUBSCRIBE", b"c"]),
+        b"*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n",
+    );
     drop(gone);
     let mut left = false;
     for _ in 0..400 {
@@ -184,7 +188,11 @@ fn client_kill_closes_the_clients_named() {
     let mut killer = server.raw();
     exchange(&mut killer, &resp(&[b"CLIENT", b"KILL", b"ID", id.as_bytes()]), b":1\r\n");
     assert!(closed(&mut a));
-    exchange(&mut killer, &resp(&[b"CLIENT", b"KILL", b"ID", b"999999"]), b"-ERR No such client\r\n");
+    exchange(
+        &mut killer,
+        &resp(&[b"CLIENT", b"KILL", b"ID", b"999999"]),
+        b"-ERR No such client\r\n",
+    );
     killer.write_all_checked(&resp(&[b"CLIENT", b"KILL", b"TYPE", b"master"]));
     assert!(read_line(&mut killer).starts_with("-ERR Unknown client type 'master'"));
     // SKIPME yes by default: the caller stays; with no, it is closed after its reply.

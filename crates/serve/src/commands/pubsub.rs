@@ -42,10 +42,7 @@ pub fn subscribe(shared: &Shared, session: &mut Session, args: &Request) -> Vec<
 pub fn unsubscribe(shared: &Shared, session: &mut Session, args: &Request) -> Vec<Reply> {
     let Some(sub) = session.subscriber.as_mut() else {
         if args.len() > 1 {
-            return args[1..]
-                .iter()
-                .map(|c| push("unsubscribe", Some(c), Reply::Int(0)))
-                .collect();
+            return args[1..].iter().map(|c| push("unsubscribe", Some(c), Reply::Int(0))).collect();
         }
         return vec![push("unsubscribe", None, Reply::Int(0))];
     };

@@ -20,8 +20,7 @@ use crate::server::Shared;
 
 /// What a transaction cannot hold: the commands that turn the connection into something
 /// else (a replica's link, a subscriber) or wait on other connections.
-const NOT_IN_MULTI: &[&str] =
-    &["psync", "sync", "replconf", "subscribe", "unsubscribe", "wait"];
+const NOT_IN_MULTI: &[&str] = &["psync", "sync", "replconf", "subscribe", "unsubscribe", "wait"];
 
 /// The queue of an open transaction.
 #[derive(Debug, Default)]

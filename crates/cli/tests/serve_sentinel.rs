@@ -1,7 +1,7 @@
 //! Redis Sentinel (Debian's `redis-sentinel`, 7.0) fails a `shale serve` master over to its
 //! `shale serve` replica (issue #46): a master and a replica run as processes, one Sentinel
 //! monitors the master (quorum 1, down after 1000 ms), writes acknowledged with `WAIT 1` go
-//! in, the master is killed with SIGKILL, and once Sentinel names the replica as the master
+//! in under redis-benchmark's load, the master is killed with SIGKILL, and once Sentinel names the replica as the master
 //! every acknowledged write must be on it, and it must take writes. The test fails where
 //! `redis-sentinel` is missing (test.sh installs it).
 
@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A process this test started, killed when dropped (a failed test leaves none behind).
@@ -33,27 +34,34 @@ enum Resp {
 }
 
 fn read_reply(r: &mut BufReader<TcpStream>) -> Resp {
+    try_read_reply(r).expect("the connection closed before a whole reply")
+}
+
+/// One reply, or `None` where the connection ended or failed before it was whole.
+fn try_read_reply(r: &mut BufReader<TcpStream>) -> Option<Resp> {
     let mut line = String::new();
-    assert!(r.read_line(&mut line).unwrap() > 0, "the connection closed");
+    if r.read_line(&mut line).ok()? == 0 || !line.ends_with("\r\n") {
+        return None;
+    }
     let line = line.trim_end_matches("\r\n");
     let (kind, rest) = line.split_at(1);
-    match kind {
+    Some(match kind {
         "$" => {
-            let n: i64 = rest.parse().unwrap();
+            let n: i64 = rest.parse().ok()?;
             if n < 0 {
-                return Resp::Bulk(None);
+                return Some(Resp::Bulk(None));
             }
             let mut buf = vec![0u8; n as usize + 2];
-            r.read_exact(&mut buf).unwrap();
+            r.read_exact(&mut buf).ok()?;
             buf.truncate(n as usize);
             Resp::Bulk(Some(buf))
         }
         "*" => {
-            let n: i64 = rest.parse().unwrap();
-            Resp::Array((0..n.max(0)).map(|_| read_reply(r)).collect())
+            let n: i64 = rest.parse().ok()?;
+            Resp::Array((0..n.max(0)).map(|_| try_read_reply(r)).collect::<Option<_>>()?)
         }
         _ => Resp::Line(line.to_string()),
-    }
+    })
 }
 
 /// A client connection.
@@ -75,6 +83,16 @@ impl Client {
         }
         self.reader.get_mut().write_all(out.as_bytes()).unwrap();
         read_reply(&mut self.reader)
+    }
+
+    /// A call that may find the connection gone: `None` then.
+    fn try_call(&mut self, args: &[&str]) -> Option<Resp> {
+        let mut out = format!("*{}\r\n", args.len());
+        for a in args {
+            out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        self.reader.get_mut().write_all(out.as_bytes()).ok()?;
+        try_read_reply(&mut self.reader)
     }
 
     fn text(&mut self, args: &[&str]) -> String {
@@ -202,22 +220,55 @@ fn sentinel_promotes_the_replica_with_every_wait_acknowledged_write() {
         sentinel_log()
     );
 
-    // Writes, each acknowledged by the replica through WAIT 1 before the next.
-    let mut m = Client::connect(pm);
-    let mut acknowledged = Vec::new();
-    for i in 0..300 {
-        let key = format!("key:{i}");
-        let value = format!("value:{i}");
-        assert_eq!(m.call(&["SET", &key, &value]), Resp::Line("+OK".into()));
-        if m.call(&["WAIT", "1", "5000"]) == Resp::Line(":1".into()) {
-            acknowledged.push((key, value));
-        }
-    }
-    assert!(acknowledged.len() >= 290, "only {} of 300 writes acknowledged", acknowledged.len());
+    // Load: redis-benchmark's SETs from 20 clients, and two writers whose every SET is
+    // followed by WAIT 1; a write counts as acknowledged only when WAIT answered 1.
+    let benchmark = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &pm.to_string(), "-t", "set", "-r", "100000"])
+        .args(["-n", "100000000", "-c", "20", "-q"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("redis-benchmark could not be started ({e}): install Debian's redis-tools")
+        });
+    let _benchmark = Process { child: benchmark };
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let acknowledged = acknowledged.clone();
+            std::thread::spawn(move || {
+                let mut m = Client::connect(pm);
+                for i in 0.. {
+                    let (key, value) = (format!("w{w}:{i}"), format!("value:{w}:{i}"));
+                    // The master's death ends the writer: its connection closes.
+                    if m.try_call(&["SET", &key, &value]) != Some(Resp::Line("+OK".into())) {
+                        return;
+                    }
+                    match m.try_call(&["WAIT", "1", "5000"]) {
+                        Some(Resp::Line(n)) if n == ":1" => {
+                            acknowledged.lock().unwrap().push((key, value));
+                        }
+                        Some(_) => {}
+                        None => return,
+                    }
+                }
+            })
+        })
+        .collect();
+    assert!(
+        poll(600, || acknowledged.lock().unwrap().len() >= 500),
+        "only {} writes acknowledged by WAIT 1",
+        acknowledged.lock().unwrap().len()
+    );
 
-    // The master dies without a word to anyone.
+    // The master dies without a word to anyone, under load.
     master.child.kill().unwrap();
     master.child.wait().unwrap();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let acknowledged = std::mem::take(&mut *acknowledged.lock().unwrap());
 
     // Sentinel marks it down, elects itself, sends the replica REPLICAOF NO ONE, sees it a
     // master in its INFO, and then names it.
@@ -253,4 +304,10 @@ fn sentinel_promotes_the_replica_with_every_wait_acknowledged_write() {
         );
     }
     assert_eq!(n.call(&["SET", "after", "failover"]), Resp::Line("+OK".into()));
+    let keys = n.call(&["DBSIZE"]);
+    eprintln!(
+        "{} writes acknowledged by WAIT 1, all on the new master, which holds {keys:?} keys \
+         (redis-benchmark's among them)",
+        acknowledged.len()
+    );
 }

@@ -1,7 +1,8 @@
 //! Redis Sentinel (Debian's `redis-sentinel`, 7.0) fails a `shale serve` master over to its
-//! `shale serve` replica (issue #46): a master and a replica run as processes, one Sentinel
-//! monitors the master (quorum 1, down after 1000 ms), writes acknowledged with `WAIT 1` go
-//! in under redis-benchmark's load, the master is killed with SIGKILL, and once Sentinel names the replica as the master
+//! `shale serve` replica (issue #46): a master and a replica run as processes, three
+//! Sentinels monitor the master (quorum 2, down after 1000 ms) and find each other through
+//! its pub/sub, writes acknowledged with `WAIT 1` go in under redis-benchmark's load, the
+//! master is killed with SIGKILL, and once every Sentinel names the replica as the master,
 //! every acknowledged write must be on it, and it must take writes. The test fails where
 //! `redis-sentinel` is missing (test.sh installs it).
 
@@ -128,6 +129,79 @@ fn serve(db: &Path, port: u16, extra: &[&str]) -> (Process, BufReader<std::proce
     (Process { child }, out)
 }
 
+/// A `redis-sentinel` this test started, monitoring the master at `master_port` as `shale`
+/// (down after 1000 ms, quorum 2). It rewrites its configuration file, so each has its own
+/// in the test's directory, with its log beside it.
+struct Sentinel {
+    _process: Process,
+    log: std::path::PathBuf,
+}
+
+impl Sentinel {
+    fn start(dir: &Path, port: u16, master_port: u16) -> Sentinel {
+        let conf = dir.join(format!("sentinel-{port}.conf"));
+        let log = dir.join(format!("sentinel-{port}.log"));
+        std::fs::write(
+            &conf,
+            format!(
+                "port {port}\nbind 127.0.0.1\ndaemonize no\nlogfile {}\ndir {}\n\
+                 sentinel monitor shale 127.0.0.1 {master_port} 2\n\
+                 sentinel down-after-milliseconds shale 1000\n\
+                 sentinel failover-timeout shale 10000\n\
+                 sentinel parallel-syncs shale 1\n",
+                log.display(),
+                dir.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("redis-sentinel")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "redis-sentinel could not be started ({e}): install Debian's \
+                     redis-sentinel (test.sh does)"
+                )
+            });
+        Sentinel { _process: Process { child }, log }
+    }
+
+    fn log(&self) -> String {
+        format!(
+            "{}:\n{}",
+            self.log.display(),
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        )
+    }
+}
+
+/// A reply of Sentinel's listings (`SENTINEL REPLICAS`, `SENTINELS`): one map of fields per
+/// instance.
+fn records(reply: Resp) -> Vec<std::collections::HashMap<String, String>> {
+    let Resp::Array(items) = reply else { return Vec::new() };
+    items
+        .into_iter()
+        .filter_map(|item| {
+            let Resp::Array(fields) = item else { return None };
+            let text: Vec<String> = fields
+                .into_iter()
+                .map(|f| match f {
+                    Resp::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+                    _ => String::new(),
+                })
+                .collect();
+            Some(
+                text.chunks(2)
+                    .filter(|p| p.len() == 2)
+                    .map(|p| (p[0].clone(), p[1].clone()))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
 /// Polls `done` up to `tries` times, 100 ms apart; whether it came true.
 fn poll(tries: usize, mut done: impl FnMut() -> bool) -> bool {
     for _ in 0..tries {
@@ -142,7 +216,7 @@ fn poll(tries: usize, mut done: impl FnMut() -> bool) -> bool {
 #[test]
 fn sentinel_promotes_the_replica_with_every_wait_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
-    let (pm, pr, ps) = (free_port(), free_port(), free_port());
+    let (pm, pr) = (free_port(), free_port());
     let (mut master, _master_out) = serve(&dir.path().join("m"), pm, &[]);
     let (_replica, _replica_out) =
         serve(&dir.path().join("r"), pr, &["--replicaof", "127.0.0.1", &pm.to_string()]);
@@ -152,73 +226,45 @@ fn sentinel_promotes_the_replica_with_every_wait_acknowledged_write() {
         "the replica's link never came up"
     );
 
-    // Sentinel rewrites its configuration file, so it gets one of its own in the test's
-    // directory; its log goes to a file there, printed if the failover never comes.
-    let conf = dir.path().join("sentinel.conf");
-    let log = dir.path().join("sentinel.log");
-    std::fs::write(
-        &conf,
-        format!(
-            "port {ps}\nbind 127.0.0.1\ndaemonize no\nlogfile {}\ndir {}\n\
-             sentinel monitor shale 127.0.0.1 {pm} 1\n\
-             sentinel down-after-milliseconds shale 1000\n\
-             sentinel failover-timeout shale 10000\n\
-             sentinel parallel-syncs shale 1\n",
-            log.display(),
-            dir.path().display()
-        ),
-    )
-    .unwrap();
-    let sentinel = Command::new("redis-sentinel")
-        .arg(&conf)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!(
-                "redis-sentinel could not be started ({e}): install Debian's redis-sentinel \
-                 (test.sh does)"
-            )
-        });
-    let _sentinel = Process { child: sentinel };
-    let sentinel_log = || std::fs::read_to_string(&log).unwrap_or_default();
-    let mut s = None;
-    assert!(
-        poll(400, || {
-            s = TcpStream::connect(("127.0.0.1", ps)).ok().map(|_| Client::connect(ps));
-            s.is_some()
-        }),
-        "redis-sentinel never listened on {ps}"
-    );
-    let mut s = s.unwrap();
-    // Sentinel finds the replica in the master's INFO, then connects to it and reads its
-    // INFO: only a replica it knows and has heard from recently can be promoted.
+    // Three Sentinels, quorum 2: they find each other through the hello messages they
+    // publish on the master's `__sentinel__:hello` channel (shale's pub/sub), and a majority
+    // of them must agree the master is down and elect the one that fails it over.
+    let sentinel_ports = [free_port(), free_port(), free_port()];
+    let sentinels: Vec<Sentinel> =
+        sentinel_ports.iter().map(|&port| Sentinel::start(dir.path(), port, pm)).collect();
+    let logs = || sentinels.iter().map(Sentinel::log).collect::<Vec<_>>().join("\n");
+    let mut clients: Vec<Client> = Vec::new();
+    for &port in &sentinel_ports {
+        let mut c = None;
+        assert!(
+            poll(400, || {
+                c = TcpStream::connect(("127.0.0.1", port)).ok().map(|_| Client::connect(port));
+                c.is_some()
+            }),
+            "redis-sentinel never listened on {port}"
+        );
+        clients.push(c.unwrap());
+    }
     let port = pr.to_string();
-    assert!(
-        poll(400, || {
-            let Resp::Array(replicas) = s.call(&["SENTINEL", "REPLICAS", "shale"]) else {
-                return false;
-            };
-            replicas.iter().any(|fields| {
-                let Resp::Array(fields) = fields else { return false };
-                let text: Vec<String> = fields
-                    .iter()
-                    .map(|f| match f {
-                        Resp::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
-                        _ => String::new(),
-                    })
-                    .collect();
-                let field = |name: &str| {
-                    text.iter().position(|t| t == name).and_then(|i| text.get(i + 1)).cloned()
-                };
-                field("port").as_deref() == Some(port.as_str())
-                    && field("flags").as_deref() == Some("slave")
-                    && field("master-link-status").as_deref() == Some("ok")
-            })
-        }),
-        "Sentinel never saw the replica online; its log:\n{}",
-        sentinel_log()
-    );
+    for s in &mut clients {
+        // Each finds the replica in the master's INFO, then connects to it and reads its
+        // INFO (only a replica it knows and heard from recently can be promoted), and hears
+        // the two other Sentinels' hello messages.
+        assert!(
+            poll(400, || {
+                let replica_ok =
+                    records(s.call(&["SENTINEL", "REPLICAS", "shale"])).iter().any(|r| {
+                        r.get("port") == Some(&port)
+                            && r.get("flags").map(String::as_str) == Some("slave")
+                            && r.get("master-link-status").map(String::as_str) == Some("ok")
+                    });
+                let peers = records(s.call(&["SENTINEL", "SENTINELS", "shale"]));
+                replica_ok && peers.len() == 2
+            }),
+            "a Sentinel never saw the replica online and the two other Sentinels; logs:\n{}",
+            logs()
+        );
+    }
 
     // Load: redis-benchmark's SETs from 20 clients, and two writers whose every SET is
     // followed by WAIT 1; a write counts as acknowledged only when WAIT answered 1.
@@ -272,23 +318,24 @@ fn sentinel_promotes_the_replica_with_every_wait_acknowledged_write() {
 
     // Sentinel marks it down, elects itself, sends the replica REPLICAOF NO ONE, sees it a
     // master in its INFO, and then names it.
-    let mut promoted = false;
-    for _ in 0..600 {
-        if let Resp::Array(addr) = s.call(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "shale"]) {
-            if addr.get(1) == Some(&Resp::Bulk(Some(port.clone().into_bytes()))) {
-                promoted = true;
-                break;
+    for s in &mut clients {
+        let mut promoted = false;
+        for _ in 0..600 {
+            if let Resp::Array(addr) = s.call(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "shale"]) {
+                if addr.get(1) == Some(&Resp::Bulk(Some(port.clone().into_bytes()))) {
+                    promoted = true;
+                    break;
+                }
             }
+            std::thread::sleep(Duration::from_millis(100));
         }
-        std::thread::sleep(Duration::from_millis(100));
+        assert!(promoted, "a Sentinel never named the replica the master; logs:\n{}", logs());
     }
-    assert!(promoted, "Sentinel never promoted the replica; its log:\n{}", sentinel_log());
-    // The failover ends when Sentinel switches its configuration to the new master.
+    // The failover ends when its leader switches the configuration to the new master.
     assert!(
-        poll(400, || sentinel_log().contains("+switch-master")),
-        "the failover never ended; Sentinel's log ({}):\n{}",
-        log.display(),
-        sentinel_log()
+        poll(400, || logs().contains("+switch-master")),
+        "the failover never ended; the Sentinels' logs:\n{}",
+        logs()
     );
 
     let mut n = Client::connect(pr);

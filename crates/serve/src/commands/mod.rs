@@ -2,10 +2,12 @@
 //! that `COMMAND` reports and the dispatcher checks, and the dispatcher.
 //!
 //! Stages of one request ([`execute`]):
+//! 0. Inside `MULTI`, anything but EXEC, DISCARD, MULTI and QUIT is queued (transaction.rs).
 //! 1. Look the name up (case-insensitive): an unknown name is an error naming it.
 //! 2. Check the arity against the table.
 //! 3. Refuse it with `NOAUTH` if a password is set, not yet given, and the command is not one
-//!    that gives it (`AUTH`, `HELLO`) or ends the connection (`QUIT`).
+//!    that gives it (`AUTH`, `HELLO`) or ends the connection (`QUIT`); on a RESP2 subscriber,
+//!    refuse all but (UN)SUBSCRIBE, PING and QUIT (pubsub.rs).
 //! 4. Run it: a command on keys (and PING, ECHO) in the connection's run (run.rs), whose
 //!    batch it joins and whose write its reply waits for; any other (SCAN, KEYS, DBSIZE,
 //!    FLUSHDB, INFO, AUTH, HELLO, CLIENT, ...) after the run is flushed, on its own. An engine

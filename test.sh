@@ -14,7 +14,7 @@
 # No skip counts as a pass. Some tests need more of the machine than the build: root, loop
 # devices (losetup), mounts, io_uring with O_DIRECT, a writable /dev/shm, and Debian's
 # nutcracker (twemproxy), redis-cli and redis-benchmark (redis-tools), redis-server (the RDB
-# snapshot interoperability test). Run by hand, such a
+# snapshot interoperability test), redis-sentinel (the failover test). Run by hand, such a
 # test prints `skipped: ...` and returns where its prerequisite is missing; with
 # SHALE_REQUIRE_PREREQS=1, which this script exports, it fails instead
 # (crates/testkit/src/prerequisite.rs). So CI runs as root on Linux with io_uring, installs
@@ -33,12 +33,13 @@ if [ "$(id -u)" != 0 ]; then
     prereq_missing+=("root (loop devices, mounts, apt-get)")
 fi
 if [ "$(id -u)" = 0 ] && { ! command -v nutcracker >/dev/null || ! command -v redis-cli >/dev/null \
-    || ! command -v redis-benchmark >/dev/null || ! command -v redis-server >/dev/null; }; then
-    echo "prerequisites: apt-get install nutcracker redis-tools redis-server"
-    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nutcracker redis-tools redis-server; } >/dev/null 2>&1 \
-        || echo "prerequisites: apt-get install nutcracker redis-tools redis-server failed" >&2
+    || ! command -v redis-benchmark >/dev/null || ! command -v redis-server >/dev/null \
+    || ! command -v redis-sentinel >/dev/null; }; then
+    echo "prerequisites: apt-get install nutcracker redis-tools redis-server redis-sentinel"
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nutcracker redis-tools redis-server redis-sentinel; } >/dev/null 2>&1 \
+        || echo "prerequisites: apt-get install nutcracker redis-tools redis-server redis-sentinel failed" >&2
 fi
-for program in losetup mount umount nutcracker redis-cli redis-benchmark redis-server; do
+for program in losetup mount umount nutcracker redis-cli redis-benchmark redis-server redis-sentinel; do
     command -v "$program" >/dev/null || prereq_missing+=("$program")
 done
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then :; else prereq_missing+=("a writable /dev/shm"); fi

@@ -29,9 +29,11 @@
 //! shutdown), [`descriptors`] (`--maxclients` against the open-file limit), [`config`],
 //! [`glob`] (MATCH patterns), [`rdb`] (Redis's snapshot format, for replication), [`replica_link`] (a replica's
 //! link to its master), [`backlog`] (the master's replication backlog), [`replication`] (the
-//! master's side: the stream, resyncs, acknowledgements), [`replica`] (following a master).
+//! master's side: the stream, resyncs, acknowledgements), [`replica`] (following a master), [`clients`] (the connected clients for `CLIENT KILL`, and
+//! pub/sub).
 
 pub mod backlog;
+pub mod clients;
 pub mod commands;
 pub mod config;
 pub mod descriptors;

@@ -57,6 +57,10 @@ pub struct LinkStatus {
     pub full_resyncs: AtomicU64,
     /// Partial resyncs made (the master continued from the offset applied).
     pub partial_resyncs: AtomicU64,
+    /// When the stream last stopped flowing, Unix ms; 0 while it never flowed. INFO's
+    /// `master_link_down_since_seconds`, which Redis Sentinel reads to leave out of a
+    /// failover a replica that lost its master long before the master went down.
+    pub down_since_ms: AtomicU64,
 }
 
 struct Following {
@@ -202,6 +206,7 @@ async fn follow(shared: Arc<Shared>, host: String, port: u16, status: Arc<LinkSt
                         log::warn!("replica of {addr}: the link ended: {e}");
                         // Every command handed out was applied: continue after the last.
                         resume = Some((link.replid().to_string(), link.offset()));
+                        status.down_since_ms.store(now_ms(), Ordering::Release);
                     }
                     Err(e) => log::warn!("replica of {addr}: taking the snapshot: {e}"),
                 }

@@ -149,7 +149,7 @@ pub fn encode_write(out: &mut Vec<u8>, key: &[u8], value: Option<&Value>) {
 
 /// A new replication id: 40 hex characters, random (from the kernel, with the clock and
 /// the process id as a fallback).
-fn new_replid() -> String {
+pub(crate) fn new_replid() -> String {
     let mut bytes = [0u8; 20];
     let read = std::fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));

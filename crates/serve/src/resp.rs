@@ -420,6 +420,9 @@ pub enum Reply {
     Map(Vec<(Reply, Reply)>),
     /// A double: RESP3's `,`, a bulk string in RESP2.
     Double(f64),
+    /// Out-of-band data (a pub/sub message, a subscription's confirmation): RESP3's push
+    /// type `>`, an array in RESP2.
+    Push(Vec<Reply>),
 }
 
 impl Reply {
@@ -457,8 +460,12 @@ impl Reply {
                 Protocol::Resp2 => out.extend_from_slice(b"*-1\r\n"),
                 Protocol::Resp3 => out.extend_from_slice(b"_\r\n"),
             },
-            Reply::Array(items) => {
-                line(out, b'*', items.len().to_string().as_bytes());
+            Reply::Array(items) | Reply::Push(items) => {
+                let kind = match (self, protocol) {
+                    (Reply::Push(_), Protocol::Resp3) => b'>',
+                    _ => b'*',
+                };
+                line(out, kind, items.len().to_string().as_bytes());
                 for item in items {
                     item.encode(protocol, out);
                 }

@@ -96,6 +96,11 @@ pub struct Shared {
     pub tcp_addr: Option<SocketAddr>,
     /// The master this server follows, if it is a replica (replica.rs).
     pub follower: crate::replica::Follower,
+    /// The connected clients and pub/sub channels (clients.rs).
+    pub clients: Arc<crate::clients::Clients>,
+    /// INFO's `run_id`: 40 random hex characters, new at every start (Redis Sentinel tells
+    /// a restarted instance by it).
+    pub run_id: String,
 }
 
 /// Decrements the connected count when a connection's task ends, however it ends.
@@ -255,6 +260,8 @@ impl Server {
             started: Instant::now(),
             tcp_addr,
             follower: crate::replica::Follower::default(),
+            clients: Arc::default(),
+            run_id: crate::replication::new_replid(),
         });
         let (stop, stopped) = watch::channel(false);
         if let Some(l) = tcp {
@@ -654,6 +661,7 @@ async fn serve_connection<S>(
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let _connected = ConnectedGuard(shared.clone());
+    let registration = shared.clients.register(id);
     let mut session = Session::new(id, shared.config.password.is_some());
     // Redis's bounds on a stranger's requests hold until the client authenticates.
     let mut parser = if session.authenticated {
@@ -719,6 +727,8 @@ async fn serve_connection<S>(
             break;
         }
         if let Some(request) = sync.take() {
+            // A replica's link is no client CLIENT KILL TYPE normal names.
+            drop(registration);
             drop(run);
             let ip = peer.map(|p| p.ip());
             crate::replication::serve_replica(shared.clone(), stream, input, request, ip, id, stop)
@@ -730,6 +740,20 @@ async fn serve_connection<S>(
         }
         let read = tokio::select! {
             r = stream.read_buf(&mut input) => r,
+            message = next_message(&mut session.subscriber) => {
+                // A pub/sub message (clients.rs): written out with any others waiting, at
+                // the top of the loop (nothing else is in the output between requests).
+                let mut message = message;
+                while let Some(m) = message {
+                    crate::commands::pubsub::message(&m).encode(session.protocol, &mut run.output);
+                    message = session.subscriber.as_mut().and_then(|s| s.inbox.try_recv().ok());
+                }
+                continue;
+            }
+            _ = registration.kill.notified() => {
+                log::debug!("client {id}: killed (CLIENT KILL)");
+                break;
+            }
             _ = stop.changed() => break,
         };
         match read {
@@ -747,7 +771,21 @@ async fn serve_connection<S>(
             }
         }
     }
+    // Unregistered before the client sees the close: a client that saw it is gone from
+    // CLIENT KILL's and PUBLISH's counts.
+    drop(registration);
     let _ = stream.shutdown().await;
+}
+
+/// The next message in a subscriber's inbox; never, for a connection that subscribed to
+/// nothing.
+async fn next_message(
+    subscriber: &mut Option<crate::clients::Subscriber>,
+) -> Option<crate::clients::Message> {
+    match subscriber {
+        Some(s) => s.inbox.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Writes and clears the output; false when the client is gone.

@@ -138,9 +138,65 @@ fn check_name(name: &[u8]) -> Result<(), Reply> {
     }
 }
 
-/// `CLIENT SETNAME name | GETNAME | ID | SETINFO ...`.
-pub fn client(session: &mut Session, args: &Request) -> Reply {
+/// `CLIENT KILL TYPE normal|pubsub [SKIPME yes|no]`, `CLIENT KILL ID id`: closes those
+/// clients (the caller too with `SKIPME no`), answering how many. Redis Sentinel sends the
+/// two TYPEs to a replica it promotes, so that its clients reconnect and ask Sentinel where
+/// the master is now. Replicas' links and the other types are not served.
+fn client_kill(shared: &Shared, session: &mut Session, args: &Request) -> Reply {
+    use crate::clients::Kind;
+    if args.len() < 4 || args.len() % 2 != 0 {
+        return Reply::err(
+            "syntax error: shale serves CLIENT KILL TYPE normal|pubsub [SKIPME yes|no] and \
+             CLIENT KILL ID id",
+        );
+    }
+    let mut kind = None;
+    let mut id = None;
+    let mut skip_me = true;
+    for pair in args[2..].chunks(2) {
+        let (opt, value) = (pair[0].to_ascii_lowercase(), pair[1].to_ascii_lowercase());
+        match (opt.as_slice(), value.as_slice()) {
+            (b"type", b"normal") => kind = Some(Kind::Normal),
+            (b"type", b"pubsub") => kind = Some(Kind::PubSub),
+            (b"type", _) => {
+                return Reply::err(format!(
+                    "Unknown client type '{}': shale serves TYPE normal and pubsub",
+                    String::from_utf8_lossy(&pair[1])
+                ));
+            }
+            (b"id", _) => match parse_i64(&pair[1]) {
+                Some(n) if n > 0 => id = Some(n as u64),
+                _ => return Reply::err("client-id should be greater than 0"),
+            },
+            (b"skipme", b"yes") => skip_me = true,
+            (b"skipme", b"no") => skip_me = false,
+            _ => return syntax_error(),
+        }
+    }
+    // The caller itself, with SKIPME no, closes once this reply is written: its task
+    // writes its output before it waits again (server.rs).
+    let except = if skip_me { session.id } else { 0 };
+    let mut killed = 0;
+    if let Some(kind) = kind {
+        killed += shared.clients.kill_kind(kind, except);
+    }
+    if let Some(id) = id {
+        if id != except && shared.clients.kill_id(id) {
+            killed += 1;
+        }
+    }
+    if killed == 0 && kind.is_none() {
+        return Reply::err("No such client");
+    }
+    Reply::Int(killed as i64)
+}
+
+/// `CLIENT SETNAME name | GETNAME | ID | SETINFO ... | KILL ...`.
+pub fn client(shared: &Shared, session: &mut Session, args: &Request) -> Reply {
     let sub = args[1].to_ascii_uppercase();
+    if sub == b"KILL" {
+        return client_kill(shared, session, args);
+    }
     match (sub.as_slice(), args.len()) {
         (b"SETNAME", 3) => match check_name(&args[2]) {
             Ok(()) => {
@@ -160,7 +216,7 @@ pub fn client(session: &mut Session, args: &Request) -> Reply {
             String::from_utf8_lossy(&args[1]).to_lowercase()
         )),
         _ => Reply::err(format!(
-            "unknown subcommand '{}'. shale serves CLIENT SETNAME, GETNAME, ID and SETINFO",
+            "unknown subcommand '{}'. shale serves CLIENT SETNAME, GETNAME, ID, SETINFO and KILL",
             String::from_utf8_lossy(&args[1])
         )),
     }

@@ -64,7 +64,7 @@ fn server_section(shared: &Shared, out: &mut String) {
     let _ = write!(
         out,
         "redis_version:{REDIS_VERSION}\r\nshale_version:{}\r\nredis_mode:standalone\r\n\
-         os:{} {}\r\narch_bits:{}\r\nprocess_id:{}\r\ntcp_port:{port}\r\n\
+         os:{} {}\r\narch_bits:{}\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{port}\r\n\
          uptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nserver_threads:{}\r\n\
          appendfsync:{}\r\n",
         env!("CARGO_PKG_VERSION"),
@@ -72,6 +72,7 @@ fn server_section(shared: &Shared, out: &mut String) {
         std::env::consts::ARCH,
         usize::BITS,
         std::process::id(),
+        shared.run_id,
         uptime / 86_400,
         shared.config.threads,
         shared.config.appendfsync.name(),
@@ -181,6 +182,13 @@ fn shale_section(shared: &Shared, out: &mut String) {
 /// `CONFIG GET parameter [parameter ...]` (glob patterns, as in Redis). Settings are fixed
 /// when the server starts: `CONFIG SET` and the rest are refused.
 pub fn config(shared: &Shared, args: &Request) -> Reply {
+    if args[1].eq_ignore_ascii_case(b"REWRITE") && args.len() == 2 {
+        // Redis saves its running configuration to its file here (Sentinel sends it after
+        // REPLICAOF when it promotes a replica). shale serve's settings are its flags, and
+        // no file holds them: nothing to save. Whoever restarts a promoted server drops
+        // `--replicaof` from its command line (docs/serve.md, "Sentinel").
+        return Reply::OK;
+    }
     if !args[1].eq_ignore_ascii_case(b"GET") {
         return Reply::err(format!(
             "CONFIG {} is not supported: shale serve's settings are its command-line flags",

@@ -2,10 +2,12 @@
 //! that `COMMAND` reports and the dispatcher checks, and the dispatcher.
 //!
 //! Stages of one request ([`execute`]):
+//! 0. Inside `MULTI`, anything but EXEC, DISCARD, MULTI and QUIT is queued (transaction.rs).
 //! 1. Look the name up (case-insensitive): an unknown name is an error naming it.
 //! 2. Check the arity against the table.
 //! 3. Refuse it with `NOAUTH` if a password is set, not yet given, and the command is not one
-//!    that gives it (`AUTH`, `HELLO`) or ends the connection (`QUIT`).
+//!    that gives it (`AUTH`, `HELLO`) or ends the connection (`QUIT`); on a RESP2 subscriber,
+//!    refuse all but (UN)SUBSCRIBE, PING and QUIT (pubsub.rs).
 //! 4. Run it: a command on keys (and PING, ECHO) in the connection's run (run.rs), whose
 //!    batch it joins and whose write its reply waits for; any other (SCAN, KEYS, DBSIZE,
 //!    FLUSHDB, INFO, AUTH, HELLO, CLIENT, ...) after the run is flushed, on its own. An engine
@@ -15,8 +17,10 @@ mod connection;
 mod expiry;
 mod introspection;
 mod keys;
+pub mod pubsub;
 mod replication;
 mod strings;
+pub mod transaction;
 
 use std::sync::Arc;
 
@@ -43,6 +47,10 @@ pub struct Session {
     pub sync: Option<crate::replication::SyncRequest>,
     /// The session a replica applies its master's stream in: writes are allowed to it alone.
     pub master_link: bool,
+    /// Its pub/sub inbox and channels, once it subscribed (`SUBSCRIBE`).
+    pub subscriber: Option<crate::clients::Subscriber>,
+    /// The open transaction's queue (`MULTI`).
+    pub multi: Option<transaction::Multi>,
 }
 
 /// What a replica tells a master with `REPLCONF` before `PSYNC`.
@@ -68,6 +76,8 @@ impl Session {
             replica: ReplicaSays::default(),
             sync: None,
             master_link: false,
+            subscriber: None,
+            multi: None,
         }
     }
 }
@@ -90,6 +100,8 @@ const R: &[&str] = &["readonly", "fast"];
 const C: &[&str] = &["fast", "loading", "stale"];
 const A: &[&str] = &["noscript", "loading", "stale", "fast", "no-auth"];
 const ADMIN: &[&str] = &["admin", "noscript", "no-async-loading", "no-multi"];
+const PUBSUB: &[&str] = &["pubsub", "loading", "stale", "fast"];
+const TX: &[&str] = &["noscript", "loading", "stale", "fast", "allow-busy"];
 
 /// Every command served. Anything else is answered an error naming it.
 pub const COMMANDS: &[Spec] = &[
@@ -102,7 +114,9 @@ pub const COMMANDS: &[Spec] = &[
     Spec { name: "decr", arity: 2, flags: W, keys: (1, 1, 1) },
     Spec { name: "decrby", arity: 3, flags: W, keys: (1, 1, 1) },
     Spec { name: "del", arity: -2, flags: W, keys: (1, -1, 1) },
+    Spec { name: "discard", arity: 1, flags: TX, keys: (0, 0, 0) },
     Spec { name: "echo", arity: 2, flags: C, keys: (0, 0, 0) },
+    Spec { name: "exec", arity: 1, flags: TX, keys: (0, 0, 0) },
     Spec { name: "exists", arity: -2, flags: R, keys: (1, -1, 1) },
     Spec { name: "expire", arity: -3, flags: W, keys: (1, 1, 1) },
     Spec { name: "expireat", arity: -3, flags: W, keys: (1, 1, 1) },
@@ -119,6 +133,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec { name: "mget", arity: -2, flags: R, keys: (1, -1, 1) },
     Spec { name: "mset", arity: -3, flags: W, keys: (1, -1, 2) },
     Spec { name: "msetnx", arity: -3, flags: W, keys: (1, -1, 2) },
+    Spec { name: "multi", arity: 1, flags: TX, keys: (0, 0, 0) },
     Spec { name: "persist", arity: 2, flags: W, keys: (1, 1, 1) },
     Spec { name: "pexpire", arity: -3, flags: W, keys: (1, 1, 1) },
     Spec { name: "pexpireat", arity: -3, flags: W, keys: (1, 1, 1) },
@@ -126,6 +141,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec { name: "psetex", arity: 4, flags: W, keys: (1, 1, 1) },
     Spec { name: "psync", arity: -3, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "pttl", arity: 2, flags: R, keys: (1, 1, 1) },
+    Spec { name: "publish", arity: 3, flags: PUBSUB, keys: (0, 0, 0) },
     Spec { name: "quit", arity: -1, flags: A, keys: (0, 0, 0) },
     Spec { name: "replconf", arity: -1, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "replicaof", arity: 3, flags: ADMIN, keys: (0, 0, 0) },
@@ -137,9 +153,11 @@ pub const COMMANDS: &[Spec] = &[
     Spec { name: "setnx", arity: 3, flags: W, keys: (1, 1, 1) },
     Spec { name: "slaveof", arity: 3, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "strlen", arity: 2, flags: R, keys: (1, 1, 1) },
+    Spec { name: "subscribe", arity: -2, flags: PUBSUB, keys: (0, 0, 0) },
     Spec { name: "sync", arity: 1, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "ttl", arity: 2, flags: R, keys: (1, 1, 1) },
     Spec { name: "type", arity: 2, flags: R, keys: (1, 1, 1) },
+    Spec { name: "unsubscribe", arity: -1, flags: PUBSUB, keys: (0, 0, 0) },
     Spec { name: "wait", arity: 3, flags: &["noscript"], keys: (0, 0, 0) },
 ];
 
@@ -209,6 +227,14 @@ pub async fn execute(
     args: Request,
 ) {
     run.protocol = session.protocol;
+    if session.multi.is_some() && session.authenticated {
+        let name = args[0].to_ascii_lowercase();
+        if !matches!(name.as_slice(), b"exec" | b"discard" | b"multi" | b"quit") {
+            let reply = transaction::queue(session, args);
+            run.answer(reply);
+            return;
+        }
+    }
     let Some(spec) = lookup(&args[0]) else {
         run.answer(unknown_command(&args));
         return;
@@ -221,6 +247,25 @@ pub async fn execute(
     if !session.authenticated && !matches!(spec.name, "auth" | "hello" | "quit") {
         run.answer(Reply::Error("NOAUTH Authentication required.".into()));
         return;
+    }
+    if pubsub::subscriptions(session) > 0 && session.protocol == crate::resp::Protocol::Resp2 {
+        // RESP2 has no way to tell a message from a reply but the subscriber's context:
+        // Redis allows only these there, and answers PING as a message-shaped array.
+        match spec.name {
+            "subscribe" | "unsubscribe" | "quit" => {}
+            "ping" => {
+                let msg = args.get(1).cloned().unwrap_or_default();
+                run.answer(Reply::Push(vec![Reply::Bulk(b"pong".to_vec()), Reply::Bulk(msg)]));
+                return;
+            }
+            name => {
+                run.answer(Reply::err(format!(
+                    "Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / \
+                     QUIT / RESET are allowed in this context"
+                )));
+                return;
+            }
+        }
     }
     let writes = spec.flags.contains(&"write");
     if writes && !session.master_link && shared.follower.is_replica() {
@@ -257,6 +302,24 @@ pub async fn execute(
             run.answer(reply);
         }
         return;
+    }
+    match spec.name {
+        "subscribe" | "unsubscribe" => {
+            let replies = if spec.name == "subscribe" {
+                pubsub::subscribe(shared, session, &args)
+            } else {
+                pubsub::unsubscribe(shared, session, &args)
+            };
+            for reply in replies {
+                run.answer(reply);
+            }
+            return;
+        }
+        "exec" => {
+            transaction::exec(shared, session, run).await;
+            return;
+        }
+        _ => {}
     }
     if spec.name == "wait" {
         let reply = replication::wait(shared, &args, run.woff).await;
@@ -318,7 +381,10 @@ async fn execute_alone(
     let ks = &shared.keyspace;
     match spec.name {
         "auth" => Ok(connection::auth(shared, session, args)),
-        "client" => Ok(connection::client(session, args)),
+        "client" => Ok(connection::client(shared, session, args)),
+        "discard" => Ok(transaction::discard(session)),
+        "multi" => Ok(transaction::multi(session)),
+        "publish" => Ok(pubsub::publish(shared, args)),
         "hello" => Ok(connection::hello(shared, session, args)),
         "quit" => {
             session.quit = true;

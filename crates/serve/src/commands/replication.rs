@@ -179,6 +179,14 @@ pub fn info_section(shared: &Shared, out: &mut String) {
                 m.status.full_resyncs.load(Ordering::Relaxed),
                 m.status.partial_resyncs.load(Ordering::Relaxed),
             );
+            if !up {
+                // As Redis 7.0: -1 for a link that never came up.
+                let since = match m.status.down_since_ms.load(Ordering::Acquire) {
+                    0 => -1,
+                    at => (now_ms().saturating_sub(at) / 1000) as i64,
+                };
+                let _ = write!(out, "master_link_down_since_seconds:{since}\r\n");
+            }
         }
     }
     let _ = write!(out, "connected_slaves:{}\r\n", replicas.len());

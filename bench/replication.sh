@@ -10,12 +10,15 @@
 #    against the master. Medians of requests per second, p50, p99, p99.9 and max as
 #    redis-benchmark's clients see them (bench/lib/tails.py reads its output), and the ratios
 #    to the master alone. Targets: p99 at most +10%, throughput at most -10%.
-# b. Lag. REPEATS times: a master and a shale replica; redis-benchmark -t set -c CLIENTS
-#    -n LAG_N -r KEYS -P LAG_PIPELINE drives the master as fast as it goes (the rate it reached
-#    is reported: the issue's figure is 100k SET/s), while bench/lib/repl_lag.py samples the
-#    master's master_repl_offset and the replica's slave_repl_offset every 100 ms; the max and
-#    median lag in bytes, and the time from the load's end until the replica has the master's
-#    last byte.
+# b. Lag. REPEATS times, each on a fresh master and shale replica: bench/lib/paced_set.py
+#    sends LAG_RATE SET/s (the issue's 100k) for LAG_SECONDS over 10 pipelining connections,
+#    and then redis-benchmark -t set -c CLIENTS -n LAG_N -r KEYS -P LAG_PIPELINE drives the
+#    master as fast as it goes (the rate reached is reported); meanwhile bench/lib/repl_lag.py
+#    samples the replica's slave_repl_offset and the master's master_repl_offset every 100 ms:
+#    the max and median lag in bytes, the max of each half of the load (a lag that grows
+#    without bound shows there), and the time from the load's end until the replica has the
+#    master's last byte. Target: the replica keeps up at LAG_RATE (the rate reached, and the
+#    replica within a second of the master when the load ends).
 # c. Failover. REPEATS times: a master, a shale replica and three redis-sentinel (quorum 2,
 #    down-after-milliseconds DOWN_AFTER, failover-timeout 10 s); once every Sentinel lists the
 #    replica with its link ok and the two other Sentinels, redis-benchmark SETs from 20 clients
@@ -31,6 +34,7 @@
 #
 # Usage: bench/replication.sh
 # Environment: N=100000 LAG_N=2000000 CLIENTS=50 KEYS=100000 LAG_PIPELINE=16 REPEATS=3
+#   LAG_RATE=100000 LAG_SECONDS=10
 #   DOWN_AFTER=1000 FAILOVER_LOAD=1 PARTS="overhead lag failover"
 #   OUT=bench/results/<date>-replication PORT_BASE=6500
 #   SHALE_BIN=path: measure that shale binary instead of building this tree's
@@ -42,6 +46,8 @@ LAG_N=${LAG_N:-2000000}
 CLIENTS=${CLIENTS:-50}
 KEYS=${KEYS:-100000}
 LAG_PIPELINE=${LAG_PIPELINE:-16}
+LAG_RATE=${LAG_RATE:-100000}
+LAG_SECONDS=${LAG_SECONDS:-10}
 REPEATS=${REPEATS:-3}
 DOWN_AFTER=${DOWN_AFTER:-1000}
 FAILOVER_LOAD=${FAILOVER_LOAD:-1}
@@ -185,29 +191,42 @@ if [[ " $PARTS " == *" overhead "* ]]; then
   done
 fi
 
-# b. A shale replica's lag behind a master driven as fast as it goes.
+# b. A shale replica's lag behind a master, at LAG_RATE SET/s and driven as fast as it goes.
 if [[ " $PARTS " == *" lag "* ]]; then
-  echo "repeat,rps,samples,max_lag_bytes,median_lag_bytes,load_s,end_offset,catch_up_s" \
+  echo "load,repeat,sets,rps,samples,max_lag_bytes,median_lag_bytes,first_half_max_bytes,second_half_max_bytes,load_s,end_offset,catch_up_s" \
     >"$OUT/lag.csv"
   for r in $(seq "$REPEATS"); do
-    next_port
-    mport=$port
-    start_shale "$mport" "$scratch/b-$r/master"
-    master=$started
-    wait_port "$mport"
-    next_port
-    start_shale "$port" "$scratch/b-$r/replica" --replicaof 127.0.0.1 "$mport"
-    replica=$started
-    wait_port "$port"
-    wait_online "$mport"
-    raw=$OUT/raw/lag-r$r.txt
-    line=$(python3 bench/lib/repl_lag.py "$mport" "$port" "$OUT/raw/lag-r$r-samples.csv" -- \
-      sh -c "exec redis-benchmark -h 127.0.0.1 -p $mport -c $CLIENTS -n $LAG_N -r $KEYS \
-        -P $LAG_PIPELINE -t set >$raw 2>/dev/null")
-    rps=$(python3 bench/lib/tails.py --redis-benchmark "$raw" | grep '^SET,' | cut -d, -f2)
-    echo "$r,$rps,$line" >>"$OUT/lag.csv"
-    echo "lag: repeat $r: $rps SET/s; samples,max,median,load_s,end_offset,catch_up_s: $line" >&2
-    stop "$replica" "$master"
+    for load in paced max; do
+      next_port
+      mport=$port
+      start_shale "$mport" "$scratch/b-$load-$r/master"
+      master=$started
+      wait_port "$mport"
+      next_port
+      start_shale "$port" "$scratch/b-$load-$r/replica" --replicaof 127.0.0.1 "$mport"
+      replica=$started
+      wait_port "$port"
+      wait_online "$mport"
+      raw=$OUT/raw/lag-$load-r$r.txt
+      if [ "$load" = paced ]; then
+        cmd="exec python3 bench/lib/paced_set.py $mport $LAG_RATE $LAG_SECONDS 10 $KEYS >$raw"
+      else
+        cmd="exec redis-benchmark -h 127.0.0.1 -p $mport -c $CLIENTS -n $LAG_N -r $KEYS \
+          -P $LAG_PIPELINE -t set >$raw 2>/dev/null"
+      fi
+      line=$(python3 bench/lib/repl_lag.py "$mport" "$port" "$OUT/raw/lag-$load-r$r-samples.csv" \
+        -- sh -c "$cmd")
+      if [ "$load" = paced ]; then
+        # sent,replies,errors,seconds,achieved_rate
+        IFS=, read -r sets _ _ _ rps <"$raw"
+      else
+        sets=$LAG_N
+        rps=$(python3 bench/lib/tails.py --redis-benchmark "$raw" | grep '^SET,' | cut -d, -f2)
+      fi
+      echo "$load,$r,$sets,$rps,$line" >>"$OUT/lag.csv"
+      echo "lag: $load repeat $r: $rps SET/s; samples,max,median,halves' max,load_s,end_offset,catch_up_s: $line" >&2
+      stop "$replica" "$master"
+    done
   done
 fi
 
@@ -326,11 +345,13 @@ fi
 # The summary: medians over the repeats, ratios and verdicts.
 # Only the parts this run measured: a CSV another run left in $OUT is not summed up with them.
 python3 - "$OUT" "$DOWN_AFTER" "$N" "$LAG_N" "$CLIENTS" "$KEYS" "$LAG_PIPELINE" "$PARTS" \
+  "$LAG_RATE" "$LAG_SECONDS" \
   >"$OUT/summary.md" <<'EOF'
 import csv, os, statistics, sys
 out, down_after = sys.argv[1], int(sys.argv[2])
 n, lag_n, clients, keys, pipeline = sys.argv[3:8]
 parts = sys.argv[8].split()
+lag_rate, lag_seconds = sys.argv[9:11]
 med = statistics.median
 def rows(name):
     path = os.path.join(out, name + ".csv")
@@ -371,21 +392,37 @@ if ov:
 
 lag = rows("lag")
 if lag:
-    print(f"## b. A shale replica's lag under load (redis-benchmark -t set -c {clients} -n {lag_n} "
-          f"-r {keys} -P {pipeline}; INFO replication every 100 ms)\n")
-    print("| repeat | SET/s reached | samples | max lag bytes | median lag bytes | stream bytes per SET | max lag in SETs | catch-up after the load s |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"## b. A shale replica's lag under load (INFO replication every 100 ms)\n")
+    print(f"paced: bench/lib/paced_set.py at {lag_rate} SET/s for {lag_seconds} s, 10 connections; "
+          f"max: redis-benchmark -t set -c {clients} -n {lag_n} -r {keys} -P {pipeline}. The lag "
+          f"in SETs is the lag in bytes over the stream's bytes per SET.\n")
+    print("| load | repeat | SET/s reached | samples | max lag bytes (SETs) | median lag bytes | max lag, first / second half of the load | catch-up after the load s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in lag:
-        per = int(r["end_offset"]) / int(lag_n)
-        print(f"| {r['repeat']} | {float(r['rps']):,.0f} | {r['samples']} | {int(r['max_lag_bytes']):,} | "
-              f"{int(float(r['median_lag_bytes'])):,} | {per:.1f} | {int(r['max_lag_bytes']) / per:,.0f} | "
-              f"{r['catch_up_s']} |")
-    ok = [float(r["catch_up_s"]) for r in lag if r["catch_up_s"] != "never"]
-    print(f"\nMedians: {med(float(r['rps']) for r in lag):,.0f} SET/s, max lag "
-          f"{med(int(r['max_lag_bytes']) for r in lag):,.0f} bytes, median lag "
-          f"{med(float(r['median_lag_bytes']) for r in lag):,.0f} bytes, catch-up "
-          + (f"{med(ok):.3f} s" if len(ok) == len(lag) else f"never in {len(lag) - len(ok)} runs")
-          + ".\n")
+        per = int(r["end_offset"]) / int(r["sets"])
+        print(f"| {r['load']} | {r['repeat']} | {float(r['rps']):,.0f} | {r['samples']} | "
+              f"{int(r['max_lag_bytes']):,} ({int(r['max_lag_bytes']) / per:,.0f}) | "
+              f"{int(float(r['median_lag_bytes'])):,} | {int(r['first_half_max_bytes']):,} / "
+              f"{int(r['second_half_max_bytes']):,} | {r['catch_up_s']} |")
+    for load in ("paced", "max"):
+        runs = [r for r in lag if r["load"] == load]
+        if not runs:
+            continue
+        ok = [float(r["catch_up_s"]) for r in runs if r["catch_up_s"] != "never"]
+        rps = med(float(r["rps"]) for r in runs)
+        line = (f"\n{load}: medians {rps:,.0f} SET/s, max lag "
+                f"{med(int(r['max_lag_bytes']) for r in runs):,.0f} bytes, median lag "
+                f"{med(float(r['median_lag_bytes']) for r in runs):,.0f} bytes, catch-up "
+                + (f"{med(ok):.3f} s" if len(ok) == len(runs) else f"never in {len(runs) - len(ok)} runs"))
+        if load == "paced":
+            # Keeping up: the master took the rate, and at the load's end the replica was less
+            # than a second behind it, in every run.
+            kept = (all(float(r["rps"]) >= 0.95 * float(lag_rate) for r in runs)
+                    and len(ok) == len(runs) and max(ok) < 1.0)
+            line += (f". Keeps up at {lag_rate} SET/s (every run: the rate reached within 5%, "
+                     f"caught up within 1 s of the load's end): {'met' if kept else 'missed'}")
+        print(line + ".")
+    print()
 
 fo = rows("failover")
 if fo:

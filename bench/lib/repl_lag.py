@@ -17,8 +17,10 @@ Usage:
     repl_lag.py MASTER_PORT REPLICA_PORT SAMPLES_CSV -- LOAD_COMMAND...
 Writes the samples (t_s,master_offset,replica_offset,lag_bytes) to SAMPLES_CSV and one line
 to stdout:
-    samples,max_lag_bytes,median_lag_bytes,load_s,end_offset,catch_up_s
-where catch_up_s is "never" when the replica did not reach the end within 120 s. The load's
+    samples,max_lag_bytes,median_lag_bytes,first_half_max_bytes,second_half_max_bytes,
+    load_s,end_offset,catch_up_s
+where the halves are of the load's time (a lag that grows without bound shows as a second
+half's max well above the first's), and catch_up_s is "never" when the replica did not reach the end within 120 s. The load's
 own output goes to this script's stderr unless redirected inside LOAD_COMMAND.
 """
 
@@ -106,9 +108,12 @@ def main(argv):
         f.write("t_s,master_offset,replica_offset,lag_bytes\n")
         for t, m, r, lag in samples:
             f.write(f"{t:.3f},{m},{r},{lag}\n")
-    during = [lag for t, _, _, lag in samples if t <= ended - start] or [0]
-    print(f"{len(during)},{max(during)},{statistics.median(during):.0f},"
-          f"{ended - start:.3f},{end_offset},{catch_up}")
+    load_s = ended - start
+    during = [lag for t, _, _, lag in samples if t <= load_s] or [0]
+    first = [lag for t, _, _, lag in samples if t <= load_s / 2] or [0]
+    second = [lag for t, _, _, lag in samples if load_s / 2 < t <= load_s] or [0]
+    print(f"{len(during)},{max(during)},{statistics.median(during):.0f},{max(first)},"
+          f"{max(second)},{load_s:.3f},{end_offset},{catch_up}")
     return 0
 
 

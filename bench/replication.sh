@@ -38,6 +38,9 @@
 #   DOWN_AFTER=1000 FAILOVER_LOAD=1 PARTS="overhead lag failover"
 #   OUT=bench/results/<date>-replication PORT_BASE=6500
 #   SHALE_BIN=path: measure that shale binary instead of building this tree's
+#   PIN=1: in part a, the master and redis-benchmark on CPU 0 and the replica on CPU 1
+#   (taskset), the master alone on CPU 0 too: the replica with a core of its own, as on a
+#   machine of its own, so that its CPU does not come out of the master's
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,6 +57,13 @@ FAILOVER_LOAD=${FAILOVER_LOAD:-1}
 PARTS=${PARTS:-overhead lag failover}
 OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-replication}
 port=${PORT_BASE:-6500}
+pin_master=()
+pin_replica=()
+if [ "${PIN:-0}" = 1 ]; then
+  pin_master=(taskset -c 0)
+  pin_replica=(taskset -c 1)
+fi
+pin=() # the CPU list the next start_shale or start_redis_replica runs its process on
 
 need=()
 for bin in redis-server redis-benchmark redis-cli redis-sentinel; do
@@ -105,7 +115,7 @@ start_shale() { # port dir [serve flags...]
   local p=$1 dir=$2
   shift 2
   mkdir -p "$dir"
-  "$SHALE" serve --db "$dir/store" --port "$p" --appendfsync everysec "$@" \
+  "${pin[@]}" "$SHALE" serve --db "$dir/store" --port "$p" --appendfsync everysec "$@" \
     >"$dir/shale.log" 2>&1 &
   started=$!
   pids+=("$started")
@@ -113,7 +123,7 @@ start_shale() { # port dir [serve flags...]
 
 start_redis_replica() { # port dir master_port
   mkdir -p "$2"
-  redis-server --port "$1" --bind 127.0.0.1 --appendonly yes --appendfsync everysec \
+  "${pin[@]}" redis-server --port "$1" --bind 127.0.0.1 --appendonly yes --appendfsync everysec \
     --save "" --dir "$2" --daemonize no --logfile "$2/redis.log" \
     --replicaof 127.0.0.1 "$3" >/dev/null 2>&1 &
   started=$!
@@ -152,18 +162,22 @@ if [[ " $PARTS " == *" overhead "* ]]; then
     for replica in none shale redis; do
       next_port
       mport=$port
+      pin=("${pin_master[@]}")
       start_shale "$mport" "$scratch/a-$replica-$r/master"
       master=$started
+      pin=()
       wait_port "$mport"
       rpid=
       if [ "$replica" != none ]; then
         next_port
+        pin=("${pin_replica[@]}")
         if [ "$replica" = shale ]; then
           start_shale "$port" "$scratch/a-$replica-$r/replica" --replicaof 127.0.0.1 "$mport"
         else
           start_redis_replica "$port" "$scratch/a-$replica-$r/replica" "$mport"
         fi
         rpid=$started
+        pin=()
         wait_port "$port"
         wait_online "$mport"
       fi
@@ -173,8 +187,8 @@ if [[ " $PARTS " == *" overhead "* ]]; then
       m0=$(cpu_ticks "$master")
       r0=$(cpu_ticks "$rpid")
       # The default output, not --csv: it has the percentile distribution p99.9 comes from.
-      redis-benchmark -h 127.0.0.1 -p "$mport" -c "$CLIENTS" -n "$N" -r "$KEYS" -t set \
-        >"$raw" 2>/dev/null
+      "${pin_master[@]}" redis-benchmark -h 127.0.0.1 -p "$mport" -c "$CLIENTS" -n "$N" \
+        -r "$KEYS" -t set >"$raw" 2>/dev/null
       m1=$(cpu_ticks "$master")
       r1=$(cpu_ticks "$rpid")
       row=$(python3 bench/lib/tails.py --redis-benchmark "$raw" | grep '^SET,')
@@ -345,13 +359,13 @@ fi
 # The summary: medians over the repeats, ratios and verdicts.
 # Only the parts this run measured: a CSV another run left in $OUT is not summed up with them.
 python3 - "$OUT" "$DOWN_AFTER" "$N" "$LAG_N" "$CLIENTS" "$KEYS" "$LAG_PIPELINE" "$PARTS" \
-  "$LAG_RATE" "$LAG_SECONDS" \
+  "$LAG_RATE" "$LAG_SECONDS" "${PIN:-0}" \
   >"$OUT/summary.md" <<'EOF'
 import csv, os, statistics, sys
 out, down_after = sys.argv[1], int(sys.argv[2])
 n, lag_n, clients, keys, pipeline = sys.argv[3:8]
 parts = sys.argv[8].split()
-lag_rate, lag_seconds = sys.argv[9:11]
+lag_rate, lag_seconds, pinned = sys.argv[9:11] + [sys.argv[11] == "1"]
 med = statistics.median
 def rows(name):
     path = os.path.join(out, name + ".csv")
@@ -361,6 +375,8 @@ ov = rows("overhead")
 if ov:
     print(f"## a. The master's SET with and without a replica (redis-benchmark -t set -c {clients} "
           f"-n {n} -r {keys}, appendfsync everysec)\n")
+    if pinned:
+        print("PIN=1: the master and redis-benchmark on CPU 0, the replica on CPU 1.\n")
     print("| replica | runs req/s | req/s | p50 / p99 / p99.9 / max ms | req/s vs none | p99 vs none "
           "| CPU us per SET: master / replica |")
     print("|---|---|---:|---:|---:|---:|---:|")

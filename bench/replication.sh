@@ -22,7 +22,7 @@
 # c. Failover. REPEATS times: a master, a shale replica and three redis-sentinel (quorum 2,
 #    down-after-milliseconds DOWN_AFTER, failover-timeout 10 s); once every Sentinel lists the
 #    replica with its link ok and the two other Sentinels, redis-benchmark SETs from 20 clients
-#    (FAILOVER_LOAD=0: none) and SIGKILL of the master; the time from the kill to the first
+#    for 2 s (FAILOVER_LOAD=0: none), then SIGKILL of the master; the time from the kill to the first
 #    Sentinel's +switch-master (its log's millisecond timestamp), with +sdown, +odown and
 #    +promoted-slave beside it, and the time until every Sentinel's `SENTINEL
 #    get-master-addr-by-name` names the replica (polled every 50 ms). Target: within

@@ -305,9 +305,25 @@ async fn apply_stream(
     let mut run = Run::new(&shared.keyspace, Protocol::Resp2);
     let mut in_db0 = true;
     loop {
-        let cmd = match link.next_command().await {
+        // The commands already read run as one run, written as one batch with the position
+        // after the last (a run of a client's pipeline, the same code): one engine write per
+        // read of the socket, not one per command. Before the link may wait or acknowledge
+        // (`next_command`), and before a GETACK is answered, the run is written: the offset
+        // acknowledged is always applied.
+        let before = link.offset();
+        let buffered = match link.next_buffered() {
             Ok(cmd) => cmd,
             Err(e) => return e,
+        };
+        let cmd = match buffered {
+            Some(cmd) => cmd,
+            None => {
+                apply_run(&mut run, link, status).await;
+                match link.next_command().await {
+                    Ok(cmd) => cmd,
+                    Err(e) => return e,
+                }
+            }
         };
         status.last_io_ms.store(now_ms(), Ordering::Release);
         let name = cmd[0].to_ascii_lowercase();
@@ -322,26 +338,52 @@ async fn apply_stream(
                     );
                 }
             }
-            b"multi" | b"exec" | b"ping" | b"replconf" => {}
-            _ if in_db0 => {
-                let shown = String::from_utf8_lossy(&cmd[0]).into_owned();
-                commands::execute(shared, &mut session, &mut run, cmd).await;
-                // The position after this command, in the same batch as its writes.
-                run.server_entry = Some((
-                    REPL_POSITION_KEY,
-                    format!("{} {}", link.replid(), link.offset()).into_bytes(),
-                ));
-                run.flush().await;
-                if run.output.first() == Some(&b'-') {
-                    log::warn!(
-                        "replica: the master's {shown} was not applied here: {}",
-                        String::from_utf8_lossy(&run.output).trim_end()
-                    );
+            b"replconf" => {
+                // A GETACK handed out from the buffer: answered once what came before it is
+                // written.
+                apply_run(&mut run, link, status).await;
+                if let Err(e) = link.ack_getack().await {
+                    return e;
                 }
-                run.output.clear();
+            }
+            b"multi" | b"exec" | b"ping" => {}
+            _ if in_db0 => {
+                // Any write the command makes of the run before its own (a command that does
+                // not run in runs writes the run first) goes with the position before it.
+                run.server_entry = Some(position(link, before));
+                commands::execute(shared, &mut session, &mut run, cmd).await;
+                run.server_entry = Some(position(link, link.offset()));
+                if run.len() >= crate::run::RUN_COMMANDS_MAX {
+                    apply_run(&mut run, link, status).await;
+                }
+                continue;
             }
             _ => {}
         }
-        status.offset.store(link.offset(), Ordering::Release);
+        if run.is_empty() {
+            status.offset.store(link.offset(), Ordering::Release);
+        }
     }
+}
+
+/// The stored position `replid offset` (`REPL_POSITION_KEY`'s value).
+fn position(link: &Link, offset: u64) -> (&'static [u8], Vec<u8>) {
+    (REPL_POSITION_KEY, format!("{} {}", link.replid(), offset).into_bytes())
+}
+
+/// Writes the run of the master's commands applied so far (with the position after them, set
+/// by the caller), logs the commands not applied here, and publishes the offset reached.
+async fn apply_run(run: &mut Run<'_>, link: &Link, status: &LinkStatus) {
+    let errors = run.errors;
+    run.flush().await;
+    if run.errors > errors {
+        log::warn!(
+            "replica: {} of the master's commands were not applied here; the last: {}",
+            run.errors - errors,
+            run.last_error.as_deref().unwrap_or("")
+        );
+    }
+    run.output.clear();
+    run.server_entry = None;
+    status.offset.store(link.offset(), Ordering::Release);
 }

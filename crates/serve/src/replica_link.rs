@@ -117,6 +117,9 @@ pub struct Link {
     /// The offset of the last command handed out: the snapshot's, plus every stream byte since.
     offset: u64,
     idle_timeout: Duration,
+    /// The offset before a `REPLCONF GETACK` that [`Link::next_buffered`] handed out, until
+    /// [`Link::ack_getack`] answers it.
+    getack_at: Option<u64>,
 }
 
 impl Link {
@@ -173,6 +176,7 @@ impl Link {
             replid: String::new(),
             offset: 0,
             idle_timeout: timeout,
+            getack_at: None,
         };
         link.step("PING", &[b"PING"], |r| r == "+PONG").await?;
         let port = listening_port.to_string();
@@ -249,6 +253,40 @@ impl Link {
                 return Ok(cmd);
             }
             self.fill_acking().await?;
+        }
+    }
+
+    /// The master's next command if its bytes are already read, without waiting or
+    /// acknowledging anything: a replica applies what came in one read as one batch and
+    /// calls [`Link::next_command`] (which may acknowledge) only once it has written them. A
+    /// `REPLCONF GETACK` is handed out unanswered here: the caller answers it with
+    /// [`Link::ack_getack`] once everything before it is applied.
+    ///
+    /// # Errors
+    /// [`LinkError::Protocol`]: a stream that is not RESP.
+    pub fn next_buffered(&mut self) -> Result<Option<Request>, LinkError> {
+        let mut consumed = 0;
+        let parsed = self.parser.next(&self.buf, &mut consumed).map_err(LinkError::Protocol)?;
+        self.buf.drain(..consumed);
+        let before = self.offset;
+        self.offset += consumed as u64;
+        if let Some(cmd) = &parsed {
+            if is_getack(cmd) {
+                self.getack_at = Some(before);
+            }
+        }
+        Ok(parsed)
+    }
+
+    /// Answers a `REPLCONF GETACK` that [`Link::next_buffered`] handed out (with the offset
+    /// before it, as a Redis replica answers); nothing if none is waiting.
+    ///
+    /// # Errors
+    /// The connection's.
+    pub async fn ack_getack(&mut self) -> Result<(), LinkError> {
+        match self.getack_at.take() {
+            Some(at) => self.ack_at(at).await,
+            None => Ok(()),
         }
     }
 

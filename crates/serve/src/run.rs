@@ -89,6 +89,10 @@ pub struct Run<'a> {
     /// A server key and value written with the next batch, if it writes anything: a
     /// replica's position in its master's stream, kept atomically with what it applied.
     pub server_entry: Option<(&'static [u8], Vec<u8>)>,
+    /// Error replies given so far, and the last one's text: how a replica applying its
+    /// master's commands in runs tells which were not applied.
+    pub errors: u64,
+    pub last_error: Option<String>,
 }
 
 impl<'a> Run<'a> {
@@ -109,6 +113,8 @@ impl<'a> Run<'a> {
             output: Vec::new(),
             woff: 0,
             server_entry: None,
+            errors: 0,
+            last_error: None,
         }
     }
 
@@ -249,6 +255,10 @@ impl<'a> Run<'a> {
 
     /// A reply in request order: released now when nothing is staged, else after the batch.
     pub fn answer(&mut self, reply: Reply) {
+        if let Reply::Error(text) = &reply {
+            self.errors += 1;
+            self.last_error = Some(text.clone());
+        }
         if self.staged == 0 {
             reply.encode(self.protocol, &mut self.output);
         } else {
@@ -307,6 +317,10 @@ impl<'a> Run<'a> {
             Err(e) => {
                 self.staged_output.clear();
                 let reply = crate::commands::failed(e);
+                if let Reply::Error(text) = &reply {
+                    self.errors += staged as u64;
+                    self.last_error = Some(text.clone());
+                }
                 for _ in 0..staged {
                     reply.encode(self.protocol, &mut self.output);
                 }

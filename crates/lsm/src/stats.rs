@@ -127,12 +127,21 @@ pub struct Stats {
     pub running_compactions: usize,
     /// Most compactions that ran at once since open.
     pub peak_running_compactions: usize,
-    /// Bytes of room the running compactions hold reserved for their outputs.
+    /// Bytes of room the running compactions hold reserved for the outputs they have not
+    /// written yet (flushes leave it to them: `retried_for_room`).
     pub compaction_room_reserved: u64,
     /// Picks of a compaction put off, since open, because its outputs would not have fit in
     /// the volume's room beside the running compactions' and the memtables' (it ran once a
     /// running one ended).
     pub compactions_deferred_for_room: u64,
+    /// Flushes and compactions, since open, that ran out of room on the volume while a
+    /// compaction ran: each gave back what it had written and ran again once a running
+    /// compaction ended, instead of stopping the store (a store stops for want of room only
+    /// when no compaction is left to free any).
+    pub retried_for_room: u64,
+    /// Flushes, since open, that waited for a running compaction to end because the room
+    /// left on the volume was what the running compactions had reserved for their outputs.
+    pub flushes_waited_for_room: u64,
     /// Background threads wanted: one flush thread and the compaction threads
     /// (`max_background_jobs`, `Db::set_background_jobs`).
     pub background_jobs: usize,

@@ -63,9 +63,15 @@ pub(super) struct Compaction {
     /// Part of a full compaction: no odd chunk stays behind.
     full: bool,
     trivial_move: bool,
-    /// Bytes of room reserved for its outputs (`State::compaction_room_reserved`), given
-    /// back when it ends, however it ends.
-    reserved: u64,
+    /// The tier its outputs go to, where its room is reserved.
+    tier: shale_space::Tier,
+    /// Bytes of room still reserved for its outputs (`State::compaction_room_reserved`):
+    /// spent as its outputs are written (`spend_room`), the rest given back when it ends,
+    /// however it ends.
+    reserved_left: std::cell::Cell<u64>,
+    /// Compactions committed when it started (`State::compactions`): one committed since
+    /// then freed room, so a run out of room is worth another try (`run_compaction`).
+    committed_before: u64,
 }
 
 /// The rule of `Inner::room_for_compaction`: whether a compaction whose outputs may take
@@ -90,6 +96,14 @@ impl Inner {
     /// Picks the next compaction and enters it in the book, or `None` if nothing is due or
     /// nothing due can run beside the running ones.
     pub(super) fn pick_compaction(&self, st: &mut State) -> Option<Compaction> {
+        // After a compaction ran out of room: none starts until a running one commits, or
+        // none runs.
+        if let Some(at) = st.out_of_room_at {
+            if st.compactions == at && st.compaction.running() > 0 {
+                return None;
+            }
+            st.out_of_room_at = None;
+        }
         let v = st.version.clone();
         let sizes: Vec<u64> = (0..v.levels.len()).map(|l| v.level_bytes(l)).collect();
         let targets = LevelTargets::compute(&self.opts, &sizes);
@@ -122,7 +136,7 @@ impl Inner {
             return None;
         }
         let id = st.compaction.start(&v.levels, &plan);
-        st.compaction_room_reserved += reserve;
+        st.compaction_room_reserved[target_tier.index()] += reserve;
         Some(Compaction {
             id,
             level: plan.level,
@@ -131,7 +145,9 @@ impl Inner {
             full: plan.full,
             trivial_move,
             inputs,
-            reserved: reserve,
+            tier: target_tier,
+            reserved_left: std::cell::Cell::new(reserve),
+            committed_before: st.compactions,
         })
     }
 
@@ -150,10 +166,21 @@ impl Inner {
             return plan;
         }
         let Some(room) = self.volume.tier_room(tier) else { return plan };
-        let flushes = (st.imm.len() as u64 + 1).saturating_mul(self.write_buffer_bytes() as u64);
-        st.compaction.cut_l0_to_fit(levels, plan, |bytes| {
-            self.output_room(bytes).saturating_add(flushes) <= room
+        let flushes = self.flush_room(st);
+        let inputs_max = st.l0_inputs_max.unwrap_or(usize::MAX);
+        st.compaction.cut_l0_to_fit(levels, plan, |inputs, bytes| {
+            inputs <= inputs_max && self.output_room(bytes).saturating_add(flushes) <= room
         })
+    }
+
+    /// Room kept for the flushes that may come while a compaction runs: the memtables, the
+    /// active one and those sealed. Not the flushes that may follow them until L0 reaches
+    /// its stop: room for those (36 memtables by default) would cut every L0 compaction of
+    /// a volume of a few GiB to one SST. A flush that finds no room waits for a compaction
+    /// to end instead (`flush_when_room`), and an L0 compaction that runs out of room alone
+    /// runs again smaller (`run_compaction`).
+    fn flush_room(&self, st: &State) -> u64 {
+        (st.imm.len() as u64 + 1).saturating_mul(self.write_buffer_bytes() as u64)
     }
 
     /// Room on the volume that the outputs of a compaction of `input_bytes` may hold at
@@ -186,10 +213,10 @@ impl Inner {
         if reserve == 0 || st.compaction.running() == 0 {
             return true;
         }
-        let flushes = (st.imm.len() as u64 + 1).saturating_mul(self.write_buffer_bytes() as u64);
+        let flushes = self.flush_room(st);
         fits_in_room(
             reserve,
-            st.compaction_room_reserved,
+            st.compaction_room_reserved[tier.index()],
             st.compaction.running(),
             flushes,
             self.volume.tier_room(tier),
@@ -237,21 +264,56 @@ impl Inner {
 
     /// Runs a compaction and commits it; a failed one leaves the book too (the store stops),
     /// as does one abandoned because the store closes.
+    /// Runs a compaction the picker chose. One that runs out of room on the volume while
+    /// others run has given back its outputs (`compact`) and is not a failure: it is picked
+    /// again once a running one ends and frees its inputs (`out_of_room_at`). Only with none
+    /// left to free room does the store stop for want of it.
     pub(super) fn run_compaction(&self, c: Compaction) -> Result<()> {
-        let id = c.id;
-        let reserved = c.reserved;
-        let result = self.compact(c);
+        let committed_before = c.committed_before;
+        let (level, inputs) = (c.level, c.inputs.len());
+        let result = self.compact(&c);
         if !matches!(result, Ok(Ended::Committed)) {
             let mut st = self.state.lock();
             let version = st.version.clone();
-            st.compaction.finish(id, &version.levels);
-            st.compaction_room_reserved -= reserved;
+            st.compaction.finish(c.id, &version.levels);
+            st.compaction_room_reserved[c.tier.index()] -= c.reserved_left.take();
             self.cv.notify_all();
+            if let Err(Error::NoSpace(why)) = &result {
+                if st.compaction.running() > 0 || st.compactions > committed_before {
+                    log::info!(
+                        "a compaction out of room ({why}) runs again when a running one ends"
+                    );
+                    st.retried_for_room += 1;
+                    st.out_of_room_at = Some(st.compactions);
+                    return Ok(());
+                }
+                // Alone, with nothing committed meanwhile: the flushes took the room it
+                // counted on. An L0 compaction runs again with fewer inputs (`cut_to_room`);
+                // each try has fewer, so the tries end.
+                if level == 0 && inputs > 1 && st.l0_inputs_max.is_none_or(|max| inputs <= max) {
+                    log::info!(
+                        "an L0 compaction of {inputs} SSTs out of room ({why}) runs again with fewer"
+                    );
+                    st.retried_for_room += 1;
+                    st.l0_inputs_max = Some(inputs - 1);
+                    return Ok(());
+                }
+            }
         }
         result.map(|_| ())
     }
 
-    fn compact(&self, c: Compaction) -> Result<Ended> {
+    /// Counts `bytes` of outputs written by `c` off its reservation: the room they take is
+    /// taken now, not reserved (`wait_for_flush_room` sees the difference).
+    fn spend_room(&self, c: &Compaction, bytes: u64) {
+        let spent = bytes.min(c.reserved_left.get());
+        if spent > 0 {
+            c.reserved_left.set(c.reserved_left.get() - spent);
+            self.state.lock().compaction_room_reserved[c.tier.index()] -= spent;
+        }
+    }
+
+    fn compact(&self, c: &Compaction) -> Result<Ended> {
         let out_level = c.output_level;
         let removed_ids: Vec<(u8, u64)> = c
             .inputs
@@ -275,7 +337,7 @@ impl Inner {
             let mut st = self.state.lock();
             self.commit_edit(&mut st, edit, Vec::new(), Vec::new(), Vec::new())?;
             st.level_io[out_level].moved_in += c.inputs.iter().map(|f| f.meta.bytes).sum::<u64>();
-            self.finish_compaction(&mut st, &c, None);
+            self.finish_compaction(&mut st, c, None);
             return Ok(Ended::Committed);
         }
         let cut_bytes = self.output_cut_bytes();
@@ -307,89 +369,119 @@ impl Inner {
                     || version.below_overlaps_range(out_level, &t.start, &t.end)
             })
             .collect();
-        let mut outputs = Vec::new();
-        let mut opened = Vec::new();
         // An output ends before the entry that would take it past the cut size, except that
         // the versions of one user key stay together: two slots more cover most of those. It
         // holds no more than its inputs either (a small store's target may pass its device).
         let input_bytes: u64 = c.inputs.iter().chain(&c.next).map(|f| f.meta.bytes).sum();
         let reserve = cut_bytes.min(input_bytes) + 2 * self.volume.layout().slot_bytes;
         let mut builder = self.new_output(out_level, reserve, MadeBy::Compaction);
+        // What the merge wrote so far: given back, with the output being built, if it ends
+        // without a commit (the store closing, or a failed write: the store may go on after
+        // one for want of room, `run_compaction`).
+        let mut outputs = Vec::new();
+        let mut opened = Vec::new();
         // User keys from here on belong to the next output (`None`: from the first key on).
         let mut output_lower: Option<Vec<u8>> = None;
-        let mut current_key: Option<Vec<u8>> = None;
-        let mut last_seq_for_key = SEQ_MAX;
-        let mut merged_entries = 0u64;
-        while merged.valid() {
-            merged_entries += 1;
-            if merged_entries % CLOSING_CHECK_ENTRIES == 0 && self.closing.load(Ordering::Relaxed) {
-                log::debug!(
-                    "compaction L{} -> L{} abandoned after {merged_entries} entries: the store closes",
-                    c.level,
-                    out_level
-                );
+        let merged_all = (|| -> Result<bool> {
+            let mut current_key: Option<Vec<u8>> = None;
+            let mut last_seq_for_key = SEQ_MAX;
+            let mut merged_entries = 0u64;
+            while merged.valid() {
+                merged_entries += 1;
+                if merged_entries % CLOSING_CHECK_ENTRIES == 0
+                    && self.closing.load(Ordering::Relaxed)
+                {
+                    log::debug!(
+                        "compaction L{} -> L{} abandoned after {merged_entries} entries: the store closes",
+                        c.level,
+                        out_level
+                    );
+                    return Ok(false);
+                }
+                let ikey = merged.key();
+                let p = key::parse(ikey)
+                    .ok_or_else(|| Error::corruption("compaction input: bad internal key", 0))?;
+                let new_key = current_key.as_deref() != Some(p.user_key);
+                if new_key {
+                    // Cut outputs only between user keys, so levels stay disjoint by user key.
+                    let after =
+                        builder.builder.bytes_after_adding(ikey.len(), merged.value().len());
+                    if builder.builder.entries() > 0 && after as u64 > cut_bytes
+                        || builder.is_full_after(after)
+                    {
+                        let mut full = std::mem::replace(
+                            &mut builder,
+                            self.new_output(out_level, reserve, MadeBy::Compaction),
+                        );
+                        let lower = output_lower.replace(p.user_key.to_vec());
+                        full.add_clipped(&kept_tombstones, lower.as_deref(), Some(p.user_key));
+                        for (meta, reader) in self.write_output(full)? {
+                            self.spend_room(c, meta.bytes);
+                            outputs.push(meta);
+                            opened.push(reader);
+                        }
+                    }
+                    current_key = Some(p.user_key.to_vec());
+                    last_seq_for_key = SEQ_MAX;
+                }
+                let shadowed = last_seq_for_key <= smallest_snapshot;
+                // The application's filter removes the newest version of a key once every
+                // reader sees it (`CompactionFilter`): the put becomes a tombstone at its
+                // sequence.
+                let filtered = new_key
+                    && p.kind == Kind::Put
+                    && p.seq <= smallest_snapshot
+                    && self
+                        .opts
+                        .compaction_filter
+                        .as_ref()
+                        .is_some_and(|f| f.remove(p.user_key, merged.value()));
+                let dead_tombstone = (p.kind == Kind::Delete || filtered)
+                    && p.seq <= smallest_snapshot
+                    && !version.below_may_contain(out_level, p.user_key);
+                // Older than a tombstone that every reader sees.
+                let range_deleted =
+                    p.seq < covering.max_covering_seq(p.user_key, smallest_snapshot);
+                last_seq_for_key = p.seq;
+                if filtered && !shadowed && !range_deleted {
+                    self.filtered_removals.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                if !shadowed && !dead_tombstone && !range_deleted {
+                    if filtered {
+                        builder.add(&key::encode(p.user_key, p.seq, Kind::Delete), &[])?;
+                    } else {
+                        builder.add(ikey, merged.value())?;
+                    }
+                }
+                merged.next();
+            }
+            merged.status()?;
+            Ok(true)
+        })();
+        match merged_all {
+            Ok(true) => {}
+            Ok(false) => {
                 self.abandon_outputs(builder, outputs, opened);
                 return Ok(Ended::Abandoned);
             }
-            let ikey = merged.key();
-            let p = key::parse(ikey)
-                .ok_or_else(|| Error::corruption("compaction input: bad internal key", 0))?;
-            let new_key = current_key.as_deref() != Some(p.user_key);
-            if new_key {
-                // Cut outputs only between user keys, so levels stay disjoint by user key.
-                let after = builder.builder.bytes_after_adding(ikey.len(), merged.value().len());
-                if builder.builder.entries() > 0 && after as u64 > cut_bytes
-                    || builder.is_full_after(after)
-                {
-                    let mut full = std::mem::replace(
-                        &mut builder,
-                        self.new_output(out_level, reserve, MadeBy::Compaction),
-                    );
-                    let lower = output_lower.replace(p.user_key.to_vec());
-                    full.add_clipped(&kept_tombstones, lower.as_deref(), Some(p.user_key));
-                    for (meta, reader) in self.write_output(full)? {
-                        outputs.push(meta);
-                        opened.push(reader);
-                    }
-                }
-                current_key = Some(p.user_key.to_vec());
-                last_seq_for_key = SEQ_MAX;
+            Err(e) => {
+                self.abandon_outputs(builder, outputs, opened);
+                return Err(e);
             }
-            let shadowed = last_seq_for_key <= smallest_snapshot;
-            // The application's filter removes the newest version of a key once every reader
-            // sees it (`CompactionFilter`): the put becomes a tombstone at its sequence.
-            let filtered = new_key
-                && p.kind == Kind::Put
-                && p.seq <= smallest_snapshot
-                && self
-                    .opts
-                    .compaction_filter
-                    .as_ref()
-                    .is_some_and(|f| f.remove(p.user_key, merged.value()));
-            let dead_tombstone = (p.kind == Kind::Delete || filtered)
-                && p.seq <= smallest_snapshot
-                && !version.below_may_contain(out_level, p.user_key);
-            // Older than a tombstone that every reader sees.
-            let range_deleted = p.seq < covering.max_covering_seq(p.user_key, smallest_snapshot);
-            last_seq_for_key = p.seq;
-            if filtered && !shadowed && !range_deleted {
-                self.filtered_removals.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-            if !shadowed && !dead_tombstone && !range_deleted {
-                if filtered {
-                    builder.add(&key::encode(p.user_key, p.seq, Kind::Delete), &[])?;
-                } else {
-                    builder.add(ikey, merged.value())?;
-                }
-            }
-            merged.next();
         }
-        merged.status()?;
         builder.add_clipped(&kept_tombstones, output_lower.as_deref(), None);
         let last_used_bytes = builder.builder.estimated_bytes() as u64;
-        for (meta, reader) in self.write_output(builder)? {
-            outputs.push(meta);
-            opened.push(reader);
+        match self.write_output(builder) {
+            Ok(last) => {
+                for (meta, reader) in last {
+                    outputs.push(meta);
+                    opened.push(reader);
+                }
+            }
+            Err(e) => {
+                self.abandon_written(outputs, opened);
+                return Err(e);
+            }
         }
         log::debug!(
             "compaction L{} -> L{}: {} inputs of {} B, {} below of {} B, wrote {} outputs of {} B",
@@ -405,8 +497,8 @@ impl Inner {
         let added_extents = outputs.iter().map(|m| m.extent).collect();
         let removed_extents = c.inputs.iter().chain(&c.next).map(|f| f.meta.extent).collect();
         let mut st = self.state.lock();
-        let odd = self.keeps_odd_chunk(&st, &c, &outputs, last_used_bytes);
-        count_compaction_io(&mut st.level_io, &c, &outputs, odd);
+        let odd = self.keeps_odd_chunk(&st, c, &outputs, last_used_bytes);
+        count_compaction_io(&mut st.level_io, c, &outputs, odd);
         let added = outputs
             .into_iter()
             .map(|m| {
@@ -416,7 +508,7 @@ impl Inner {
             .collect();
         let edit = VersionEdit { removed: removed_ids, added, ..Default::default() };
         self.commit_edit(&mut st, edit, added_extents, removed_extents, opened)?;
-        self.finish_compaction(&mut st, &c, odd);
+        self.finish_compaction(&mut st, c, odd);
         Ok(Ended::Committed)
     }
 
@@ -427,7 +519,9 @@ impl Inner {
     fn finish_compaction(&self, st: &mut State, c: &Compaction, odd: Option<u64>) {
         let version = st.version.clone();
         st.compaction.finish(c.id, &version.levels);
-        st.compaction_room_reserved -= c.reserved;
+        st.compaction_room_reserved[c.tier.index()] -= c.reserved_left.take();
+        // The room changed: an L0 compaction may be as large as fits again.
+        st.l0_inputs_max = None;
         if let Some(id) = odd {
             st.compaction.set_odd_chunk(c.level, id);
         }

@@ -244,12 +244,25 @@ struct State {
     compaction: CompactionState,
     /// Compaction threads wanted and running (`pool.rs`).
     pool: PoolSize,
-    /// Bytes of room the running compactions reserved for their outputs
-    /// (`Inner::room_for_compaction`).
-    compaction_room_reserved: u64,
+    /// Bytes of room the running compactions reserved for the outputs they have not written
+    /// yet, by tier index (`Inner::room_for_compaction`, `Inner::wait_for_flush_room`).
+    compaction_room_reserved: [u64; 2],
     /// Picks of a compaction put off because its outputs would not fit beside the running
     /// ones', since open.
     compactions_deferred_for_room: u64,
+    /// Flushes and compactions that ran out of room while a compaction ran, gave back their
+    /// outputs and ran again once one ended (`Inner::retry_when_room`), since open.
+    retried_for_room: u64,
+    /// Flushes that waited for room a running compaction had reserved, since open
+    /// (`Inner::wait_for_flush_room`).
+    flushes_waited_for_room: u64,
+    /// `compactions` when a compaction last ran out of room beside running ones: no
+    /// compaction starts again until one of those ends (`pick_compaction`), so a pick that
+    /// cannot fit does not write and give back its outputs over and over meanwhile.
+    out_of_room_at: Option<u64>,
+    /// At most this many L0 SSTs in the next L0 compaction: one of more ran out of room
+    /// alone (`run_compaction`); cleared when a compaction commits.
+    l0_inputs_max: Option<usize>,
     flushes: u64,
     compactions: u64,
     /// Bytes into and out of each level since open (`Stats::level_io`).
@@ -1442,55 +1455,138 @@ impl Inner {
         mem: &Arc<Memtable>,
         smallest_snapshot: u64,
     ) -> Result<Vec<(SstMeta, SstReader)>> {
-        // The SST holds the entries' bytes and less per entry than a skiplist node, plus its
-        // filter and index: an eighth more covers those (a shorter reservation only costs a
-        // relocation).
-        let slot_bytes = self.volume.layout().slot_bytes;
-        let reserve = mem.used_bytes() as u64 * 9 / 8 + 2 * slot_bytes;
+        let reserve = self.flush_reserve(mem);
         let tombstones = mem.range_tombstones();
         let mut written = Vec::new();
         let mut builder = self.new_output(0, reserve, MadeBy::Flush);
         // User keys from here on belong to the current output (`None`: from the first on).
         let mut output_lower: Option<Vec<u8>> = None;
-        let mut it = mem.iter();
-        it.seek_to_first();
-        // The current user key, and the sequence of its version just before (newer), if any.
-        let mut current = Vec::new();
-        let mut newer_seq: Option<u64> = None;
-        while it.valid() {
-            let p = key::parse(it.key())
-                .ok_or_else(|| Error::corruption("memtable: bad internal key", 0))?;
-            if newer_seq.is_none() || current != p.user_key {
-                let after = builder.builder.bytes_after_adding(it.key().len(), it.value().len());
-                if builder.is_full_after(after) {
-                    let mut full =
-                        std::mem::replace(&mut builder, self.new_output(0, reserve, MadeBy::Flush));
-                    let lower = output_lower.replace(p.user_key.to_vec());
-                    full.add_clipped(&tombstones, lower.as_deref(), Some(p.user_key));
-                    written.extend(self.write_output(full)?);
+        let wrote_all = (|| -> Result<()> {
+            let mut it = mem.iter();
+            it.seek_to_first();
+            // The current user key, and the sequence of its version just before (newer), if
+            // any.
+            let mut current = Vec::new();
+            let mut newer_seq: Option<u64> = None;
+            while it.valid() {
+                let p = key::parse(it.key())
+                    .ok_or_else(|| Error::corruption("memtable: bad internal key", 0))?;
+                if newer_seq.is_none() || current != p.user_key {
+                    let after =
+                        builder.builder.bytes_after_adding(it.key().len(), it.value().len());
+                    if builder.is_full_after(after) {
+                        let mut full = std::mem::replace(
+                            &mut builder,
+                            self.new_output(0, reserve, MadeBy::Flush),
+                        );
+                        let lower = output_lower.replace(p.user_key.to_vec());
+                        full.add_clipped(&tombstones, lower.as_deref(), Some(p.user_key));
+                        written.extend(self.write_output(full)?);
+                    }
+                    current.clear();
+                    current.extend_from_slice(p.user_key);
+                    newer_seq = None;
                 }
-                current.clear();
-                current.extend_from_slice(p.user_key);
-                newer_seq = None;
+                if newer_seq.is_none_or(|newer| newer > smallest_snapshot) {
+                    builder.add(it.key(), it.value())?;
+                }
+                if p.seq <= smallest_snapshot {
+                    // Every older version of this key is hidden by this one from every
+                    // reader: skip them without walking them (a key overwritten many times
+                    // in one memtable has many).
+                    it.next_user_key();
+                    newer_seq = None;
+                    continue;
+                }
+                newer_seq = Some(p.seq);
+                it.next();
             }
-            if newer_seq.is_none_or(|newer| newer > smallest_snapshot) {
-                builder.add(it.key(), it.value())?;
-            }
-            if p.seq <= smallest_snapshot {
-                // Every older version of this key is hidden by this one from every reader:
-                // skip them without walking them (a key overwritten many times in one
-                // memtable has many).
-                it.next_user_key();
-                newer_seq = None;
-                continue;
-            }
-            newer_seq = Some(p.seq);
-            it.next();
+            it.status()
+        })();
+        // What was written goes back if the flush fails: a flush out of room runs again
+        // (`flush_when_room`).
+        if let Err(e) = wrote_all {
+            let (metas, opened) = written.into_iter().unzip();
+            self.abandon_outputs(builder, metas, opened);
+            return Err(e);
         }
-        it.status()?;
         builder.add_clipped(&tombstones, output_lower.as_deref(), None);
-        written.extend(self.write_output(builder)?);
+        match self.write_output(builder) {
+            Ok(last) => written.extend(last),
+            Err(e) => {
+                let (metas, opened) = written.into_iter().unzip();
+                self.abandon_written(metas, opened);
+                return Err(e);
+            }
+        }
         Ok(written)
+    }
+
+    /// Flushes a sealed memtable (`flush_memtable`); one that runs out of room on the volume
+    /// while a compaction runs has given back what it wrote, and runs again once a running
+    /// compaction ends (commits, or ends otherwise) and freed room: the compactions' inputs
+    /// are what room there is to win. With no compaction running the store stops for want
+    /// of room, as for any failed flush.
+    fn flush_when_room(&self, mem: &Arc<Memtable>, ltn: u64) -> Result<()> {
+        loop {
+            self.wait_for_flush_room(mem);
+            match self.flush_memtable(mem, ltn) {
+                Err(Error::NoSpace(why)) => {
+                    let mut st = self.state.lock();
+                    let running = st.compaction.running();
+                    if running == 0 || st.stopped.is_some() {
+                        return Err(Error::NoSpace(why));
+                    }
+                    log::info!("a flush out of room ({why}) runs again when a compaction ends");
+                    st.retried_for_room += 1;
+                    let committed = st.compactions;
+                    while st.stopped.is_none()
+                        && st.compactions == committed
+                        && st.compaction.running() >= running
+                    {
+                        self.cv.wait(&mut st);
+                    }
+                    if st.stopped.is_some() {
+                        return Err(Error::NoSpace(why));
+                    }
+                }
+                result => return result,
+            }
+        }
+    }
+
+    /// Waits, before a flush, while the room the running compactions reserved and have not
+    /// spent yet leaves too little for the flush's output: a flush that took that room
+    /// would leave a compaction without it, and the compaction, alone, would fail and stop
+    /// the store (the writers stall meanwhile, as for L0's stop). A compaction ending wakes
+    /// it; with none running, or a room the volume cannot say, it does not wait.
+    fn wait_for_flush_room(&self, mem: &Memtable) {
+        let need = self.flush_reserve(mem);
+        let tier = self.tier_for(0, need);
+        let mut st = self.state.lock();
+        let mut waited = false;
+        while st.stopped.is_none() && st.compaction.running() > 0 {
+            let reserved = st.compaction_room_reserved[tier.index()];
+            if reserved == 0 {
+                break;
+            }
+            match self.volume.tier_room(tier) {
+                Some(room) if room < reserved.saturating_add(need) => {}
+                _ => break,
+            }
+            if !waited {
+                waited = true;
+                st.flushes_waited_for_room += 1;
+            }
+            self.cv.wait(&mut st);
+        }
+    }
+
+    /// Room a flush of `mem` reserves for its output: the entries' bytes and less per entry
+    /// than a skiplist node, plus its filter and index: an eighth more covers those (a
+    /// shorter reservation only costs a relocation).
+    fn flush_reserve(&self, mem: &Memtable) -> u64 {
+        mem.used_bytes() as u64 * 9 / 8 + 2 * self.volume.layout().slot_bytes
     }
 
     /// Writes the oldest sealed memtable as L0 SSTs (`write_memtable`), commits them, and recycles its WAL
@@ -1836,8 +1932,10 @@ impl Inner {
             odd_chunks_kept: st.compaction.odd_chunks_kept(),
             running_compactions: st.compaction.running(),
             peak_running_compactions: st.compaction.peak_running(),
-            compaction_room_reserved: st.compaction_room_reserved,
+            compaction_room_reserved: st.compaction_room_reserved.iter().sum(),
             compactions_deferred_for_room: st.compactions_deferred_for_room,
+            retried_for_room: st.retried_for_room,
+            flushes_waited_for_room: st.flushes_waited_for_room,
             background_jobs: st.pool.background_jobs(),
             compaction_threads: st.pool.live,
             target_file_bytes: self.target_file_bytes.load(Ordering::Relaxed),

@@ -195,6 +195,12 @@ impl Inner {
     ) {
         self.cache.forget(building.id);
         drop(building);
+        self.abandon_written(written, opened);
+    }
+
+    /// Gives back outputs written and not to be committed (`written`, with their `opened`
+    /// readers): their cached blocks, pages and slots.
+    pub(super) fn abandon_written(&self, written: Vec<SstMeta>, opened: Vec<SstReader>) {
         drop(opened);
         for meta in written {
             self.cache.forget(meta.id);

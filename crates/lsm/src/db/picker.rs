@@ -359,9 +359,9 @@ impl CompactionState {
         (!clashes).then_some(Plan { level, output_level, inputs, next, full })
     }
 
-    /// An L0 compaction cut to its oldest inputs so that `fits` holds for the bytes it may
-    /// write (its inputs' and their overlap's below), or as near as it gets with one input
-    /// left. L0 SSTs overlap, so only the oldest may go down while the newer stay above
+    /// An L0 compaction cut to its oldest inputs so that `fits` holds for its number of
+    /// inputs and the bytes it may write (its inputs' and their overlap's below), or as near
+    /// as it gets with one input left. L0 SSTs overlap, so only the oldest may go down while the newer stay above
     /// them: each SST left out is newer (by sequence) than every one kept. For a volume
     /// nearly full, where the whole of L0 with its overlap would not fit even alone and the
     /// store would stop for want of space, though part of it fits.
@@ -369,7 +369,7 @@ impl CompactionState {
         &self,
         levels: &[Vec<T>],
         plan: Plan,
-        fits: impl Fn(u64) -> bool,
+        fits: impl Fn(usize, u64) -> bool,
     ) -> Plan {
         let bytes = |p: &Plan| -> u64 {
             let inputs = p.inputs.iter().map(|&i| levels[p.level][i].meta().bytes);
@@ -379,7 +379,7 @@ impl CompactionState {
             return plan;
         }
         let mut best = plan;
-        while !fits(bytes(&best)) && best.inputs.len() > 1 {
+        while !fits(best.inputs.len(), bytes(&best)) && best.inputs.len() > 1 {
             // Positions ascend newest first: the first input is the newest.
             let (newest, kept) = (best.inputs[0], &best.inputs[1..]);
             let newest_seq = levels[0][newest].meta().smallest_seq;
@@ -566,24 +566,24 @@ mod tests {
         let book = CompactionState::default();
         let whole = book.plan(&levels, 0, 1, vec![0, 1, 2], false).unwrap();
         // All of it: 6 MiB of L0 and 2 of L1.
-        assert_eq!(book.cut_l0_to_fit(&levels, whole.clone(), |b| b <= 8 << 20), whole);
+        assert_eq!(book.cut_l0_to_fit(&levels, whole.clone(), |_, b| b <= 8 << 20), whole);
         // Room for 6 MiB: the two oldest with their overlap below.
-        let cut = book.cut_l0_to_fit(&levels, whole.clone(), |b| b <= 6 << 20);
+        let cut = book.cut_l0_to_fit(&levels, whole.clone(), |_, b| b <= 6 << 20);
         assert_eq!(
             (ids(&levels, 0, &cut.inputs), ids(&levels, 1, &cut.next)),
             (vec![2, 1], vec![10, 11])
         );
         // No room at all: as near as it gets, the oldest alone.
-        let cut = book.cut_l0_to_fit(&levels, whole.clone(), |_| false);
+        let cut = book.cut_l0_to_fit(&levels, whole.clone(), |_, _| false);
         assert_eq!(ids(&levels, 0, &cut.inputs), vec![1]);
         // An SST left out must be newer than every one kept: where sequences interleave
         // (3 holds an entry older than one of 2's), 3 stays with 2.
         levels[0][0].smallest_seq = 15;
-        let cut = book.cut_l0_to_fit(&levels, whole.clone(), |_| false);
+        let cut = book.cut_l0_to_fit(&levels, whole.clone(), |_, _| false);
         assert_eq!(cut, whole);
         // Other levels' compactions are never cut.
         let deeper = book.plan(&levels, 1, 2, vec![0], false).unwrap();
-        assert_eq!(book.cut_l0_to_fit(&levels, deeper.clone(), |_| false), deeper);
+        assert_eq!(book.cut_l0_to_fit(&levels, deeper.clone(), |_, _| false), deeper);
     }
 
     #[test]

@@ -69,7 +69,7 @@ impl Inner {
             #[cfg(feature = "failpoints")]
             self.failpoint(&job);
             let result = match job {
-                Job::Flush(mem, ltn) => self.flush_memtable(&mem, ltn),
+                Job::Flush(mem, ltn) => self.flush_when_room(&mem, ltn),
                 Job::Compact(c) => self.run_compaction(c),
             };
             result.map_err(|e| format!("background work failed: {}", shale_io::Chain(&e)))?;

@@ -235,6 +235,8 @@ pub(crate) struct Worker {
     last_checkpoint_bytes: u64,
     /// Batches applied since garbage collection last looked for a victim.
     since_gc_check: u32,
+    /// The segment the log appended to at garbage collection's last look for a victim.
+    gc_checked_in: Option<u32>,
     /// What the last batch carried into the next one.
     carry: Option<Carry>,
 }
@@ -252,7 +254,12 @@ const CARRY_WRITES_MIN: usize = 2;
 const CARRY_LINGER: Duration = Duration::from_micros(50);
 
 /// While stores and deletes wait, garbage collection looks for a victim once every this many
-/// batches: the look walks the segment table, which should not cost each batch.
+/// batches, and whenever the log has begun a new segment since its last look: the look walks
+/// the segment table, which should not cost each batch, but a look per segment written keeps
+/// collection at the pace of the writes. With the batch count alone, a synchronous caller
+/// under load (its write always waiting, so the worker never idle) wrote a segment every 16
+/// stores and collection looked once per 32: segments piled up (tests/gc.rs failed once on CI,
+/// 35 segments where a handful hold the live data).
 const GC_CHECK_BATCHES: u32 = 32;
 
 impl Worker {
@@ -276,6 +283,7 @@ impl Worker {
             since_checkpoint: 0,
             last_checkpoint_bytes: 0,
             since_gc_check: GC_CHECK_BATCHES,
+            gc_checked_in: None,
             carry: None,
         })
     }
@@ -689,10 +697,12 @@ impl Worker {
         if self.gc.is_some() || ratio <= 0.0 || self.shard.refuse_if_stopped().is_err() {
             return;
         }
-        if self.since_gc_check < GC_CHECK_BATCHES && !self.writes.is_empty() {
+        let new_segment = self.log.active_slot() != self.gc_checked_in;
+        if self.since_gc_check < GC_CHECK_BATCHES && !self.writes.is_empty() && !new_segment {
             return;
         }
         self.since_gc_check = 0;
+        self.gc_checked_in = self.log.active_slot();
         let segments = self.shard.segments();
         let newest = segments.last().map(|(slot, _)| *slot);
         let usage = self.shard.usage();

@@ -29,13 +29,30 @@
 //! Partial resync. `PSYNC replid offset` with this master's id and an offset the backlog
 //! still holds is answered `+CONTINUE` and the bytes from that offset, under the mutex, so
 //! nothing fed meanwhile is lost or sent twice.
+//!
+//! Across a clean restart (as Redis 7 keeps `repl-id` and `repl-offset` in its RDB file).
+//! A clean shutdown ([`Replication::save`], after the last client's write, before the store
+//! closes) writes the replication id and offset under the server key
+//! [`MASTER_POSITION_KEY`], synced; the next start ([`Replication::restore`]) reads them back
+//! and deletes the key, synced, before it serves anyone, then goes on with that id, its
+//! stream on and an empty backlog that starts at that offset. A replica that had every byte
+//! before the shutdown asks for exactly that offset and gets `+CONTINUE`; one behind it is
+//! refused (the backlog does not hold what it missed) and resyncs in full. The key is gone
+//! once the server serves, so a crash later (SIGKILL, power loss), whose store may hold less
+//! or more than the stream said, leaves no pair to reuse: the next start takes a new id and
+//! every replica resyncs in full.
+//!
+//! ```text
+//! key   0xff "repl-master"
+//! value ASCII: the replication id (40 hex characters), one space, the offset in decimal
+//! ```
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use shale_lsm::{Db, ReadOptions, Snapshot};
+use shale_lsm::{Db, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc, watch};
 
@@ -59,6 +76,16 @@ pub const REPLICA_TIMEOUT_MS: u64 = 60_000;
 const SNAPSHOT_CHUNK_BYTES: usize = 256 << 10;
 /// Bytes of stream gathered from a replica's queue into one socket write.
 const STREAM_WRITE_BYTES_MAX: usize = 1 << 20;
+/// The server key a master's replication id and offset wait under from a clean shutdown to
+/// the next start (the module's documentation).
+pub const MASTER_POSITION_KEY: &[u8] = b"\xffrepl-master";
+/// How often the master's active expiry visits the next keys ([`expire_keys`]).
+pub const EXPIRY_PERIOD: Duration = Duration::from_millis(100);
+/// Keys of database 0 the active expiry visits each [`EXPIRY_PERIOD`]: a keyspace of a
+/// million keys is walked in 100 s.
+pub const EXPIRY_SCAN_KEYS: usize = 1000;
+/// How long a replica's link, at shutdown, may take to send what its queue holds.
+const SHUTDOWN_DRAIN: Duration = Duration::from_secs(5);
 
 /// A replica as INFO and WAIT see it.
 #[derive(Debug)]
@@ -109,6 +136,9 @@ pub struct Replication {
     pub sync_partial_ok: AtomicU64,
     /// Partial resyncs asked for and refused, served as full ones (`sync_partial_err`).
     pub sync_partial_err: AtomicU64,
+    /// Set while the active expiry ([`expire_keys`]) writes: a task dropped then at shutdown
+    /// may have written a batch it did not feed, and [`Replication::save`] keeps nothing.
+    expiring: AtomicBool,
 }
 
 /// A replica's request for a sync (PSYNC or SYNC) and what it told of itself before.
@@ -178,7 +208,68 @@ impl Replication {
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
+            expiring: AtomicBool::new(false),
         }
+    }
+
+    /// The replication state a start goes on with: the id and offset a clean shutdown left
+    /// in `db` ([`Replication::save`]), with the stream on and an empty backlog of
+    /// `backlog_size` bytes at that offset, so that the replicas that had all of it continue;
+    /// a new id when the store holds none. The stored pair is deleted (a synced write)
+    /// before this returns: a crash from here on never reuses it.
+    ///
+    /// # Errors
+    /// The engine's, reading or deleting the key.
+    pub fn restore(db: &Db, backlog_size: usize) -> shale_lsm::Result<Replication> {
+        let Some(stored) = db.get(MASTER_POSITION_KEY)? else {
+            return Ok(Replication::new(backlog_size));
+        };
+        let mut b = WriteBatch::new();
+        b.delete(MASTER_POSITION_KEY);
+        db.write(&b, &WriteOptions { sync: true })?;
+        let parsed = std::str::from_utf8(&stored).ok().and_then(|t| {
+            let (id, offset) = t.split_once(' ')?;
+            let valid = id.len() == 40 && id.bytes().all(|c| c.is_ascii_hexdigit());
+            valid.then_some((id.to_string(), offset.parse::<u64>().ok()?))
+        });
+        let Some((replid, offset)) = parsed else {
+            log::warn!(
+                "the stored replication id and offset {:?} are not `replid offset`: a new id \
+                 (every replica resyncs in full)",
+                String::from_utf8_lossy(&stored)
+            );
+            return Ok(Replication::new(backlog_size));
+        };
+        log::info!("replication id {replid} at offset {offset}, as the clean shutdown left it");
+        let r = Replication { replid, ..Replication::new(backlog_size) };
+        {
+            let mut st = r.lock();
+            st.backlog = Some(Backlog::new(backlog_size, offset));
+            // A replica that continues applies SELECT 0 again: harmless, and it cannot know
+            // which database this server's stream left selected.
+            st.select_needed = true;
+        }
+        r.active.store(true, Ordering::SeqCst);
+        Ok(r)
+    }
+
+    /// Keeps the replication id and offset in `db` for the next start ([`Replication::restore`]),
+    /// synced: call it at a clean shutdown, once no client writes any more. Nothing is kept
+    /// for a master whose stream never started (no replica asked for a sync since start).
+    ///
+    /// # Errors
+    /// The engine's write error.
+    pub fn save(&self, db: &Db) -> shale_lsm::Result<()> {
+        if self.expiring.load(Ordering::SeqCst) {
+            log::warn!("the active expiry was stopped mid-write: no replication id kept");
+            return Ok(());
+        }
+        let Some(offset) = self.lock().backlog.as_ref().map(Backlog::end) else { return Ok(()) };
+        let mut b = WriteBatch::new();
+        b.put(MASTER_POSITION_KEY, format!("{} {offset}", self.replid).as_bytes());
+        db.write(&b, &WriteOptions { sync: true })?;
+        log::info!("replication id {} and offset {offset} kept for the next start", self.replid);
+        Ok(())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -607,7 +698,18 @@ pub async fn serve_replica<S>(
                     break;
                 }
             }
-            _ = stop.changed() => break,
+            _ = stop.changed() => {
+                // A clean shutdown: what the queue holds goes out first, so that a replica
+                // that had every byte continues after the restart ([`Replication::save`]).
+                if info.online.load(Ordering::Acquire) {
+                    out.clear();
+                    while let Ok(c) = attachment.rx.try_recv() {
+                        out.extend_from_slice(&c);
+                    }
+                    let _ = tokio::time::timeout(SHUTDOWN_DRAIN, writer.write_all(&out)).await;
+                }
+                break;
+            }
         }
     }
     repl.detach(id);
@@ -651,6 +753,61 @@ async fn send_snapshot<W: AsyncWrite + Unpin>(
         writer.write_all(&rdb).await.map_err(io)?;
     }
     Ok(eof_mark)
+}
+
+/// The master's active expiry, while its stream is on: every [`EXPIRY_PERIOD`] the next
+/// [`EXPIRY_SCAN_KEYS`] keys of database 0 (a cursor walks the whole keyspace, then starts
+/// again) are read, and each one whose expiry has passed is deleted by the path a client's
+/// read takes (`Run::read`: under its stripe, only if still expired then, a stripe another
+/// writer holds left for the next pass), so that its `DEL` is fed to the stream in the
+/// store's order. Redis's replicas never expire keys themselves: without it, a key that no
+/// client reads again after its expiry would stay on a Redis replica for ever (reads there
+/// answer nil, but it holds memory and counts in DBSIZE). A replica does not run it: its
+/// master's `DEL`s come in its stream. A key the engine's compaction dropped past its expiry
+/// (expiry_filter.rs) before the cursor reached it is not seen, and sends no `DEL`.
+pub async fn expire_keys(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(EXPIRY_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut cursor: Option<Vec<u8>> = None;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let ks = &shared.keyspace;
+        if !ks.replication().is_active() || shared.follower.is_replica() {
+            cursor = None;
+            continue;
+        }
+        let (expired, last) = match ks.scan_expired(cursor.as_deref(), EXPIRY_SCAN_KEYS).await {
+            Ok(found) => found,
+            Err(e) => {
+                log::warn!("active expiry: reading the keys: {e}");
+                continue;
+            }
+        };
+        cursor = last;
+        if expired.is_empty() {
+            continue;
+        }
+        ks.replication().expiring.store(true, Ordering::SeqCst);
+        let mut run = crate::run::Run::new(ks, crate::resp::Protocol::Resp2);
+        for key in &expired {
+            match run.read(key).await {
+                Ok(_) => run.finish(crate::resp::Reply::OK).await,
+                Err(e) => run.fail(crate::commands::failed(e)),
+            }
+        }
+        run.flush().await;
+        ks.replication().expiring.store(false, Ordering::SeqCst);
+        if run.errors > 0 {
+            log::warn!(
+                "active expiry: {} deletes failed; the last: {}",
+                run.errors,
+                run.last_error.as_deref().unwrap_or("")
+            );
+        }
+    }
 }
 
 /// Pings the replicas every [`PING_PERIOD`] until shutdown.
@@ -712,5 +869,42 @@ mod tests {
         assert!(r.try_partial("0".repeat(40).as_str(), 1, 3, "x".into(), 3).is_none());
         assert!(r.try_partial(&r.replid.clone(), 0, 3, "x".into(), 3).is_none());
         assert!(r.try_partial(&r.replid.clone(), 1_000, 3, "x".into(), 3).is_none());
+    }
+
+    #[test]
+    fn a_clean_shutdowns_id_and_offset_are_restored_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), shale_lsm::Options::small_for_tests()).unwrap();
+        let fresh = Replication::restore(&db, 1 << 20).unwrap();
+        assert!(!fresh.is_active(), "a store with nothing kept starts a new stream");
+        fresh.save(&db).unwrap();
+        assert_eq!(db.get(MASTER_POSITION_KEY).unwrap(), None, "no stream, nothing kept");
+
+        let r = Replication::new(1 << 20);
+        let _ = r.start_full(&db, 1, "127.0.0.1".into(), 1);
+        r.feed(|b| encode_command(b, &[b"SET", b"a", b"1"]));
+        let end = r.offset();
+        r.save(&db).unwrap();
+
+        let back = Replication::restore(&db, 1 << 20).unwrap();
+        assert_eq!((back.replid(), back.offset()), (r.replid(), end));
+        assert!(back.is_active(), "writes after the restart are fed from the start");
+        assert_eq!(db.get(MASTER_POSITION_KEY).unwrap(), None, "deleted once read");
+        // A replica that had every byte continues (Redis's offsets are 1-based); one behind
+        // it resyncs in full.
+        let id = back.replid().to_string();
+        assert!(back.try_partial(&id, end as i64, 2, "x".into(), 2).is_none());
+        let (missed, _) = back.try_partial(&id, end as i64 + 1, 2, "x".into(), 2).unwrap();
+        assert!(missed.is_empty());
+        back.feed(|b| encode_command(b, &[b"DEL", b"a"]));
+        let (missed, _) = back.try_partial(&id, end as i64 + 1, 3, "x".into(), 3).unwrap();
+        assert!(missed.starts_with(b"*2\r\n$6\r\nSELECT"), "SELECT leads what follows");
+
+        // A second start (after a crash) finds nothing: a new id.
+        let again = Replication::restore(&db, 1 << 20).unwrap();
+        assert_ne!(again.replid(), r.replid());
+        db.put(MASTER_POSITION_KEY, b"not a position").unwrap();
+        assert_ne!(Replication::restore(&db, 1 << 20).unwrap().replid(), r.replid());
+        assert_eq!(db.get(MASTER_POSITION_KEY).unwrap(), None);
     }
 }

@@ -181,3 +181,92 @@ fn a_restarted_replica_resumes_with_a_partial_resync() {
     master.cli(&["incr", "n"]);
     until("the stream goes on", || r.get::<_, String>("n").unwrap() == "4");
 }
+
+fn stats_field(c: &mut redis::Connection, name: &str) -> Option<String> {
+    let info: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
+}
+
+/// Every key of `keys` reads the same on both servers.
+fn same_keys(m: &mut redis::Connection, r: &mut redis::Connection, keys: &[String]) {
+    for k in keys {
+        let (a, b): (Option<String>, Option<String>) = (m.get(k).unwrap(), r.get(k).unwrap());
+        assert_eq!(a, b, "key {k}: master and replica differ");
+    }
+}
+
+/// A master restarted cleanly goes on with its replication id and offset (kept in its store
+/// by the clean shutdown, as Redis 7 keeps them in its RDB file): its caught-up replica
+/// continues with a partial resync. A master restarted after a crash takes a new id (the
+/// kept pair was deleted when it started), and the replica resyncs in full, never
+/// continuing from an offset the store may not match.
+#[test]
+fn a_master_restarted_cleanly_keeps_its_replicas_and_after_a_crash_resyncs_them_in_full() {
+    let master = TestServer::start();
+    let addr = master.addr;
+    let master_config = shale_serve::Config { bind: Some(addr), ..test_config() };
+    let mut m = master.client();
+    let replica = TestServer::start_with(shale_serve::Config {
+        replicaof: Some(("127.0.0.1".into(), addr.port())),
+        ..test_config()
+    });
+    let mut r = replica.client();
+    until("the link is up", || info_field(&mut r, "master_link_status").as_deref() == Some("up"));
+    let mut keys = Vec::new();
+    for i in 0..200 {
+        let k = format!("k{i}");
+        let _: () = m.set(&k, format!("before-{i}")).unwrap();
+        keys.push(k);
+    }
+    let _: i64 = m.incr("n", 1).unwrap();
+    keys.push("n".into());
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    let replid = info_field(&mut m, "master_replid").unwrap();
+    let offset: u64 = info_field(&mut m, "master_repl_offset").unwrap().parse().unwrap();
+    assert!(offset > 0);
+    assert_eq!(stats_field(&mut m, "sync_full").as_deref(), Some("1"));
+    drop(m);
+
+    // A clean restart: the same id and offset, and the replica continues.
+    let master = TestServer::start_in(master.stop(), master_config.clone());
+    let mut m = master.client();
+    assert_eq!(info_field(&mut m, "master_replid"), Some(replid.clone()), "a new id");
+    // At least the offset before the stop: a PING (every 10 s) may have been fed since.
+    let restored: u64 = info_field(&mut m, "master_repl_offset").unwrap().parse().unwrap();
+    assert!(restored >= offset, "the offset went back from {offset} to {restored}");
+    until("the replica continues", || {
+        info_field(&mut r, "master_link_status").as_deref() == Some("up")
+            && info_field(&mut r, "shale_partial_resyncs").as_deref() == Some("1")
+    });
+    assert_eq!(info_field(&mut r, "shale_full_resyncs").as_deref(), Some("1"), "a full resync");
+    assert_eq!(stats_field(&mut m, "sync_partial_ok").as_deref(), Some("1"));
+    assert_eq!(stats_field(&mut m, "sync_full").as_deref(), Some("0"));
+    for i in 0..100 {
+        let _: () = m.set(&keys[i], format!("after-restart-{i}")).unwrap();
+    }
+    let _: i64 = m.incr("n", 1).unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    same_keys(&mut m, &mut r, &keys);
+    let n: String = r.get("n").unwrap();
+    assert_eq!(n, "2", "nothing applied twice");
+    drop(m);
+
+    // A crash: the restarted master has a new id, and the replica resyncs in full.
+    let master = TestServer::start_in(master.crash(), master_config);
+    let mut m = master.client();
+    assert_ne!(info_field(&mut m, "master_replid"), Some(replid), "the id survived a crash");
+    until("the replica resyncs in full", || {
+        info_field(&mut r, "master_link_status").as_deref() == Some("up")
+            && info_field(&mut r, "shale_full_resyncs").as_deref() == Some("2")
+    });
+    assert_eq!(info_field(&mut r, "shale_partial_resyncs").as_deref(), Some("1"));
+    assert_eq!(stats_field(&mut m, "sync_partial_ok").as_deref(), Some("0"));
+    assert_eq!(stats_field(&mut m, "sync_full").as_deref(), Some("1"));
+    let _: () = m.set("k0", "after-crash").unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    same_keys(&mut m, &mut r, &keys);
+}

@@ -135,7 +135,8 @@ fn an_expired_key_is_deleted_on_the_replica_by_the_master() {
     });
     let mut c = master.client();
     let replica = replica_of(&master);
-    let _: () = redis::cmd("SET").arg("short").arg("v").arg("PX").arg(300).query(&mut c).unwrap();
+    // Long enough that the master's active expiry leaves it until the checks below.
+    let _: () = redis::cmd("SET").arg("short").arg("v").arg("PX").arg(1500).query(&mut c).unwrap();
     let _: () = c.set("marker", "1").unwrap();
     until("the writes reach the replica", || replica.cli(&["get", "marker"]) == "1");
     // The replica holds the key, with the master's absolute expiry, until the master says.
@@ -148,6 +149,30 @@ fn an_expired_key_is_deleted_on_the_replica_by_the_master() {
     });
     // The master's read found it expired and deleted it: a DEL in the stream.
     until("the replica drops the expired key", || replica.cli(&["dbsize"]) == "1");
+}
+
+/// Keys that expire on the master and are never read again: its active expiry finds them
+/// and sends a DEL for each, so that a Redis replica, which never expires keys itself (its
+/// reads answer nil, but it keeps them), drops them.
+#[test]
+fn keys_expired_on_the_master_and_never_read_are_deleted_on_the_replica() {
+    let master = TestServer::start();
+    let mut c = master.client();
+    let replica = replica_of(&master);
+    for i in 0..50 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("short{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(200)
+            .query(&mut c)
+            .unwrap();
+    }
+    let _: () = c.set("kept", "1").unwrap();
+    until("the writes reach the replica", || replica.cli(&["get", "kept"]) == "1");
+    until("the replica drops every expired key", || replica.cli(&["dbsize"]) == "1");
+    assert_eq!(replica.cli(&["get", "kept"]), "1");
+    assert_eq!(info_field(&master_info(&mut c), "expired_keys").as_deref(), Some("50"));
 }
 
 #[test]

@@ -75,6 +75,15 @@ impl TestServer {
         let dir = tempfile::tempdir().unwrap();
         std::mem::replace(&mut self.dir, dir)
     }
+
+    /// Ends the server as a crash would, as far as the server goes: dropped without
+    /// [`Server::shutdown`], so nothing a clean shutdown keeps is kept (the store's writes
+    /// are in its log, as after a SIGKILL); the store's directory is kept for a reopen.
+    pub fn crash(mut self) -> tempfile::TempDir {
+        drop(self.server.take());
+        let dir = tempfile::tempdir().unwrap();
+        std::mem::replace(&mut self.dir, dir)
+    }
 }
 
 impl Drop for TestServer {

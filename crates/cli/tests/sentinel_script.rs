@@ -5,18 +5,17 @@
 //! replica, and `down` stops every process. It fails where `redis-sentinel` is missing and
 //! cannot be installed (the script installs it as root, as test.sh does).
 
-use std::io::{BufRead, BufReader, Read, Write};
+#[path = "common/served.rs"]
+mod served;
+
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::Duration;
+
+use served::{Client, Resp, free_port, poll};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/sentinel.sh")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// Runs `scripts/sentinel.sh ACTION --dir DIR ARGS...`.
@@ -51,46 +50,6 @@ impl Drop for Deployment {
     }
 }
 
-/// A client connection, reading one reply line (or a bulk string's bytes) per call.
-struct Client {
-    reader: BufReader<TcpStream>,
-}
-
-impl Client {
-    fn connect(port: u16) -> Client {
-        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        Client { reader: BufReader::new(s) }
-    }
-
-    /// The reply's first line, or a bulk string's value (`$-1` for nil); an array's
-    /// elements (bulk strings) joined by spaces.
-    fn call(&mut self, args: &[&str]) -> String {
-        let mut out = format!("*{}\r\n", args.len());
-        for a in args {
-            out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-        }
-        self.reader.get_mut().write_all(out.as_bytes()).unwrap();
-        self.reply()
-    }
-
-    fn reply(&mut self) -> String {
-        let mut line = String::new();
-        self.reader.read_line(&mut line).unwrap();
-        let line = line.trim_end().to_string();
-        if let Some(n) = line.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
-            let mut buf = vec![0u8; n + 2];
-            self.reader.read_exact(&mut buf).unwrap();
-            buf.truncate(n);
-            return String::from_utf8(buf).unwrap();
-        }
-        if let Some(n) = line.strip_prefix('*').and_then(|n| n.parse::<usize>().ok()) {
-            return (0..n).map(|_| self.reply()).collect::<Vec<_>>().join(" ");
-        }
-        line
-    }
-}
-
 fn pid_in(file: &Path) -> libc::pid_t {
     std::fs::read_to_string(file)
         .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
@@ -107,17 +66,6 @@ fn alive(pid: libc::pid_t) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
     exists && state != Some("Z")
-}
-
-/// Polls `done` up to `tries` times, 100 ms apart; whether it came true.
-fn poll(tries: usize, mut done: impl FnMut() -> bool) -> bool {
-    for _ in 0..tries {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
 }
 
 #[test]
@@ -160,9 +108,9 @@ fn the_script_deploys_fails_over_with_sentinel_and_tears_down() {
 
     // A write confirmed on a replica.
     let mut m = Client::connect(shale_ports[0]);
-    assert_eq!(m.call(&["SET", "acknowledged", "by-wait"]), "+OK");
+    assert_eq!(m.call(&["SET", "acknowledged", "by-wait"]), Resp::Line("+OK".into()));
     let acked = m.call(&["WAIT", "1", "5000"]);
-    assert!(matches!(acked.as_str(), ":1" | ":2"), "WAIT 1 answered {acked}");
+    assert!(matches!(&acked, Resp::Line(n) if n == ":1" || n == ":2"), "WAIT 1 answered {acked:?}");
     drop(m);
 
     // The master dies without a word.
@@ -189,7 +137,13 @@ fn the_script_deploys_fails_over_with_sentinel_and_tears_down() {
     assert!(
         poll(300, || {
             let addr = s.call(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "shale"]);
-            new_master = addr.split(' ').nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+            new_master = match addr {
+                Resp::Array(a) => match a.get(1) {
+                    Some(Resp::Bulk(Some(p))) => String::from_utf8_lossy(p).parse().unwrap_or(0),
+                    _ => 0,
+                },
+                _ => 0,
+            };
             shale_ports[1..].contains(&new_master)
         }),
         "Sentinel does not name a replica the master; logs:\n{}",
@@ -197,11 +151,11 @@ fn the_script_deploys_fails_over_with_sentinel_and_tears_down() {
     );
     let mut n = Client::connect(new_master);
     assert!(
-        poll(300, || n.call(&["ROLE"]).starts_with("master")),
+        poll(300, || n.text(&["INFO", "replication"]).contains("role:master")),
         "the promoted replica {new_master} is not a master"
     );
-    assert_eq!(n.call(&["GET", "acknowledged"]), "by-wait", "the WAIT-confirmed write is lost");
-    assert_eq!(n.call(&["SET", "after", "failover"]), "+OK");
+    assert_eq!(n.text(&["GET", "acknowledged"]), "by-wait", "the WAIT-confirmed write is lost");
+    assert_eq!(n.call(&["SET", "after", "failover"]), Resp::Line("+OK".into()));
     drop(n);
 
     // Down stops every process it started, and frees every port.

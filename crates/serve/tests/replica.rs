@@ -3,32 +3,11 @@
 //! without it). The snapshot loads, the stream applies, clients' writes are refused
 //! (`-READONLY`), WAIT on the master counts the replica, and `REPLICAOF NO ONE` promotes it.
 
-use std::time::Duration;
-
 use common::redis_server::RedisServer;
-use common::{TestServer, test_config};
+use common::{TestServer, info_of, test_config, until};
 use redis::Commands;
 
 mod common;
-
-/// How many times a condition is polled (50 ms apart) before the test fails.
-const TRIES: usize = 400;
-
-fn until(what: &str, mut cond: impl FnMut() -> bool) {
-    for _ in 0..TRIES {
-        if cond() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("never happened: {what}");
-}
-
-fn info_field(c: &mut redis::Connection, name: &str) -> Option<String> {
-    let info: String = redis::cmd("INFO").arg("replication").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.trim().strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
-}
 
 #[test]
 fn a_shale_replica_of_a_shale_master_follows_refuses_writes_and_is_promoted() {
@@ -47,8 +26,10 @@ fn a_shale_replica_of_a_shale_master_follows_refuses_writes_and_is_promoted() {
         ..test_config()
     });
     let mut r = replica.client();
-    until("the link is up", || info_field(&mut r, "master_link_status").as_deref() == Some("up"));
-    assert_eq!(info_field(&mut r, "role").as_deref(), Some("slave"));
+    until("the link is up", || {
+        info_of(&mut r, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    assert_eq!(info_of(&mut r, "replication", "role").as_deref(), Some("slave"));
     let v: String = r.get("before").unwrap();
     assert_eq!(v, "1");
     let ttl: i64 = r.pttl("exp").unwrap();
@@ -78,9 +59,9 @@ fn a_shale_replica_of_a_shale_master_follows_refuses_writes_and_is_promoted() {
     // Promoted, it takes writes and no longer follows.
     let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut r).unwrap();
     let _: () = r.set("mine", "1").unwrap();
-    assert_eq!(info_field(&mut r, "role").as_deref(), Some("master"));
+    assert_eq!(info_of(&mut r, "replication", "role").as_deref(), Some("master"));
     until("the master sees the link closed", || {
-        info_field(&mut m, "connected_slaves").as_deref() == Some("0")
+        info_of(&mut m, "replication", "connected_slaves").as_deref() == Some("0")
     });
     let _: () = m.set("after-promotion", "1").unwrap();
     let v: Option<String> = r.get("after-promotion").unwrap();
@@ -91,7 +72,7 @@ fn a_shale_replica_of_a_shale_master_follows_refuses_writes_and_is_promoted() {
 
 #[test]
 fn a_shale_replica_of_a_redis_master_loads_its_strings_and_applies_its_stream() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = common::free_port();
     let master = RedisServer::start(port, &["--repl-diskless-sync-delay", "0"], |_| {});
     master.cli(&["set", "s", "v"]);
     master.cli(&["set", "int", "12345"]);
@@ -100,7 +81,9 @@ fn a_shale_replica_of_a_redis_master_loads_its_strings_and_applies_its_stream() 
     let replica = TestServer::start();
     let mut r = replica.client();
     let _: () = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(port).query(&mut r).unwrap();
-    until("the link is up", || info_field(&mut r, "master_link_status").as_deref() == Some("up"));
+    until("the link is up", || {
+        info_of(&mut r, "replication", "master_link_status").as_deref() == Some("up")
+    });
     let got: (String, String) = (r.get("s").unwrap(), r.get("int").unwrap());
     assert_eq!(got, ("v".into(), "12345".into()));
     let ttl: i64 = r.pttl("e").unwrap();
@@ -135,8 +118,8 @@ fn a_shale_replica_of_a_redis_master_loads_its_strings_and_applies_its_stream() 
     // and the master's backlog serves it.
     master.cli(&["client", "kill", "type", "replica"]);
     until("the replica resumes with a partial resync", || {
-        info_field(&mut r, "shale_partial_resyncs").as_deref() == Some("1")
-            && info_field(&mut r, "master_link_status").as_deref() == Some("up")
+        info_of(&mut r, "replication", "shale_partial_resyncs").as_deref() == Some("1")
+            && info_of(&mut r, "replication", "master_link_status").as_deref() == Some("up")
     });
     master.cli(&["set", "resumed", "yes"]);
     until("writes after the resync arrive", || {
@@ -145,7 +128,7 @@ fn a_shale_replica_of_a_redis_master_loads_its_strings_and_applies_its_stream() 
     let info = master.cli(&["info", "stats"]);
     assert!(info.contains("sync_partial_ok:1"), "{info}");
     assert!(info.contains("sync_full:1"), "{info}");
-    assert_eq!(info_field(&mut r, "shale_full_resyncs").as_deref(), Some("1"));
+    assert_eq!(info_of(&mut r, "replication", "shale_full_resyncs").as_deref(), Some("1"));
     let got: String = r.get("int").unwrap();
     assert_eq!(got, "12346", "nothing applied twice");
 }
@@ -154,14 +137,16 @@ fn a_shale_replica_of_a_redis_master_loads_its_strings_and_applies_its_stream() 
 /// master to continue, gets a partial resync, and applies nothing twice.
 #[test]
 fn a_restarted_replica_resumes_with_a_partial_resync() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = common::free_port();
     let master = RedisServer::start(port, &["--repl-diskless-sync-delay", "0"], |_| {});
     master.cli(&["set", "n", "1"]);
     let config =
         shale_serve::Config { replicaof: Some(("127.0.0.1".into(), port)), ..test_config() };
     let replica = TestServer::start_with(config.clone());
     let mut r = replica.client();
-    until("the link is up", || info_field(&mut r, "master_link_status").as_deref() == Some("up"));
+    until("the link is up", || {
+        info_of(&mut r, "replication", "master_link_status").as_deref() == Some("up")
+    });
     master.cli(&["incr", "n"]);
     master.cli(&["ping"]);
     until("the INCR arrives", || r.get::<_, String>("n").unwrap() == "2");
@@ -171,21 +156,15 @@ fn a_restarted_replica_resumes_with_a_partial_resync() {
     let replica = TestServer::start_in(dir, config);
     let mut r = replica.client();
     until("the link is up again", || {
-        info_field(&mut r, "master_link_status").as_deref() == Some("up")
+        info_of(&mut r, "replication", "master_link_status").as_deref() == Some("up")
     });
     until("the INCR made while it was down arrives", || r.get::<_, String>("n").unwrap() == "3");
-    assert_eq!(info_field(&mut r, "shale_partial_resyncs").as_deref(), Some("1"));
-    assert_eq!(info_field(&mut r, "shale_full_resyncs").as_deref(), Some("0"));
+    assert_eq!(info_of(&mut r, "replication", "shale_partial_resyncs").as_deref(), Some("1"));
+    assert_eq!(info_of(&mut r, "replication", "shale_full_resyncs").as_deref(), Some("0"));
     let info = master.cli(&["info", "stats"]);
     assert!(info.contains("sync_partial_ok:1"), "{info}");
     master.cli(&["incr", "n"]);
     until("the stream goes on", || r.get::<_, String>("n").unwrap() == "4");
-}
-
-fn stats_field(c: &mut redis::Connection, name: &str) -> Option<String> {
-    let info: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.trim().strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
 }
 
 /// Every key of `keys` reads the same on both servers.
@@ -212,7 +191,9 @@ fn a_master_restarted_cleanly_keeps_its_replicas_and_after_a_crash_resyncs_them_
         ..test_config()
     });
     let mut r = replica.client();
-    until("the link is up", || info_field(&mut r, "master_link_status").as_deref() == Some("up"));
+    until("the link is up", || {
+        info_of(&mut r, "replication", "master_link_status").as_deref() == Some("up")
+    });
     let mut keys = Vec::new();
     for i in 0..200 {
         let k = format!("k{i}");
@@ -223,26 +204,32 @@ fn a_master_restarted_cleanly_keeps_its_replicas_and_after_a_crash_resyncs_them_
     keys.push("n".into());
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
     assert_eq!(acked, 1);
-    let replid = info_field(&mut m, "master_replid").unwrap();
-    let offset: u64 = info_field(&mut m, "master_repl_offset").unwrap().parse().unwrap();
+    let replid = info_of(&mut m, "replication", "master_replid").unwrap();
+    let offset: u64 =
+        info_of(&mut m, "replication", "master_repl_offset").unwrap().parse().unwrap();
     assert!(offset > 0);
-    assert_eq!(stats_field(&mut m, "sync_full").as_deref(), Some("1"));
+    assert_eq!(info_of(&mut m, "stats", "sync_full").as_deref(), Some("1"));
     drop(m);
 
     // A clean restart: the same id and offset, and the replica continues.
     let master = TestServer::start_in(master.stop(), master_config.clone());
     let mut m = master.client();
-    assert_eq!(info_field(&mut m, "master_replid"), Some(replid.clone()), "a new id");
+    assert_eq!(info_of(&mut m, "replication", "master_replid"), Some(replid.clone()), "a new id");
     // At least the offset before the stop: a PING (every 10 s) may have been fed since.
-    let restored: u64 = info_field(&mut m, "master_repl_offset").unwrap().parse().unwrap();
+    let restored: u64 =
+        info_of(&mut m, "replication", "master_repl_offset").unwrap().parse().unwrap();
     assert!(restored >= offset, "the offset went back from {offset} to {restored}");
     until("the replica continues", || {
-        info_field(&mut r, "master_link_status").as_deref() == Some("up")
-            && info_field(&mut r, "shale_partial_resyncs").as_deref() == Some("1")
+        info_of(&mut r, "replication", "master_link_status").as_deref() == Some("up")
+            && info_of(&mut r, "replication", "shale_partial_resyncs").as_deref() == Some("1")
     });
-    assert_eq!(info_field(&mut r, "shale_full_resyncs").as_deref(), Some("1"), "a full resync");
-    assert_eq!(stats_field(&mut m, "sync_partial_ok").as_deref(), Some("1"));
-    assert_eq!(stats_field(&mut m, "sync_full").as_deref(), Some("0"));
+    assert_eq!(
+        info_of(&mut r, "replication", "shale_full_resyncs").as_deref(),
+        Some("1"),
+        "a full resync"
+    );
+    assert_eq!(info_of(&mut m, "stats", "sync_partial_ok").as_deref(), Some("1"));
+    assert_eq!(info_of(&mut m, "stats", "sync_full").as_deref(), Some("0"));
     for i in 0..100 {
         let _: () = m.set(&keys[i], format!("after-restart-{i}")).unwrap();
     }
@@ -257,14 +244,18 @@ fn a_master_restarted_cleanly_keeps_its_replicas_and_after_a_crash_resyncs_them_
     // A crash: the restarted master has a new id, and the replica resyncs in full.
     let master = TestServer::start_in(master.crash(), master_config);
     let mut m = master.client();
-    assert_ne!(info_field(&mut m, "master_replid"), Some(replid), "the id survived a crash");
+    assert_ne!(
+        info_of(&mut m, "replication", "master_replid"),
+        Some(replid),
+        "the id survived a crash"
+    );
     until("the replica resyncs in full", || {
-        info_field(&mut r, "master_link_status").as_deref() == Some("up")
-            && info_field(&mut r, "shale_full_resyncs").as_deref() == Some("2")
+        info_of(&mut r, "replication", "master_link_status").as_deref() == Some("up")
+            && info_of(&mut r, "replication", "shale_full_resyncs").as_deref() == Some("2")
     });
-    assert_eq!(info_field(&mut r, "shale_partial_resyncs").as_deref(), Some("1"));
-    assert_eq!(stats_field(&mut m, "sync_partial_ok").as_deref(), Some("0"));
-    assert_eq!(stats_field(&mut m, "sync_full").as_deref(), Some("1"));
+    assert_eq!(info_of(&mut r, "replication", "shale_partial_resyncs").as_deref(), Some("1"));
+    assert_eq!(info_of(&mut m, "stats", "sync_partial_ok").as_deref(), Some("0"));
+    assert_eq!(info_of(&mut m, "stats", "sync_full").as_deref(), Some("1"));
     let _: () = m.set("k0", "after-crash").unwrap();
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
     assert_eq!(acked, 1);

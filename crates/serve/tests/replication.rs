@@ -7,34 +7,11 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use common::TestServer;
 use common::redis_server::RedisServer;
+use common::{TestServer, free_port, info_field, until};
 use redis::Commands;
 
 mod common;
-
-/// How many times a condition is polled (50 ms apart) before the test fails.
-const TRIES: usize = 400;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Polls `cond` until it holds, failing with `what` after [`TRIES`] tries.
-fn until(what: &str, mut cond: impl FnMut() -> bool) {
-    for _ in 0..TRIES {
-        if cond() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("never happened: {what}");
-}
-
-fn info_field(info: &str, name: &str) -> Option<String> {
-    info.lines()
-        .find_map(|l| l.trim().strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
-}
 
 fn master_info(c: &mut redis::Connection) -> String {
     redis::cmd("INFO").query(c).unwrap()

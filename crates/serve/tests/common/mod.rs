@@ -13,6 +13,36 @@ use shale_serve::{AppendFsync, Config, Server};
 
 /// How long a raw read waits before the test fails instead of hanging.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many times [`until`] polls its condition (50 ms apart) before the test fails.
+pub const TRIES: usize = 400;
+
+/// Polls `cond` until it holds, failing with `what` after [`TRIES`] tries.
+pub fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..TRIES {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("never happened: {what}");
+}
+
+/// A port no one listens on now (another process may take it before the test does).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The field `name` of an INFO text.
+pub fn info_field(info: &str, name: &str) -> Option<String> {
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
+}
+
+/// The field `name` of `INFO section`, asked of a server.
+pub fn info_of(c: &mut redis::Connection, section: &str, name: &str) -> Option<String> {
+    let text: String = redis::cmd("INFO").arg(section).query(c).unwrap();
+    info_field(&text, name)
+}
 
 /// A running server, shut down (closing its store) when dropped.
 pub struct TestServer {

@@ -230,8 +230,8 @@ fn a_master_restarted_cleanly_keeps_its_replicas_and_after_a_crash_resyncs_them_
     );
     assert_eq!(info_of(&mut m, "stats", "sync_partial_ok").as_deref(), Some("1"));
     assert_eq!(info_of(&mut m, "stats", "sync_full").as_deref(), Some("0"));
-    for i in 0..100 {
-        let _: () = m.set(&keys[i], format!("after-restart-{i}")).unwrap();
+    for (i, k) in keys.iter().take(100).enumerate() {
+        let _: () = m.set(k, format!("after-restart-{i}")).unwrap();
     }
     let _: i64 = m.incr("n", 1).unwrap();
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
@@ -260,4 +260,86 @@ fn a_master_restarted_cleanly_keeps_its_replicas_and_after_a_crash_resyncs_them_
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
     assert_eq!(acked, 1);
     same_keys(&mut m, &mut r, &keys);
+}
+
+/// Redis's PSYNC2: a replica's stream is its master's byte for byte (the same id and
+/// offset, passed on to a replica of its own), and `REPLICAOF NO ONE` keeps the master's id
+/// as its second, so the old master's other replica, pointed at the promoted one (a Sentinel
+/// failover, by hand), continues with a partial resync, and so does the promoted one's own
+/// replica; the new master's writes reach both, once each.
+#[test]
+fn a_promoted_replica_lets_its_old_masters_other_replica_continue() {
+    let master = TestServer::start();
+    let mut m = master.client();
+    let mut keys: Vec<String> = (0..100).map(|i| format!("k{i}")).collect();
+    for k in &keys {
+        let _: () = m.set(k, k).unwrap();
+    }
+    let follow = |port: u16| shale_serve::Config {
+        replicaof: Some(("127.0.0.1".into(), port)),
+        ..test_config()
+    };
+    let r1 = TestServer::start_with(follow(master.addr.port()));
+    let r2 = TestServer::start_with(follow(master.addr.port()));
+    let up = |c: &mut redis::Connection| {
+        until("the link is up", || {
+            info_of(c, "replication", "master_link_status").as_deref() == Some("up")
+        });
+    };
+    let (mut c1, mut c2) = (r1.client(), r2.client());
+    up(&mut c1);
+    up(&mut c2);
+    // r3 follows r1 (once r1's stream is its master's): the master's stream reaches it
+    // through r1.
+    let r3 = TestServer::start_with(follow(r1.addr.port()));
+    let mut c3 = r3.client();
+    up(&mut c3);
+    let _: i64 = m.incr("n", 1).unwrap();
+    let _: () = m.mset(&[("a", "1"), ("b", "2")]).unwrap();
+    keys.extend(["n".to_string(), "a".to_string(), "b".to_string()]);
+    let acked: i64 = redis::cmd("WAIT").arg(2).arg(5000).query(&mut m).unwrap();
+    assert_eq!(acked, 2);
+    let id = info_of(&mut m, "replication", "master_replid").unwrap();
+    let offset = info_of(&mut m, "replication", "master_repl_offset").unwrap();
+    until("the replica's stream stands at its master's offset", || {
+        info_of(&mut c1, "replication", "master_repl_offset").as_ref() == Some(&offset)
+    });
+    assert_eq!(info_of(&mut c1, "replication", "master_replid"), Some(id.clone()));
+    until("r3 has the master's offset too", || {
+        info_of(&mut c3, "replication", "master_repl_offset").as_ref() == Some(&offset)
+    });
+    same_keys(&mut c1, &mut c3, &keys);
+    drop(m);
+    drop(master);
+
+    // The failover: r1 promoted, r2 pointed at it.
+    let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut c1).unwrap();
+    assert_ne!(info_of(&mut c1, "replication", "master_replid"), Some(id), "a new id");
+    let _: () =
+        redis::cmd("REPLICAOF").arg("127.0.0.1").arg(r1.addr.port()).query(&mut c2).unwrap();
+    until("r2 continues from r1", || {
+        info_of(&mut c2, "replication", "master_link_status").as_deref() == Some("up")
+            && info_of(&mut c2, "replication", "shale_partial_resyncs").as_deref() == Some("1")
+    });
+    // The counters are the new link's.
+    assert_eq!(info_of(&mut c2, "replication", "shale_full_resyncs").as_deref(), Some("0"));
+    until("r3 continues from r1 after r1's promotion dropped it", || {
+        info_of(&mut c3, "replication", "master_link_status").as_deref() == Some("up")
+            && info_of(&mut c3, "replication", "shale_partial_resyncs").as_deref() == Some("1")
+    });
+    assert_eq!(info_of(&mut c3, "replication", "shale_full_resyncs").as_deref(), Some("1"));
+    assert_eq!(info_of(&mut c1, "stats", "sync_partial_ok").as_deref(), Some("2"));
+    assert_eq!(info_of(&mut c1, "stats", "sync_full").as_deref(), Some("1"), "r3's first");
+
+    // The new master's writes reach it, once each.
+    let _: () = c1.set("after", "failover").unwrap();
+    let _: i64 = c1.incr("n", 1).unwrap();
+    keys.push("after".into());
+    let acked: i64 = redis::cmd("WAIT").arg(2).arg(5000).query(&mut c1).unwrap();
+    assert_eq!(acked, 2);
+    for c in [&mut c2, &mut c3] {
+        same_keys(&mut c1, c, &keys);
+        let n: String = c.get("n").unwrap();
+        assert_eq!(n, "2", "nothing applied twice");
+    }
 }

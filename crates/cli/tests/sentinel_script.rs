@@ -2,8 +2,9 @@
 //! runs it: `up` starts three `shale serve` (a master, two replicas) and three Debian
 //! `redis-sentinel`s in one directory, refuses a second `up` over the running one, a write
 //! confirmed with `WAIT 1` survives a SIGKILL of the master once Sentinel switched to a
-//! replica, and `down` stops every process. It fails where `redis-sentinel` is missing and
-//! cannot be installed (the script installs it as root, as test.sh does).
+//! replica (the other replica continuing from it with a partial resync), and `down` stops
+//! every process. It fails where `redis-sentinel` is missing and cannot be installed (the
+//! script installs it as root, as test.sh does).
 
 #[path = "common/served.rs"]
 mod served;
@@ -156,7 +157,21 @@ fn the_script_deploys_fails_over_with_sentinel_and_tears_down() {
     );
     assert_eq!(n.text(&["GET", "acknowledged"]), "by-wait", "the WAIT-confirmed write is lost");
     assert_eq!(n.call(&["SET", "after", "failover"]), Resp::Line("+OK".into()));
-    drop(n);
+    // Sentinel pointed the other replica at the new master: it continued from it (PSYNC2,
+    // the new master never served a full resync) and takes its writes.
+    let other = *shale_ports[1..].iter().find(|&&p| p != new_master).unwrap();
+    let mut o = Client::connect(other);
+    assert!(
+        poll(300, || o.call(&["GET", "after"]) == Resp::Bulk(Some(b"failover".to_vec()))),
+        "the other replica {other} does not follow the new master; logs:\n{}",
+        logs()
+    );
+    let stats = n.text(&["INFO", "stats"]);
+    assert!(
+        stats.contains("sync_partial_ok:1\r\n") && stats.contains("sync_full:0\r\n"),
+        "the other replica resynced in full:\n{stats}"
+    );
+    drop((n, o));
 
     // Down stops every process it started, and frees every port.
     let pids: Vec<libc::pid_t> = shale_ports[1..]

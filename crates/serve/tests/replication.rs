@@ -152,6 +152,33 @@ fn keys_expired_on_the_master_and_never_read_are_deleted_on_the_replica() {
     assert_eq!(info_field(&master_info(&mut c), "expired_keys").as_deref(), Some("50"));
 }
 
+/// A master restarted cleanly (the same port, the same store) keeps its replication id and
+/// offset: its Redis replica, which had every byte, continues with a partial resync.
+#[test]
+fn a_redis_replica_continues_after_its_master_restarted_cleanly() {
+    let master = TestServer::start();
+    let addr = master.addr;
+    let mut c = master.client();
+    let replica = replica_of(&master);
+    let _: () = c.set("a", "1").unwrap();
+    let _: i64 = c.incr("n", 1).unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+    assert_eq!(acked, 1);
+    drop(c);
+    let master = TestServer::start_in(
+        master.stop(),
+        shale_serve::Config { bind: Some(addr), ..common::test_config() },
+    );
+    let mut c = master.client();
+    until("the replica continues", || {
+        info_field(&master_info(&mut c), "sync_partial_ok").as_deref() == Some("1")
+    });
+    let _: i64 = c.incr("n", 1).unwrap();
+    until("the INCR reaches the replica", || replica.cli(&["get", "n"]) == "2");
+    assert_eq!(info_field(&master_info(&mut c), "sync_full").as_deref(), Some("0"));
+    assert!(replica.log().contains("Successful partial resynchronization"), "{}", replica.log());
+}
+
 #[test]
 fn a_dropped_link_resumes_with_a_partial_resync() {
     let master = TestServer::start();

@@ -179,6 +179,44 @@ fn a_redis_replica_continues_after_its_master_restarted_cleanly() {
     assert!(replica.log().contains("Successful partial resynchronization"), "{}", replica.log());
 }
 
+/// PSYNC2 with Redis: a Redis replica of a shale master, whose shale replica is promoted
+/// when the master stops, continues from the promoted one with a partial resync, so the
+/// promoted one's stream has the master's bytes at the master's offsets, as Redis counts them.
+#[test]
+fn a_redis_replica_continues_from_a_promoted_shale_replica() {
+    let master = TestServer::start();
+    let mut c = master.client();
+    let _: () = c.set("a", "1").unwrap();
+    let promoted = TestServer::start_with(shale_serve::Config {
+        replicaof: Some(("127.0.0.1".into(), master.addr.port())),
+        ..common::test_config()
+    });
+    let mut p = promoted.client();
+    until("the shale replica's link is up", || {
+        info_field(&master_info(&mut p), "master_link_status").as_deref() == Some("up")
+    });
+    let replica = replica_of(&master);
+    for i in 0..100 {
+        let _: i64 = c.incr("n", 1).unwrap();
+        let _: () = c.set(format!("k{i}"), i).unwrap();
+    }
+    let acked: i64 = redis::cmd("WAIT").arg(2).arg(5000).query(&mut c).unwrap();
+    assert_eq!(acked, 2);
+    drop(c);
+    drop(master);
+
+    let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut p).unwrap();
+    replica.cli(&["replicaof", "127.0.0.1", &promoted.addr.port().to_string()]);
+    until("the Redis replica continues from the promoted one", || {
+        info_field(&master_info(&mut p), "sync_partial_ok").as_deref() == Some("1")
+    });
+    let _: i64 = p.incr("n", 1).unwrap();
+    until("the INCR reaches the Redis replica", || replica.cli(&["get", "n"]) == "101");
+    assert_eq!(info_field(&master_info(&mut p), "sync_full").as_deref(), Some("0"));
+    assert_eq!(replica.cli(&["get", "k99"]), "99");
+    assert!(replica.log().contains("Successful partial resynchronization"), "{}", replica.log());
+}
+
 #[test]
 fn a_dropped_link_resumes_with_a_partial_resync() {
     let master = TestServer::start();

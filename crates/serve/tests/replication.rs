@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use common::redis_server::RedisServer;
-use common::{TestServer, free_port, info_field, until};
+use common::{TestServer, free_port, info_field, read_line, until};
 use redis::Commands;
 
 mod common;
@@ -266,16 +266,6 @@ fn a_replica_behind_the_backlog_gets_a_full_resync() {
     let info = master_info(&mut c);
     assert_eq!(info_field(&info, "sync_partial_err").as_deref(), Some("1"));
     assert_eq!(info_field(&info, "sync_full").as_deref(), Some("2"));
-}
-
-fn read_line(s: &mut std::net::TcpStream) -> String {
-    let mut out = Vec::new();
-    let mut b = [0u8; 1];
-    while !out.ends_with(b"\r\n") {
-        assert_eq!(s.read(&mut b).unwrap(), 1, "the connection closed after {out:?}");
-        out.push(b[0]);
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[test]

@@ -184,10 +184,14 @@ async fn follow(shared: Arc<Shared>, host: String, port: u16, status: Arc<LinkSt
                 let loaded = match resync {
                     Resync::Continued => {
                         status.partial_resyncs.fetch_add(1, Ordering::Relaxed);
-                        shared
-                            .keyspace
-                            .replication()
-                            .master_continued(link.replid(), link.offset());
+                        // Under the gate, which `REPLICAOF NO ONE` holds to promote: a link
+                        // it stopped never turns the promoted stream back into a mirror.
+                        let repl = shared.keyspace.replication();
+                        let gate = repl.apply_gate.lock().await;
+                        if shared.follower.is_replica() {
+                            repl.master_continued(link.replid(), link.offset());
+                        }
+                        drop(gate);
                         log::info!(
                             "replica of {addr}: partial resync from offset {}",
                             link.offset()

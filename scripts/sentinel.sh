@@ -6,7 +6,8 @@
 #
 # Usage:
 #   scripts/sentinel.sh up     [options]   install what is missing, start, wait until ready
-#   scripts/sentinel.sh status [options]   each process: running or not, its role
+#   scripts/sentinel.sh status [options]   each process: running or not, its role (exit 1
+#                                          when one is not running)
 #   scripts/sentinel.sh down   [options]   stop every process (data kept; --purge removes it)
 #
 # Options (each with an environment variable; the defaults after =):
@@ -57,6 +58,10 @@ failover_timeout=${SENTINEL_FAILOVER_TIMEOUT:-60000}
 shale=${SHALE_BIN:-}
 purge=0
 while [ $# -gt 0 ]; do
+  case $1 in
+    --purge | -h | --help) ;;
+    *) [ $# -ge 2 ] || { echo "sentinel.sh: $1 needs a value" >&2; usage; } ;;
+  esac
   case $1 in
     --dir) dir=$2; shift 2 ;;
     --ports) ports=$2; shift 2 ;;

@@ -6,128 +6,16 @@
 //! every acknowledged write must be on it, and it must take writes. The test fails where
 //! `redis-sentinel` is missing (test.sh installs it).
 
-use std::io::{BufRead, BufReader, Read, Write};
+#[path = "common/served.rs"]
+mod served;
+
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// A process this test started, killed when dropped (a failed test leaves none behind).
-struct Process {
-    child: Child,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// One RESP reply, read whole: simple strings, errors and integers as their line, bulk
-/// strings as their bytes (`None` for nil), arrays flattened into `items`.
-#[derive(Debug, PartialEq)]
-enum Resp {
-    Line(String),
-    Bulk(Option<Vec<u8>>),
-    Array(Vec<Resp>),
-}
-
-fn read_reply(r: &mut BufReader<TcpStream>) -> Resp {
-    try_read_reply(r).expect("the connection closed before a whole reply")
-}
-
-/// One reply, or `None` where the connection ended or failed before it was whole.
-fn try_read_reply(r: &mut BufReader<TcpStream>) -> Option<Resp> {
-    let mut line = String::new();
-    if r.read_line(&mut line).ok()? == 0 || !line.ends_with("\r\n") {
-        return None;
-    }
-    let line = line.trim_end_matches("\r\n");
-    let (kind, rest) = line.split_at(1);
-    Some(match kind {
-        "$" => {
-            let n: i64 = rest.parse().ok()?;
-            if n < 0 {
-                return Some(Resp::Bulk(None));
-            }
-            let mut buf = vec![0u8; n as usize + 2];
-            r.read_exact(&mut buf).ok()?;
-            buf.truncate(n as usize);
-            Resp::Bulk(Some(buf))
-        }
-        "*" => {
-            let n: i64 = rest.parse().ok()?;
-            Resp::Array((0..n.max(0)).map(|_| try_read_reply(r)).collect::<Option<_>>()?)
-        }
-        _ => Resp::Line(line.to_string()),
-    })
-}
-
-/// A client connection.
-struct Client {
-    reader: BufReader<TcpStream>,
-}
-
-impl Client {
-    fn connect(port: u16) -> Client {
-        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        Client { reader: BufReader::new(s) }
-    }
-
-    fn call(&mut self, args: &[&str]) -> Resp {
-        let mut out = format!("*{}\r\n", args.len());
-        for a in args {
-            out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-        }
-        self.reader.get_mut().write_all(out.as_bytes()).unwrap();
-        read_reply(&mut self.reader)
-    }
-
-    /// A call that may find the connection gone: `None` then.
-    fn try_call(&mut self, args: &[&str]) -> Option<Resp> {
-        let mut out = format!("*{}\r\n", args.len());
-        for a in args {
-            out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-        }
-        self.reader.get_mut().write_all(out.as_bytes()).ok()?;
-        try_read_reply(&mut self.reader)
-    }
-
-    fn text(&mut self, args: &[&str]) -> String {
-        match self.call(args) {
-            Resp::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
-            other => panic!("{args:?}: {other:?}"),
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Starts `shale serve` on `port` and waits for its start lines.
-fn serve(db: &Path, port: u16, extra: &[&str]) -> (Process, BufReader<std::process::ChildStdout>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_shale"))
-        .args(["serve", "--db"])
-        .arg(db)
-        .args(["--port", &port.to_string()])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut lines = Vec::new();
-    while !lines.last().is_some_and(|l: &String| l.contains("maxclients")) {
-        let mut line = String::new();
-        assert!(out.read_line(&mut line).unwrap() > 0, "ended early: {lines:?}");
-        lines.push(line);
-    }
-    (Process { child }, out)
-}
+use served::{Client, Process, Resp, Served, free_port, poll};
 
 /// A `redis-sentinel` this test started, monitoring the master at `master_port` as `shale`
 /// (down after 1000 ms, quorum 2). It rewrites its configuration file, so each has its own
@@ -202,24 +90,13 @@ fn records(reply: Resp) -> Vec<std::collections::HashMap<String, String>> {
         .collect()
 }
 
-/// Polls `done` up to `tries` times, 100 ms apart; whether it came true.
-fn poll(tries: usize, mut done: impl FnMut() -> bool) -> bool {
-    for _ in 0..tries {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
-}
-
 #[test]
 fn sentinel_promotes_the_replica_with_every_wait_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
     let (pm, pr) = (free_port(), free_port());
-    let (mut master, _master_out) = serve(&dir.path().join("m"), pm, &[]);
-    let (_replica, _replica_out) =
-        serve(&dir.path().join("r"), pr, &["--replicaof", "127.0.0.1", &pm.to_string()]);
+    let mut master = Served::on_port(&dir.path().join("m"), pm, &[]);
+    let _replica =
+        Served::on_port(&dir.path().join("r"), pr, &["--replicaof", "127.0.0.1", &pm.to_string()]);
     let mut r = Client::connect(pr);
     assert!(
         poll(400, || r.text(&["INFO", "replication"]).contains("master_link_status:up")),
@@ -309,8 +186,7 @@ fn sentinel_promotes_the_replica_with_every_wait_acknowledged_write() {
     );
 
     // The master dies without a word to anyone, under load.
-    master.child.kill().unwrap();
-    master.child.wait().unwrap();
+    master.kill();
     for w in writers {
         w.join().unwrap();
     }

@@ -12,7 +12,9 @@
 //! 0xff bytes included), and the server's own keys never collide with a client's.
 //! Server keys: `0xff "sync"`, only ever deleted: the synced write that `appendfsync everysec`
 //! makes once a second; `0xff "serve-format"`, the marker (marker.rs); `0xff
-//! "repl-position"`, a replica's replication id and offset (replica.rs).
+//! "repl-position"`, a replica's replication id and offset (replica.rs); `0xff "repl-master"`,
+//! a master's replication id and offset from a clean shutdown to the next start
+//! (replication.rs).
 //!
 //! Engine values are [`crate::value`]'s format.
 //!
@@ -194,6 +196,16 @@ impl Keyspace {
     /// Sets the replication backlog's size (`--repl-backlog-size`), before serving.
     pub fn set_repl_backlog_size(&mut self, bytes: usize) {
         self.replication = Replication::new(bytes);
+    }
+
+    /// Before serving: the replication state with a backlog of `backlog_size` bytes, going on
+    /// with the id and offset a clean shutdown kept in the store ([`Replication::restore`]).
+    ///
+    /// # Errors
+    /// The engine's, reading or deleting them.
+    pub fn restore_replication(&mut self, backlog_size: usize) -> Result<()> {
+        self.replication = Replication::restore(&self.db, backlog_size)?;
+        Ok(())
     }
 
     /// The master's replication state.
@@ -390,6 +402,40 @@ impl Keyspace {
             }
         }
         Ok((live, last))
+    }
+
+    /// The Redis keys whose expiry has passed among up to `count` entries of database 0
+    /// after the engine key `after` (from the start when `None`), with the last engine key
+    /// visited, or `None` when the keyspace is exhausted: what the master's active expiry
+    /// deletes (replication.rs).
+    ///
+    /// # Errors
+    /// The engine's read error.
+    pub(crate) async fn scan_expired(
+        &self,
+        after: Option<&[u8]>,
+        count: usize,
+    ) -> Result<(Vec<Vec<u8>>, Option<Vec<u8>>)> {
+        let start = match after {
+            Some(k) => {
+                let mut s = k.to_vec();
+                s.push(0);
+                s
+            }
+            None => vec![DB0],
+        };
+        let opts = ReadOptions { prefix: Some(vec![DB0]), ..Default::default() };
+        let entries = self.submit(|db| db.submit_scan(&start, count, &opts)).await?;
+        let last = if entries.len() < count { None } else { entries.last().map(|e| e.0.clone()) };
+        let now = now_ms();
+        let expired = entries
+            .into_iter()
+            .filter(
+                |(_, v)| matches!(crate::value::decode_parts(v), Ok((Some(at), _)) if at <= now),
+            )
+            .map(|(k, _)| k[1..].to_vec())
+            .collect();
+        Ok((expired, last))
     }
 
     /// A cursor number for the engine key a scan stopped at.

@@ -21,6 +21,10 @@
 //! master's backlog still holds it). A command that writes nothing (PING, SELECT, one
 //! skipped) leaves the stored position behind it: replayed after a restart, it writes
 //! nothing again. `REPLICAOF NO ONE` deletes the position: the promoted data is its own.
+//!
+//! The bytes of every run applied are passed on to the server's own stream, which is the
+//! master's while it follows (replication.rs, "A replica's stream"), under the stream's
+//! `apply_gate`, held from the run's first command until they are.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -136,7 +140,14 @@ impl Follower {
 /// `REPLICAOF host port | NO ONE` (and `SLAVEOF`).
 pub async fn replicaof(shared: &Arc<Shared>, args: &Request) -> Reply {
     if args[1].eq_ignore_ascii_case(b"no") && args[2].eq_ignore_ascii_case(b"one") {
+        let repl = shared.keyspace.replication();
+        // The link is stopped between two runs, never with one written and not mirrored.
+        let gate = repl.apply_gate.lock().await;
         shared.follower.promote();
+        // The stream goes on under a new id, the master's kept second: its other replicas,
+        // pointed here, continue (replication.rs).
+        repl.promote();
+        drop(gate);
         // Its data is its own from now on: a later REPLICAOF must not continue from it.
         if let Err(e) = shared.keyspace.forget_repl_position().await {
             return crate::commands::failed(e);
@@ -173,6 +184,14 @@ async fn follow(shared: Arc<Shared>, host: String, port: u16, status: Arc<LinkSt
                 let loaded = match resync {
                     Resync::Continued => {
                         status.partial_resyncs.fetch_add(1, Ordering::Relaxed);
+                        // Under the gate, which `REPLICAOF NO ONE` holds to promote: a link
+                        // it stopped never turns the promoted stream back into a mirror.
+                        let repl = shared.keyspace.replication();
+                        let gate = repl.apply_gate.lock().await;
+                        if shared.follower.is_replica() {
+                            repl.master_continued(link.replid(), link.offset());
+                        }
+                        drop(gate);
                         log::info!(
                             "replica of {addr}: partial resync from offset {}",
                             link.offset()
@@ -252,6 +271,8 @@ async fn load(
     }
     let n = keys.len();
     let ks = &shared.keyspace;
+    // No replica of this one takes a snapshot while the load replaces the data.
+    let _gate = ks.replication().apply_gate.lock().await;
     let _stripes = ks.lock_all_stripes().await;
     let mut flush = WriteBatch::new();
     flush.delete_range(&[crate::keyspace::DB0], &[crate::keyspace::DB0 + 1]);
@@ -291,6 +312,8 @@ async fn load(
         b.put(REPL_POSITION_KEY, format!("{replid} {offset}").as_bytes());
         ks.write(&b, |_| {}).await.map_err(|e| e.to_string())?;
     }
+    // From here this server's own stream is its master's, from the snapshot's offset.
+    ks.replication().follow_master(replid, offset);
     Ok(n)
 }
 
@@ -304,6 +327,10 @@ async fn apply_stream(
     session.master_link = true;
     let mut run = Run::new(&shared.keyspace, Protocol::Resp2);
     let mut in_db0 = true;
+    let repl = shared.keyspace.replication();
+    // Held from a run's first command until it is written and its bytes mirrored
+    // (`apply_run`), never across a wait for the master.
+    let mut gate = None;
     loop {
         // The commands already read run as one run, written as one batch with the position
         // after the last (a run of a client's pipeline, the same code): one engine write per
@@ -318,13 +345,16 @@ async fn apply_stream(
         let cmd = match buffered {
             Some(cmd) => cmd,
             None => {
-                apply_run(&mut run, link, status).await;
+                apply_run(&mut run, link, status, repl, &mut gate).await;
                 match link.next_command().await {
                     Ok(cmd) => cmd,
                     Err(e) => return e,
                 }
             }
         };
+        if gate.is_none() {
+            gate = Some(repl.apply_gate.lock().await);
+        }
         status.last_io_ms.store(now_ms(), Ordering::Release);
         let name = cmd[0].to_ascii_lowercase();
         match name.as_slice() {
@@ -341,7 +371,7 @@ async fn apply_stream(
             b"replconf" => {
                 // A GETACK handed out from the buffer: answered once what came before it is
                 // written.
-                apply_run(&mut run, link, status).await;
+                apply_run(&mut run, link, status, repl, &mut gate).await;
                 if let Err(e) = link.ack_getack().await {
                     return e;
                 }
@@ -354,7 +384,7 @@ async fn apply_stream(
                 commands::execute(shared, &mut session, &mut run, cmd).await;
                 run.server_entry = Some(position(link, link.offset()));
                 if run.len() >= crate::run::RUN_COMMANDS_MAX {
-                    apply_run(&mut run, link, status).await;
+                    apply_run(&mut run, link, status, repl, &mut gate).await;
                 }
                 continue;
             }
@@ -372,10 +402,19 @@ fn position(link: &Link, offset: u64) -> (&'static [u8], Vec<u8>) {
 }
 
 /// Writes the run of the master's commands applied so far (with the position after them, set
-/// by the caller), logs the commands not applied here, and publishes the offset reached.
-async fn apply_run(run: &mut Run<'_>, link: &Link, status: &LinkStatus) {
+/// by the caller), passes their bytes on to this server's own stream (its replicas'), logs
+/// the commands not applied here, publishes the offset reached, and lets go of the gate.
+async fn apply_run(
+    run: &mut Run<'_>,
+    link: &mut Link,
+    status: &LinkStatus,
+    repl: &crate::replication::Replication,
+    gate: &mut Option<tokio::sync::MutexGuard<'_, ()>>,
+) {
     let errors = run.errors;
     run.flush().await;
+    repl.mirror(&link.take_raw());
+    *gate = None;
     if run.errors > errors {
         log::warn!(
             "replica: {} of the master's commands were not applied here; the last: {}",

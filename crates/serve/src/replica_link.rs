@@ -120,6 +120,9 @@ pub struct Link {
     /// The offset before a `REPLCONF GETACK` that [`Link::next_buffered`] handed out, until
     /// [`Link::ack_getack`] answers it.
     getack_at: Option<u64>,
+    /// The bytes of the commands handed out since [`Link::take_raw`] last took them: what a
+    /// replica passes on to its own replicas, as its master sent them.
+    raw: Vec<u8>,
 }
 
 impl Link {
@@ -177,6 +180,7 @@ impl Link {
             offset: 0,
             idle_timeout: timeout,
             getack_at: None,
+            raw: Vec::new(),
         };
         link.step("PING", &[b"PING"], |r| r == "+PONG").await?;
         let port = listening_port.to_string();
@@ -232,6 +236,13 @@ impl Link {
         self.offset
     }
 
+    /// The bytes of the commands handed out since the last call, as the master sent them
+    /// (whole commands, `REPLCONF GETACK` and `PING` included): they advanced
+    /// [`Link::offset`] by their length.
+    pub fn take_raw(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.raw)
+    }
+
     /// The master's next command, after which [`Link::offset`] counts its bytes. A
     /// `REPLCONF GETACK` is answered here (with the offset before it, as a Redis replica
     /// answers) and handed out too.
@@ -243,7 +254,7 @@ impl Link {
         loop {
             let mut consumed = 0;
             let parsed = self.parser.next(&self.buf, &mut consumed).map_err(LinkError::Protocol)?;
-            self.buf.drain(..consumed);
+            self.raw.extend(self.buf.drain(..consumed));
             let before = self.offset;
             self.offset += consumed as u64;
             if let Some(cmd) = parsed {
@@ -267,7 +278,7 @@ impl Link {
     pub fn next_buffered(&mut self) -> Result<Option<Request>, LinkError> {
         let mut consumed = 0;
         let parsed = self.parser.next(&self.buf, &mut consumed).map_err(LinkError::Protocol)?;
-        self.buf.drain(..consumed);
+        self.raw.extend(self.buf.drain(..consumed));
         let before = self.offset;
         self.offset += consumed as u64;
         if let Some(cmd) = &parsed {

@@ -29,13 +29,40 @@
 //! Partial resync. `PSYNC replid offset` with this master's id and an offset the backlog
 //! still holds is answered `+CONTINUE` and the bytes from that offset, under the mutex, so
 //! nothing fed meanwhile is lost or sent twice.
+//!
+//! A replica's stream (Redis's PSYNC2). While the server follows a master its stream is
+//! that master's, byte for byte, with its id and offsets: after a full resync it starts empty
+//! at the snapshot's offset ([`Replication::follow_master`]), and the link appends the bytes
+//! of each run of commands it applied ([`Replication::mirror`]); its own writes feed nothing.
+//! The link holds `apply_gate` from a run's first command until it is written and mirrored,
+//! and a full resync served takes its snapshot under the gate: the snapshot and its offset
+//! agree even for commands that are not idempotent. `REPLICAOF NO ONE`
+//! ([`Replication::promote`]) keeps the stream and its offset under a new id, the old one
+//! second up to the offset where it ended, so the old master's other replicas continue.
+//!
+//! Across a clean restart (as Redis 7 keeps `repl-id` and `repl-offset` in its RDB file).
+//! A clean shutdown ([`Replication::save`], after the last client's write, before the store
+//! closes) writes the replication id and offset under the server key
+//! [`MASTER_POSITION_KEY`], synced; the next start ([`Replication::restore`]) reads them back
+//! and deletes the key, synced, before it serves anyone, then goes on with that id, its
+//! stream on and an empty backlog that starts at that offset. A replica that had every byte
+//! before the shutdown asks for exactly that offset and gets `+CONTINUE`; one behind it is
+//! refused (the backlog does not hold what it missed) and resyncs in full. The key is gone
+//! once the server serves, so a crash later (SIGKILL, power loss), whose store may hold less
+//! or more than the stream said, leaves no pair to reuse: the next start takes a new id and
+//! every replica resyncs in full.
+//!
+//! ```text
+//! key   0xff "repl-master"
+//! value ASCII: the replication id (40 hex characters), one space, the offset in decimal
+//! ```
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use shale_lsm::{Db, ReadOptions, Snapshot};
+use shale_lsm::{Db, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc, watch};
 
@@ -59,6 +86,16 @@ pub const REPLICA_TIMEOUT_MS: u64 = 60_000;
 const SNAPSHOT_CHUNK_BYTES: usize = 256 << 10;
 /// Bytes of stream gathered from a replica's queue into one socket write.
 const STREAM_WRITE_BYTES_MAX: usize = 1 << 20;
+/// The server key a master's replication id and offset wait under from a clean shutdown to
+/// the next start (the module's documentation).
+pub const MASTER_POSITION_KEY: &[u8] = b"\xffrepl-master";
+/// How often the master's active expiry visits the next keys ([`expire_keys`]).
+pub const EXPIRY_PERIOD: Duration = Duration::from_millis(100);
+/// Keys of database 0 the active expiry visits each [`EXPIRY_PERIOD`]: a keyspace of a
+/// million keys is walked in 100 s.
+pub const EXPIRY_SCAN_KEYS: usize = 1000;
+/// How long a replica's link, at shutdown, may take to send what its queue holds.
+const SHUTDOWN_DRAIN: Duration = Duration::from_secs(5);
 
 /// A replica as INFO and WAIT see it.
 #[derive(Debug)]
@@ -86,6 +123,13 @@ struct Attached {
 
 #[derive(Default)]
 struct State {
+    /// The replication id.
+    replid: String,
+    /// The id this server's stream had before its last change of id (a promotion, or its
+    /// master's), and the first offset it does not cover (one past the stream's end then):
+    /// Redis's `master_replid2` and `second_repl_offset`. A replica of the old id, up to that
+    /// offset, continues (Redis's PSYNC2).
+    replid2: Option<(String, u64)>,
     /// The stream's last bytes; `None` until the first replica asked for a sync.
     backlog: Option<Backlog>,
     /// Whether the next bytes fed start with `SELECT 0`.
@@ -95,7 +139,6 @@ struct State {
 
 /// The master's replication state.
 pub struct Replication {
-    replid: String,
     backlog_size: usize,
     /// Set (under the mutex, before the first snapshot) once a replica asked for a sync:
     /// from then on every write is fed.
@@ -109,6 +152,18 @@ pub struct Replication {
     pub sync_partial_ok: AtomicU64,
     /// Partial resyncs asked for and refused, served as full ones (`sync_partial_err`).
     pub sync_partial_err: AtomicU64,
+    /// Set while the active expiry ([`expire_keys`]) writes: a task dropped then at shutdown
+    /// may have written a batch it did not feed, and [`Replication::save`] keeps nothing.
+    expiring: AtomicBool,
+    /// Set while this server follows a master and its stream is that master's, byte for
+    /// byte, with its id and offsets ("A replica's stream" in the module's documentation):
+    /// its own writes feed nothing then.
+    mirroring: AtomicBool,
+    /// Held by a replica's link from the first command of a run it applies until the run
+    /// is written and its bytes mirrored, and by the start of a full resync it serves, so
+    /// that the snapshot and the offset taken with it agree (a master's stream of commands
+    /// that are not idempotent, a Redis master's INCR, must never be applied twice).
+    pub(crate) apply_gate: tokio::sync::Mutex<()>,
 }
 
 /// A replica's request for a sync (PSYNC or SYNC) and what it told of itself before.
@@ -170,15 +225,82 @@ impl Replication {
     /// replica attaches.
     pub fn new(backlog_size: usize) -> Replication {
         Replication {
-            replid: new_replid(),
             backlog_size,
             active: AtomicBool::new(false),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State { replid: new_replid(), ..State::default() }),
             acked: Notify::new(),
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
+            expiring: AtomicBool::new(false),
+            mirroring: AtomicBool::new(false),
+            apply_gate: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The replication state a start goes on with: the id and offset a clean shutdown left
+    /// in `db` ([`Replication::save`]), with the stream on and an empty backlog of
+    /// `backlog_size` bytes at that offset, so that the replicas that had all of it continue;
+    /// a new id when the store holds none. The stored pair is deleted (a synced write)
+    /// before this returns: a crash from here on never reuses it.
+    ///
+    /// # Errors
+    /// The engine's, reading or deleting the key.
+    pub fn restore(db: &Db, backlog_size: usize) -> shale_lsm::Result<Replication> {
+        let Some(stored) = db.get(MASTER_POSITION_KEY)? else {
+            return Ok(Replication::new(backlog_size));
+        };
+        let mut b = WriteBatch::new();
+        b.delete(MASTER_POSITION_KEY);
+        db.write(&b, &WriteOptions { sync: true })?;
+        let parsed = std::str::from_utf8(&stored).ok().and_then(|t| {
+            let (id, offset) = t.split_once(' ')?;
+            let valid = id.len() == 40 && id.bytes().all(|c| c.is_ascii_hexdigit());
+            valid.then_some((id.to_string(), offset.parse::<u64>().ok()?))
+        });
+        let Some((replid, offset)) = parsed else {
+            log::warn!(
+                "the stored replication id and offset {:?} are not `replid offset`: a new id \
+                 (every replica resyncs in full)",
+                String::from_utf8_lossy(&stored)
+            );
+            return Ok(Replication::new(backlog_size));
+        };
+        log::info!("replication id {replid} at offset {offset}, as the clean shutdown left it");
+        let r = Replication::new(backlog_size);
+        {
+            let mut st = r.lock();
+            st.replid = replid;
+            st.backlog = Some(Backlog::new(backlog_size, offset));
+            // A replica that continues applies SELECT 0 again: harmless, and it cannot know
+            // which database this server's stream left selected.
+            st.select_needed = true;
+        }
+        r.active.store(true, Ordering::SeqCst);
+        Ok(r)
+    }
+
+    /// Keeps the replication id and offset in `db` for the next start ([`Replication::restore`]),
+    /// synced: call it at a clean shutdown, once no client writes any more. Nothing is kept
+    /// for a master whose stream never started (no replica asked for a sync since start).
+    ///
+    /// # Errors
+    /// The engine's write error.
+    pub fn save(&self, db: &Db) -> shale_lsm::Result<()> {
+        if self.expiring.load(Ordering::SeqCst) {
+            log::warn!("the active expiry was stopped mid-write: no replication id kept");
+            return Ok(());
+        }
+        let (replid, offset) = {
+            let st = self.lock();
+            let Some(offset) = st.backlog.as_ref().map(Backlog::end) else { return Ok(()) };
+            (st.replid.clone(), offset)
+        };
+        let mut b = WriteBatch::new();
+        b.put(MASTER_POSITION_KEY, format!("{replid} {offset}").as_bytes());
+        db.write(&b, &WriteOptions { sync: true })?;
+        log::info!("replication id {replid} and offset {offset} kept for the next start");
+        Ok(())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -186,8 +308,75 @@ impl Replication {
     }
 
     /// The replication id.
-    pub fn replid(&self) -> &str {
-        &self.replid
+    pub fn replid(&self) -> String {
+        self.lock().replid.clone()
+    }
+
+    /// The previous replication id and the first offset it does not cover (Redis's
+    /// `master_replid2` and `second_repl_offset`), if the id changed since start.
+    pub fn replid2(&self) -> Option<(String, u64)> {
+        self.lock().replid2.clone()
+    }
+
+    /// From now on this server's stream is the master's at `offset` under `replid`, mirrored
+    /// byte for byte ([`Replication::mirror`]), after a full resync loaded that master's
+    /// snapshot: the backlog starts empty there, and the replicas attached are dropped (their
+    /// data is not what this server holds now; they resync).
+    pub fn follow_master(&self, replid: &str, offset: u64) {
+        let mut st = self.lock();
+        st.replid = replid.to_string();
+        st.replid2 = None;
+        st.backlog = Some(Backlog::new(self.backlog_size, offset));
+        st.select_needed = false;
+        st.replicas.clear();
+        self.mirroring.store(true, Ordering::SeqCst);
+        self.active.store(true, Ordering::SeqCst);
+        drop(st);
+        self.acked.notify_waiters();
+    }
+
+    /// The master continued this server's link at `offset` (`+CONTINUE replid`): the same
+    /// stream goes on; under a new id for the same bytes (the master was a replica promoted
+    /// since), the old id becomes the second, as Redis's replica takes it; a stream that is
+    /// not the one mirrored (this server's own, before it followed) starts again there.
+    pub fn master_continued(&self, replid: &str, offset: u64) {
+        let mut st = self.lock();
+        let same_end = st.backlog.as_ref().map(Backlog::end) == Some(offset);
+        if same_end && self.mirroring.load(Ordering::SeqCst) {
+            if st.replid != replid {
+                let old = std::mem::replace(&mut st.replid, replid.to_string());
+                st.replid2 = Some((old, offset + 1));
+            }
+            return;
+        }
+        drop(st);
+        self.follow_master(replid, offset);
+    }
+
+    /// Appends bytes of the master's stream that this replica applied (whole commands) to
+    /// its own stream, under the master's offsets.
+    pub fn mirror(&self, bytes: &[u8]) {
+        if bytes.is_empty() || !self.mirroring.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut st = self.lock();
+        self.append(&mut st, bytes.to_vec());
+    }
+
+    /// `REPLICAOF NO ONE`: the stream goes on, from the offset it reached, with a new id;
+    /// the id it had (its master's) becomes the second, so that the master's other replicas,
+    /// pointed here, continue (PSYNC2). The replicas attached are dropped, to ask again and
+    /// learn the new id, as Redis drops them.
+    pub fn promote(&self) {
+        self.mirroring.store(false, Ordering::SeqCst);
+        let mut st = self.lock();
+        let Some(end) = st.backlog.as_ref().map(Backlog::end) else { return };
+        let old = std::mem::replace(&mut st.replid, new_replid());
+        st.replid2 = Some((old, end + 1));
+        st.select_needed = true;
+        st.replicas.clear();
+        drop(st);
+        self.acked.notify_waiters();
     }
 
     /// The backlog's size setting.
@@ -208,7 +397,9 @@ impl Replication {
         // SeqCst: a writer that applied its batch and then reads `false` here is ordered
         // before the store of `true`, which comes before the first snapshot: the snapshot
         // holds its batch.
-        if !self.active.load(Ordering::SeqCst) {
+        if !self.active.load(Ordering::SeqCst) || self.mirroring.load(Ordering::SeqCst) {
+            // A replica's stream is its master's, mirrored by its link: its own writes (what
+            // it applied of that stream, its readers' deletions of expired keys) feed nothing.
             return 0;
         }
         let mut bytes = Vec::new();
@@ -358,8 +549,9 @@ impl Replication {
         Attachment { info, rx }
     }
 
-    /// A partial resync, if `replid` is this master's and the backlog holds `offset`: the
-    /// bytes from it, and the replica attached to the stream after them.
+    /// A partial resync, if `replid` is this master's (or its second id, up to the offset
+    /// where it ended) and the backlog holds `offset`: the bytes from it, the replica attached
+    /// to the stream after them, and the id it goes on under.
     fn try_partial(
         &self,
         replid: &str,
@@ -367,32 +559,52 @@ impl Replication {
         id: u64,
         ip: String,
         port: u16,
-    ) -> Option<(Vec<u8>, Attachment)> {
+    ) -> Option<(Vec<u8>, Attachment, String)> {
         // Redis's PSYNC offset is 1-based: the replica processed `offset - 1` bytes and
         // wants the rest.
-        if replid != self.replid || offset < 1 {
+        if offset < 1 {
             return None;
         }
         let mut st = self.lock();
+        let known = replid == st.replid
+            || st
+                .replid2
+                .as_ref()
+                .is_some_and(|(id2, limit)| replid == id2 && offset as u64 <= *limit);
+        if !known {
+            return None;
+        }
         let missed = st.backlog.as_ref()?.since(offset as u64 - 1)?;
-        Some((missed, self.attach(&mut st, id, ip, port)))
+        let replid = st.replid.clone();
+        Some((missed, self.attach(&mut st, id, ip, port), replid))
     }
 
-    /// A full resync's start: the stream turned on, the engine's snapshot and the offset it
-    /// stands at taken together, and the replica attached to the stream after that offset.
-    fn start_full(&self, db: &Db, id: u64, ip: String, port: u16) -> (Snapshot, u64, Attachment) {
+    /// A full resync's start: the stream turned on, the engine's snapshot, the offset it
+    /// stands at and the id taken together, and the replica attached to the stream after
+    /// that offset. A replica's link must not be applying a run meanwhile (the caller holds
+    /// `apply_gate`).
+    fn start_full(
+        &self,
+        db: &Db,
+        id: u64,
+        ip: String,
+        port: u16,
+    ) -> (Snapshot, u64, String, Attachment) {
         let mut st = self.lock();
         if st.backlog.is_none() {
             st.backlog = Some(Backlog::new(self.backlog_size, 0));
         }
         self.active.store(true, Ordering::SeqCst);
         // The replica loads the snapshot with no database selected since: Redis sends
-        // SELECT again after every full resync.
-        st.select_needed = true;
+        // SELECT again after every full resync. Not into a mirrored stream, whose bytes
+        // and offsets are the master's.
+        if !self.mirroring.load(Ordering::SeqCst) {
+            st.select_needed = true;
+        }
         let snapshot = db.snapshot();
         let offset = st.backlog.as_ref().map_or(0, Backlog::end);
         let attachment = self.attach(&mut st, id, ip, port);
-        (snapshot, offset, attachment)
+        (snapshot, offset, st.replid.clone(), attachment)
     }
 
     fn detach(&self, id: u64) {
@@ -485,14 +697,14 @@ pub async fn serve_replica<S>(
         _ => None,
     };
     let mut attachment = match partial {
-        Some((missed, attachment)) => {
+        Some((missed, attachment, replid)) => {
             repl.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
             log::info!(
                 "replica {ip}:{}: partial resync, {} bytes from the backlog",
                 request.port,
                 missed.len()
             );
-            let mut out = format!("+CONTINUE {}\r\n", repl.replid()).into_bytes();
+            let mut out = format!("+CONTINUE {replid}\r\n").into_bytes();
             out.extend_from_slice(&missed);
             if writer.write_all(&out).await.is_err() {
                 repl.detach(id);
@@ -503,18 +715,15 @@ pub async fn serve_replica<S>(
         }
         None => {
             repl.sync_full.fetch_add(1, Ordering::Relaxed);
-            let (snapshot, offset, attachment) =
-                repl.start_full(shared.keyspace.db(), id, ip.clone(), request.port);
+            let (snapshot, offset, replid, attachment) = {
+                // No run of a replica's link is half applied while the snapshot is taken.
+                let _gate = repl.apply_gate.lock().await;
+                repl.start_full(shared.keyspace.db(), id, ip.clone(), request.port)
+            };
             log::info!("replica {ip}:{}: full resync at offset {offset}", request.port);
-            let sent = send_snapshot(
-                &mut writer,
-                shared.clone(),
-                snapshot,
-                &request,
-                repl.replid(),
-                offset,
-            )
-            .await;
+            let sent =
+                send_snapshot(&mut writer, shared.clone(), snapshot, &request, &replid, offset)
+                    .await;
             match sent {
                 Ok(eof_mark) => wait_first_ack = eof_mark,
                 Err(e) => {
@@ -607,7 +816,18 @@ pub async fn serve_replica<S>(
                     break;
                 }
             }
-            _ = stop.changed() => break,
+            _ = stop.changed() => {
+                // A clean shutdown: what the queue holds goes out first, so that a replica
+                // that had every byte continues after the restart ([`Replication::save`]).
+                if info.online.load(Ordering::Acquire) {
+                    out.clear();
+                    while let Ok(c) = attachment.rx.try_recv() {
+                        out.extend_from_slice(&c);
+                    }
+                    let _ = tokio::time::timeout(SHUTDOWN_DRAIN, writer.write_all(&out)).await;
+                }
+                break;
+            }
         }
     }
     repl.detach(id);
@@ -651,6 +871,61 @@ async fn send_snapshot<W: AsyncWrite + Unpin>(
         writer.write_all(&rdb).await.map_err(io)?;
     }
     Ok(eof_mark)
+}
+
+/// The master's active expiry, while its stream is on: every [`EXPIRY_PERIOD`] the next
+/// [`EXPIRY_SCAN_KEYS`] keys of database 0 (a cursor walks the whole keyspace, then starts
+/// again) are read, and each one whose expiry has passed is deleted by the path a client's
+/// read takes (`Run::read`: under its stripe, only if still expired then, a stripe another
+/// writer holds left for the next pass), so that its `DEL` is fed to the stream in the
+/// store's order. Redis's replicas never expire keys themselves: without it, a key that no
+/// client reads again after its expiry would stay on a Redis replica for ever (reads there
+/// answer nil, but it holds memory and counts in DBSIZE). A replica does not run it: its
+/// master's `DEL`s come in its stream. A key the engine's compaction dropped past its expiry
+/// (expiry_filter.rs) before the cursor reached it is not seen, and sends no `DEL`.
+pub async fn expire_keys(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(EXPIRY_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut cursor: Option<Vec<u8>> = None;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let ks = &shared.keyspace;
+        if !ks.replication().is_active() || shared.follower.is_replica() {
+            cursor = None;
+            continue;
+        }
+        let (expired, last) = match ks.scan_expired(cursor.as_deref(), EXPIRY_SCAN_KEYS).await {
+            Ok(found) => found,
+            Err(e) => {
+                log::warn!("active expiry: reading the keys: {e}");
+                continue;
+            }
+        };
+        cursor = last;
+        if expired.is_empty() {
+            continue;
+        }
+        ks.replication().expiring.store(true, Ordering::SeqCst);
+        let mut run = crate::run::Run::new(ks, crate::resp::Protocol::Resp2);
+        for key in &expired {
+            match run.read(key).await {
+                Ok(_) => run.finish(crate::resp::Reply::OK).await,
+                Err(e) => run.fail(crate::commands::failed(e)),
+            }
+        }
+        run.flush().await;
+        ks.replication().expiring.store(false, Ordering::SeqCst);
+        if run.errors > 0 {
+            log::warn!(
+                "active expiry: {} deletes failed; the last: {}",
+                run.errors,
+                run.last_error.as_deref().unwrap_or("")
+            );
+        }
+    }
 }
 
 /// Pings the replicas every [`PING_PERIOD`] until shutdown.
@@ -700,17 +975,88 @@ mod tests {
         let r = Replication::new(1 << 20);
         r.feed(|b| encode_command(b, &[b"SET", b"a", b"1"]));
         assert_eq!(r.offset(), 0, "no stream before a replica");
-        let (_snap, offset, mut att) = r.start_full(&db, 1, "127.0.0.1".into(), 1);
+        let (_snap, offset, _, mut att) = r.start_full(&db, 1, "127.0.0.1".into(), 1);
         assert_eq!(offset, 0);
         r.feed(|b| encode_command(b, &[b"DEL", b"a"]));
         let got = att.rx.try_recv().unwrap();
         assert!(got.starts_with(b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*2\r\n$3\r\nDEL"));
         assert_eq!(r.offset(), got.len() as u64);
         // A partial resync from the start (Redis's offsets are 1-based) gets those bytes.
-        let (missed, _) = r.try_partial(&r.replid.clone(), 1, 2, "x".into(), 2).unwrap();
+        let (missed, _, _) = r.try_partial(&r.replid(), 1, 2, "x".into(), 2).unwrap();
         assert_eq!(missed, got.to_vec());
         assert!(r.try_partial("0".repeat(40).as_str(), 1, 3, "x".into(), 3).is_none());
-        assert!(r.try_partial(&r.replid.clone(), 0, 3, "x".into(), 3).is_none());
-        assert!(r.try_partial(&r.replid.clone(), 1_000, 3, "x".into(), 3).is_none());
+        assert!(r.try_partial(&r.replid(), 0, 3, "x".into(), 3).is_none());
+        assert!(r.try_partial(&r.replid(), 1_000, 3, "x".into(), 3).is_none());
+    }
+
+    #[test]
+    fn a_promoted_replica_continues_its_masters_replicas_up_to_where_its_id_changed() {
+        let r = Replication::new(1 << 20);
+        let master = new_replid();
+        r.follow_master(&master, 100);
+        // Its own writes feed nothing: its stream is the master's bytes.
+        assert_eq!(r.feed(|b| encode_command(b, &[b"SET", b"a", b"1"])), 0);
+        let mut cmd = Vec::new();
+        encode_command(&mut cmd, &[b"SET", b"a", b"1"]);
+        r.mirror(&cmd);
+        let end = 100 + cmd.len() as u64;
+        assert_eq!((r.replid(), r.offset()), (master.clone(), end));
+        // The same id continued at the same offset changes nothing.
+        r.master_continued(&master, end);
+        assert_eq!((r.replid(), r.replid2()), (master.clone(), None));
+
+        r.promote();
+        assert_ne!(r.replid(), master);
+        assert_eq!(r.replid2(), Some((master.clone(), end + 1)));
+        r.feed(|b| encode_command(b, &[b"DEL", b"a"]));
+        // A replica of the old id at or before the id's end continues, under the new id.
+        let (missed, _, id) = r.try_partial(&master, end as i64 + 1, 1, "x".into(), 1).unwrap();
+        assert_eq!(id, r.replid());
+        assert!(missed.starts_with(b"*2\r\n$6\r\nSELECT"), "the promoted one's writes");
+        let (missed, _, _) = r.try_partial(&master, 101, 2, "x".into(), 2).unwrap();
+        assert!(missed.starts_with(&cmd));
+        // Past it (bytes of the old id the promoted one never had), a full resync.
+        assert!(r.try_partial(&master, end as i64 + 2, 3, "x".into(), 3).is_none());
+
+        // Following another master whose stream is not this one's starts again there.
+        r.master_continued(&new_replid(), 5);
+        assert_eq!((r.offset(), r.replid2()), (5, None));
+    }
+
+    #[test]
+    fn a_clean_shutdowns_id_and_offset_are_restored_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), shale_lsm::Options::small_for_tests()).unwrap();
+        let fresh = Replication::restore(&db, 1 << 20).unwrap();
+        assert!(!fresh.is_active(), "a store with nothing kept starts a new stream");
+        fresh.save(&db).unwrap();
+        assert_eq!(db.get(MASTER_POSITION_KEY).unwrap(), None, "no stream, nothing kept");
+
+        let r = Replication::new(1 << 20);
+        let _ = r.start_full(&db, 1, "127.0.0.1".into(), 1);
+        r.feed(|b| encode_command(b, &[b"SET", b"a", b"1"]));
+        let end = r.offset();
+        r.save(&db).unwrap();
+
+        let back = Replication::restore(&db, 1 << 20).unwrap();
+        assert_eq!((back.replid(), back.offset()), (r.replid(), end));
+        assert!(back.is_active(), "writes after the restart are fed from the start");
+        assert_eq!(db.get(MASTER_POSITION_KEY).unwrap(), None, "deleted once read");
+        // A replica that had every byte continues (Redis's offsets are 1-based); one behind
+        // it resyncs in full.
+        let id = back.replid();
+        assert!(back.try_partial(&id, end as i64, 2, "x".into(), 2).is_none());
+        let (missed, _, _) = back.try_partial(&id, end as i64 + 1, 2, "x".into(), 2).unwrap();
+        assert!(missed.is_empty());
+        back.feed(|b| encode_command(b, &[b"DEL", b"a"]));
+        let (missed, _, _) = back.try_partial(&id, end as i64 + 1, 3, "x".into(), 3).unwrap();
+        assert!(missed.starts_with(b"*2\r\n$6\r\nSELECT"), "SELECT leads what follows");
+
+        // A second start (after a crash) finds nothing: a new id.
+        let again = Replication::restore(&db, 1 << 20).unwrap();
+        assert_ne!(again.replid(), r.replid());
+        db.put(MASTER_POSITION_KEY, b"not a position").unwrap();
+        assert_ne!(Replication::restore(&db, 1 << 20).unwrap().replid(), r.replid());
+        assert_eq!(db.get(MASTER_POSITION_KEY).unwrap(), None);
     }
 }

@@ -250,7 +250,7 @@ impl Server {
         let unix_socket = listeners.unix_path.take();
         let appendfsync = config.appendfsync;
         let mut keyspace = Keyspace::new(db, appendfsync);
-        keyspace.set_repl_backlog_size(config.repl_backlog_size);
+        keyspace.restore_replication(config.repl_backlog_size)?;
         #[cfg(feature = "failpoints")]
         keyspace.set_write_hook(config.write_hook.clone());
         let shared = Arc::new(Shared {
@@ -271,6 +271,7 @@ impl Server {
             runtime.spawn(accept_loop(Listener::Unix(l), shared.clone(), stopped.clone()));
         }
         runtime.spawn(crate::replication::ping_replicas(shared.clone(), stopped.clone()));
+        runtime.spawn(crate::replication::expire_keys(shared.clone(), stopped.clone()));
         if let Some((host, port)) = &shared.config.replicaof {
             shared.follower.follow(&shared, host, *port);
         }
@@ -356,15 +357,17 @@ impl Server {
     pub fn shutdown(mut self) -> Result<()> {
         let _ = self.stop.send(true);
         let Some(shared) = self.shared.take() else { return Ok(()) };
+        let mut all_closed = true;
         if let Some(rt) = self.runtime.take() {
             let shared = shared.clone();
-            rt.block_on(async move {
+            all_closed = rt.block_on(async move {
                 let deadline = Instant::now() + SHUTDOWN_GRACE;
                 while shared.counters.connected.load(Ordering::Acquire) > 0
                     && Instant::now() < deadline
                 {
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
+                shared.counters.connected.load(Ordering::Acquire) == 0
             });
             // Drops every task still running (a client that never read its replies), and
             // with them their references to the store.
@@ -378,6 +381,15 @@ impl Server {
         let Ok(shared) = Arc::try_unwrap(shared) else {
             panic!("a task still held the store after the runtime stopped");
         };
+        // Every connection ended on its own, so every batch written was fed to the stream:
+        // the replicas may continue after a restart (replication.rs). A task dropped with
+        // the runtime may have been between its write and its feed: nothing is kept then,
+        // nor by a replica (its link's task, which writes, is no connection).
+        if all_closed && !shared.follower.is_replica() {
+            if let Err(e) = shared.keyspace.replication().save(shared.keyspace.db()) {
+                log::warn!("keeping the replication id and offset: {e} (replicas will resync)");
+            }
+        }
         Ok(shared.keyspace.into_db().close()?)
     }
 }

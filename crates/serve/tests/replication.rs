@@ -7,34 +7,11 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use common::TestServer;
 use common::redis_server::RedisServer;
+use common::{TestServer, free_port, info_field, read_line, until};
 use redis::Commands;
 
 mod common;
-
-/// How many times a condition is polled (50 ms apart) before the test fails.
-const TRIES: usize = 400;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Polls `cond` until it holds, failing with `what` after [`TRIES`] tries.
-fn until(what: &str, mut cond: impl FnMut() -> bool) {
-    for _ in 0..TRIES {
-        if cond() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("never happened: {what}");
-}
-
-fn info_field(info: &str, name: &str) -> Option<String> {
-    info.lines()
-        .find_map(|l| l.trim().strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
-}
 
 fn master_info(c: &mut redis::Connection) -> String {
     redis::cmd("INFO").query(c).unwrap()
@@ -135,7 +112,8 @@ fn an_expired_key_is_deleted_on_the_replica_by_the_master() {
     });
     let mut c = master.client();
     let replica = replica_of(&master);
-    let _: () = redis::cmd("SET").arg("short").arg("v").arg("PX").arg(300).query(&mut c).unwrap();
+    // Long enough that the master's active expiry leaves it until the checks below.
+    let _: () = redis::cmd("SET").arg("short").arg("v").arg("PX").arg(1500).query(&mut c).unwrap();
     let _: () = c.set("marker", "1").unwrap();
     until("the writes reach the replica", || replica.cli(&["get", "marker"]) == "1");
     // The replica holds the key, with the master's absolute expiry, until the master says.
@@ -148,6 +126,96 @@ fn an_expired_key_is_deleted_on_the_replica_by_the_master() {
     });
     // The master's read found it expired and deleted it: a DEL in the stream.
     until("the replica drops the expired key", || replica.cli(&["dbsize"]) == "1");
+}
+
+/// Keys that expire on the master and are never read again: its active expiry finds them
+/// and sends a DEL for each, so that a Redis replica, which never expires keys itself (its
+/// reads answer nil, but it keeps them), drops them.
+#[test]
+fn keys_expired_on_the_master_and_never_read_are_deleted_on_the_replica() {
+    let master = TestServer::start();
+    let mut c = master.client();
+    let replica = replica_of(&master);
+    for i in 0..50 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("short{i}"))
+            .arg("v")
+            .arg("PX")
+            .arg(200)
+            .query(&mut c)
+            .unwrap();
+    }
+    let _: () = c.set("kept", "1").unwrap();
+    until("the writes reach the replica", || replica.cli(&["get", "kept"]) == "1");
+    until("the replica drops every expired key", || replica.cli(&["dbsize"]) == "1");
+    assert_eq!(replica.cli(&["get", "kept"]), "1");
+    assert_eq!(info_field(&master_info(&mut c), "expired_keys").as_deref(), Some("50"));
+}
+
+/// A master restarted cleanly (the same port, the same store) keeps its replication id and
+/// offset: its Redis replica, which had every byte, continues with a partial resync.
+#[test]
+fn a_redis_replica_continues_after_its_master_restarted_cleanly() {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], common::port_for_restarts()));
+    let master =
+        TestServer::start_with(shale_serve::Config { bind: Some(addr), ..common::test_config() });
+    let mut c = master.client();
+    let replica = replica_of(&master);
+    let _: () = c.set("a", "1").unwrap();
+    let _: i64 = c.incr("n", 1).unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+    assert_eq!(acked, 1);
+    drop(c);
+    let master = TestServer::start_in(
+        master.stop(),
+        shale_serve::Config { bind: Some(addr), ..common::test_config() },
+    );
+    let mut c = master.client();
+    until("the replica continues", || {
+        info_field(&master_info(&mut c), "sync_partial_ok").as_deref() == Some("1")
+    });
+    let _: i64 = c.incr("n", 1).unwrap();
+    until("the INCR reaches the replica", || replica.cli(&["get", "n"]) == "2");
+    assert_eq!(info_field(&master_info(&mut c), "sync_full").as_deref(), Some("0"));
+    assert!(replica.log().contains("Successful partial resynchronization"), "{}", replica.log());
+}
+
+/// PSYNC2 with Redis: a Redis replica of a shale master, whose shale replica is promoted
+/// when the master stops, continues from the promoted one with a partial resync, so the
+/// promoted one's stream has the master's bytes at the master's offsets, as Redis counts them.
+#[test]
+fn a_redis_replica_continues_from_a_promoted_shale_replica() {
+    let master = TestServer::start();
+    let mut c = master.client();
+    let _: () = c.set("a", "1").unwrap();
+    let promoted = TestServer::start_with(shale_serve::Config {
+        replicaof: Some(("127.0.0.1".into(), master.addr.port())),
+        ..common::test_config()
+    });
+    let mut p = promoted.client();
+    until("the shale replica's link is up", || {
+        info_field(&master_info(&mut p), "master_link_status").as_deref() == Some("up")
+    });
+    let replica = replica_of(&master);
+    for i in 0..100 {
+        let _: i64 = c.incr("n", 1).unwrap();
+        let _: () = c.set(format!("k{i}"), i).unwrap();
+    }
+    let acked: i64 = redis::cmd("WAIT").arg(2).arg(5000).query(&mut c).unwrap();
+    assert_eq!(acked, 2);
+    drop(c);
+    drop(master);
+
+    let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut p).unwrap();
+    replica.cli(&["replicaof", "127.0.0.1", &promoted.addr.port().to_string()]);
+    until("the Redis replica continues from the promoted one", || {
+        info_field(&master_info(&mut p), "sync_partial_ok").as_deref() == Some("1")
+    });
+    let _: i64 = p.incr("n", 1).unwrap();
+    until("the INCR reaches the Redis replica", || replica.cli(&["get", "n"]) == "101");
+    assert_eq!(info_field(&master_info(&mut p), "sync_full").as_deref(), Some("0"));
+    assert_eq!(replica.cli(&["get", "k99"]), "99");
+    assert!(replica.log().contains("Successful partial resynchronization"), "{}", replica.log());
 }
 
 #[test]
@@ -199,16 +267,6 @@ fn a_replica_behind_the_backlog_gets_a_full_resync() {
     let info = master_info(&mut c);
     assert_eq!(info_field(&info, "sync_partial_err").as_deref(), Some("1"));
     assert_eq!(info_field(&info, "sync_full").as_deref(), Some("2"));
-}
-
-fn read_line(s: &mut std::net::TcpStream) -> String {
-    let mut out = Vec::new();
-    let mut b = [0u8; 1];
-    while !out.ends_with(b"\r\n") {
-        assert_eq!(s.read(&mut b).unwrap(), 1, "the connection closed after {out:?}");
-        out.push(b[0]);
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[test]

@@ -13,6 +13,57 @@ use shale_serve::{AppendFsync, Config, Server};
 
 /// How long a raw read waits before the test fails instead of hanging.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many times [`until`] polls its condition (50 ms apart) before the test fails.
+pub const TRIES: usize = 400;
+
+/// Polls `cond` until it holds, failing with `what` after [`TRIES`] tries.
+pub fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..TRIES {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("never happened: {what}");
+}
+
+/// A port no one listens on now (another process may take it before the test does).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A free port below the kernel's range of ports for `bind(0)` (32768 and up by default):
+/// for a server that a test restarts on its port, which a port-0 bind of another test
+/// running meanwhile must not take while it is down.
+pub fn port_for_restarts() -> u16 {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+        ^ std::process::id().wrapping_mul(2_654_435_761);
+    let mut x = seed | 1;
+    for _ in 0..1000 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let port = 20_000 + (x % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in 20000..32000");
+}
+
+/// The field `name` of an INFO text.
+pub fn info_field(info: &str, name: &str) -> Option<String> {
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()))
+}
+
+/// The field `name` of `INFO section`, asked of a server.
+pub fn info_of(c: &mut redis::Connection, section: &str, name: &str) -> Option<String> {
+    let text: String = redis::cmd("INFO").arg(section).query(c).unwrap();
+    info_field(&text, name)
+}
 
 /// A running server, shut down (closing its store) when dropped.
 pub struct TestServer {
@@ -72,6 +123,15 @@ impl TestServer {
     /// Shuts the server down, closing its store; the store's directory is kept for a reopen.
     pub fn stop(mut self) -> tempfile::TempDir {
         self.server.take().unwrap().shutdown().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::mem::replace(&mut self.dir, dir)
+    }
+
+    /// Ends the server as a crash would, as far as the server goes: dropped without
+    /// [`Server::shutdown`], so nothing a clean shutdown keeps is kept (the store's writes
+    /// are in its log, as after a SIGKILL); the store's directory is kept for a reopen.
+    pub fn crash(mut self) -> tempfile::TempDir {
+        drop(self.server.take());
         let dir = tempfile::tempdir().unwrap();
         std::mem::replace(&mut self.dir, dir)
     }

@@ -314,7 +314,11 @@ fn a_promoted_replica_lets_its_old_masters_other_replica_continue() {
 
     // The failover: r1 promoted, r2 pointed at it.
     let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut c1).unwrap();
-    assert_ne!(info_of(&mut c1, "replication", "master_replid"), Some(id), "a new id");
+    assert_ne!(info_of(&mut c1, "replication", "master_replid"), Some(id.clone()), "a new id");
+    // INFO shows the old id as the second, up to one past the offset it reached, as Redis.
+    assert_eq!(info_of(&mut c1, "replication", "master_replid2"), Some(id));
+    let second: u64 = offset.parse::<u64>().unwrap() + 1;
+    assert_eq!(info_of(&mut c1, "replication", "second_repl_offset"), Some(second.to_string()));
     let _: () =
         redis::cmd("REPLICAOF").arg("127.0.0.1").arg(r1.addr.port()).query(&mut c2).unwrap();
     until("r2 continues from r1", || {

@@ -203,11 +203,17 @@ pub fn info_section(shared: &Shared, out: &mut String) {
         );
     }
     let (first, histlen) = repl.backlog_span().unwrap_or((0, 0));
+    // The id this server's stream had before a promotion (`REPLICAOF NO ONE`), as Redis
+    // reports it: a replica of the old id continues up to that offset (PSYNC2).
+    let (replid2, second_offset) = match repl.replid2() {
+        Some((id, offset)) => (id, offset.to_string()),
+        None => ("0".repeat(40), "-1".to_string()),
+    };
     let _ = write!(
         out,
         "master_failover_state:no-failover\r\nmaster_replid:{}\r\n\
-         master_replid2:0000000000000000000000000000000000000000\r\n\
-         master_repl_offset:{}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:{}\r\n\
+         master_replid2:{replid2}\r\n\
+         master_repl_offset:{}\r\nsecond_repl_offset:{second_offset}\r\nrepl_backlog_active:{}\r\n\
          repl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{first}\r\n\
          repl_backlog_histlen:{histlen}\r\n",
         repl.replid(),

@@ -101,6 +101,8 @@ pub struct Shared {
     /// INFO's `run_id`: 40 random hex characters, new at every start (Redis Sentinel tells
     /// a restarted instance by it).
     pub run_id: String,
+    /// Told by the `SHUTDOWN` command: [`Server::wait_for_signal`] returns as for SIGTERM.
+    pub shutdown_asked: tokio::sync::Notify,
 }
 
 /// Decrements the connected count when a connection's task ends, however it ends.
@@ -262,6 +264,7 @@ impl Server {
             follower: crate::replica::Follower::default(),
             clients: Arc::default(),
             run_id: crate::replication::new_replid(),
+            shutdown_asked: tokio::sync::Notify::new(),
         });
         let (stop, stopped) = watch::channel(false);
         if let Some(l) = tcp {
@@ -328,7 +331,7 @@ impl Server {
     }
 
     /// Blocks until the process gets SIGTERM or SIGINT (installing the handlers first if
-    /// [`Server::catch_signals`] did not).
+    /// [`Server::catch_signals`] did not), or a client sends `SHUTDOWN`.
     ///
     /// # Errors
     /// [`Error::Io`] if the signal handlers cannot be installed.
@@ -337,10 +340,18 @@ impl Server {
         let (Some(rt), Some((term, int))) = (&self.runtime, &mut self.signals) else {
             return Ok(());
         };
+        let shared = self.shared.clone();
         rt.block_on(async {
+            let asked = async {
+                match &shared {
+                    Some(s) => s.shutdown_asked.notified().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = term.recv() => log::info!("SIGTERM: shutting down"),
                 _ = int.recv() => log::info!("SIGINT: shutting down"),
+                _ = asked => log::info!("SHUTDOWN: shutting down"),
             }
         });
         Ok(())

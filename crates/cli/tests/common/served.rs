@@ -78,19 +78,28 @@ impl Served {
     }
 
     /// Stops it with SIGTERM and asserts that it exits cleanly within 60 s.
-    pub fn stop(mut self) {
-        let mut process = self.process.take().unwrap();
+    pub fn stop(self) {
         // SAFETY: kill sends SIGTERM to a child this test started.
-        assert_eq!(unsafe { libc::kill(process.child.id() as libc::pid_t, libc::SIGTERM) }, 0);
+        assert_eq!(unsafe { libc::kill(self.pid() as libc::pid_t, libc::SIGTERM) }, 0);
+        self.exits_cleanly();
+    }
+
+    /// Asserts that it exits cleanly within 60 s (after something asked it to stop), and
+    /// returns what it printed after its start lines.
+    pub fn exits_cleanly(mut self) -> String {
+        let mut process = self.process.take().unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
         let status = loop {
             if let Some(status) = process.child.try_wait().unwrap() {
                 break status;
             }
-            assert!(Instant::now() < deadline, "no exit within 60 s of SIGTERM");
+            assert!(Instant::now() < deadline, "no exit within 60 s of the stop");
             std::thread::sleep(Duration::from_millis(20));
         };
         assert!(status.success(), "{status}");
+        let mut rest = String::new();
+        self.stdout.read_to_string(&mut rest).unwrap();
+        rest
     }
 }
 

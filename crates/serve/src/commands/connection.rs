@@ -222,6 +222,27 @@ pub fn client(shared: &Shared, session: &mut Session, args: &Request) -> Reply {
     }
 }
 
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]`: the clean shutdown SIGTERM makes
+/// ([`crate::Server::wait_for_signal`] returns; [`crate::Server::shutdown`] lets every
+/// connection finish, keeps a master's replication id and offset, and closes the store,
+/// flushing its memtables). The options are Redis's and change nothing here: every
+/// acknowledged write is in the store's WAL whatever `SAVE` says, and there is no RDB file
+/// to write. `ABORT` finds no shutdown to cancel: a requested one starts at once. The
+/// connection that asked is closed after `+OK` (Redis sends no reply; clients take either).
+pub fn shutdown(shared: &Shared, session: &mut Session, args: &Request) -> Reply {
+    for arg in &args[1..] {
+        match arg.to_ascii_lowercase().as_slice() {
+            b"nosave" | b"save" | b"now" | b"force" => {}
+            b"abort" => return Reply::Error("ERR No shutdown in progress.".into()),
+            _ => return syntax_error(),
+        }
+    }
+    log::info!("SHUTDOWN asked by client {}", session.id);
+    shared.shutdown_asked.notify_one();
+    session.quit = true;
+    Reply::OK
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

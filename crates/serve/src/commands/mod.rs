@@ -151,6 +151,7 @@ pub const COMMANDS: &[Spec] = &[
     Spec { name: "set", arity: -3, flags: W, keys: (1, 1, 1) },
     Spec { name: "setex", arity: 4, flags: W, keys: (1, 1, 1) },
     Spec { name: "setnx", arity: 3, flags: W, keys: (1, 1, 1) },
+    Spec { name: "shutdown", arity: -1, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "slaveof", arity: 3, flags: ADMIN, keys: (0, 0, 0) },
     Spec { name: "strlen", arity: 2, flags: R, keys: (1, 1, 1) },
     Spec { name: "subscribe", arity: -2, flags: PUBSUB, keys: (0, 0, 0) },
@@ -390,6 +391,7 @@ async fn execute_alone(
             session.quit = true;
             Ok(Reply::OK)
         }
+        "shutdown" => Ok(connection::shutdown(shared, session, args)),
         "select" => Ok(connection::select(args)),
         "dbsize" => keys::dbsize(ks).await.map(|(n, _)| Reply::Int(n as i64)),
         "flushall" | "flushdb" => keys::flushdb(ks, args).await,

@@ -140,6 +140,8 @@ pub struct Keyspace {
     cursors: Mutex<Cursors>,
     /// The replication stream every written batch is fed to (replication.rs).
     replication: Replication,
+    /// The group commit of runs under `appendfsync always` (commit.rs).
+    commits: crate::commit::Commits,
     #[cfg(feature = "failpoints")]
     write_hook: Option<WriteHook>,
 }
@@ -188,6 +190,7 @@ impl Keyspace {
             locks,
             cursors: Mutex::new(Cursors::default()),
             replication: Replication::new(crate::config::REPL_BACKLOG_SIZE_DEFAULT),
+            commits: crate::commit::Commits::new(),
             #[cfg(feature = "failpoints")]
             write_hook: None,
         }
@@ -211,6 +214,11 @@ impl Keyspace {
     /// The master's replication state.
     pub fn replication(&self) -> &Replication {
         &self.replication
+    }
+
+    /// The group commit of runs under `appendfsync always` (commit.rs).
+    pub(crate) fn commits(&self) -> &crate::commit::Commits {
+        &self.commits
     }
 
     /// Installs the test hook of every engine write.
@@ -323,14 +331,16 @@ impl Keyspace {
         self.submit(|db| db.submit_write(batch, &opts)).await
     }
 
-    /// Every stripe, taken in index order (call it holding none): what FLUSHDB and a
-    /// replica's load of a snapshot hold, so that no batch of another is between its write
-    /// and its feed to the replication stream meanwhile.
+    /// Every stripe, taken in index order (call it holding none), and every batch queued
+    /// for the group commit written (commit.rs: a run lets its stripes go before its batch
+    /// is written): what FLUSHDB and a replica's load of a snapshot hold, so that no batch
+    /// of another is between its write and its feed to the replication stream meanwhile.
     pub(crate) async fn lock_all_stripes(&self) -> Vec<MutexGuard<'_, ()>> {
         let mut held = Vec::with_capacity(self.locks.len());
         for lock in self.locks.iter() {
             held.push(lock.lock().await);
         }
+        self.commits.drained().await;
         held
     }
 

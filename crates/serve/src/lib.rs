@@ -35,6 +35,7 @@
 pub mod backlog;
 pub mod clients;
 pub mod commands;
+pub(crate) mod commit;
 pub mod config;
 pub mod descriptors;
 pub mod error;

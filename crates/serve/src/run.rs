@@ -7,19 +7,25 @@
 //! 1. Lock: [`Run::lock`] takes the stripes of the command's keys that the run does not hold
 //!    yet, by the rule below; the run keeps every stripe it took until it is flushed.
 //! 2. Read: [`Run::get`] (a locked key) and [`Run::read`] (a read without a lock) answer from
-//!    the overlay for a key an earlier command of the run wrote, from the engine otherwise.
-//!    So INCR after INCR of one key in one run sees the first's result, and a GET after a
-//!    SET of the run sees the SET.
+//!    the overlay for a key an earlier command of the run wrote; else, under `always`, from
+//!    a batch queued for the group commit but not yet written (commit.rs's pending table;
+//!    the run's replies then wait for that batch's write); from the engine otherwise. So
+//!    INCR after INCR of one key in one run sees the first's result, a GET after a SET of
+//!    the run sees the SET, and an INCR after another run's queued INCR sees its result.
 //! 3. Stage: [`Run::put`] and [`Run::delete`] gather the command's writes; [`Run::finish`]
 //!    adds them to the run's overlay and keeps the reply until it is written. The overlay
 //!    holds each key's latest value, so the batch has one entry a key however often the run
 //!    wrote it (a thousand INCRs of one key write one value). A command that fails (an error
 //!    reply such as "not an integer", or an engine error of a read) stages nothing, and the
 //!    run goes on without it.
-//! 4. Flush ([`Run::flush`]): the batch is written (`Keyspace::write`), then the staged
-//!    replies are encoded into [`Run::output`] in request order, and the stripes released.
-//!    A write that fails answers every staged command its error: none of their writes
-//!    happened. The server flushes a run before it writes output to the socket, before a
+//! 4. Flush ([`Run::flush`]): the batch is written, then the staged replies are encoded
+//!    into [`Run::output`] in request order, and the stripes released. Under `everysec`
+//!    and `no` the run writes it (`Keyspace::write`), holding its stripes. Under `always` it
+//!    queues it for the group commit (commit.rs) holding its stripes, lets them go, and
+//!    waits while the batch is written, synced, with every other run's queued meanwhile: a
+//!    run on the same keys goes on at once instead of waiting for this run's sync and then
+//!    its own. A write that fails answers every staged command its error: none of their
+//!    writes happened. The server flushes a run before it writes output to the socket, before a
 //!    command that does not run in runs (SCAN, FLUSHDB, INFO, AUTH, ...), before reading
 //!    more input, and when the run reaches [`RUN_COMMANDS_MAX`] commands; a batch about to
 //!    pass [`RUN_BATCH_BYTES_MAX`] is written first (stripes kept). So no reply leaves before
@@ -31,8 +37,9 @@
 //! only tries. So no two tasks wait on each other in a cycle: if A waits for B's stripe s,
 //! every stripe A holds is below s, and B, if it waits too, waits for a stripe above s;
 //! following the waits, the indexes only grow, so they never come back to A. A run whose
-//! try fails is flushed (written, answered, every stripe released) and then waits for the
-//! command's stripes in index order. It also never waits while holding the stripes of earlier
+//! try fails is flushed (written, answered, every stripe released; under `always`, queued and
+//! released, then answered once written) and then waits for the command's stripes in index
+//! order. It also never waits while holding the stripes of earlier
 //! commands: whoever waits for those would wait for its wait too (convoys that left
 //! pipelined MSETs of random keys waiting for chains of other connections' writes). Unrelated
 //! keys of different connections wait for each other only when their stripes collide.
@@ -42,6 +49,7 @@ use std::collections::HashMap;
 use shale_lsm::WriteBatch;
 use tokio::sync::MutexGuard;
 
+use crate::config::AppendFsync;
 use crate::error::Result;
 use crate::keyspace::{Keyspace, engine_key, now_ms};
 use crate::replication::{encode_command, encode_write};
@@ -77,6 +85,9 @@ pub struct Run<'a> {
     staged_output: Vec<u8>,
     /// Expired keys the batch deletes (counted in INFO once written).
     expired_deleted: u64,
+    /// Tickets of the queued batches (commit.rs) whose values the staged commands read:
+    /// their replies wait for those batches' writes.
+    depends: Vec<u64>,
     /// The writes of the command being run, and their bytes.
     command_writes: Vec<(Vec<u8>, Option<Value>)>,
     command_bytes: usize,
@@ -107,6 +118,7 @@ impl<'a> Run<'a> {
             staged: 0,
             staged_output: Vec::new(),
             expired_deleted: 0,
+            depends: Vec::new(),
             command_writes: Vec::new(),
             command_bytes: 0,
             command_expired_deleted: 0,
@@ -120,7 +132,7 @@ impl<'a> Run<'a> {
 
     /// Whether nothing is staged (every reply so far is in [`Run::output`]).
     pub fn is_empty(&self) -> bool {
-        self.staged == 0 && self.overlay.is_empty()
+        self.staged == 0 && self.overlay.is_empty() && self.depends.is_empty()
     }
 
     /// Commands staged.
@@ -178,7 +190,7 @@ impl<'a> Run<'a> {
         if let Some(v) = self.overlay.get(key) {
             return Ok(v.clone().filter(|v| !v.is_expired(now_ms())));
         }
-        let Some(v) = self.ks.get_stored(key).await? else { return Ok(None) };
+        let Some(v) = self.stored(key).await? else { return Ok(None) };
         if v.is_expired(now_ms()) {
             self.command_expired_deleted += 1;
             self.delete(key);
@@ -198,7 +210,7 @@ impl<'a> Run<'a> {
         if let Some(v) = self.overlay.get(key) {
             return Ok(v.clone().filter(|v| !v.is_expired(now_ms())));
         }
-        let Some(v) = self.ks.get_stored(key).await? else { return Ok(None) };
+        let Some(v) = self.stored(key).await? else { return Ok(None) };
         if !v.is_expired(now_ms()) {
             return Ok(Some(v));
         }
@@ -212,6 +224,18 @@ impl<'a> Run<'a> {
         // Another client may have set the key before the lock: delete only what is still
         // expired.
         self.get(key).await
+    }
+
+    /// A key's value past the overlay: the one a batch queued for the group commit holds
+    /// (commit.rs; the run then depends on that batch), or the engine's.
+    async fn stored(&mut self, key: &[u8]) -> Result<Option<Value>> {
+        if let Some((value, ticket)) = self.ks.commits().pending(key) {
+            if !self.depends.contains(&ticket) {
+                self.depends.push(ticket);
+            }
+            return Ok(value);
+        }
+        self.ks.get_stored(key).await
     }
 
     /// Stages a put of `key`'s value (stage 3).
@@ -235,7 +259,7 @@ impl<'a> Run<'a> {
         }
         if !self.overlay.is_empty() && self.batch_bytes + self.command_bytes > RUN_BATCH_BYTES_MAX {
             // The stripes stay held, so the overlay stays true of what the command read.
-            self.write().await;
+            self.write(false).await;
         }
         self.batch_bytes += std::mem::take(&mut self.command_bytes);
         for (key, value) in self.command_writes.drain(..) {
@@ -253,13 +277,14 @@ impl<'a> Run<'a> {
         self.answer(reply);
     }
 
-    /// A reply in request order: released now when nothing is staged, else after the batch.
+    /// A reply in request order: released now when nothing is staged and nothing read
+    /// waits for its write, else after the batch.
     pub fn answer(&mut self, reply: Reply) {
         if let Reply::Error(text) = &reply {
             self.errors += 1;
             self.last_error = Some(text.clone());
         }
-        if self.staged == 0 {
+        if self.staged == 0 && self.depends.is_empty() {
             reply.encode(self.protocol, &mut self.output);
         } else {
             self.stage(reply);
@@ -272,41 +297,45 @@ impl<'a> Run<'a> {
         self.staged += 1;
     }
 
-    /// Writes the batch and releases the staged replies; the stripes stay held.
-    async fn write(&mut self) {
-        let mut batch = WriteBatch::new();
+    /// Writes the batch and releases the staged replies; the stripes are let go first when
+    /// `release` (a flush), else kept.
+    ///
+    /// Under `appendfsync always` the batch goes to the group commit (commit.rs): queued
+    /// holding the stripes, and written, synced, with the batches of other runs, after they
+    /// are let go; a run that wrote nothing but read a queued batch's value waits for that
+    /// batch. Otherwise the batch is written here, holding the stripes.
+    async fn write(&mut self, release: bool) {
         let entries: Vec<(Vec<u8>, Option<Value>)> = self.overlay.drain().collect();
-        for (key, value) in &entries {
-            match value {
-                Some(v) => batch.put(&engine_key(key), &v.encode()),
-                None => batch.delete(&engine_key(key)),
-            }
-        }
-        if let Some((key, value)) = self.server_entry.take() {
-            if !batch.is_empty() {
-                batch.put(key, &value);
-            }
-        }
-        self.batch_bytes = 0;
+        let server_entry = self.server_entry.take();
+        let depends = std::mem::take(&mut self.depends);
+        let bytes = std::mem::take(&mut self.batch_bytes);
         let expired = std::mem::take(&mut self.expired_deleted);
-        // The batch's effects, for the replication stream: one command a key, several in
-        // MULTI/EXEC so that a replica applies the batch whole, as the engine did.
-        let effects = |out: &mut Vec<u8>| {
-            let several = entries.len() > 1;
-            if several {
-                encode_command(out, &[b"MULTI"]);
+        let written = if self.ks.appendfsync() == AppendFsync::Always {
+            let commits = self.ks.commits();
+            if entries.is_empty() {
+                if release {
+                    self.held.clear();
+                }
+                commits.wait_committed(&depends).await.map_err(Reply::err)
+            } else {
+                let ticket = commits.enqueue(entries, server_entry, depends, bytes);
+                if release {
+                    self.held.clear();
+                }
+                match commits.wait(ticket).await {
+                    Ok(fed) => {
+                        self.woff = self.woff.max(fed);
+                        Ok(())
+                    }
+                    Err(text) => Err(Reply::err(text)),
+                }
             }
-            for (key, value) in &entries {
-                encode_write(out, key, value.as_ref());
-            }
-            if several {
-                encode_command(out, &[b"EXEC"]);
-            }
-        };
-        let written = if batch.is_empty() {
-            Ok(())
         } else {
-            self.ks.write(&batch, effects).await.map(|fed| self.woff = self.woff.max(fed))
+            let written = self.write_here(&entries, server_entry).await;
+            if release {
+                self.held.clear();
+            }
+            written
         };
         let staged = std::mem::take(&mut self.staged);
         match written {
@@ -314,9 +343,8 @@ impl<'a> Run<'a> {
                 self.ks.count_expired_deleted(expired);
                 self.output.append(&mut self.staged_output);
             }
-            Err(e) => {
+            Err(reply) => {
                 self.staged_output.clear();
-                let reply = crate::commands::failed(e);
                 if let Reply::Error(text) = &reply {
                     self.errors += staged as u64;
                     self.last_error = Some(text.clone());
@@ -328,10 +356,53 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// The batch written by this run, holding its stripes (`appendfsync everysec` and `no`);
+    /// the error reply if the write failed.
+    async fn write_here(
+        &mut self,
+        entries: &[(Vec<u8>, Option<Value>)],
+        server_entry: Option<(&'static [u8], Vec<u8>)>,
+    ) -> std::result::Result<(), Reply> {
+        let mut batch = WriteBatch::new();
+        for (key, value) in entries {
+            match value {
+                Some(v) => batch.put(&engine_key(key), &v.encode()),
+                None => batch.delete(&engine_key(key)),
+            }
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if let Some((key, value)) = server_entry {
+            batch.put(key, &value);
+        }
+        // The batch's effects, for the replication stream: one command a key, several in
+        // MULTI/EXEC so that a replica applies the batch whole, as the engine did.
+        let effects = |out: &mut Vec<u8>| {
+            let several = entries.len() > 1;
+            if several {
+                encode_command(out, &[b"MULTI"]);
+            }
+            for (key, value) in entries {
+                encode_write(out, key, value.as_ref());
+            }
+            if several {
+                encode_command(out, &[b"EXEC"]);
+            }
+        };
+        match self.ks.write(&batch, effects).await {
+            Ok(fed) => {
+                self.woff = self.woff.max(fed);
+                Ok(())
+            }
+            Err(e) => Err(crate::commands::failed(e)),
+        }
+    }
+
     /// Stage 4: writes the batch, releases the staged replies into [`Run::output`] and lets
     /// go of every stripe.
     pub async fn flush(&mut self) {
-        self.write().await;
+        self.write(true).await;
         self.held.clear();
     }
 }
@@ -360,16 +431,32 @@ mod tests {
     /// a lost update would show in the totals.
     #[test]
     fn runs_over_few_stripes_never_deadlock_and_lose_no_update() {
+        runs_over_few_stripes(AppendFsync::No);
+    }
+
+    /// The same under `appendfsync always`, where runs let their stripes go before their
+    /// batches are written (commit.rs): a run that takes a stripe next must read the queued
+    /// value, and the group commit must apply the batches in queue order.
+    #[test]
+    fn group_committed_runs_never_deadlock_and_lose_no_update() {
+        runs_over_few_stripes(AppendFsync::Always);
+    }
+
+    fn runs_over_few_stripes(appendfsync: AppendFsync) {
         const TASKS: u64 = 8;
         const COMMANDS: usize = 300;
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), Options::small_for_tests()).unwrap();
-        let ks = Arc::new(Keyspace::with_stripes(db, AppendFsync::No, 3));
+        let ks = Arc::new(Keyspace::with_stripes(db, appendfsync, 3));
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_time()
             .build()
             .unwrap();
+        if appendfsync == AppendFsync::Always {
+            // As the server does.
+            rt.spawn(crate::commit::serve(ks.clone()));
+        }
         let added: Vec<HashMap<Vec<u8>, i64>> = rt.block_on(async {
             let tasks: Vec<_> = (0..TASKS)
                 .map(|t| {

@@ -281,6 +281,11 @@ impl Server {
         if appendfsync == AppendFsync::Everysec {
             runtime.spawn(sync_every_second(shared.clone(), stopped));
         }
+        if appendfsync == AppendFsync::Always {
+            // The group commit's committer (commit.rs): it runs until the runtime stops, so
+            // that the writes of connections finishing at shutdown are written.
+            runtime.spawn(crate::commit::serve(KeyspaceOf(shared.clone())));
+        }
         drop(_entered);
         Ok(Server {
             runtime: Some(runtime),
@@ -653,6 +658,16 @@ impl AcceptErrors {
 /// descriptors already).
 fn open_spare() -> Option<std::fs::File> {
     std::fs::File::open("/dev/null").ok()
+}
+
+/// The keyspace of the shared state, for a task that needs only it (the committer).
+struct KeyspaceOf(Arc<Shared>);
+
+impl std::ops::Deref for KeyspaceOf {
+    type Target = Keyspace;
+    fn deref(&self) -> &Keyspace {
+        &self.0.keyspace
+    }
 }
 
 /// `appendfsync everysec`: once a second, a synced write if anything was written.

@@ -12,12 +12,10 @@ mod common;
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 
-use common::{READ_TIMEOUT, TestServer, expect, read_line, resp, test_config};
+use common::{READ_TIMEOUT, TestServer, expect, held_writes, read_line, resp, test_config};
 use redis::Commands;
-use shale_serve::keyspace::{WriteEvent, WriteHook};
+use shale_serve::keyspace::WriteEvent;
 use shale_serve::{AppendFsync, Config};
 
 const CLIENTS: usize = 6;
@@ -136,27 +134,6 @@ fn concurrent_read_modify_write_pipelines_are_exact_under_always() {
 #[test]
 fn concurrent_read_modify_write_pipelines_are_exact_under_everysec() {
     exact_under(AppendFsync::Everysec);
-}
-
-/// A hook that holds each write until the test lets it go, and reports every event.
-fn held_writes() -> (Config, mpsc::Receiver<WriteEvent>, mpsc::Sender<()>) {
-    let (events_tx, events) = mpsc::channel();
-    let (release, release_rx) = mpsc::channel::<()>();
-    let events_tx = Mutex::new(events_tx);
-    let release_rx = Mutex::new(release_rx);
-    let hook = WriteHook(Arc::new(move |e| {
-        events_tx.lock().unwrap().send(e).unwrap();
-        if let WriteEvent::Before(_) = e {
-            let _ = release_rx.lock().unwrap().recv();
-        }
-    }));
-    let config = Config {
-        appendfsync: AppendFsync::Always,
-        threads: 2,
-        write_hook: Some(hook),
-        ..test_config()
-    };
-    (config, events, release)
 }
 
 /// `total_commands_processed` from INFO.

@@ -6,34 +6,9 @@
 mod common;
 
 use std::io::{ErrorKind, Read, Write};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 
-use common::{READ_TIMEOUT, TestServer, expect, resp, test_config};
-use shale_serve::keyspace::{WriteEvent, WriteHook};
-use shale_serve::{AppendFsync, Config};
-
-/// A hook that reports every event and holds each write until the test lets it go.
-fn held_writes() -> (Config, mpsc::Receiver<WriteEvent>, mpsc::Sender<()>) {
-    let (events_tx, events) = mpsc::channel();
-    let (release, release_rx) = mpsc::channel::<()>();
-    let events_tx = Mutex::new(events_tx);
-    let release_rx = Mutex::new(release_rx);
-    let hook = WriteHook(Arc::new(move |e| {
-        events_tx.lock().unwrap().send(e).unwrap();
-        if let WriteEvent::Before(_) = e {
-            // Held until released (or the test has gone).
-            let _ = release_rx.lock().unwrap().recv();
-        }
-    }));
-    let config = Config {
-        appendfsync: AppendFsync::Always,
-        threads: 2,
-        write_hook: Some(hook),
-        ..test_config()
-    };
-    (config, events, release)
-}
+use common::{READ_TIMEOUT, TestServer, expect, held_writes, resp};
+use shale_serve::keyspace::WriteEvent;
 
 #[test]
 fn replies_wait_for_the_write_of_their_run() {

@@ -214,3 +214,32 @@ pub fn resp(args: &[&[u8]]) -> Vec<u8> {
     }
     out
 }
+
+/// A server config under `appendfsync always` whose write hook reports every event and holds
+/// each write until the test lets it go (or has gone): the events, and the sender that
+/// releases one write per message.
+pub fn held_writes() -> (
+    Config,
+    std::sync::mpsc::Receiver<shale_serve::keyspace::WriteEvent>,
+    std::sync::mpsc::Sender<()>,
+) {
+    use shale_serve::keyspace::{WriteEvent, WriteHook};
+    use std::sync::{Arc, Mutex, mpsc};
+    let (events_tx, events) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel::<()>();
+    let events_tx = Mutex::new(events_tx);
+    let release_rx = Mutex::new(release_rx);
+    let hook = WriteHook(Arc::new(move |e| {
+        events_tx.lock().unwrap().send(e).unwrap();
+        if let WriteEvent::Before(_) = e {
+            let _ = release_rx.lock().unwrap().recv();
+        }
+    }));
+    let config = Config {
+        appendfsync: AppendFsync::Always,
+        threads: 2,
+        write_hook: Some(hook),
+        ..test_config()
+    };
+    (config, events, release)
+}

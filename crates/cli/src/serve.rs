@@ -85,6 +85,11 @@ pub struct Args {
     /// `REPLICAOF HOST PORT` would: read-only to clients until `REPLICAOF NO ONE`.
     #[arg(long, num_args = 2, value_names = ["HOST", "PORT"])]
     replicaof: Option<Vec<String>>,
+    /// What this server, as a replica, tells Redis Sentinel in INFO (slave_priority):
+    /// Sentinel promotes the replica with the lowest, never one of 0 (Redis's
+    /// replica-priority).
+    #[arg(long = "replica-priority", default_value_t = 100)]
+    replica_priority: u32,
     /// The store's memtable size in bytes (db_bench's name); a value is at most half of it.
     #[arg(long = "write_buffer_size")]
     write_buffer_size: Option<usize>,
@@ -183,6 +188,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         min_replicas_to_write: args.min_replicas_to_write,
         min_replicas_max_lag: args.min_replicas_max_lag,
         replicaof: replicaof(args)?,
+        replica_priority: args.replica_priority,
         ..Config::default()
     };
     // Refused before the store is touched.

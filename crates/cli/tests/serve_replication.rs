@@ -1,6 +1,7 @@
 //! `shale serve`'s replication flags on the real binary: `--replicaof HOST PORT` makes a
 //! replica of another `shale serve` (writes on the master arrive, its own are refused,
-//! both stop cleanly on SIGTERM), and bad values of the replication flags are refused by name.
+//! both stop cleanly on SIGTERM; `--replica-priority` is what its INFO tells Sentinel), and
+//! bad values of the replication flags are refused by name.
 
 mod common;
 #[path = "common/served.rs"]
@@ -20,8 +21,12 @@ fn replicaof_follows_a_master_and_refuses_writes() {
     let mut m = TcpStream::connect(("127.0.0.1", pm)).unwrap();
     m.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     assert_eq!(request(&mut m, &["SET", "before", "1"]), "+OK\r\n");
-    let replica =
-        Served::on_port(&dir.path().join("r"), pr, &["--replicaof", "127.0.0.1", &pm.to_string()]);
+    let pm_text = pm.to_string();
+    let replica = Served::on_port(
+        &dir.path().join("r"),
+        pr,
+        &["--replicaof", "127.0.0.1", &pm_text, "--replica-priority", "0"],
+    );
     let mut r = TcpStream::connect(("127.0.0.1", pr)).unwrap();
     r.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut up = false;
@@ -38,6 +43,16 @@ fn replicaof_follows_a_master_and_refuses_writes() {
     assert_eq!(request(&mut m, &["WAIT", "1", "0"]), ":1\r\n");
     assert_eq!(request(&mut r, &["GET", "after"]), "$1\r\n2\r\n");
     assert!(request(&mut r, &["SET", "x", "1"]).starts_with("-READONLY"));
+    // What Sentinel reads of it: priority 0, never to be promoted; the master's default.
+    assert!(request(&mut r, &["INFO", "replication"]).contains("slave_priority:0\r\n"));
+    assert_eq!(
+        request(&mut r, &["CONFIG", "GET", "replica-priority"]),
+        "*2\r\n$16\r\nreplica-priority\r\n$1\r\n0\r\n"
+    );
+    assert_eq!(
+        request(&mut m, &["CONFIG", "GET", "replica-priority"]),
+        "*2\r\n$16\r\nreplica-priority\r\n$3\r\n100\r\n"
+    );
     drop((m, r));
     replica.stop();
     master.stop();

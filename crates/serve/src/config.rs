@@ -120,6 +120,10 @@ pub struct Config {
     /// The master to follow from the start, as `REPLICAOF host port` would
     /// (`--replicaof HOST PORT`).
     pub replicaof: Option<(String, u16)>,
+    /// What a replica tells Redis Sentinel of itself in INFO (`slave_priority`,
+    /// `--replica-priority`, Redis's `replica-priority`): Sentinel promotes the replica with
+    /// the lowest, and never one of 0. 100 by default, as Redis.
+    pub replica_priority: u32,
     /// Test hook (feature `failpoints`): called around every engine write of the clients'
     /// commands ([`crate::keyspace::WriteHook`]).
     #[cfg(feature = "failpoints")]
@@ -143,6 +147,7 @@ impl Default for Config {
             min_replicas_to_write: 0,
             min_replicas_max_lag: 10,
             replicaof: None,
+            replica_priority: 100,
             #[cfg(feature = "failpoints")]
             write_hook: None,
         }

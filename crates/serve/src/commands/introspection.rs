@@ -212,6 +212,7 @@ pub fn config(shared: &Shared, args: &Request) -> Reply {
         ("protected-mode", if c.protected_mode { "yes" } else { "no" }.into()),
         ("proto-max-bulk-len", c.max_request_bytes.to_string()),
         ("repl-backlog-size", c.repl_backlog_size.to_string()),
+        ("replica-priority", c.replica_priority.to_string()),
         ("requirepass", c.password.clone().unwrap_or_default()),
         // No snapshots: the WAL and SSTs are the persistence.
         ("save", String::new()),

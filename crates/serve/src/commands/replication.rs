@@ -170,12 +170,13 @@ pub fn info_section(shared: &Shared, out: &mut String) {
                 "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\n\
                  master_last_io_seconds_ago:{last_io}\r\nmaster_sync_in_progress:{}\r\n\
                  slave_read_repl_offset:{offset}\r\nslave_repl_offset:{offset}\r\n\
-                 slave_priority:100\r\nslave_read_only:1\r\nreplica_announced:1\r\n\
+                 slave_priority:{}\r\nslave_read_only:1\r\nreplica_announced:1\r\n\
                  shale_full_resyncs:{}\r\nshale_partial_resyncs:{}\r\n",
                 m.host,
                 m.port,
                 if up { "up" } else { "down" },
                 u8::from(!up),
+                shared.config.replica_priority,
                 m.status.full_resyncs.load(Ordering::Relaxed),
                 m.status.partial_resyncs.load(Ordering::Relaxed),
             );

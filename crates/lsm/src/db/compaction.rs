@@ -203,9 +203,9 @@ impl Inner {
     /// memtables to flush (the active one and those sealed) waits for a running one to end,
     /// rather than fail for want of space, which stops the store. With none running it
     /// starts anyway: nothing would free room, and its reservation is an upper bound. A
-    /// running compaction's whole reservation counts until it ends, the outputs it has
-    /// written included (they are in the room already taken too): conservative, so room
-    /// that is short defers more than it must. Full compactions (`compact_range`) never
+    /// running compaction's reservation shrinks as its outputs are written (`spend_room`);
+    /// the output being built is counted twice (its slots are taken ahead, and reserved):
+    /// conservative, so room that is short defers more than it must. Full compactions (`compact_range`) never
     /// wait. A volume whose room is unbounded (a growable device that cannot say) never
     /// defers.
     fn room_for_compaction(&self, st: &State, reserve: u64, tier: shale_space::Tier) -> bool {

@@ -251,7 +251,8 @@ struct State {
     /// ones', since open.
     compactions_deferred_for_room: u64,
     /// Flushes and compactions that ran out of room while a compaction ran, gave back their
-    /// outputs and ran again once one ended (`Inner::retry_when_room`), since open.
+    /// outputs and ran again once one ended (`Inner::flush_when_room`,
+    /// `Inner::run_compaction`), since open.
     retried_for_room: u64,
     /// Flushes that waited for room a running compaction had reserved, since open
     /// (`Inner::wait_for_flush_room`).

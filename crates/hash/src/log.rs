@@ -223,6 +223,11 @@ impl LogWriter {
             return Err(e.into());
         }
         self.next_generation += 1;
+        // The commit sealed the segment before: every write to it is complete (a batch is
+        // built only when none is in flight), so its pages can be read back as they are.
+        if let Some(prev) = &self.active {
+            shard.warm_pages(prev.slot, prev.next_page);
+        }
         let start = volume.extent_range(extent).start;
         shard.add_segment(slot, Segment { generation, extent, start, sealed_pages: None }, sealed);
         let pages = (volume.layout().slot_bytes / PAGE_BYTES as u64) as u32;
@@ -267,6 +272,8 @@ impl LogWriter {
                 *shard.bounded.lock(),
             )
         };
+        // Before the commit frees its slots for the next segment's O_DIRECT writes.
+        shard.forget_pages(slot);
         shard.volume().commit(&edit, &mut full)?;
         shard.remove_segment(slot);
         Ok(())

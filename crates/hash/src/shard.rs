@@ -27,6 +27,10 @@ static ROUND_WAIT: shale_space::contention::Site =
 
 /// Depth of the queues of the synchronous reads and writes (io's default queue depth).
 const SYNC_QUEUE_DEPTH: u32 = 32;
+/// Bytes of one `POSIX_FADV_WILLNEED` when a sealed segment is read into the page cache: the
+/// kernel reads at most its readahead window (128 KiB by default) per call and ignores the
+/// rest, so a segment takes one call per chunk.
+const WARM_CHUNK_BYTES: u64 = 128 << 10;
 
 /// The volume's pool the synchronous reads and writes of a store with `opts` check their
 /// queues out of: [`HashOptions::read_queues`] of them kept idle.
@@ -160,6 +164,50 @@ impl Shard {
     /// If the slot holds none: a location outlived its segment (a bug).
     pub fn segment(&self, slot: u32) -> Segment {
         self.segments.read()[slot as usize].expect("a location names a live segment")
+    }
+
+    /// Asks the kernel to read the first `pages` pages of the segment in `slot` into the page
+    /// cache, in the background, when records are read through it (`reader`); nothing
+    /// otherwise. Called once a segment is sealed, with every write to it complete.
+    ///
+    /// Why: the log is written with O_DIRECT, around the page cache, so without this every
+    /// record's first read after it left the value cache goes to the device, where an engine
+    /// writing buffered files (RocksDB) finds it in memory: at queue depth 1 with data that
+    /// fits in RAM but not in the value cache, those first reads were most of the gets' time
+    /// (issue #44). Reading a sealed segment back costs one sequential read of what was
+    /// written; the kernel evicts it as it would pages a buffered write left. A failure is
+    /// only a lost hint: the read path checks every record and goes to the device on a miss.
+    pub fn warm_pages(&self, slot: u32, pages: u32) {
+        let Some(reader) = &self.reader else { return };
+        let Some(seg) = self.segment_at(slot) else { return };
+        let end = seg.page_address(pages);
+        let mut at = seg.page_address(0);
+        while at < end {
+            let len = (end - at).min(WARM_CHUNK_BYTES);
+            if let Err(e) = reader.prefetch(at, len) {
+                ::log::debug!(
+                    "cannot read a sealed segment into the page cache: {}",
+                    shale_io::Chain(&e)
+                );
+                return;
+            }
+            at += len;
+        }
+    }
+
+    /// Drops the cached pages of the segment in `slot` (before its slots are freed): the
+    /// memory goes, as a deleted file's would, and no page of it is left to be read in place
+    /// of what the slots hold next.
+    pub fn forget_pages(&self, slot: u32) {
+        let Some(reader) = &self.reader else { return };
+        let Some(seg) = self.segment_at(slot) else { return };
+        let bytes = self.volume.extent_range(seg.extent);
+        if let Err(e) = reader.drop_cached(seg.page_address(0), bytes.end - bytes.start) {
+            ::log::debug!(
+                "cannot drop a collected segment's cached pages: {}",
+                shale_io::Chain(&e)
+            );
+        }
     }
 
     /// The segment in table slot `slot`, if one is there.

@@ -218,6 +218,71 @@ fn records_are_read_on_the_callers_thread_by_each_read_path() {
     });
 }
 
+/// The log is written with O_DIRECT, around the page cache: a sealed segment is read back
+/// into it, so a record's first read after it left the value cache finds it in memory, as
+/// with an engine writing buffered files. With O_DIRECT reads nothing is read back.
+#[test]
+fn sealed_segments_are_read_into_the_page_cache() {
+    for reads in [RecordReads::PageCache, RecordReads::Direct] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = HashOptions {
+            value_cache_bytes: 0,
+            segment_bytes: shale_hash::SEGMENT_BYTES_MIN,
+            ..HashOptions::default()
+        };
+        let store = HashStore::open_with_reads(dir.path(), opts, reads).unwrap();
+        // 40 records of 12 KiB (four pages each with its header), 16 to a 64 KiB segment:
+        // two segments sealed, the third being appended to.
+        for i in 0..40u32 {
+            store.store(&i.to_be_bytes(), &[i as u8; 12 << 10], StoreMode::Overwrite).unwrap();
+        }
+        let layout = store.volume().layout();
+        let mut segments = store.volume().live_extents();
+        segments.sort_by_key(|e| e.first);
+        assert!(segments.len() >= 3, "{segments:?}");
+        let file = shale_space::volume_file(dir.path());
+        let range = |e: &shale_space::Extent| {
+            (layout.slot_offset + u64::from(e.first) * layout.slot_bytes, layout.slot_bytes)
+        };
+        let sealed = &segments[..2];
+        let cached = || -> u64 {
+            sealed
+                .iter()
+                .map(|e| range(e))
+                .map(|(at, len)| shale_testkit::cached_bytes(&file, at, len))
+                .sum()
+        };
+        match reads {
+            RecordReads::PageCache => {
+                // The kernel reads in the background: wait for the event, not for a time.
+                let want = 2 * 60 << 10;
+                let mut seen = cached();
+                for _ in 0..2_000 {
+                    if seen >= want {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    seen = cached();
+                }
+                assert!(seen >= want, "{seen} bytes of the sealed segments cached");
+                // Read from memory: every record of the sealed segments, on this thread.
+                let before = store.stats().caller_reads;
+                for i in 0..32u32 {
+                    assert_eq!(
+                        store.retrieve(&i.to_be_bytes()).unwrap(),
+                        Some(vec![i as u8; 12 << 10])
+                    );
+                }
+                assert_eq!(store.stats().caller_reads, before + 32);
+            }
+            _ => {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                assert_eq!(cached(), 0, "O_DIRECT writes and reads leave nothing cached");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_flipped_byte_read_through_the_page_cache_is_corruption() {
     let dir = tempfile::tempdir().unwrap();

@@ -274,3 +274,42 @@ pub fn shm_files_of(pid: u32) -> Vec<std::path::PathBuf> {
     found.dedup();
     found
 }
+
+/// Bytes of `[offset, offset + len)` of the file at `path` that the kernel's page cache
+/// holds now (`mincore(2)` over a read-only mapping of the range): what a buffered read would
+/// find in memory. `offset` must be a multiple of the page size.
+///
+/// # Panics
+/// If the file cannot be opened or mapped: a test's own file.
+pub fn cached_bytes(path: &std::path::Path, offset: u64, len: u64) -> u64 {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    let len = len as usize;
+    if len == 0 {
+        return 0;
+    }
+    // SAFETY: a shared read-only mapping of a file this function holds open, unmapped below;
+    // only its residency is asked, its bytes are never touched.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            offset as libc::off_t,
+        )
+    };
+    let err = std::io::Error::last_os_error();
+    assert_ne!(map, libc::MAP_FAILED, "mmap {} at {offset}: {err}", path.display());
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let mut resident = vec![0u8; len.div_ceil(page)];
+    // SAFETY: `map` is a mapping of `len` bytes and `resident` has one byte per page of it.
+    let rc = unsafe { libc::mincore(map, len, resident.as_mut_ptr()) };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: the mapping made above, of `len` bytes, unmapped once.
+    unsafe { libc::munmap(map, len) };
+    assert_eq!(rc, 0, "mincore {}: {err}", path.display());
+    resident.iter().filter(|&&b| b & 1 == 1).count() as u64 * page as u64
+}

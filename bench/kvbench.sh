@@ -26,7 +26,11 @@
 # REPEATS (3), VOLUMES_MANY (2; 0 to skip), THREADS (per instance, 1), QUEUE_DEPTH (hash, 1),
 # DURATION (seconds cap per workload, none), SYNC (1: RocksDB and shale-lsm sync every write,
 # the hash engine's durability; default 0, WAL on unsynced), ENGINES ("hash lsm rocksdb"), SCRATCH
-# (/var/tmp), PROCESS_TIMEOUT (seconds, 1800), OUT (bench/results/<UTC date>-kvbench).
+# (/var/tmp), PROCESS_TIMEOUT (seconds, 1800), OUT (bench/results/<UTC date>-kvbench), CACHE
+# (where bench/compare/build_rocksdb.sh keeps the yardstick; built there when missing),
+# MEMORY_LIMIT (bytes, default 0: none; as root, each process in a cgroup v1 memory group of
+# that limit, RSS and page cache together, the group's peak in the process's log: the memory
+# regime where the data outgrows what the engines may cache).
 #
 # Output in OUT: raw/ (each process's output; ignored by git), runs.csv (a row per instance and a total per
 # workload and process), setup.md and summary.md (setup.md, then the tables), kvbench.svg (the
@@ -76,6 +80,8 @@ KEY_SIZE=${KEY_SIZE:-16}
 VALUE_SIZE=${VALUE_SIZE:-4096}
 WORKLOADS=${WORKLOADS:-seqfill,randfill,zipffill,ycsb-a,ycsb-b,ycsb-c,ycsb-d}
 REPEATS=${REPEATS:-3}
+MEMORY_LIMIT=${MEMORY_LIMIT:-0}
+MEMCG=/sys/fs/cgroup/memory
 VOLUMES_MANY=${VOLUMES_MANY:-2}
 THREADS=${THREADS:-1}
 QUEUE_DEPTH=${QUEUE_DEPTH:-1}
@@ -97,27 +103,26 @@ if [ $is_root = 0 ]; then
   echo "bench/kvbench.sh: not root: no loop devices; the volumes are directories in $SCRATCH and device bytes come from each engine's own counters" >&2
 fi
 
-# ---- Tools. RocksDB only where its release library is built (never built from here: that
-# is bench/compare/build_rocksdb.sh's hour); otherwise the shale engines run alone.
+# ---- Tools. The yardstick whenever ENGINES names it: built once by
+# bench/compare/build_rocksdb.sh (an hour; then cached in CACHE), as bench/compare.sh does, so
+# a run never leaves RocksDB out silently. ENGINES="hash lsm" runs the shale engines alone.
 cargo build --release -q -p shale-cli
 SHALE=${CARGO_TARGET_DIR:-target}/release/shale
 HARNESS=${CARGO_TARGET_DIR:-bench/compare/target}/release/shale-compare
-rocks_note=
+
 if [[ " $ENGINES " == *" rocksdb "* ]]; then
-  if [ -f "$CACHE/lib/librocksdb.a" ] && [ -x "$CACHE/db_bench" ]; then
-    export ROCKSDB_LIB_DIR=$CACHE/lib ROCKSDB_STATIC=1
-    ln -sfn "$CACHE/lib" bench/compare/rocksdb-lib
-    # libclang, for the rocksdb crate's bindgen (as bench/compare.sh installs it).
-    if ! dpkg -s libclang-dev >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-      apt-get update -q >&2
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q libclang-dev >&2
-    fi
-    cargo build --release -q --manifest-path bench/compare/Cargo.toml
-  else
-    rocks_note="RocksDB not run: its release build ($CACHE/lib/librocksdb.a, bench/compare/build_rocksdb.sh) is not there"
-    echo "bench/kvbench.sh: $rocks_note" >&2
-    ENGINES=${ENGINES/rocksdb/}
+  if ! built=$(CACHE=$CACHE bench/compare/build_rocksdb.sh | tail -2); then
+    echo "bench/kvbench.sh: the RocksDB build failed (bench/compare/build_rocksdb.sh); ENGINES=\"hash lsm\" runs without it" >&2
+    exit 1
   fi
+  export ROCKSDB_LIB_DIR=$(echo "$built" | tail -1) ROCKSDB_STATIC=1
+  ln -sfn "$ROCKSDB_LIB_DIR" bench/compare/rocksdb-lib
+  # libclang, for the rocksdb crate's bindgen (as bench/compare.sh installs it).
+  if ! dpkg -s libclang-dev >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    apt-get update -q >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q libclang-dev >&2
+  fi
+  cargo build --release -q --manifest-path bench/compare/Cargo.toml
 fi
 summarise() {
   if [ -x "$HARNESS" ]; then
@@ -128,10 +133,15 @@ summarise() {
   fi
 }
 
+if [ "$MEMORY_LIMIT" != 0 ] && ! [ -w "$MEMCG/cgroup.procs" ]; then
+  echo "bench/kvbench.sh: MEMORY_LIMIT needs a writable cgroup v1 memory controller at $MEMCG (root)" >&2
+  exit 1
+fi
 mkdir -p "$OUT/raw" "$SCRATCH"
 work=$(mktemp -d "$SCRATCH/shale-kvbench.XXXXXX")
 work=$(readlink -f "$work")
 bg_pid=
+memcg=
 cleanup() {
   local rc=$?
   # Every step runs, whatever fails before it.
@@ -139,6 +149,10 @@ cleanup() {
   if [ -n "$bg_pid" ]; then
     kill "$bg_pid" 2>/dev/null
     wait "$bg_pid" 2>/dev/null
+  fi
+  if [ -n "$memcg" ]; then
+    while read -r p; do kill -9 "$p" 2>/dev/null; done <"$memcg/cgroup.procs"
+    rmdir "$memcg"
   fi
   if [ $is_root = 1 ]; then
     teardown_dir "$work"
@@ -151,6 +165,12 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+if [ "$MEMORY_LIMIT" != 0 ]; then
+  memcg=$MEMCG/shale-kvbench-$$
+  mkdir "$memcg"
+  echo "$MEMORY_LIMIT" >"$memcg/memory.limit_in_bytes"
+fi
 
 # ---- Volumes: per engine and instance, a loop device (root) or a directory.
 # Bytes each volume may need: the hash engine's log only grows (no GC yet), and a 4 KiB value
@@ -198,10 +218,11 @@ empty_volume() { # engine index
   echo
   echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); disk: $(lsblk -dno NAME,SIZE "$(findmnt -no SOURCE /)" 2>/dev/null | tr -s " ")"
   echo "- shale: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')"
-  echo "- engines: $ENGINES${rocks_note:+ ($rocks_note)}"
+  echo "- engines: $ENGINES"
   echo "- volumes: $([ $is_root = 1 ] && echo "loop devices (--direct-io=on) over sparse files of $VOLUME_BYTES bytes in $SCRATCH; shale on the raw devices, RocksDB on ext4; throttle ${THROTTLE_BPS} B/s, ${THROTTLE_IOPS} IOPS (0: none)" || echo "directories in $SCRATCH (not root)")"
   echo "- flags: --num $NUM --operations $OPERATIONS --key_size $KEY_SIZE --value_size $VALUE_SIZE --workloads $WORKLOADS --threads_per_instance $THREADS --pin, hash --queue_depth $QUEUE_DEPTH${DURATION:+, --duration $DURATION}; RocksDB and shale-lsm: 64 MiB memtable, 32 MiB block cache, 10 bloom bits, no compression, WAL on, $([ "${SYNC:-0}" = 1 ] && echo "every write synced (SYNC=1)" || echo "unsynced writes"); the hash engine: every store durable"
   echo "- repeats: $REPEATS, engines alternating; volumes: 1$([ "$VOLUMES_MANY" -gt 1 ] && echo " and $VOLUMES_MANY")"
+  echo "- memory: $([ "$MEMORY_LIMIT" != 0 ] && echo "each process in a cgroup v1 memory group of $MEMORY_LIMIT bytes (RSS and page cache)" || echo "no limit")"
 } >"$OUT/setup.md"
 
 failed=0
@@ -228,11 +249,24 @@ for n in $counts; do
         lsm) cmd=("$SHALE" kvbench --engine lsm "${flags[@]}" "${synced[@]}") ;;
       esac
       echo "# ${cmd[*]}" >"$log"
-      "${cmd[@]}" >>"$log" 2>&1 &
+      if [ -n "$memcg" ]; then
+        # The page cache the last process left charged to the group goes first (each run
+        # starts from an empty volume anyway), and the peak restarts.
+        echo 0 >"$memcg/memory.force_empty" 2>/dev/null || true
+        echo 0 >"$memcg/memory.max_usage_in_bytes"
+        # Writing 0 to cgroup.procs moves this subshell into the group before it becomes
+        # the process.
+        (echo 0 >"$memcg/cgroup.procs" && exec "${cmd[@]}") >>"$log" 2>&1 &
+      else
+        "${cmd[@]}" >>"$log" 2>&1 &
+      fi
       bg_pid=$!
       rc=0
       wait_bounded "$bg_pid" "$PROCESS_TIMEOUT" || rc=$?
       bg_pid=
+      if [ -n "$memcg" ]; then
+        echo "# memory cgroup: peak $(cat "$memcg/memory.max_usage_in_bytes") bytes of RSS and page cache, limit $MEMORY_LIMIT" >>"$log"
+      fi
       if [ $rc -ne 0 ]; then
         echo "kvbench: $e, $n volume(s), run $r FAILED (status $rc): see $log" >&2
         echo "- FAILED: $e, $n volume(s), run $r (status $rc, $log)" >>"$OUT/setup.md"

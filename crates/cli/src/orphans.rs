@@ -1,5 +1,5 @@
-//! `shale orphans [--dir DIR] [--remove]`: the files stores keep in `/dev/shm` (or DIR)
-//! whose store is gone, listed and, on request, removed.
+//! `shale orphans [--dir DIR] [--under DIR] [--remove]`: the files stores keep in `/dev/shm`
+//! (or DIR) whose store is gone, listed and, on request, removed.
 //!
 //! Why: two kinds of file live outside a store's directory, in memory until a reboot:
 //! - the lsm engine's WAL tail (`shale-<volume id>-<instance id>.tail`), which holds the
@@ -41,6 +41,11 @@ pub struct Args {
     /// Remove the orphaned files (without it, only list them).
     #[arg(long)]
     remove: bool,
+    /// Only the files whose store (the volume file each names) lies under this directory:
+    /// what the stores of one tree left, say a test run's temporary directory, leaving
+    /// every other store's files alone.
+    #[arg(long, value_name = "DIR")]
+    under: Option<PathBuf>,
 }
 
 /// What became of one tail.
@@ -139,6 +144,17 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             found.push(f);
         }
     }
+    let mut elsewhere = 0;
+    if let Some(under) = &args.under {
+        // Compared as a store records its path: canonical, as its open resolved it (the
+        // directory may be gone already: then as given, made absolute).
+        let under = std::fs::canonicalize(under)
+            .or_else(|_| std::path::absolute(under))
+            .map_err(|e| format!("--under {}: {e}", under.display()))?;
+        let before = found.len();
+        found.retain(|f| f.volume_path().is_some_and(|v| v.starts_with(&under)));
+        elsewhere = before - found.len();
+    }
     found.sort_by(|a, b| a.path().cmp(b.path()));
     let (mut orphaned, mut removed) = (0, 0);
     for f in &found {
@@ -160,7 +176,11 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    println!("{} files, {orphaned} orphaned, {removed} removed", found.len());
+    let others = match &args.under {
+        Some(under) => format!(" ({elsewhere} of stores not under {} left out)", under.display()),
+        None => String::new(),
+    };
+    println!("{} files, {orphaned} orphaned, {removed} removed{others}", found.len());
     if orphaned > 0 && !args.remove {
         println!(
             "(a store moved while it was not open still needs its files: open it once first; \

@@ -246,8 +246,11 @@ fn a_copy_of_a_crashed_store_leaves_the_originals_wal_tail_alone() {
 #[test]
 fn orphans_lists_and_removes_the_tails_of_stores_that_are_gone() {
     let root = tempfile::tempdir().unwrap();
+    // A store of another tree, gone too: `--under` leaves its tail alone.
+    let other_root = tempfile::tempdir().unwrap();
     let (gone, kept) = (root.path().join("gone"), root.path().join("kept"));
-    let shm = [killed_store(&gone), killed_store(&kept)];
+    let other = other_root.path().join("other");
+    let shm = [killed_store(&gone), killed_store(&kept), killed_store(&other)];
     // Listed from a directory of their own, so the test touches no other tail.
     let tails = root.path().join("tails");
     std::fs::create_dir(&tails).unwrap();
@@ -263,6 +266,7 @@ fn orphans_lists_and_removes_the_tails_of_stores_that_are_gone() {
         std::fs::remove_file(t).unwrap();
     }
     std::fs::remove_dir_all(&gone).unwrap();
+    std::fs::remove_dir_all(&other).unwrap();
     let dir = format!("--dir={}", tails.display());
     let listed = child::run(&["orphans", &dir]);
     listed.assert_ok("orphans");
@@ -275,9 +279,17 @@ fn orphans_lists_and_removes_the_tails_of_stores_that_are_gone() {
         listed.stdout
     );
     assert!(line_of(&listed.stdout, &copies[1]).contains("kept"), "{}", listed.stdout);
+    assert!(line_of(&listed.stdout, &copies[2]).contains("orphaned"), "{}", listed.stdout);
     assert!(copies.iter().all(|c| c.exists()), "listing removed something");
-    child::run(&["orphans", &dir, "--remove"]).assert_ok("orphans --remove");
+    let under = format!("--under={}", root.path().display());
+    let removed = child::run(&["orphans", &dir, &under, "--remove"]);
+    removed.assert_ok("orphans --under --remove");
+    assert!(removed.stdout.contains("(1 of stores not under"), "{}", removed.stdout);
     assert!(!copies[0].exists(), "the orphan stayed");
+    assert!(copies[1].exists(), "the tail of a store that is there was removed");
+    assert!(copies[2].exists(), "the orphan of a store not under --under was removed");
+    child::run(&["orphans", &dir, "--remove"]).assert_ok("orphans --remove");
+    assert!(!copies[2].exists(), "the orphan stayed");
     assert!(copies[1].exists(), "the tail of a store that is there was removed");
 }
 

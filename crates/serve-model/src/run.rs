@@ -47,14 +47,8 @@ pub async fn get(store: &Store, key: &[u8]) -> (Option<u64>, Result<Option<Value
     (read, store.commits().wait_committed(&depends).await.map(|()| value))
 }
 
-/// A run of one MSET-like batch (keys taken in order, as run.rs takes stripes in index
-/// order), counted as `bytes`: the replication offset past it, or the error text.
-pub async fn set(store: &Store, entries: &[(&[u8], &[u8])], bytes: usize) -> Result<u64, String> {
-    let ticket = queue(store, entries, bytes);
-    store.commits().wait(ticket).await
-}
-
-/// The first half of [`set`]: the batch queued holding its stripes, which are let go after.
+/// A run's MSET-like batch (its stripes taken in index order) queued holding the stripes,
+/// which are let go after: what the run then waits for, with `Commits::wait`.
 pub fn queue(store: &Store, entries: &[(&[u8], &[u8])], bytes: usize) -> crate::commit::Ticket {
     let _held = store.lock_stripes(entries.iter().map(|(k, _)| *k));
     let entries = entries.iter().map(|(k, v)| (k.to_vec(), Some(Value::new(v.to_vec())))).collect();

@@ -19,14 +19,15 @@
 //! 2. The run lets its stripes go (run.rs) and waits for its ticket.
 //! 3. Commit, by the committer ([`serve`], a task of its own that the server starts under
 //!    `always`): it takes the queue's head, whole batches up to [`GROUP_BYTES_MAX`] (at least
-//!    one), writes them as one engine batch through [`Keyspace::write`] (synced; the
-//!    batches' effects fed to the replication stream in queue order, each as run.rs would
-//!    feed it), takes their entries out of the pending table (where no later batch replaced
-//!    them), moves the committed mark to its last ticket, and tells each batch's run its
-//!    result; then the next group, queued meanwhile. One group is written at a time, so
-//!    batches are applied in ticket order. The committer is a task of its own, not one of
-//!    the waiting runs, because a run's task can be dropped while it waits (a replica's link
-//!    is aborted when REPLICAOF changes): the groups behind it must not wait on it.
+//!    one), writes them as one engine batch through [`GroupWriter::write_group`]
+//!    (group_write.rs: `Keyspace::write`, synced; the batches' effects fed to the
+//!    replication stream in queue order, each as run.rs would feed it), takes their entries
+//!    out of the pending table (where no later batch replaced them), moves the committed
+//!    mark to its last ticket, and tells each batch's run its result; then the next group,
+//!    queued meanwhile. One group is written at a time, so batches are applied in ticket
+//!    order. The committer is a task of its own, not one of the waiting runs, because a
+//!    run's task can be dropped while it waits (a replica's link is aborted when REPLICAOF
+//!    changes): the groups behind it must not wait on it.
 //! 4. A run that read a pending entry but wrote nothing waits for the committed mark to pass
 //!    that entry's ticket ([`Commits::wait_committed`]) before it answers: no reply shows
 //!    what a crash could still lose.
@@ -34,18 +35,19 @@
 //! A failed group fails every batch in it, and every later batch, and every read, that
 //! depended on one of them (it read a value that was never written): the failed tickets are
 //! remembered and checked when a group is built and when a read's wait ends.
+//!
+//! This is hand-over code, model-checked with shuttle (crates/serve-model includes this very
+//! file): it names its mutexes, atomics, `Notify` and `watch` through [`crate::sync`], and
+//! reaches the engine only through [`GroupWriter`], so that the model can hand it shuttle's
+//! primitives and a stand-in for the engine's write.
 
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
+use std::future::Future;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
-use shale_lsm::WriteBatch;
-use tokio::sync::{Notify, watch};
-
-use crate::keyspace::{Keyspace, engine_key};
-use crate::replication::{encode_command, encode_write};
+use crate::sync::{AtomicUsize, Mutex, Notify, Ordering, lock, watch};
 use crate::value::Value;
 
 /// Most bytes of batches one group commits (at least one batch, whatever its size): the
@@ -84,10 +86,14 @@ struct State {
 }
 
 /// A queued batch.
-struct Queued {
-    ticket: u64,
-    entries: Vec<(Vec<u8>, Option<Value>)>,
-    server_entry: Option<(&'static [u8], Vec<u8>)>,
+pub struct Queued {
+    /// Its place in the queue (stage 1).
+    pub ticket: u64,
+    /// Each key's value as queued (`None`: deleted).
+    pub entries: Vec<(Vec<u8>, Option<Value>)>,
+    /// A server key and its value written with the batch (run.rs: a replica's position in
+    /// its master's stream).
+    pub server_entry: Option<(&'static [u8], Vec<u8>)>,
     /// Tickets of the pending entries its commands read.
     depends: Vec<u64>,
     bytes: usize,
@@ -108,10 +114,6 @@ type Told = Result<u64, String>;
 /// A batch's place in the queue, from [`Commits::enqueue`].
 pub struct Ticket {
     waiter: Arc<Waiter>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Default for Commits {
@@ -219,7 +221,7 @@ impl Commits {
     }
 
     /// Stage 3: commits one group from the queue's head; false if the queue was empty.
-    async fn commit_group(&self, ks: &Keyspace) -> bool {
+    async fn commit_group<W: GroupWriter + ?Sized>(&self, writer: &W) -> bool {
         let group: Vec<Queued> = {
             let mut st = lock(&self.state);
             let mut bytes = 0;
@@ -247,41 +249,11 @@ impl Commits {
             }
         }
         let written: Vec<&Queued> = group.iter().filter(|q| !refused.contains(&q.ticket)).collect();
-        let mut batch = WriteBatch::new();
-        for q in &written {
-            for (key, value) in &q.entries {
-                match value {
-                    Some(v) => batch.put(&engine_key(key), &v.encode()),
-                    None => batch.delete(&engine_key(key)),
-                }
-            }
-            if let Some((key, value)) = &q.server_entry {
-                batch.put(key, value);
-            }
-        }
-        // Each batch's effects as run.rs fed a run's batch: one command a key, several in
-        // MULTI/EXEC, so that a replica applies each batch whole; in queue order.
-        let effects = |out: &mut Vec<u8>| {
-            for q in &written {
-                let several = q.entries.len() > 1;
-                if several {
-                    encode_command(out, &[b"MULTI"]);
-                }
-                for (key, value) in &q.entries {
-                    encode_write(out, key, value.as_ref());
-                }
-                if several {
-                    encode_command(out, &[b"EXEC"]);
-                }
-            }
-        };
-        let result = if batch.is_empty() {
+        let result = if written.is_empty() {
             Ok(0)
         } else {
-            ks.write(&batch, effects).await.map_err(|e| {
-                let text = shale_io::Chain(&e).to_string();
+            writer.write_group(&written).await.inspect_err(|text| {
                 log::warn!("appendfsync always: a group of {} batches failed: {text}", group.len());
-                text
             })
         };
         if result.is_err() {
@@ -311,14 +283,30 @@ impl Commits {
     }
 }
 
+/// What the committer writes groups through: the keyspace's engine (group_write.rs), or the
+/// stand-in of the model that checks this file under shuttle (crates/serve-model).
+pub trait GroupWriter: Sync {
+    /// The queue whose groups are written.
+    fn commits(&self) -> &Commits;
+
+    /// Writes a group's batches (at least one) as one synced engine batch, in queue order,
+    /// and feeds their effects to the replication stream in the same order; the replication
+    /// offset past them, or the error text.
+    fn write_group(&self, group: &[&Queued]) -> impl Future<Output = Result<u64, String>> + Send;
+}
+
 /// The committer (stage 3): commits groups as batches are queued, until the runtime stops.
 /// The server spawns it under `appendfsync always`; without it, a run under `always` would
 /// wait for its batch forever.
-pub async fn serve<K: std::ops::Deref<Target = Keyspace>>(ks: K) {
-    let commits = ks.commits();
+pub async fn serve<K>(writer: K)
+where
+    K: std::ops::Deref,
+    K::Target: GroupWriter,
+{
+    let commits = writer.commits();
     loop {
         commits.queued.notified().await;
-        while commits.commit_group(&ks).await {}
+        while commits.commit_group(&*writer).await {}
     }
 }
 

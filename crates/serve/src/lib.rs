@@ -41,6 +41,7 @@ pub mod descriptors;
 pub mod error;
 pub mod expiry_filter;
 pub mod glob;
+pub(crate) mod group_write;
 pub mod keyspace;
 pub mod marker;
 pub mod memory;
@@ -51,6 +52,7 @@ pub mod replication;
 pub mod resp;
 pub mod run;
 pub mod server;
+pub(crate) mod sync;
 pub mod value;
 
 pub use config::{AppendFsync, Config};

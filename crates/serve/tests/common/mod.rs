@@ -232,7 +232,14 @@ pub fn held_writes() -> (
     let hook = WriteHook(Arc::new(move |e| {
         events_tx.lock().unwrap().send(e).unwrap();
         if let WriteEvent::Before(_) = e {
-            let _ = release_rx.lock().unwrap().recv();
+            // The hook runs on a runtime worker: blocking it in place hands the worker's
+            // queue, and its turn at polling the sockets, to another thread meanwhile.
+            // Blocked plainly, the worker that held the I/O driver before it ran the write
+            // left no worker polling it (the other parked on its condition variable), and a
+            // test's INFO on another connection went unanswered until the read timed out.
+            tokio::task::block_in_place(|| {
+                let _ = release_rx.lock().unwrap().recv();
+            });
         }
     }));
     let config = Config {

@@ -322,6 +322,13 @@ pub async fn execute(
         }
         _ => {}
     }
+    if spec.name == "publish" {
+        // Fed to the replicas too: the connection's WAIT waits for it, as for a write.
+        let (reply, woff) = pubsub::publish(shared, &args);
+        run.woff = run.woff.max(woff);
+        run.answer(reply);
+        return;
+    }
     if spec.name == "wait" {
         let reply = replication::wait(shared, &args, run.woff).await;
         run.answer(reply);
@@ -385,7 +392,6 @@ async fn execute_alone(
         "client" => Ok(connection::client(shared, session, args)),
         "discard" => Ok(transaction::discard(session)),
         "multi" => Ok(transaction::multi(session)),
-        "publish" => Ok(pubsub::publish(shared, args)),
         "hello" => Ok(connection::hello(shared, session, args)),
         "quit" => {
             session.quit = true;

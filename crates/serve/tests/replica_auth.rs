@@ -50,8 +50,7 @@ fn a_replica_authenticates_to_a_shale_master() {
     assert_eq!(v, "2");
     assert_eq!(info_of(&mut r, "replication", "shale_master_link_error"), None);
     // The flags' credentials, as CONFIG GET tells them.
-    let cfg: Vec<String> =
-        redis::cmd("CONFIG").arg("GET").arg("master*").query(&mut r).unwrap();
+    let cfg: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("master*").query(&mut r).unwrap();
     assert_eq!(cfg, ["masterauth", PASSWORD, "masteruser", "default"]);
 }
 
@@ -120,7 +119,10 @@ fn a_wrong_password_is_reported_and_retried_until_config_set_fixes_it() {
             .is_some_and(|e| e.contains("WRONGPASS"))
     });
     assert_eq!(link_status(&mut r).as_deref(), Some("down"));
-    assert_eq!(info_of(&mut r, "replication", "master_link_down_since_seconds").as_deref(), Some("-1"));
+    assert_eq!(
+        info_of(&mut r, "replication", "master_link_down_since_seconds").as_deref(),
+        Some("-1")
+    );
     until("the log says why", || {
         logs::lines_with(&format!("replica of {addr}"))
             .iter()
@@ -137,8 +139,7 @@ fn a_wrong_password_is_reported_and_retried_until_config_set_fixes_it() {
     let v: String = r.get("k").unwrap();
     assert_eq!(v, "v");
     assert_eq!(info_of(&mut r, "replication", "shale_master_link_error"), None);
-    let cfg: Vec<String> =
-        redis::cmd("CONFIG").arg("GET").arg("masterauth").query(&mut r).unwrap();
+    let cfg: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("masterauth").query(&mut r).unwrap();
     assert_eq!(cfg, ["masterauth", PASSWORD]);
 
     // CONFIG SET of anything else is refused by name, and sets nothing.
@@ -151,7 +152,6 @@ fn a_wrong_password_is_reported_and_retried_until_config_set_fixes_it() {
         .query::<()>(&mut r)
         .unwrap_err();
     assert!(e.to_string().contains("CONFIG SET maxclients is not supported"), "{e}");
-    let cfg: Vec<String> =
-        redis::cmd("CONFIG").arg("GET").arg("masterauth").query(&mut r).unwrap();
+    let cfg: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("masterauth").query(&mut r).unwrap();
     assert_eq!(cfg, ["masterauth", PASSWORD]);
 }

@@ -189,7 +189,8 @@ pub fn info_section(shared: &Shared, out: &mut String) {
                 let _ = write!(out, "master_link_down_since_seconds:{since}\r\n");
                 // Why, where Redis tells only its log: a wrong `masterauth` shows here.
                 if let Some(e) = m.status.error() {
-                    let e: String = e.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+                    let e: String =
+                        e.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
                     let _ = write!(out, "shale_master_link_error:{e}\r\n");
                 }
             }

@@ -36,5 +36,11 @@ pub fn capture() {
 
 /// The lines logged so far that contain `needle`.
 pub fn lines_with(needle: &str) -> Vec<String> {
-    LINES.lock().unwrap_or_else(|e| e.into_inner()).iter().filter(|l| l.contains(needle)).cloned().collect()
+    LINES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|l| l.contains(needle))
+        .cloned()
+        .collect()
 }

@@ -52,6 +52,7 @@ pub mod resp;
 pub mod run;
 pub mod server;
 pub mod value;
+pub(crate) mod watch;
 
 pub use config::{AppendFsync, Config};
 pub use error::{Error, Result};

@@ -404,6 +404,8 @@ async fn load(
     // No replica of this one takes a snapshot while the load replaces the data.
     let _gate = ks.replication().apply_gate.lock().await;
     let _stripes = ks.lock_all_stripes().await;
+    // Every key may change: every WATCH is broken, as by FLUSHDB.
+    ks.watches().touch_all();
     let mut flush = WriteBatch::new();
     flush.delete_range(&[crate::keyspace::DB0], &[crate::keyspace::DB0 + 1]);
     // Until the last batch is in, the store holds no position: a restart mid-load resyncs

@@ -2,8 +2,11 @@
 //! makes the server follow a master (a `shale serve` or a Redis 7), `REPLICAOF NO ONE`
 //! promotes it back. While it follows, clients may read but not write (`-READONLY`).
 //!
-//! Stages of the link (a task, started again a second after any failure):
-//! 1. Handshake and full resync ([`crate::replica_link::Link::full_resync`]).
+//! Stages of the link (a task, started again a second after any failure, the failure in
+//! INFO's `shale_master_link_error` and in the log when it first happens or changes):
+//! 1. Handshake, with `AUTH` where a password is set (`--masterauth`, `CONFIG SET
+//!    masterauth`, read anew at each attempt), and a full or partial resync
+//!    ([`crate::replica_link::Link::resync`]).
 //! 2. The snapshot (RDB) decoded, then loaded under every stripe lock: database 0 deleted,
 //!    the string keys written in batches of at most 1 MiB. A key of another type, or in
 //!    another database, is logged by name and skipped, never silently dropped.

@@ -6,8 +6,9 @@
 //! commands name and of every key the connection watches, from none, in index order (the
 //! lock rule of run.rs), and holds them until the transaction's batch is written: no other
 //! client's command that writes or locks one of those keys runs between its commands, and
-//! its writes are one engine batch (one `MULTI`/`EXEC` in the replication stream), so a
-//! reader sees all of them or none. With them held it checks the watched keys: if one was
+//! its writes are one engine batch (one `MULTI`/`EXEC` in the replication stream), so
+//! another transaction on those keys (which locks them too) sees all of them or none. With
+//! them held it checks the watched keys: if one was
 //! written since `WATCH` (by any connection, this one included; FLUSHDB and a replica's
 //! load count as writing every key) or has expired since, EXEC runs nothing and answers a
 //! null array, as Redis does (watch.rs). EXEC, DISCARD and UNWATCH forget the watched keys,

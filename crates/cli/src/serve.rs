@@ -3,7 +3,9 @@
 //!
 //! Stages at start, each refusing with the flag named:
 //! 1. The flags, and the password from `--requirepass`, `--requirepass_file` or the
-//!    `SHALE_REQUIREPASS` environment variable (one of them at most).
+//!    `SHALE_REQUIREPASS` environment variable (one of them at most); the same for the
+//!    password a replica gives its master (`--masterauth`, `--masterauth_file`,
+//!    `SHALE_MASTERAUTH`).
 //! 2. The listeners are bound ([`Listeners::bind`]): an address in use fails here, before
 //!    `--db` is touched, so a server that cannot listen never creates a store.
 //! 3. `--db` is checked as `bench` checks it ([`store::prepare`]): a missing path or an empty
@@ -90,6 +92,19 @@ pub struct Args {
     /// replica-priority).
     #[arg(long = "replica-priority", default_value_t = 100)]
     replica_priority: u32,
+    /// Password this server, as a replica, gives a master that has one (AUTH on its link;
+    /// Redis's masterauth). Visible in the process list: prefer --masterauth_file or the
+    /// SHALE_MASTERAUTH environment variable. CONFIG SET masterauth replaces it.
+    #[arg(long)]
+    masterauth: Option<String>,
+    /// Read the master's password from this file (its first line), so that it is not in the
+    /// process list.
+    #[arg(long = "masterauth_file")]
+    masterauth_file: Option<PathBuf>,
+    /// User the replica's link authenticates as (AUTH user password; Redis's masteruser);
+    /// needs the master's password.
+    #[arg(long)]
+    masteruser: Option<String>,
     /// The store's memtable size in bytes (db_bench's name); a value is at most half of it.
     #[arg(long = "write_buffer_size")]
     write_buffer_size: Option<usize>,
@@ -110,6 +125,19 @@ fn replicaof(args: &Args) -> Result<Option<(String, u16)>, String> {
 /// The environment variable a password may come from.
 pub const PASSWORD_ENV: &str = "SHALE_REQUIREPASS";
 
+/// The environment variable the master's password (`--masterauth`) may come from.
+pub const MASTERAUTH_ENV: &str = "SHALE_MASTERAUTH";
+
+/// Where one secret may come from: a flag, a file's first line, or the environment.
+struct SecretSources<'a> {
+    what: &'static str,
+    flag: &'static str,
+    value: Option<&'a String>,
+    file_flag: &'static str,
+    file: Option<&'a PathBuf>,
+    env: &'static str,
+}
+
 /// `yes` or `no`, as Redis's configuration writes a switch.
 fn yes_no(s: &str) -> Result<bool, String> {
     match s.to_ascii_lowercase().as_str() {
@@ -122,30 +150,55 @@ fn yes_no(s: &str) -> Result<bool, String> {
 /// The password: from `--requirepass`, `--requirepass_file` or `SHALE_REQUIREPASS`, at most
 /// one of them.
 fn password(args: &Args) -> Result<Option<String>, String> {
-    let from_env = std::env::var_os(PASSWORD_ENV);
-    let given = [args.requirepass.is_some(), args.requirepass_file.is_some(), from_env.is_some()];
+    secret(&SecretSources {
+        what: "the password",
+        flag: "--requirepass",
+        value: args.requirepass.as_ref(),
+        file_flag: "--requirepass_file",
+        file: args.requirepass_file.as_ref(),
+        env: PASSWORD_ENV,
+    })
+}
+
+/// The master's password: from `--masterauth`, `--masterauth_file` or `SHALE_MASTERAUTH`, at
+/// most one of them.
+fn masterauth(args: &Args) -> Result<Option<String>, String> {
+    secret(&SecretSources {
+        what: "the master's password",
+        flag: "--masterauth",
+        value: args.masterauth.as_ref(),
+        file_flag: "--masterauth_file",
+        file: args.masterauth_file.as_ref(),
+        env: MASTERAUTH_ENV,
+    })
+}
+
+/// A secret from one of its sources, at most one given.
+fn secret(s: &SecretSources<'_>) -> Result<Option<String>, String> {
+    let from_env = std::env::var_os(s.env);
+    let given = [s.value.is_some(), s.file.is_some(), from_env.is_some()];
     if given.iter().filter(|&&g| g).count() > 1 {
         return Err(format!(
-            "the password is given more than one way (--requirepass, --requirepass_file, \
-             {PASSWORD_ENV}); give one"
+            "{} is given more than one way ({}, {}, {}); give one",
+            s.what, s.flag, s.file_flag, s.env
         ));
     }
-    if let Some(path) = &args.requirepass_file {
-        return password_file(path).map(Some);
+    if let Some(path) = s.file {
+        return password_file(s.file_flag, path).map(Some);
     }
     if let Some(value) = from_env {
         return value
             .into_string()
             .map(Some)
-            .map_err(|_| format!("{PASSWORD_ENV}: the password is not UTF-8"));
+            .map_err(|_| format!("{}: the password is not UTF-8", s.env));
     }
-    Ok(args.requirepass.clone())
+    Ok(s.value.cloned())
 }
 
 /// A password file's first line. A file others may read is used, with a warning.
-fn password_file(path: &Path) -> Result<String, String> {
+fn password_file(flag: &str, path: &Path) -> Result<String, String> {
     use std::os::unix::fs::PermissionsExt;
-    let named = |e: &dyn std::fmt::Display| format!("--requirepass_file {}: {e}", path.display());
+    let named = |e: &dyn std::fmt::Display| format!("{flag} {}: {e}", path.display());
     let bytes = std::fs::read(path).map_err(|e| named(&e))?;
     let text = String::from_utf8(bytes).map_err(|_| named(&"the password is not UTF-8"))?;
     let line = text.lines().next().unwrap_or("");
@@ -156,8 +209,8 @@ fn password_file(path: &Path) -> Result<String, String> {
         let mode = meta.permissions().mode();
         if mode & 0o077 != 0 {
             eprintln!(
-                "shale serve: warning: --requirepass_file {} may be read by other users (mode \
-                 {:o}); chmod 600 it",
+                "shale serve: warning: {flag} {} may be read by other users (mode {:o}); chmod \
+                 600 it",
                 path.display(),
                 mode & 0o777
             );
@@ -174,6 +227,7 @@ fn password_file(path: &Path) -> Result<String, String> {
 /// be bound, bad flags (named), or the store's error at close.
 pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let password = password(args).map_err(|e| format!("shale serve: {e}"))?;
+    let masterauth = masterauth(args).map_err(|e| format!("shale serve: {e}"))?;
     let config = Config {
         // Port 0 is TCP off, as in Redis (the library's port 0, a free port, is for tests).
         bind: (args.port != 0).then(|| SocketAddr::new(args.bind, args.port)),
@@ -189,6 +243,8 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         min_replicas_max_lag: args.min_replicas_max_lag,
         replicaof: replicaof(args)?,
         replica_priority: args.replica_priority,
+        masterauth,
+        masteruser: args.masteruser.clone(),
         ..Config::default()
     };
     // Refused before the store is touched.

@@ -120,6 +120,13 @@ pub struct Config {
     /// The master to follow from the start, as `REPLICAOF host port` would
     /// (`--replicaof HOST PORT`).
     pub replicaof: Option<(String, u16)>,
+    /// The password the replica's link gives its master (`AUTH`), for a master with one
+    /// (`--masterauth`, `--masterauth_file`, `SHALE_MASTERAUTH`; Redis's `masterauth`).
+    /// `CONFIG SET masterauth` replaces it at run time ([`crate::replica::Follower`]).
+    pub masterauth: Option<String>,
+    /// The user the link authenticates as (`AUTH user password`; `--masteruser`, Redis's
+    /// `masteruser`); without it, `AUTH password`, Redis's `default` user.
+    pub masteruser: Option<String>,
     /// What a replica tells Redis Sentinel of itself in INFO (`slave_priority`,
     /// `--replica-priority`, Redis's `replica-priority`): Sentinel promotes the replica with
     /// the lowest, and never one of 0. 100 by default, as Redis.
@@ -147,6 +154,8 @@ impl Default for Config {
             min_replicas_to_write: 0,
             min_replicas_max_lag: 10,
             replicaof: None,
+            masterauth: None,
+            masteruser: None,
             replica_priority: 100,
             #[cfg(feature = "failpoints")]
             write_hook: None,
@@ -201,6 +210,12 @@ impl Config {
         }
         if self.password.as_deref() == Some("") {
             return bad("--requirepass: an empty password (leave it unset for none)".into());
+        }
+        if self.masterauth.as_deref() == Some("") {
+            return bad("--masterauth: an empty password (leave it unset for none)".into());
+        }
+        if self.masteruser.is_some() && self.masterauth.is_none() {
+            return bad("--masteruser without --masterauth: the user needs its password".into());
         }
         Ok(())
     }

@@ -142,6 +142,8 @@ pub struct Keyspace {
     replication: Replication,
     /// The group commit of runs under `appendfsync always` (commit.rs).
     commits: crate::commit::Commits,
+    /// Who watches which keys (`WATCH`, watch.rs): every batch marks its keys' watchers.
+    watches: std::sync::Arc<crate::watch::Watches>,
     #[cfg(feature = "failpoints")]
     write_hook: Option<WriteHook>,
 }
@@ -191,6 +193,7 @@ impl Keyspace {
             cursors: Mutex::new(Cursors::default()),
             replication: Replication::new(crate::config::REPL_BACKLOG_SIZE_DEFAULT),
             commits: crate::commit::Commits::new(),
+            watches: std::sync::Arc::default(),
             #[cfg(feature = "failpoints")]
             write_hook: None,
         }
@@ -214,6 +217,11 @@ impl Keyspace {
     /// The master's replication state.
     pub fn replication(&self) -> &Replication {
         &self.replication
+    }
+
+    /// Who watches which keys (watch.rs).
+    pub(crate) fn watches(&self) -> &std::sync::Arc<crate::watch::Watches> {
+        &self.watches
     }
 
     /// The group commit of runs under `appendfsync always` (commit.rs).
@@ -375,6 +383,7 @@ impl Keyspace {
     /// one place in the stream's order.
     pub async fn flush_db(&self) -> Result<()> {
         let _held = self.lock_all_stripes().await;
+        self.watches.touch_all();
         let mut b = WriteBatch::new();
         b.delete_range(&[DB0], &[DB0 + 1]);
         self.write(&b, |out| crate::replication::encode_command(out, &[b"FLUSHDB"])).await?;

@@ -54,6 +54,7 @@ pub mod run;
 pub mod server;
 pub(crate) mod sync;
 pub mod value;
+pub(crate) mod watch;
 
 pub use config::{AppendFsync, Config};
 pub use error::{Error, Result};

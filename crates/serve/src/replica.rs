@@ -2,8 +2,11 @@
 //! makes the server follow a master (a `shale serve` or a Redis 7), `REPLICAOF NO ONE`
 //! promotes it back. While it follows, clients may read but not write (`-READONLY`).
 //!
-//! Stages of the link (a task, started again a second after any failure):
-//! 1. Handshake and full resync ([`crate::replica_link::Link::full_resync`]).
+//! Stages of the link (a task, started again a second after any failure, the failure in
+//! INFO's `shale_master_link_error` and in the log when it first happens or changes):
+//! 1. Handshake, with `AUTH` where a password is set (`--masterauth`, `CONFIG SET
+//!    masterauth`, read anew at each attempt), and a full or partial resync
+//!    ([`crate::replica_link::Link::resync`]).
 //! 2. The snapshot (RDB) decoded, then loaded under every stripe lock: database 0 deleted,
 //!    the string keys written in batches of at most 1 MiB. A key of another type, or in
 //!    another database, is logged by name and skipped, never silently dropped.
@@ -35,7 +38,7 @@ use shale_lsm::WriteBatch;
 use crate::commands::{self, Session};
 use crate::keyspace::{REPL_POSITION_KEY, now_ms};
 use crate::rdb::{self, Item};
-use crate::replica_link::{Link, Resync};
+use crate::replica_link::{Link, MasterAuth, Resync};
 use crate::resp::{Protocol, Reply, Request};
 use crate::run::Run;
 use crate::server::Shared;
@@ -65,6 +68,20 @@ pub struct LinkStatus {
     /// `master_link_down_since_seconds`, which Redis Sentinel reads to leave out of a
     /// failover a replica that lost its master long before the master went down.
     pub down_since_ms: AtomicU64,
+    /// Why the link is down, while it is (INFO's `shale_master_link_error`): a refused
+    /// password reads there as well as in the log, never a silent loop of retries.
+    pub error: Mutex<Option<String>>,
+}
+
+impl LinkStatus {
+    fn set_error(&self, e: Option<String>) {
+        *self.error.lock().unwrap_or_else(|e| e.into_inner()) = e;
+    }
+
+    /// Why the link is down, if it failed.
+    pub fn error(&self) -> Option<String> {
+        self.error.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 struct Following {
@@ -79,6 +96,15 @@ struct Following {
 pub struct Follower {
     replica: AtomicBool,
     following: Mutex<Option<Following>>,
+    /// `CONFIG SET masterauth` / `masteruser`, once given: they replace the flags'.
+    auth_set: Mutex<Option<AuthSetting>>,
+}
+
+/// The link's credentials as `CONFIG SET` left them (an empty password: none).
+#[derive(Clone, Default)]
+struct AuthSetting {
+    user: Option<String>,
+    password: Option<String>,
 }
 
 /// A master the server follows, as INFO and ROLE report it.
@@ -125,6 +151,39 @@ impl Follower {
         true
     }
 
+    /// What the link gives a master with a password: `CONFIG SET masterauth` and
+    /// `masteruser` once set, else the flags' (`--masterauth`, `--masteruser`). Read at each
+    /// attempt, so a new password takes effect at the next retry (within a second), as in
+    /// Redis.
+    pub fn auth(&self, config: &crate::Config) -> Option<MasterAuth> {
+        let (user, password) = self.auth_setting(config);
+        password.map(|password| MasterAuth { user, password })
+    }
+
+    /// The user and password in force, for `CONFIG GET`.
+    pub fn auth_setting(&self, config: &crate::Config) -> (Option<String>, Option<String>) {
+        let set = self.auth_set.lock().unwrap_or_else(|e| e.into_inner());
+        match set.as_ref() {
+            Some(a) => (a.user.clone(), a.password.clone()),
+            None => (config.masteruser.clone(), config.masterauth.clone()),
+        }
+    }
+
+    /// `CONFIG SET masterauth` (`user` false) or `masteruser` (`user` true); an empty
+    /// value clears it, as in Redis.
+    fn set_auth(&self, config: &crate::Config, user: bool, value: Option<String>) {
+        let mut set = self.auth_set.lock().unwrap_or_else(|e| e.into_inner());
+        let current = set.get_or_insert_with(|| AuthSetting {
+            user: config.masteruser.clone(),
+            password: config.masterauth.clone(),
+        });
+        if user {
+            current.user = value;
+        } else {
+            current.password = value;
+        }
+    }
+
     /// Stops following (`REPLICAOF NO ONE`): the server is a master again, with the data it
     /// has.
     pub fn promote(&self) {
@@ -166,6 +225,42 @@ pub async fn replicaof(shared: &Arc<Shared>, args: &Request) -> Reply {
     }
 }
 
+/// `CONFIG SET parameter value [parameter value ...]`: `masterauth` and `masteruser`, the
+/// link's credentials (an empty value clears one), which the next attempt of the link uses.
+/// Every other setting is a command-line flag, and is refused by name, as is the whole
+/// request then (nothing is set, as Redis sets nothing of a request it refuses).
+pub fn config_set(shared: &Shared, args: &Request) -> Reply {
+    if args.len() < 4 || args.len() % 2 != 0 {
+        return crate::commands::wrong_arity("config|set");
+    }
+    let mut changes = Vec::new();
+    for pair in args[2..].chunks(2) {
+        let name = pair[0].to_ascii_lowercase();
+        let user = match name.as_slice() {
+            b"masterauth" => false,
+            b"masteruser" => true,
+            _ => {
+                return Reply::err(format!(
+                    "CONFIG SET {} is not supported: shale serve sets only masterauth and \
+                     masteruser at run time; its other settings are its command-line flags",
+                    String::from_utf8_lossy(&pair[0])
+                ));
+            }
+        };
+        let Ok(value) = String::from_utf8(pair[1].clone()) else {
+            return Reply::err(format!(
+                "CONFIG SET {}: the value is not UTF-8",
+                String::from_utf8_lossy(&pair[0])
+            ));
+        };
+        changes.push((user, (!value.is_empty()).then_some(value)));
+    }
+    for (user, value) in changes {
+        shared.follower.set_auth(&shared.config, user, value);
+    }
+    Reply::OK
+}
+
 /// The link's task: resync, load, apply the stream; again after a pause on any failure,
 /// asking the master to continue from the offset applied (a partial resync, when its
 /// backlog still holds it).
@@ -175,10 +270,12 @@ async fn follow(shared: Arc<Shared>, host: String, port: u16, status: Arc<LinkSt
     // Where the store's data stands in the master's stream, if a replica wrote it: a restart
     // asks to continue from there.
     let mut resume: Option<(String, u64)> = shared.keyspace.repl_position().await.ok().flatten();
+    let mut failures = Failures::default();
     loop {
         status.up.store(false, Ordering::Release);
         let from = resume.as_ref().map(|(id, off)| (id.as_str(), *off));
-        match Link::resync(&addr, listening, LINK_TIMEOUT, from).await {
+        let auth = shared.follower.auth(&shared.config);
+        match Link::resync(&addr, listening, LINK_TIMEOUT, from, auth.as_ref()).await {
             Ok((mut link, resync)) => {
                 status.last_io_ms.store(now_ms(), Ordering::Release);
                 let loaded = match resync {
@@ -220,20 +317,56 @@ async fn follow(shared: Arc<Shared>, host: String, port: u16, status: Arc<LinkSt
                 match loaded {
                     Ok(()) => {
                         status.offset.store(link.offset(), Ordering::Release);
+                        status.set_error(None);
+                        failures = Failures::default();
                         status.up.store(true, Ordering::Release);
                         let e = apply_stream(&shared, &mut link, &status).await;
                         log::warn!("replica of {addr}: the link ended: {e}");
+                        status.set_error(Some(e.to_string()));
                         // Every command handed out was applied: continue after the last.
                         resume = Some((link.replid().to_string(), link.offset()));
                         status.down_since_ms.store(now_ms(), Ordering::Release);
                     }
-                    Err(e) => log::warn!("replica of {addr}: taking the snapshot: {e}"),
+                    Err(e) => failures.report(&addr, &status, format!("taking the snapshot: {e}")),
                 }
             }
-            Err(e) => log::warn!("replica of {addr}: {e}"),
+            Err(e) => failures.report(&addr, &status, e.to_string()),
         }
         status.up.store(false, Ordering::Release);
         tokio::time::sleep(RETRY_PAUSE).await;
+    }
+}
+
+/// The failures of the link's attempts in a row: each is in INFO at once, and in the log
+/// when it differs from the one before and then every [`REPEAT_LOG_EVERY`] attempts, so that
+/// a wrong password retried every second says so without filling the log with a line a
+/// second.
+#[derive(Default)]
+struct Failures {
+    last: Option<String>,
+    repeats: u64,
+}
+
+/// A failure repeated is logged again after this many attempts (about a minute).
+const REPEAT_LOG_EVERY: u64 = 60;
+
+impl Failures {
+    fn report(&mut self, addr: &str, status: &LinkStatus, e: String) {
+        if self.last.as_deref() == Some(e.as_str()) {
+            self.repeats += 1;
+            if self.repeats % REPEAT_LOG_EVERY == 0 {
+                log::warn!(
+                    "replica of {addr}: {e} (again: {} attempts in a row, retried every \
+                     second)",
+                    self.repeats + 1
+                );
+            }
+        } else {
+            log::warn!("replica of {addr}: {e} (retried every second)");
+            self.repeats = 0;
+        }
+        status.set_error(Some(e.clone()));
+        self.last = Some(e);
     }
 }
 
@@ -274,6 +407,8 @@ async fn load(
     // No replica of this one takes a snapshot while the load replaces the data.
     let _gate = ks.replication().apply_gate.lock().await;
     let _stripes = ks.lock_all_stripes().await;
+    // Every key may change: every WATCH is broken, as by FLUSHDB.
+    ks.watches().touch_all();
     let mut flush = WriteBatch::new();
     flush.delete_range(&[crate::keyspace::DB0], &[crate::keyspace::DB0 + 1]);
     // Until the last batch is in, the store holds no position: a restart mid-load resyncs

@@ -6,7 +6,8 @@
 //!
 //! ```text
 //! replica -> master                      master -> replica
-//! PING                                   +PONG
+//! PING                                   +PONG (-NOAUTH from a master with a password)
+//! AUTH [<user>] <password>               +OK   (only with a password to give)
 //! REPLCONF listening-port <port>         +OK
 //! REPLCONF capa eof capa psync2          +OK
 //! PSYNC ? -1                             +FULLRESYNC <replid> <offset>
@@ -54,6 +55,8 @@ pub enum LinkError {
     Closed,
     /// No byte came for this long.
     Timeout(Duration),
+    /// The master wants a password the link does not have, or refused the one it gave.
+    Auth(String),
 }
 
 impl fmt::Display for LinkError {
@@ -68,6 +71,7 @@ impl fmt::Display for LinkError {
             LinkError::Timeout(d) => {
                 write!(f, "replication link: nothing from the master for {d:?}")
             }
+            LinkError::Auth(why) => write!(f, "replication link: authentication: {why}"),
         }
     }
 }
@@ -84,6 +88,23 @@ impl std::error::Error for LinkError {
 impl From<std::io::Error> for LinkError {
     fn from(e: std::io::Error) -> LinkError {
         LinkError::Io(e)
+    }
+}
+
+/// What the link gives a master that has a password (Redis's `masterauth` and
+/// `masteruser`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct MasterAuth {
+    /// The user, for `AUTH user password`; `None` sends `AUTH password` (the `default` user).
+    pub user: Option<String>,
+    /// The password.
+    pub password: String,
+}
+
+impl fmt::Debug for MasterAuth {
+    // Never the password: a Debug print ends up in logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MasterAuth").field("user", &self.user).finish_non_exhaustive()
     }
 }
 
@@ -139,7 +160,7 @@ impl Link {
         listening_port: u16,
         timeout: Duration,
     ) -> Result<(Link, FullResync), LinkError> {
-        match Link::resync(addr, listening_port, timeout, None).await? {
+        match Link::resync(addr, listening_port, timeout, None, None).await? {
             (mut link, Resync::Full(full)) => {
                 // A master that sent the snapshot diskless starts the stream only once the
                 // replica acknowledges it (`next_command` acknowledges again every second of
@@ -158,15 +179,18 @@ impl Link {
     /// offsets): the master answers `+CONTINUE` and the stream from there if its backlog
     /// holds it, a full resync otherwise. After a full resync the caller acknowledges the
     /// snapshot ([`Link::ack`]) once it has loaded it: a diskless master starts the stream
-    /// only then.
+    /// only then. With `auth`, the link authenticates after its `PING`, as a Redis replica
+    /// with `masterauth` does.
     ///
     /// # Errors
-    /// As [`Link::full_resync`].
+    /// As [`Link::full_resync`]; [`LinkError::Auth`] when the master wants a password and
+    /// none was given, or refuses the one given (its reply quoted).
     pub async fn resync(
         addr: &str,
         listening_port: u16,
         timeout: Duration,
         from: Option<(&str, u64)>,
+        auth: Option<&MasterAuth>,
     ) -> Result<(Link, Resync), LinkError> {
         let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
             .await
@@ -182,7 +206,36 @@ impl Link {
             getack_at: None,
             raw: Vec::new(),
         };
-        link.step("PING", &[b"PING"], |r| r == "+PONG").await?;
+        // A master with a password answers the PING `-NOAUTH` (Redis's replica takes that as
+        // a sign of life too, and authenticates next).
+        link.send(&[b"PING"]).await?;
+        let pong = link.line().await?;
+        let noauth = pong.starts_with("-NOAUTH");
+        if pong != "+PONG" && !noauth {
+            return Err(LinkError::Handshake { step: "PING", reply: pong });
+        }
+        match auth {
+            Some(a) => {
+                let mut args: Vec<&[u8]> = vec![b"AUTH"];
+                if let Some(user) = &a.user {
+                    args.push(user.as_bytes());
+                }
+                args.push(a.password.as_bytes());
+                link.send(&args).await?;
+                let reply = link.line().await?;
+                if reply != "+OK" {
+                    return Err(LinkError::Auth(format!("the master answered AUTH {reply:?}")));
+                }
+            }
+            None if noauth => {
+                return Err(LinkError::Auth(format!(
+                    "the master requires a password ({pong:?}), and none is set: give \
+                     --masterauth_file, SHALE_MASTERAUTH or --masterauth, or CONFIG SET \
+                     masterauth"
+                )));
+            }
+            None => {}
+        }
         let port = listening_port.to_string();
         link.step(
             "REPLCONF listening-port",

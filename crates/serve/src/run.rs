@@ -306,6 +306,8 @@ impl<'a> Run<'a> {
     /// batch. Otherwise the batch is written here, holding the stripes.
     async fn write(&mut self, release: bool) {
         let entries: Vec<(Vec<u8>, Option<Value>)> = self.overlay.drain().collect();
+        // Its keys' stripes are still held: a WATCH of one is before this or sees it.
+        self.ks.watches().touch(entries.iter().map(|(k, _)| k));
         let server_entry = self.server_entry.take();
         let depends = std::mem::take(&mut self.depends);
         let bytes = std::mem::take(&mut self.batch_bytes);

@@ -180,7 +180,8 @@ fn shale_section(shared: &Shared, out: &mut String) {
 }
 
 /// `CONFIG GET parameter [parameter ...]` (glob patterns, as in Redis). Settings are fixed
-/// when the server starts: `CONFIG SET` and the rest are refused.
+/// when the server starts, but for the replica link's credentials: `CONFIG SET masterauth`
+/// and `masteruser` (replica.rs); `CONFIG SET` of any other and the rest are refused.
 pub fn config(shared: &Shared, args: &Request) -> Reply {
     if args[1].eq_ignore_ascii_case(b"REWRITE") && args.len() == 2 {
         // Redis saves its running configuration to its file here (Sentinel sends it after
@@ -188,6 +189,10 @@ pub fn config(shared: &Shared, args: &Request) -> Reply {
         // no file holds them: nothing to save. Whoever restarts a promoted server drops
         // `--replicaof` from its command line (docs/serve.md, "Sentinel").
         return Reply::OK;
+    }
+    if args[1].eq_ignore_ascii_case(b"SET") {
+        // The replica link's credentials only (replica.rs).
+        return crate::replica::config_set(shared, args);
     }
     if !args[1].eq_ignore_ascii_case(b"GET") {
         return Reply::err(format!(
@@ -199,12 +204,15 @@ pub fn config(shared: &Shared, args: &Request) -> Reply {
         return crate::commands::wrong_arity("config|get");
     }
     let c = &shared.config;
+    let (masteruser, masterauth) = shared.follower.auth_setting(c);
     let params: Vec<(&str, String)> = vec![
         ("appendfsync", c.appendfsync.name().into()),
         // Every write goes to the engine's WAL: always on.
         ("appendonly", "yes".into()),
         ("bind", c.bind.map(|a| a.ip().to_string()).unwrap_or_default()),
         ("databases", "1".into()),
+        ("masterauth", masterauth.unwrap_or_default()),
+        ("masteruser", masteruser.unwrap_or_default()),
         ("maxclients", c.max_clients.to_string()),
         ("min-replicas-max-lag", c.min_replicas_max_lag.to_string()),
         ("min-replicas-to-write", c.min_replicas_to_write.to_string()),

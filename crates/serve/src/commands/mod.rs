@@ -2,7 +2,8 @@
 //! that `COMMAND` reports and the dispatcher checks, and the dispatcher.
 //!
 //! Stages of one request ([`execute`]):
-//! 0. Inside `MULTI`, anything but EXEC, DISCARD, MULTI and QUIT is queued (transaction.rs).
+//! 0. Inside `MULTI`, anything but EXEC, DISCARD, MULTI, WATCH and QUIT is queued
+//!    (transaction.rs).
 //! 1. Look the name up (case-insensitive): an unknown name is an error naming it.
 //! 2. Check the arity against the table.
 //! 3. Refuse it with `NOAUTH` if a password is set, not yet given, and the command is not one
@@ -51,6 +52,8 @@ pub struct Session {
     pub subscriber: Option<crate::clients::Subscriber>,
     /// The open transaction's queue (`MULTI`).
     pub multi: Option<transaction::Multi>,
+    /// The keys `WATCH`ed, until EXEC, DISCARD or UNWATCH.
+    pub watching: Option<transaction::Watching>,
 }
 
 /// What a replica tells a master with `REPLCONF` before `PSYNC`.
@@ -78,6 +81,7 @@ impl Session {
             master_link: false,
             subscriber: None,
             multi: None,
+            watching: None,
         }
     }
 }
@@ -159,7 +163,9 @@ pub const COMMANDS: &[Spec] = &[
     Spec { name: "ttl", arity: 2, flags: R, keys: (1, 1, 1) },
     Spec { name: "type", arity: 2, flags: R, keys: (1, 1, 1) },
     Spec { name: "unsubscribe", arity: -1, flags: PUBSUB, keys: (0, 0, 0) },
+    Spec { name: "unwatch", arity: 1, flags: TX, keys: (0, 0, 0) },
     Spec { name: "wait", arity: 3, flags: &["noscript"], keys: (0, 0, 0) },
+    Spec { name: "watch", arity: -2, flags: TX, keys: (1, -1, 1) },
 ];
 
 /// The table's entry for a name, any case.
@@ -216,7 +222,21 @@ pub fn failed(e: crate::Error) -> Reply {
 /// write past the run's keys (SCAN, KEYS, DBSIZE, FLUSHDB, INFO) or change the session (AUTH,
 /// HELLO, CLIENT, SELECT, QUIT): the run is flushed before them.
 fn runs_in_run(spec: &Spec) -> bool {
-    spec.keys.0 != 0 || matches!(spec.name, "ping" | "echo")
+    (spec.keys.0 != 0 && spec.name != "watch") || matches!(spec.name, "ping" | "echo")
+}
+
+/// The keys of a request, by its table entry's first, last (negative: from the end) and
+/// step.
+pub fn command_keys<'r>(spec: &Spec, args: &'r Request) -> Vec<&'r [u8]> {
+    let (first, last, step) = spec.keys;
+    if first <= 0 || step <= 0 {
+        return Vec::new();
+    }
+    let last = if last < 0 { args.len() as i32 + last } else { last };
+    (first..=last.min(args.len() as i32 - 1))
+        .step_by(step as usize)
+        .map(|i| args[i as usize].as_slice())
+        .collect()
 }
 
 /// Runs one request (the stages of the module comment); its reply goes into `run`, in request
@@ -230,7 +250,8 @@ pub async fn execute(
     run.protocol = session.protocol;
     if session.multi.is_some() && session.authenticated {
         let name = args[0].to_ascii_lowercase();
-        if !matches!(name.as_slice(), b"exec" | b"discard" | b"multi" | b"quit") {
+        // WATCH is answered an error there, as in Redis, and the transaction goes on.
+        if !matches!(name.as_slice(), b"exec" | b"discard" | b"multi" | b"quit" | b"watch") {
             let reply = transaction::queue(session, args);
             run.answer(reply);
             return;
@@ -322,6 +343,13 @@ pub async fn execute(
         }
         _ => {}
     }
+    if spec.name == "publish" {
+        // Fed to the replicas too: the connection's WAIT waits for it, as for a write.
+        let (reply, woff) = pubsub::publish(shared, &args);
+        run.woff = run.woff.max(woff);
+        run.answer(reply);
+        return;
+    }
     if spec.name == "wait" {
         let reply = replication::wait(shared, &args, run.woff).await;
         run.answer(reply);
@@ -385,7 +413,8 @@ async fn execute_alone(
         "client" => Ok(connection::client(shared, session, args)),
         "discard" => Ok(transaction::discard(session)),
         "multi" => Ok(transaction::multi(session)),
-        "publish" => Ok(pubsub::publish(shared, args)),
+        "unwatch" => Ok(transaction::unwatch(session)),
+        "watch" => Ok(transaction::watch(shared, session, args).await),
         "hello" => Ok(connection::hello(shared, session, args)),
         "quit" => {
             session.quit = true;

@@ -1,6 +1,6 @@
 //! Pub/sub commands: `SUBSCRIBE`, `UNSUBSCRIBE`, `PUBLISH` (exact channel names; no
 //! patterns). The registry and the inboxes are `clients.rs`'s; the connection's task writes
-//! the messages out (server.rs).
+//! the messages out (server.rs). A master's PUBLISH goes to its replicas too ([`publish`]).
 
 use crate::clients::{Message, Subscriber};
 use crate::commands::Session;
@@ -66,8 +66,21 @@ pub fn unsubscribe(shared: &Shared, session: &mut Session, args: &Request) -> Ve
     replies
 }
 
-/// `PUBLISH channel message`: the number of subscribers that got it (on this server only:
-/// messages are not sent to replicas).
-pub fn publish(shared: &Shared, args: &Request) -> Reply {
-    Reply::Int(shared.clients.publish(&args[1], &args[2]) as i64)
+/// `PUBLISH channel message`: the number of this server's subscribers that got it, and the
+/// replication offset just past it (for the connection's `WAIT`; 0 when nothing was fed).
+///
+/// As in Redis, a master feeds the command to its replication stream, so that each replica
+/// delivers the message to its own subscribers (a replica's link runs it as a client's
+/// PUBLISH, and passes it on to its replicas with the rest of its master's stream). The
+/// connection's run was flushed before it (mod.rs), so its writes before the PUBLISH are
+/// fed before it: a replica's subscriber that reads a key on hearing the message finds what
+/// the publisher wrote before publishing. A PUBLISH on a replica stays there: its stream is
+/// its master's ([`crate::replication::Replication::feed`] feeds nothing on a replica).
+pub fn publish(shared: &Shared, args: &Request) -> (Reply, u64) {
+    let got = shared.clients.publish(&args[1], &args[2]);
+    let woff = shared
+        .keyspace
+        .replication()
+        .feed(|out| crate::replication::encode_command(out, &[b"PUBLISH", &args[1], &args[2]]));
+    (Reply::Int(got as i64), woff)
 }

@@ -187,6 +187,12 @@ pub fn info_section(shared: &Shared, out: &mut String) {
                     at => (now_ms().saturating_sub(at) / 1000) as i64,
                 };
                 let _ = write!(out, "master_link_down_since_seconds:{since}\r\n");
+                // Why, where Redis tells only its log: a wrong `masterauth` shows here.
+                if let Some(e) = m.status.error() {
+                    let e: String =
+                        e.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+                    let _ = write!(out, "shale_master_link_error:{e}\r\n");
+                }
             }
         }
     }

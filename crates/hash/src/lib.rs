@@ -42,6 +42,7 @@ mod iterator;
 mod log;
 mod meta;
 mod options;
+mod page_advice;
 mod page_cache;
 mod paged_table;
 pub mod record;

@@ -272,7 +272,8 @@ impl LogWriter {
                 *shard.bounded.lock(),
             )
         };
-        // Before the commit frees its slots for the next segment's O_DIRECT writes.
+        // Its cached pages go as a deleted file's would (in the background: a stale page
+        // left meanwhile fails its generation check, so reuse need not wait for this).
         shard.forget_pages(slot);
         shard.volume().commit(&edit, &mut full)?;
         shard.remove_segment(slot);

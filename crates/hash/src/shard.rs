@@ -27,10 +27,6 @@ static ROUND_WAIT: shale_space::contention::Site =
 
 /// Depth of the queues of the synchronous reads and writes (io's default queue depth).
 const SYNC_QUEUE_DEPTH: u32 = 32;
-/// Bytes of one `POSIX_FADV_WILLNEED` when a sealed segment is read into the page cache: the
-/// kernel reads at most its readahead window (128 KiB by default) per call and ignores the
-/// rest, so a segment takes one call per chunk.
-const WARM_CHUNK_BYTES: u64 = 128 << 10;
 
 /// The volume's pool the synchronous reads and writes of a store with `opts` check their
 /// queues out of: [`HashOptions::read_queues`] of them kept idle.
@@ -109,6 +105,8 @@ pub(crate) struct Shard {
     /// A buffered descriptor of the volume, where records are read through the page cache
     /// ([`crate::RecordReads::PageCache`]); `None` where they are read with O_DIRECT only.
     pub reader: Option<shale_io::BufferedReader>,
+    /// The thread that gives the page cache advice about the log, where `reader` is.
+    pub advice: Option<crate::page_advice::PageAdvice>,
 }
 
 impl Shard {
@@ -130,6 +128,7 @@ impl Shard {
             recovered_records: AtomicU64::new(0),
             recovery_micros: AtomicU64::new(0),
             reader: None,
+            advice: None,
         }
     }
 
@@ -167,47 +166,26 @@ impl Shard {
     }
 
     /// Asks the kernel to read the first `pages` pages of the segment in `slot` into the page
-    /// cache, in the background, when records are read through it (`reader`); nothing
-    /// otherwise. Called once a segment is sealed, with every write to it complete.
+    /// cache, in the background (`page_advice.rs`), when records are read through it;
+    /// nothing otherwise. Called once a segment is sealed, with every write to it complete.
     ///
     /// Why: the log is written with O_DIRECT, around the page cache, so without this every
     /// record's first read after it left the value cache goes to the device, where an engine
     /// writing buffered files (RocksDB) finds it in memory: at queue depth 1 with data that
     /// fits in RAM but not in the value cache, those first reads were most of the gets' time
     /// (issue #44). Reading a sealed segment back costs one sequential read of what was
-    /// written; the kernel evicts it as it would pages a buffered write left. A failure is
-    /// only a lost hint: the read path checks every record and goes to the device on a miss.
+    /// written; the kernel evicts it as it would pages a buffered write left.
     pub fn warm_pages(&self, slot: u32, pages: u32) {
-        let Some(reader) = &self.reader else { return };
-        let Some(seg) = self.segment_at(slot) else { return };
-        let end = seg.page_address(pages);
-        let mut at = seg.page_address(0);
-        while at < end {
-            let len = (end - at).min(WARM_CHUNK_BYTES);
-            if let Err(e) = reader.prefetch(at, len) {
-                ::log::debug!(
-                    "cannot read a sealed segment into the page cache: {}",
-                    shale_io::Chain(&e)
-                );
-                return;
-            }
-            at += len;
-        }
+        let (Some(advice), Some(seg)) = (&self.advice, self.segment_at(slot)) else { return };
+        advice.warm(seg.page_address(0), u64::from(pages) * PAGE_BYTES as u64);
     }
 
-    /// Drops the cached pages of the segment in `slot` (before its slots are freed): the
-    /// memory goes, as a deleted file's would, and no page of it is left to be read in place
-    /// of what the slots hold next.
+    /// Drops the cached pages of the segment in `slot` (collected), after any advice given
+    /// before: the memory goes, as a deleted file's would.
     pub fn forget_pages(&self, slot: u32) {
-        let Some(reader) = &self.reader else { return };
-        let Some(seg) = self.segment_at(slot) else { return };
+        let (Some(advice), Some(seg)) = (&self.advice, self.segment_at(slot)) else { return };
         let bytes = self.volume.extent_range(seg.extent);
-        if let Err(e) = reader.drop_cached(seg.page_address(0), bytes.end - bytes.start) {
-            ::log::debug!(
-                "cannot drop a collected segment's cached pages: {}",
-                shale_io::Chain(&e)
-            );
-        }
+        advice.forget(seg.page_address(0), bytes.end - bytes.start);
     }
 
     /// The segment in table slot `slot`, if one is there.

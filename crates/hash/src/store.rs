@@ -204,6 +204,7 @@ impl HashStore {
             .max(state.checkpoint.map(|c| c.generation))
             .map_or(1, |g| g + 1);
         let mut shard = Shard::new(volume, opts, segments);
+        shard.advice = reader.as_ref().and_then(crate::page_advice::PageAdvice::start);
         shard.reader = reader;
         let shard = Arc::new(shard);
         *shard.checkpoint.lock() = state.checkpoint;

@@ -112,6 +112,17 @@ impl BufferedReader {
         &self.path
     }
 
+    /// A second descriptor of the same open file (`dup`), for another thread: the same
+    /// file even if its path was renamed or replaced since the open.
+    ///
+    /// # Errors
+    /// [`Error::Path`] naming the path when the kernel refuses (out of descriptors).
+    pub fn try_clone(&self) -> Result<BufferedReader> {
+        let file =
+            self.file.try_clone().map_err(|e| Error::at_path(PathOp::Open, &self.path, e))?;
+        Ok(BufferedReader { file, path: self.path.clone() })
+    }
+
     /// Exactly `len` bytes at `offset`, through the page cache. No alignment is needed.
     ///
     /// # Errors

@@ -7,7 +7,7 @@
 use std::net::TcpStream;
 
 use common::redis_server::RedisServer;
-use common::{READ_TIMEOUT, TestServer, exchange, expect, free_port, info_field, info_of, resp};
+use common::{READ_TIMEOUT, TestServer, exchange, expect, free_port, info_of, resp};
 use common::{test_config, until};
 use redis::Commands;
 
@@ -86,15 +86,7 @@ fn a_shale_replica_and_its_replica_deliver_what_the_master_publishes() {
 fn a_redis_replica_of_a_shale_master_delivers_what_it_publishes() {
     let master = TestServer::start();
     let mut m = master.client();
-    let replica = RedisServer::start(
-        free_port(),
-        &["--replicaof", "127.0.0.1", &master.addr.port().to_string()],
-        |_| {},
-    );
-    until("the replica's link is up", || {
-        info_field(&replica.cli(&["info", "replication"]), "master_link_status").as_deref()
-            == Some("up")
-    });
+    let replica = RedisServer::replica_of(master.addr.port());
     let mut sub = subscriber(replica.port, "news");
     let _: () = m.set("k", "v1").unwrap();
     let _: i64 = m.publish("news", "k is v1").unwrap();

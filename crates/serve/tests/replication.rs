@@ -8,27 +8,13 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use common::redis_server::RedisServer;
-use common::{TestServer, free_port, info_field, read_line, until};
+use common::{TestServer, info_field, read_line, until};
 use redis::Commands;
 
 mod common;
 
 fn master_info(c: &mut redis::Connection) -> String {
     redis::cmd("INFO").query(c).unwrap()
-}
-
-/// A Redis replica of `master`, once its link is up.
-fn replica_of(master: &TestServer) -> RedisServer {
-    let replica = RedisServer::start(
-        free_port(),
-        &["--replicaof", "127.0.0.1", &master.addr.port().to_string()],
-        |_| {},
-    );
-    until("the replica's link is up", || {
-        info_field(&replica.cli(&["info", "replication"]), "master_link_status").as_deref()
-            == Some("up")
-    });
-    replica
 }
 
 #[test]
@@ -51,7 +37,7 @@ fn a_redis_replica_gets_the_snapshot_then_the_stream() {
     let no_replica: i64 = redis::cmd("WAIT").arg(1).arg(100).query(&mut c).unwrap();
     assert_eq!(no_replica, 0);
 
-    let replica = replica_of(&master);
+    let replica = RedisServer::replica_of(master.addr.port());
     assert_eq!(replica.cli(&["get", "before"]), "snapshot", "{}", replica.log());
     assert_eq!(replica.cli(&["pexpiretime", "expiring"]), "4102444800000");
     assert_eq!(replica.cli(&["dbsize"]), "502");
@@ -111,7 +97,7 @@ fn an_expired_key_is_deleted_on_the_replica_by_the_master() {
         ..common::test_config()
     });
     let mut c = master.client();
-    let replica = replica_of(&master);
+    let replica = RedisServer::replica_of(master.addr.port());
     // Long enough that the master's active expiry leaves it until the checks below.
     let _: () = redis::cmd("SET").arg("short").arg("v").arg("PX").arg(1500).query(&mut c).unwrap();
     let _: () = c.set("marker", "1").unwrap();
@@ -135,7 +121,7 @@ fn an_expired_key_is_deleted_on_the_replica_by_the_master() {
 fn keys_expired_on_the_master_and_never_read_are_deleted_on_the_replica() {
     let master = TestServer::start();
     let mut c = master.client();
-    let replica = replica_of(&master);
+    let replica = RedisServer::replica_of(master.addr.port());
     for i in 0..50 {
         let _: () = redis::cmd("SET")
             .arg(format!("short{i}"))
@@ -160,7 +146,7 @@ fn a_redis_replica_continues_after_its_master_restarted_cleanly() {
     let master =
         TestServer::start_with(shale_serve::Config { bind: Some(addr), ..common::test_config() });
     let mut c = master.client();
-    let replica = replica_of(&master);
+    let replica = RedisServer::replica_of(master.addr.port());
     let _: () = c.set("a", "1").unwrap();
     let _: i64 = c.incr("n", 1).unwrap();
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
@@ -196,7 +182,7 @@ fn a_redis_replica_continues_from_a_promoted_shale_replica() {
     until("the shale replica's link is up", || {
         info_field(&master_info(&mut p), "master_link_status").as_deref() == Some("up")
     });
-    let replica = replica_of(&master);
+    let replica = RedisServer::replica_of(master.addr.port());
     for i in 0..100 {
         let _: i64 = c.incr("n", 1).unwrap();
         let _: () = c.set(format!("k{i}"), i).unwrap();
@@ -223,7 +209,7 @@ fn a_dropped_link_resumes_with_a_partial_resync() {
     let master = TestServer::start();
     let mut c = master.client();
     let _: () = c.set("a", "1").unwrap();
-    let replica = replica_of(&master);
+    let replica = RedisServer::replica_of(master.addr.port());
     let _: () = c.set("b", "2").unwrap();
     until("b reaches the replica", || replica.cli(&["get", "b"]) == "2");
     // The replica drops its link to the master; it reconnects and asks to continue.
@@ -249,7 +235,7 @@ fn a_replica_behind_the_backlog_gets_a_full_resync() {
     config.repl_backlog_size = 16 << 10;
     let master = TestServer::start_with(config);
     let mut c = master.client();
-    let replica = replica_of(&master);
+    let replica = RedisServer::replica_of(master.addr.port());
     // A PSYNC from an offset the backlog no longer holds (a raw replica that asks for the
     // stream's first byte after more than the backlog was written) is served in full.
     let big = "x".repeat(1000);
@@ -360,7 +346,7 @@ fn concurrent_pipelines_replicate_in_the_store_s_order() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(200));
-    let replica = replica_of(&master);
+    let replica = RedisServer::replica_of(master.addr.port());
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for w in writers {
@@ -398,7 +384,7 @@ fn min_replicas_to_write_refuses_writes_without_a_good_replica() {
     assert_eq!(refused.code(), Some("NOREPLICAS"), "{refused}");
     let got: Option<String> = c.get("k").unwrap();
     assert_eq!(got, None, "reads go on, the refused write did not happen");
-    let replica = replica_of(&master);
+    let replica = RedisServer::replica_of(master.addr.port());
     until("a write is accepted with a replica online", || c.set::<_, _, ()>("k", "v").is_ok());
     until("the write reaches the replica", || replica.cli(&["get", "k"]) == "v");
     drop(replica);
@@ -432,7 +418,7 @@ fn a_link_dropped_mid_snapshot_does_no_harm() {
         info_field(&master_info(&mut c), "connected_slaves").as_deref() == Some("0")
     });
     let _: () = c.set("after", "drop").unwrap();
-    let replica = replica_of(&master);
+    let replica = RedisServer::replica_of(master.addr.port());
     assert_eq!(replica.cli(&["dbsize"]), "4001");
     assert_eq!(replica.cli(&["get", "after"]), "drop");
     assert_eq!(replica.cli(&["strlen", "k7:499"]), "1024");

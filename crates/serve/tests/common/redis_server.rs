@@ -12,6 +12,22 @@ pub struct RedisServer {
 }
 
 impl RedisServer {
+    /// A Redis replica of the master on `master_port` (a shale one in these tests), once
+    /// its link is up.
+    pub fn replica_of(master_port: u16) -> RedisServer {
+        let replica = RedisServer::start(
+            super::free_port(),
+            &["--replicaof", "127.0.0.1", &master_port.to_string()],
+            |_| {},
+        );
+        super::until("the replica's link is up", || {
+            super::info_field(&replica.cli(&["info", "replication"]), "master_link_status")
+                .as_deref()
+                == Some("up")
+        });
+        replica
+    }
+
     /// Starts one on `port` with no persistence of its own and `extra` settings, after
     /// `prepare` has put what it needs in its directory (a `dump.rdb` to load, say).
     pub fn start(port: u16, extra: &[&str], prepare: impl FnOnce(&Path)) -> RedisServer {

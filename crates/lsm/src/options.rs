@@ -315,6 +315,12 @@ pub struct Options {
     #[cfg(feature = "failpoints")]
     #[doc(hidden)]
     pub point_read_hook: Option<FailpointHook>,
+    /// Test failpoint (feature `failpoints`): every compaction that rewrites its inputs
+    /// calls this once its room is reserved and before it writes any output, so that a test
+    /// can hold a compaction there, its reservation unspent, while flushes come.
+    #[cfg(feature = "failpoints")]
+    #[doc(hidden)]
+    pub compaction_hook: Option<FailpointHook>,
 }
 
 impl Default for Options {
@@ -367,6 +373,8 @@ impl Default for Options {
             pause_before_group_inserts: None,
             #[cfg(feature = "failpoints")]
             point_read_hook: None,
+            #[cfg(feature = "failpoints")]
+            compaction_hook: None,
         }
     }
 }

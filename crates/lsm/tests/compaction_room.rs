@@ -77,3 +77,102 @@ fn compactions_that_would_not_fit_wait_for_room_instead_of_stopping_the_store() 
     db.check().unwrap();
     db.close().unwrap();
 }
+
+/// A compaction held after it reserved its room and before it wrote anything, while writes
+/// go on: each flush adds an L0 SST (no other L0 compaction can start) and takes room, until
+/// what is left beyond the held compaction's reservation is less than a flush needs. That
+/// flush waits (`Inner::wait_for_flush_room`; the writers stall behind it) instead of taking
+/// the room the compaction counted on; once the compaction is let go it writes its outputs
+/// into that room, commits, frees its inputs, and the flush and the writes go on; the
+/// compactions then catch up. Nothing ran out of room, the store never stopped, and every
+/// key reads back after a reopen.
+#[test]
+fn a_flush_waits_for_a_held_compactions_room_instead_of_taking_it() {
+    let sim = SimDevice::new(8 << 20, 4096, 7).unwrap();
+    let gate = Arc::new((parking_lot::Mutex::new((false, 0u32)), parking_lot::Condvar::new()));
+    let mut opts = small_options();
+    opts.write_buffer_bytes = 128 << 10;
+    opts.target_file_size_base = 128 << 10;
+    opts.max_bytes_for_level_base = 1 << 20;
+    opts.level0_file_num_compaction_trigger = 4;
+    // L0 may grow while the compaction is held: nothing but room stops the writes.
+    opts.level0_slowdown_writes_trigger = 1000;
+    opts.level0_stop_writes_trigger = 1000;
+    opts.soft_pending_compaction_bytes_limit = 0;
+    opts.hard_pending_compaction_bytes_limit = 0;
+    opts.dynamic_level_bytes = false;
+    opts.max_background_jobs = 3;
+    let hold = gate.clone();
+    // The first compaction that rewrites its inputs waits at the gate until it opens;
+    // the others pass.
+    opts.compaction_hook = Some(shale_lsm::options::FailpointHook(Arc::new(move || {
+        let (state, cv) = &*hold;
+        let mut s = state.lock();
+        s.1 += 1;
+        if s.1 == 1 {
+            cv.notify_all();
+            while !s.0 {
+                cv.wait(&mut s);
+            }
+        }
+    })));
+    let db = Arc::new(Db::open_device(Arc::new(sim.clone()), opts.clone()).unwrap());
+    // The writes end once the gate opened: what L0 holds then is compacted with no new
+    // flushes taking room meanwhile (with them, on a device this full, the writes could
+    // outgrow what compactions free, and the store stop for want of room, as it should).
+    let opened = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (db, opened) = (db.clone(), opened.clone());
+        std::thread::spawn(move || {
+            random_overwrites_while(&db, 2_000, 2_000, 16, VALUE, 0x9e37_79b9_7f4a_7c15, |_| {
+                !opened.load(std::sync::atomic::Ordering::SeqCst)
+            })
+        })
+    };
+    // Events, not times: the compaction reaches the gate, then a flush waits for its room.
+    let (state, cv) = &*gate;
+    {
+        let mut s = state.lock();
+        while s.1 == 0 {
+            assert!(
+                !cv.wait_for(&mut s, Duration::from_secs(120)).timed_out(),
+                "no compaction started: {:?}",
+                db.stats()
+            );
+        }
+    }
+    let mut waited = false;
+    for _ in 0..12_000 {
+        let s = db.stats();
+        assert!(s.stopped.is_none(), "{s:?}");
+        if s.flushes_waited_for_room > 0 {
+            waited = true;
+            break;
+        }
+        assert!(!writer.is_finished(), "the writes ended with no flush waiting: {s:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(waited, "no flush waited for the held compaction's room: {:?}", db.stats());
+    opened.store(true, std::sync::atomic::Ordering::SeqCst);
+    {
+        let mut s = state.lock();
+        s.0 = true;
+        cv.notify_all();
+    }
+    let model = writer.join().unwrap();
+    db.flush().unwrap();
+    // What L0 held at the release compacted with no writes coming: the store recovers its
+    // room by itself (a close would leave that work to the next open).
+    db.wait_for_compaction().unwrap();
+    let s = db.stats();
+    assert!(s.stopped.is_none(), "{s:?}");
+    assert_eq!(s.retried_for_room, 0, "a flush or compaction ran out of room: {s:?}");
+    assert!(s.compactions > 0, "{s:?}");
+    db.check().unwrap();
+    let db = Arc::into_inner(db).expect("the writer's handle is gone");
+    db.close().unwrap();
+    let db = Db::open_device(Arc::new(sim), opts).unwrap();
+    assert_reads_back(&db, &model, VALUE);
+    db.check().unwrap();
+    db.close().unwrap();
+}

@@ -340,6 +340,10 @@ impl Inner {
             self.finish_compaction(&mut st, c, None);
             return Ok(Ended::Committed);
         }
+        #[cfg(feature = "failpoints")]
+        if let Some(hook) = &self.opts.compaction_hook {
+            (hook.0)();
+        }
         let cut_bytes = self.output_cut_bytes();
         let (smallest_snapshot, version) = {
             let st = self.state.lock();

@@ -167,6 +167,22 @@ pub fn random_overwrites(
     seed: u64,
     mut after_write: impl FnMut(&Db),
 ) -> BTreeMap<u16, u32> {
+    random_overwrites_while(db, keys, batches, per_batch, len_max, seed, |db| {
+        after_write(db);
+        true
+    })
+}
+
+/// [`random_overwrites`], ending early once `after_write` returns false.
+pub fn random_overwrites_while(
+    db: &Db,
+    keys: u32,
+    batches: u32,
+    per_batch: u32,
+    len_max: usize,
+    seed: u64,
+    mut after_write: impl FnMut(&Db) -> bool,
+) -> BTreeMap<u16, u32> {
     let mut model = BTreeMap::new();
     let mut rng = seed;
     for g in 0..batches {
@@ -182,7 +198,9 @@ pub fn random_overwrites(
         db.write(&b, &WriteOptions { sync: false }).unwrap_or_else(|e| {
             panic!("write {g} failed: {e}; {:?}", db.stats());
         });
-        after_write(db);
+        if !after_write(db) {
+            break;
+        }
     }
     model
 }

@@ -422,12 +422,14 @@ impl Report {
         let secs = self.elapsed.as_secs_f64();
         let ops = self.latencies_ns.len() as f64;
         format!(
-            "{}: {:.0} IOPS, {:.1} MB/s, p50 {} us, p99 {} us",
+            "{}: {:.0} IOPS, {:.1} MB/s, p50 {} us, p99 {} us, p99.9 {} us, max {} us",
             pattern.name(),
             ops / secs,
             self.bytes as f64 / secs / 1e6,
             percentile_us(&self.latencies_ns, 50.0),
             percentile_us(&self.latencies_ns, 99.0),
+            percentile_us(&self.latencies_ns, 99.9),
+            percentile_us(&self.latencies_ns, 100.0),
         )
     }
 }
@@ -462,6 +464,8 @@ mod tests {
         let ns: Vec<u64> = (1..=100).map(|us| us * 1_000).collect();
         assert_eq!(percentile_us(&ns, 50.0), 50);
         assert_eq!(percentile_us(&ns, 99.0), 99);
+        assert_eq!(percentile_us(&ns, 99.9), 100);
+        assert_eq!(percentile_us(&ns, 100.0), 100);
         assert_eq!(percentile_us(&[7_000], 99.0), 7);
         assert_eq!(percentile_us(&[], 50.0), 0);
     }
@@ -475,7 +479,7 @@ mod tests {
         };
         assert_eq!(
             report.line(Pattern::Randread),
-            "randread: 2 IOPS, 0.0 MB/s, p50 200 us, p99 900 us"
+            "randread: 2 IOPS, 0.0 MB/s, p50 200 us, p99 900 us, p99.9 900 us, max 900 us"
         );
     }
 

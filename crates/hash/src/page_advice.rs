@@ -2,8 +2,8 @@
 //! a collected one), given on a thread of its own.
 //!
 //! Why a thread: the advice is only a hint, but the kernel acts on WILLNEED before the call
-//! returns (it allocates the pages and submits their reads): 2.4 to 5.8 ms for an 8 MiB
-//! segment on this machine's loop device. The segment is sealed by whichever thread runs
+//! returns (it allocates the pages and submits their reads): milliseconds for an 8 MiB
+//! segment (BENCHMARKS-history.md has the measurement). The segment is sealed by whichever thread runs
 //! the worker's turn, at queue depth 1 the caller's own, whose store would wait that long;
 //! with the advice handed over it waits for a channel send. One thread, in order, so a
 //! collected segment's DONTNEED never runs before the WILLNEED of its sealing.
@@ -14,7 +14,6 @@
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 
-use parking_lot::Mutex;
 use shale_io::BufferedReader;
 
 /// Bytes of one `POSIX_FADV_WILLNEED`: the kernel reads at most its readahead window (128
@@ -31,7 +30,8 @@ enum Advice {
 
 /// The advice thread of one store; ended and joined when dropped.
 pub(crate) struct PageAdvice {
-    sender: Mutex<Option<Sender<Advice>>>,
+    /// `None` only once dropped: the thread ends when it is gone.
+    sender: Option<Sender<Advice>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -51,9 +51,7 @@ impl PageAdvice {
             .name("shale-hash-advice".into())
             .spawn(move || advise(&own, &receiver));
         match thread {
-            Ok(thread) => {
-                Some(PageAdvice { sender: Mutex::new(Some(sender)), thread: Some(thread) })
-            }
+            Ok(thread) => Some(PageAdvice { sender: Some(sender), thread: Some(thread) }),
             Err(e) => {
                 log::debug!("no page cache advice: cannot start its thread: {e}");
                 None
@@ -73,7 +71,7 @@ impl PageAdvice {
     }
 
     fn send(&self, advice: Advice) {
-        if let Some(sender) = &*self.sender.lock() {
+        if let Some(sender) = &self.sender {
             // The thread ends only when the sender is dropped, below.
             let _ = sender.send(advice);
         }
@@ -82,7 +80,7 @@ impl PageAdvice {
 
 impl Drop for PageAdvice {
     fn drop(&mut self) {
-        self.sender.lock().take();
+        self.sender.take();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

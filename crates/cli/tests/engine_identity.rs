@@ -179,12 +179,17 @@ fn killed_store(dir: &Path) -> PathBuf {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Waits on the event (the tail made by the store's open), with a bound only against a hang.
+    // Waits on the event (the tail made by the store's open, its header and the trailer naming
+    // the volume written: a process killed between the file's creation and those writes
+    // leaves a file that is no tail yet), with a bound only against a hang.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let described = |t: &Path| {
+        shale_lsm::wal::tail::describe(t).ok().flatten().is_some_and(|d| d.volume_path.is_some())
+    };
     let tails = loop {
         if head(&volume(dir)).is_some_and(|b| b[..8] == *b"SHALEVOL") {
             let t = tails_of(dir);
-            if !t.is_empty() {
+            if !t.is_empty() && t.iter().all(|t| described(t)) {
                 break t;
             }
         }

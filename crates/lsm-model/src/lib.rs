@@ -2,7 +2,7 @@
 //! model checker can explore its interleavings (issue #9).
 //!
 //! The files are shale-lsm's own, included by path, not copies: `memtable/skiplist.rs`,
-//! `memtable/arena.rs`, `db/write_group.rs` and `key.rs`. They take their atomics, mutexes
+//! `memtable/arena.rs`, `db/write_group.rs`, `sst/release_queue.rs` and `key.rs`. They take their atomics, mutexes
 //! and condition variables from a `sync` module (shale-lsm's `crate::sync`); here that module
 //! ([`sync`]) hands them shuttle's, whose every operation is a point where shuttle's scheduler
 //! may switch threads. What is checked, in `tests/`:
@@ -14,7 +14,10 @@
 //!   switched as they fill, and each writer reads its write back at once;
 //! - run to completion (`space/src/page_log/driver.rs`, the hash engine's shard worker's
 //!   turns): callers that run the worker's turns themselves or hand them to its thread, and
-//!   every request answered, none stranded, the thread ending at the close.
+//!   every request answered, none stranded, the thread ending at the close;
+//! - the release queue (`sst/release_queue.rs`: dropped SSTs handed from callers' threads to
+//!   the store's release thread): every job run once, `wait_idle` returning only after every
+//!   job handed before it is done, the thread ending at the close with nothing left.
 //!
 //! shuttle explores schedules, not weak memory: it runs every atomic as sequentially
 //! consistent, so it finds interleaving bugs (the seek bug of issue #9 was one), not missing
@@ -29,4 +32,6 @@ pub mod driver;
 #[path = "../../lsm/src/key.rs"]
 pub mod key;
 pub mod memtable;
+#[path = "../../lsm/src/sst/release_queue.rs"]
+pub mod release_queue;
 mod sync;

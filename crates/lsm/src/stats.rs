@@ -265,6 +265,10 @@ pub struct Stats {
     /// Data blocks that seeks read together, one per sorted run the block cache did not
     /// answer, before seeking (`DbIterator::with_batched_seeks`), since open.
     pub seek_batch_reads: u64,
+    /// SSTs dropped by compactions whose last handle a caller's thread let go (a get or an
+    /// iterator that began before the compaction committed), given back on the store's release
+    /// thread rather than in that call, since open (`sst/release.rs`).
+    pub sst_releases_deferred: u64,
     /// Requests the async API admitted since open (`Db::submit_*`): tickets handed out, the
     /// ones complete at submission (lucky reads, empty batches) included.
     pub async_submitted: u64,

@@ -4,7 +4,8 @@
 //! iterators keep the `Arc<Version>` they started with, so the SSTs they use stay readable.
 //! An SST dropped by a compaction is marked obsolete, and its extent goes back to the volume
 //! only when the last handle on it is dropped (the commit held it, see `Edit::hold_removed`),
-//! after its blocks left the block cache and its pages the page cache.
+//! after its blocks left the block cache and its pages the page cache: on the pool's release
+//! thread when the last handle was a caller's (`sst/release.rs`).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -63,14 +64,9 @@ impl SstHandle {
 impl Drop for SstHandle {
     fn drop(&mut self) {
         if self.obsolete.load(AtomicOrdering::Acquire) {
-            self.cache.forget(self.meta.id);
-            // Before the slots can be handed out again: a later SST written into them with
-            // O_DIRECT bypasses the page cache, so a page of this SST left cached would be
-            // read in its place, and it would pass the checksum (a real block of an older
-            // SST at the same offset): wrong data, not Corruption. The block cache is keyed
-            // by SST id and cannot mix them up; the page cache is keyed by offset and can.
-            self.pool.forget_pages(self.meta.extent);
-            self.pool.volume().release(self.meta.extent);
+            // Its blocks and pages go, then its extent; not on a caller's thread, which
+            // would pay for the page drop in its get or scan (`sst/release.rs`).
+            self.pool.release_sst(self.meta.id, self.meta.extent, &self.cache);
         }
     }
 }

@@ -489,6 +489,7 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.sst.bytes.read.buffered", s.sst_bytes_read_buffered),
         ("shale.sst.reads.ahead", s.sst_reads_ahead),
         ("shale.seek.batch.reads", s.seek_batch_reads),
+        ("shale.sst.releases.deferred", s.sst_releases_deferred),
         ("shale.bytes.written", s.user_bytes_written),
         ("shale.writes", s.writes),
         ("shale.write.groups", s.write_groups),

@@ -617,7 +617,10 @@ impl Db {
             self.inner.cv.notify_all();
             self.inner.cv.wait_for(&mut st, Duration::from_millis(50));
         }
-        stopped_error(&st)
+        drop(st);
+        // And what compactions dropped is back in the volume, wherever its last handle went.
+        self.inner.pool.wait_for_releases();
+        stopped_error(&self.inner.state.lock())
     }
 
     /// Changes the memtable size (and so the size of the L0 SSTs flushed from it) while the
@@ -667,6 +670,8 @@ impl Db {
     /// # Errors
     /// [`Error::Corruption`] naming the first problem found; the device's errors.
     pub fn check(&self) -> Result<crate::check::CheckReport> {
+        // A dropped SST handed to the release thread still holds its extent until given back.
+        self.inner.pool.wait_for_releases();
         let (version, live) = {
             // Under the state lock no commit is half done, so the version and the volume's
             // live extents describe the same state.
@@ -734,6 +739,7 @@ impl Db {
         for w in workers {
             let _ = w.join();
         }
+        self.inner.pool.wait_for_releases();
     }
 }
 
@@ -1990,6 +1996,7 @@ impl Inner {
             sst_bytes_read_buffered: self.pool.bytes_read().buffered,
             sst_reads_ahead: self.pool.reads_ahead(),
             seek_batch_reads: self.pool.seek_batch_reads(),
+            sst_releases_deferred: self.pool.releases_deferred(),
             stalls: self.stalls.snapshot(),
             stopped: st.stopped.clone(),
             tiers: self.tier_stats(v),

@@ -134,7 +134,12 @@ pub(super) fn spawn_named(
     body: impl FnOnce(Arc<Inner>) + Send + 'static,
 ) -> Result<JoinHandle<()>> {
     let inner = inner.clone();
-    std::thread::Builder::new().name(name.into()).spawn(move || body(inner)).map_err(|source| {
+    let body = move || {
+        // Its waits are no caller's: it gives back the SSTs whose last handle it drops itself.
+        crate::sst::release::mark_background_thread();
+        body(inner);
+    };
+    std::thread::Builder::new().name(name.into()).spawn(body).map_err(|source| {
         Error::Io(shale_io::Error::Io { op: shale_io::OpKind::Read, offset: 0, source })
     })
 }

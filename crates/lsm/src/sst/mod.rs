@@ -8,6 +8,7 @@
 //! - `range_del_block`: the range tombstones (format version 2 on).
 //! - `builder` / `reader`: making and reading an image.
 //! - `prepopulate`: caching a new image's blocks as it is written.
+//! - `release`, `release_queue`: giving back a dropped SST's extent off the callers' threads.
 //! - `volume_io`: the pool of queues and page-cache descriptors SSTs are read and written
 //!   through, and reading an SST in an extent.
 //! - `writer`: streaming an SST into an extent while it is built.
@@ -47,6 +48,8 @@ pub mod format;
 pub mod prepopulate;
 pub mod range_del_block;
 pub mod reader;
+pub(crate) mod release;
+mod release_queue;
 pub mod volume_io;
 pub mod writer;
 
@@ -61,6 +64,8 @@ pub use volume_io::{PageCacheFiles, QueuePool, SstBytesRead, SstBytesWritten, Vo
 pub use writer::SstWriter;
 
 use crate::error::Error;
+// `release_queue` names its primitives as `super::sync`, so that lsm-model can hand it shuttle's.
+use crate::sync;
 
 /// A copy of an error an iterator keeps, for [`crate::iter::InternalIterator::status`], which
 /// may be asked any number of times while [`Error`] cannot be cloned (it carries

@@ -62,8 +62,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use shale_io::{AlignedBuf, BufferedReader, BufferedWriter, Completion, Op, Queue, QueueExt, Request};
 use shale_space::{Extent, IoClass, PoolSpec, PooledQueue, Tier, Volume};
 
+use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::sst::builder::SstImage;
+use crate::sst::release::{SstRelease, SstReleases};
 use crate::sst::reader::{BlockSource, PendingRead, SourceBytes};
 
 /// Bytes of one write request: large enough to stream, small enough to keep several in flight.
@@ -110,6 +112,25 @@ pub struct SstBytesWritten {
     pub buffered: u64,
 }
 
+/// Drops whatever the page cache holds of `extent` of `volume`, whose tiers' page-cache
+/// descriptors are `files` (nothing to do without them).
+pub(crate) fn drop_cached_pages(
+    volume: &Volume,
+    files: &[PageCacheFiles; 2],
+    extent: Extent,
+) -> Result<()> {
+    let range = volume.extent_range(extent);
+    let len = range.end - range.start;
+    let (tier, start) = Tier::split(range.start);
+    let files = &files[tier.index()];
+    // Either descriptor drops the pages of the one file they share.
+    match (&files.reads, &files.writes) {
+        (Some(reader), _) => Ok(reader.drop_cached(start, len)?),
+        (None, Some(writer)) => Ok(writer.drop_cached(start, len)?),
+        (None, None) => Ok(()),
+    }
+}
+
 /// The page-cache descriptors of one volume of a store opened by path; none for a store on a
 /// device. Their offsets are the volume's device offsets, not addresses.
 #[derive(Clone, Debug, Default)]
@@ -144,6 +165,8 @@ pub struct QueuePool {
     reads_ahead: AtomicU64,
     /// Blocks read by [`QueuePool::read_for_seek`].
     seek_batch_reads: AtomicU64,
+    /// Where dropped SSTs are given back when a caller's thread drops the last handle.
+    releases: SstReleases,
 }
 
 impl std::fmt::Debug for QueuePool {
@@ -194,6 +217,7 @@ impl QueuePool {
             relocations: AtomicU64::new(0),
             reads_ahead: AtomicU64::new(0),
             seek_batch_reads: AtomicU64::new(0),
+            releases: SstReleases::default(),
         }
     }
 
@@ -356,16 +380,32 @@ impl QueuePool {
     }
 
     fn drop_pages(&self, extent: Extent) -> Result<()> {
-        let range = self.volume.extent_range(extent);
-        let len = range.end - range.start;
-        let (tier, start) = Tier::split(range.start);
-        let files = &self.files[tier.index()];
-        // Either descriptor drops the pages of the one file they share.
-        match (&files.reads, &files.writes) {
-            (Some(reader), _) => Ok(reader.drop_cached(start, len)?),
-            (None, Some(writer)) => Ok(writer.drop_cached(start, len)?),
-            (None, None) => Ok(()),
-        }
+        drop_cached_pages(&self.volume, &self.files, extent)
+    }
+
+    /// Gives back the extent of SST `id`, dropped by a committed edit, once its last handle
+    /// went: its blocks leave `cache`, its pages the page cache, then the extent goes back
+    /// to the volume; on the pool's release thread unless the caller is one of the store's
+    /// background threads (`sst/release.rs` says why).
+    pub(crate) fn release_sst(&self, id: u64, extent: Extent, cache: &Arc<BlockCache>) {
+        self.releases.release(SstRelease {
+            id,
+            extent,
+            cache: cache.clone(),
+            volume: self.volume.clone(),
+            files: self.files.clone(),
+        });
+    }
+
+    /// Waits until every dropped SST handed to the release thread is given back.
+    pub fn wait_for_releases(&self) {
+        self.releases.wait_idle();
+    }
+
+    /// Dropped SSTs whose last handle a caller's thread dropped, given back on the release
+    /// thread, since the pool was made.
+    pub fn releases_deferred(&self) -> u64 {
+        self.releases.deferred()
     }
 
     /// Reads `(offset, len)` ranges of the volume's slot area (absolute offsets, inside

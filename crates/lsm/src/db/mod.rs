@@ -1630,6 +1630,9 @@ impl Inner {
         // taken before the state lock everywhere else.
         if let Some(mut wal) = self.wal.try_lock() {
             self.free_wal_groups(&mut wal, &mut st)?;
+            // No writer holds the WAL: the tail's trimmed chunks go back now, not two at a
+            // time with the next writes (the store may have stopped writing).
+            wal.give_back_tail_storage();
         }
         self.cv.notify_all();
         Ok(())

@@ -91,11 +91,19 @@ pub const DEFAULT_RING_BYTES: u32 = 8 << 20;
 
 /// The ring's storage is taken and given back in chunks of this size: taken (`fallocate`)
 /// before a record is stored in a chunk, given back (a punched hole) once every record in it
-/// is trimmed. So the tail holds memory for the records it keeps, not for the whole ring, as
+/// is trimmed, a few chunks per later write ([`PUNCHES_PER_ROOM`]). So the tail holds memory for the records it keeps, not for the whole ring, as
 /// the page cache holds a deleted log file's pages no longer; and a full `/dev/shm` refuses a
 /// chunk with an error the writer handles (it writes pages instead) rather than a SIGBUS at a
 /// store into the mapping.
 pub const CHUNK_BYTES: u64 = 2 << 20;
+/// Trimmed chunks given back per [`TailLog::make_room`]. A flush's commit trims a memtable's
+/// records at once (32 chunks for 64 MiB), and punching them all there took the write group's
+/// leader, and every writer waiting on the WAL lock, 20-30 ms (about 0.7 ms a chunk of
+/// unmapping and freeing pages: YCSB's load, BENCHMARKS-history.md, "Issue #44: the WAL
+/// tail's chunks given back in installments"). Two per call pays that debt back within a few
+/// groups while no group waits more than two chunks' worth; a chunk's own storage is taken
+/// once per 2 MiB of records, so the debt shrinks while writes go on.
+const PUNCHES_PER_ROOM: u64 = 2;
 
 /// Where a store keeps the records of unsynced writes until their WAL pages complete.
 #[derive(Clone, Debug, Default)]
@@ -226,7 +234,10 @@ pub struct TailLog {
     /// come and go (a ring of another size, left by an older store, stays whole).
     chunked: bool,
     /// Logical offsets `[released_to, reserved_to)`, whole chunks, have storage: from the
-    /// chunk holding `start` to the one holding `end` (or past it).
+    /// chunk holding `start` to the one holding `end` (or past it). Chunks `[punched_to,
+    /// released_to)` hold no record but still have theirs: given back a few at a time
+    /// ([`PUNCHES_PER_ROOM`]), not all at once by the trim that freed them.
+    punched_to: u64,
     released_to: u64,
     reserved_to: u64,
     /// A chunk was refused (the file system is full): said once.
@@ -431,6 +442,7 @@ impl TailLog {
             end: 0,
             path,
             chunked: false,
+            punched_to: 0,
             released_to: 0,
             reserved_to: 0,
             refused: false,
@@ -445,6 +457,7 @@ impl TailLog {
             return;
         }
         self.released_to = self.start / CHUNK_BYTES * CHUNK_BYTES;
+        self.punched_to = self.released_to;
         self.reserved_to = self.end.div_ceil(CHUNK_BYTES) * CHUNK_BYTES;
         let chunks = self.ring / CHUNK_BYTES;
         let live = (self.reserved_to - self.released_to) / CHUNK_BYTES;
@@ -574,8 +587,15 @@ impl TailLog {
         }
         let want = self.end + bytes;
         while self.chunked && self.reserved_to < want {
-            let at = self.chunk_offset(self.reserved_to);
-            if let Err(e) = self.region.reserve(at, CHUNK_BYTES as usize) {
+            let k = self.reserved_to;
+            if k >= self.ring && self.punched_to <= k - self.ring {
+                // The chunk a lap behind, in this chunk's place, was trimmed but not given
+                // back yet: its storage serves again, and its punch is owed no more. (Chunks
+                // are taken in order and every take settles its own place this way, so the
+                // oldest owed punch is exactly that chunk.)
+                debug_assert_eq!(self.punched_to, k - self.ring, "WAL tail chunks out of order");
+                self.punched_to = k - self.ring + CHUNK_BYTES;
+            } else if let Err(e) = self.region.reserve(self.chunk_offset(k), CHUNK_BYTES as usize) {
                 if !std::mem::replace(&mut self.refused, true) {
                     log::warn!(
                         "WAL tail {}: no storage for more records ({}); writes without sync \
@@ -588,7 +608,25 @@ impl TailLog {
             }
             self.reserved_to += CHUNK_BYTES;
         }
+        self.give_back(PUNCHES_PER_ROOM);
         true
+    }
+
+    /// Gives back the storage of up to `chunks` trimmed chunks, oldest first.
+    fn give_back(&mut self, chunks: u64) {
+        for _ in 0..chunks {
+            if self.punched_to >= self.released_to {
+                return;
+            }
+            self.region.release(self.chunk_offset(self.punched_to), CHUNK_BYTES as usize);
+            self.punched_to += CHUNK_BYTES;
+        }
+    }
+
+    /// Gives back the storage of every trimmed chunk now (where no writer waits: a flush
+    /// that found the WAL free, a close).
+    pub fn give_back_all(&mut self) {
+        self.give_back(u64::MAX);
     }
 
     /// Logical offset just past the newest record.
@@ -662,10 +700,10 @@ impl TailLog {
             self.region.write(START_AT, &self.start.to_le_bytes());
         }
         // The chunks wholly before `start` hold no record any more: `start` is stored first,
-        // so a crash between the two never leaves it pointing into a hole.
-        while self.chunked && self.released_to + CHUNK_BYTES <= self.start {
-            self.region.release(self.chunk_offset(self.released_to), CHUNK_BYTES as usize);
-            self.released_to += CHUNK_BYTES;
+        // so a crash between the two never leaves it pointing into a hole. Their storage goes
+        // back a few chunks per later `make_room` ([`PUNCHES_PER_ROOM`]).
+        if self.chunked {
+            self.released_to = self.released_to.max(self.start / CHUNK_BYTES * CHUNK_BYTES);
         }
     }
 
@@ -1074,16 +1112,28 @@ mod tests {
             ends.push(put(&mut t, &rec));
         }
         assert!(held() >= 5 * CHUNK_BYTES, "records without storage: {}", held());
-        // Keep the last few records: the chunks before theirs go back.
+        // Keep the last few records: the chunks before theirs go back, not at the trim (a
+        // flush's commit, under the WAL lock) but two per later `make_room`, or all at once
+        // where nobody waits.
         let keep_from = ends[ends.len() - 4];
+        let before_trim = held();
         t.trim_to(keep_from);
+        assert_eq!(held(), before_trim, "the trim gave back storage itself");
+        assert!(t.make_room(1));
+        let given = before_trim - held();
+        assert!(
+            given >= PUNCHES_PER_ROOM * CHUNK_BYTES - slack && given <= PUNCHES_PER_ROOM * CHUNK_BYTES,
+            "make_room gave back {given} bytes, not {PUNCHES_PER_ROOM} chunks"
+        );
+        t.give_back_all();
         assert!(held() <= 2 * CHUNK_BYTES + slack, "trimmed chunks kept: {}", held());
         // Around the ring several times, records kept across the wrap: storage stays bounded
-        // and the kept records read back after a crash.
+        // (each round trims under a chunk, and the next put gives back up to two) and the
+        // kept records read back after a crash.
         for round in 0..(3 * 16 * CHUNK_BYTES / rec.len() as u64) {
             let end = put(&mut t, &vec![round as u8; rec.len()]);
             t.trim_to(end.saturating_sub(3 * rec.len() as u64 + 3 * RECORD_HEADER_BYTES as u64));
-            assert!(held() <= 2 * CHUNK_BYTES + slack, "round {round}: {}", held());
+            assert!(held() <= 3 * CHUNK_BYTES + slack, "round {round}: {}", held());
         }
         let (newest, newest_end) = (t.records_between(keep_from.max(t.start), t.end()), t.end());
         drop(t);
@@ -1092,6 +1142,41 @@ mod tests {
         assert_eq!(newest.last().unwrap().1, newest_end);
         assert!(held() <= 2 * CHUNK_BYTES + slack, "reopened: {}", held());
         drop(t);
+    }
+
+    #[test]
+    fn a_chunk_whose_give_back_is_owed_serves_again_a_lap_later() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let spec = WalTail::Dir(dir.path().to_path_buf());
+        let (mut t, _) = TailLog::open(&spec, &ID, None, 4 * CHUNK_BYTES).unwrap().unwrap();
+        let path = tail_path(dir.path(), &ID);
+        let held = || std::fs::metadata(&path).unwrap().blocks() * 512;
+        // Fill the whole ring, then trim every record: four chunks owed.
+        // Each record takes half a chunk exactly, with its header.
+        let rec = vec![3u8; (CHUNK_BYTES / 2) as usize - RECORD_HEADER_BYTES];
+        let mut end = 0;
+        while t.make_room(TailLog::footprint(rec.len())) {
+            end = t.append(&rec);
+        }
+        assert_eq!(end, 4 * CHUNK_BYTES);
+        t.trim_to(end);
+        let owed = held();
+        assert!(owed >= 3 * CHUNK_BYTES, "the filled ring holds {owed} bytes");
+        // The next record lands in the first chunk's place a lap later: that chunk's storage
+        // serves again (its punch is no longer owed), and two more owed chunks go back.
+        let kept = put(&mut t, b"a lap later");
+        assert!(
+            held() + 2 * CHUNK_BYTES >= owed && held() < owed,
+            "{owed} bytes held before, {} after",
+            held()
+        );
+        t.give_back_all();
+        // The reused chunk holds the record and was not given back under it.
+        drop(t);
+        let (_, got) = TailLog::open(&spec, &ID, None, 4 * CHUNK_BYTES).unwrap().unwrap();
+        assert_eq!(got, vec![b"a lap later".to_vec()]);
+        assert!(kept > 4 * CHUNK_BYTES);
     }
 
     #[test]

@@ -219,6 +219,14 @@ impl WalWriter {
         }
     }
 
+    /// Gives back the storage of every trimmed chunk of the tail at once, where no writer
+    /// waits (`make_room` gives back two at a time otherwise: `wal/tail.rs`).
+    pub fn give_back_tail_storage(&mut self) {
+        if let Some(t) = &mut self.tail {
+            t.give_back_all();
+        }
+    }
+
     /// Whether appends without sync go through a tail.
     pub fn has_tail(&self) -> bool {
         self.tail.is_some()

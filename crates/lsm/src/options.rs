@@ -302,6 +302,12 @@ pub struct Options {
     #[cfg(feature = "failpoints")]
     #[doc(hidden)]
     pub overlap_write_groups: Option<bool>,
+    /// Test knob (feature `failpoints`): whether the writers of a large write group insert
+    /// their own ops, in parallel, whatever the machine's cores (`None`: as the cores say),
+    /// so that a 2-core machine tests the path a 16-core one takes.
+    #[cfg(feature = "failpoints")]
+    #[doc(hidden)]
+    pub parallel_group_inserts: Option<bool>,
     /// Test failpoint (feature `failpoints`): every write group's inserts start this long
     /// after its append, widening the window in which later groups append, memtables
     /// switch and flushes start while the group is still to insert.
@@ -369,6 +375,8 @@ impl Default for Options {
             panic_in_write_leader_after: None,
             #[cfg(feature = "failpoints")]
             overlap_write_groups: None,
+            #[cfg(feature = "failpoints")]
+            parallel_group_inserts: None,
             #[cfg(feature = "failpoints")]
             pause_before_group_inserts: None,
             #[cfg(feature = "failpoints")]

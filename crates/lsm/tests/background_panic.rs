@@ -194,6 +194,8 @@ fn a_write_leader_panic_stops_the_store_and_wakes_every_writer() {
         o.panic_in_write_leader_after = Some(200);
         o.adaptive_wal_loggers = !pipelined;
         o.overlap_write_groups = Some(overlap);
+        // The path a machine of many cores takes: writers of a large group insert their own ops.
+        o.parallel_group_inserts = Some(true);
         let db = Arc::new(Db::open(dir.path(), o).unwrap());
         let writers: Vec<_> = (0..4u32)
             .map(|w| {

@@ -32,6 +32,8 @@ fn options(tail: &Option<MemoryTail>, overlap: bool) -> Options {
     // Groups of unsynced writes overlapping with the next (a machine of 8 cores or more), or
     // holding the WAL lock until they publish.
     o.overlap_write_groups = Some(overlap);
+    // The path a machine of many cores takes: writers of a large group insert their own ops.
+    o.parallel_group_inserts = Some(true);
     // Overlapped groups' inserts start late: memtables switch and flushes start while
     // groups appended before the switch are still to insert, which the switch must wait for
     // (without the wait, both tests here lose writes). Groups that hold the WAL lock hold it

@@ -34,6 +34,8 @@ fn options(round: u64) -> Options {
     // writes, as a machine of 8 cores or more does: the kill lands among groups inserting
     // side by side and waiting for their turns.
     o.overlap_write_groups = Some(round >= 6);
+    // The path a machine of many cores takes: writers of a large group insert their own ops.
+    o.parallel_group_inserts = Some(true);
     o
 }
 

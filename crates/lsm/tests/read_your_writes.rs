@@ -48,6 +48,8 @@ fn value(n: u64, writer: u64, write: u64, len: usize) -> Vec<u8> {
 fn options(write_buffer_bytes: usize, overlap: bool) -> Options {
     let mut o = Options::small_for_tests();
     o.overlap_write_groups = Some(overlap);
+    // The path a machine of many cores takes: writers of a large group insert their own ops.
+    o.parallel_group_inserts = Some(true);
     o.write_buffer_bytes = write_buffer_bytes;
     o.target_file_size_base = 1 << 20;
     o.max_bytes_for_level_base = 8 << 20;

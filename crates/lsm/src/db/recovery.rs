@@ -181,6 +181,7 @@ impl Db {
             wal: Mutex::new(wal),
             pipeline,
             overlap_groups: overlap_write_groups(&opts),
+            parallel_inserts: parallel_group_inserts(&opts),
             timings: super::WriteTimings::new(),
             filtered_removals: std::sync::atomic::AtomicU64::new(0),
             closing: std::sync::atomic::AtomicBool::new(false),
@@ -427,6 +428,17 @@ pub(crate) fn refuse_other_engine(
         ));
     }
     Ok(())
+}
+
+/// Whether the writers of a large group insert their own ops in parallel
+/// ([`super::cores_to_overlap_groups`]: where there are cores to spare), unless a test says.
+fn parallel_group_inserts(opts: &Options) -> bool {
+    #[cfg(feature = "failpoints")]
+    if let Some(parallel) = opts.parallel_group_inserts {
+        return parallel;
+    }
+    let _ = opts;
+    super::cores_to_overlap_groups()
 }
 
 /// Whether groups of unsynced writes overlap ([`super::cores_to_overlap_groups`]), unless a

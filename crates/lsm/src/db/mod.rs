@@ -2058,10 +2058,10 @@ fn block_device_bytes(path: &Path) -> Result<Option<u64>> {
 ///
 /// And always where the machine lacks the cores (`parallel`: [`cores_to_overlap_groups`]):
 /// a writer woken to insert its op, then again once the group is published, takes a core
-/// the others need, and at most as many inserts run at once as there are cores. On 2 vCPUs
-/// with 64 threads, the leader inserting every group made fillsync 2.0x and fillrandom 1.8x
-/// faster and halved the time each write waited (BENCHMARKS-history.md, "Issue #45 part 3:
-/// write groups inserted by their leader where cores are few").
+/// the others need, and at most as many inserts run at once as there are cores: on 2 vCPUs
+/// with 64 threads the leader inserting every group about doubled fillsync's and fillrandom's
+/// writes (BENCHMARKS-history.md, "Issue #45 part 3: write groups inserted by their leader
+/// where cores are few").
 fn inserted_by_leader(group: &[Pending], parallel: bool) -> bool {
     const OPS_MAX: usize = 32;
     const BYTES_MAX: usize = 64 << 10;

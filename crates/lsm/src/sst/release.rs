@@ -8,8 +8,8 @@
 //! that began before the compaction committed still holds the old version, and drops it when
 //! it ends. The page drop alone is kernel work in proportion to the extent: for an SST written
 //! through the page cache the kernel frees a buffer head per block of every page, and a get of
-//! YCSB C right after its load that dropped one took 35-150 ms (BENCHMARKS-history.md, "Issue
-//! #44: a get that gave back a dropped SST"), against a median of 6 us.
+//! YCSB C right after its load that dropped one took tens of milliseconds, a thousand times its
+//! median (BENCHMARKS-history.md, "Issue #44: a get that gave back a dropped SST").
 //!
 //! So a caller's thread hands the work to the pool's release thread ([`SstReleases`]), which
 //! does it in the order handed, and returns at once. The store's background threads (flush,

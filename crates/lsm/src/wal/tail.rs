@@ -97,10 +97,10 @@ pub const DEFAULT_RING_BYTES: u32 = 8 << 20;
 /// store into the mapping.
 pub const CHUNK_BYTES: u64 = 2 << 20;
 /// Trimmed chunks given back per [`TailLog::make_room`]. A flush's commit trims a memtable's
-/// records at once (32 chunks for 64 MiB), and punching them all there took the write group's
-/// leader, and every writer waiting on the WAL lock, 20-30 ms (about 0.7 ms a chunk of
-/// unmapping and freeing pages: YCSB's load, BENCHMARKS-history.md, "Issue #44: the WAL
-/// tail's chunks given back in installments"). Two per call pays that debt back within a few
+/// records at once (32 chunks for 64 MiB), and punching them all there held the write group's
+/// leader, and every writer waiting on the WAL lock, for tens of milliseconds of unmapping and
+/// freeing pages (YCSB's load, BENCHMARKS-history.md, "Issue #44: the WAL tail's chunks given
+/// back in installments"). Two per call pays that debt back within a few
 /// groups while no group waits more than two chunks' worth; a chunk's own storage is taken
 /// once per 2 MiB of records, so the debt shrinks while writes go on.
 const PUNCHES_PER_ROOM: u64 = 2;

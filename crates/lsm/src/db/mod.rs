@@ -586,6 +586,9 @@ impl Db {
     /// [`Error::Stopped`] if a background failure stopped the store.
     pub fn flush(&self) -> Result<()> {
         self.inner.refuse_if_read_only("flush")?;
+        // SSTs a caller let go of are given back first, so that a release the device refused
+        // (it stops the volume) fails this flush's commit rather than going unreported.
+        self.inner.pool.wait_for_releases();
         self.inner.flush()
     }
 
@@ -595,6 +598,7 @@ impl Db {
     /// As [`Db::flush`].
     pub fn compact_range(&self) -> Result<()> {
         self.inner.refuse_if_read_only("compaction")?;
+        self.inner.pool.wait_for_releases();
         self.inner.flush()?;
         let mut st = self.inner.state.lock();
         st.full_compaction = true;

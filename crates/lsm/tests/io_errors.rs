@@ -138,8 +138,24 @@ fn run_with(plan: FaultPlan, tail: &Option<MemoryTail>) -> (SimDevice, Db, Run) 
             break;
         }
     }
+    // Background work the last phase started (a compaction after its flush, an SST given back
+    // on the release thread) may meet the fault after every call returned: let it finish, so
+    // that the faults counted are those of the run, and have the store report what it met.
+    if run.failed.is_none() {
+        if let Err(e) = db.wait_for_compaction() {
+            run.failed = Some((Phase::Probe, e));
+        }
+    }
     let after = dev.stats();
     run.fired = after.faults > before.faults;
+    if run.fired && run.failed.is_none() {
+        // A failed give-back stops the volume without failing a call: the next commit says
+        // why. One more write and flush is that commit.
+        w += 1;
+        if let Err(e) = write_one(&db, &mut run, w).and_then(|()| db.flush()) {
+            run.failed = Some((Phase::Probe, e));
+        }
+    }
     run.device_writes = after.writes - before.writes;
     run.device_flushes = after.flushes - before.flushes;
     (dev, db, run)

@@ -25,6 +25,12 @@ set -uo pipefail
 cd "$(dirname "$0")"
 cargo --version
 export SHALE_REQUIRE_PREREQS=1
+# A run builds everything from clean once: incremental state would only add gigabytes to the
+# target directory (a developer who wants it back sets CARGO_INCREMENTAL=1). The free space
+# is printed first, because a disk filling up fails the build in ways that name no cause
+# (a linker's bus error).
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
+df -h . | awk 'NR == 2 { print "disk: " $4 " free of " $2 " under the checkout" }'
 
 # The machine's prerequisites: one check, passed or failed (a failure fails the run; the
 # tests that need what is missing fail too, each saying what).

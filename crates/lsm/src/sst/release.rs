@@ -3,7 +3,7 @@
 //! When the last handle on an SST a compaction dropped goes (`SstHandle`'s drop), three things
 //! happen before its slots may be written again: its blocks leave the block cache (a sweep of
 //! every shard), its pages leave the page cache (`posix_fadvise(DONTNEED)` over the extent,
-//! `QueuePool::forget_pages`), and the extent goes back to the volume (a hole punched in a
+//! `volume_io::drop_cached_pages`), and the extent goes back to the volume (a hole punched in a
 //! volume file, `Volume::release`). The last handle is often a caller's: a get or an iterator
 //! that began before the compaction committed still holds the old version, and drops it when
 //! it ends. The page drop alone is kernel work in proportion to the extent: for an SST written
@@ -22,7 +22,10 @@
 //! The release thread is started on the first deferred release (most pools never need one)
 //! and joined when the pool drops, after it has done everything handed to it; a job holds the
 //! volume, not the pool, so the pool never drops on that thread. [`SstReleases::wait_idle`]
-//! waits for every release handed so far (a closing store, before it returns).
+//! waits for every release handed so far (`QueuePool::wait_for_releases`): a closing store
+//! before it returns, and `Db::flush`, `Db::compact_range`, `Db::check` and
+//! `Db::wait_for_compaction` before their work, so that an extent still owed to the volume
+//! is neither counted as leaked nor a refused give-back left unreported.
 
 use std::cell::Cell;
 use std::sync::Arc;

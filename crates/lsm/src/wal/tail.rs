@@ -100,9 +100,9 @@ pub const CHUNK_BYTES: u64 = 2 << 20;
 /// records at once (32 chunks for 64 MiB), and punching them all there held the write group's
 /// leader, and every writer waiting on the WAL lock, for tens of milliseconds of unmapping and
 /// freeing pages (YCSB's load, BENCHMARKS-history.md, "Issue #44: the WAL tail's chunks given
-/// back in installments"). Two per call pays that debt back within a few
-/// groups while no group waits more than two chunks' worth; a chunk's own storage is taken
-/// once per 2 MiB of records, so the debt shrinks while writes go on.
+/// back in installments"). Two per call pays that debt back within a few groups while no
+/// group waits more than two chunks' worth; a chunk's own storage is taken once per 2 MiB of
+/// records, so the debt shrinks while writes go on.
 const PUNCHES_PER_ROOM: u64 = 2;
 
 /// Where a store keeps the records of unsynced writes until their WAL pages complete.

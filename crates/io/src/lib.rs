@@ -23,6 +23,7 @@ mod error;
 mod error_kind;
 mod file;
 mod inline;
+mod io_priority;
 mod memory;
 mod pread;
 mod queue_pairs;
@@ -45,6 +46,7 @@ pub use file::{
     open_device_read_only,
 };
 pub use inline::{InlineQueue, SyncBackend};
+pub use io_priority::{IdleIo, IoPriority, at_own_io_priority, thread_io_priority};
 pub use memory::MemoryDevice;
 pub use queue_pairs::{
     Affinity, PairCpus, PairStats, PollerWait, QUEUE_PAIRS_MAX, QueuePairOptions, QueuePairs,

@@ -258,6 +258,18 @@ pub struct Options {
     /// older blocks out; a compaction's written and read through the page cache only fill
     /// free room, so that it does not sweep out the blocks readers use.
     pub prepopulate_block_cache: bool,
+    /// Run compactions' reads in the kernel's idle I/O class while the store is not behind
+    /// (`shale_io::IdleIo`; RocksDB offers the same for its compaction pool,
+    /// `Env::LowerThreadPoolIOPriority`, off by default), reading around the page cache
+    /// what it does not hold, so that a client's read waits behind no compaction read queued
+    /// at the scheduler. "Behind" is halfway to a write slowdown (`write_controller::
+    /// compactions_yield`): from there on a compaction runs at its thread's own priority, so
+    /// that the work that keeps writers from slowing down is never starved by reads. Write-back,
+    /// flushes and commits always keep their priority. Honoured by the `mq-deadline` and `bfq`
+    /// schedulers (usual for SATA and virtio disks); `none` (usual for NVMe) ignores it.
+    /// `false` by default: it moves compaction work to later, it does not remove it
+    /// (docs/lsm.md, "Compactions in the idle I/O class").
+    pub idle_compaction_io: bool,
     /// The volume: layout of a new one, growth. A `volume.layout.wal_bytes` of 0 (the
     /// default) sizes the WAL area of a new volume from these options
     /// ([`Options::derived_wal_bytes`]); any other value is used as it is. An existing volume
@@ -357,6 +369,7 @@ impl Default for Options {
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             prepopulate_block_cache: true,
+            idle_compaction_io: false,
             // The layout's `wal_bytes` is 0: a new volume's WAL area is sized from these
             // options ([`Options::volume_options`]).
             volume: VolumeOptions {

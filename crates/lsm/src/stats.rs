@@ -161,6 +161,11 @@ pub struct Stats {
     pub compactions: u64,
     /// Puts that the compaction filter ([`crate::CompactionFilter`]) removed since open.
     pub compaction_filter_removals: u64,
+    /// Compactions begun in the idle I/O class since open ([`crate::Options::idle_compaction_io`]).
+    pub compactions_idle_io: u64,
+    /// Times a compaction running in the idle I/O class went back to its thread's own class
+    /// because the store fell halfway to a write slowdown, since open.
+    pub compaction_io_raised: u64,
     /// Bytes of write batches accepted since open.
     pub user_bytes_written: u64,
     /// Write batches accepted since open.
@@ -258,6 +263,11 @@ pub struct Stats {
     /// an upper bound on what came from the device, since the kernel served some or all of
     /// it from memory.
     pub sst_bytes_read_buffered: u64,
+    /// Bytes of compaction inputs read with O_DIRECT since open because the page cache did
+    /// not hold them, in a store that reads through it (counted in neither figure above):
+    /// a compaction leaves the page cache to readers (docs/lsm.md, "Compactions in the idle
+    /// I/O class").
+    pub sst_bytes_read_around_page_cache: u64,
     /// Readahead runs of scans and compactions read in the background, while the one before
     /// was being consumed (O_DIRECT reads only; through the page cache each run is read when
     /// it is needed), since open.

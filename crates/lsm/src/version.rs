@@ -231,10 +231,11 @@ impl HandleIter {
         HandleIter { handle, iter }
     }
 
-    /// Iterates one SST for a compaction, leaving the block cache as it finds it
+    /// Iterates one SST for a compaction, leaving the block cache as it finds it, and the
+    /// page cache too with `around_page_cache`
     /// ([`SstReader::iter_for_compaction`](crate::sst::SstReader::iter_for_compaction)).
-    pub fn for_compaction(handle: Arc<SstHandle>) -> HandleIter {
-        let iter = handle.reader.iter_for_compaction();
+    pub fn for_compaction(handle: Arc<SstHandle>, around_page_cache: bool) -> HandleIter {
+        let iter = handle.reader.iter_for_compaction(around_page_cache);
         HandleIter { handle, iter }
     }
 }

@@ -42,6 +42,23 @@ pub fn pressure(opts: &Options, l0_files: usize, pending_compaction_bytes: u64) 
     }
 }
 
+/// Whether compactions may run in the idle I/O class (`Options::idle_compaction_io`) with
+/// `l0_files` SSTs in L0 and `pending_compaction_bytes` of debt: while the store is less than
+/// halfway from L0's compaction trigger to its slowdown trigger (12 files of the default 4 and
+/// 20), and under half the soft pending-bytes limit. A compaction in the idle class is served
+/// only when no client request waits at the scheduler, so under a steady stream of reads it
+/// can fall behind; from halfway on, compactions take their share of the device again,
+/// before any writer is slowed.
+pub fn compactions_yield(opts: &Options, l0_files: usize, pending_compaction_bytes: u64) -> bool {
+    let (trigger, slowdown) =
+        (opts.level0_file_num_compaction_trigger, opts.level0_slowdown_writes_trigger);
+    let l0_halfway = trigger + slowdown.saturating_sub(trigger) / 2;
+    let soft = opts.soft_pending_compaction_bytes_limit;
+    opts.idle_compaction_io
+        && l0_files < l0_halfway
+        && (soft == 0 || pending_compaction_bytes < soft / 2)
+}
+
 /// The slowest pace a slowdown sets (RocksDB's floor): writes are slowed, never stopped,
 /// by a delay.
 pub const MIN_DELAYED_WRITE_RATE: u64 = 16 << 10;
@@ -411,5 +428,30 @@ mod tests {
             ..o
         };
         assert_eq!(pressure(&off, 0, u64::MAX), Pressure::None);
+    }
+
+    #[test]
+    fn compactions_yield_until_halfway_to_a_slowdown() {
+        let o = Options { soft_pending_compaction_bytes_limit: 100, ..Options::default() };
+        // L0: trigger 4, slowdown 20, so halfway is 12 files.
+        assert!(compactions_yield(&o, 0, 0));
+        assert!(compactions_yield(&o, 11, 49));
+        assert!(!compactions_yield(&o, 12, 0), "halfway in L0 files");
+        assert!(!compactions_yield(&o, 0, 50), "halfway in pending bytes");
+        assert!(!compactions_yield(&o, 20, 0), "in a slowdown");
+        assert!(
+            (0..12).all(|l0| pressure(&o, l0, 49) == Pressure::None),
+            "a store that lets compactions yield slows no writer"
+        );
+        let tight = Options {
+            level0_file_num_compaction_trigger: 2,
+            level0_slowdown_writes_trigger: 3,
+            ..o.clone()
+        };
+        assert!(compactions_yield(&tight, 1, 0) && !compactions_yield(&tight, 2, 0), "halfway rounds down");
+        let no_soft_limit = Options { soft_pending_compaction_bytes_limit: 0, ..o.clone() };
+        assert!(compactions_yield(&no_soft_limit, 0, u64::MAX));
+        let off = Options { idle_compaction_io: false, ..o };
+        assert!(!compactions_yield(&off, 0, 0), "the option turns it off");
     }
 }

@@ -110,6 +110,9 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     if let Some(v) = args.use_direct_reads {
         o.use_direct_reads = v;
     }
+    if let Some(v) = args.idle_compaction_io {
+        o.idle_compaction_io = v;
+    }
     if let Some(v) = args.use_direct_io_for_flush_and_compaction {
         o.use_direct_io_for_flush_and_compaction = v;
     }

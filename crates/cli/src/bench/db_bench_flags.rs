@@ -414,6 +414,7 @@ pub const MAPPED_BOOLS: &[&str] = &[
     "contention",
     "disable_wal",
     "histogram",
+    "idle_compaction_io",
     "level_compaction_dynamic_level_bytes",
     "statistics",
     "sync",

@@ -190,6 +190,11 @@ pub struct Args {
     /// cache (false, db_bench's and the engine's default: `Options::use_direct_reads`).
     #[arg(long = "use_direct_reads", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub use_direct_reads: Option<bool>,
+    /// Read compactions' inputs in the idle I/O class while the store is not behind (true),
+    /// or at the threads' own priority (false, the engine's default:
+    /// `Options::idle_compaction_io`).
+    #[arg(long = "idle_compaction_io", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub idle_compaction_io: Option<bool>,
     /// Write the SSTs of flushes and compactions with O_DIRECT (true) or through the page
     /// cache, synced before they are committed (false, db_bench's and the engine's default:
     /// `Options::use_direct_io_for_flush_and_compaction`).

@@ -49,6 +49,7 @@ const FLAGS: &[&str] = &[
     "open_files",
     "use_direct_reads",
     "use_direct_io_for_flush_and_compaction",
+    "idle_compaction_io",
     "cache_index_and_filter_blocks",
     "mmap_read",
     "nommap_read",

@@ -487,9 +487,12 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.block.cache.filter.miss", s.block_cache_filter_misses),
         ("shale.sst.bytes.read.direct", s.sst_bytes_read_direct),
         ("shale.sst.bytes.read.buffered", s.sst_bytes_read_buffered),
+        ("shale.sst.bytes.read.around.page.cache", s.sst_bytes_read_around_page_cache),
         ("shale.sst.reads.ahead", s.sst_reads_ahead),
         ("shale.seek.batch.reads", s.seek_batch_reads),
         ("shale.sst.releases.deferred", s.sst_releases_deferred),
+        ("shale.compactions.idle.io", s.compactions_idle_io),
+        ("shale.compaction.io.raised", s.compaction_io_raised),
         ("shale.bytes.written", s.user_bytes_written),
         ("shale.writes", s.writes),
         ("shale.write.groups", s.write_groups),
@@ -548,12 +551,13 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
     for (name, v) in counters {
         outln!("{name} COUNT : {v}");
     }
-    // Bytes read with O_DIRECT all came from the device; buffered ones may have come from
-    // the page cache, so their sum is an upper bound on what the device read.
+    // Bytes read with O_DIRECT (by reads, and by compactions around the page cache) all came
+    // from the device; buffered ones may have come from the page cache, so the sum is an
+    // upper bound on what the device read.
     outln!("shale.block.cache.hit.ratio : {:.4}", s.block_cache_hit_ratio());
     outln!(
         "shale.sst.bytes.read.device.max : {}",
-        s.sst_bytes_read_direct + s.sst_bytes_read_buffered
+        s.sst_bytes_read_direct + s.sst_bytes_read_buffered + s.sst_bytes_read_around_page_cache
     );
     // A tiered store: each volume's share, and the level pointer's moves.
     if s.tiers.len() > 1 {

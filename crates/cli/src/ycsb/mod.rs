@@ -212,6 +212,11 @@ pub struct Args {
     /// Bloom filter bits per key; 0 for no filter.
     #[arg(long = "bloom_bits")]
     pub bloom_bits: Option<u32>,
+    /// Read compactions' inputs in the idle I/O class while the store is not behind (true),
+    /// or at the threads' own priority (false, the engine's default:
+    /// `Options::idle_compaction_io`).
+    #[arg(long = "idle_compaction_io", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub idle_compaction_io: Option<bool>,
 }
 
 impl Args {

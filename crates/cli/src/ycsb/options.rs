@@ -84,6 +84,9 @@ pub fn options(args: &Args) -> Result<Options, String> {
     if let Some(bits) = args.bloom_bits {
         o.sst.bloom_bits_per_key = bits;
     }
+    if let Some(v) = args.idle_compaction_io {
+        o.idle_compaction_io = v;
+    }
     o.sst.compression = parse_compression(&args.compression_type)?.0;
     fit_volume(&mut o);
     crate::store::validate_for_flags(&o)?;

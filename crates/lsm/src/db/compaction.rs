@@ -21,7 +21,7 @@
 //!    them.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -44,6 +44,44 @@ const ODD_CHUNK_PADDING_EIGHTHS_MIN: u64 = 1;
 /// Entries a compaction merges between two looks at `Inner::closing`: a few milliseconds of
 /// merging, and an atomic load each.
 const CLOSING_CHECK_ENTRIES: u64 = 1024;
+
+/// Counters of the compactions' I/O class, for `Stats::compactions_idle_io` and
+/// `Stats::compaction_io_raised`.
+#[derive(Debug, Default)]
+pub(super) struct CompactionIoCounts {
+    pub(super) idle: AtomicU64,
+    pub(super) raised: AtomicU64,
+}
+
+/// A running compaction's I/O class (`Options::idle_compaction_io`, docs/lsm.md "Compactions
+/// in the idle I/O class"): the idle class if the store let compactions yield when it began,
+/// until a look finds the store behind; from then on, to its end, the thread's own class
+/// (the rest of the compaction is what catches the store up, so it does not go back to
+/// idle). Dropped before the commit, whose version-log write a writer may be waiting for.
+struct CompactionIo {
+    idle: Option<shale_io::IdleIo>,
+}
+
+impl Inner {
+    fn compaction_io(&self) -> CompactionIo {
+        if self.compactions_yield.load(Ordering::Relaxed) {
+            let guard = shale_io::IdleIo::enter();
+            if guard.lowered() {
+                self.compaction_io.idle.fetch_add(1, Ordering::Relaxed);
+                return CompactionIo { idle: Some(guard) };
+            }
+        }
+        CompactionIo { idle: None }
+    }
+
+    /// Back to the thread's own class if the store fell behind since the compaction began.
+    fn recheck_compaction_io(&self, io: &mut CompactionIo) {
+        if io.idle.is_some() && !self.compactions_yield.load(Ordering::Relaxed) {
+            io.idle = None;
+            self.compaction_io.raised.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
 
 /// How a compaction that did not fail ended.
 enum Ended {
@@ -340,6 +378,9 @@ impl Inner {
             self.finish_compaction(&mut st, c, None);
             return Ok(Ended::Committed);
         }
+        // The inputs' reads (step 2: the outputs' write-back keeps the thread's own class,
+        // `sst/writer.rs`), not the commit (3).
+        let mut io = self.compaction_io();
         #[cfg(feature = "failpoints")]
         if let Some(hook) = &self.opts.compaction_hook {
             (hook.0)();
@@ -353,7 +394,12 @@ impl Inner {
             .inputs
             .iter()
             .chain(&c.next)
-            .map(|f| Box::new(HandleIter::for_compaction(f.clone())) as Box<dyn InternalIterator>)
+            .map(|f| {
+                // An idle compaction's reads lock no page a reader may want (they would wait
+                // behind every client read) and fill none.
+                let around = io.idle.is_some();
+                Box::new(HandleIter::for_compaction(f.clone(), around)) as Box<dyn InternalIterator>
+            })
             .collect();
         let mut merged = MergingIterator::new(children);
         merged.seek_to_first();
@@ -392,6 +438,9 @@ impl Inner {
             let mut merged_entries = 0u64;
             while merged.valid() {
                 merged_entries += 1;
+                if merged_entries % CLOSING_CHECK_ENTRIES == 0 {
+                    self.recheck_compaction_io(&mut io);
+                }
                 if merged_entries % CLOSING_CHECK_ENTRIES == 0
                     && self.closing.load(Ordering::Relaxed)
                 {
@@ -500,6 +549,7 @@ impl Inner {
         );
         let added_extents = outputs.iter().map(|m| m.extent).collect();
         let removed_extents = c.inputs.iter().chain(&c.next).map(|f| f.meta.extent).collect();
+        drop(io);
         let mut st = self.state.lock();
         let odd = self.keeps_odd_chunk(&st, c, &outputs, last_used_bytes);
         count_compaction_io(&mut st.level_io, c, &outputs, odd);

@@ -154,6 +154,12 @@ struct Inner {
     closing: AtomicBool,
     /// Puts the compaction filter turned into tombstones since open.
     filtered_removals: AtomicU64,
+    /// Whether compactions run in the idle I/O class now (`write_controller::compactions_yield`
+    /// of the newest shape; `observe_shape` sets it, running compactions read it).
+    compactions_yield: AtomicBool,
+    /// Compactions begun in the idle I/O class, and times a running one went back to the
+    /// thread's own class because the store fell behind, since open.
+    compaction_io: compaction::CompactionIoCounts,
     volume: Arc<Volume>,
     pool: Arc<QueuePool>,
     cache: Arc<BlockCache>,
@@ -603,6 +609,8 @@ impl Db {
         let mut st = self.inner.state.lock();
         st.full_compaction = true;
         st.rewrite_bottom = self.inner.opts.compaction_filter.is_some();
+        // Its caller waits: running compactions leave the idle I/O class at their next look.
+        self.inner.compactions_yield.store(false, Ordering::Relaxed);
         self.inner.cv.notify_all();
         while st.full_compaction && st.stopped.is_none() {
             self.inner.cv.wait(&mut st);
@@ -1379,6 +1387,14 @@ impl Inner {
             l0_files + write_controller::NEAR_STOP_L0_FILES >= self.opts.level0_stop_writes_trigger;
         let pressure = self.pressure(st);
         st.delayed.observe(pressure, st.pending_compaction_bytes + l0_debt, near_stop);
+        // A full compaction is a caller waiting: it never yields.
+        let yields = !st.full_compaction
+            && write_controller::compactions_yield(
+                &self.opts,
+                l0_files,
+                st.pending_compaction_bytes,
+            );
+        self.compactions_yield.store(yields, Ordering::Relaxed);
     }
 
     /// Bytes by which levels exceed their targets: an estimate of compaction debt.
@@ -1963,6 +1979,8 @@ impl Inner {
             flushes: st.flushes,
             compactions: st.compactions,
             compaction_filter_removals: self.filtered_removals.load(Ordering::Relaxed),
+            compactions_idle_io: self.compaction_io.idle.load(Ordering::Relaxed),
+            compaction_io_raised: self.compaction_io.raised.load(Ordering::Relaxed),
             user_bytes_written: self.user_bytes_written.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             write_groups: self.write_groups.load(Ordering::Relaxed),
@@ -2004,6 +2022,7 @@ impl Inner {
                 .sum(),
             sst_bytes_read_direct: self.pool.bytes_read().direct,
             sst_bytes_read_buffered: self.pool.bytes_read().buffered,
+            sst_bytes_read_around_page_cache: self.pool.bytes_read().around_page_cache,
             sst_reads_ahead: self.pool.reads_ahead(),
             seek_batch_reads: self.pool.seek_batch_reads(),
             sst_releases_deferred: self.pool.releases_deferred(),

@@ -184,6 +184,9 @@ impl Db {
             parallel_inserts: parallel_group_inserts(&opts),
             timings: super::WriteTimings::new(),
             filtered_removals: std::sync::atomic::AtomicU64::new(0),
+            // The first commit after open sets it from the store's shape.
+            compactions_yield: std::sync::atomic::AtomicBool::new(false),
+            compaction_io: super::compaction::CompactionIoCounts::default(),
             closing: std::sync::atomic::AtomicBool::new(false),
             writers: WriteQueue::default(),
             state: Mutex::new(State {

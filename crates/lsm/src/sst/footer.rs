@@ -43,6 +43,12 @@ pub struct Footer {
 }
 
 impl Footer {
+    /// Where the SST's blocks end: the properties block is written last, and the zero padding
+    /// to the footer follows it (given back as a hole in a volume file, so never cached).
+    pub fn blocks_end(&self) -> u64 {
+        self.properties.offset + self.properties.stored_bytes()
+    }
+
     /// The footer's bytes.
     pub fn encode(&self) -> [u8; FOOTER_BYTES] {
         let mut out = Vec::with_capacity(FOOTER_BYTES);

@@ -63,6 +63,20 @@ pub trait BlockSource: Send + Sync {
         let _ = (offset, len);
         None
     }
+    /// [`BlockSource::read`] for a compaction's inputs: bytes the page cache holds whole are
+    /// taken from it, and the others are read from the device without it (O_DIRECT), where the
+    /// source reads through the page cache. A compaction reads each input once and drops it,
+    /// so caching its misses only evicted pages that readers use; and a page a compaction is
+    /// reading is locked, so a reader wanting it waits for that read, which in the idle I/O
+    /// class (`Options::idle_compaction_io`) waits behind every client read: 27 ms in a
+    /// YCSB C run (BENCHMARKS-history.md, "Issue #44: compactions in the idle I/O class").
+    /// Sources without a page cache just read.
+    ///
+    /// # Errors
+    /// As [`BlockSource::read`].
+    fn read_around_page_cache(&self, offset: u64, len: usize) -> Result<SourceBytes> {
+        self.read(offset, len)
+    }
 }
 
 /// A read under way ([`BlockSource::start_read`]). Dropping it without [`PendingRead::finish`]
@@ -540,8 +554,12 @@ impl SstReader {
     /// (`fill_cache = false`). A compaction reads each block of its inputs once, and the
     /// inputs are dropped when it commits: caching them evicted the blocks readers use, and
     /// churned a cache's worth of memory per compaction.
-    pub fn iter_for_compaction(&self) -> SstIter {
-        SstIter { fill_cache: false, ..self.iter() }
+    ///
+    /// With `around_page_cache` (a compaction in the idle I/O class) its reads go around the
+    /// page cache ([`BlockSource::read_around_page_cache`]).
+    pub fn iter_for_compaction(&self, around_page_cache: bool) -> SstIter {
+        let readahead = Readahead { around_page_cache, ..Readahead::default() };
+        SstIter { fill_cache: false, readahead, ..self.iter() }
     }
 
     /// The index block: held, else from the cache, else read from the source, checked and
@@ -607,7 +625,11 @@ impl SstReader {
             return Ok(hit);
         }
         let stored = match readahead {
-            Some(ra) => ra.read(&*inner.source, h.offset, len, readable)?,
+            // Runs stop at the blocks' end: the padding after it holds nothing to read.
+            Some(ra) => {
+                let ahead_end = inner.footer.blocks_end().clamp(h.offset + len as u64, readable);
+                ra.read(&*inner.source, h.offset, len, ahead_end)?
+            }
             None => Stored::Alone(inner.source.read(h.offset, len)?),
         };
         let block = decode_data_block(&inner.cache, inner.cache_id, h, &stored, fill_cache)?;
@@ -744,6 +766,8 @@ struct Readahead {
     last_end: u64,
     sequential: u32,
     next_len: usize,
+    /// A compaction's: reads go around the page cache ([`BlockSource::read_around_page_cache`]).
+    around_page_cache: bool,
 }
 
 /// A run of [`Readahead`] under way.
@@ -768,6 +792,7 @@ impl Default for Readahead {
             last_end: 0,
             sequential: 0,
             next_len: 0,
+            around_page_cache: false,
         }
     }
 }
@@ -810,11 +835,11 @@ impl Readahead {
             // place is waited for and dropped), or it is not sequential yet.
             self.pending = None;
             if self.sequential < SEQUENTIAL_BEFORE_READAHEAD {
-                return Ok(Stored::Alone(source.read(offset, len)?));
+                return Ok(Stored::Alone(self.fetch(source, offset, len)?));
             }
             let run = self.next_len.max(READAHEAD_MIN);
             let want = (run.max(len) as u64).min(readable - offset);
-            self.bytes = source.read(offset, want as usize)?;
+            self.bytes = self.fetch(source, offset, want as usize)?;
             self.start = offset;
             self.next_len = (run * 2).min(READAHEAD_MAX);
         }
@@ -823,6 +848,15 @@ impl Readahead {
         }
         let from = (offset - self.start) as usize;
         Ok(Stored::InRun(&self.bytes[from..from + len]))
+    }
+
+    /// `len` bytes at `offset`, read as this readahead's scan reads.
+    fn fetch(&self, source: &dyn BlockSource, offset: u64, len: usize) -> Result<SourceBytes> {
+        if self.around_page_cache {
+            source.read_around_page_cache(offset, len)
+        } else {
+            source.read(offset, len)
+        }
     }
 
     /// Notes that the scan passed the `len` stored bytes at `offset`: read through

@@ -101,6 +101,10 @@ pub struct SstBytesRead {
     pub direct: u64,
     /// Read through the page cache (from memory or from the device: the kernel knows which).
     pub buffered: u64,
+    /// Compaction inputs read with O_DIRECT because the page cache did not hold them, where
+    /// reads otherwise go through it ([`BlockSource::read_around_page_cache`]); not in
+    /// `direct`.
+    pub around_page_cache: u64,
 }
 
 /// Bytes of SSTs written by flushes and compactions, per path, since open.
@@ -158,6 +162,7 @@ pub struct QueuePool {
     tier_buffered_written: [AtomicU64; 2],
     direct_bytes: AtomicU64,
     buffered_bytes: AtomicU64,
+    around_page_cache_bytes: AtomicU64,
     direct_written_bytes: AtomicU64,
     buffered_written_bytes: AtomicU64,
     relocations: AtomicU64,
@@ -211,6 +216,7 @@ impl QueuePool {
             tier_buffered_read: Default::default(),
             tier_buffered_written: Default::default(),
             direct_bytes: AtomicU64::new(0),
+            around_page_cache_bytes: AtomicU64::new(0),
             buffered_bytes: AtomicU64::new(0),
             direct_written_bytes: AtomicU64::new(0),
             buffered_written_bytes: AtomicU64::new(0),
@@ -271,6 +277,7 @@ impl QueuePool {
         SstBytesRead {
             direct: self.direct_bytes.load(Ordering::Relaxed),
             buffered: self.buffered_bytes.load(Ordering::Relaxed),
+            around_page_cache: self.around_page_cache_bytes.load(Ordering::Relaxed),
         }
     }
 
@@ -587,14 +594,36 @@ impl BlockSource for VolumeSource {
             pool.count_buffered_read(self.start + offset, len as u64);
             return Ok(buf.into());
         }
-        // O_DIRECT: read whole device blocks around the range, then cut it out.
-        let (aligned_start, aligned_end) = self.device_blocks(offset, end);
-        let mut q = pool.take()?;
-        let buf = q.read_at(self.start + aligned_start, (aligned_end - aligned_start) as usize)?;
-        drop(q);
-        pool.direct_bytes.fetch_add(aligned_end - aligned_start, Ordering::Relaxed);
-        let from = (offset - aligned_start) as usize;
-        Ok(SourceBytes::aligned(buf, from..from + len))
+        self.read_direct(offset, end, len, &pool.direct_bytes)
+    }
+
+    /// Through the page cache: what it holds whole (asked with `cachestat`, then read with
+    /// `preadv2(RWF_NOWAIT)`), else an O_DIRECT read of the device, which locks no page a
+    /// reader may want and fills none. The SSTs a compaction reads are durable and unchanged
+    /// since, so the device holds what the cache does. A kernel without `cachestat` reads
+    /// through the page cache as [`BlockSource::read`] does.
+    fn read_around_page_cache(&self, offset: u64, len: usize) -> Result<SourceBytes> {
+        let end = self.range_end(offset, len)?;
+        if len == 0 {
+            return Ok(Vec::new().into());
+        }
+        let pool = &self.pool;
+        let Some((buffered, at)) = pool.reader_at(self.start + offset) else {
+            return self.read_direct(offset, end, len, &pool.direct_bytes);
+        };
+        let around = &pool.around_page_cache_bytes;
+        match buffered.holds_cached(at, len as u64) {
+            None => self.read(offset, len),
+            Some(true) => match buffered.read_at_cached(at, len) {
+                Some(bytes) => {
+                    pool.count_buffered_read(self.start + offset, len as u64);
+                    Ok(bytes.into())
+                }
+                // Evicted since it was asked: from the device.
+                None => self.read_direct(offset, end, len, around),
+            },
+            Some(false) => self.read_direct(offset, end, len, around),
+        }
     }
 
     fn len(&self) -> u64 {
@@ -627,6 +656,27 @@ impl BlockSource for VolumeSource {
             from: (offset - aligned_start) as usize,
             len,
         }))
+    }
+}
+
+impl VolumeSource {
+    /// `len` bytes at `offset` (ending at `end`) with O_DIRECT: whole device blocks around the
+    /// range, read on a pooled queue, the range cut out of them; counted in `counted`.
+    fn read_direct(
+        &self,
+        offset: u64,
+        end: u64,
+        len: usize,
+        counted: &AtomicU64,
+    ) -> Result<SourceBytes> {
+        let pool = &self.pool;
+        let (aligned_start, aligned_end) = self.device_blocks(offset, end);
+        let mut q = pool.take()?;
+        let buf = q.read_at(self.start + aligned_start, (aligned_end - aligned_start) as usize)?;
+        drop(q);
+        counted.fetch_add(aligned_end - aligned_start, Ordering::Relaxed);
+        let from = (offset - aligned_start) as usize;
+        Ok(SourceBytes::aligned(buf, from..from + len))
     }
 }
 

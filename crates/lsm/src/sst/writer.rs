@@ -37,6 +37,7 @@ use std::sync::Arc;
 
 use shale_io::{
     AlignedBuf, BufferedWriter, Completion, Op, Queue, QueueExt, QueueOptions, Request,
+    at_own_io_priority,
 };
 use shale_space::{Extent, IoClass, Tier, VolumeQueue};
 
@@ -195,7 +196,9 @@ impl SstWriter {
                 for (i, chunk) in bytes.chunks(WRITE_BYTES_MAX).enumerate() {
                     let o = offset + (i * WRITE_BYTES_MAX) as u64;
                     w.write_at(o, chunk)?;
-                    w.start_writeback(o, chunk.len() as u64)?;
+                    // Write-back at the thread's own priority, even in an idle compaction:
+                    // memory reclaim waits for it (`shale_io::at_own_io_priority`).
+                    at_own_io_priority(|| w.start_writeback(o, chunk.len() as u64))?;
                     let behind = (o + chunk.len() as u64).saturating_sub(WRITEBACK_LAG_BYTES);
                     if behind > *waited {
                         w.wait_writeback(*waited, behind - *waited)?;
@@ -217,7 +220,7 @@ impl SstWriter {
                     buf.copy_from_slice(chunk);
                     let o = offset + (i * WRITE_BYTES_MAX) as u64;
                     let op = Op::Write { offset: o, buf, durable: false };
-                    if let Err((e, _)) = q.submit(Request { tag: o, op }) {
+                    if let Err((e, _)) = at_own_io_priority(|| q.submit(Request { tag: o, op })) {
                         failed.get_or_insert(e.into());
                     }
                 }
@@ -296,14 +299,17 @@ impl SstWriter {
     /// Waits for every request in flight, then makes the written bytes durable.
     fn wait_durable(&mut self) -> Result<()> {
         match &mut self.path {
-            Path::Buffered { w, .. } => Ok(w.sync_range(Tier::split(self.start).1, self.written)?),
+            Path::Buffered { w, .. } => {
+                let (start, written) = (Tier::split(self.start).1, self.written);
+                Ok(at_own_io_priority(|| w.sync_range(start, written))?)
+            }
             Path::Direct { q, failed } => {
                 while q.in_flight() > 0 {
                     reap(q, q.in_flight(), failed)?;
                 }
                 match failed.take() {
                     Some(e) => Err(e),
-                    None => Ok(q.flush()?),
+                    None => Ok(at_own_io_priority(|| q.flush())?),
                 }
             }
         }

@@ -432,7 +432,11 @@ mod tests {
 
     #[test]
     fn compactions_yield_until_halfway_to_a_slowdown() {
-        let o = Options { soft_pending_compaction_bytes_limit: 100, ..Options::default() };
+        let o = Options {
+            soft_pending_compaction_bytes_limit: 100,
+            idle_compaction_io: true,
+            ..Options::default()
+        };
         // L0: trigger 4, slowdown 20, so halfway is 12 files.
         assert!(compactions_yield(&o, 0, 0));
         assert!(compactions_yield(&o, 11, 49));
@@ -453,5 +457,6 @@ mod tests {
         assert!(compactions_yield(&no_soft_limit, 0, u64::MAX));
         let off = Options { idle_compaction_io: false, ..o };
         assert!(!compactions_yield(&off, 0, 0), "the option turns it off");
+        assert!(!Options::default().idle_compaction_io, "off by default");
     }
 }

@@ -142,6 +142,15 @@ pub struct Stats {
     /// Flushes, since open, that waited for a running compaction to end because the room
     /// left on the volume was what the running compactions had reserved for their outputs.
     pub flushes_waited_for_room: u64,
+    /// Flushes and compactions, since open, that ran out of room with no compaction left
+    /// to free any while SSTs that compactions had dropped still held room for their
+    /// readers (iterators, `Db::check`, gets begun before the drop): each waited for one to
+    /// be given back (or found one given back during its try) and ran again, instead of
+    /// stopping the store.
+    pub waited_for_held_room: u64,
+    /// Bytes of SSTs that compactions dropped and readers still hold (RocksDB's
+    /// `rocksdb.obsolete-sst-files-size`): taken on the volume until the last reader ends.
+    pub obsolete_sst_bytes: u64,
     /// Background threads wanted: one flush thread and the compaction threads
     /// (`max_background_jobs`, `Db::set_background_jobs`).
     pub background_jobs: usize,

@@ -53,7 +53,12 @@ impl SstHandle {
 
     /// Marks the SST as dropped by a committed edit: its extent is released on last drop.
     pub fn mark_obsolete(&self) {
-        self.obsolete.store(true, AtomicOrdering::Release);
+        // Counted held before the flag is up: the caller's handle keeps the drop (and the
+        // release it counts back) after both.
+        if !self.obsolete.load(AtomicOrdering::Acquire) {
+            self.pool.hold_sst(self.meta.extent);
+            self.obsolete.store(true, AtomicOrdering::Release);
+        }
     }
 
     fn user_range_contains(&self, user_key: &[u8]) -> bool {

@@ -519,6 +519,8 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.compaction.deferred.for.room", s.compactions_deferred_for_room),
         ("shale.flush.waited.for.room", s.flushes_waited_for_room),
         ("shale.retried.for.room", s.retried_for_room),
+        ("shale.waited.for.held.room", s.waited_for_held_room),
+        ("shale.obsolete.sst.bytes", s.obsolete_sst_bytes),
         ("shale.stall.memtable.count", s.stalls.memtable.count),
         ("shale.stall.memtable.micros", s.stalls.memtable.duration_us),
         ("shale.stall.l0.slowdown.count", s.stalls.l0_slowdown.count),

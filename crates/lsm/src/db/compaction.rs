@@ -110,6 +110,9 @@ pub(super) struct Compaction {
     /// Compactions committed when it started (`State::compactions`): one committed since
     /// then freed room, so a run out of room is worth another try (`run_compaction`).
     committed_before: u64,
+    /// Dropped SSTs given back when it started (`HeldRoom::releases`): room that came back
+    /// during the run is worth another try too.
+    releases_before: u64,
 }
 
 /// The rule of `Inner::room_for_compaction`: whether a compaction whose outputs may take
@@ -186,6 +189,7 @@ impl Inner {
             tier: target_tier,
             reserved_left: std::cell::Cell::new(reserve),
             committed_before: st.compactions,
+            releases_before: self.pool.held_room().releases(),
         })
     }
 
@@ -304,8 +308,10 @@ impl Inner {
     /// as does one abandoned because the store closes.
     /// Runs a compaction the picker chose. One that runs out of room on the volume while
     /// others run has given back its outputs (`compact`) and is not a failure: it is picked
-    /// again once a running one ends and frees its inputs (`out_of_room_at`). Only with none
-    /// left to free room does the store stop for want of it.
+    /// again once a running one ends and frees its inputs (`out_of_room_at`). Alone, an L0
+    /// compaction runs again with fewer inputs, and any waits for room that readers of
+    /// dropped SSTs hold (`wait_for_held_room`). Only with none left to free room, and none
+    /// held, does the store stop for want of it.
     pub(super) fn run_compaction(&self, c: Compaction) -> Result<()> {
         let committed_before = c.committed_before;
         let (level, inputs) = (c.level, c.inputs.len());
@@ -334,6 +340,11 @@ impl Inner {
                     );
                     st.retried_for_room += 1;
                     st.l0_inputs_max = Some(inputs - 1);
+                    return Ok(());
+                }
+                // Room that readers of dropped SSTs hold comes back as they end: waited for,
+                // where a full store would stop.
+                if self.wait_for_held_room(&mut st, c.tier, c.releases_before, why) {
                     return Ok(());
                 }
             }

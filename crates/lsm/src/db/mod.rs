@@ -116,6 +116,15 @@ const MEMTABLE_CAPACITY_WRITE_BUFFERS: usize = 4;
 /// WAL pages kept in flight by one append.
 const WAL_QUEUE_DEPTH: u32 = 16;
 
+/// How often a flush or compaction waiting for a dropped SST's release looks whether the
+/// store stopped meanwhile (a release or a close wakes it at once).
+const HELD_ROOM_RECHECK: Duration = Duration::from_millis(50);
+
+/// The longest a flush or compaction out of room waits for a dropped SST's release before
+/// the store stops for want of room (`Inner::wait_for_held_room`): longer than any get or
+/// short scan holds a version, short enough that a store no reader will let go of says so.
+const HELD_ROOM_WAIT_MAX: Duration = Duration::from_secs(60);
+
 /// An open store.
 ///
 /// ```
@@ -266,6 +275,10 @@ struct State {
     /// Flushes that waited for room a running compaction had reserved, since open
     /// (`Inner::wait_for_flush_room`).
     flushes_waited_for_room: u64,
+    /// Flushes and compactions that ran out of room with none left to free any while
+    /// dropped SSTs still held room, and waited for a release (`Inner::wait_for_held_room`),
+    /// since open.
+    waited_for_held_room: u64,
     /// `compactions` when a compaction last ran out of room beside running ones: no
     /// compaction starts again until one of those ends (`pick_compaction`), so a pick that
     /// cannot fit does not write and give back its outputs over and over meanwhile.
@@ -748,6 +761,8 @@ impl Db {
         self.inner.closing.store(true, Ordering::Relaxed);
         self.inner.state.lock().shutting_down = true;
         self.inner.cv.notify_all();
+        // A thread waiting for a dropped SST's release sees the shutdown.
+        self.inner.pool.held_room().wake();
         // Taken out of the lock first: a thread being joined may want it (the tuner resizing
         // the pool) before it sees the shutdown.
         let workers: Vec<_> = self.inner.workers.lock().drain(..).collect();
@@ -1555,16 +1570,28 @@ impl Inner {
     /// Flushes a sealed memtable (`flush_memtable`); one that runs out of room on the volume
     /// while a compaction runs has given back what it wrote, and runs again once a running
     /// compaction ends (commits, or ends otherwise) and freed room: the compactions' inputs
-    /// are what room there is to win. With no compaction running the store stops for want
-    /// of room, as for any failed flush.
+    /// are what room there is to win. With no compaction running it waits for room that
+    /// dropped SSTs hold for their readers (`wait_for_held_room`); with none held either the
+    /// store stops for want of room, as for any failed flush.
     fn flush_when_room(&self, mem: &Arc<Memtable>, ltn: u64) -> Result<()> {
+        let tier_of_flush = self.tier_for(0, self.flush_reserve(mem));
         loop {
             self.wait_for_flush_room(mem);
+            let releases_before = self.pool.held_room().releases();
             match self.flush_memtable(mem, ltn) {
                 Err(Error::NoSpace(why)) => {
                     let mut st = self.state.lock();
                     let running = st.compaction.running();
-                    if running == 0 || st.stopped.is_some() {
+                    if st.stopped.is_some() {
+                        return Err(Error::NoSpace(why));
+                    }
+                    if running == 0 {
+                        // A close ends the wait too: the WAL keeps what this flush held.
+                        if self.wait_for_held_room(&mut st, tier_of_flush, releases_before, &why)
+                            && !self.closing.load(Ordering::Relaxed)
+                        {
+                            continue;
+                        }
                         return Err(Error::NoSpace(why));
                     }
                     log::info!("a flush out of room ({why}) runs again when a compaction ends");
@@ -1583,6 +1610,56 @@ impl Inner {
                 result => return result,
             }
         }
+    }
+
+    /// After a flush or compaction found no room with no compaction running to free any:
+    /// whether room may come back, so that it runs again, rather than stop the store.
+    /// Room came back if a dropped SST was given back since the try began (`since`, a count
+    /// of `HeldRoom::releases`); it will if dropped SSTs that readers still use hold room
+    /// on `tier` (an iterator, `Db::check`, a get begun before a compaction committed;
+    /// `sst/held_room.rs`): then this waits for one of them to be given back, which the
+    /// readers' end brings, or for the store to stop or close (whose threads then find no
+    /// more work). With none held the store is full: `false`; and after
+    /// `HELD_ROOM_WAIT_MAX` with none given back: a reader that lives that long, or one
+    /// whose own thread waits on this flush (`Db::flush` with an iterator open), would
+    /// otherwise hold the writes up for good, where a stopped store says why.
+    fn wait_for_held_room(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        tier: shale_space::Tier,
+        since: u64,
+        why: &str,
+    ) -> bool {
+        let held = self.pool.held_room();
+        if held.releases() != since {
+            log::info!("out of room ({why}) as a dropped SST was given back: running again");
+            st.waited_for_held_room += 1;
+            return true;
+        }
+        let bytes = held.held(tier);
+        if bytes == 0 {
+            return false;
+        }
+        st.waited_for_held_room += 1;
+        log::warn!(
+            "out of room ({why}), with {bytes} B of dropped SSTs still held by readers: waiting for them to end"
+        );
+        let deadline = Instant::now() + HELD_ROOM_WAIT_MAX;
+        MutexGuard::unlocked(st, || {
+            // The release wakes the wait; the recheck is for a stop, which does not.
+            while !held.wait_for_release(since, HELD_ROOM_RECHECK) {
+                if self.closing.load(Ordering::Relaxed) || self.state.lock().stopped.is_some() {
+                    return true;
+                }
+                if Instant::now() >= deadline {
+                    log::error!(
+                        "out of room ({why}): no dropped SST given back in {HELD_ROOM_WAIT_MAX:?}"
+                    );
+                    return false;
+                }
+            }
+            true
+        })
     }
 
     /// Waits, before a flush, while the room the running compactions reserved and have not
@@ -1969,6 +2046,8 @@ impl Inner {
             compactions_deferred_for_room: st.compactions_deferred_for_room,
             retried_for_room: st.retried_for_room,
             flushes_waited_for_room: st.flushes_waited_for_room,
+            waited_for_held_room: st.waited_for_held_room,
+            obsolete_sst_bytes: self.pool.held_room().held_total(),
             background_jobs: st.pool.background_jobs(),
             compaction_threads: st.pool.live,
             target_file_bytes: self.target_file_bytes.load(Ordering::Relaxed),

@@ -213,6 +213,7 @@ impl Db {
                 compactions_deferred_for_room: 0,
                 retried_for_room: 0,
                 flushes_waited_for_room: 0,
+                waited_for_held_room: 0,
                 out_of_room_at: None,
                 l0_inputs_max: None,
                 flushes: 0,

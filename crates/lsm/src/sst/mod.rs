@@ -45,6 +45,7 @@ pub mod bloom;
 pub mod builder;
 pub mod footer;
 pub mod format;
+pub(crate) mod held_room;
 pub mod prepopulate;
 pub mod range_del_block;
 pub mod reader;

@@ -15,8 +15,8 @@
 //! does it in the order handed, and returns at once. The store's background threads (flush,
 //! compaction, the tuner: those that call [`mark_background_thread`]) still do it themselves,
 //! at once, as before: no caller waits on them, and a compaction's room is back in the volume
-//! when the compaction ends, which the room a flush waits for and `Db::compact_range`'s
-//! callers count on. Deferring keeps the order that makes slot reuse safe: the pages are
+//! when the compaction ends (unless a reader still holds its inputs: `sst/held_room.rs`),
+//! which the room a flush waits for and `Db::compact_range`'s callers count on. Deferring keeps the order that makes slot reuse safe: the pages are
 //! dropped before the extent is released, whichever thread does both.
 //!
 //! The release thread is started on the first deferred release (most pools never need one)
@@ -35,6 +35,7 @@ use parking_lot::Mutex;
 use shale_space::{Extent, Volume};
 
 use crate::cache::BlockCache;
+use crate::sst::held_room::HeldRoom;
 use crate::sst::release_queue::ReleaseQueue;
 use crate::sst::volume_io::{PageCacheFiles, drop_cached_pages};
 
@@ -63,6 +64,8 @@ pub(crate) struct SstRelease {
     pub volume: Arc<Volume>,
     /// The page-cache descriptors of the volume's tiers.
     pub files: [PageCacheFiles; 2],
+    /// Where the extent was counted held: counted back once it is free.
+    pub held: Arc<HeldRoom>,
 }
 
 impl SstRelease {
@@ -81,7 +84,9 @@ impl SstRelease {
                 shale_io::Chain(&e)
             );
         }
+        let r = self.volume.extent_range(self.extent);
         self.volume.release(self.extent);
+        self.held.released(self.extent.tier, r.end - r.start);
     }
 }
 

@@ -65,6 +65,7 @@ use shale_space::{Extent, IoClass, PoolSpec, PooledQueue, Tier, Volume};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::sst::builder::SstImage;
+use crate::sst::held_room::HeldRoom;
 use crate::sst::release::{SstRelease, SstReleases};
 use crate::sst::reader::{BlockSource, PendingRead, SourceBytes};
 
@@ -172,6 +173,8 @@ pub struct QueuePool {
     seek_batch_reads: AtomicU64,
     /// Where dropped SSTs are given back when a caller's thread drops the last handle.
     releases: SstReleases,
+    /// Room that dropped SSTs hold until their last handle goes.
+    held: Arc<HeldRoom>,
 }
 
 impl std::fmt::Debug for QueuePool {
@@ -224,6 +227,7 @@ impl QueuePool {
             reads_ahead: AtomicU64::new(0),
             seek_batch_reads: AtomicU64::new(0),
             releases: SstReleases::default(),
+            held: Arc::default(),
         }
     }
 
@@ -401,7 +405,20 @@ impl QueuePool {
             cache: cache.clone(),
             volume: self.volume.clone(),
             files: self.files.clone(),
+            held: self.held.clone(),
         });
+    }
+
+    /// Counts the extent of an SST a committed edit dropped as held until its release
+    /// (`sst/held_room.rs`).
+    pub(crate) fn hold_sst(&self, extent: Extent) {
+        let r = self.volume.extent_range(extent);
+        self.held.hold(extent.tier, r.end - r.start);
+    }
+
+    /// The room dropped SSTs hold until readers let them go.
+    pub(crate) fn held_room(&self) -> &HeldRoom {
+        &self.held
     }
 
     /// Waits until every dropped SST handed to the release thread is given back.

@@ -76,7 +76,9 @@ log=$(mktemp)
 # failover scenarios) leaves its WAL tail in /dev/shm, holding memory until a reboot, once
 # its directory is gone. `shale orphans --under` removes those, and only those.
 test_tmp=$(mktemp -d "${TMPDIR:-/tmp}/shale-test.XXXXXX")
-TMPDIR=$test_tmp cargo test --workspace 2>&1 | tee "$log"
+# --no-fail-fast: a failing test binary does not keep the ones after it from running (one
+# failure once left half the suite unrun, and its total counted only what ran before it).
+TMPDIR=$test_tmp cargo test --workspace --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 rm -rf "$test_tmp"
 "${CARGO_TARGET_DIR:-target}/debug/shale" orphans --under "$test_tmp" --remove | tail -n 1

@@ -20,6 +20,9 @@
 #   TIMELINE_SECONDS=600 TIMELINE_MODE=buffered     timeline
 #   YCSB_RECORDS=1000000 YCSB_OPS=1000000 YCSB_THREADS=2 YCSB_REPEATS=3   ycsb
 #   YCSB_CACHE_SIZE=BYTES (default 32 MiB, every engine's default) YCSB_MEMORY_LIMIT=BYTES
+#   YCSB_WORKLOADS=A,B,C,F,D,E YCSB_ENGINES=rocksdb,shale,fjall
+#   YCSB_SHALE_IDLE_IO=1                            ycsb: shale's compactions read in the idle
+#                                                   I/O class (Options::idle_compaction_io)
 #   OUT=bench/results/<date>                        where the files go
 # The issue #4 suite is the default; bench/compare/README.md says what each figure means.
 set -euo pipefail
@@ -72,7 +75,9 @@ for s in "${suites[@]}"; do
       "$HARNESS" ycsb --shale "$SHALE" --work-dir "$WORK" --out "$OUT" \
         --records "${YCSB_RECORDS:-1000000}" --operations "${YCSB_OPS:-1000000}" \
         --threads "${YCSB_THREADS:-2}" --repeats "${YCSB_REPEATS:-3}" \
-        --cache-size "${YCSB_CACHE_SIZE:-33554432}" --memory-limit "${YCSB_MEMORY_LIMIT:-0}" ;;
+        --cache-size "${YCSB_CACHE_SIZE:-33554432}" --memory-limit "${YCSB_MEMORY_LIMIT:-0}" \
+        --workloads "${YCSB_WORKLOADS:-A,B,C,F,D,E}" --engines "${YCSB_ENGINES:-rocksdb,shale,fjall}" \
+        ${YCSB_SHALE_IDLE_IO:+--shale-idle-compaction-io} ;;
   esac
 done
 rmdir "$WORK" 2>/dev/null || true

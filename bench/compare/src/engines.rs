@@ -26,6 +26,9 @@ pub struct Settings {
     pub write_buffer_bytes: u64,
     /// RocksDB only: O_DIRECT reads, flushes and compactions.
     pub rocksdb_direct: bool,
+    /// shale only: compactions read in the idle I/O class while the store is not behind
+    /// (`Options::idle_compaction_io`, off by default).
+    pub shale_idle_compaction_io: bool,
 }
 
 /// Opens engine `name` (shale, rocksdb or fjall) on a new store in `dir`.
@@ -87,6 +90,7 @@ impl Shale {
         let mut o = shale::Options {
             block_cache_bytes: s.cache_bytes as usize,
             write_buffer_bytes: s.write_buffer_bytes as usize,
+            idle_compaction_io: s.shale_idle_compaction_io,
             ..shale::Options::default()
         };
         o.sst.bloom_bits_per_key = 10;
@@ -280,8 +284,12 @@ mod tests {
     /// Every engine stores, reads, overwrites and scans in key order.
     #[test]
     fn engines_agree_on_a_small_store() {
-        let s =
-            Settings { cache_bytes: 1 << 20, write_buffer_bytes: 4 << 20, rocksdb_direct: false };
+        let s = Settings {
+            cache_bytes: 1 << 20,
+            write_buffer_bytes: 4 << 20,
+            rocksdb_direct: false,
+            shale_idle_compaction_io: false,
+        };
         for name in ALL {
             let dir = std::env::temp_dir()
                 .join(format!("shale-compare-engine-{name}-{}", std::process::id()));
@@ -307,8 +315,12 @@ mod tests {
     /// The report names the RocksDB it ran from the store's own OPTIONS file.
     #[test]
     fn versions_come_from_the_store_and_the_lock_file() {
-        let s =
-            Settings { cache_bytes: 1 << 20, write_buffer_bytes: 4 << 20, rocksdb_direct: false };
+        let s = Settings {
+            cache_bytes: 1 << 20,
+            write_buffer_bytes: 4 << 20,
+            rocksdb_direct: false,
+            shale_idle_compaction_io: false,
+        };
         let dir = tempfile_dir("version");
         drop(open("rocksdb", &dir, &s).unwrap());
         assert_eq!(version("rocksdb", &dir).as_deref(), Some("11.8.1"));

@@ -39,7 +39,10 @@ pub struct Args {
     pub key_size: usize,
     #[arg(long = "value_size", default_value_t = 4096)]
     pub value_size: usize,
-    #[arg(long = "workloads", default_value = "seqfill,randfill,zipffill,ycsb-a,ycsb-b,ycsb-c,ycsb-d")]
+    #[arg(
+        long = "workloads",
+        default_value = "seqfill,randfill,zipffill,ycsb-a,ycsb-b,ycsb-c,ycsb-d"
+    )]
     pub workloads: String,
     #[arg(long = "threads_per_instance", default_value_t = 1)]
     pub threads_per_instance: usize,
@@ -149,7 +152,8 @@ pub fn run(args: &Args) -> Result<(), Error> {
         let mut o = rocks_options(args.write_buffer_size, args.cache_size, 2);
         o.create_if_missing(true);
         o.enable_statistics();
-        let db = rocksdb::DB::open(&o, p).map_err(|e| format!("opening RocksDB at {}: {e}", p.display()))?;
+        let db = rocksdb::DB::open(&o, p)
+            .map_err(|e| format!("opening RocksDB at {}: {e}", p.display()))?;
         let mut write = rocksdb::WriteOptions::default();
         write.set_sync(args.sync);
         instances.push(Rocks { db, options: o, write, stat: BlockStat::for_path(p) });
@@ -171,7 +175,9 @@ pub fn run(args: &Args) -> Result<(), Error> {
     if args.sync {
         println!("# durability: every write durable when acknowledged (WAL synced per write)");
     } else {
-        println!("# durability: writes acknowledged once in the WAL file's page cache, not synced (WAL on; --sync for durable writes)");
+        println!(
+            "# durability: writes acknowledged once in the WAL file's page cache, not synced (WAL on; --sync for durable writes)"
+        );
     }
     println!("# {} CPUs", ycsb::kvsb::process::cpus());
     let mut csv = match &args.csv {

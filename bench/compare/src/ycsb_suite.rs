@@ -62,6 +62,10 @@ pub struct Args {
     /// RocksDB with O_DIRECT reads, flushes and compactions (default: the page cache).
     #[arg(long)]
     pub rocksdb_direct: bool,
+    /// shale with `Options::idle_compaction_io` on: compactions read in the idle I/O class
+    /// while the store is not behind (off by default, in shale as here).
+    #[arg(long)]
+    pub shale_idle_compaction_io: bool,
     /// Seed of the generators.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -101,6 +105,8 @@ pub struct EngineArgs {
     pub write_buffer_size: u64,
     #[arg(long)]
     pub rocksdb_direct: bool,
+    #[arg(long)]
+    pub shale_idle_compaction_io: bool,
     #[arg(long)]
     pub seed: u64,
 }
@@ -150,6 +156,7 @@ pub fn run_engine(a: &EngineArgs) -> Result<(), Error> {
         cache_bytes: a.cache_size,
         write_buffer_bytes: a.write_buffer_size,
         rocksdb_direct: a.rocksdb_direct,
+        shale_idle_compaction_io: a.shale_idle_compaction_io,
     };
     let workloads = parse_workloads(&a.workloads)?;
     // The store goes in a directory of its own inside --dir (the parent's scratch directory,
@@ -447,6 +454,9 @@ pub fn engine_flags(a: &Args, engine: &str, dir: &Path) -> Vec<String> {
     if a.rocksdb_direct {
         f.push("--rocksdb-direct".into());
     }
+    if a.shale_idle_compaction_io {
+        f.push("--shale-idle-compaction-io".into());
+    }
     f
 }
 
@@ -657,11 +667,16 @@ impl Report<'_> {
         let _ = writeln!(s, "{}", machine::describe());
         let _ = writeln!(
             s,
-            "- shale: {}; RocksDB {} (release build, `rocksdb` crate 0.25, {}); fjall {}.\n\
+            "- shale: {}{}; RocksDB {} (release build, `rocksdb` crate 0.25, {}); fjall {}.\n\
              - {} records of 10 x 100-byte fields, {} operations per workload, {} client threads, \
              {} MiB block cache and {} MiB memtable for every engine, no compression, bloom 10 \
              bits, WAL on and not synced; medians of {} runs per engine, alternating {}.\n",
             self.shale_version,
+            if a.shale_idle_compaction_io {
+                ", compactions reading in the idle I/O class (`--shale-idle-compaction-io`)"
+            } else {
+                ""
+            },
             printed_version(self.runs, "rocksdb").unwrap_or_else(|| "(version not read)".into()),
             if a.rocksdb_direct { "direct I/O" } else { "buffered I/O" },
             printed_version(self.runs, "fjall").unwrap_or_else(|| "3".into()),
@@ -734,7 +749,7 @@ impl Report<'_> {
         let _ = writeln!(
             s,
             "shale-compare ycsb --records {} --operations {} --threads {} --repeats {} --workloads {} \
-             --engines {} --cache-size {} --write-buffer-size {}{} --out OUT",
+             --engines {} --cache-size {} --write-buffer-size {}{}{}{} --out OUT",
             a.records,
             a.operations,
             a.threads,
@@ -743,7 +758,13 @@ impl Report<'_> {
             a.engines,
             a.cache_size,
             a.write_buffer_size,
-            if a.rocksdb_direct { " --rocksdb-direct" } else { "" }
+            if a.memory_limit > 0 {
+                format!(" --memory-limit {}", a.memory_limit)
+            } else {
+                String::new()
+            },
+            if a.rocksdb_direct { " --rocksdb-direct" } else { "" },
+            if a.shale_idle_compaction_io { " --shale-idle-compaction-io" } else { "" }
         );
         s.push_str("```\n");
         s

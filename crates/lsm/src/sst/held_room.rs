@@ -95,7 +95,9 @@ mod tests {
         let h = HeldRoom::default();
         h.hold(Tier::Fast, 3 << 16);
         h.hold(Tier::Capacity, 1 << 16);
-        assert_eq!((h.held(Tier::Fast), h.held(Tier::Capacity), h.held_total()), (3 << 16, 1 << 16, 4 << 16));
+        assert_eq!(h.held(Tier::Fast), 3 << 16);
+        assert_eq!(h.held(Tier::Capacity), 1 << 16);
+        assert_eq!(h.held_total(), 4 << 16);
         let since = h.releases();
         h.released(Tier::Fast, 1 << 16);
         assert_eq!(h.held(Tier::Fast), 2 << 16);

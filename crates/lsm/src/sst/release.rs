@@ -16,8 +16,9 @@
 //! compaction, the tuner: those that call [`mark_background_thread`]) still do it themselves,
 //! at once, as before: no caller waits on them, and a compaction's room is back in the volume
 //! when the compaction ends (unless a reader still holds its inputs: `sst/held_room.rs`),
-//! which the room a flush waits for and `Db::compact_range`'s callers count on. Deferring keeps the order that makes slot reuse safe: the pages are
-//! dropped before the extent is released, whichever thread does both.
+//! which the room a flush waits for and `Db::compact_range`'s callers count on. Deferring
+//! keeps the order that makes slot reuse safe: the pages are dropped before the extent is
+//! released, whichever thread does both.
 //!
 //! The release thread is started on the first deferred release (most pools never need one)
 //! and joined when the pool drops, after it has done everything handed to it; a job holds the

@@ -76,6 +76,7 @@ internal_modules!(
     key,
     level_targets,
     memtable,
+    memtable_pace,
     merge,
     range_del,
     sst,

@@ -200,10 +200,11 @@ pub struct Options {
     /// Compaction debt at which writes wait for compaction (0 = off).
     pub hard_pending_compaction_bytes_limit: u64,
     /// Bytes a second that writes go at while L0 is past its slowdown trigger or the
-    /// compaction debt past its soft limit (RocksDB's `delayed_write_rate`, whose default is
-    /// the same 16 MiB/s): where a slowdown starts, and the most it lets through. While it
-    /// lasts the pace adapts to whether the background work is catching up, down to 16 KiB/s
-    /// (`write_controller::DelayedWrites`).
+    /// compaction debt past its soft limit (RocksDB's `delayed_write_rate`): where a slowdown
+    /// starts, and the most it lets through. 0 (the default): each slowdown starts at four
+    /// fifths of the rate writes went in just before it, at least 16 MiB/s (RocksDB's default
+    /// rate), and has no cap. While it lasts the pace adapts to whether the background work
+    /// is catching up, down to 16 KiB/s (`write_controller::DelayedWrites`).
     pub delayed_write_rate: u64,
     /// Block size, restart interval, bloom bits and compression of SSTs.
     pub sst: SstOptions,
@@ -362,7 +363,7 @@ impl Default for Options {
             async_workers: 2,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
-            delayed_write_rate: 16 << 20,
+            delayed_write_rate: 0,
             sst: SstOptions::default(),
             block_cache_bytes: 32 << 20,
             cache_index_and_filter_blocks: false,
@@ -591,12 +592,15 @@ impl Options {
             LEVEL_MULTIPLIER_MIN,
             u64::MAX,
         )?;
-        check_range(
-            "delayed_write_rate",
-            self.delayed_write_rate,
-            crate::write_controller::MIN_DELAYED_WRITE_RATE,
-            u64::MAX,
-        )?;
+        if self.delayed_write_rate != 0 {
+            check_range(
+                "delayed_write_rate",
+                self.delayed_write_rate,
+                crate::write_controller::MIN_DELAYED_WRITE_RATE,
+                u64::MAX,
+            )
+            .map_err(|e| note(e, "0 starts each slowdown from the rate writes went in"))?;
+        }
         let (soft, hard) =
             (self.soft_pending_compaction_bytes_limit, self.hard_pending_compaction_bytes_limit);
         if soft > 0 && hard > 0 && soft > hard {

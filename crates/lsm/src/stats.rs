@@ -112,11 +112,16 @@ pub struct Stats {
     /// Bytes by which levels exceed their targets (an estimate of compaction debt).
     pub pending_compaction_bytes: u64,
     /// The pace, in bytes a second, that writes go at while the store is slowed down: the
-    /// delayed write rate as it has adapted so far (`Options::delayed_write_rate` at most).
+    /// delayed write rate as it has adapted so far (`Options::delayed_write_rate` at most,
+    /// when set; 16 MiB/s until the first slowdown when not).
     pub delayed_write_rate: u64,
     /// The waits the slowdown's pace scheduled since open (each write group's, its longest,
     /// and by how much the longest passed its bound: zero while the pace kept to it).
     pub slowdown_pace: crate::write_controller::SlowdownPace,
+    /// The waits the memtable's pace scheduled since open (`memtable_pace.rs`): write groups
+    /// slowed so that the last memtable fills no sooner than the flush ahead of it ends.
+    /// Their time is in `stalls` as memtable stall time.
+    pub memtable_pace: crate::write_controller::SlowdownPace,
     /// Bytes written into and read out of each level since open (RocksDB's compaction stats).
     pub level_io: Vec<LevelIo>,
     /// Levels holding an odd chunk (LDS's odd-chunk rule), at most one each.

@@ -10,7 +10,8 @@
 //! - **RDO**, redundancy overflow: pending compaction bytes past the soft limit, or a
 //!   pending-bytes stall in the window (deep compactions fall behind);
 //! - **MMO**, memory overflow: the active memtable filled while a sealed one was still
-//!   unflushed, or a memtable stall in the window (flushes fall behind the writes).
+//!   unflushed, or a memtable stall in the window (flushes fall behind the writes); a stall
+//!   is a stop here, not the memtable pace's waits (`memtable_pace.rs`), which head stops off.
 //!
 //! Rules, one action per window, the first overflow found in ADOC's priority order:
 //!

@@ -59,6 +59,25 @@ pub fn compactions_yield(opts: &Options, l0_files: usize, pending_compaction_byt
         && (soft == 0 || pending_compaction_bytes < soft / 2)
 }
 
+/// Waits this long or longer are slept; shorter ones are waited out by yielding the core
+/// until their time is up ([`pace_wait`]).
+pub const SLEEP_FROM: Duration = Duration::from_micros(200);
+
+/// Waits `wait`, as the write path does for a delayed group: a sleep overshoots by the
+/// kernel's timer slack (50 us) and a wake-up on a busy machine, which is nothing against a
+/// long wait and several times a short one, so a short wait yields the core (to the
+/// background work it waits for) until its time is up.
+pub fn pace_wait(wait: Duration) {
+    if wait >= SLEEP_FROM {
+        std::thread::sleep(wait);
+        return;
+    }
+    let until = std::time::Instant::now() + wait;
+    while std::time::Instant::now() < until {
+        std::thread::yield_now();
+    }
+}
+
 /// The slowest pace a slowdown sets (RocksDB's floor): writes are slowed, never stopped,
 /// by a delay.
 pub const MIN_DELAYED_WRITE_RATE: u64 = 16 << 10;
@@ -68,7 +87,7 @@ pub const MIN_DELAYED_WRITE_RATE: u64 = 16 << 10;
 /// p99.9 of a millisecond at any pace (ADOC's evaluation, BENCHMARKS.md). A tenth of that
 /// keeps a sleep long against its own cost (a few microseconds of system calls, and the
 /// kernel's 50 us timer slack) while a delayed write waits about its own bytes at the rate.
-pub const PACE_SLICE_US: u64 = 100;
+pub const PACE_SLICE_US: u64 = 20;
 /// The rate's factor when the debt did not shrink since the last shape: slow down further.
 const SLOWER: f64 = 0.8;
 /// Its factor when the debt shrank: the background work is catching up.
@@ -80,10 +99,61 @@ const NEAR_STOP: f64 = 0.6;
 const RECOVERED: f64 = 1.4;
 /// L0 files this close to the stop trigger count as near a stop.
 pub const NEAR_STOP_L0_FILES: usize = 2;
+/// With `Options::delayed_write_rate` 0 (the default), a slowdown starts at this share of the
+/// rate the store took writes at just before it: slower than the writes that put the store
+/// behind, by no more than the first step of the adaptation. A fixed start (RocksDB's
+/// 16 MiB/s) cut a store ingesting 170 MB/s to a tenth at once: on ADOC's SATA class the
+/// write rate fell from about 170,000 to 13,000 writes a second for the length of an L0 -> L1
+/// compaction, 8 s at a time (BENCHMARKS-history.md, "the slowdown's start").
+const ADAPTIVE_START_SHARE: f64 = 0.8;
+/// The slowest an adaptive slowdown starts (RocksDB's default rate): a store that was taking
+/// few writes is not held to what it took while idle.
+pub const ADAPTIVE_START_FLOOR: u64 = 16 << 20;
+/// The window over which the ingest meter measures the write rate.
+const INGEST_WINDOW_US: u64 = 500_000;
+
+/// The rate writes went into the store, over the last window and the one before it: the
+/// adaptive slowdown's starting point. Pure: the caller passes the time.
+#[derive(Clone, Copy, Debug, Default)]
+struct IngestMeter {
+    /// Start of the current window, microseconds (None before the first write).
+    start_us: Option<u64>,
+    bytes: u64,
+    /// The last full window: its bytes and its length.
+    prev_bytes: u64,
+    prev_us: u64,
+}
+
+impl IngestMeter {
+    fn record(&mut self, now_us: u64, bytes: u64) {
+        let start = *self.start_us.get_or_insert(now_us);
+        let len = now_us.saturating_sub(start);
+        if len >= INGEST_WINDOW_US {
+            // An idle gap ends up in this window's length, so it lowers the rate as it should.
+            (self.prev_bytes, self.prev_us) = (self.bytes, len);
+            (self.start_us, self.bytes) = (Some(now_us), 0);
+        }
+        self.bytes += bytes;
+    }
+
+    /// Bytes a second over the last full window and the current one (0 with no writes).
+    fn rate(&self, now_us: u64) -> u64 {
+        let Some(start) = self.start_us else { return 0 };
+        let us = self.prev_us + now_us.saturating_sub(start);
+        if us == 0 {
+            return 0;
+        }
+        ((self.prev_bytes + self.bytes) as u128 * 1_000_000 / us as u128) as u64
+    }
+}
 
 /// Paces writes under slowdown pressure to a byte rate that adapts to the store's shape,
 /// after RocksDB's `WriteController` and `SetupDelay`:
 ///
+/// - A slowdown starts at the rate the user set (`Options::delayed_write_rate`), or, with
+///   none set (0, the default), at [`ADAPTIVE_START_SHARE`] of the rate writes went in just
+///   before it ([`DelayedWrites::note_write`] meters every group), at least
+///   [`ADAPTIVE_START_FLOOR`].
 /// - Each write group asks [`DelayedWrites::delay`] for its bytes. Credit accrues at the rate
 ///   (granted at most once a [`PACE_SLICE_US`]); a group covered by credit passes at once, one
 ///   that is not waits for the bytes over its credit at the rate, at least a slice. So no
@@ -92,12 +162,14 @@ pub const NEAR_STOP_L0_FILES: usize = 2;
 /// - At each new shape (a flush or a compaction committed, [`DelayedWrites::observe`]) while
 ///   slowed down, the rate is multiplied by 0.6 near a stop, by 0.8 if the compaction debt
 ///   did not shrink, by 1.25 if it did, within [`MIN_DELAYED_WRITE_RATE`] and the rate the
-///   user set (`Options::delayed_write_rate`); on leaving the slowdown it is multiplied by
-///   1.4 (within the same cap).
+///   user set (`Options::delayed_write_rate`; no cap when adaptive); on leaving the slowdown
+///   it is multiplied by 1.4 (within the same cap), which matters only to a fixed start.
 ///
 /// Pure: the caller passes the time, so tests drive it exactly.
 #[derive(Clone, Debug)]
 pub struct DelayedWrites {
+    /// The user's rate; None when the start adapts to the ingest.
+    fixed: Option<u64>,
     max_rate: u64,
     rate: u64,
     credit: u64,
@@ -106,6 +178,7 @@ pub struct DelayedWrites {
     /// The debt at the last shape seen under pressure; None while writes go freely.
     prev_debt: Option<u64>,
     pace: SlowdownPace,
+    ingest: IngestMeter,
 }
 
 /// What the slowdown's pace asked of writers since the store opened: the waits it scheduled,
@@ -130,17 +203,43 @@ pub struct SlowdownPace {
 }
 
 impl DelayedWrites {
-    /// A controller whose rate starts at, and never exceeds, `max_rate` bytes a second.
-    pub fn new(max_rate: u64) -> DelayedWrites {
-        let max_rate = max_rate.max(MIN_DELAYED_WRITE_RATE);
+    /// A controller whose rate starts at, and never exceeds, `rate` bytes a second; with
+    /// `rate` 0, one whose slowdowns start from the write rate metered before them.
+    pub fn new(rate: u64) -> DelayedWrites {
+        let fixed = (rate > 0).then(|| rate.max(MIN_DELAYED_WRITE_RATE));
         DelayedWrites {
-            max_rate,
-            rate: max_rate,
+            fixed,
+            max_rate: fixed.unwrap_or(u64::MAX),
+            rate: fixed.unwrap_or(ADAPTIVE_START_FLOOR),
             credit: 0,
             next_refill_us: None,
             prev_debt: None,
             pace: SlowdownPace::default(),
+            ingest: IngestMeter::default(),
         }
+    }
+
+    /// Starts pacing afresh (no credit, no pending refill), keeping the rate and the counts
+    /// of what was scheduled: for a pace that restarts with each flush (`memtable_pace`).
+    pub fn restart(&mut self) {
+        self.credit = 0;
+        self.next_refill_us = None;
+    }
+
+    /// Sets the pace to `rate` bytes a second, within the floor and the cap, keeping the
+    /// credit: for a pace worked out afresh for each group (`memtable_pace`).
+    pub fn set_rate(&mut self, rate: u64) {
+        self.rate = rate.clamp(MIN_DELAYED_WRITE_RATE, self.max_rate);
+    }
+
+    /// Meters a write group of `bytes` going into the store at `now_us`, paced or not.
+    pub fn note_write(&mut self, now_us: u64, bytes: u64) {
+        self.ingest.record(now_us, bytes);
+    }
+
+    /// The metered write rate at `now_us`, bytes a second.
+    pub fn ingest_rate(&self, now_us: u64) -> u64 {
+        self.ingest.rate(now_us)
     }
 
     /// The pace now, in bytes a second.
@@ -153,9 +252,9 @@ impl DelayedWrites {
         self.pace
     }
 
-    /// Takes in a new shape of the store: its `pressure`, its compaction `debt` in bytes and
-    /// whether it is `near_stop`.
-    pub fn observe(&mut self, pressure: Pressure, debt: u64, near_stop: bool) {
+    /// Takes in a new shape of the store at `now_us`: its `pressure`, its compaction `debt`
+    /// in bytes and whether it is `near_stop`.
+    pub fn observe(&mut self, now_us: u64, pressure: Pressure, debt: u64, near_stop: bool) {
         if pressure == Pressure::None {
             if self.prev_debt.take().is_some() {
                 self.scale(RECOVERED);
@@ -168,6 +267,10 @@ impl DelayedWrites {
             self.credit = 0;
             self.next_refill_us = None;
             self.prev_debt = Some(debt);
+            if self.fixed.is_none() {
+                let start = self.ingest.rate(now_us) as f64 * ADAPTIVE_START_SHARE;
+                self.rate = (start as u64).max(ADAPTIVE_START_FLOOR);
+            }
             return;
         };
         if near_stop || matches!(pressure, Pressure::Stop(_)) {
@@ -242,24 +345,37 @@ mod tests {
 
     #[test]
     fn credit_lets_writes_through_at_the_rate() {
-        let mut d = DelayedWrites::new(MIB);
-        // The first group is granted a slice's credit (105 bytes at 1 MiB/s): 100 pass.
-        assert_eq!(d.delay(0, 100), Duration::ZERO);
-        // The next 1000 bytes are 995 over the 5 left: 948 us at 1 MiB/s, counted from the
-        // end of the slice already credited.
-        assert_eq!(d.delay(10, 1000), Duration::from_micros(100 + 948 - 10));
-        // A new slice's credit: 105 bytes pass at once.
-        assert_eq!(d.delay(1_048, 100), Duration::ZERO);
+        // 50 MB/s: a slice of 20 us is 1,000 bytes of credit.
+        assert_eq!(PACE_SLICE_US, 20, "the figures below are for a slice of 20 us");
+        let mut d = DelayedWrites::new(50_000_000);
+        // The first group is granted a slice's credit: 1,000 bytes pass.
+        assert_eq!(d.delay(0, 1000), Duration::ZERO);
+        // The next 3,000 bytes are all over the credit: 60 us at 50 MB/s, counted from the
+        // end of the slice already credited (20 us), asked at 5 us.
+        assert_eq!(d.delay(5, 3000), Duration::from_micros(20 + 60 - 5));
+        // A new slice's credit: 1,000 bytes pass at once.
+        assert_eq!(d.delay(80, 1000), Duration::ZERO);
         // A small group past the credit within the slice waits the slice's rest and its own
-        // bytes, at least a slice: not its few microseconds, and never the old millisecond.
-        assert_eq!(d.delay(1_100, 10), Duration::from_micros(PACE_SLICE_US));
+        // bytes, at least a slice: not its fraction of a microsecond, nor a millisecond.
+        assert_eq!(d.delay(85, 10), Duration::from_micros(PACE_SLICE_US));
+    }
+
+    #[test]
+    fn a_pace_wait_lasts_at_least_its_time_yielded_or_slept() {
+        // Lower bounds only: a loaded machine makes a wait longer, never shorter.
+        for wait in [Duration::ZERO, Duration::from_micros(30), SLEEP_FROM, 2 * SLEEP_FROM] {
+            let started = std::time::Instant::now();
+            pace_wait(wait);
+            assert!(started.elapsed() >= wait, "{wait:?}");
+        }
     }
 
     #[test]
     fn a_big_group_waits_its_bytes_at_the_rate() {
         let mut d = DelayedWrites::new(MIB);
-        let w = d.delay(0, MIB + 105);
-        assert_eq!(w, Duration::from_micros(1_000_100), "1 MiB past the first slice");
+        let slice_credit = (PACE_SLICE_US * MIB).div_ceil(1_000_000);
+        let w = d.delay(0, MIB + slice_credit);
+        assert_eq!(w, Duration::from_micros(1_000_000 + PACE_SLICE_US), "1 MiB past the first slice");
     }
 
     /// Runs a writer that asks again as soon as its wait is over, with groups of `size`
@@ -323,17 +439,17 @@ mod tests {
         ) {
             let slow = Pressure::Delay(Stall::L0Slowdown);
             let mut d = DelayedWrites::new(64 * MIB);
-            d.observe(slow, 100, false);
+            d.observe(0, slow, 100, false);
             let mut now = 0u64;
             let mut debt = 100;
             for (bytes, gap, shape) in steps {
                 if let Some(kind) = shape {
                     // A new shape: the debt grows, shrinks, nears a stop, or is gone.
                     match kind {
-                        0 => { debt += 10; d.observe(slow, debt, false) }
-                        1 => { debt = debt.saturating_sub(10); d.observe(slow, debt, false) }
-                        2 => d.observe(slow, debt, true),
-                        _ => d.observe(Pressure::None, 0, false),
+                        0 => { debt += 10; d.observe(0, slow, debt, false) }
+                        1 => { debt = debt.saturating_sub(10); d.observe(0, slow, debt, false) }
+                        2 => d.observe(0, slow, debt, true),
+                        _ => d.observe(0, Pressure::None, 0, false),
                     }
                 }
                 now += gap;
@@ -351,26 +467,26 @@ mod tests {
     fn the_rate_slows_while_the_debt_grows_and_recovers_as_it_shrinks() {
         let slow = Pressure::Delay(Stall::L0Slowdown);
         let mut d = DelayedWrites::new(16 * MIB);
-        d.observe(slow, 100, false);
+        d.observe(0, slow, 100, false);
         assert_eq!(d.rate(), 16 * MIB, "entering a slowdown keeps the rate");
-        d.observe(slow, 100, false);
+        d.observe(0, slow, 100, false);
         assert_eq!(d.rate(), (16.0 * MIB as f64 * 0.8) as u64, "a debt that did not shrink");
-        d.observe(slow, 150, false);
+        d.observe(0, slow, 150, false);
         let r = (16.0 * MIB as f64 * 0.8) as u64;
         let r = (r as f64 * 0.8) as u64;
         assert_eq!(d.rate(), r);
-        d.observe(slow, 120, false);
+        d.observe(0, slow, 120, false);
         assert_eq!(d.rate(), (r as f64 * 1.25) as u64, "a shrinking debt speeds up");
         let r = d.rate();
-        d.observe(slow, 100, true);
+        d.observe(0, slow, 100, true);
         assert_eq!(d.rate(), (r as f64 * 0.6) as u64, "near a stop, even as the debt shrinks");
         let r = d.rate();
-        d.observe(Pressure::Stop(Stall::L0Stop), 90, false);
+        d.observe(0, Pressure::Stop(Stall::L0Stop), 90, false);
         assert_eq!(d.rate(), (r as f64 * 0.6) as u64, "a stop");
         let r = d.rate();
-        d.observe(Pressure::None, 0, false);
+        d.observe(0, Pressure::None, 0, false);
         assert_eq!(d.rate(), (r as f64 * 1.4) as u64, "leaving the slowdown");
-        d.observe(Pressure::None, 0, false);
+        d.observe(0, Pressure::None, 0, false);
         assert_eq!(d.rate(), (r as f64 * 1.4) as u64, "once");
     }
 
@@ -378,12 +494,13 @@ mod tests {
     fn a_new_slowdown_starts_without_the_credit_of_the_time_between() {
         let slow = Pressure::Delay(Stall::L0Slowdown);
         let mut d = DelayedWrites::new(MIB);
-        d.observe(slow, 10, false);
-        assert_eq!(d.delay(0, 100), Duration::ZERO);
-        d.observe(Pressure::None, 0, false);
+        d.observe(0, slow, 10, false);
+        let slice_credit = (PACE_SLICE_US * MIB).div_ceil(1_000_000);
+        assert_eq!(d.delay(0, slice_credit), Duration::ZERO);
+        d.observe(0, Pressure::None, 0, false);
         let rate = d.rate();
         // Ten seconds later, a new slowdown: a slice's credit, not ten seconds'.
-        d.observe(slow, 10, false);
+        d.observe(0, slow, 10, false);
         let now = 10_000_000;
         let credit = (PACE_SLICE_US * rate).div_ceil(1_000_000);
         assert_eq!(d.delay(now, credit), Duration::ZERO);
@@ -395,16 +512,83 @@ mod tests {
         let slow = Pressure::Delay(Stall::PendingSlowdown);
         let mut d = DelayedWrites::new(MIB);
         for debt in 0..100 {
-            d.observe(slow, debt, false);
+            d.observe(0, slow, debt, false);
         }
         assert_eq!(d.rate(), MIN_DELAYED_WRITE_RATE);
         for debt in (0..100).rev() {
-            d.observe(slow, debt, false);
+            d.observe(0, slow, debt, false);
         }
         assert_eq!(d.rate(), MIB);
-        d.observe(Pressure::None, 0, false);
+        d.observe(0, Pressure::None, 0, false);
         assert_eq!(d.rate(), MIB, "no faster than the user's rate");
         assert_eq!(DelayedWrites::new(1).rate(), MIN_DELAYED_WRITE_RATE);
+    }
+
+    /// Feeds `d` groups of `size` bytes at `rate` bytes a second from `from_us` for `secs`:
+    /// the clock at the end.
+    fn ingest(d: &mut DelayedWrites, from_us: u64, rate: u64, size: u64, secs: f64) -> u64 {
+        let mut sent = 0u64;
+        loop {
+            let now = from_us + (sent as u128 * 1_000_000 / rate as u128) as u64;
+            if ((now - from_us) as f64) >= secs * 1e6 {
+                return now;
+            }
+            d.note_write(now, size);
+            sent += size;
+        }
+    }
+
+    #[test]
+    fn an_adaptive_slowdown_starts_below_the_rate_writes_went_in() {
+        let slow = Pressure::Delay(Stall::L0Slowdown);
+        let mut d = DelayedWrites::new(0);
+        let now = ingest(&mut d, 0, 200 * MIB, 1000, 2.0);
+        let metered = d.ingest_rate(now);
+        assert!(metered.abs_diff(200 * MIB) < 2 * MIB, "metered {metered}");
+        d.observe(now, slow, 100, false);
+        let start = d.rate();
+        let expected = (metered as f64 * ADAPTIVE_START_SHARE) as u64;
+        assert_eq!(start, expected, "four fifths of the metered rate, not 16 MiB/s");
+        // The adaptation then goes on from there, without the user's cap.
+        d.observe(now, slow, 150, false);
+        assert_eq!(d.rate(), (start as f64 * SLOWER) as u64);
+        d.observe(now, slow, 100, false);
+        d.observe(now, slow, 50, false);
+        assert!(d.rate() > start, "a shrinking debt speeds up past the start: {}", d.rate());
+        // The paced writes are metered too: a slowdown after the store went at 10 MiB/s
+        // starts at the floor, not above the rate it ended at.
+        d.observe(now, Pressure::None, 0, false);
+        let now = ingest(&mut d, now, 10 * MIB, 1000, 2.0);
+        d.observe(now, slow, 100, false);
+        assert_eq!(d.rate(), ADAPTIVE_START_FLOOR);
+    }
+
+    #[test]
+    fn an_adaptive_slowdown_after_an_idle_spell_starts_at_the_floor() {
+        let slow = Pressure::Delay(Stall::PendingSlowdown);
+        let mut d = DelayedWrites::new(0);
+        assert_eq!(d.ingest_rate(0), 0, "nothing metered yet");
+        d.observe(0, slow, 1, false);
+        assert_eq!(d.rate(), ADAPTIVE_START_FLOOR, "no writes metered");
+        d.observe(0, Pressure::None, 0, false);
+        let now = ingest(&mut d, 0, 500 * MIB, 4096, 1.0);
+        // Ten seconds without a write, then one: the window that ends holds the gap.
+        let now = now + 10_000_000;
+        d.note_write(now, 4096);
+        assert!(d.ingest_rate(now + 1) < 100 * MIB, "{}", d.ingest_rate(now + 1));
+        let later = now + 600_000;
+        d.note_write(later, 4096);
+        d.observe(later, slow, 1, false);
+        assert_eq!(d.rate(), ADAPTIVE_START_FLOOR);
+    }
+
+    #[test]
+    fn a_fixed_rate_ignores_the_meter() {
+        let slow = Pressure::Delay(Stall::L0Slowdown);
+        let mut d = DelayedWrites::new(4 * MIB);
+        let now = ingest(&mut d, 0, 200 * MIB, 1000, 1.0);
+        d.observe(now, slow, 100, false);
+        assert_eq!(d.rate(), 4 * MIB, "the user's rate is the start, whatever the ingest");
     }
 
     #[test]

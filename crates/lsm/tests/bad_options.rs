@@ -125,7 +125,7 @@ fn bad_options() -> Vec<Bad> {
     for x in [0, 1, BACKGROUND_JOBS_MAX + 1, usize::MAX] {
         v.push(bad("max_background_jobs", move |o| o.max_background_jobs = x));
     }
-    for x in [0, (16 << 10) - 1] {
+    for x in [1, (16 << 10) - 1] {
         v.push(bad("delayed_write_rate", move |o| o.delayed_write_rate = x));
     }
     v.push(bad("soft_pending_compaction_bytes_limit", |o| {

@@ -156,7 +156,8 @@ pub struct Args {
     #[arg(long = "hard_pending_compaction_bytes_limit")]
     pub hard_pending_compaction_bytes_limit: Option<u64>,
     /// Bytes a second writes go at, at most, while the store is slowed down (L0 past the
-    /// slowdown trigger or debt past the soft limit); at least 16384.
+    /// slowdown trigger or debt past the soft limit); at least 16384, or 0 (the engine's
+    /// default): each slowdown starts from the rate writes went in before it.
     #[arg(long = "delayed_write_rate")]
     pub delayed_write_rate: Option<u64>,
     /// Size levels from the largest one up. Off unless given, as in db_bench 11.8.1 (whose

@@ -427,6 +427,16 @@ pub fn print_db_stats(s: &shale_lsm::Stats) {
             p.longest_past_bound_us
         );
     }
+    let m = &s.memtable_pace;
+    if m.delayed_groups > 0 {
+        outln!(
+            "Memtable pace: {} groups waited {:.3} s, longest {} us ({} us past its bound)",
+            m.delayed_groups,
+            m.scheduled_us as f64 / 1e6,
+            m.longest_us,
+            m.longest_past_bound_us
+        );
+    }
     if let Some(why) = &s.stopped {
         outln!("Stopped: {why}");
     }
@@ -535,6 +545,9 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.slowdown.scheduled.micros", s.slowdown_pace.scheduled_us),
         ("shale.slowdown.longest.micros", s.slowdown_pace.longest_us),
         ("shale.slowdown.longest.past.bound.micros", s.slowdown_pace.longest_past_bound_us),
+        ("shale.memtable.pace.delayed.groups", s.memtable_pace.delayed_groups),
+        ("shale.memtable.pace.scheduled.micros", s.memtable_pace.scheduled_us),
+        ("shale.memtable.pace.longest.micros", s.memtable_pace.longest_us),
         ("shale.memory.overflows", s.memory_overflows),
         ("shale.write.buffer.bytes", s.write_buffer_bytes),
         ("shale.background.jobs", s.background_jobs as u64),

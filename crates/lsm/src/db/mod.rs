@@ -51,6 +51,7 @@ use crate::iter::InternalIterator;
 use crate::key::{self, Kind};
 use crate::level_targets::LevelTargets;
 use crate::memtable::Memtable;
+use crate::memtable_pace::{self, FlushProgress, FlushPublisher};
 use crate::merge::MergingIterator;
 use crate::options::{KEY_BYTES_MAX, Options, ReadOptions, WriteOptions};
 use crate::sst::{PageCacheFiles, Probe, QueuePool, SstReader, VolumeSource, bloom_hash};
@@ -221,6 +222,13 @@ struct Inner {
     /// Times the active memtable filled while a sealed one was still unflushed: ADOC's memory
     /// overflow, counted by `switch_memtable`, read by the tuner (`tuner_thread.rs`).
     memory_overflows: AtomicU64,
+    /// The running flush's progress, which paces writes into the last memtable
+    /// (`memtable_pace.rs`).
+    flush_progress: FlushProgress,
+    /// Waits (of up to 100 ms each) of writers stopped for want of a memtable: the memtable
+    /// stalls the tuner reads, without the memtable pace's waits, which `Stats::stalls`
+    /// counts as memtable stall time too.
+    memtable_stops: AtomicU64,
     /// The tuner's state and counters (`tuner_thread.rs`).
     tuner: tuner_thread::TunerState,
 }
@@ -252,6 +260,10 @@ struct State {
     pending_compaction_bytes: u64,
     /// The pace of writes under slowdown pressure, adapted at each new version.
     delayed: write_controller::DelayedWrites,
+    /// The pace of writes into the last memtable the store may fill while the flush ahead of
+    /// it runs (`Inner::memtable_pace`), and the start of the flush it was set for.
+    memtable_paced: write_controller::DelayedWrites,
+    memtable_paced_flush: Option<u64>,
     stopped: Option<String>,
     shutting_down: bool,
     full_compaction: bool,
@@ -1332,16 +1344,25 @@ impl Inner {
         footprint: usize,
         bytes: u64,
     ) -> Result<MutexGuard<'a, State>> {
+        let now_us = self.pacing_clock_us();
+        st.delayed.note_write(now_us, bytes);
         if let Pressure::Delay(kind) = self.pressure(&st) {
-            let now_us = self.opened.elapsed().as_micros() as u64;
             let wait = st.delayed.delay(now_us, bytes);
             if !wait.is_zero() {
                 let started = Instant::now();
                 drop(st);
-                std::thread::sleep(wait);
+                write_controller::pace_wait(wait);
                 self.stalls.record(kind, started.elapsed());
                 st = self.state.lock();
             }
+        }
+        let wait = self.memtable_pace(&mut st, bytes);
+        if !wait.is_zero() {
+            let started = Instant::now();
+            drop(st);
+            write_controller::pace_wait(wait);
+            self.stalls.record(Stall::Memtable, started.elapsed());
+            st = self.state.lock();
         }
         loop {
             stopped_error(&st)?;
@@ -1366,6 +1387,33 @@ impl Inner {
             }
             self.switch_memtable(wal, &mut st)?;
         }
+    }
+
+    /// Microseconds since the store opened: the clock of the write path's pacing.
+    fn pacing_clock_us(&self) -> u64 {
+        self.opened.elapsed().as_micros() as u64
+    }
+
+    /// How long a write group of `bytes` waits so that the active memtable fills no sooner
+    /// than the flush it would wait for ends (`memtable_pace.rs`): only while that switch
+    /// would have to wait, that is while every other memtable the store may hold is sealed.
+    fn memtable_pace(&self, st: &mut State, bytes: u64) -> Duration {
+        if st.imm.is_empty() || st.imm.len() + 1 < self.opts.max_write_buffer_number {
+            return Duration::ZERO;
+        }
+        let now_us = self.pacing_clock_us();
+        let flush = self.flush_progress.snapshot();
+        let room = (self.write_buffer_bytes() as u64).saturating_sub(st.mem.used_bytes() as u64);
+        let Some(rate) = memtable_pace::rate(room, flush, now_us) else {
+            return Duration::ZERO;
+        };
+        if st.memtable_paced_flush != Some(flush.started_us) {
+            // A new flush: no credit from the last one's pace.
+            st.memtable_paced.restart();
+            st.memtable_paced_flush = Some(flush.started_us);
+        }
+        st.memtable_paced.set_rate(rate);
+        st.memtable_paced.delay(now_us, bytes)
     }
 
     fn write_buffer_bytes(&self) -> usize {
@@ -1401,7 +1449,8 @@ impl Inner {
         let near_stop =
             l0_files + write_controller::NEAR_STOP_L0_FILES >= self.opts.level0_stop_writes_trigger;
         let pressure = self.pressure(st);
-        st.delayed.observe(pressure, st.pending_compaction_bytes + l0_debt, near_stop);
+        let now_us = self.pacing_clock_us();
+        st.delayed.observe(now_us, pressure, st.pending_compaction_bytes + l0_debt, near_stop);
         // A full compaction is a caller waiting: it never yields.
         let yields = !st.full_compaction
             && write_controller::compactions_yield(
@@ -1442,6 +1491,7 @@ impl Inner {
         }
         while st.imm.len() + 1 >= self.opts.max_write_buffer_number {
             stopped_error(st)?;
+            self.memtable_stops.fetch_add(1, Ordering::Relaxed);
             self.stall(st, Stall::Memtable);
         }
         self.free_wal_groups(wal, st)?;
@@ -1502,6 +1552,8 @@ impl Inner {
     ) -> Result<Vec<(SstMeta, SstReader)>> {
         let reserve = self.flush_reserve(mem);
         let tombstones = mem.range_tombstones();
+        let progress =
+            FlushPublisher::begin(&self.flush_progress, self.pacing_clock_us(), mem.len() as u64);
         let mut written = Vec::new();
         let mut builder = self.new_output(0, reserve, MadeBy::Flush);
         // User keys from here on belong to the current output (`None`: from the first on).
@@ -1535,6 +1587,7 @@ impl Inner {
                 if newer_seq.is_none_or(|newer| newer > smallest_snapshot) {
                     builder.add(it.key(), it.value())?;
                 }
+                progress.passed_one();
                 if p.seq <= smallest_snapshot {
                     // Every older version of this key is hidden by this one from every
                     // reader: skip them without walking them (a key overwritten many times
@@ -2037,6 +2090,7 @@ impl Inner {
             pending_compaction_bytes: targets.excess_bytes(&sizes),
             delayed_write_rate: st.delayed.rate(),
             slowdown_pace: st.delayed.pace(),
+            memtable_pace: st.memtable_paced.pace(),
             level_io: st.level_io.to_vec(),
             odd_chunks: (0..LEVELS).filter_map(|l| st.compaction.odd_chunk(l)).count(),
             odd_chunks_kept: st.compaction.odd_chunks_kept(),

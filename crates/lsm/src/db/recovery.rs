@@ -203,6 +203,8 @@ impl Db {
                 persisted_seq: replayed.last_seq,
                 pending_compaction_bytes: 0,
                 delayed: DelayedWrites::new(opts.delayed_write_rate),
+                memtable_paced: DelayedWrites::new(u64::MAX),
+                memtable_paced_flush: None,
                 stopped: None,
                 shutting_down: false,
                 full_compaction: false,
@@ -233,6 +235,8 @@ impl Db {
             level_pointer: super::tier_head::LevelPointer::new(opts.tiers.fast_levels),
             workers: Default::default(),
             memory_overflows: AtomicU64::new(0),
+            flush_progress: Default::default(),
+            memtable_stops: AtomicU64::new(0),
             tuner: Default::default(),
         });
         Ok(Recovered { inner, groups, tail_records })

@@ -123,7 +123,9 @@ impl Inner {
     fn tuner_snapshot(&self, prev: &mut Previous, bounds: &Bounds) -> (Snapshot, Bounds) {
         let stalls = self.stalls.snapshot();
         let memory_overflows = self.memory_overflows.load(Ordering::Relaxed);
-        let memtable_stalls = stalls.memtable.count;
+        // Stops only: the memtable pace's waits (counted with them in `stalls`) are how a
+        // store heads a stop off, and would read as an overflow in every window of a flush.
+        let memtable_stalls = self.memtable_stops.load(Ordering::Relaxed);
         let pending_stalls = stalls.pending_slowdown.count + stalls.pending_stop.count;
         let st = self.state.lock();
         let sizes = level_sizes(&st.version);

@@ -90,13 +90,15 @@ impl<'a> FlushPublisher<'a> {
         FlushPublisher { progress, passed: Cell::new(0) }
     }
 
-    /// The flush passed one more entry.
-    pub fn passed_one(&self) {
+    /// The flush passed one more entry; true when that published the count.
+    pub fn passed_one(&self) -> bool {
         let n = self.passed.get() + 1;
         self.passed.set(n);
-        if n % PROGRESS_EVERY == 0 {
+        let publish = n % PROGRESS_EVERY == 0;
+        if publish {
             self.progress.advance(n);
         }
+        publish
     }
 }
 

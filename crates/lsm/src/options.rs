@@ -340,6 +340,12 @@ pub struct Options {
     #[cfg(feature = "failpoints")]
     #[doc(hidden)]
     pub compaction_hook: Option<FailpointHook>,
+    /// Test failpoint (feature `failpoints`): a flush calls this each time it publishes its
+    /// progress (`memtable_pace.rs`), so that a test can make a flush slow against the
+    /// writes behind it.
+    #[cfg(feature = "failpoints")]
+    #[doc(hidden)]
+    pub flush_progress_hook: Option<FailpointHook>,
 }
 
 impl Default for Options {
@@ -397,6 +403,8 @@ impl Default for Options {
             point_read_hook: None,
             #[cfg(feature = "failpoints")]
             compaction_hook: None,
+            #[cfg(feature = "failpoints")]
+            flush_progress_hook: None,
         }
     }
 }

@@ -226,10 +226,18 @@ impl DelayedWrites {
         self.next_refill_us = None;
     }
 
-    /// Sets the pace to `rate` bytes a second, within the floor and the cap, keeping the
-    /// credit: for a pace worked out afresh for each group (`memtable_pace`).
-    pub fn set_rate(&mut self, rate: u64) {
+    /// Sets the pace to `rate` bytes a second at `now_us`, within the floor and the cap, for
+    /// a pace worked out afresh for each group (`memtable_pace`). Credit is kept up to a
+    /// slice's at the new rate, and time since the last grant not yet granted is dropped, so
+    /// that neither credit granted while the rate was high (a projection just after a flush
+    /// published its progress) nor an idle spell lets a burst through once it is low.
+    pub fn set_rate(&mut self, now_us: u64, rate: u64) {
         self.rate = rate.clamp(MIN_DELAYED_WRITE_RATE, self.max_rate);
+        let slice = (PACE_SLICE_US as u128 * self.rate as u128).div_ceil(1_000_000);
+        self.credit = self.credit.min(slice.min(u64::MAX as u128) as u64);
+        if let Some(next) = &mut self.next_refill_us {
+            *next = (*next).max(now_us);
+        }
     }
 
     /// Meters a write group of `bytes` going into the store at `now_us`, paced or not.
@@ -580,6 +588,21 @@ mod tests {
         d.note_write(later, 4096);
         d.observe(later, slow, 1, false);
         assert_eq!(d.rate(), ADAPTIVE_START_FLOOR);
+    }
+
+    #[test]
+    fn a_rate_set_lower_keeps_no_more_than_a_slice_of_credit() {
+        let mut d = DelayedWrites::new(u64::MAX);
+        d.set_rate(0, 1 << 40);
+        // A slice at a terabyte a second: the credit covers any group.
+        assert_eq!(d.delay(0, 1), Duration::ZERO);
+        assert_eq!(d.delay(1, MIB), Duration::ZERO);
+        // A second later, at 1 MiB/s: a slice's credit at the new rate, neither the
+        // terabyte's leftover nor the second's.
+        d.set_rate(1_000_000, MIB);
+        let slice_credit = (PACE_SLICE_US * MIB).div_ceil(1_000_000);
+        assert_eq!(d.delay(1_000_000, slice_credit), Duration::ZERO);
+        assert!(d.delay(1_000_001, 1000) >= Duration::from_micros(900));
     }
 
     #[test]

@@ -1389,6 +1389,17 @@ impl Inner {
         }
     }
 
+    /// A flush's step of progress (`published`) calls the test's hook.
+    #[cfg(feature = "failpoints")]
+    fn flush_step_failpoint(&self, published: bool) {
+        if let (true, Some(hook)) = (published, &self.opts.flush_progress_hook) {
+            (hook.0)();
+        }
+    }
+
+    #[cfg(not(feature = "failpoints"))]
+    fn flush_step_failpoint(&self, _published: bool) {}
+
     /// Microseconds since the store opened: the clock of the write path's pacing.
     fn pacing_clock_us(&self) -> u64 {
         self.opened.elapsed().as_micros() as u64
@@ -1412,7 +1423,7 @@ impl Inner {
             st.memtable_paced.restart();
             st.memtable_paced_flush = Some(flush.started_us);
         }
-        st.memtable_paced.set_rate(rate);
+        st.memtable_paced.set_rate(now_us, rate);
         st.memtable_paced.delay(now_us, bytes)
     }
 
@@ -1587,7 +1598,7 @@ impl Inner {
                 if newer_seq.is_none_or(|newer| newer > smallest_snapshot) {
                     builder.add(it.key(), it.value())?;
                 }
-                progress.passed_one();
+                self.flush_step_failpoint(progress.passed_one());
                 if p.seq <= smallest_snapshot {
                     // Every older version of this key is hidden by this one from every
                     // reader: skip them without walking them (a key overwritten many times

@@ -6,7 +6,7 @@
 //! flush commits (a memtable stall). The stop lasts as long as the rest of that flush: with
 //! the tuner's memtables of 300 MB and more on ADOC's SATA class, flushes that shared the
 //! device with an L0 -> L1 compaction took seconds, and single writes waited up to 1.6 s
-//! (BENCHMARKS-history.md, "the slowdown's start and memtable pace"). Instead, while the
+//! (BENCHMARKS-history.md, "the slowdown's start and the memtable pace"). Instead, while the
 //! next memtable switch would have to wait, writes go at the rate that fills the active
 //! memtable's room in the time the flush is projected to take still (its entries done so
 //! far against the time it has run), through the slowdown's credit (`DelayedWrites`), so the

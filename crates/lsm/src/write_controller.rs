@@ -104,7 +104,8 @@ pub const NEAR_STOP_L0_FILES: usize = 2;
 /// behind, by no more than the first step of the adaptation. A fixed start (RocksDB's
 /// 16 MiB/s) cut a store ingesting 170 MB/s to a tenth at once: on ADOC's SATA class the
 /// write rate fell from about 170,000 to 13,000 writes a second for the length of an L0 -> L1
-/// compaction, 8 s at a time (BENCHMARKS-history.md, "the slowdown's start").
+/// compaction, 8 s at a time (BENCHMARKS-history.md, "the slowdown's start and the memtable
+/// pace").
 const ADAPTIVE_START_SHARE: f64 = 0.8;
 /// The slowest an adaptive slowdown starts (RocksDB's default rate): a store that was taking
 /// few writes is not held to what it took while idle.

@@ -417,25 +417,16 @@ pub fn print_db_stats(s: &shale_lsm::Stats) {
         st.l0_stop.count,
         st.l0_stop.duration_us as f64 / 1e6
     );
-    let p = &s.slowdown_pace;
-    if p.delayed_groups > 0 {
-        outln!(
-            "Slowdown pace: {} groups waited {:.3} s, longest {} us ({} us past its bound)",
-            p.delayed_groups,
-            p.scheduled_us as f64 / 1e6,
-            p.longest_us,
-            p.longest_past_bound_us
-        );
-    }
-    let m = &s.memtable_pace;
-    if m.delayed_groups > 0 {
-        outln!(
-            "Memtable pace: {} groups waited {:.3} s, longest {} us ({} us past its bound)",
-            m.delayed_groups,
-            m.scheduled_us as f64 / 1e6,
-            m.longest_us,
-            m.longest_past_bound_us
-        );
+    for (name, p) in [("Slowdown", &s.slowdown_pace), ("Memtable", &s.memtable_pace)] {
+        if p.delayed_groups > 0 {
+            outln!(
+                "{name} pace: {} groups waited {:.3} s, longest {} us ({} us past its bound)",
+                p.delayed_groups,
+                p.scheduled_us as f64 / 1e6,
+                p.longest_us,
+                p.longest_past_bound_us
+            );
+        }
     }
     if let Some(why) = &s.stopped {
         outln!("Stopped: {why}");

@@ -59,24 +59,32 @@ pub fn compactions_yield(opts: &Options, l0_files: usize, pending_compaction_byt
         && (soft == 0 || pending_compaction_bytes < soft / 2)
 }
 
-/// Waits this long or longer are slept; shorter ones are waited out by yielding the core
-/// until their time is up ([`pace_wait`]).
-pub const SLEEP_FROM: Duration = Duration::from_micros(200);
-
-/// Waits `wait`, as the write path does for a delayed group: a sleep overshoots by the
-/// kernel's timer slack (50 us) and a wake-up on a busy machine, which is nothing against a
-/// long wait and several times a short one, so a short wait yields the core (to the
-/// background work it waits for) until its time is up.
+/// Waits `wait`, as the write path does for a delayed group: a sleep, with the calling
+/// thread's timer slack set to a microsecond for its length and then put back. The kernel's
+/// default slack (50 us) lets a sleep of a few tens of microseconds run several times its
+/// length, and yielding the core instead (as this did first) gave it away for a whole
+/// scheduler slice on a machine busy with compactions: beside four busy loops on two cores,
+/// the memtable pace's waits of about 33 us took 5 ms each yielded and 114 us slept so
+/// (`tests/memtable_pace.rs`'s counters; BENCHMARKS-history.md, "the slowdown's start and the
+/// memtable pace").
 pub fn pace_wait(wait: Duration) {
-    if wait >= SLEEP_FROM {
-        std::thread::sleep(wait);
+    if wait.is_zero() {
         return;
     }
-    let until = std::time::Instant::now() + wait;
-    while std::time::Instant::now() < until {
-        std::thread::yield_now();
+    // SAFETY: PR_GET_TIMERSLACK and PR_SET_TIMERSLACK take and return plain integers and
+    // touch only the calling thread's timer slack.
+    let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    // SAFETY: as above.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, PACE_TIMER_SLACK_NS, 0, 0, 0) };
+    std::thread::sleep(wait);
+    if slack > 0 {
+        // SAFETY: as above.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, slack as libc::c_ulong, 0, 0, 0) };
     }
 }
+
+/// The timer slack of a paced write's sleep, nanoseconds.
+const PACE_TIMER_SLACK_NS: libc::c_ulong = 1_000;
 
 /// The slowest pace a slowdown sets (RocksDB's floor): writes are slowed, never stopped,
 /// by a delay.
@@ -370,12 +378,17 @@ mod tests {
     }
 
     #[test]
-    fn a_pace_wait_lasts_at_least_its_time_yielded_or_slept() {
+    fn a_pace_wait_lasts_at_least_its_time_and_puts_the_timer_slack_back() {
+        // SAFETY: reads the calling thread's timer slack.
+        let slack = || unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+        let before = slack();
         // Lower bounds only: a loaded machine makes a wait longer, never shorter.
-        for wait in [Duration::ZERO, Duration::from_micros(30), SLEEP_FROM, 2 * SLEEP_FROM] {
+        for us in [0, 30, 200, 1000] {
+            let wait = Duration::from_micros(us);
             let started = std::time::Instant::now();
             pace_wait(wait);
             assert!(started.elapsed() >= wait, "{wait:?}");
+            assert_eq!(slack(), before, "the slack put back after {wait:?}");
         }
     }
 

@@ -58,9 +58,11 @@ const WRITES: usize = 64;
 /// A store whose L0 is held past the slowdown trigger (three L0 files over the same keys,
 /// so that compacting them is a merge, not a move, and the compaction waits in the gate),
 /// pacing at `rate`, with room in its memtable for every write a test makes (so that no
-/// flush changes the shape, and the rate, while they run). Drop order: the opener before the
-/// store.
-fn held_past_the_trigger(rate: u64) -> (Opener, Db, Arc<Gate>, tempfile::TempDir) {
+/// flush changes the shape, and the rate, while they run). Bind it in this order: locals drop
+/// last to first, so a failed assertion opens the gate before the store's drop waits for the
+/// compaction held in it (the other order hung a failing test for ever), and the directory
+/// goes last.
+fn held_past_the_trigger(rate: u64) -> (tempfile::TempDir, Db, Opener, Arc<Gate>) {
     let dir = tempfile::tempdir().unwrap();
     let gate = Arc::new(Gate::default());
     let opts = Options {
@@ -80,12 +82,12 @@ fn held_past_the_trigger(rate: u64) -> (Opener, Db, Arc<Gate>, tempfile::TempDir
         db.flush().unwrap();
     }
     assert_eq!(db.stats().files_per_level[0], 3, "L0 held past the slowdown trigger");
-    (opener, db, gate, dir)
+    (dir, db, opener, gate)
 }
 
 #[test]
 fn writes_past_the_slowdown_trigger_go_at_the_delayed_write_rate() {
-    let (_opener, db, gate, _dir) = held_past_the_trigger(RATE);
+    let (_dir, db, _opener, gate) = held_past_the_trigger(RATE);
     let s = db.stats();
     // The second flush started the slowdown at the rate; the third, a debt that grew,
     // slowed it by a fifth.
@@ -126,20 +128,20 @@ fn writes_past_the_slowdown_trigger_go_at_the_delayed_write_rate() {
 }
 
 /// Small writes past the trigger each wait about their own bytes at the rate: the waits the
-/// pace schedules stay within their bound (the group's bytes at the rate and one slice), and
-/// they are spread over the writes, not a long one for every few (the old slice of a
-/// millisecond made every write past its credit wait a millisecond, half again a 1 KiB
-/// write's time at the pace here). Asserted on the waits the store scheduled, counted in its
+/// pace schedules stay within their bound (the group's bytes at the rate and one slice), not a
+/// long one for every few. Asserted on the waits the store scheduled, counted in its
 /// statistics, so a loaded machine's late wake-ups do not enter; the time is only a lower
 /// bound, as above.
 #[test]
 fn small_writes_past_the_trigger_each_wait_about_their_own_bytes() {
-    // Slow enough that even a loaded machine's writes outrun it (a write's bytes take about
-    // 650 us at the pace in force), fast enough that a millisecond is past every bound.
-    const RATE: u64 = 2 << 20;
+    // Slow enough that even a loaded machine's writes outrun it: a write's bytes take about
+    // 2.6 ms at the pace in force, where the debug build's writes took 1.2-1.4 ms each beside
+    // four busy loops on two cores (at 2 MiB/s, as this test first ran, such a writer was
+    // slower than the pace and rightly never waited).
+    const RATE: u64 = 512 << 10;
     const VALUE: usize = 1 << 10;
-    const WRITES: usize = 1_000;
-    let (_opener, db, gate, _dir) = held_past_the_trigger(RATE);
+    const WRITES: usize = 300;
+    let (_dir, db, _opener, gate) = held_past_the_trigger(RATE);
     let s = db.stats();
     let rate = s.delayed_write_rate;
     let before = s.slowdown_pace;
@@ -157,16 +159,18 @@ fn small_writes_past_the_trigger_each_wait_about_their_own_bytes() {
     let slowest = rate.min(after.delayed_write_rate);
 
     let groups = pace.delayed_groups - before.delayed_groups;
-    // About half wait: a sleep overshoots its wait (timer slack, a loaded machine), and the
-    // credit of the overshoot lets the next write through. The old millisecond slice had
-    // one write in fifteen wait.
-    assert!(groups >= WRITES as u64 / 5, "{groups} of {WRITES} writes waited: {pace:?}");
+    // How many writes wait is not asserted: a sleep overshoots its wait (timer slack, and on
+    // a loaded machine a late wake-up), and the credit of the overshoot lets the next writes
+    // through, rightly (about half wait on an idle machine; 42 of 1,000 did beside four busy
+    // loops on two cores). That the waits are spread over the writes is tested on the pace's
+    // own clock (`write_controller::tests`); here, that they were each about a write's bytes.
+    assert!(groups > 0, "no write waited: {pace:?} {after:?}");
     assert_eq!(pace.longest_past_bound_us, 0, "a wait past its bound: {pace:?}");
     // A write's group is its one record (the key, the value and under 64 bytes of framing):
-    // its bytes at the rate, and a slice, bound every wait well under a millisecond.
+    // its bytes at the rate, and a slice (20 us; 100 allowed), bound every wait.
     let bound_us = 100 + (VALUE as u64 + 64) * 1_000_000 / slowest + 1;
     assert!(pace.longest_us <= bound_us, "longest wait {} us > {bound_us}", pace.longest_us);
-    assert!(bound_us < 1_000, "the rate fell to {slowest} B/s: {after:?}");
+    assert!(slowest * 2 >= rate, "the rate fell to {slowest} B/s: {after:?}");
     let at_rate = Duration::from_secs_f64(0.9 * (WRITES * VALUE) as f64 / rate as f64);
     assert!(took >= at_rate, "{WRITES} writes of {VALUE} B took {took:?}: faster than the rate");
 

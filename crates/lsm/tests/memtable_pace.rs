@@ -5,8 +5,7 @@
 //! The flush is made slow by a failpoint that holds it at each step of its progress, while a
 //! writer writes small records as fast as it can. Events, not times: the pace's own counters
 //! say it delayed write groups, each within its bound; every write reads back, also after a
-//! reopen. The same run with the pace's projection defeated (no failpoint steps: a flush too
-//! quick to project from) is not asserted on: it is what the store did before.
+//! reopen.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -17,6 +17,7 @@
 pub mod affinity;
 mod buf;
 mod buffered;
+mod cpu_priority;
 mod device;
 mod dispatch;
 mod error;
@@ -34,6 +35,7 @@ mod uring;
 
 pub use buf::{AlignedBuf, BUF_ALIGN, SECTOR_SIZE};
 pub use buffered::{BufferedReader, BufferedWriter};
+pub use cpu_priority::{CpuPriority, set_thread_cpu_priority, thread_cpu_priority};
 pub use device::{
     Completion, Device, DeviceInfo, DeviceRef, Op, PollMode, QUEUE_DEPTH_MAX, Queue, QueueExt,
     QueueOptions, Request, SqPoll, check_range, check_request,

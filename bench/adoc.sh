@@ -77,7 +77,9 @@
 # Environment (defaults): SCRATCH=/var/tmp REPEATS=1 SUITES="fillrandom ycsb" SCALE (0.75, see
 #   above) CONFIGS (the seven above) SEED=1 WRITE_BUFFER=67108864 CACHE_SIZE=33554432
 #   LARGE_JOBS=8 LARGE_WRITE_BUFFER=536870912 ROCKSDB_DIRECT=0 TUNER_WINDOW_MS (shale's
-#   --tuner_window_ms; its default when unset)
+#   --tuner_window_ms; its default when unset) SHALE_CPU_PRIORITY (shale's
+#   --background_cpu_priority for every shale configuration: normal, low or idle; the engine's
+#   default, normal, when unset)
 #   fillrandom: DEVICES="hdd sata pm nvme" DURATION=300 NUM=10000000 (key space: 10 GB of
 #               entries, bounding the store) KEY_SIZE=16 VALUE_SIZE=1000
 #   ycsb:       YCSB_DEVICES="sata nvme" YCSB_WORKLOADS="A B C F D" (YCSB's recommended order:
@@ -140,6 +142,7 @@ LARGE_JOBS=${LARGE_JOBS:-8}
 LARGE_WRITE_BUFFER=${LARGE_WRITE_BUFFER:-536870912}
 ROCKSDB_DIRECT=${ROCKSDB_DIRECT:-0}
 TUNER_WINDOW_MS=${TUNER_WINDOW_MS:-}
+SHALE_CPU_PRIORITY=${SHALE_CPU_PRIORITY:-}
 DEVICES=${DEVICES:-hdd sata pm nvme}
 DURATION=${DURATION:-300}
 NUM=${NUM:-10000000}
@@ -424,6 +427,7 @@ shale_tuner_flags() { # config takes-tuner
     sflags=(--tuner="${1#shale-}")
     [ -n "$TUNER_WINDOW_MS" ] && sflags+=(--tuner_window_ms="$TUNER_WINDOW_MS")
   fi
+  [ -n "$SHALE_CPU_PRIORITY" ] && sflags+=(--background_cpu_priority="$SHALE_CPU_PRIORITY")
   return 0
 }
 
@@ -535,7 +539,7 @@ ycsb_run() { # device config repeat
   done
   echo
   echo "- Each device: two loop devices (--direct-io=on) over sparse files of $((DEVICE_BYTES >> 30)) GiB in $SCRATCH, throttled alike through the cgroup v1 root blkio group: RocksDB on ext4 over one, shale on the other, raw. Only bandwidth is emulated, not latency."
-  echo "- Configurations, in turn at each point: $CONFIGS. RocksDB: --max_background_jobs=2 --write_buffer_size=$WRITE_BUFFER (default), plus --rate_limiter_bytes_per_sec=<device> --rate_limiter_auto_tuned=true (ratelimit), or --max_background_jobs=$LARGE_JOBS --write_buffer_size=$LARGE_WRITE_BUFFER (large)$([ "$ROCKSDB_DIRECT" = 1 ] && echo ", all with --use_direct_io_for_flush_and_compaction=true"). shale: --write_buffer_size=$WRITE_BUFFER --tuner=off|adoc-t|adoc-b|adoc${TUNER_WINDOW_MS:+ --tuner_window_ms=$TUNER_WINDOW_MS}. Repeats: $REPEATS."
+  echo "- Configurations, in turn at each point: $CONFIGS. RocksDB: --max_background_jobs=2 --write_buffer_size=$WRITE_BUFFER (default), plus --rate_limiter_bytes_per_sec=<device> --rate_limiter_auto_tuned=true (ratelimit), or --max_background_jobs=$LARGE_JOBS --write_buffer_size=$LARGE_WRITE_BUFFER (large)$([ "$ROCKSDB_DIRECT" = 1 ] && echo ", all with --use_direct_io_for_flush_and_compaction=true"). shale: --write_buffer_size=$WRITE_BUFFER --tuner=off|adoc-t|adoc-b|adoc${TUNER_WINDOW_MS:+ --tuner_window_ms=$TUNER_WINDOW_MS}${SHALE_CPU_PRIORITY:+ --background_cpu_priority=$SHALE_CPU_PRIORITY}. Repeats: $REPEATS."
   if suite_on fillrandom; then
     echo "- fillrandom on $DEVICES: --duration=$DURATION, key space --num=$NUM, $KEY_SIZE-byte keys, $VALUE_SIZE-byte values, no compression, bloom 10 bits, dynamic level sizing, --cache_size=$CACHE_SIZE, --seed=$SEED, --histogram --statistics; RocksDB also --stats_interval_seconds=1 --stats_dump_period_sec=1 (its per-second series), shale --timeline."
   fi

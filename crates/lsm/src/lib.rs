@@ -106,7 +106,7 @@ pub use options::{
     CompactionFilter, CompactionPri, MemoryTail, Options, ReadOptions, WalTail, WriteOptions,
 };
 /// The kind of an [`Error`] ([`Error::kind`]), shared by every shale layer's errors.
-pub use shale_io::ErrorKind;
+pub use shale_io::{CpuPriority, ErrorKind};
 /// The limits the SST and tier options are checked against.
 pub use sst::builder::{
     BLOCK_ALIGN_BYTES, BLOCK_BYTES_MAX, BLOOM_BITS_PER_KEY_MAX, RESTART_INTERVAL_MAX,

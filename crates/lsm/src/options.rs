@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use shale_io::CpuPriority;
 use shale_space::{AREA_ALIGN, LayoutOptions, VolumeOptions};
 
 use crate::error::{Error, Result};
@@ -271,6 +272,15 @@ pub struct Options {
     /// `false` by default: it moves compaction work to later, it does not remove it
     /// (docs/lsm.md, "Compactions in the idle I/O class").
     pub idle_compaction_io: bool,
+    /// How the flush and compaction threads compete for the CPU with the threads that call
+    /// the store ([`CpuPriority`]; RocksDB's `Env::LowerThreadPoolCPUPriority`, off
+    /// by default). `Low` (niceness 19) and `Idle` (`SCHED_IDLE`: a background thread runs
+    /// only on a core no caller wants, and gives it up the moment one wakes) keep a write from
+    /// waiting out a background thread's time slice on a machine with few cores; a store
+    /// whose callers keep every core busy then leaves its background work to the write
+    /// controller's slowdowns and stops, which give the cores back. The threads' I/O priority
+    /// stays as it was. `Normal` by default (docs/lsm.md, "Background threads' CPU priority").
+    pub background_cpu_priority: CpuPriority,
     /// The volume: layout of a new one, growth. A `volume.layout.wal_bytes` of 0 (the
     /// default) sizes the WAL area of a new volume from these options
     /// ([`Options::derived_wal_bytes`]); any other value is used as it is. An existing volume
@@ -377,6 +387,7 @@ impl Default for Options {
             use_direct_io_for_flush_and_compaction: false,
             prepopulate_block_cache: true,
             idle_compaction_io: false,
+            background_cpu_priority: CpuPriority::Normal,
             // The layout's `wal_bytes` is 0: a new volume's WAL area is sized from these
             // options ([`Options::volume_options`]).
             volume: VolumeOptions {

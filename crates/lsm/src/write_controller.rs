@@ -59,17 +59,45 @@ pub fn compactions_yield(opts: &Options, l0_files: usize, pending_compaction_byt
         && (soft == 0 || pending_compaction_bytes < soft / 2)
 }
 
-/// Waits `wait`, as the write path does for a delayed group: a sleep, with the calling
-/// thread's timer slack set to a microsecond for its length and then put back. The kernel's
-/// default slack (50 us) lets a sleep of a few tens of microseconds run several times its
-/// length, and yielding the core instead (as this did first) gave it away for a whole
-/// scheduler slice on a machine busy with compactions: beside four busy loops on two cores,
-/// the memtable pace's waits of about 33 us took 5 ms each yielded and 114 us slept so
-/// (`tests/memtable_pace.rs`'s counters; BENCHMARKS-history.md, "the slowdown's start and the
-/// memtable pace").
-pub fn pace_wait(wait: Duration) {
+/// How a paced write waited ([`pace_wait`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PaceWaitKind {
+    /// Nothing to wait.
+    None,
+    /// On the core, reading the clock.
+    Spun,
+    /// Asleep.
+    Slept,
+}
+
+/// Waits `wait`, as the write path does for a delayed group.
+///
+/// A wait of at most `spin_limit` spins on the core: a sleep and its wake-up cost tens of
+/// microseconds on a virtual machine, and a writer that wakes may find its core held by a
+/// thread in the kernel, which a kernel built without preemption gives back only at its next
+/// preemption point (100 us and more behind a compaction's reads: the scheduler's trace in
+/// BENCHMARKS-history.md, "background threads at a lower CPU priority"). The write path
+/// passes a limit only where the background threads are lowered
+/// (`Options::background_cpu_priority`): at equal priority the scheduler takes a spinning
+/// writer's core for a whole slice, and spinning made the tail worse.
+///
+/// A longer wait sleeps, with the calling thread's timer slack set to a microsecond for its
+/// length and then put back. The kernel's default slack (50 us) lets a sleep of a few tens
+/// of microseconds run several times its length, and yielding the core instead (as this did
+/// first) gave it away for a whole scheduler slice on a machine busy with compactions: beside
+/// four busy loops on two cores, the memtable pace's waits of about 33 us took 5 ms each
+/// yielded and 114 us slept so (`tests/memtable_pace.rs`'s counters; BENCHMARKS-history.md,
+/// "the slowdown's start and the memtable pace").
+pub fn pace_wait(wait: Duration, spin_limit: Duration) -> PaceWaitKind {
     if wait.is_zero() {
-        return;
+        return PaceWaitKind::None;
+    }
+    if wait <= spin_limit {
+        let until = std::time::Instant::now() + wait;
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+        return PaceWaitKind::Spun;
     }
     // SAFETY: PR_GET_TIMERSLACK and PR_SET_TIMERSLACK take and return plain integers and
     // touch only the calling thread's timer slack.
@@ -80,6 +108,25 @@ pub fn pace_wait(wait: Duration) {
     if slack > 0 {
         // SAFETY: as above.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, slack as libc::c_ulong, 0, 0, 0) };
+    }
+    PaceWaitKind::Slept
+}
+
+/// The longest paced wait that spins where the background threads are lowered
+/// ([`pace_spin_limit`]): about two slices, most of the pace's waits. Spun waits of 50 us
+/// beside `SCHED_IDLE` background threads took the p99.9 of ADOC's SATA class from 115-123 to
+/// 82-83 us, at the same throughput (BENCHMARKS-history.md, "background threads at a lower
+/// CPU priority").
+pub const PACE_SPIN_US: u64 = 50;
+
+/// The spin limit of [`pace_wait`] for a store whose background threads run at `priority`:
+/// [`PACE_SPIN_US`] where they are lowered, none at normal priority.
+pub fn pace_spin_limit(priority: shale_io::CpuPriority) -> Duration {
+    match priority {
+        shale_io::CpuPriority::Normal => Duration::ZERO,
+        shale_io::CpuPriority::Low | shale_io::CpuPriority::Idle => {
+            Duration::from_micros(PACE_SPIN_US)
+        }
     }
 }
 
@@ -386,9 +433,31 @@ mod tests {
         for us in [0, 30, 200, 1000] {
             let wait = Duration::from_micros(us);
             let started = std::time::Instant::now();
-            pace_wait(wait);
+            let kind = pace_wait(wait, Duration::ZERO);
             assert!(started.elapsed() >= wait, "{wait:?}");
+            assert_eq!(kind, if us == 0 { PaceWaitKind::None } else { PaceWaitKind::Slept });
             assert_eq!(slack(), before, "the slack put back after {wait:?}");
+        }
+    }
+
+    #[test]
+    fn waits_within_the_spin_limit_spin_and_longer_ones_sleep() {
+        use shale_io::CpuPriority;
+        assert_eq!(pace_spin_limit(CpuPriority::Normal), Duration::ZERO, "never at equal priority");
+        let limit = pace_spin_limit(CpuPriority::Idle);
+        assert_eq!(limit, pace_spin_limit(CpuPriority::Low));
+        assert_eq!(limit, Duration::from_micros(PACE_SPIN_US));
+        for (us, kind) in [
+            (0, PaceWaitKind::None),
+            (1, PaceWaitKind::Spun),
+            (PACE_SPIN_US, PaceWaitKind::Spun),
+            (PACE_SPIN_US + 1, PaceWaitKind::Slept),
+            (1000, PaceWaitKind::Slept),
+        ] {
+            let wait = Duration::from_micros(us);
+            let started = std::time::Instant::now();
+            assert_eq!(pace_wait(wait, limit), kind, "{us} us");
+            assert!(started.elapsed() >= wait, "{us} us: a spin ends at its time, not before");
         }
     }
 

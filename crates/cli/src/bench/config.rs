@@ -113,6 +113,9 @@ pub fn plan(args: &Args, warn: &mut dyn FnMut(String)) -> Result<DbPlan, String>
     if let Some(v) = args.idle_compaction_io {
         o.idle_compaction_io = v;
     }
+    if let Some(v) = args.background_cpu_priority {
+        o.background_cpu_priority = v;
+    }
     if let Some(v) = args.use_direct_io_for_flush_and_compaction {
         o.use_direct_io_for_flush_and_compaction = v;
     }
@@ -343,6 +346,12 @@ mod tests {
         );
         assert_eq!(o.sst.bloom_bits_per_key, 6);
         assert_eq!(o.sst.compression, Compression::Lz4);
+        let cpu = |flags: &[&str]| plan_of(flags).0.unwrap().options.background_cpu_priority;
+        assert_eq!(cpu(&[]), shale_lsm::CpuPriority::Normal, "the engine's default");
+        assert_eq!(cpu(&["--background_cpu_priority=idle"]), shale_lsm::CpuPriority::Idle);
+        assert_eq!(cpu(&["--background_cpu_priority", "LOW"]), shale_lsm::CpuPriority::Low);
+        let refused = parse_args(["--background_cpu_priority=lowest"]).unwrap_err().to_string();
+        assert!(refused.contains("normal, low, idle"), "{refused}");
     }
 
     #[test]

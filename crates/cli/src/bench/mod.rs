@@ -196,6 +196,11 @@ pub struct Args {
     /// `Options::idle_compaction_io`).
     #[arg(long = "idle_compaction_io", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub idle_compaction_io: Option<bool>,
+    /// How the flush and compaction threads compete for the CPU with the client threads:
+    /// normal (the engine's default), low (niceness 19) or idle (`SCHED_IDLE`: they run only
+    /// on cores the clients leave free) (`Options::background_cpu_priority`).
+    #[arg(long = "background_cpu_priority", value_parser = parse_cpu_priority)]
+    pub background_cpu_priority: Option<shale_lsm::CpuPriority>,
     /// Write the SSTs of flushes and compactions with O_DIRECT (true) or through the page
     /// cache, synced before they are committed (false, db_bench's and the engine's default:
     /// `Options::use_direct_io_for_flush_and_compaction`).
@@ -238,13 +243,19 @@ pub struct Args {
     pub benchmark_write_rate_limit: u64,
 }
 
-/// Parses a gflags-style boolean: true/false, 1/0, yes/no.
 /// Parses `--tuner`.
 pub(crate) fn parse_tuner(text: &str) -> Result<shale_lsm::TunerMode, String> {
     shale_lsm::TunerMode::parse(text)
         .ok_or_else(|| format!("'{text}' is no tuner mode (off, adoc, adoc-t, adoc-b)"))
 }
 
+/// Parses `--background_cpu_priority`.
+pub(crate) fn parse_cpu_priority(text: &str) -> Result<shale_lsm::CpuPriority, String> {
+    shale_lsm::CpuPriority::parse(text)
+        .ok_or_else(|| format!("'{text}' is no CPU priority (normal, low, idle)"))
+}
+
+/// Parses a gflags-style boolean: true/false, 1/0, yes/no.
 pub(crate) fn parse_bool(text: &str) -> Result<bool, String> {
     match text.to_ascii_lowercase().as_str() {
         "1" | "true" | "t" | "yes" | "y" => Ok(true),

@@ -217,6 +217,11 @@ pub struct Args {
     /// `Options::idle_compaction_io`).
     #[arg(long = "idle_compaction_io", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub idle_compaction_io: Option<bool>,
+    /// How the flush and compaction threads compete for the CPU with the client threads:
+    /// normal (the engine's default), low (niceness 19) or idle (`SCHED_IDLE`)
+    /// (`Options::background_cpu_priority`).
+    #[arg(long = "background_cpu_priority", value_parser = crate::bench::parse_cpu_priority)]
+    pub background_cpu_priority: Option<shale_lsm::CpuPriority>,
 }
 
 impl Args {

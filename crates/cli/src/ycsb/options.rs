@@ -87,6 +87,9 @@ pub fn options(args: &Args) -> Result<Options, String> {
     if let Some(v) = args.idle_compaction_io {
         o.idle_compaction_io = v;
     }
+    if let Some(v) = args.background_cpu_priority {
+        o.background_cpu_priority = v;
+    }
     o.sst.compression = parse_compression(&args.compression_type)?.0;
     fit_volume(&mut o);
     crate::store::validate_for_flags(&o)?;

@@ -1351,7 +1351,7 @@ impl Inner {
             if !wait.is_zero() {
                 let started = Instant::now();
                 drop(st);
-                write_controller::pace_wait(wait);
+                write_controller::pace_wait(wait, self.pace_spin_limit());
                 self.stalls.record(kind, started.elapsed());
                 st = self.state.lock();
             }
@@ -1360,7 +1360,7 @@ impl Inner {
         if !wait.is_zero() {
             let started = Instant::now();
             drop(st);
-            write_controller::pace_wait(wait);
+            write_controller::pace_wait(wait, self.pace_spin_limit());
             self.stalls.record(Stall::Memtable, started.elapsed());
             st = self.state.lock();
         }
@@ -1387,6 +1387,11 @@ impl Inner {
             }
             self.switch_memtable(wal, &mut st)?;
         }
+    }
+
+    /// How long a paced write may spin rather than sleep (`write_controller::pace_wait`).
+    fn pace_spin_limit(&self) -> Duration {
+        write_controller::pace_spin_limit(self.opts.background_cpu_priority)
     }
 
     /// A flush's step of progress (`published`) calls the test's hook.

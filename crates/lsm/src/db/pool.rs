@@ -123,7 +123,20 @@ fn spawn(inner: &Arc<Inner>, kind: Worker) -> Result<JoinHandle<()>> {
         Worker::Flush => "shale-flush",
         Worker::Compaction => "shale-compaction",
     };
-    spawn_named(inner, name, move |inner| inner.background_loop(kind))
+    spawn_named(inner, name, move |inner| {
+        lower_cpu_priority(inner.opts.background_cpu_priority);
+        inner.background_loop(kind);
+    })
+}
+
+/// Moves the calling background thread to `priority` (`Options::background_cpu_priority`);
+/// a kernel that refuses leaves it where it was, which costs latency, not correctness.
+fn lower_cpu_priority(priority: shale_io::CpuPriority) {
+    if let Err(e) = shale_io::set_thread_cpu_priority(priority) {
+        log::warn!(
+            "a background thread keeps its CPU priority (the kernel refused {priority}): {e}"
+        );
+    }
 }
 
 /// Starts a background thread named `name` running `body` on the store; a thread the OS

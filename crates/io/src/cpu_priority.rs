@@ -68,13 +68,6 @@ impl fmt::Display for CpuPriority {
 /// The niceness of [`CpuPriority::Low`].
 const LOW_NICE: libc::c_int = 19;
 
-/// `ioprio_set`/`ioprio_get`'s `which` for one thread; 0 is the caller.
-const IOPRIO_WHO_PROCESS: libc::c_int = 1;
-/// The class field's shift within an I/O priority value.
-const IOPRIO_CLASS_SHIFT: libc::c_int = 13;
-/// The best-effort class, and the level a thread of niceness 0 derives within it.
-const IOPRIO_BEST_EFFORT_NORMAL: libc::c_int = (2 << IOPRIO_CLASS_SHIFT) | 4;
-
 /// Moves the calling thread to `priority`. [`CpuPriority::Normal`] changes nothing (a thread
 /// cannot raise itself back without privilege, and one made at normal priority is there).
 /// Only lowers: no privilege is needed.
@@ -86,7 +79,7 @@ pub fn set_thread_cpu_priority(priority: CpuPriority) -> io::Result<()> {
     if priority == CpuPriority::Normal {
         return Ok(());
     }
-    pin_io_priority()?;
+    crate::io_priority::pin_io_priority()?;
     match priority {
         CpuPriority::Normal => Ok(()),
         CpuPriority::Low => {
@@ -131,24 +124,6 @@ pub fn thread_cpu_priority(tid: libc::pid_t) -> io::Result<CpuPriority> {
     Ok(if nice == LOW_NICE { CpuPriority::Low } else { CpuPriority::Normal })
 }
 
-/// Fixes the calling thread's I/O priority at the one it has now, where it was derived from
-/// its CPU priority (class "none"), so that lowering the CPU priority leaves it as it is.
-fn pin_io_priority() -> io::Result<()> {
-    // SAFETY: ioprio_get reads two integers; 0 is the caller.
-    let now = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0) };
-    if now < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if now >> IOPRIO_CLASS_SHIFT != 0 {
-        return Ok(()); // set explicitly already (ionice, IdleIo): it no longer follows the CPU's
-    }
-    // SAFETY: ioprio_set reads three integers; 0 is the caller.
-    let rc = unsafe {
-        libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_BEST_EFFORT_NORMAL)
-    };
-    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
-}
-
 fn gettid() -> libc::pid_t {
     // SAFETY: gettid takes no arguments.
     unsafe { libc::gettid() }
@@ -157,15 +132,15 @@ fn gettid() -> libc::pid_t {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io_priority::BEST_EFFORT_NORMAL_VALUE;
 
     /// Runs `f` on a thread of its own: a lowered thread cannot be raised back.
     fn on_a_new_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
         std::thread::spawn(f).join().unwrap()
     }
 
-    fn io_priority_raw() -> libc::c_long {
-        // SAFETY: as in pin_io_priority.
-        unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0) }
+    fn io_priority_raw() -> u16 {
+        crate::io_priority::raw_io_priority(0).unwrap()
     }
 
     #[test]
@@ -188,10 +163,10 @@ mod tests {
             });
             assert_eq!(got, p);
             if p == CpuPriority::Normal {
-                assert_eq!(io >> IOPRIO_CLASS_SHIFT, 0, "normal touches nothing, I/O neither");
+                assert_eq!(io, 0, "normal touches nothing, I/O neither: class none");
             } else {
                 // Neither idle nor the lowest best-effort level: what a normal thread derives.
-                assert_eq!(io, libc::c_long::from(IOPRIO_BEST_EFFORT_NORMAL), "{p}");
+                assert_eq!(io, BEST_EFFORT_NORMAL_VALUE, "{p}");
             }
         }
     }
@@ -222,7 +197,7 @@ mod tests {
                 assert_eq!(crate::thread_io_priority(0).unwrap(), crate::IoPriority::Idle);
             }
             // Not "none", which a SCHED_IDLE thread would read as the idle class.
-            assert_eq!(io_priority_raw(), libc::c_long::from(IOPRIO_BEST_EFFORT_NORMAL));
+            assert_eq!(io_priority_raw(), BEST_EFFORT_NORMAL_VALUE);
         });
     }
 

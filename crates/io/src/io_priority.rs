@@ -34,8 +34,14 @@ const IOPRIO_CLASS_SHIFT: u16 = 13;
 /// The idle class.
 const IOPRIO_CLASS_IDLE: u16 = 3;
 
+/// The best-effort class.
+const IOPRIO_CLASS_BEST_EFFORT: u16 = 2;
+
 /// The raw priority value of the idle class (its only level, 0).
 const IDLE_VALUE: u16 = IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT;
+/// The raw priority value a thread of niceness 0 derives: best effort, level 4.
+pub(crate) const BEST_EFFORT_NORMAL_VALUE: u16 =
+    (IOPRIO_CLASS_BEST_EFFORT << IOPRIO_CLASS_SHIFT) | 4;
 
 /// The raw I/O priority of thread `tid` (0: the caller): class in the top 3 bits, level in
 /// the low 13 (0 for "none": derived from the CPU niceness).
@@ -43,13 +49,29 @@ const IDLE_VALUE: u16 = IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT;
 /// # Errors
 /// The kernel's, e.g. `ESRCH` for a thread that does not exist.
 pub fn thread_io_priority(tid: libc::pid_t) -> io::Result<IoPriority> {
+    let value = raw_io_priority(tid)?;
+    Ok(if value == IDLE_VALUE { IoPriority::Idle } else { IoPriority::Inherited(value) })
+}
+
+/// The raw I/O priority value of thread `tid` (0: the caller), as `ioprio_get` returns it.
+pub(crate) fn raw_io_priority(tid: libc::pid_t) -> io::Result<u16> {
     // SAFETY: ioprio_get reads two integer arguments and returns an integer.
     let rc = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, tid) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
-    let value = u16::try_from(rc).map_err(|_| io::Error::from_raw_os_error(libc::ERANGE))?;
-    Ok(if value == IDLE_VALUE { IoPriority::Idle } else { IoPriority::Inherited(value) })
+    u16::try_from(rc).map_err(|_| io::Error::from_raw_os_error(libc::ERANGE))
+}
+
+/// Fixes the calling thread's I/O priority where it is derived from its CPU priority (class
+/// "none") at what a thread of niceness 0 derives, so that lowering the CPU priority
+/// (`cpu_priority`) leaves the I/O priority as it is; one set explicitly (`ionice`, an
+/// [`IdleIo`]) no longer follows the CPU's and is kept.
+pub(crate) fn pin_io_priority() -> io::Result<()> {
+    if raw_io_priority(0)? >> IOPRIO_CLASS_SHIFT != 0 {
+        return Ok(());
+    }
+    set_raw(BEST_EFFORT_NORMAL_VALUE)
 }
 
 thread_local! {

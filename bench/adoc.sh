@@ -469,7 +469,10 @@ fill_run() { # device config repeat
     local timeline=()
     [ "$bench_timeline" = 1 ] && timeline=(--timeline="$prefix.timeline.csv")
     before=$(device_write_bytes "$SHALE_DEV")
-    measured "$prefix" "$SHALE" bench "${common[@]}" --write_buffer_size="$WRITE_BUFFER" \
+    # `stats` after the fill: where the bytes went, level by level (Stats::level_io), beside
+    # RocksDB's compaction stats in its LOG.
+    measured "$prefix" "$SHALE" bench "${common[@]/#--benchmarks=fillrandom/--benchmarks=fillrandom,stats}" \
+      --write_buffer_size="$WRITE_BUFFER" \
       --db="$SHALE_DEV" "${sflags[@]}" "${timeline[@]}" || status="failed (exit $?)"
     sync
     after=$(device_write_bytes "$SHALE_DEV")

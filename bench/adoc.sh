@@ -41,7 +41,9 @@
 # sees it (`--histogram`: db_bench's own block for RocksDB; YCSB's report and its tail lines,
 # crates/ycsb/src/latency.rs); write amplification by the engines' own counters (`--statistics`) and by the
 # kernel's count; peak memory, RSS and page cache, of a cgroup v1 memory group made for the
-# process (as bench/compare's cgroup.rs does), and peak RSS (GNU time). Per second (ADOC's
+# process (as bench/compare's cgroup.rs does), and peak RSS (GNU time); where the bytes went,
+# level by level: shale's fill ends with its `stats` benchmark (raw/*.stdout), RocksDB's
+# compaction stats are in its LOG. Per second (ADOC's
 # timelines): shale writes its own (`shale bench --timeline FILE.csv`: ops, p99 write latency,
 # threads, batch, memtables, L0 files, pending compaction bytes, stalls by kind, the tuner's
 # answer); RocksDB's comes from its progress lines (`--stats_interval_seconds=1`) and the stats

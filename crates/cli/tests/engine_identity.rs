@@ -326,12 +326,7 @@ fn every_command_that_opens_a_store_treats_each_engine_right() {
         assert!(of_copy.stdout.contains(&format!("engine {name}")), "{}", of_copy.stdout);
         if kind != Kind::Lsm {
             let before = fingerprint(&volume(&dir));
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port()
-                .to_string();
+            let port = shale_testkit::ports::free_port().to_string();
             let served = child::run(&["serve", "--db", &d, "--port", &port]);
             served.assert_refused(&format!("serve on a {name} store"), &format!("a {name} store"));
             assert!(fingerprint(&volume(&dir)) == before, "serve wrote to a {name} store");

@@ -13,7 +13,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use served::{Client, Resp, free_port, poll};
+use served::{Client, Resp, free_ports, poll};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/sentinel.sh")
@@ -73,8 +73,8 @@ fn alive(pid: libc::pid_t) -> bool {
 fn the_script_deploys_fails_over_with_sentinel_and_tears_down() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("deployment");
-    let shale_ports = [free_port(), free_port(), free_port()];
-    let sentinel_ports = [free_port(), free_port(), free_port()];
+    let [s0, s1, s2, p0, p1, p2] = free_ports();
+    let (shale_ports, sentinel_ports) = ([s0, s1, s2], [p0, p1, p2]);
     let join = |p: &[u16]| p.iter().map(u16::to_string).collect::<Vec<_>>().join(",");
     let (ports, sports) = (join(&shale_ports), join(&sentinel_ports));
     let args = [

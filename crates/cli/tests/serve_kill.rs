@@ -39,13 +39,9 @@ impl Drop for ServerChild {
     }
 }
 
-/// A port free now: bound and released (`--port 0` turns TCP off, as in Redis).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 fn start(db: &std::path::Path) -> ServerChild {
-    let port = free_port().to_string();
+    // A port picked by the test (`--port 0` turns TCP off, as in Redis).
+    let port = shale_testkit::ports::free_port().to_string();
     let mut child = Command::new(env!("CARGO_BIN_EXE_shale"))
         .args(["serve", "--db"])
         .arg(db)

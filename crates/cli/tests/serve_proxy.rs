@@ -7,7 +7,7 @@
 //! `SHALE_REQUIRE_PREREQS=1` (`shale_testkit::prerequisite`). Loopback only.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,10 +22,6 @@ impl Drop for Proc {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn serve(db: &Path, port: u16) -> Proc {
@@ -105,13 +101,13 @@ fn three_instances_behind_twemproxy_survive_one_being_killed() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let ports = [free_port(), free_port(), free_port()];
+    let [p0, p1, p2, proxy_port] = shale_testkit::ports::free_ports();
+    let ports = [p0, p1, p2];
     let mut servers: Vec<Proc> = ports
         .iter()
         .enumerate()
         .map(|(i, &p)| serve(&dir.path().join(format!("s{i}")), p))
         .collect();
-    let proxy_port = free_port();
     let config = dir.path().join("nutcracker.yml");
     let mut yml = format!(
         "shale:\n  listen: 127.0.0.1:{proxy_port}\n  hash: murmur\n  distribution: ketama\n  \

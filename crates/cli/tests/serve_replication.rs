@@ -13,12 +13,12 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::shale;
-use served::{Served, free_port, request};
+use served::{Served, free_ports, request};
 
 #[test]
 fn replicaof_follows_a_master_and_refuses_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let (pm, pr) = (free_port(), free_port());
+    let [pm, pr] = free_ports();
     let master = Served::on_port(&dir.path().join("m"), pm, &[]);
     let mut m = TcpStream::connect(("127.0.0.1", pm)).unwrap();
     m.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -110,7 +110,7 @@ fn masterauth_file_lets_a_replica_follow_a_master_with_a_password() {
     std::fs::write(&pass, b"s3cret\n").unwrap();
     std::fs::set_permissions(&pass, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let pass = pass.to_str().unwrap();
-    let (pm, pr) = (free_port(), free_port());
+    let [pm, pr] = free_ports();
     let master = Served::on_port(&dir.path().join("m"), pm, &["--requirepass_file", pass]);
     let mut m = TcpStream::connect(("127.0.0.1", pm)).unwrap();
     m.set_read_timeout(Some(Duration::from_secs(30))).unwrap();

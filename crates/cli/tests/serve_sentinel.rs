@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use served::{Client, Process, Resp, Served, free_port, poll};
+use served::{Client, Process, Resp, Served, free_ports, poll};
 
 /// A `redis-sentinel` this test started, monitoring the master at `master_port` as `shale`
 /// (down after 1000 ms, quorum 2). It rewrites its configuration file, so each has its own
@@ -93,7 +93,7 @@ fn records(reply: Resp) -> Vec<std::collections::HashMap<String, String>> {
 #[test]
 fn sentinel_promotes_the_replica_with_every_wait_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
-    let (pm, pr) = (free_port(), free_port());
+    let [pm, pr] = free_ports();
     let mut master = Served::on_port(&dir.path().join("m"), pm, &[]);
     let _replica =
         Served::on_port(&dir.path().join("r"), pr, &["--replicaof", "127.0.0.1", &pm.to_string()]);
@@ -106,7 +106,7 @@ fn sentinel_promotes_the_replica_with_every_wait_acknowledged_write() {
     // Three Sentinels, quorum 2: they find each other through the hello messages they
     // publish on the master's `__sentinel__:hello` channel (shale's pub/sub), and a majority
     // of them must agree the master is down and elect the one that fails it over.
-    let sentinel_ports = [free_port(), free_port(), free_port()];
+    let sentinel_ports: [u16; 3] = free_ports();
     let sentinels: Vec<Sentinel> =
         sentinel_ports.iter().map(|&port| Sentinel::start(dir.path(), port, pm)).collect();
     let logs = || sentinels.iter().map(Sentinel::log).collect::<Vec<_>>().join("\n");

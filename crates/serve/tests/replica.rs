@@ -182,7 +182,7 @@ fn same_keys(m: &mut redis::Connection, r: &mut redis::Connection, keys: &[Strin
 /// continuing from an offset the store may not match.
 #[test]
 fn a_master_restarted_cleanly_keeps_its_replicas_and_after_a_crash_resyncs_them_in_full() {
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], common::port_for_restarts()));
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], common::free_port()));
     let master_config = shale_serve::Config { bind: Some(addr), ..test_config() };
     let master = TestServer::start_with(master_config.clone());
     let mut m = master.client();

@@ -142,7 +142,7 @@ fn keys_expired_on_the_master_and_never_read_are_deleted_on_the_replica() {
 /// offset: its Redis replica, which had every byte, continues with a partial resync.
 #[test]
 fn a_redis_replica_continues_after_its_master_restarted_cleanly() {
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], common::port_for_restarts()));
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], common::free_port()));
     let master =
         TestServer::start_with(shale_serve::Config { bind: Some(addr), ..common::test_config() });
     let mut c = master.client();

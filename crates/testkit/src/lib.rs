@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub mod format_fixtures;
+pub mod ports;
 pub mod prefix_writers;
 pub mod prerequisite;
 

@@ -9,10 +9,8 @@ use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A port no one listens on now (another process may take it before the test does).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+#[allow(unused_imports)] // each test binary uses one or the other
+pub use shale_testkit::ports::{free_port, free_ports};
 
 /// A process a test started, killed and reaped when dropped, so that a failed test leaves
 /// none behind.

@@ -27,31 +27,7 @@ pub fn until(what: &str, mut cond: impl FnMut() -> bool) {
     panic!("never happened: {what}");
 }
 
-/// A port no one listens on now (another process may take it before the test does).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A free port below the kernel's range of ports for `bind(0)` (32768 and up by default):
-/// for a server that a test restarts on its port, which a port-0 bind of another test
-/// running meanwhile must not take while it is down.
-pub fn port_for_restarts() -> u16 {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos())
-        ^ std::process::id().wrapping_mul(2_654_435_761);
-    let mut x = seed | 1;
-    for _ in 0..1000 {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        let port = 20_000 + (x % 12_000) as u16;
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no free port in 20000..32000");
-}
+pub use shale_testkit::ports::free_port;
 
 /// The field `name` of an INFO text.
 pub fn info_field(info: &str, name: &str) -> Option<String> {

@@ -224,9 +224,12 @@ fn remove(path: &Path) -> Result<bool, Box<dyn std::error::Error>> {
         .write(true)
         .open(path)
         .map_err(|e| format!("opening {}: {e}", path.display()))?;
-    if shale_space::store_lock::lock(&file, shale_space::store_lock::Mode::Exclusive).is_err() {
+    // Held to the end, let go explicitly (`store_lock::unlock`) where the file stays.
+    let Ok(_held) =
+        shale_space::store_lock::LockedFile::lock(file, shale_space::store_lock::Mode::Exclusive)
+    else {
         return Ok(false);
-    }
+    };
     // Under our lock the file reads as in use: judge what it names.
     let Some(mut f) = recognize(path)? else { return Ok(false) };
     match &mut f {

@@ -201,12 +201,15 @@ fn remove_tail(tail: &Path) -> Result<()> {
     };
     // A store holding the tail is a copy of this volume (same id, same tail name) that is
     // open elsewhere: the tail is that store's now, and stays (`wal/tail.rs`).
-    if shale_space::store_lock::lock(&file, shale_space::store_lock::Mode::Exclusive).is_err() {
+    // Held to the end, let go explicitly (`store_lock::unlock`) where the file stays.
+    let Ok(file) =
+        shale_space::store_lock::LockedFile::lock(file, shale_space::store_lock::Mode::Exclusive)
+    else {
         log::info!("{} is held by another store (a copy of this volume): left", tail.display());
         return Ok(());
-    }
+    };
     let mut magic = [0u8; 8];
-    match (&file).read_exact(&mut magic) {
+    match (&*file).read_exact(&mut magic) {
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
         Err(e) => return Err(io_error(tail, "reading the WAL tail", e)),
         Ok(()) if &magic != TAIL_MAGIC => return Ok(()),

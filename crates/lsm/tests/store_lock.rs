@@ -122,6 +122,109 @@ fn readers_share_a_store_and_exclude_a_writer() {
     db.close().unwrap();
 }
 
+/// A store closed while another thread of the process spawns a program reopens at once: the
+/// forked child holds a duplicate of every descriptor (the store's lock and its WAL tail's
+/// among them) until its exec, and an OFD lock lives as long as any descriptor of it, so the
+/// handle lets go of its locks explicitly. CI saw the failure this guards against: a server
+/// restarted over its own store while a test beside it spawned `redis-cli` was refused with
+/// `InUse`.
+#[test]
+fn a_store_closed_while_a_child_is_being_spawned_reopens_at_once() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let tails = tempfile::tempdir().unwrap();
+    for close in [true, false] {
+        let db = Db::open(dir.path(), options_with_tail(tails.path())).unwrap();
+        db.put(b"k", b"v").unwrap();
+        assert_eq!(tail_files(tails.path()).len(), 1, "the writer keeps a WAL tail");
+        let child = ForkedChild::spawn();
+        if close {
+            db.close().unwrap();
+        } else {
+            drop(db);
+        }
+        let reopened = Db::open(dir.path(), options_with_tail(tails.path()))
+            .unwrap_or_else(|e| panic!("reopen after close={close}, a child forked: {e}"));
+        assert_eq!(reopened.get(b"k").unwrap(), Some(b"v".to_vec()));
+        drop(reopened);
+        // Read-only handles let go the same way: a writer opens after them.
+        let reader = Db::open_read_only(dir.path(), options_with_tail(tails.path())).unwrap();
+        drop(reader);
+        drop(Db::open(dir.path(), options_with_tail(tails.path())).unwrap());
+        child.exec();
+    }
+}
+
+/// A child forked by another thread and held between its fork and its exec, where it holds
+/// a duplicate of every descriptor of this process, until [`ForkedChild::exec`] (or the
+/// drop, when a test fails).
+struct ForkedChild {
+    go: std::os::fd::OwnedFd,
+    spawner: Option<std::thread::JoinHandle<bool>>,
+}
+
+impl ForkedChild {
+    /// Returns once the child is forked (it said so through a pipe).
+    fn spawn() -> ForkedChild {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        use std::os::unix::process::CommandExt;
+        let pipe = || {
+            let mut fds = [0; 2];
+            // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+            assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+            // SAFETY: both are new descriptors that nothing else owns.
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+        };
+        let (ready_r, ready_w) = pipe();
+        let (go_r, go_w) = pipe();
+        let spawner = std::thread::spawn(move || {
+            let (ready, go) = (ready_w.as_raw_fd(), go_r.as_raw_fd());
+            let mut cmd = Command::new("true");
+            // SAFETY: the closure runs in the child between fork and exec and calls only
+            // write and read, which are async-signal-safe, on descriptors open in it.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let byte = 1u8;
+                    libc::write(ready, (&raw const byte).cast(), 1);
+                    let mut got = 0u8;
+                    libc::read(go, (&raw mut got).cast(), 1);
+                    Ok(())
+                });
+            }
+            let ran = cmd.status().is_ok_and(|s| s.success());
+            drop((ready_w, go_r));
+            ran
+        });
+        let mut got = 0u8;
+        // SAFETY: reads one byte into `got` from a descriptor this function owns.
+        let n = unsafe { libc::read(ready_r.as_raw_fd(), (&raw mut got).cast(), 1) };
+        assert_eq!(n, 1, "the child never said it was forked");
+        ForkedChild { go: go_w, spawner: Some(spawner) }
+    }
+
+    /// Lets the child exec and waits for it.
+    fn exec(mut self) {
+        assert!(self.release(), "the child did not run");
+    }
+
+    /// Lets the child go on (its own copy of `go` keeps the pipe open, so only a byte ends
+    /// its wait) and waits for it: whether it ran.
+    fn release(&mut self) -> bool {
+        use std::os::fd::AsRawFd;
+        let Some(spawner) = self.spawner.take() else { return true };
+        let byte = 1u8;
+        // SAFETY: writes one byte from `byte` to a descriptor this value owns.
+        unsafe { libc::write(self.go.as_raw_fd(), (&raw const byte).cast(), 1) };
+        spawner.join().unwrap_or(false)
+    }
+}
+
+impl Drop for ForkedChild {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
 /// What a child prints once it holds the store (libtest may put it after a test's name).
 const READY: &str = "CHILD-READY";
 const CHILD_ENV: &str = "SHALE_STORE_LOCK_CHILD";
@@ -215,9 +318,13 @@ fn a_writer_in_another_process_locks_out_every_name_and_survives_sigkill() {
     for k in 0..CHILD_WRITES {
         assert_eq!(db.get(&key(0, k)).unwrap(), Some(value(k)), "acknowledged write {k} lost");
     }
+    // Let go while a child forked meanwhile holds a copy of the reader's descriptors (its
+    // shared lock on the store among them): the writer still opens at once.
+    let forked = ForkedChild::spawn();
     drop(db);
     assert_eq!(tail_files(tails.path()), tail_before, "a read-only open touched the WAL tail");
     let db = Db::open(&store, options_with_tail(tails.path())).unwrap();
+    forked.exec();
     db.check().unwrap();
     for k in 0..CHILD_WRITES {
         assert_eq!(db.get(&key(0, k)).unwrap(), Some(value(k)), "acknowledged write {k} lost");

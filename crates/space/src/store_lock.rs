@@ -54,6 +54,7 @@ impl Drop for StoreLock {
                 let _ = std::fs::remove_file(p);
             }
         }
+        unlock(&self.file);
     }
 }
 
@@ -174,14 +175,66 @@ fn describe(path: &Path, target: &PathBuf) -> String {
 }
 
 /// Takes an OFD lock on the whole file without waiting (also the lsm WAL tail's lock).
+///
+/// Its holder lets go with [`unlock`] before dropping the file: closing the descriptor
+/// alone is not enough (see there).
 pub fn lock(file: &File, mode: Mode) -> std::io::Result<()> {
+    set(file, mode_type(mode))
+}
+
+/// A file and the OFD lock [`lock`] took on it, let go explicitly ([`unlock`]) when dropped:
+/// for a lock held as long as a value lives (a mapped WAL tail, an undo log).
+#[derive(Debug)]
+pub struct LockedFile(File);
+
+impl LockedFile {
+    /// Locks `file` ([`lock`]); the error is `lock`'s, the file then closed.
+    pub fn lock(file: File, mode: Mode) -> std::io::Result<LockedFile> {
+        lock(&file, mode)?;
+        Ok(LockedFile(file))
+    }
+}
+
+impl std::ops::Deref for LockedFile {
+    type Target = File;
+    fn deref(&self) -> &File {
+        &self.0
+    }
+}
+
+impl Drop for LockedFile {
+    fn drop(&mut self) {
+        unlock(&self.0);
+    }
+}
+
+/// Releases the OFD lock [`lock`] took through `file`.
+///
+/// Why explicitly, not by closing: the kernel drops an OFD lock when the last descriptor of
+/// its open file description closes, and a process forked meanwhile holds a duplicate of
+/// every descriptor until its exec closes them (`O_CLOEXEC`). So while any thread of the
+/// process spawns a child (a test harness's threads, a server starting a helper), a store
+/// just closed still looked locked, and an open right after it was refused with
+/// [`Error::InUse`] (seen in CI: a server restarted at once over its own store). Unlocking
+/// acts on the description, whoever else holds it.
+pub fn unlock(file: &File) {
+    // Nothing to do on failure: the descriptor's close still releases the lock in the end.
+    let _ = set(file, libc::F_UNLCK);
+}
+
+fn mode_type(mode: Mode) -> libc::c_int {
+    match mode {
+        Mode::Exclusive => libc::F_WRLCK,
+        Mode::Shared => libc::F_RDLCK,
+    }
+}
+
+/// `fcntl(F_OFD_SETLK)` of the whole file to `l_type`, retried on EINTR.
+fn set(file: &File, l_type: libc::c_int) -> std::io::Result<()> {
     // SAFETY: an all-zero `flock` is a valid value of the plain C struct; the fields that
     // matter are set below (l_start = l_len = 0: the whole file; l_pid must be 0 for OFD locks).
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = match mode {
-        Mode::Exclusive => libc::F_WRLCK,
-        Mode::Shared => libc::F_RDLCK,
-    } as libc::c_short;
+    fl.l_type = l_type as libc::c_short;
     fl.l_whence = libc::SEEK_SET as libc::c_short;
     loop {
         // SAFETY: F_OFD_SETLK reads the `flock` through the pointer, which points at a live

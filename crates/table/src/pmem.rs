@@ -82,7 +82,8 @@ pub struct FilePmemOptions {
 pub struct FilePmem {
     map: crate::pmem_map::Mapping,
     /// The mapped file, open for its lock and for finding its holes.
-    file: std::fs::File,
+    /// Open, with the exclusive OFD lock that keeps other handles from mapping it.
+    file: shale_space::store_lock::LockedFile,
     opts: FilePmemOptions,
     line_flush: LineFlush,
 }
@@ -121,14 +122,17 @@ impl FilePmem {
             .truncate(false)
             .open(path)
             .map_err(|e| io(shale_io::PathOp::Open, e))?;
-        shale_space::store_lock::lock(&file, shale_space::store_lock::Mode::Exclusive).map_err(
-            |e| match e.raw_os_error() {
-                Some(libc::EAGAIN | libc::EACCES) => Error::Space(shale_space::Error::InUse(
-                    format!("{} is the undo log of a store that is open", path.display()),
-                )),
-                _ => io(shale_io::PathOp::Lock, e),
-            },
-        )?;
+        let file = shale_space::store_lock::LockedFile::lock(
+            file,
+            shale_space::store_lock::Mode::Exclusive,
+        )
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::EAGAIN | libc::EACCES) => Error::Space(shale_space::Error::InUse(format!(
+                "{} is the undo log of a store that is open",
+                path.display()
+            ))),
+            _ => io(shale_io::PathOp::Lock, e),
+        })?;
         let size = file.metadata().map_err(|e| io(shale_io::PathOp::Open, e))?.len();
         let owned = size == len + crate::pmem_owner::OWNER_BYTES
             && crate::pmem_owner::read(&file, size).is_some();

@@ -131,6 +131,10 @@ pub fn describe(path: &Path) -> crate::Result<Option<PmemFile>> {
     };
     let in_use =
         shale_space::store_lock::lock(&file, shale_space::store_lock::Mode::Shared).is_err();
+    if !in_use {
+        // A probe: let go at once, so a store opening the log meanwhile is not refused.
+        shale_space::store_lock::unlock(&file);
+    }
     Ok(Some(PmemFile {
         path: path.to_path_buf(),
         volume_id,

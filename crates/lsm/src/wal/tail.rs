@@ -62,7 +62,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use shale_space::store_lock::{Mode, lock};
+use shale_space::store_lock::{LockedFile, Mode, lock, unlock};
 
 const MAGIC: &[u8; 8] = b"SHALTAIL";
 const VERSION: u32 = 2;
@@ -159,9 +159,9 @@ trait Region: Send {
     fn release(&mut self, _offset: usize, _len: usize) {}
 }
 
-/// A tail file mapped for writing, with the file kept open: its OFD lock lives as long as
-/// the descriptor.
-struct Mapped(memmap2::MmapMut, #[allow(dead_code)] std::fs::File);
+/// A tail file mapped for writing, with the file kept open and locked as long as the
+/// mapping lives.
+struct Mapped(memmap2::MmapMut, #[allow(dead_code)] LockedFile);
 
 impl Region for Mapped {
     fn write(&mut self, offset: usize, bytes: &[u8]) {
@@ -765,7 +765,7 @@ fn map_file(path: &Path, owner: &TailOwner, ring: u64) -> Result<Mapped> {
         .truncate(false)
         .open(path)
         .map_err(failed(PathOp::Open))?;
-    lock_tail(&file, path, Mode::Exclusive)?;
+    let file = lock_tail(file, path, Mode::Exclusive)?;
     let want = HEADER_BYTES + ring + TRAILER_BYTES;
     let len = file.metadata().map_err(failed(PathOp::Stat))?.len();
     if len > 0 {
@@ -785,13 +785,13 @@ fn map_file(path: &Path, owner: &TailOwner, ring: u64) -> Result<Mapped> {
     }
     // SAFETY: the file is this store's alone while it holds the tail's exclusive lock (taken
     // above, kept with the mapping): no one else resizes or writes it while it is mapped.
-    let map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(failed(PathOp::Map))?;
+    let map = unsafe { memmap2::MmapMut::map_mut(&*file) }.map_err(failed(PathOp::Map))?;
     Ok(Mapped(map, file))
 }
 
 /// Takes the tail's lock, or says who holds it.
-fn lock_tail(file: &std::fs::File, path: &Path, mode: Mode) -> Result<()> {
-    lock(file, mode).map_err(|e| match e.raw_os_error() {
+fn lock_tail(file: std::fs::File, path: &Path, mode: Mode) -> Result<LockedFile> {
+    LockedFile::lock(file, mode).map_err(|e| match e.raw_os_error() {
         Some(libc::EAGAIN | libc::EACCES) => Error::InUse(format!(
             "WAL tail {} is held by another store (a copy of this volume, opened elsewhere)",
             path.display()
@@ -866,6 +866,10 @@ pub fn describe(path: &Path) -> Result<Option<TailFile>> {
         }
     }
     let in_use = lock(&file, Mode::Shared).is_err();
+    if !in_use {
+        // A probe: let go at once, so a store opening the tail meanwhile is not refused.
+        unlock(&file);
+    }
     Ok(Some(TailFile {
         path: path.to_path_buf(),
         volume_id: h[16..32].try_into().unwrap(),
@@ -877,7 +881,7 @@ pub fn describe(path: &Path) -> Result<Option<TailFile>> {
 }
 
 /// A tail file mapped for reading only (a read-only open of the store).
-struct MappedReadOnly(memmap2::Mmap, #[allow(dead_code)] std::fs::File);
+struct MappedReadOnly(memmap2::Mmap, #[allow(dead_code)] LockedFile);
 
 impl Region for MappedReadOnly {
     fn write(&mut self, _offset: usize, _bytes: &[u8]) {
@@ -906,13 +910,16 @@ fn map_file_read_only(path: &Path) -> Result<Option<MappedReadOnly>> {
     }
     // A writer holding the tail while this handle holds the store shared is another copy's
     // writer (this volume's own writer would hold the store lock): its records are not ours.
-    if let Err(e) = lock_tail(&file, path, Mode::Shared) {
-        log::warn!("{}: its records are not replayed", shale_io::Chain(&e));
-        return Ok(None);
-    }
+    let file = match lock_tail(file, path, Mode::Shared) {
+        Ok(locked) => locked,
+        Err(e) => {
+            log::warn!("{}: its records are not replayed", shale_io::Chain(&e));
+            return Ok(None);
+        }
+    };
     // SAFETY: as in `map_file`; the tail's shared lock, held with the mapping, keeps any
     // writer from mapping it for writing meanwhile.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(failed(PathOp::Map))?;
+    let map = unsafe { memmap2::Mmap::map(&*file) }.map_err(failed(PathOp::Map))?;
     Ok(Some(MappedReadOnly(map, file)))
 }
 

@@ -144,11 +144,13 @@ pub fn seek_state(db: &Db, keys: u16, len_max: usize) -> shale_lsm::Result<State
     Ok(state)
 }
 
-/// Runs the tests of one file one at a time (hold the guard for the whole test). An OFD lock
-/// belongs to the open file description, and a process forked by another test thread
-/// (`Command::spawn`: mount, mkfifo, losetup, a child store) holds a duplicate of every
-/// descriptor until its exec closes them: for that moment a store just dropped in this thread
-/// still looks locked. Tests that spawn processes and reopen stores serialise on this.
+/// Runs the tests of one file one at a time (hold the guard for the whole test). A process
+/// forked by another test thread (`Command::spawn`: mount, mkfifo, losetup, a child store)
+/// holds a duplicate of every descriptor until its exec closes them. A store's OFD locks are
+/// let go explicitly and do not linger (`store_lock::unlock`), but a block device a writer
+/// opened with `O_EXCL` stays claimed until that duplicate closes too: for that moment a
+/// device store just dropped in this thread still looks in use. Tests that spawn processes
+/// and reopen stores serialise on this.
 pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -32,6 +32,7 @@
 //!   [`Clock::insert`] hands it back to be written.
 
 use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustc_hash::FxHashMap;
 
@@ -75,7 +76,9 @@ struct Entry<V> {
     value: V,
     charge: usize,
     user: u8,
-    referenced: bool,
+    /// Set by every use, also through a shared reference ([`Clock::get_shared`]); cleared
+    /// by the hand. Relaxed: a hint for eviction, ordering nothing.
+    referenced: AtomicBool,
     dirty: bool,
     pins: u32,
     /// Where the key sits in the ring.
@@ -125,8 +128,20 @@ impl<K: Copy + Eq + Hash, V> Clock<K, V> {
     /// The value of `key`, marked used.
     pub fn get(&mut self, key: &K) -> Option<&mut V> {
         let e = self.entries.get_mut(key)?;
-        e.referenced = true;
+        *e.referenced.get_mut() = true;
         Some(&mut e.value)
+    }
+
+    /// The value of `key`, marked used, through a shared reference: for readers that share
+    /// the cache under a read lock (the table engine's cached point reads).
+    pub fn get_shared(&self, key: &K) -> Option<&V> {
+        let e = self.entries.get(key)?;
+        if !e.referenced.load(Ordering::Relaxed) {
+            // Only when clear: a store to a bit already set would take the cache line from
+            // every other reader of it for nothing.
+            e.referenced.store(true, Ordering::Relaxed);
+        }
+        Some(&e.value)
     }
 
     /// The value of `key`, not marking it used.
@@ -180,7 +195,7 @@ impl<K: Copy + Eq + Hash, V> Clock<K, V> {
             value,
             charge,
             user: user as u8,
-            referenced: admit == Admit::Used,
+            referenced: AtomicBool::new(admit == Admit::Used),
             dirty: false,
             pins: 0,
             ring_at,
@@ -231,8 +246,8 @@ impl<K: Copy + Eq + Hash, V> Clock<K, V> {
             if e.pins > 0 || (keep_dirty && e.dirty) {
                 continue;
             }
-            if e.referenced {
-                e.referenced = false;
+            if *e.referenced.get_mut() {
+                *e.referenced.get_mut() = false;
                 continue;
             }
             return self.remove(&key);

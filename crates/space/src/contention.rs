@@ -7,7 +7,8 @@
 //! site on (the benchmarks' `--contention` flag), [`snapshot`] reads them and [`reset`]
 //! zeroes them between benchmarks.
 //!
-//! - A lock through [`Site::lock`]: an acquisition that finds the mutex free counts as
+//! - A lock through [`Site::lock`] (a read-write lock through [`Site::read`] and
+//!   [`Site::write`]): an acquisition that finds the mutex free counts as
 //!   uncontended; one that finds it held counts as contended, with the time until it got it
 //!   as its wait. The guard ([`Held`]) adds the time from the acquisition to its drop as
 //!   the hold.
@@ -20,7 +21,7 @@ use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 /// Every site used since the program started, in the order first used.
@@ -93,21 +94,53 @@ impl Site {
     /// Locks `mutex`, counting the acquisition (and its wait, if it had to) here while the
     /// profile is on; the guard counts the hold when dropped.
     pub fn lock<'a, T>(&'static self, mutex: &'a Mutex<T>) -> Held<'a, T> {
+        self.take(|| mutex.try_lock(), || mutex.lock())
+    }
+
+    /// Takes `lock` shared, counted as [`Site::lock`] counts a mutex.
+    pub fn read<'a, T>(&'static self, lock: &'a RwLock<T>) -> Timed<RwLockReadGuard<'a, T>> {
+        self.take(|| lock.try_read(), || lock.read())
+    }
+
+    /// Takes `lock` exclusive, counted as [`Site::lock`] counts a mutex.
+    pub fn write<'a, T>(&'static self, lock: &'a RwLock<T>) -> Timed<RwLockWriteGuard<'a, T>> {
+        self.take(|| lock.try_write(), || lock.write())
+    }
+
+    /// Takes `lock` exclusive if it is free at once, counted as an acquisition that did
+    /// not wait; `None` (and nothing counted) if it is held.
+    pub fn try_write<'a, T>(
+        &'static self,
+        lock: &'a RwLock<T>,
+    ) -> Option<Timed<RwLockWriteGuard<'a, T>>> {
+        let guard = lock.try_write()?;
         if !enabled() {
-            return Held { guard: mutex.lock(), since: None };
+            return Some(Timed { guard, since: None });
         }
-        if let Some(guard) = mutex.try_lock() {
+        self.count(false, 0);
+        Some(Timed { guard, since: Some((self, Instant::now())) })
+    }
+
+    fn take<G>(
+        &'static self,
+        try_take: impl FnOnce() -> Option<G>,
+        take: impl FnOnce() -> G,
+    ) -> Timed<G> {
+        if !enabled() {
+            return Timed { guard: take(), since: None };
+        }
+        if let Some(guard) = try_take() {
             self.count(false, 0);
-            return Held { guard, since: Some((self, Instant::now())) };
+            return Timed { guard, since: Some((self, Instant::now())) };
         }
         // Counted before it blocks, so that a holder can see it is wanted; its wait is
         // added once it has the lock.
         let t0 = Instant::now();
         self.count(true, 0);
-        let guard = mutex.lock();
+        let guard = take();
         let got = Instant::now();
         self.wait_ns.fetch_add((got - t0).as_nanos() as u64, Ordering::Relaxed);
-        Held { guard, since: Some((self, got)) }
+        Timed { guard, since: Some((self, got)) }
     }
 
     /// Runs `waiting`, a wait for another thread (a hand-off), counting it here with the
@@ -148,13 +181,16 @@ impl Site {
     }
 }
 
-/// A lock taken through [`Site::lock`]: the mutex's guard, and the time it was taken.
-pub struct Held<'a, T> {
-    guard: MutexGuard<'a, T>,
+/// A lock taken through a [`Site`]: the lock's guard, and the time it was taken.
+pub struct Timed<G> {
+    guard: G,
     since: Option<(&'static Site, Instant)>,
 }
 
-impl<'a, T> Held<'a, T> {
+/// A mutex taken through [`Site::lock`].
+pub type Held<'a, T> = Timed<MutexGuard<'a, T>>;
+
+impl<'a, T> Timed<MutexGuard<'a, T>> {
     /// Runs `wait`, a condition variable's wait on the mutex's own guard (which lets the
     /// mutex go while it waits), with the hold's clock stopped meanwhile: a wait is not a
     /// hold. A wait for another thread is counted by wrapping this in [`Site::wait`].
@@ -170,20 +206,20 @@ impl<'a, T> Held<'a, T> {
     }
 }
 
-impl<T> Deref for Held<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
+impl<G: Deref> Deref for Timed<G> {
+    type Target = G::Target;
+    fn deref(&self) -> &G::Target {
         &self.guard
     }
 }
 
-impl<T> DerefMut for Held<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
+impl<G: DerefMut> DerefMut for Timed<G> {
+    fn deref_mut(&mut self) -> &mut G::Target {
         &mut self.guard
     }
 }
 
-impl<T> Drop for Held<'_, T> {
+impl<G> Drop for Timed<G> {
     fn drop(&mut self) {
         if let Some((site, since)) = self.since {
             site.hold_ns.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);

@@ -20,6 +20,8 @@
 
 use std::collections::HashMap;
 
+use parking_lot::Mutex;
+
 use shale_space::clock_cache::{Admit, Clock, DirtyPolicy};
 
 /// The cache.
@@ -28,14 +30,30 @@ pub struct BlockCache {
     /// The blocks; dirty ones (changed since they were last written) are never evicted.
     blocks: Clock<(u32, u64), Vec<u8>>,
     /// Blocks being read outside the store's mutex: reads in flight, and whether a put has
-    /// made them stale.
-    reading: HashMap<(u32, u64), (u32, bool)>,
+    /// made them stale. Behind a mutex of its own so that a point read holding the store's
+    /// lock shared can register its reads ([`BlockCache::begin_read`] takes `&self`).
+    reading: Mutex<HashMap<(u32, u64), (u32, bool)>>,
+    /// Blocks read fresh by point reads that ended with the store's lock shared
+    /// ([`BlockCache::defer`]): still registered in `reading` (so a put makes them stale),
+    /// cached by the next holder of the lock exclusive ([`BlockCache::take_deferred`]).
+    deferred: Mutex<Vec<Deferred>>,
 }
+
+/// A block read fresh with the store's lock shared, waiting to be cached: (table, block
+/// number) and its bytes.
+type Deferred = ((u32, u64), Vec<u8>);
+
+/// Deferred blocks past which a point read takes the store's lock exclusive to cache them.
+pub const DEFERRED_MAX: usize = 32;
 
 impl BlockCache {
     /// A cache of at most `capacity` blocks (more while more than that are dirty).
     pub fn new(capacity: usize) -> BlockCache {
-        BlockCache { blocks: Clock::new(capacity, DirtyPolicy::Keep), reading: HashMap::new() }
+        BlockCache {
+            blocks: Clock::new(capacity, DirtyPolicy::Keep),
+            reading: Mutex::new(HashMap::new()),
+            deferred: Mutex::new(Vec::new()),
+        }
     }
 
     /// The block, marked used.
@@ -43,10 +61,16 @@ impl BlockCache {
         self.blocks.get(&key)
     }
 
+    /// The block, marked used, through a shared reference (the cached point read, with
+    /// the store's lock shared).
+    pub fn get_shared(&self, key: (u32, u64)) -> Option<&Vec<u8>> {
+        self.blocks.get_shared(&key)
+    }
+
     /// Adds or replaces a block (a dirty one stays dirty), evicting a clean block the hand
     /// finds not used since it last passed when full.
     pub fn put(&mut self, key: (u32, u64), block: Vec<u8>) {
-        if let Some(r) = self.reading.get_mut(&key) {
+        if let Some(r) = self.reading.get_mut().get_mut(&key) {
             r.1 = true;
         }
         let dirty = self.blocks.is_dirty(&key);
@@ -57,28 +81,56 @@ impl BlockCache {
     }
 
     /// Registers a read of `key` from the device outside the store's mutex; false (and
-    /// nothing registered) when the block is cached, so there is nothing to read.
-    pub fn begin_read(&mut self, key: (u32, u64)) -> bool {
+    /// nothing registered) when the block is cached, so there is nothing to read. Through
+    /// `&self`: with the store's lock shared no put runs meanwhile (puts take `&mut self`).
+    pub fn begin_read(&self, key: (u32, u64)) -> bool {
         if self.blocks.contains(&key) {
             return false;
         }
-        self.reading.entry(key).or_insert((0, false)).0 += 1;
+        self.reading.lock().entry(key).or_insert((0, false)).0 += 1;
         true
     }
 
     /// Whether the registered read of `key` is still fresh (nothing put the block since).
     pub fn read_is_fresh(&self, key: (u32, u64)) -> bool {
-        self.reading.get(&key).is_some_and(|r| !r.1)
+        self.reading.lock().get(&key).is_some_and(|r| !r.1)
+    }
+
+    /// Ends a read registered by [`BlockCache::begin_read`] without caching anything,
+    /// through `&self` (a point read ending with the store's lock shared whose block was
+    /// stale or not valid: the exclusive path reads it again).
+    pub fn forget_read(&self, key: (u32, u64)) {
+        let mut reading = self.reading.lock();
+        let r = reading.get_mut(&key).expect("a read forgotten was begun");
+        r.0 -= 1;
+        if r.0 == 0 {
+            reading.remove(&key);
+        }
+    }
+
+    /// Hands a block read fresh, its read still registered, to the next holder of the
+    /// store's lock exclusive to cache ([`BlockCache::end_read`] then, which drops it if a
+    /// put made it stale meanwhile); returns how many wait so.
+    pub fn defer(&self, key: (u32, u64), block: Vec<u8>) -> usize {
+        let mut deferred = self.deferred.lock();
+        deferred.push((key, block));
+        deferred.len()
+    }
+
+    /// The deferred blocks, for the caller to end with [`BlockCache::end_read`].
+    pub fn take_deferred(&mut self) -> Vec<Deferred> {
+        std::mem::take(self.deferred.get_mut())
     }
 
     /// Ends a read registered by [`BlockCache::begin_read`], caching `block` (`None`: a
     /// failed read, a blank block) unless the read is stale or the block cached since.
     pub fn end_read(&mut self, key: (u32, u64), block: Option<Vec<u8>>) {
-        let r = self.reading.get_mut(&key).expect("a read ended was begun");
+        let reading = self.reading.get_mut();
+        let r = reading.get_mut(&key).expect("a read ended was begun");
         let stale = r.1;
         r.0 -= 1;
         if r.0 == 0 {
-            self.reading.remove(&key);
+            reading.remove(&key);
         }
         if let Some(b) = block.filter(|_| !stale && !self.blocks.contains(&key)) {
             self.put(key, b);
@@ -160,6 +212,30 @@ mod tests {
     }
 
     #[test]
+    fn a_deferred_block_raced_by_a_put_is_not_cached() {
+        let mut c = BlockCache::new(8);
+        // Read with the store's lock shared, deferred; a change puts the block, which is
+        // then evicted: the deferred bytes (older) must not come back.
+        assert!(c.begin_read((1, 3)));
+        assert_eq!(c.defer((1, 3), vec![0]), 1);
+        c.put((1, 3), vec![3]);
+        c.blocks.remove(&(1, 3));
+        // A second read deferred and not raced is cached.
+        assert!(c.begin_read((1, 4)));
+        c.defer((1, 4), vec![4]);
+        for (k, b) in c.take_deferred() {
+            c.end_read(k, Some(b));
+        }
+        assert_eq!(c.peek((1, 3)), None, "a stale deferred block is dropped");
+        assert_eq!(c.peek((1, 4)), Some(&vec![4]));
+        // A read forgotten (stale or damaged at the shared end) leaves nothing registered.
+        assert!(c.begin_read((1, 5)));
+        c.forget_read((1, 5));
+        assert!(c.reading.get_mut().is_empty());
+        assert!(c.take_deferred().is_empty());
+    }
+
+    #[test]
     fn a_read_raced_by_a_put_is_thrown_away() {
         let mut c = BlockCache::new(8);
         assert!(c.begin_read((1, 1)));
@@ -175,7 +251,7 @@ mod tests {
         c.end_read((1, 2), Some(vec![0]));
         c.end_read((1, 2), Some(vec![0]));
         assert_eq!(c.peek((1, 2)), None, "stale reads are not cached");
-        assert!(c.reading.is_empty());
+        assert!(c.reading.get_mut().is_empty());
         // A read begun after the put is fresh again.
         assert!(c.begin_read((1, 2)));
         c.end_read((1, 2), Some(vec![2]));

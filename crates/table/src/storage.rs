@@ -898,6 +898,131 @@ impl Storage {
         Ok(t.order.get(key))
     }
 
+    /// A point read's first step with the store's lock shared (`Shared::select_cached`),
+    /// where the ordered index places the record of `key`: the decoded row when every block
+    /// of the record is cached and it is the live one of `key`; else the blocks of it the
+    /// cache lacks, registered for a read outside the lock as [`Storage::select_or_read`]
+    /// registers them. `None` for the rest (a key the ordered index does not know, a
+    /// record not the key's, damage to report): the caller reads with the lock exclusive.
+    /// Reads `tables`' metadata and ordered indexes, `cache` and the volume's layout, and
+    /// registers reads in the cache's own mutex, nothing else of `self`: other threads may
+    /// be here at once (`StorageLock`'s safety).
+    pub fn select_cached(&self, table: u32, key: &[u8]) -> Option<PointRead> {
+        let t = self.tables.get(&table)?;
+        let pos = t.order.get(key)?;
+        let missing: Vec<u64> = match self.cache.peek((table, pos.block)) {
+            None => vec![pos.block],
+            Some(_) => self
+                .continuations(table, &[pos])
+                .into_iter()
+                .filter(|&n| self.cache.peek((table, n)).is_none())
+                .collect(),
+        };
+        if !missing.is_empty() {
+            let wanted = self.begin_read_ahead(table, &missing);
+            return (!wanted.is_empty()).then_some(PointRead::Read(wanted));
+        }
+        let stream = |pos: Pos, len: usize| {
+            let mut out = Vec::with_capacity(len);
+            for n in pos.blocks(len) {
+                let b = self.cache.get_shared((table, n))?;
+                let from =
+                    if n == pos.block { HEADER_BYTES + pos.offset as usize } else { HEADER_BYTES };
+                let take = (len - out.len()).min(BLOCK_BYTES - from);
+                out.extend_from_slice(b.get(from..from + take)?);
+            }
+            Some(out)
+        };
+        let header = RowHeader::decode(&stream(pos, row::HEADER_BYTES)?)?;
+        if header.state != RowState::Live {
+            return None;
+        }
+        let row = stream(pos.advance(row::HEADER_BYTES), header.row_len as usize)?;
+        let schema = &t.meta.schema;
+        if schema.key_of(&row) != Some(key) {
+            return None;
+        }
+        schema.decode_row(&row).map(|r| PointRead::Row(Some(r)))
+    }
+
+    /// A point read's third step with the store's lock shared, after the blocks `wanted`
+    /// that [`Storage::select_cached`] registered were read: the row of `key`, put together
+    /// from cached blocks and those read, each of which must still be fresh (no put since
+    /// its read was registered) and valid. The blocks read are deferred to the cache's next
+    /// exclusive holder (`BlockCache::defer`); the second value says the caller should
+    /// cache them now ([`crate::cache::DEFERRED_MAX`] wait). `None` for anything else
+    /// (a failed read, a stale or damaged block, a record running into blocks still not
+    /// cached, moved or no longer the key's): the caller reads with the lock exclusive,
+    /// which reports what is wrong. Touches what `select_cached` touches, and the cache's
+    /// own mutexes (`StorageLock`'s safety).
+    pub fn end_read_shared(
+        &self,
+        table: u32,
+        key: &[u8],
+        wanted: &[(u64, u64)],
+        read: Result<Vec<AlignedBuf>>,
+    ) -> (Option<Row>, bool) {
+        let exists = self.tables.contains_key(&table);
+        let read = read.unwrap_or_default();
+        let mut fresh: Vec<(u64, Vec<u8>)> = Vec::with_capacity(wanted.len());
+        for (i, &(n, address)) in wanted.iter().enumerate() {
+            let k = (table, n);
+            let valid =
+                read.get(i).filter(|_| exists && self.cache.read_is_fresh(k)).filter(|raw| {
+                    matches!(block::check(raw, table, n, address), Ok(BlockState::Valid(_)))
+                });
+            match valid {
+                Some(raw) => fresh.push((n, raw.to_vec())),
+                None => self.cache.forget_read(k),
+            }
+        }
+        let row = (|| {
+            let t = self.tables.get(&table)?;
+            let pos = t.order.get(key)?;
+            let stream = |pos: Pos, len: usize| {
+                let mut out = Vec::with_capacity(len);
+                for n in pos.blocks(len) {
+                    let b = match self.cache.get_shared((table, n)) {
+                        Some(b) => b,
+                        None => &fresh.iter().find(|f| f.0 == n)?.1,
+                    };
+                    let from = if n == pos.block {
+                        HEADER_BYTES + pos.offset as usize
+                    } else {
+                        HEADER_BYTES
+                    };
+                    let take = (len - out.len()).min(BLOCK_BYTES - from);
+                    out.extend_from_slice(b.get(from..from + take)?);
+                }
+                Some(out)
+            };
+            let header = RowHeader::decode(&stream(pos, row::HEADER_BYTES)?)?;
+            if header.state != RowState::Live {
+                return None;
+            }
+            let row = stream(pos.advance(row::HEADER_BYTES), header.row_len as usize)?;
+            let schema = &t.meta.schema;
+            if schema.key_of(&row) != Some(key) {
+                return None;
+            }
+            schema.decode_row(&row)
+        })();
+        let mut waiting = 0;
+        for (n, bytes) in fresh {
+            waiting = self.cache.defer((table, n), bytes);
+        }
+        (row, waiting >= crate::cache::DEFERRED_MAX)
+    }
+
+    /// Caches the blocks point reads deferred (`BlockCache::defer`), those a put made
+    /// stale meanwhile or whose table is gone excepted.
+    pub fn cache_deferred(&mut self) {
+        for (k, block) in self.cache.take_deferred() {
+            let keep = self.tables.contains_key(&k.0);
+            self.cache.end_read(k, keep.then_some(block));
+        }
+    }
+
     /// A point read's step under the mutex: the decoded row of `key` (or `None`) when every
     /// block its record lies in is cached, or the ordered index does not know the key;
     /// otherwise the blocks of the record the cache lacks, registered for a read outside
@@ -905,6 +1030,7 @@ impl Storage {
     /// read that misses the cache so takes the mutex twice (here, and to end the read and
     /// read the row), not seven times (a hold per step of the read-ahead).
     pub fn select_or_read(&mut self, table: u32, key: &[u8]) -> Result<PointRead> {
+        self.cache_deferred();
         let Some(pos) = self.ordered_position(table, key)? else {
             return self.select(table, key).map(PointRead::Row);
         };
@@ -993,7 +1119,7 @@ impl Storage {
 
     /// The blocks the records at `positions` run on into past their first, as far as the
     /// cache holds their first blocks (a record's header never straddles blocks), sorted.
-    pub fn continuations(&mut self, table: u32, positions: &[Pos]) -> Vec<u64> {
+    pub fn continuations(&self, table: u32, positions: &[Pos]) -> Vec<u64> {
         let mut rest = Vec::new();
         for pos in positions {
             let Some(b) = self.cache.peek((table, pos.block)) else { continue };
@@ -1009,7 +1135,7 @@ impl Storage {
 
     /// Registers reads of the blocks `numbers` of `table` that the cache lacks, to be made
     /// outside the store's mutex; returns them with their device addresses.
-    pub fn begin_read_ahead(&mut self, table: u32, numbers: &[u64]) -> Vec<(u64, u64)> {
+    pub fn begin_read_ahead(&self, table: u32, numbers: &[u64]) -> Vec<(u64, u64)> {
         let mut wanted = Vec::new();
         for &n in numbers {
             if let Some(address) = self.address(table, n) {

@@ -23,8 +23,12 @@ use crate::storage::{Storage, UndoSetup};
 /// takes it, so that the profile says which part holds it (their sum is the mutex's).
 pub(crate) mod mutex_site {
     use shale_space::contention::Site;
-    /// A read: the cached point read, the read-ahead's checks, a scan's reads.
+    /// A read: the read-ahead's checks, a scan's reads, a point read that missed the
+    /// shared fast path.
     pub(crate) static READ: Site = Site::new("table: store mutex: read");
+    /// A point read of a row whose blocks are all cached, with the lock taken shared
+    /// (`Storage::select_cached`): such reads run side by side.
+    pub(crate) static READ_SHARED: Site = Site::new("table: store mutex: shared read");
     /// A change: stages 2 to 6 of an insert, update or erase.
     pub(crate) static CHANGE: Site = Site::new("table: store mutex: change");
     /// A commit's share of its group's round: the dirty blocks' writes.
@@ -47,9 +51,38 @@ use crate::undo_log::UndoStats;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TableId(pub u32);
 
+/// The store's lock taken exclusive.
+pub(crate) type StorageGuard<'a> =
+    shale_space::contention::Timed<parking_lot::RwLockWriteGuard<'a, Storage>>;
+
+/// The store's lock over its storage: exclusive for everything but the cached point read
+/// ([`Shared::select_cached`]), which takes it shared.
+struct StorageLock(RwLock<Storage>);
+
+// SAFETY: `RwLock<Storage>` is `Sync` only if `Storage` is, and it is not (its queues and
+// its persistent memory log are `Send` trait objects, used through `&mut`). Threads share
+// a `&Storage` at once only through `Shared::select_cached`, the one place the lock is
+// taken shared, and `Storage::select_cached` reads no more than the tables' metadata and
+// ordered indexes, the block cache and the volume's layout, which are `Sync` (asserted
+// below): the cache's changes through `&self` are a CLOCK bit (an atomic) and a read
+// registered under its own mutex. Every other access holds the lock exclusive, where
+// `Storage: Send` is all that is needed.
+unsafe impl Sync for StorageLock {}
+
+const _: () = {
+    const fn sync<T: Sync>() {}
+    sync::<crate::catalog::TableMeta>();
+    sync::<crate::ordered_index::OrderedIndex>();
+    sync::<crate::cache::BlockCache>();
+    sync::<crate::schema::Schema>();
+    sync::<shale_space::Volume>();
+};
+
 /// What the store and its transactions share.
 pub(crate) struct Shared {
-    storage: Mutex<Storage>,
+    /// The store's lock (named "the store's mutex" throughout: every change and most reads
+    /// take it exclusive); a point read of a row whose blocks are cached takes it shared.
+    storage: StorageLock,
     /// Held by a running checkpoint: one at a time (`checkpoint.rs`).
     pub checkpoint_running: Mutex<()>,
     /// Commits share device flushes, made outside `storage`'s mutex.
@@ -79,16 +112,53 @@ pub(crate) struct Shared {
 impl Shared {
     /// The store's mutex over its storage, taken through the contention profile's site
     /// of everything but reads, changes and commits (`shale_space::contention`).
-    pub(crate) fn storage(&self) -> shale_space::contention::Held<'_, Storage> {
-        mutex_site::OTHER.lock(&self.storage)
+    pub(crate) fn storage(&self) -> StorageGuard<'_> {
+        mutex_site::OTHER.write(&self.storage.0)
     }
 
     /// The store's mutex, counted at `site` of [`mutex_site`].
     pub(crate) fn storage_at(
         &self,
         site: &'static shale_space::contention::Site,
-    ) -> shale_space::contention::Held<'_, Storage> {
-        site.lock(&self.storage)
+    ) -> StorageGuard<'_> {
+        site.write(&self.storage.0)
+    }
+
+    /// A point read's first step with the store's lock shared (`Storage::select_cached`):
+    /// the row, or the blocks to read for it; `None` where the caller reads with the lock
+    /// exclusive.
+    pub(crate) fn select_cached(
+        &self,
+        table: TableId,
+        key: &[u8],
+    ) -> Option<crate::storage::PointRead> {
+        let storage = mutex_site::READ_SHARED.read(&self.storage.0);
+        storage.select_cached(table.0, key)
+    }
+
+    /// A point read's third step with the store's lock shared (`Storage::end_read_shared`):
+    /// the row from the blocks `wanted` read and those cached, or `None` where the caller
+    /// reads with the lock exclusive. Caches the blocks deferred when the lock is free at
+    /// once or enough wait.
+    pub(crate) fn end_read_shared(
+        &self,
+        table: TableId,
+        key: &[u8],
+        wanted: &[(u64, u64)],
+        read: Result<Vec<shale_io::AlignedBuf>>,
+    ) -> Option<crate::Row> {
+        let (row, cache_now) = {
+            let storage = mutex_site::READ_SHARED.read(&self.storage.0);
+            storage.end_read_shared(table.0, key, wanted, read)
+        };
+        // At once where no one holds the lock (so a row read twice in a row is cached the
+        // second time), or when enough wait; else the next exclusive holder does it.
+        if cache_now {
+            self.storage_at(&mutex_site::READ).cache_deferred();
+        } else if let Some(mut storage) = mutex_site::READ.try_write(&self.storage.0) {
+            storage.cache_deferred();
+        }
+        row
     }
 
     pub(crate) fn schema(&self, table: TableId) -> Result<Arc<Schema>> {
@@ -438,7 +508,7 @@ impl TableStore {
             schemas.insert(id, Arc::new(storage.table(id)?.schema.clone()));
         }
         let shared = Shared {
-            storage: Mutex::new(storage),
+            storage: StorageLock(RwLock::new(storage)),
             checkpoint_running: Mutex::new(()),
             group,
             writer,

@@ -449,14 +449,28 @@ impl Transaction {
         self.changes.clear();
     }
 
-    /// The row of `key`: read at once where every block of its record is cached (one hold
-    /// of the store's mutex); otherwise the blocks the cache lacks, where the ordered index
-    /// puts the record (in memory: no index page is read for this), are read outside the
-    /// mutex, so a read that misses the cache does not hold other transactions up
-    /// (`unlocked_read.rs`), and the row is read in the hold that ends that read. A record
-    /// running into blocks not cached takes a step more; past [`POINT_READ_STEPS`] (blocks
-    /// evicted as fast as they are read), the row is read under the mutex.
+    /// The row of `key`, with the store's lock shared where that serves (issue #45 part
+    /// 2): where the ordered index places its record and every block of it is cached, read
+    /// there in one shared hold; where blocks are missing, they are registered in that hold,
+    /// read outside the lock (`unlocked_read.rs`) and the row put together from them in a
+    /// second shared hold, the blocks left for the next exclusive holder to cache. Anything
+    /// else (a key the ordered index does not know, a block raced by a change, a record
+    /// running into blocks still not cached) goes the exclusive way as before: one hold for
+    /// a cached row, else the blocks read outside the lock and the row read in the hold that
+    /// ends that read, a step more for a record running into blocks not cached; past
+    /// [`POINT_READ_STEPS`] (blocks evicted as fast as they are read), the row is read under
+    /// the lock.
     fn point_read(&self, table: TableId, key: &[u8]) -> Result<Option<Row>> {
+        match self.shared.select_cached(table, key) {
+            Some(PointRead::Row(row)) => return Ok(row),
+            Some(PointRead::Read(wanted)) => {
+                let read = crate::unlocked_read::read_registered(&self.shared, &wanted);
+                if let Some(row) = self.shared.end_read_shared(table, key, &wanted, read) {
+                    return Ok(Some(row));
+                }
+            }
+            None => {}
+        }
         let mut step = self.shared.storage_at(&mutex_site::READ).select_or_read(table.0, key)?;
         for n in 1.. {
             let wanted = match step {

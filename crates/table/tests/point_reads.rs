@@ -1,7 +1,8 @@
-//! Point reads (`select`): a row whose blocks are all cached is read under one hold of the
-//! store's mutex, any other after its blocks are read ahead outside it. Both paths must give
-//! whole committed rows, rows spanning blocks included, while writers change them and the
-//! cache (smaller than the table) evicts their blocks.
+//! Point reads (`select`): a row whose blocks are all cached is read with the store's lock
+//! taken shared (readers side by side), any other after its blocks are read ahead outside
+//! it. Both paths must give whole committed rows, rows spanning blocks included, never an
+//! older version of a row than one read before, while writers change them and the cache
+//! (smaller than the table) evicts their blocks.
 
 mod common;
 
@@ -20,11 +21,12 @@ fn len_of(i: u64) -> usize {
 }
 
 /// Checks that `r` is a whole row of key `i` at some version: its text is the one that
-/// version wrote (a row put together from blocks of two versions fails here).
-fn check_row(i: u64, r: &[Vec<u8>]) {
+/// version wrote (a row put together from blocks of two versions fails here); its version.
+fn check_row(i: u64, r: &[Vec<u8>]) -> u64 {
     let n = u64::from_le_bytes(r[2].clone().try_into().expect("8-byte column"));
     assert_eq!(r[0], key(i));
     assert_eq!(r[1], text(&key(i), n, len_of(i)), "row {i} at version {n} is torn");
+    n
 }
 
 /// Four readers select random rows while a writer updates them (a new version of the
@@ -52,10 +54,18 @@ fn point_reads_give_whole_rows_while_writers_change_them_and_the_cache_evicts() 
             s.spawn(move || {
                 let mut rng = SmallRng::seed_from_u64(seed);
                 let mut reads = 0;
+                // Each row's versions only grow (the writer numbers them in order).
+                let mut seen = vec![0u64; ROWS as usize];
                 while !stop.load(Ordering::Relaxed) || reads < 500 {
                     let i = rng.gen_range(0..ROWS);
                     let r = store.select(t, &key(i)).unwrap().expect("every row exists");
-                    check_row(i, &r);
+                    let n = check_row(i, &r);
+                    assert!(
+                        n >= seen[i as usize],
+                        "row {i} went back from {} to {n}",
+                        seen[i as usize]
+                    );
+                    seen[i as usize] = n;
                     reads += 1;
                 }
             });

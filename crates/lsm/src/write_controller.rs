@@ -233,6 +233,8 @@ pub struct DelayedWrites {
     next_refill_us: Option<u64>,
     /// The debt at the last shape seen under pressure; None while writes go freely.
     prev_debt: Option<u64>,
+    /// L0's SSTs at the last observation under pressure.
+    prev_l0: usize,
     pace: SlowdownPace,
     ingest: IngestMeter,
 }
@@ -270,6 +272,7 @@ impl DelayedWrites {
             credit: 0,
             next_refill_us: None,
             prev_debt: None,
+            prev_l0: 0,
             pace: SlowdownPace::default(),
             ingest: IngestMeter::default(),
         }
@@ -317,14 +320,30 @@ impl DelayedWrites {
     }
 
     /// Takes in a new shape of the store at `now_us`: its `pressure`, its compaction `debt`
-    /// in bytes and whether it is `near_stop`.
-    pub fn observe(&mut self, now_us: u64, pressure: Pressure, debt: u64, near_stop: bool) {
+    /// in bytes, L0's SSTs and whether it is `near_stop`.
+    ///
+    /// The pace slows while the debt grows, as RocksDB's does, and also while L0 grows under
+    /// L0's slowdown: the debt can fall while L0 climbs (the levels below shed their excess
+    /// while L0's compaction waits for them), and a pace sped up then let L0 run from its
+    /// slowdown trigger to its stop without one write delayed (ADOC's NVMe class: 22 to 36
+    /// SSTs in 16 s, then writes stopped 7 s). Not enough yet: between two flushes the levels
+    /// below commit several compactions, each shedding debt and speeding the pace up, which
+    /// outruns the one step down a flush makes (BENCHMARKS-history.md, "the pace's steps").
+    pub fn observe(
+        &mut self,
+        now_us: u64,
+        pressure: Pressure,
+        debt: u64,
+        l0_files: usize,
+        near_stop: bool,
+    ) {
         if pressure == Pressure::None {
             if self.prev_debt.take().is_some() {
                 self.scale(RECOVERED);
             }
             return;
         }
+        let prev_l0 = std::mem::replace(&mut self.prev_l0, l0_files);
         let Some(prev) = self.prev_debt else {
             // A new slowdown: no credit from the time since the last one ended, which would
             // let a burst through unpaced.
@@ -339,7 +358,9 @@ impl DelayedWrites {
         };
         if near_stop || matches!(pressure, Pressure::Stop(_)) {
             self.scale(NEAR_STOP);
-        } else if debt >= prev {
+        } else if debt >= prev
+            || (pressure == Pressure::Delay(Stall::L0Slowdown) && l0_files > prev_l0)
+        {
             self.scale(SLOWER);
         } else {
             self.scale(FASTER);
@@ -530,17 +551,17 @@ mod tests {
         ) {
             let slow = Pressure::Delay(Stall::L0Slowdown);
             let mut d = DelayedWrites::new(64 * MIB);
-            d.observe(0, slow, 100, false);
+            d.observe(0, slow, 100, 0, false);
             let mut now = 0u64;
             let mut debt = 100;
             for (bytes, gap, shape) in steps {
                 if let Some(kind) = shape {
                     // A new shape: the debt grows, shrinks, nears a stop, or is gone.
                     match kind {
-                        0 => { debt += 10; d.observe(0, slow, debt, false) }
-                        1 => { debt = debt.saturating_sub(10); d.observe(0, slow, debt, false) }
-                        2 => d.observe(0, slow, debt, true),
-                        _ => d.observe(0, Pressure::None, 0, false),
+                        0 => { debt += 10; d.observe(0, slow, debt, 0, false) }
+                        1 => { debt = debt.saturating_sub(10); d.observe(0, slow, debt, 0, false) }
+                        2 => d.observe(0, slow, debt, 0, true),
+                        _ => d.observe(0, Pressure::None, 0, 0, false),
                     }
                 }
                 now += gap;
@@ -555,29 +576,54 @@ mod tests {
     }
 
     #[test]
+    fn the_rate_slows_while_l0_grows_under_its_slowdown_even_as_the_debt_shrinks() {
+        let l0 = Pressure::Delay(Stall::L0Slowdown);
+        let mut d = DelayedWrites::new(16 * MIB);
+        d.observe(0, l0, 1000, 20, false);
+        // The debt falls (the levels below shed their excess) while L0 climbs: slower.
+        d.observe(0, l0, 900, 21, false);
+        let r = (16.0 * MIB as f64 * 0.8) as u64;
+        assert_eq!(d.rate(), r, "L0 grew");
+        d.observe(0, l0, 800, 23, false);
+        let r = (r as f64 * 0.8) as u64;
+        assert_eq!(d.rate(), r, "L0 grew again");
+        // L0 still, the debt falling: faster.
+        d.observe(0, l0, 700, 23, false);
+        assert_eq!(d.rate(), (r as f64 * 1.25) as u64, "L0 held, the debt shrank");
+        // Under the pending-bytes slowdown L0's count does not steer the pace.
+        let mut d = DelayedWrites::new(16 * MIB);
+        let pending = Pressure::Delay(Stall::PendingSlowdown);
+        d.observe(0, pending, 1000, 5, false);
+        d.observe(0, pending, 1100, 5, false);
+        let r = (16.0 * MIB as f64 * 0.8) as u64;
+        d.observe(0, pending, 900, 8, false);
+        assert_eq!(d.rate(), (r as f64 * 1.25) as u64);
+    }
+
+    #[test]
     fn the_rate_slows_while_the_debt_grows_and_recovers_as_it_shrinks() {
         let slow = Pressure::Delay(Stall::L0Slowdown);
         let mut d = DelayedWrites::new(16 * MIB);
-        d.observe(0, slow, 100, false);
+        d.observe(0, slow, 100, 0, false);
         assert_eq!(d.rate(), 16 * MIB, "entering a slowdown keeps the rate");
-        d.observe(0, slow, 100, false);
+        d.observe(0, slow, 100, 0, false);
         assert_eq!(d.rate(), (16.0 * MIB as f64 * 0.8) as u64, "a debt that did not shrink");
-        d.observe(0, slow, 150, false);
+        d.observe(0, slow, 150, 0, false);
         let r = (16.0 * MIB as f64 * 0.8) as u64;
         let r = (r as f64 * 0.8) as u64;
         assert_eq!(d.rate(), r);
-        d.observe(0, slow, 120, false);
+        d.observe(0, slow, 120, 0, false);
         assert_eq!(d.rate(), (r as f64 * 1.25) as u64, "a shrinking debt speeds up");
         let r = d.rate();
-        d.observe(0, slow, 100, true);
+        d.observe(0, slow, 100, 0, true);
         assert_eq!(d.rate(), (r as f64 * 0.6) as u64, "near a stop, even as the debt shrinks");
         let r = d.rate();
-        d.observe(0, Pressure::Stop(Stall::L0Stop), 90, false);
+        d.observe(0, Pressure::Stop(Stall::L0Stop), 90, 0, false);
         assert_eq!(d.rate(), (r as f64 * 0.6) as u64, "a stop");
         let r = d.rate();
-        d.observe(0, Pressure::None, 0, false);
+        d.observe(0, Pressure::None, 0, 0, false);
         assert_eq!(d.rate(), (r as f64 * 1.4) as u64, "leaving the slowdown");
-        d.observe(0, Pressure::None, 0, false);
+        d.observe(0, Pressure::None, 0, 0, false);
         assert_eq!(d.rate(), (r as f64 * 1.4) as u64, "once");
     }
 
@@ -585,13 +631,13 @@ mod tests {
     fn a_new_slowdown_starts_without_the_credit_of_the_time_between() {
         let slow = Pressure::Delay(Stall::L0Slowdown);
         let mut d = DelayedWrites::new(MIB);
-        d.observe(0, slow, 10, false);
+        d.observe(0, slow, 10, 0, false);
         let slice_credit = (PACE_SLICE_US * MIB).div_ceil(1_000_000);
         assert_eq!(d.delay(0, slice_credit), Duration::ZERO);
-        d.observe(0, Pressure::None, 0, false);
+        d.observe(0, Pressure::None, 0, 0, false);
         let rate = d.rate();
         // Ten seconds later, a new slowdown: a slice's credit, not ten seconds'.
-        d.observe(0, slow, 10, false);
+        d.observe(0, slow, 10, 0, false);
         let now = 10_000_000;
         let credit = (PACE_SLICE_US * rate).div_ceil(1_000_000);
         assert_eq!(d.delay(now, credit), Duration::ZERO);
@@ -603,14 +649,14 @@ mod tests {
         let slow = Pressure::Delay(Stall::PendingSlowdown);
         let mut d = DelayedWrites::new(MIB);
         for debt in 0..100 {
-            d.observe(0, slow, debt, false);
+            d.observe(0, slow, debt, 0, false);
         }
         assert_eq!(d.rate(), MIN_DELAYED_WRITE_RATE);
         for debt in (0..100).rev() {
-            d.observe(0, slow, debt, false);
+            d.observe(0, slow, debt, 0, false);
         }
         assert_eq!(d.rate(), MIB);
-        d.observe(0, Pressure::None, 0, false);
+        d.observe(0, Pressure::None, 0, 0, false);
         assert_eq!(d.rate(), MIB, "no faster than the user's rate");
         assert_eq!(DelayedWrites::new(1).rate(), MIN_DELAYED_WRITE_RATE);
     }
@@ -636,21 +682,21 @@ mod tests {
         let now = ingest(&mut d, 0, 200 * MIB, 1000, 2.0);
         let metered = d.ingest_rate(now);
         assert!(metered.abs_diff(200 * MIB) < 2 * MIB, "metered {metered}");
-        d.observe(now, slow, 100, false);
+        d.observe(now, slow, 100, 0, false);
         let start = d.rate();
         let expected = (metered as f64 * ADAPTIVE_START_SHARE) as u64;
         assert_eq!(start, expected, "four fifths of the metered rate, not 16 MiB/s");
         // The adaptation then goes on from there, without the user's cap.
-        d.observe(now, slow, 150, false);
+        d.observe(now, slow, 150, 0, false);
         assert_eq!(d.rate(), (start as f64 * SLOWER) as u64);
-        d.observe(now, slow, 100, false);
-        d.observe(now, slow, 50, false);
+        d.observe(now, slow, 100, 0, false);
+        d.observe(now, slow, 50, 0, false);
         assert!(d.rate() > start, "a shrinking debt speeds up past the start: {}", d.rate());
         // The paced writes are metered too: a slowdown after the store went at 10 MiB/s
         // starts at the floor, not above the rate it ended at.
-        d.observe(now, Pressure::None, 0, false);
+        d.observe(now, Pressure::None, 0, 0, false);
         let now = ingest(&mut d, now, 10 * MIB, 1000, 2.0);
-        d.observe(now, slow, 100, false);
+        d.observe(now, slow, 100, 0, false);
         assert_eq!(d.rate(), ADAPTIVE_START_FLOOR);
     }
 
@@ -659,9 +705,9 @@ mod tests {
         let slow = Pressure::Delay(Stall::PendingSlowdown);
         let mut d = DelayedWrites::new(0);
         assert_eq!(d.ingest_rate(0), 0, "nothing metered yet");
-        d.observe(0, slow, 1, false);
+        d.observe(0, slow, 1, 0, false);
         assert_eq!(d.rate(), ADAPTIVE_START_FLOOR, "no writes metered");
-        d.observe(0, Pressure::None, 0, false);
+        d.observe(0, Pressure::None, 0, 0, false);
         let now = ingest(&mut d, 0, 500 * MIB, 4096, 1.0);
         // Ten seconds without a write, then one: the window that ends holds the gap.
         let now = now + 10_000_000;
@@ -669,7 +715,7 @@ mod tests {
         assert!(d.ingest_rate(now + 1) < 100 * MIB, "{}", d.ingest_rate(now + 1));
         let later = now + 600_000;
         d.note_write(later, 4096);
-        d.observe(later, slow, 1, false);
+        d.observe(later, slow, 1, 0, false);
         assert_eq!(d.rate(), ADAPTIVE_START_FLOOR);
     }
 
@@ -693,7 +739,7 @@ mod tests {
         let slow = Pressure::Delay(Stall::L0Slowdown);
         let mut d = DelayedWrites::new(4 * MIB);
         let now = ingest(&mut d, 0, 200 * MIB, 1000, 1.0);
-        d.observe(now, slow, 100, false);
+        d.observe(now, slow, 100, 0, false);
         assert_eq!(d.rate(), 4 * MIB, "the user's rate is the start, whatever the ingest");
     }
 

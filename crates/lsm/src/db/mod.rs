@@ -1466,7 +1466,8 @@ impl Inner {
             l0_files + write_controller::NEAR_STOP_L0_FILES >= self.opts.level0_stop_writes_trigger;
         let pressure = self.pressure(st);
         let now_us = self.pacing_clock_us();
-        st.delayed.observe(now_us, pressure, st.pending_compaction_bytes + l0_debt, near_stop);
+        let debt = st.pending_compaction_bytes + l0_debt;
+        st.delayed.observe(now_us, pressure, debt, l0_files, near_stop);
         // A full compaction is a caller waiting: it never yields.
         let yields = !st.full_compaction
             && write_controller::compactions_yield(

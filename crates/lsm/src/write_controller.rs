@@ -328,7 +328,8 @@ impl DelayedWrites {
     /// slowdown trigger to its stop without one write delayed (ADOC's NVMe class: 22 to 36
     /// SSTs in 16 s, then writes stopped 7 s). Not enough yet: between two flushes the levels
     /// below commit several compactions, each shedding debt and speeding the pace up, which
-    /// outruns the one step down a flush makes (BENCHMARKS-history.md, "the pace's steps").
+    /// outruns the one step down a flush makes (BENCHMARKS-history.md, "the picker and the pace
+    /// near L0's stop").
     pub fn observe(
         &mut self,
         now_us: u64,

@@ -922,10 +922,26 @@ impl Storage {
             let wanted = self.begin_read_ahead(table, &missing);
             return (!wanted.is_empty()).then_some(PointRead::Read(wanted));
         }
+        self.live_row_in(table, key, |n| self.cache.get_shared((table, n)).map(|b| &b[..]))
+            .map(|r| PointRead::Row(Some(r)))
+    }
+
+    /// The decoded live row of `key` where the ordered index places its record, read from
+    /// the blocks `block` gives (by block number); `None` where a block is missing or the
+    /// record is not the key's live one. For the reads with the lock shared: it reads the
+    /// tables' metadata and ordered indexes, and whatever `block` reads.
+    fn live_row_in<'b>(
+        &self,
+        table: u32,
+        key: &[u8],
+        block: impl Fn(u64) -> Option<&'b [u8]>,
+    ) -> Option<Row> {
+        let t = self.tables.get(&table)?;
+        let pos = t.order.get(key)?;
         let stream = |pos: Pos, len: usize| {
             let mut out = Vec::with_capacity(len);
             for n in pos.blocks(len) {
-                let b = self.cache.get_shared((table, n))?;
+                let b = block(n)?;
                 let from =
                     if n == pos.block { HEADER_BYTES + pos.offset as usize } else { HEADER_BYTES };
                 let take = (len - out.len()).min(BLOCK_BYTES - from);
@@ -942,7 +958,7 @@ impl Storage {
         if schema.key_of(&row) != Some(key) {
             return None;
         }
-        schema.decode_row(&row).map(|r| PointRead::Row(Some(r)))
+        schema.decode_row(&row)
     }
 
     /// A point read's third step with the store's lock shared, after the blocks `wanted`
@@ -976,37 +992,10 @@ impl Storage {
                 None => self.cache.forget_read(k),
             }
         }
-        let row = (|| {
-            let t = self.tables.get(&table)?;
-            let pos = t.order.get(key)?;
-            let stream = |pos: Pos, len: usize| {
-                let mut out = Vec::with_capacity(len);
-                for n in pos.blocks(len) {
-                    let b = match self.cache.get_shared((table, n)) {
-                        Some(b) => b,
-                        None => &fresh.iter().find(|f| f.0 == n)?.1,
-                    };
-                    let from = if n == pos.block {
-                        HEADER_BYTES + pos.offset as usize
-                    } else {
-                        HEADER_BYTES
-                    };
-                    let take = (len - out.len()).min(BLOCK_BYTES - from);
-                    out.extend_from_slice(b.get(from..from + take)?);
-                }
-                Some(out)
-            };
-            let header = RowHeader::decode(&stream(pos, row::HEADER_BYTES)?)?;
-            if header.state != RowState::Live {
-                return None;
-            }
-            let row = stream(pos.advance(row::HEADER_BYTES), header.row_len as usize)?;
-            let schema = &t.meta.schema;
-            if schema.key_of(&row) != Some(key) {
-                return None;
-            }
-            schema.decode_row(&row)
-        })();
+        let row = self.live_row_in(table, key, |n| match self.cache.get_shared((table, n)) {
+            Some(b) => Some(&b[..]),
+            None => fresh.iter().find(|f| f.0 == n).map(|f| &f.1[..]),
+        });
         let mut waiting = 0;
         for (n, bytes) in fresh {
             waiting = self.cache.defer((table, n), bytes);

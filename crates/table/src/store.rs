@@ -26,8 +26,9 @@ pub(crate) mod mutex_site {
     /// A read: the read-ahead's checks, a scan's reads, a point read that missed the
     /// shared fast path.
     pub(crate) static READ: Site = Site::new("table: store mutex: read");
-    /// A point read of a row whose blocks are all cached, with the lock taken shared
-    /// (`Storage::select_cached`): such reads run side by side.
+    /// A point read's steps with the lock taken shared (`Storage::select_cached`, and
+    /// `Storage::end_read_shared` after a read of the blocks it lacked): such reads run side
+    /// by side.
     pub(crate) static READ_SHARED: Site = Site::new("table: store mutex: shared read");
     /// A change: stages 2 to 6 of an insert, update or erase.
     pub(crate) static CHANGE: Site = Site::new("table: store mutex: change");
@@ -55,17 +56,18 @@ pub struct TableId(pub u32);
 pub(crate) type StorageGuard<'a> =
     shale_space::contention::Timed<parking_lot::RwLockWriteGuard<'a, Storage>>;
 
-/// The store's lock over its storage: exclusive for everything but the cached point read
-/// ([`Shared::select_cached`]), which takes it shared.
+/// The store's lock over its storage: exclusive for everything but a point read's steps
+/// ([`Shared::select_cached`], [`Shared::end_read_shared`]), which take it shared.
 struct StorageLock(RwLock<Storage>);
 
 // SAFETY: `RwLock<Storage>` is `Sync` only if `Storage` is, and it is not (its queues and
 // its persistent memory log are `Send` trait objects, used through `&mut`). Threads share
-// a `&Storage` at once only through `Shared::select_cached`, the one place the lock is
-// taken shared, and `Storage::select_cached` reads no more than the tables' metadata and
-// ordered indexes, the block cache and the volume's layout, which are `Sync` (asserted
-// below): the cache's changes through `&self` are a CLOCK bit (an atomic) and a read
-// registered under its own mutex. Every other access holds the lock exclusive, where
+// a `&Storage` at once only through `Shared::select_cached` and `Shared::end_read_shared`,
+// the two places the lock is taken shared, and `Storage::select_cached` and
+// `Storage::end_read_shared` read no more than the tables' metadata and ordered indexes,
+// the block cache and the volume's layout, which are `Sync` (asserted below): the cache's
+// changes through `&self` are a CLOCK bit (an atomic) and reads registered, forgotten or
+// deferred under its own mutexes. Every other access holds the lock exclusive, where
 // `Storage: Send` is all that is needed.
 unsafe impl Sync for StorageLock {}
 

@@ -910,20 +910,26 @@ impl Storage {
     pub fn select_cached(&self, table: u32, key: &[u8]) -> Option<PointRead> {
         let t = self.tables.get(&table)?;
         let pos = t.order.get(key)?;
-        let missing: Vec<u64> = match self.cache.peek((table, pos.block)) {
-            None => vec![pos.block],
-            Some(_) => self
-                .continuations(table, &[pos])
-                .into_iter()
-                .filter(|&n| self.cache.peek((table, n)).is_none())
-                .collect(),
-        };
+        let missing = self.missing_blocks(table, pos);
         if !missing.is_empty() {
             let wanted = self.begin_read_ahead(table, &missing);
             return (!wanted.is_empty()).then_some(PointRead::Read(wanted));
         }
         self.live_row_in(table, key, |n| self.cache.get_shared((table, n)).map(|b| &b[..]))
             .map(|r| PointRead::Row(Some(r)))
+    }
+
+    /// The blocks of the record at `pos` of `table` that the cache lacks: its first, or,
+    /// that one cached, those its header says it runs on into.
+    fn missing_blocks(&self, table: u32, pos: Pos) -> Vec<u64> {
+        match self.cache.peek((table, pos.block)) {
+            None => vec![pos.block],
+            Some(_) => self
+                .continuations(table, &[pos])
+                .into_iter()
+                .filter(|&n| self.cache.peek((table, n)).is_none())
+                .collect(),
+        }
     }
 
     /// The decoded live row of `key` where the ordered index places its record, read from
@@ -1023,14 +1029,7 @@ impl Storage {
         let Some(pos) = self.ordered_position(table, key)? else {
             return self.select(table, key).map(PointRead::Row);
         };
-        let missing: Vec<u64> = match self.cache.peek((table, pos.block)) {
-            None => vec![pos.block],
-            Some(_) => self
-                .continuations(table, &[pos])
-                .into_iter()
-                .filter(|&n| self.cache.peek((table, n)).is_none())
-                .collect(),
-        };
+        let missing = self.missing_blocks(table, pos);
         if missing.is_empty() {
             return self.select(table, key).map(PointRead::Row);
         }

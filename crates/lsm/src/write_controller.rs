@@ -9,6 +9,7 @@
 //! store then swings between full speed and a crawl; a rate lets writes through at what the
 //! background work can absorb and adapts to whether that work is catching up.
 
+use std::cmp::Ordering;
 use std::time::Duration;
 
 use crate::options::Options;
@@ -216,8 +217,9 @@ impl IngestMeter {
 ///   group waits longer than its own bytes at the rate plus a slice ([`DelayedWrites::delay`]
 ///   says why), and over a run the bytes let through follow the rate.
 /// - At each new shape (a flush or a compaction committed, [`DelayedWrites::observe`]) while
-///   slowed down, the rate is multiplied by 0.6 near a stop, by 0.8 if the compaction debt
-///   did not shrink, by 1.25 if it did, within [`MIN_DELAYED_WRITE_RATE`] and the rate the
+///   slowed down, the rate is multiplied by 0.6 near a stop; under the pending-bytes
+///   slowdown by 0.8 if the compaction debt did not shrink, by 1.25 if it did; under L0's
+///   slowdown by 0.8 if L0 grew, by 1.25 if it shrank (held if neither); within [`MIN_DELAYED_WRITE_RATE`] and the rate the
 ///   user set (`Options::delayed_write_rate`; no cap when adaptive); on leaving the slowdown
 ///   it is multiplied by 1.4 (within the same cap), which matters only to a fixed start.
 ///
@@ -322,14 +324,14 @@ impl DelayedWrites {
     /// Takes in a new shape of the store at `now_us`: its `pressure`, its compaction `debt`
     /// in bytes, L0's SSTs and whether it is `near_stop`.
     ///
-    /// The pace slows while the debt grows, as RocksDB's does, and also while L0 grows under
-    /// L0's slowdown: the debt can fall while L0 climbs (the levels below shed their excess
-    /// while L0's compaction waits for them), and a pace sped up then let L0 run from its
-    /// slowdown trigger to its stop without one write delayed (ADOC's NVMe class: 22 to 36
-    /// SSTs in 16 s, then writes stopped 7 s). Not enough yet: between two flushes the levels
-    /// below commit several compactions, each shedding debt and speeding the pace up, which
-    /// outruns the one step down a flush makes (BENCHMARKS-history.md, "the picker and the pace
-    /// near L0's stop").
+    /// Under the pending-bytes slowdown the pace follows the debt, as RocksDB's does: slower
+    /// while it did not shrink, faster while it did. Under L0's slowdown it follows L0's count
+    /// alone: slower when L0 grew (a flush), faster when it shrank (L0 -> L1 committed), held
+    /// otherwise. The debt is the wrong signal there: the levels below commit several
+    /// compactions between two flushes, each shedding debt, and a pace sped up at each let L0
+    /// run from its slowdown trigger to its stop with hardly a write delayed (ADOC's NVMe
+    /// class: 20 to 36 SSTs in 22 s, then a stop; BENCHMARKS-history.md, "the picker and the
+    /// pace near L0's stop").
     pub fn observe(
         &mut self,
         now_us: u64,
@@ -359,9 +361,13 @@ impl DelayedWrites {
         };
         if near_stop || matches!(pressure, Pressure::Stop(_)) {
             self.scale(NEAR_STOP);
-        } else if debt >= prev
-            || (pressure == Pressure::Delay(Stall::L0Slowdown) && l0_files > prev_l0)
-        {
+        } else if pressure == Pressure::Delay(Stall::L0Slowdown) {
+            match l0_files.cmp(&prev_l0) {
+                Ordering::Greater => self.scale(SLOWER),
+                Ordering::Less => self.scale(FASTER),
+                Ordering::Equal => {}
+            }
+        } else if debt >= prev {
             self.scale(SLOWER);
         } else {
             self.scale(FASTER);
@@ -552,16 +558,20 @@ mod tests {
         ) {
             let slow = Pressure::Delay(Stall::L0Slowdown);
             let mut d = DelayedWrites::new(64 * MIB);
-            d.observe(0, slow, 100, 0, false);
+            d.observe(0, slow, 100, 20, false);
             let mut now = 0u64;
-            let mut debt = 100;
+            let (mut debt, mut l0) = (100, 20);
             for (bytes, gap, shape) in steps {
                 if let Some(kind) = shape {
-                    // A new shape: the debt grows, shrinks, nears a stop, or is gone.
+                    // A new shape: L0 and the debt grow, shrink, near a stop, or are gone.
                     match kind {
-                        0 => { debt += 10; d.observe(0, slow, debt, 0, false) }
-                        1 => { debt = debt.saturating_sub(10); d.observe(0, slow, debt, 0, false) }
-                        2 => d.observe(0, slow, debt, 0, true),
+                        0 => { debt += 10; l0 += 1; d.observe(0, slow, debt, l0, false) }
+                        1 => {
+                            debt = debt.saturating_sub(10);
+                            l0 = l0.saturating_sub(1).max(20);
+                            d.observe(0, slow, debt, l0, false)
+                        }
+                        2 => d.observe(0, slow, debt, l0, true),
                         _ => d.observe(0, Pressure::None, 0, 0, false),
                     }
                 }
@@ -577,49 +587,53 @@ mod tests {
     }
 
     #[test]
-    fn the_rate_slows_while_l0_grows_under_its_slowdown_even_as_the_debt_shrinks() {
+    fn under_l0s_slowdown_the_rate_follows_l0s_count_not_the_debt() {
         let l0 = Pressure::Delay(Stall::L0Slowdown);
         let mut d = DelayedWrites::new(16 * MIB);
         d.observe(0, l0, 1000, 20, false);
+        assert_eq!(d.rate(), 16 * MIB, "entering a slowdown keeps the rate");
         // The debt falls (the levels below shed their excess) while L0 climbs: slower.
         d.observe(0, l0, 900, 21, false);
         let r = (16.0 * MIB as f64 * 0.8) as u64;
         assert_eq!(d.rate(), r, "L0 grew");
-        d.observe(0, l0, 800, 23, false);
+        // Compactions below L0 commit, each shedding debt: the pace holds.
+        for debt in [800, 700, 600, 500] {
+            d.observe(0, l0, debt, 21, false);
+            assert_eq!(d.rate(), r, "L0 held while the debt fell to {debt}");
+        }
+        // The debt grows while L0 holds: still held.
+        d.observe(0, l0, 5000, 21, false);
+        assert_eq!(d.rate(), r, "L0 held while the debt grew");
+        d.observe(0, l0, 5000, 23, false);
         let r = (r as f64 * 0.8) as u64;
         assert_eq!(d.rate(), r, "L0 grew again");
-        // L0 still, the debt falling: faster.
-        d.observe(0, l0, 700, 23, false);
-        assert_eq!(d.rate(), (r as f64 * 1.25) as u64, "L0 held, the debt shrank");
-        // Under the pending-bytes slowdown L0's count does not steer the pace.
-        let mut d = DelayedWrites::new(16 * MIB);
-        let pending = Pressure::Delay(Stall::PendingSlowdown);
-        d.observe(0, pending, 1000, 5, false);
-        d.observe(0, pending, 1100, 5, false);
-        let r = (16.0 * MIB as f64 * 0.8) as u64;
-        d.observe(0, pending, 900, 8, false);
-        assert_eq!(d.rate(), (r as f64 * 1.25) as u64);
+        // L0 -> L1 committed: faster, whatever the debt.
+        d.observe(0, l0, 6000, 21, false);
+        assert_eq!(d.rate(), (r as f64 * 1.25) as u64, "L0 shrank");
+        let r = d.rate();
+        d.observe(0, l0, 6000, 22, true);
+        assert_eq!(d.rate(), (r as f64 * 0.6) as u64, "near a stop");
     }
 
     #[test]
-    fn the_rate_slows_while_the_debt_grows_and_recovers_as_it_shrinks() {
-        let slow = Pressure::Delay(Stall::L0Slowdown);
+    fn under_the_pending_bytes_slowdown_the_rate_follows_the_debt() {
+        let slow = Pressure::Delay(Stall::PendingSlowdown);
         let mut d = DelayedWrites::new(16 * MIB);
-        d.observe(0, slow, 100, 0, false);
+        d.observe(0, slow, 100, 5, false);
         assert_eq!(d.rate(), 16 * MIB, "entering a slowdown keeps the rate");
-        d.observe(0, slow, 100, 0, false);
+        d.observe(0, slow, 100, 5, false);
         assert_eq!(d.rate(), (16.0 * MIB as f64 * 0.8) as u64, "a debt that did not shrink");
-        d.observe(0, slow, 150, 0, false);
+        d.observe(0, slow, 150, 3, false);
         let r = (16.0 * MIB as f64 * 0.8) as u64;
         let r = (r as f64 * 0.8) as u64;
-        assert_eq!(d.rate(), r);
-        d.observe(0, slow, 120, 0, false);
+        assert_eq!(d.rate(), r, "a growing debt slows, L0's count aside");
+        d.observe(0, slow, 120, 8, false);
         assert_eq!(d.rate(), (r as f64 * 1.25) as u64, "a shrinking debt speeds up");
         let r = d.rate();
-        d.observe(0, slow, 100, 0, true);
+        d.observe(0, slow, 100, 8, true);
         assert_eq!(d.rate(), (r as f64 * 0.6) as u64, "near a stop, even as the debt shrinks");
         let r = d.rate();
-        d.observe(0, Pressure::Stop(Stall::L0Stop), 90, 0, false);
+        d.observe(0, Pressure::Stop(Stall::L0Stop), 90, 36, false);
         assert_eq!(d.rate(), (r as f64 * 0.6) as u64, "a stop");
         let r = d.rate();
         d.observe(0, Pressure::None, 0, 0, false);
@@ -678,7 +692,7 @@ mod tests {
 
     #[test]
     fn an_adaptive_slowdown_starts_below_the_rate_writes_went_in() {
-        let slow = Pressure::Delay(Stall::L0Slowdown);
+        let slow = Pressure::Delay(Stall::PendingSlowdown);
         let mut d = DelayedWrites::new(0);
         let now = ingest(&mut d, 0, 200 * MIB, 1000, 2.0);
         let metered = d.ingest_rate(now);

@@ -17,7 +17,11 @@
 #          /dev/shm too (memory as the device: what is left is the engine's own CPU scaling).
 # Every median also goes to $OUT/scaling.csv (part,variant,threads,ops_per_s), and
 # bench/lib/scaling_chart.py draws one SVG per part from it ($OUT/chart-PART.svg: ops/s
-# against threads or volumes, a line per engine).
+# against threads or volumes, a line per engine). Every run reports its tail as the client
+# sees it (`--histogram` for shale bench and db_bench; shale ycsb and kvbench print theirs):
+# bench/lib/tails.py reads each run's p50, p99, p99.9 and max per operation type into
+# $OUT/tails.csv, and bench/lib/scaling_tails.py puts their medians in the summary's tail
+# tables, beside the throughput tables.
 # Runs are timed (--duration) where the tool takes it, so a faster machine does more work in
 # the same time. Every engine runs on the same file system (SCRATCH), chosen as the first of
 # the candidates that takes O_DIRECT writes and is not tmpfs (nor an overlay, where another
@@ -75,6 +79,14 @@ mkdir -p "$OUT/raw"
 SUMMARY="$OUT/README.md"
 CSV="$OUT/scaling.csv"
 echo "part,variant,threads,ops_per_s" >"$CSV"
+TAILS="$OUT/tails.csv"
+echo "part,variant,threads,repeat,label,op,p50_us,p99_us,p999_us,max_us,ops" >"$TAILS"
+# part variant threads repeat log: the log's tail rows (one per benchmark and operation type;
+# kvbench's per-instance rows, labelled NAME[i], left out for its total) into $TAILS. A run
+# that printed none (it failed) adds none: its cell in the tail tables reads "-".
+record_tails() {
+  python3 bench/lib/tails.py --csv "$5" | awk -F, '$1 !~ /\[/' | sed "s|^|$1,$2,$3,$4,|" >>"$TAILS"
+}
 
 # The scratch file system: O_DIRECT must work, and tmpfs or an overlay would not be a device.
 usable() { # dir, file systems refused -> 0 when it is none of them and takes O_DIRECT writes
@@ -130,7 +142,7 @@ dbrun() { # variant bench threads repeat -> ops/s
   local v=$1 b=$2 t=$3 r=$4 log="$OUT/raw/$2-$1-t$3-r$4.txt"
   rm -rf "$work/db"
   local common=(--benchmarks="$b" --num=100000000 --writes=100000000 --duration="$DURATION"
-    --threads="$t" --value_size=1024 --db="$work/db")
+    --threads="$t" --value_size=1024 --db="$work/db" --histogram=1)
   case $v in
     rocksdb) timeout $((DURATION * 6 + 60)) "$DB_BENCH" "${common[@]}" --compression_type=none >"$log" 2>&1 ;;
     *-loggers0) timeout $((DURATION * 6 + 60)) "${BIN[${v%-loggers0}]}" bench "${common[@]}" --wal_loggers=0 --statistics >"$log" 2>&1 ;;
@@ -138,6 +150,7 @@ dbrun() { # variant bench threads repeat -> ops/s
   esac
   echo "rc=$?" >>"$log"
   rm -rf "$work/db"
+  record_tails "$b" "$v" "$t" "$r" "$log"
   ops_of "$b" "$log"
 }
 
@@ -198,6 +211,7 @@ kv_part() { # medium dir
         --num "$KV_NUM" --operations 100000000 --value_size 4096 --queue_depth 8 --pin --duration "$DURATION" \
         --workloads randfill,ycsb-c --csv "$csv" --run "n$n-r$r" >"$OUT/raw/kv-$medium-n$n-r$r.txt" 2>&1
       echo "rc=$?" >>"$OUT/raw/kv-$medium-n$n-r$r.txt"
+      record_tails "kv-$medium" hash "$n" "$r" "$OUT/raw/kv-$medium-n$n-r$r.txt"
       rm -rf "$dir"/v*
       for w in randfill ycsb-c; do
         # The run's total row: all instances' operations over the slowest one's time.
@@ -238,6 +252,7 @@ table_part() {
           --workload "$wl" --records "$TABLE_RECORDS" --operations "$TABLE_OPS" --threads "$th" \
           >"$log" 2>&1
         echo "rc=$?" >>"$log"
+        record_tails table "$(echo "$wl" | tr a-z A-Z)" "$th" "$r" "$log"
         ops=$(awk -F', ' '/^\[OVERALL\], Throughput/ {printf "%.0f", $3}' "$log")
         echo "table $wl threads $th repeat $r: ${ops:-failed} ops/s" >&2
         got+=" ${ops:-}"
@@ -267,6 +282,7 @@ for part in $PARTS; do
       ;;
   esac
 done
+python3 bench/lib/scaling_tails.py "$TAILS" | tee -a "$SUMMARY"
 python3 bench/lib/scaling_chart.py "$CSV" "$OUT" | tee -a "$SUMMARY"
 echo | tee -a "$SUMMARY"
 echo "finished $(date -u '+%H:%M:%S UTC')" | tee -a "$SUMMARY"

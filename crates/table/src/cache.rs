@@ -100,12 +100,7 @@ impl BlockCache {
     /// through `&self` (a point read ending with the store's lock shared whose block was
     /// stale or not valid: the exclusive path reads it again).
     pub fn forget_read(&self, key: (u32, u64)) {
-        let mut reading = self.reading.lock();
-        let r = reading.get_mut(&key).expect("a read forgotten was begun");
-        r.0 -= 1;
-        if r.0 == 0 {
-            reading.remove(&key);
-        }
+        unregister(&mut self.reading.lock(), key);
     }
 
     /// Hands a block read fresh, its read still registered, to the next holder of the
@@ -125,13 +120,7 @@ impl BlockCache {
     /// Ends a read registered by [`BlockCache::begin_read`], caching `block` (`None`: a
     /// failed read, a blank block) unless the read is stale or the block cached since.
     pub fn end_read(&mut self, key: (u32, u64), block: Option<Vec<u8>>) {
-        let reading = self.reading.get_mut();
-        let r = reading.get_mut(&key).expect("a read ended was begun");
-        let stale = r.1;
-        r.0 -= 1;
-        if r.0 == 0 {
-            reading.remove(&key);
-        }
+        let stale = unregister(self.reading.get_mut(), key);
         if let Some(b) = block.filter(|_| !stale && !self.blocks.contains(&key)) {
             self.put(key, b);
         }
@@ -184,6 +173,18 @@ impl BlockCache {
     pub fn blocks(&self) -> usize {
         self.blocks.len()
     }
+}
+
+/// Drops one registration of a read of `key` (the entry goes with the last); returns whether
+/// a put made the read stale.
+fn unregister(reading: &mut HashMap<(u32, u64), (u32, bool)>, key: (u32, u64)) -> bool {
+    let r = reading.get_mut(&key).expect("a read ended was begun");
+    let stale = r.1;
+    r.0 -= 1;
+    if r.0 == 0 {
+        reading.remove(&key);
+    }
+    stale
 }
 
 #[cfg(test)]

@@ -39,7 +39,8 @@ use crate::volume_path::volume_file;
 /// Held while the store is open.
 #[derive(Debug)]
 pub struct StoreLock {
-    file: File,
+    /// Let go of explicitly when the lock drops (after the removal below: [`LockedFile`]).
+    file: LockedFile,
     /// The empty volume file this lock made for a new store ([`StoreLock::acquire_creating`]).
     created: Option<PathBuf>,
 }
@@ -54,7 +55,6 @@ impl Drop for StoreLock {
                 let _ = std::fs::remove_file(p);
             }
         }
-        unlock(&self.file);
     }
 }
 
@@ -147,7 +147,7 @@ fn take(path: &Path, mode: Mode, create: bool) -> Result<StoreLock> {
         )),
         _ => shale_io::Error::at_path(PathOp::Open, &target, e).into(),
     })?;
-    lock(&file, mode).map_err(|e| match e.raw_os_error() {
+    let file = LockedFile::lock(file, mode).map_err(|e| match e.raw_os_error() {
         Some(libc::EAGAIN | libc::EACCES) => Error::InUse(match mode {
             Mode::Exclusive => format!(
                 "{} is open by another handle (read-only or read-write, in this process or \

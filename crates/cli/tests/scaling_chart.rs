@@ -4,27 +4,37 @@
 //! test.sh's Python checks do.
 
 use std::path::Path;
+use std::process::Output;
+
+/// Runs `bench/lib/<script>` on a CSV of `rows` in a fresh directory, with that directory as
+/// a second argument where `dir_arg`; returns the directory (kept while it lives) and what
+/// the script printed, after checking that it succeeded.
+fn run(script: &str, rows: &str, dir_arg: bool) -> (tempfile::TempDir, Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("in.csv");
+    std::fs::write(&csv, rows).unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/lib").join(script);
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(&path).arg(&csv);
+    if dir_arg {
+        cmd.arg(dir.path());
+    }
+    let out =
+        cmd.output().unwrap_or_else(|e| panic!("python3 runs (bench/lib/{script} needs it): {e}"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (dir, out)
+}
 
 #[test]
 fn one_chart_per_part_and_a_line_per_variant() {
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("scaling.csv");
-    std::fs::write(
-        &csv,
+    let (dir, out) = run(
+        "scaling_chart.py",
         "part,variant,threads,ops_per_s\n\
          fillsync,rocksdb,1,1000\nfillsync,rocksdb,16,9000\n\
          fillsync,shale,1,1500\nfillsync,shale,16,-\nfillsync,shale,64,20000\n\
          table,ycsb-c,2,300000\ntable,ycsb-c,16,900000\n",
-    )
-    .unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/lib/scaling_chart.py");
-    let out = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(&csv)
-        .arg(dir.path())
-        .output()
-        .expect("python3 runs (bench/lib/scaling_chart.py needs it)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        true,
+    );
     let listed = String::from_utf8(out.stdout).unwrap();
     assert_eq!(listed.lines().count(), 2, "{listed}");
     let sync = std::fs::read_to_string(dir.path().join("chart-fillsync.svg")).unwrap();
@@ -39,10 +49,8 @@ fn one_chart_per_part_and_a_line_per_variant() {
 
 #[test]
 fn the_tail_tables_hold_each_percentiles_median_over_the_repeats() {
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("tails.csv");
-    std::fs::write(
-        &csv,
+    let (_dir, out) = run(
+        "scaling_tails.py",
         "part,variant,threads,repeat,label,op,p50_us,p99_us,p999_us,max_us,ops\n\
          fillrandom,rocksdb,16,1,fillrandom,write,4.0,10.0,30.0,900.0,100\n\
          fillrandom,rocksdb,16,2,fillrandom,write,6.0,30.0,10.0,300.0,100\n\
@@ -52,15 +60,8 @@ fn the_tail_tables_hold_each_percentiles_median_over_the_repeats() {
          table,B,2,1,run,READ,20.0,58.0,84.0,10465.0,95\n\
          table,B,2,1,run,UPDATE,67.8,171.0,227.0,5846.0,5\n\
          kv-tmpfs,hash,8,1,ycsb-c,get,2.4,152.0,203.0,17082.0,9\n",
-    )
-    .unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/lib/scaling_tails.py");
-    let out = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(&csv)
-        .output()
-        .expect("python3 runs (bench/lib/scaling_tails.py needs it)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        false,
+    );
     let md = String::from_utf8(out.stdout).unwrap();
     assert_eq!(md.matches("## Tails: ").count(), 3, "a table per part: {md}");
     // Each percentile's median over the three repeats, not one run's line.

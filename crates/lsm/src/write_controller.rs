@@ -219,9 +219,10 @@ impl IngestMeter {
 /// - At each new shape (a flush or a compaction committed, [`DelayedWrites::observe`]) while
 ///   slowed down, the rate is multiplied by 0.6 near a stop; under the pending-bytes
 ///   slowdown by 0.8 if the compaction debt did not shrink, by 1.25 if it did; under L0's
-///   slowdown by 0.8 if L0 grew, by 1.25 if it shrank (held if neither); within [`MIN_DELAYED_WRITE_RATE`] and the rate the
-///   user set (`Options::delayed_write_rate`; no cap when adaptive); on leaving the slowdown
-///   it is multiplied by 1.4 (within the same cap), which matters only to a fixed start.
+///   slowdown by 0.8 if L0 grew, by 1.25 if it shrank (held if neither); within
+///   [`MIN_DELAYED_WRITE_RATE`] and the rate the user set (`Options::delayed_write_rate`; no
+///   cap when adaptive); on leaving the slowdown it is multiplied by 1.4 (within the same
+///   cap), which matters only to a fixed start.
 ///
 /// Pure: the caller passes the time, so tests drive it exactly.
 #[derive(Clone, Debug)]

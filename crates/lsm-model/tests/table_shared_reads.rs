@@ -2,24 +2,31 @@
 //! `Transaction::point_read`, issue #45 part 2), under shuttle. The steps are stated again
 //! here, each named after the engine function it stands for, on shuttle's read-write lock
 //! and mutexes:
-//! - a point read (`Storage::select_cached`, lock shared): a cached block is read there;
-//!   a missing one is registered in the cache's reads in flight (`BlockCache::begin_read`,
-//!   behind the cache's own mutex); then, without the lock, the device is read; then
-//!   (`Storage::end_read_shared`, lock shared again) the read is used if still fresh and
-//!   deferred, still registered (`BlockCache::defer`), or forgotten if stale, and the read
-//!   goes the exclusive way (`Storage::select_or_read`: the deferred blocks cached first,
-//!   then the block read under the lock); the deferred blocks are cached
-//!   (`Storage::cache_deferred`) at once where the lock is free (`try_write`), or with it
-//!   taken exclusive when `DEFERRED_MAX` wait;
-//! - a change (lock exclusive): the block loaded if not cached, changed, marked dirty
-//!   (every put makes the reads in flight of the block stale: `BlockCache::put`);
+//! - a point read of a record running over two blocks (`Storage::select_cached`, lock
+//!   shared): the row is read there if both blocks are cached; else the first missing
+//!   one (the second's need is known from the first's header) is registered in the
+//!   cache's reads in flight (`BlockCache::begin_read`, behind the cache's own mutex);
+//!   then, without the lock, the device is read; then (`Storage::end_read_shared`, lock
+//!   shared again) the blocks read join those the read holds, whose reads stay registered,
+//!   and every one must still be fresh; the row is put together from the cache and them,
+//!   or the next block missing is registered for another step; once the read ends its
+//!   blocks are deferred (`BlockCache::defer`, or their reads ended where `DEFERRED_MAX`
+//!   wait), and a block gone stale sends the read the exclusive way
+//!   (`Storage::select_or_read`: the deferred blocks cached first, then the blocks read
+//!   under the lock); the deferred blocks are cached (`Storage::cache_deferred`) only
+//!   where the lock is free at once (`try_write`): a reader never waits for it exclusive;
+//! - caching a block read fresh (`BlockCache::fill`, through `end_read`) leaves the other
+//!   reads of it in flight fresh; a change's put and its in-place change (`BlockCache::put`,
+//!   `BlockCache::get`) make them stale;
+//! - a change (lock exclusive): the block loaded if not cached, changed, marked dirty;
 //! - a round's writes (`Shared::write_dirty`, as in `table_write_round.rs`);
 //! - eviction of every clean unpinned block (the cache's CLOCK), lock exclusive.
 //!
-//! Checked: every read gives the block's last change (a deferred block raced by a change and
-//! an eviction never comes back into the cache older than that change); at the end every
-//! cached block is its last change, nothing is left registered or deferred, and after a last
-//! round the device holds every block's last change. A failure prints the schedule to replay.
+//! Checked: every row read is made of each block's last change (no block of it older, as
+//! a fill that left a read fresh while a change raced it would give); at the end every
+//! cached block is its last change, nothing is left registered or deferred, and after a
+//! last round the device holds every block's last change. A failure prints the schedule to
+//! replay.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,8 +36,10 @@ use shuttle::sync::{Mutex, RwLock};
 const ITERATIONS: usize = 3000;
 const PCT_DEPTH: usize = 3;
 const BLOCKS: u64 = 2;
-/// `cache::DEFERRED_MAX`, small so that the exclusive caching of deferred blocks is met.
-const DEFERRED_MAX: usize = 2;
+/// `cache::DEFERRED_MAX`, small so that reads ended for want of room are met.
+const DEFERRED_MAX: usize = 1;
+/// Steps of a point read with the lock shared (`txn::POINT_READ_STEPS`).
+const STEPS: usize = 3;
 
 /// A cached block: its version (the change it holds), dirty, pins.
 #[derive(Clone, Copy, Default)]
@@ -53,7 +62,8 @@ struct Storage {
 }
 
 impl Storage {
-    /// `BlockCache::put`: the reads in flight of the block are stale from now on.
+    /// `BlockCache::put` (and `BlockCache::get`, to change a block): the reads in flight of
+    /// the block are stale from now on.
     fn put(&mut self, n: u64, block: Cached) {
         if let Some(r) = self.reading.get_mut().unwrap().get_mut(&n) {
             r.1 = true;
@@ -62,17 +72,11 @@ impl Storage {
     }
 
     /// `BlockCache::end_read`: one read of `n` ends, its block cached unless stale or
-    /// cached since.
+    /// cached since (`BlockCache::fill`: the other reads of it stay fresh).
     fn end_read(&mut self, n: u64, version: Option<u64>) {
-        let reading = self.reading.get_mut().unwrap();
-        let r = reading.get_mut(&n).expect("a read ended was begun");
-        let stale = r.1;
-        r.0 -= 1;
-        if r.0 == 0 {
-            reading.remove(&n);
-        }
+        let stale = unregister(self.reading.get_mut().unwrap(), n);
         if let Some(v) = version.filter(|_| !stale && !self.cache.contains_key(&n)) {
-            self.put(n, Cached { version: v, ..Cached::default() });
+            self.cache.insert(n, Cached { version: v, ..Cached::default() });
         }
     }
 
@@ -84,9 +88,70 @@ impl Storage {
         }
     }
 
+    /// `BlockCache::read_is_fresh`.
+    fn fresh(&self, n: u64) -> bool {
+        self.reading.lock().unwrap().get(&n).is_some_and(|r| !r.1)
+    }
+
+    /// `BlockCache::defer`, with the lock shared.
+    fn defer(&self, n: u64, version: u64) {
+        let mut deferred = self.deferred.lock().unwrap();
+        if deferred.len() >= DEFERRED_MAX {
+            unregister(&mut self.reading.lock().unwrap(), n);
+        } else {
+            deferred.push((n, version));
+        }
+    }
+
+    /// `BlockCache::begin_read`, with the lock shared.
+    fn begin_read(&self, n: u64) {
+        self.reading.lock().unwrap().entry(n).or_insert((0, false)).0 += 1;
+    }
+
     fn latest(&self, n: u64) -> u64 {
         *self.latest.get(&n).unwrap_or(&0)
     }
+
+    /// `Storage::end_read_shared` once the blocks read are in `held`: the row's blocks'
+    /// versions, the next block to read, or `None` (the exclusive way).
+    fn shared_step(&self, record: &[u64], held: &[(u64, u64)], more: bool) -> Step {
+        if held.iter().any(|&(n, _)| !self.fresh(n)) {
+            return Step::Exclusive;
+        }
+        let version = |n: u64| match self.cache.get(&n) {
+            Some(e) => Some(e.version),
+            None => held.iter().find(|h| h.0 == n).map(|h| h.1),
+        };
+        match record.iter().find(|&&n| version(n).is_none()) {
+            None => Step::Row(record.iter().map(|&n| (n, version(n).unwrap())).collect()),
+            Some(&n) if more => {
+                self.begin_read(n);
+                Step::Read(n)
+            }
+            Some(_) => Step::Exclusive,
+        }
+    }
+}
+
+/// `cache::unregister`: one read of `n` ends; whether it was stale.
+fn unregister(reading: &mut HashMap<u64, (u32, bool)>, n: u64) -> bool {
+    let r = reading.get_mut(&n).expect("a read ended was begun");
+    let stale = r.1;
+    r.0 -= 1;
+    if r.0 == 0 {
+        reading.remove(&n);
+    }
+    stale
+}
+
+/// A step of a point read with the lock shared.
+enum Step {
+    /// The row: each block's version it was made of.
+    Row(Vec<(u64, u64)>),
+    /// A block to read next, registered.
+    Read(u64),
+    /// The exclusive way.
+    Exclusive,
 }
 
 #[derive(Default)]
@@ -103,76 +168,71 @@ impl Store {
         *self.device.lock().unwrap().get(&n).unwrap_or(&0)
     }
 
-    /// `Transaction::point_read` of block `n`'s row: checks it reads the last change.
-    fn point_read(&self, n: u64) {
-        // `Storage::select_cached`.
-        {
-            let st = self.storage.read().unwrap();
-            if let Some(e) = st.cache.get(&n) {
-                assert_eq!(
-                    e.version,
-                    st.latest(n),
-                    "block {n}: a cached read older than its last change"
-                );
-                return;
-            }
-            st.reading.lock().unwrap().entry(n).or_insert((0, false)).0 += 1;
-        }
-        // Read outside the lock (`unlocked_read::read_registered`).
-        shuttle::thread::yield_now();
-        let read = self.device(n);
-        // `Storage::end_read_shared`.
-        let used = {
-            let st = self.storage.read().unwrap();
-            let mut reading = st.reading.lock().unwrap();
-            let fresh = reading.get(&n).is_some_and(|r| !r.1);
-            if fresh {
-                drop(reading);
-                assert_eq!(
-                    read,
-                    st.latest(n),
-                    "block {n}: a fresh read older than its last change"
-                );
-                let mut deferred = st.deferred.lock().unwrap();
-                deferred.push((n, read));
-                Some(deferred.len() >= DEFERRED_MAX)
-            } else {
-                // `BlockCache::forget_read`.
-                let r = reading.get_mut(&n).expect("a read forgotten was begun");
-                r.0 -= 1;
-                if r.0 == 0 {
-                    reading.remove(&n);
-                }
-                None
+    /// `Transaction::point_read` of the row in `record`'s blocks: checks each block of it
+    /// is that block's last change at the read's last hold.
+    fn point_read(&self, record: &[u64]) {
+        let check = |st: &Storage, row: &[(u64, u64)], how: &str| {
+            for &(n, v) in row {
+                assert_eq!(v, st.latest(n), "block {n}: {how} read older than its last change");
             }
         };
-        match used {
-            Some(true) => self.storage.write().unwrap().cache_deferred(),
-            Some(false) => {
-                if let Ok(mut st) = self.storage.try_write() {
-                    st.cache_deferred();
-                }
+        // `Storage::select_cached`.
+        let mut next = {
+            let st = self.storage.read().unwrap();
+            match st.shared_step(record, &[], true) {
+                Step::Row(row) => return check(&st, &row, "a cached"),
+                Step::Read(n) => Some(n),
+                Step::Exclusive => None,
             }
-            // The exclusive way: `Storage::select_or_read` caches the deferred blocks, then
-            // reads the block under the lock (`Storage::load`).
-            None => {
-                let mut st = self.storage.write().unwrap();
-                st.cache_deferred();
-                let version = match st.cache.get(&n) {
-                    Some(e) => e.version,
-                    None => {
-                        let v = self.device(n);
-                        st.put(n, Cached { version: v, ..Cached::default() });
-                        v
+        };
+        let mut held: Vec<(u64, u64)> = Vec::new();
+        let mut step = 1;
+        while let Some(n) = next {
+            // Read outside the lock (`unlocked_read::read_registered`).
+            shuttle::thread::yield_now();
+            let read = self.device(n);
+            step += 1;
+            // `Storage::end_read_shared`.
+            let st = self.storage.read().unwrap();
+            held.push((n, read));
+            next = match st.shared_step(record, &held, step < STEPS) {
+                Step::Read(n) => Some(n),
+                ended => {
+                    for &(n, v) in &held {
+                        st.defer(n, v);
                     }
-                };
-                assert_eq!(
-                    version,
-                    st.latest(n),
-                    "block {n}: an exclusive read older than its last change"
-                );
-            }
+                    match ended {
+                        Step::Row(row) => {
+                            check(&st, &row, "a shared");
+                            drop(st);
+                            // `Shared::end_read_shared`: cached only if the lock is free.
+                            if let Ok(mut st) = self.storage.try_write() {
+                                st.cache_deferred();
+                            }
+                            return;
+                        }
+                        _ => None,
+                    }
+                }
+            };
         }
+        // The exclusive way: `Storage::select_or_read` caches the deferred blocks, then
+        // reads the blocks under the lock (`Storage::load`).
+        let mut st = self.storage.write().unwrap();
+        st.cache_deferred();
+        let mut row = Vec::new();
+        for &n in record {
+            let version = match st.cache.get(&n) {
+                Some(e) => e.version,
+                None => {
+                    let v = self.device(n);
+                    st.put(n, Cached { version: v, ..Cached::default() });
+                    v
+                }
+            };
+            row.push((n, version));
+        }
+        check(&st, &row, "an exclusive");
     }
 
     /// `Storage::insert`/`update` of block `n`, lock exclusive.
@@ -232,7 +292,10 @@ fn readers_beside_a_writer_and_evictions() {
         let store = store.clone();
         threads.push(shuttle::thread::spawn(move || {
             for i in 0..3 {
-                store.point_read((r + i) % BLOCKS);
+                // Records over blocks 0 and 1, and over block 1 alone.
+                let first = (r + i) % BLOCKS;
+                let record: Vec<u64> = (first..BLOCKS).collect();
+                store.point_read(&record);
             }
         }));
     }

@@ -10,13 +10,14 @@
 //! that is not cached is what the device holds: a block whose write is in flight outside
 //! the store's mutex is clean but pinned until the write ends (`Storage::begin_write_dirty`).
 //!
-//! Reads outside the store's mutex (a scan's read-ahead): a block not cached is registered
-//! ([`BlockCache::begin_read`]) before its read is sent, and whatever puts that block
-//! meanwhile (a change, a read under the mutex) makes the read *stale*: its bytes are then
-//! thrown away at [`BlockCache::end_read`], since the block may have been changed, written
-//! and even evicted again while the read was in flight. A read that nothing raced is what
-//! the device holds, which is the block's newest content: every change of a block goes
-//! through a put first.
+//! Reads outside the store's mutex (a scan's read-ahead, a point read's blocks): a block not
+//! cached is registered ([`BlockCache::begin_read`]) before its read is sent, and whatever
+//! may change that block meanwhile ([`BlockCache::put`], or [`BlockCache::get`], the way to
+//! change a cached block in place) makes the read *stale*: its bytes are then thrown away
+//! at [`BlockCache::end_read`], since the block may have been changed, written and even
+//! evicted again while the read was in flight. A read that nothing raced is what the device
+//! holds, which is the block's newest content. Caching such a read (`end_read`'s fill)
+//! leaves the other reads of the block in flight fresh: it adds the very bytes they read.
 
 use std::collections::HashMap;
 
@@ -43,8 +44,10 @@ pub struct BlockCache {
 /// number) and its bytes.
 type Deferred = ((u32, u64), Vec<u8>);
 
-/// Deferred blocks past which a point read takes the store's lock exclusive to cache them.
-pub const DEFERRED_MAX: usize = 32;
+/// Most blocks waiting to be cached (1 MiB of blocks): a point read never waits for the
+/// store's lock exclusive to cache what it read, so where no holder comes to cache them,
+/// a block read past this many is not kept (its read ends, and a later read loads it again).
+pub const DEFERRED_MAX: usize = 256;
 
 impl BlockCache {
     /// A cache of at most `capacity` blocks (more while more than that are dirty).
@@ -56,9 +59,19 @@ impl BlockCache {
         }
     }
 
-    /// The block, marked used.
+    /// The block, marked used, to change: a read of it in flight outside the store's
+    /// mutex is made stale, as by [`BlockCache::put`] (read-only callers use
+    /// [`BlockCache::get_shared`]).
     pub fn get(&mut self, key: (u32, u64)) -> Option<&mut Vec<u8>> {
+        self.make_reads_stale(key);
         self.blocks.get(&key)
+    }
+
+    /// Marks the reads of `key` in flight stale: its bytes change.
+    fn make_reads_stale(&mut self, key: (u32, u64)) {
+        if let Some(r) = self.reading.get_mut().get_mut(&key) {
+            r.1 = true;
+        }
     }
 
     /// The block, marked used, through a shared reference (the cached point read, with
@@ -70,9 +83,15 @@ impl BlockCache {
     /// Adds or replaces a block (a dirty one stays dirty), evicting a clean block the hand
     /// finds not used since it last passed when full.
     pub fn put(&mut self, key: (u32, u64), block: Vec<u8>) {
-        if let Some(r) = self.reading.get_mut().get_mut(&key) {
-            r.1 = true;
-        }
+        self.make_reads_stale(key);
+        self.fill(key, block);
+    }
+
+    /// Adds or replaces a block as [`BlockCache::put`] does, leaving the reads of it in
+    /// flight fresh: for a block read fresh from the device, whose bytes are those the
+    /// other reads get (nothing changed it since they were registered, or they are stale
+    /// already), so that caching one reader's copy does not send the others to read again.
+    fn fill(&mut self, key: (u32, u64), block: Vec<u8>) {
         let dirty = self.blocks.is_dirty(&key);
         self.blocks.insert(key, block, 1, 0, Admit::Used);
         if dirty {
@@ -105,11 +124,21 @@ impl BlockCache {
 
     /// Hands a block read fresh, its read still registered, to the next holder of the
     /// store's lock exclusive to cache ([`BlockCache::end_read`] then, which drops it if a
-    /// put made it stale meanwhile); returns how many wait so.
+    /// put made it stale meanwhile); where [`DEFERRED_MAX`] wait already, ends its read
+    /// instead. Returns how many wait.
     pub fn defer(&self, key: (u32, u64), block: Vec<u8>) -> usize {
         let mut deferred = self.deferred.lock();
-        deferred.push((key, block));
+        if deferred.len() >= DEFERRED_MAX {
+            unregister(&mut self.reading.lock(), key);
+        } else {
+            deferred.push((key, block));
+        }
         deferred.len()
+    }
+
+    /// How many blocks are deferred.
+    pub fn deferred_blocks(&self) -> usize {
+        self.deferred.lock().len()
     }
 
     /// The deferred blocks, for the caller to end with [`BlockCache::end_read`].
@@ -122,7 +151,7 @@ impl BlockCache {
     pub fn end_read(&mut self, key: (u32, u64), block: Option<Vec<u8>>) {
         let stale = unregister(self.reading.get_mut(), key);
         if let Some(b) = block.filter(|_| !stale && !self.blocks.contains(&key)) {
-            self.put(key, b);
+            self.fill(key, b);
         }
     }
 
@@ -234,6 +263,33 @@ mod tests {
         c.forget_read((1, 5));
         assert!(c.reading.get_mut().is_empty());
         assert!(c.take_deferred().is_empty());
+    }
+
+    #[test]
+    fn caching_a_fresh_read_leaves_the_others_fresh_and_a_change_does_not() {
+        let mut c = BlockCache::new(8);
+        // Two reads of block 6 in flight; the first one's bytes are cached: the second
+        // read the same bytes, so it stays fresh.
+        assert!(c.begin_read((1, 6)));
+        assert!(c.begin_read((1, 6)));
+        c.end_read((1, 6), Some(vec![6]));
+        assert!(c.read_is_fresh((1, 6)));
+        // Two reads of block 7; one's bytes cached, then changed in place (`get`, as a
+        // change does): the other read is stale.
+        assert!(c.begin_read((1, 7)));
+        assert!(c.begin_read((1, 7)));
+        c.end_read((1, 7), Some(vec![7]));
+        assert!(c.read_is_fresh((1, 7)));
+        c.get((1, 7)).expect("cached")[0] = 70;
+        assert!(!c.read_is_fresh((1, 7)));
+        // A read-only look (`get_shared`) stales nothing.
+        assert!(c.read_is_fresh((1, 6)));
+        assert_eq!(c.get_shared((1, 6)), Some(&vec![6]));
+        assert!(c.read_is_fresh((1, 6)));
+        c.end_read((1, 6), Some(vec![6]));
+        c.end_read((1, 7), Some(vec![7]));
+        assert_eq!(c.peek((1, 7)), Some(&vec![70]), "the stale read is not cached");
+        assert!(c.reading.get_mut().is_empty());
     }
 
     #[test]

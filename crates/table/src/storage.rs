@@ -575,7 +575,7 @@ impl Storage {
         if self.address(table, n).is_none() || !self.load(table, n)? {
             return Ok(None);
         }
-        let b = self.cache.get((table, n)).unwrap().clone();
+        let b = self.cache.get_shared((table, n)).unwrap().clone();
         let h = block::header(&b);
         claimed.insert(n, (h.used, h.first_row));
         Ok(Some(b))
@@ -584,7 +584,7 @@ impl Storage {
     /// Reads block `n` of `table` into the cache if it is not there, checked. Returns false
     /// for a blank block (not cached).
     fn load(&mut self, table: u32, n: u64) -> Result<bool> {
-        if self.cache.get((table, n)).is_some() {
+        if self.cache.get_shared((table, n)).is_some() {
             return Ok(true);
         }
         let address = self.address(table, n).ok_or_else(|| Error::Corruption {
@@ -627,7 +627,7 @@ impl Storage {
                     offset: self.address(table, n).unwrap_or(0),
                 });
             }
-            let b = self.cache.get((table, n)).unwrap();
+            let b = self.cache.get_shared((table, n)).unwrap();
             let from =
                 if n == pos.block { HEADER_BYTES + pos.offset as usize } else { HEADER_BYTES };
             let take = (len - out.len()).min(BLOCK_BYTES - from);
@@ -778,7 +778,7 @@ impl Storage {
         self.sync_spill()?;
         self.block_writes += 1;
         let address = self.address(table, n).expect("a written block has a segment");
-        let b = self.cache.get((table, n)).expect("a written block is cached");
+        let b = self.cache.get_shared((table, n)).expect("a written block is cached");
         let buf = AlignedBuf::padded_copy(b, BLOCK_BYTES);
         self.queue.write_at(address, buf, false).map(|_| ()).map_err(|e| self.stop(e.into()))
     }
@@ -967,26 +967,31 @@ impl Storage {
         schema.decode_row(&row)
     }
 
-    /// A point read's third step with the store's lock shared, after the blocks `wanted`
-    /// that [`Storage::select_cached`] registered were read: the row of `key`, put together
-    /// from cached blocks and those read, each of which must still be fresh (no put since
-    /// its read was registered) and valid. The blocks read are deferred to the cache's next
-    /// exclusive holder (`BlockCache::defer`); the second value says the caller should
-    /// cache them now ([`crate::cache::DEFERRED_MAX`] wait). `None` for anything else
-    /// (a failed read, a stale or damaged block, a record running into blocks still not
-    /// cached, moved or no longer the key's): the caller reads with the lock exclusive,
-    /// which reports what is wrong. Touches what `select_cached` touches, and the cache's
-    /// own mutexes (`StorageLock`'s safety).
+    /// A point read's next step with the store's lock shared, after the blocks `wanted`
+    /// that [`Storage::select_cached`] (or this call, a step before) registered were read.
+    /// Each block read that is fresh (no put since its read was registered) and valid
+    /// joins `held`, the blocks the read's earlier steps read, whose reads stay registered
+    /// meanwhile and must all still be fresh. Then: the row of `key`, put together from
+    /// cached blocks and `held`; or, where the record runs on into blocks neither holds
+    /// (its length is in its header, now read), those registered for a next step (only with
+    /// `more`). `None` for anything else (a failed read, a stale or damaged block, a record
+    /// moved or no longer the key's, a next step needed without `more`): the caller reads
+    /// with the lock exclusive, which reports what is wrong. Once the read ends here (a
+    /// row or `None`), `held`'s blocks are deferred to the cache's next exclusive holder
+    /// (`BlockCache::defer`). Touches what `select_cached` touches, and the cache's own
+    /// mutexes (`StorageLock`'s safety).
     pub fn end_read_shared(
         &self,
         table: u32,
         key: &[u8],
         wanted: &[(u64, u64)],
         read: Result<Vec<AlignedBuf>>,
-    ) -> (Option<Row>, bool) {
+        held: &mut Vec<(u64, Vec<u8>)>,
+        more: bool,
+    ) -> Option<PointRead> {
         let exists = self.tables.contains_key(&table);
         let read = read.unwrap_or_default();
-        let mut fresh: Vec<(u64, Vec<u8>)> = Vec::with_capacity(wanted.len());
+        let mut failed = false;
         for (i, &(n, address)) in wanted.iter().enumerate() {
             let k = (table, n);
             let valid =
@@ -994,19 +999,67 @@ impl Storage {
                     matches!(block::check(raw, table, n, address), Ok(BlockState::Valid(_)))
                 });
             match valid {
-                Some(raw) => fresh.push((n, raw.to_vec())),
-                None => self.cache.forget_read(k),
+                Some(raw) => held.push((n, raw.to_vec())),
+                None => {
+                    self.cache.forget_read(k);
+                    failed = true;
+                }
             }
         }
-        let row = self.live_row_in(table, key, |n| match self.cache.get_shared((table, n)) {
-            Some(b) => Some(&b[..]),
-            None => fresh.iter().find(|f| f.0 == n).map(|f| &f.1[..]),
-        });
-        let mut waiting = 0;
-        for (n, bytes) in fresh {
-            waiting = self.cache.defer((table, n), bytes);
+        // A block an earlier step read may have been put since (its read went stale).
+        failed |= held.iter().any(|&(n, _)| !self.cache.read_is_fresh((table, n)));
+        let step = if failed { None } else { self.shared_step(table, key, held, more) };
+        if !matches!(step, Some(PointRead::Read(_))) {
+            for (n, bytes) in held.drain(..) {
+                self.cache.defer((table, n), bytes);
+            }
         }
-        (row, waiting >= crate::cache::DEFERRED_MAX)
+        step
+    }
+
+    /// [`Storage::end_read_shared`]'s step once `held` is checked: the row from the cache
+    /// and `held`, or the record's blocks that both lack, registered (with `more`).
+    fn shared_step(
+        &self,
+        table: u32,
+        key: &[u8],
+        held: &[(u64, Vec<u8>)],
+        more: bool,
+    ) -> Option<PointRead> {
+        let t = self.tables.get(&table)?;
+        let pos = t.order.get(key)?;
+        let block = |n: u64| match self.cache.get_shared((table, n)) {
+            Some(b) => Some(&b[..]),
+            None => held.iter().find(|h| h.0 == n).map(|h| &h.1[..]),
+        };
+        let missing = match block(pos.block) {
+            None => vec![pos.block],
+            Some(first) => {
+                let at = HEADER_BYTES + pos.offset as usize;
+                let header = RowHeader::decode(first.get(at..at + row::HEADER_BYTES)?)?;
+                pos.blocks(header.record_len()).skip(1).filter(|&n| block(n).is_none()).collect()
+            }
+        };
+        if missing.is_empty() {
+            return self.live_row_in(table, key, block).map(|r| PointRead::Row(Some(r)));
+        }
+        if !more {
+            return None;
+        }
+        let wanted = self.begin_read_ahead(table, &missing);
+        if wanted.len() == missing.len() {
+            return Some(PointRead::Read(wanted));
+        }
+        // A block past the table's segments (damage the exclusive read reports).
+        for &(n, _) in &wanted {
+            self.cache.forget_read((table, n));
+        }
+        None
+    }
+
+    /// Blocks point reads deferred, waiting to be cached (`BlockCache::defer`).
+    pub fn deferred_blocks(&self) -> usize {
+        self.cache.deferred_blocks()
     }
 
     /// Caches the blocks point reads deferred (`BlockCache::defer`), those a put made

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 use shale_io::{DeviceRef, FileOptions};
@@ -30,6 +30,9 @@ pub(crate) mod mutex_site {
     /// `Storage::end_read_shared` after a read of the blocks it lacked): such reads run side
     /// by side.
     pub(crate) static READ_SHARED: Site = Site::new("table: store mutex: shared read");
+    /// The blocks point reads read with the lock shared, cached by the reader when the
+    /// lock was free (taken only if free at once: `Shared::end_read_shared`).
+    pub(crate) static CACHING: Site = Site::new("table: store mutex: caching reads");
     /// A change: stages 2 to 6 of an insert, update or erase.
     pub(crate) static CHANGE: Site = Site::new("table: store mutex: change");
     /// A commit's share of its group's round: the dirty blocks' writes.
@@ -51,6 +54,10 @@ use crate::undo_log::UndoStats;
 /// dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TableId(pub u32);
+
+/// Blocks deferred by point reads past which one that is not alone caches them
+/// (`Shared::end_read_shared`).
+const CACHING_BATCH: usize = 32;
 
 /// The store's lock taken exclusive.
 pub(crate) type StorageGuard<'a> =
@@ -109,6 +116,19 @@ pub(crate) struct Shared {
     pub read_queues: crate::batch_io::ReadQueues,
     pub opts: TableOptions,
     next_txn: AtomicU64,
+    /// Point reads loading blocks with the store's lock shared right now
+    /// ([`Shared::loading_read`]): where one is alone, it caches what it read at once.
+    loading_reads: AtomicUsize,
+}
+
+/// A point read loading blocks with the store's lock shared, counted in
+/// `Shared::loading_reads` while it lives.
+pub(crate) struct LoadingRead<'a>(&'a AtomicUsize);
+
+impl Drop for LoadingRead<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Shared {
@@ -138,29 +158,43 @@ impl Shared {
         storage.select_cached(table.0, key)
     }
 
-    /// A point read's third step with the store's lock shared (`Storage::end_read_shared`):
-    /// the row from the blocks `wanted` read and those cached, or `None` where the caller
-    /// reads with the lock exclusive. Caches the blocks deferred when the lock is free at
-    /// once or enough wait.
+    /// Counts a point read that loads blocks with the store's lock shared, until the
+    /// returned guard drops.
+    pub(crate) fn loading_read(&self) -> LoadingRead<'_> {
+        self.loading_reads.fetch_add(1, Ordering::Relaxed);
+        LoadingRead(&self.loading_reads)
+    }
+
+    /// A point read's next step with the store's lock shared (`Storage::end_read_shared`):
+    /// the row, the blocks to read next, or `None` where the caller reads with the lock
+    /// exclusive. Once the read ends, the blocks deferred are cached, if the lock is free
+    /// at that instant, by a reader alone (so a row read twice in a row is cached the
+    /// second time) or by one that finds [`CACHING_BATCH`] waiting; else they wait for the
+    /// next holder. A reader never waits for the lock exclusive: that wait stops every
+    /// reader that comes after it, and with 64 threads on 2 cores, a shared holder
+    /// preempted meanwhile made it milliseconds long; and each exclusive hold, however
+    /// short, is a moment readers meet it taken, hence the batches.
     pub(crate) fn end_read_shared(
         &self,
         table: TableId,
         key: &[u8],
         wanted: &[(u64, u64)],
         read: Result<Vec<shale_io::AlignedBuf>>,
-    ) -> Option<crate::Row> {
-        let (row, cache_now) = {
+        held: &mut Vec<(u64, Vec<u8>)>,
+        more: bool,
+    ) -> Option<crate::storage::PointRead> {
+        let (step, deferred) = {
             let storage = mutex_site::READ_SHARED.read(&self.storage.0);
-            storage.end_read_shared(table.0, key, wanted, read)
+            let step = storage.end_read_shared(table.0, key, wanted, read, held, more);
+            (step, storage.deferred_blocks())
         };
-        // At once where no one holds the lock (so a row read twice in a row is cached the
-        // second time), or when enough wait; else the next exclusive holder does it.
-        if cache_now {
-            self.storage_at(&mutex_site::READ).cache_deferred();
-        } else if let Some(mut storage) = mutex_site::READ.try_write(&self.storage.0) {
-            storage.cache_deferred();
+        let ended = !matches!(step, Some(crate::storage::PointRead::Read(_)));
+        if ended && (self.loading_reads.load(Ordering::Relaxed) <= 1 || deferred >= CACHING_BATCH) {
+            if let Some(mut storage) = mutex_site::CACHING.try_write(&self.storage.0) {
+                storage.cache_deferred();
+            }
         }
-        row
+        step
     }
 
     pub(crate) fn schema(&self, table: TableId) -> Result<Arc<Schema>> {
@@ -520,6 +554,7 @@ impl TableStore {
             read_queues,
             opts,
             next_txn,
+            loading_reads: AtomicUsize::new(0),
         };
         let shared = Arc::new(shared);
         let reclaimer = interval.map(|i| Reclaimer::start(&shared, i));

@@ -453,20 +453,29 @@ impl Transaction {
     /// 2): where the ordered index places its record and every block of it is cached, read
     /// there in one shared hold; where blocks are missing, they are registered in that hold,
     /// read outside the lock (`unlocked_read.rs`) and the row put together from them in a
-    /// second shared hold, the blocks left for the next exclusive holder to cache. Anything
-    /// else (a key the ordered index does not know, a block raced by a change, a record
-    /// running into blocks still not cached) goes the exclusive way as before: one hold for
-    /// a cached row, else the blocks read outside the lock and the row read in the hold that
-    /// ends that read, a step more for a record running into blocks not cached; past
+    /// further shared hold, which registers the blocks the record runs on into if still
+    /// missing (up to [`POINT_READ_STEPS`] reads); the blocks read are left for the cache,
+    /// cached by the reader only if the lock is free at once. Anything else (a key the
+    /// ordered index does not know, a block raced by a change, a record still missing
+    /// blocks after the last step) goes the exclusive way as before: one hold for a cached
+    /// row, else the blocks read outside the lock and the row read in the hold that ends
+    /// that read, a step more for a record running into blocks not cached; past
     /// [`POINT_READ_STEPS`] (blocks evicted as fast as they are read), the row is read under
     /// the lock.
     fn point_read(&self, table: TableId, key: &[u8]) -> Result<Option<Row>> {
         match self.shared.select_cached(table, key) {
             Some(PointRead::Row(row)) => return Ok(row),
-            Some(PointRead::Read(wanted)) => {
-                let read = crate::unlocked_read::read_registered(&self.shared, &wanted);
-                if let Some(row) = self.shared.end_read_shared(table, key, &wanted, read) {
-                    return Ok(Some(row));
+            Some(PointRead::Read(mut wanted)) => {
+                let _loading = self.shared.loading_read();
+                let mut held = Vec::new();
+                for step in 1..=POINT_READ_STEPS {
+                    let read = crate::unlocked_read::read_registered(&self.shared, &wanted);
+                    let more = step < POINT_READ_STEPS;
+                    match self.shared.end_read_shared(table, key, &wanted, read, &mut held, more) {
+                        Some(PointRead::Row(row)) => return Ok(row),
+                        Some(PointRead::Read(next)) => wanted = next,
+                        None => break,
+                    }
                 }
             }
             None => {}

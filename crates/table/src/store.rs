@@ -37,7 +37,8 @@ pub(crate) mod mutex_site {
     pub(crate) static CHANGE: Site = Site::new("table: store mutex: change");
     /// A commit's share of its group's round: the dirty blocks' writes.
     pub(crate) static ROUND: Site = Site::new("table: store mutex: commit round");
-    /// A commit's end: the check before it, and the expiry of its undo records.
+    /// A commit's end: the check before it (the lock shared), and the expiry of its undo
+    /// records.
     pub(crate) static COMMIT: Site = Site::new("table: store mutex: commit expiry");
     /// An abort, and everything else (tables, stats, the reclaiming pass, checkpoints).
     pub(crate) static OTHER: Site = Site::new("table: store mutex: other");
@@ -69,13 +70,14 @@ struct StorageLock(RwLock<Storage>);
 
 // SAFETY: `RwLock<Storage>` is `Sync` only if `Storage` is, and it is not (its queues and
 // its persistent memory log are `Send` trait objects, used through `&mut`). Threads share
-// a `&Storage` at once only through `Shared::select_cached` and `Shared::end_read_shared`,
-// the two places the lock is taken shared, and `Storage::select_cached` and
-// `Storage::end_read_shared` read no more than the tables' metadata and ordered indexes,
-// the block cache and the volume's layout, which are `Sync` (asserted below): the cache's
-// changes through `&self` are a CLOCK bit (an atomic) and reads registered, forgotten or
-// deferred under its own mutexes. Every other access holds the lock exclusive, where
-// `Storage: Send` is all that is needed.
+// a `&Storage` at once only through `Shared::select_cached`, `Shared::end_read_shared` and
+// `Shared::check_running`, the three places the lock is taken shared, and
+// `Storage::select_cached`, `Storage::end_read_shared`, `Storage::deferred_blocks` and
+// `Storage::check_running` read no more than the tables' metadata and ordered indexes,
+// the block cache, the volume's layout and the stop's reason, which are `Sync` (asserted
+// below): the cache's changes through `&self` are a CLOCK bit (an atomic) and reads
+// registered, forgotten or deferred under its own mutexes. Every other access holds the
+// lock exclusive, where `Storage: Send` is all that is needed.
 unsafe impl Sync for StorageLock {}
 
 const _: () = {
@@ -85,6 +87,7 @@ const _: () = {
     sync::<crate::cache::BlockCache>();
     sync::<crate::schema::Schema>();
     sync::<shale_space::Volume>();
+    sync::<Option<String>>();
 };
 
 /// What the store and its transactions share.
@@ -156,6 +159,12 @@ impl Shared {
     ) -> Option<crate::storage::PointRead> {
         let storage = mutex_site::READ_SHARED.read(&self.storage.0);
         storage.select_cached(table.0, key)
+    }
+
+    /// [`Error::Stopped`] if the store stopped, with the store's lock shared (a commit's
+    /// first check: taken exclusive, it stopped every reader behind it for a flag).
+    pub(crate) fn check_running(&self) -> Result<()> {
+        mutex_site::COMMIT.read(&self.storage.0).check_running()
     }
 
     /// Counts a point read that loads blocks with the store's lock shared, until the

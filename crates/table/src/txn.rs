@@ -393,7 +393,7 @@ impl Transaction {
         if self.changes.is_empty() {
             return Ok(());
         }
-        self.shared.storage_at(&mutex_site::COMMIT).check_running()?;
+        self.shared.check_running()?;
         // Every change is in the cache: a round begun from here on writes its blocks and
         // then flushes them.
         self.shared.flush_round()?;

@@ -7,8 +7,8 @@
 //! site on (the benchmarks' `--contention` flag), [`snapshot`] reads them and [`reset`]
 //! zeroes them between benchmarks.
 //!
-//! - A lock through [`Site::lock`] (a read-write lock through [`Site::read`] and
-//!   [`Site::write`]): an acquisition that finds the mutex free counts as
+//! - A lock through [`Site::lock`] (a read-write lock through [`Site::read`],
+//!   [`Site::write`] and [`Site::write_yielding`]): an acquisition that finds the mutex free counts as
 //!   uncontended; one that finds it held counts as contended, with the time until it got it
 //!   as its wait. The guard ([`Held`]) adds the time from the acquisition to its drop as
 //!   the hold.
@@ -105,6 +105,28 @@ impl Site {
     /// Takes `lock` exclusive, counted as [`Site::lock`] counts a mutex.
     pub fn write<'a, T>(&'static self, lock: &'a RwLock<T>) -> Timed<RwLockWriteGuard<'a, T>> {
         self.take(|| lock.try_write(), || lock.write())
+    }
+
+    /// Takes `lock` exclusive without shutting readers out while it waits: tries again up
+    /// to `tries` times, yielding the core before each, and only then queues for it (a
+    /// queued writer lets no reader in, so a wait behind a holder preempted among many
+    /// threads stops every reader too). Counted as [`Site::write`], the whole time until
+    /// it got the lock as its wait.
+    pub fn write_yielding<'a, T>(
+        &'static self,
+        lock: &'a RwLock<T>,
+        tries: usize,
+    ) -> Timed<RwLockWriteGuard<'a, T>> {
+        let take = || {
+            for _ in 0..tries {
+                std::thread::yield_now();
+                if let Some(guard) = lock.try_write() {
+                    return guard;
+                }
+            }
+            lock.write()
+        };
+        self.take(|| lock.try_write(), take)
     }
 
     /// Takes `lock` exclusive if it is free at once, counted as an acquisition that did
@@ -269,6 +291,7 @@ mod tests {
 
     static CONTENDED: Site = Site::new("test: contended mutex");
     static HANDED: Site = Site::new("test: hand-off");
+    static YIELDING: Site = Site::new("test: yielding writer");
 
     #[test]
     fn a_contended_lock_counts_its_wait_and_every_lock_its_hold() {
@@ -299,6 +322,32 @@ mod tests {
         assert!(lines.iter().any(|l| l.contains("test: contended mutex") && l.contains("1.000 acquisitions/op")), "{lines:?}");
         let names: Vec<_> = snapshot().into_iter().map(|s| s.name).collect();
         assert!(names.contains(&"test: hand-off"));
+        // A writer trying again (yielding) while a reader holds the lock does not queue:
+        // readers still get in, however often they try; once they let go it has the lock,
+        // its whole wait counted.
+        let rw = std::sync::Arc::new(RwLock::new(0u32));
+        let reader = rw.read();
+        let started = std::sync::Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (rw, started) = (rw.clone(), started.clone());
+            std::thread::spawn(move || {
+                started.store(true, Ordering::SeqCst);
+                *YIELDING.write_yielding(&rw, usize::MAX) += 1;
+            })
+        };
+        while !started.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        for _ in 0..1000 {
+            assert!(rw.try_read().is_some(), "a yielding writer shut a reader out");
+            std::thread::yield_now();
+        }
+        drop(reader);
+        writer.join().unwrap();
+        assert_eq!(*rw.read(), 1);
+        let y = YIELDING.stats();
+        assert_eq!((y.acquisitions, y.contended), (1, 1));
+        assert!(y.wait_ns > 0 && y.hold_ns > 0, "{y:?}");
         reset();
         assert_eq!(CONTENDED.stats().acquisitions, 0);
     }

@@ -60,6 +60,12 @@ pub struct TableId(pub u32);
 /// (`Shared::end_read_shared`).
 const CACHING_BATCH: usize = 32;
 
+/// Tries of the store's lock exclusive, each after yielding the core, before a thread
+/// queues for it (`Site::write_yielding`): a queued writer lets no reader in, so with 64
+/// threads on 2 cores its wait behind a preempted reader stopped every reader for
+/// milliseconds.
+const WRITE_TRIES: usize = 32;
+
 /// The store's lock taken exclusive.
 pub(crate) type StorageGuard<'a> =
     shale_space::contention::Timed<parking_lot::RwLockWriteGuard<'a, Storage>>;
@@ -138,7 +144,7 @@ impl Shared {
     /// The store's mutex over its storage, taken through the contention profile's site
     /// of everything but reads, changes and commits (`shale_space::contention`).
     pub(crate) fn storage(&self) -> StorageGuard<'_> {
-        mutex_site::OTHER.write(&self.storage.0)
+        self.storage_at(&mutex_site::OTHER)
     }
 
     /// The store's mutex, counted at `site` of [`mutex_site`].
@@ -146,7 +152,7 @@ impl Shared {
         &self,
         site: &'static shale_space::contention::Site,
     ) -> StorageGuard<'_> {
-        site.write(&self.storage.0)
+        site.write_yielding(&self.storage.0, WRITE_TRIES)
     }
 
     /// A point read's first step with the store's lock shared (`Storage::select_cached`):

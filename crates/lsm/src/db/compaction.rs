@@ -115,6 +115,14 @@ pub(super) struct Compaction {
     releases_before: u64,
 }
 
+/// The rule of `Inner::flush_room`: room for the flushes of the active memtable and
+/// `sealed` more, each reserving what a flush of a full write buffer does
+/// (`flush_reserve_for`: a flush then finds what a compaction left it).
+fn flush_room_for(sealed: usize, write_buffer_bytes: u64, slot_bytes: u64) -> u64 {
+    let one = super::flush_reserve_for(write_buffer_bytes, slot_bytes);
+    (sealed as u64 + 1).saturating_mul(one)
+}
+
 /// The rule of `Inner::room_for_compaction`: whether a compaction whose outputs may take
 /// `reserve` bytes starts beside `running` compactions holding `reserved` bytes, with
 /// `flush_bytes` kept for the memtables, on a tier with `room` free bytes (`None`: unknown,
@@ -222,7 +230,8 @@ impl Inner {
     /// to end instead (`flush_when_room`), and an L0 compaction that runs out of room alone
     /// runs again smaller (`run_compaction`).
     fn flush_room(&self, st: &State) -> u64 {
-        (st.imm.len() as u64 + 1).saturating_mul(self.write_buffer_bytes() as u64)
+        let slot = self.volume.layout().slot_bytes;
+        flush_room_for(st.imm.len(), self.write_buffer_bytes() as u64, slot)
     }
 
     /// Room on the volume that the outputs of a compaction of `input_bytes` may hold at
@@ -656,9 +665,34 @@ fn count_compaction_io(
 
 #[cfg(test)]
 mod tests {
-    use super::fits_in_room;
+    use super::{fits_in_room, flush_room_for};
+    use crate::db::{flush_reserve_for, flush_waits_for_room};
 
     const MB: u64 = 1 << 20;
+
+    #[test]
+    fn a_compaction_leaves_each_flush_the_room_the_flush_asks_for() {
+        // A compaction admitted with just the room it keeps for the memtables' flushes
+        // (the active one and `sealed` more) leaves a full memtable's flush its reserve:
+        // the flush does not wait for the compaction to end. (Keeping a write buffer's
+        // bytes alone, as before, left a flush an eighth short.)
+        let slot = 4 * MB;
+        for write_buffer in [MB, 64 * MB, 512 * MB] {
+            for sealed in 0..4 {
+                let flush_room = flush_room_for(sealed, write_buffer, slot);
+                let (reserve, others) = (3 * write_buffer, 2 * write_buffer);
+                let room = reserve + others + flush_room;
+                assert!(fits_in_room(reserve, others, 1, flush_room, Some(room)));
+                let need = flush_reserve_for(write_buffer, slot);
+                assert!(!flush_waits_for_room(Some(room), reserve + others, need));
+                if sealed == 0 {
+                    // Exactly that: a byte less and the active memtable's flush would wait.
+                    assert!(flush_waits_for_room(Some(room - 1), reserve + others, need));
+                }
+            }
+        }
+        assert!(!flush_waits_for_room(None, u64::MAX, u64::MAX));
+    }
 
     #[test]
     fn a_compaction_starts_only_where_its_outputs_fit_beside_the_running_ones() {

@@ -862,6 +862,22 @@ impl ReadView {
     }
 }
 
+/// Room a flush of a memtable whose entries take `memtable_bytes` reserves for its output:
+/// the entries' bytes and less per entry than a skiplist node, plus its filter and index:
+/// an eighth more covers those (a shorter reservation only costs a relocation), and two
+/// slots. The room compactions leave for flushes is counted the same way
+/// (`Inner::flush_room`), so that a flush finds what they left.
+pub(crate) fn flush_reserve_for(memtable_bytes: u64, slot_bytes: u64) -> u64 {
+    memtable_bytes.saturating_mul(9) / 8 + 2 * slot_bytes
+}
+
+/// The rule of `Inner::wait_for_flush_room`: whether a flush needing `need` bytes waits,
+/// with `reserved` bytes reserved by running compactions on a tier with `room` free bytes
+/// (`None`: unbounded).
+pub(crate) fn flush_waits_for_room(room: Option<u64>, reserved: u64, need: u64) -> bool {
+    room.is_some_and(|room| room < reserved.saturating_add(need))
+}
+
 fn stopped_error(st: &State) -> Result<()> {
     match &st.stopped {
         Some(why) => Err(Error::Stopped(why.clone())),
@@ -1747,9 +1763,8 @@ impl Inner {
             if reserved == 0 {
                 break;
             }
-            match self.volume.tier_room(tier) {
-                Some(room) if room < reserved.saturating_add(need) => {}
-                _ => break,
+            if !flush_waits_for_room(self.volume.tier_room(tier), reserved, need) {
+                break;
             }
             if !waited {
                 waited = true;
@@ -1759,11 +1774,9 @@ impl Inner {
         }
     }
 
-    /// Room a flush of `mem` reserves for its output: the entries' bytes and less per entry
-    /// than a skiplist node, plus its filter and index: an eighth more covers those (a
-    /// shorter reservation only costs a relocation).
+    /// Room a flush of `mem` reserves for its output ([`flush_reserve_for`]).
     fn flush_reserve(&self, mem: &Memtable) -> u64 {
-        mem.used_bytes() as u64 * 9 / 8 + 2 * self.volume.layout().slot_bytes
+        flush_reserve_for(mem.used_bytes() as u64, self.volume.layout().slot_bytes)
     }
 
     /// Writes the oldest sealed memtable as L0 SSTs (`write_memtable`), commits them, and recycles its WAL

@@ -1505,6 +1505,14 @@ impl Storage {
     }
 
     /// The transaction of `changes` has ended: its records no longer hold their rows.
+    /// Commit stage 3 of a transaction whose records' expiry is appended already
+    /// (`Shared::commit_flushed`): it no longer spills, and its records' rows are no
+    /// longer pending.
+    pub fn settle_commit(&mut self, txn: u64, changes: &[Change]) {
+        self.spilling.remove(&txn);
+        self.settle(changes);
+    }
+
     fn settle(&mut self, changes: &[Change]) {
         for (_, rec) in changes {
             if rec.before == Before::Commit {

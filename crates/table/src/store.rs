@@ -173,6 +173,53 @@ impl Shared {
         mutex_site::COMMIT.read(&self.storage.0).check_running()
     }
 
+    /// Commit stages 2 and 3 (`Storage::commit_flushed`) once the commit's round is done.
+    /// A transaction of one change whose undo record is in the spill area (the log on the
+    /// volume: the default) expires it under the undo log latch alone, then settles it with
+    /// the store's lock exclusive for a moment: that latch is held across the log's device
+    /// writes (a round's, a group's expiries), and a commit waiting for it with the lock
+    /// exclusive held up every reader and writer of the store meanwhile. Expiring before
+    /// settling keeps the record's row away from the reclaiming pass until after the commit
+    /// point, as before. Every other commit takes the lock for both stages.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`]; the log's error, which stops the store.
+    pub(crate) fn commit_flushed(
+        &self,
+        txn: u64,
+        changes: &[crate::storage::Change],
+    ) -> Result<crate::storage::CommitEnd> {
+        let [(handle, rec)] = changes else {
+            return self.storage_at(&mutex_site::COMMIT).commit_flushed(txn, changes);
+        };
+        if handle.ring != crate::undo_log::Ring::Spill || rec.before == crate::undo::Before::Commit
+        {
+            return self.storage_at(&mutex_site::COMMIT).commit_flushed(txn, changes);
+        }
+        self.check_running()?;
+        let expired = crate::storage::lock_spill(&self.spill)
+            .as_mut()
+            .expect("a spilled record has a spill area")
+            .expire_packed(&[*handle]);
+        let expiry_packed = expired.map_err(|e| self.storage().stop(e))?;
+        self.storage_at(&mutex_site::COMMIT).settle_commit(txn, changes);
+        Ok(crate::storage::CommitEnd::Committed { expiry_packed })
+    }
+
+    /// The undo log latch, taken (tests: a write of the log holding it).
+    #[cfg(test)]
+    pub(crate) fn hold_undo_latch(
+        &self,
+    ) -> shale_space::contention::Held<'_, Option<crate::spill::SpillLog>> {
+        crate::storage::lock_spill(&self.spill)
+    }
+
+    /// Whether the store's lock could be taken exclusive at once (tests).
+    #[cfg(test)]
+    pub(crate) fn store_lock_free(&self) -> bool {
+        self.storage.0.try_write().is_some()
+    }
+
     /// Counts a point read that loads blocks with the store's lock shared, until the
     /// returned guard drops.
     pub(crate) fn loading_read(&self) -> LoadingRead<'_> {

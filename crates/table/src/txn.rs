@@ -397,8 +397,7 @@ impl Transaction {
         // Every change is in the cache: a round begun from here on writes its blocks and
         // then flushes them.
         self.shared.flush_round()?;
-        let ended =
-            self.shared.storage_at(&mutex_site::COMMIT).commit_flushed(self.id, &self.changes)?;
+        let ended = self.shared.commit_flushed(self.id, &self.changes)?;
         let packed = match ended {
             CommitEnd::Committed { expiry_packed } => expiry_packed,
             CommitEnd::MarkRefused(e) => {
@@ -530,5 +529,75 @@ impl Transaction {
         debug_assert!(self.changes.is_empty());
         self.finished = true;
         self.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use shale_io::SimDevice;
+
+    use crate::{Column, Isolation, Schema, SimPmem, TableOptions, TableStore, UndoLogPlace};
+
+    /// A commit of one change with its undo record in the spill area expires it holding
+    /// the undo log latch alone: while the latch is taken (as a write of the log holds
+    /// it), the store's lock stays free for everyone else, and the commit ends once the
+    /// latch is let go.
+    #[test]
+    fn a_one_change_commit_waits_for_the_undo_log_latch_without_the_store_lock() {
+        let d = SimDevice::new((8 << 10) + 2 * (64 << 10) + 32 * (64 << 10), 4096, 7).unwrap();
+        let opts = TableOptions {
+            space_reclaim_interval: None,
+            segment_bytes: 64 << 10,
+            undo_spill_bytes: 128 << 10,
+            version_log_bytes: 64 << 10,
+            undo_log: UndoLogPlace::Volume,
+            ..TableOptions::default()
+        };
+        let store = TableStore::open_device(
+            Arc::new(d.clone()),
+            SimPmem::new(crate::RING_OFFSET + (64 << 10)).boxed(),
+            opts,
+        )
+        .unwrap();
+        let schema = Schema::new(vec![Column::fixed("id", 8), Column::var("v", 100)]).unwrap();
+        let t = store.create_table("t", schema).unwrap();
+        let mut txn = store.begin(Isolation::ReadCommitted);
+        txn.insert(t, &[b"k0000001".to_vec(), b"one".to_vec()]).unwrap();
+        assert_eq!(txn.changes.len(), 1);
+        assert_eq!(txn.changes[0].0.ring, crate::undo_log::Ring::Spill);
+        // The round first (its write of the log takes the latch too), then the latch held
+        // across the commit's expiry.
+        txn.shared.flush_round().unwrap();
+        let shared = txn.shared.clone();
+        shale_space::contention::enable(true);
+        let latch_waits = || {
+            shale_space::contention::snapshot()
+                .iter()
+                .filter(|s| s.name == "table: undo log latch")
+                .map(|s| s.contended)
+                .sum::<u64>()
+        };
+        let waited_before = latch_waits();
+        let latch = shared.hold_undo_latch();
+        let committing = std::thread::spawn(move || {
+            let ended = txn.shared.commit_flushed(txn.id, &txn.changes);
+            (ended.is_ok(), txn)
+        });
+        // Once the commit waits for the latch (counted before it blocks), the store's lock
+        // is free.
+        while latch_waits() == waited_before {
+            std::thread::yield_now();
+        }
+        assert!(shared.store_lock_free(), "the commit holds the store's lock");
+        assert!(!committing.is_finished(), "the commit ended with the latch held");
+        drop(latch);
+        let (ok, mut txn) = committing.join().unwrap();
+        assert!(ok);
+        txn.finished = true;
+        txn.release();
+        let row = store.select(t, b"k0000001").unwrap().expect("committed");
+        assert_eq!(row[1], b"one");
     }
 }

@@ -167,6 +167,18 @@ impl Shared {
         storage.select_cached(table.0, key)
     }
 
+    /// The store's lock for a change (stages 2 to 6), taken once the undo log latch is
+    /// free: a change appends its undo record under the latch with the lock exclusive, and
+    /// a write of the spill area's log holds the latch across its device write, so a
+    /// change that met such a write with the lock held stopped the store meanwhile. Waiting
+    /// for the latch first, holding nothing (and letting it go: the order is the lock,
+    /// then the latch), leaves only a write that begins in between to wait for under the
+    /// lock.
+    pub(crate) fn storage_for_change(&self) -> StorageGuard<'_> {
+        drop(crate::storage::lock_spill(&self.spill));
+        self.storage_at(&mutex_site::CHANGE)
+    }
+
     /// [`Error::Stopped`] if the store stopped, with the store's lock shared (a commit's
     /// first check: taken exclusive, it stopped every reader behind it for a flag).
     pub(crate) fn check_running(&self) -> Result<()> {

@@ -239,7 +239,7 @@ impl Transaction {
         let encoded = self.shared.schema(table)?.encode_row(row)?;
         let key = row[0].as_ref();
         self.lock_for_write(table, key)?;
-        let mut storage = self.shared.storage_at(&mutex_site::CHANGE);
+        let mut storage = self.shared.storage_for_change();
         let change = storage.insert(self.id, table.0, key, &encoded)?;
         let due = storage.write_behind_due();
         drop(storage);
@@ -272,7 +272,7 @@ impl Transaction {
         }
         schema.check_value(c, value)?;
         self.lock_for_write(table, key)?;
-        let mut storage = self.shared.storage_at(&mutex_site::CHANGE);
+        let mut storage = self.shared.storage_for_change();
         let mut row = storage.select(table.0, key)?.ok_or(Error::KeyNotFound)?;
         row[c] = value.to_vec();
         let encoded = schema.encode_row(&row)?;
@@ -291,7 +291,7 @@ impl Transaction {
         self.check_open()?;
         self.shared.schema(table)?.check_key(key)?;
         self.lock_for_write(table, key)?;
-        let mut storage = self.shared.storage_at(&mutex_site::CHANGE);
+        let mut storage = self.shared.storage_for_change();
         let change = storage.erase(self.id, table.0, key)?;
         let due = storage.write_behind_due();
         drop(storage);

@@ -201,11 +201,10 @@ impl Shared {
         txn: u64,
         changes: &[crate::storage::Change],
     ) -> Result<crate::storage::CommitEnd> {
-        let [(handle, rec)] = changes else {
+        let [(handle, _)] = changes else {
             return self.storage_at(&mutex_site::COMMIT).commit_flushed(txn, changes);
         };
-        if handle.ring != crate::undo_log::Ring::Spill || rec.before == crate::undo::Before::Commit
-        {
+        if handle.ring != crate::undo_log::Ring::Spill {
             return self.storage_at(&mutex_site::COMMIT).commit_flushed(txn, changes);
         }
         self.check_running()?;
@@ -257,13 +256,14 @@ impl Shared {
         held: &mut Vec<(u64, Vec<u8>)>,
         more: bool,
     ) -> Option<crate::storage::PointRead> {
-        let (step, deferred) = {
+        let (step, cache_now) = {
             let storage = mutex_site::READ_SHARED.read(&self.storage.0);
             let step = storage.end_read_shared(table.0, key, wanted, read, held, more);
-            (step, storage.deferred_blocks())
+            let ended = !matches!(step, Some(crate::storage::PointRead::Read(_)));
+            let alone = self.loading_reads.load(Ordering::Relaxed) <= 1;
+            (step, ended && (alone || storage.deferred_blocks() >= CACHING_BATCH))
         };
-        let ended = !matches!(step, Some(crate::storage::PointRead::Read(_)));
-        if ended && (self.loading_reads.load(Ordering::Relaxed) <= 1 || deferred >= CACHING_BATCH) {
+        if cache_now {
             if let Some(mut storage) = mutex_site::CACHING.try_write(&self.storage.0) {
                 storage.cache_deferred();
             }

@@ -599,5 +599,6 @@ mod tests {
         txn.release();
         let row = store.select(t, b"k0000001").unwrap().expect("committed");
         assert_eq!(row[1], b"one");
+        shale_space::contention::enable(false);
     }
 }

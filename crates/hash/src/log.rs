@@ -46,9 +46,14 @@ impl Segment {
 #[derive(Debug)]
 struct Active {
     slot: u32,
+    /// The page the next batch starts on, and the checksum of the page before it: past every
+    /// batch submitted, written or not.
     next_page: u32,
     pages: u32,
     prev_crc: u32,
+    /// Pages below this are durable: every batch that wrote them is written. Below
+    /// `next_page` while batches are in flight.
+    durable_page: u32,
 }
 
 /// The log's write position; owned by the worker.
@@ -72,9 +77,15 @@ pub(crate) struct Batch {
     /// Each record's location, in the order added.
     pub locations: Vec<Location>,
     slot: u32,
-    /// The batch's first page: every page before it is durable (each batch waits for its
-    /// write), which each page it seals says.
+    /// The batch's first page.
+    #[cfg_attr(not(test), allow(dead_code))]
     first: u32,
+    /// Pages below this one were durable when the batch was built, which each page it seals
+    /// says (rule 2 of `page_log::scan`): the batch's first page, or, behind batches still
+    /// in flight, the first page of the oldest. A crash that loses an earlier batch in flight
+    /// and keeps this one leaves a hole at or past it, which ends the log there: nothing after
+    /// the hole was acknowledged (batches are acknowledged in order).
+    synced: u32,
     cursor: PageCursor,
     /// The segment's page count: no page at or past it.
     limit: u32,
@@ -99,7 +110,7 @@ impl Batch {
     pub fn add(&mut self, rec: &[u8]) -> usize {
         assert!(self.fits(rec.len()), "record does not fit the segment");
         let image = &mut self.image;
-        let at = self.cursor.add(rec, self.first, |page| image.extend_from_slice(page));
+        let at = self.cursor.add(rec, self.synced, |page| image.extend_from_slice(page));
         self.locations.push(Location {
             segment: self.slot,
             page: at.page,
@@ -112,7 +123,7 @@ impl Batch {
     /// Seals the last page; the image is then whole.
     pub fn finish(&mut self) {
         let image = &mut self.image;
-        self.cursor.close(self.first, |page| image.extend_from_slice(page));
+        self.cursor.close(self.synced, |page| image.extend_from_slice(page));
     }
 
     /// Ends the batch at its last full page and hands back the partial page after it, with
@@ -163,17 +174,31 @@ impl LogWriter {
             locations: Vec::new(),
             slot: a.slot,
             first: a.next_page,
+            synced: a.durable_page,
             cursor: PageCursor::new(seg.generation, a.next_page, a.prev_crc),
             limit: a.pages,
         })
     }
 
-    /// Takes note that `batch` was written.
-    pub fn written(&mut self, batch: &Batch) {
+    /// Takes note that `batch` is being written: the next batch starts after it (on the page
+    /// it carries, if it carries one).
+    pub fn submitted(&mut self, batch: &Batch) {
         let a = self.active.as_mut().expect("a batch is written into the active segment");
         a.next_page = batch.cursor.index();
         a.prev_crc = batch.cursor.prev_crc();
+    }
+
+    /// Takes note that `batch` was written, every batch before it too (batches are written
+    /// in order: [`LogWriter::submitted`] first, then this, in the same order).
+    pub fn written(&mut self, batch: &Batch) {
+        let a = self.active.as_mut().expect("a batch is written into the active segment");
+        a.durable_page = batch.cursor.index();
         self.last_end = self.last_end.map(|(g, _)| (g, batch.cursor.index()));
+    }
+
+    /// Whether every batch submitted is written.
+    pub fn all_written(&self) -> bool {
+        self.active.as_ref().is_none_or(|a| a.durable_page == a.next_page)
     }
 
     /// Allocates a segment and commits it to the version log before anything is written in
@@ -181,6 +206,8 @@ impl LogWriter {
     /// pages of another generation (an earlier user of the slot) or zeros, which end its log.
     /// The commit seals the previous segment at the pages its log holds.
     pub fn start_segment(&mut self, shard: &Shard) -> Result<()> {
+        // Its seal is the log's durable end: no batch may be in flight.
+        assert!(self.all_written(), "a segment is started only when every batch is written");
         let volume = shard.volume();
         let slot = shard.free_slot();
         if slot >= SEGMENTS_MAX {
@@ -223,15 +250,16 @@ impl LogWriter {
             return Err(e.into());
         }
         self.next_generation += 1;
-        // The commit sealed the segment before: every write to it is complete (a batch is
-        // built only when none is in flight), so its pages can be read back as they are.
+        // The commit sealed the segment before: every write to it is complete (a segment is
+        // started only when no batch is in flight), so its pages can be read back as they
+        // are.
         if let Some(prev) = &self.active {
             shard.warm_pages(prev.slot, prev.next_page);
         }
         let start = volume.extent_range(extent).start;
         shard.add_segment(slot, Segment { generation, extent, start, sealed_pages: None }, sealed);
         let pages = (volume.layout().slot_bytes / PAGE_BYTES as u64) as u32;
-        self.active = Some(Active { slot, next_page: 0, pages, prev_crc: 0 });
+        self.active = Some(Active { slot, next_page: 0, pages, prev_crc: 0, durable_page: 0 });
         self.last_end = Some((generation, 0));
         Ok(())
     }
@@ -376,6 +404,7 @@ mod tests {
             locations: Vec::new(),
             slot: 0,
             first: 0,
+            synced: 0,
             cursor: PageCursor::new(9, 0, 0),
             limit: room_pages,
         }

@@ -92,10 +92,16 @@ pub struct HashOptions {
     /// Requests submitted and not yet completed, at most: a submission past it answers
     /// [`crate::Error::Busy`] (the synchronous calls wait for room instead).
     pub queue_depth: usize,
-    /// Device requests the worker keeps in flight: its reads, and one write of a batch.
+    /// Device requests the worker keeps in flight: its reads, and the writes of its batches.
     pub io_depth: u32,
     /// Most log bytes one batch of stores and deletes writes (one durable write).
     pub batch_bytes_max: usize,
+    /// Batches whose durable writes may be in flight at once (1 to 8, below `io_depth`). With
+    /// more than one, the worker packs and submits the next batch of queued writes while
+    /// earlier ones are written, instead of after, so the device's parallelism and the
+    /// worker's packing and answering overlap; batches are still acknowledged in order. 1
+    /// writes one batch at a time (each forms while the one before is written).
+    pub batches_in_flight: usize,
     /// Garbage collection takes a segment whose live records fall below this share of the
     /// records it holds (0.5: at most about twice the live data on the volume under uniform
     /// overwrites, and each copy pays for at least one freed record); 0 turns it off.
@@ -129,6 +135,9 @@ pub struct HashOptions {
     pub worker_cpu: Option<usize>,
 }
 
+/// Most batches in flight at once ([`HashOptions::batches_in_flight`]).
+pub const BATCHES_IN_FLIGHT_MAX: usize = 8;
+
 /// Smallest segment.
 pub const SEGMENT_BYTES_MIN: u64 = 64 << 10;
 /// Smallest segment that holds the largest record (a 255-byte key and a 2 MiB value).
@@ -145,6 +154,7 @@ impl Default for HashOptions {
             queue_depth: 64,
             io_depth: 64,
             batch_bytes_max: 1 << 20,
+            batches_in_flight: 2,
             gc_live_ratio: 0.5,
             checkpoint_bytes: 1 << 30,
             checkpoint_log_ratio: 64,
@@ -191,6 +201,14 @@ impl HashOptions {
                 "io_depth {} must be in 2..={}",
                 self.io_depth,
                 shale_io::QUEUE_DEPTH_MAX
+            )));
+        }
+        if !(1..=BATCHES_IN_FLIGHT_MAX).contains(&self.batches_in_flight)
+            || self.batches_in_flight as u64 >= u64::from(self.io_depth)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "batches_in_flight {} must be in 1..={BATCHES_IN_FLIGHT_MAX} and below io_depth {}",
+                self.batches_in_flight, self.io_depth
             )));
         }
         if !(PAGE_BYTES..=64 << 20).contains(&self.batch_bytes_max) {
@@ -283,6 +301,9 @@ pub struct HashStats {
     /// Batches whose last, partial page went on in the next batch rather than being
     /// written padded (while writes stream in: `log.rs`).
     pub batch_tails_carried: u64,
+    /// Batches submitted while earlier ones were still being written
+    /// ([`HashOptions::batches_in_flight`]).
+    pub batches_overlapped: u64,
     /// Retrieves the value cache answered, with no device read (`value_cache_bytes`).
     pub value_cache_hits: u64,
     /// Retrieves and exists answered on the caller's thread, with no hand-off to the

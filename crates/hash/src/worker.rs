@@ -16,8 +16,18 @@
 //!    is back, updates the index and completes its requests: acknowledged means durable and
 //!    visible.
 //!
-//! Only one batch is in flight: the next one forms while it is written (group commit), and
-//! its mode checks see every write before it.
+//! Batches in flight: the next batch forms while earlier ones are written (group commit).
+//! With [`HashOptions::batches_in_flight`](crate::HashOptions::batches_in_flight) above 1,
+//! queued writes are packed and submitted as the next batch while up to that many earlier
+//! batches are still being written, so packing, answering and the device's writes overlap.
+//! Its mode checks see the index before those batches reach it, which is sound because a
+//! store or delete of a digest that a batch in flight holds waits for it (as within one
+//! batch). Batches are applied and acknowledged in the order they were built, each only
+//! once its own write and every earlier one's are done: a later batch's pages name the
+//! oldest in flight's first page as the log's durable end, so a crash that keeps a later
+//! batch and loses an earlier one ends the log at the hole, losing only unacknowledged
+//! writes. Whatever must see the whole log in order (a new segment, garbage collection, a
+//! checkpoint, the close) waits until every batch is written.
 //!
 //! Garbage collection runs in the same loop, in turns with the user's batches (see
 //! [`Worker::start_gc`]): a victim segment's records still needed are copied, as they are
@@ -137,8 +147,8 @@ enum ReadFor {
     Retrieve { key: Vec<u8>, done: Reply<Option<Vec<u8>>> },
     /// One key of an exist.
     Exist { key: Vec<u8>, bit: usize, job: usize },
-    /// Whether the digest entry is the key's: for entry `entry` of the batch in flight.
-    Confirm { key: Vec<u8>, entry: usize },
+    /// Whether the digest entry is the key's: for entry `entry` of batch `batch` (in flight).
+    Confirm { key: Vec<u8>, batch: u64, entry: usize },
 }
 
 struct Read {
@@ -186,19 +196,30 @@ struct Gc {
     pending: VecDeque<(Location, Vec<u8>)>,
 }
 
-/// The batch being written.
+/// A batch being written.
 struct InFlight {
+    /// Its number, in the order batches are built (its write's tag has it).
+    id: u64,
     batch: Batch,
     applies: Vec<(Apply, usize)>,
+    /// The applies of the records an earlier batch carried into this one's first page,
+    /// handed on once that batch was written (apart from `applies`, whose indices
+    /// confirmations and `carried_from` name).
+    handed: Vec<(Apply, usize)>,
     confirms_left: usize,
+    /// The write's result, once it completed.
     written: Option<Result<()>>,
+    /// Why the batch fails even if its write succeeds: a confirmation that failed, or an
+    /// earlier batch that failed (nothing after a hole in the log may be acknowledged).
+    failed: Option<Error>,
     /// A batch of garbage collection's copies.
     gc: bool,
+    /// Where the batch carried its last, partial page into the next batch (not written by
+    /// this one: `log.rs`, module comment): its applies from this index on are the records
+    /// ending in that page, handed on to the batch that writes it once this one is written.
+    carried_from: Option<usize>,
     /// The group-commit round its write is (`Shard::rounds`).
     round: Round,
-    /// The batch's last, partial page, not written: it goes on in the next batch, with the
-    /// records that end in it (`log.rs`, module comment).
-    carried: Option<PageBuf>,
 }
 
 /// A partial page carried from a written batch into the next, and the records ending in it,
@@ -210,8 +231,9 @@ struct Carry {
     applies: Vec<(Apply, usize)>,
 }
 
-/// Tag of the batch's write; reads are tagged by their slot in `reads_in_flight`.
-const WRITE_TAG: u64 = u64::MAX;
+/// Tags of batch writes have this bit, with the batch's number below it; reads are tagged by
+/// their slot in `reads_in_flight`.
+const WRITE_TAG: u64 = 1 << 63;
 
 pub(crate) struct Worker {
     shard: Arc<Shard>,
@@ -223,7 +245,10 @@ pub(crate) struct Worker {
     reads_in_flight: Vec<Option<Read>>,
     free_tags: Vec<usize>,
     exists: Vec<Option<ExistJob>>,
-    in_flight: Option<InFlight>,
+    /// Batches being written, oldest first.
+    in_flight: VecDeque<InFlight>,
+    /// The next batch's number.
+    next_batch: u64,
     completions: Vec<Completion>,
     gc: Option<Gc>,
     /// The next batch is garbage collection's turn, if it has copies to make.
@@ -276,7 +301,8 @@ impl Worker {
             reads_in_flight: Vec::new(),
             free_tags: Vec::new(),
             exists: Vec::new(),
-            in_flight: None,
+            in_flight: VecDeque::new(),
+            next_batch: 0,
             completions: Vec::new(),
             gc: None,
             gc_turn: false,
@@ -296,7 +322,7 @@ impl Worker {
             && self.writes.is_empty()
             && self.carry.is_none()
             && self.reads_waiting.is_empty()
-            && self.in_flight.is_none()
+            && self.in_flight.is_empty()
             && self.gc.is_none()
     }
 }
@@ -312,12 +338,16 @@ impl shale_space::page_log::driver::Worker for Worker {
         for req in incoming {
             self.accept(req);
         }
-        if !closing && self.in_flight.is_none() {
+        if !closing && self.in_flight.is_empty() {
             self.finish_gc();
             self.maybe_checkpoint();
             self.start_gc();
         }
-        if self.in_flight.is_none() {
+        if !self.in_flight.is_empty() {
+            if self.may_overlap(closing) {
+                self.build_batch(true, true);
+            }
+        } else {
             let gc_copies = self.gc.as_ref().is_some_and(|g| !g.pending.is_empty());
             // A carried page goes on in a user batch: garbage collection's waits a turn.
             if gc_copies
@@ -332,7 +362,7 @@ impl shale_space::page_log::driver::Worker for Worker {
                 // collection's turn, a checkpoint (its replay starts on a page boundary),
                 // the close.
                 let may_carry = !closing && !gc_copies && !self.checkpoint_due();
-                self.build_batch(may_carry);
+                self.build_batch(may_carry, false);
                 self.gc_turn = true;
             }
         }
@@ -342,7 +372,7 @@ impl shale_space::page_log::driver::Worker for Worker {
             && self.writes.is_empty()
             && self.carry.is_none()
             && self.reads_waiting.is_empty()
-            && self.in_flight.is_none()
+            && self.in_flight.is_empty()
             && (closing || self.gc.is_none())
         {
             if closing {
@@ -383,7 +413,7 @@ impl Worker {
         let lingers = self.carry.is_some()
             && self.queue.in_flight() == 0
             && self.writes.is_empty()
-            && self.in_flight.is_none();
+            && self.in_flight.is_empty();
         if lingers {
             // Until writes enough for the next batch to carry in turn are queued: one write
             // alone would fill the page and answer its callers, but leave its own last page
@@ -483,7 +513,7 @@ impl Worker {
     /// A page the last batch carried starts this one, with its records, whose digests count
     /// as in this batch (they are not in the index yet). With `may_carry` and at least
     /// [`CARRY_WRITES_MIN`] new writes, this batch carries its own last page in turn.
-    fn build_batch(&mut self, may_carry: bool) {
+    fn build_batch(&mut self, may_carry: bool, overlapped: bool) {
         if let Err(e) = self.shard.refuse_if_stopped() {
             self.fail_writes(&e);
             return;
@@ -491,8 +521,21 @@ impl Worker {
         let mut batch = None;
         let mut applies = Vec::new();
         let mut confirms = Vec::new();
-        let mut digests = FxHashSet::default();
+        // A write of a digest that a batch in flight holds waits for it to reach the index,
+        // as one within this batch does.
+        let mut digests: FxHashSet<u64> = self
+            .in_flight
+            .iter()
+            .flat_map(|f| f.applies.iter().chain(&f.handed))
+            .map(|(apply, _)| match apply {
+                Apply::Store { d, .. } | Apply::Delete { d, .. } | Apply::Copy { d, .. } => *d,
+            })
+            .collect();
+        // Whether the batch goes on from a carried page: it has that page to write even when
+        // the records ending in it are not yet its own (their batch is still in flight).
+        let mut resumed = false;
         if let Some(c) = self.carry.take() {
+            resumed = true;
             // The carried page is the active segment's next: the batch goes on from it.
             let mut b = self.log.batch(&self.shard).expect("a carried page is in the segment");
             b.resume(c.page, c.locations);
@@ -573,6 +616,12 @@ impl Worker {
                 }
                 _ => unreachable!(),
             };
+            if batch.is_none() && overlapped && self.log.batch(&self.shard).is_none() {
+                // The segment is full: the next one starts once every batch is written (its
+                // commit seals this one at its durable end).
+                self.writes.push_front(req);
+                break;
+            }
             if batch.is_none() {
                 batch = match self.open_batch() {
                     Ok(b) => Some(b),
@@ -584,10 +633,15 @@ impl Worker {
                     }
                 };
             }
-            if applies.is_empty() && !batch.as_ref().expect("opened above").fits(rec.len()) {
+            let fresh = applies.is_empty() && !resumed;
+            if fresh && !batch.as_ref().expect("opened above").fits(rec.len()) {
                 // The active segment's pages left cannot hold this record: the batch starts a
                 // new segment (it holds nothing yet). Without this the request would wait
-                // for a batch that never comes.
+                // for a batch that never comes. Not behind batches in flight (as above).
+                if overlapped {
+                    self.writes.push_front(req);
+                    break;
+                }
                 match self.next_segment_batch() {
                     Ok(b) => batch = Some(b),
                     Err(e) => {
@@ -600,8 +654,7 @@ impl Worker {
             }
             let b = batch.as_mut().expect("opened above");
             let room = b.fits(rec.len())
-                && (b.image.len() + rec.len() <= self.shard.opts.batch_bytes_max
-                    || applies.is_empty());
+                && (b.image.len() + rec.len() <= self.shard.opts.batch_bytes_max || fresh);
             if !room {
                 self.writes.push_front(req);
                 break;
@@ -611,7 +664,9 @@ impl Worker {
             digests.insert(d);
             let entry = applies.len();
             if let (None, Probe::Candidate(loc)) = (owner, probe) {
-                confirms.push(Read { loc, for_: ReadFor::Confirm { key: key.clone(), entry } });
+                let batch = self.next_batch;
+                confirms
+                    .push(Read { loc, for_: ReadFor::Confirm { key: key.clone(), batch, entry } });
             }
             let owner = owner.unwrap_or(false);
             let apply = match req {
@@ -624,7 +679,7 @@ impl Worker {
             applies.push((apply, at));
         }
         let Some(mut batch) = batch else { return };
-        if applies.is_empty() {
+        if applies.is_empty() && !resumed {
             return;
         }
         let carried = if may_carry && applies.len() - carried_in >= CARRY_WRITES_MIN {
@@ -642,35 +697,86 @@ impl Worker {
             self.fail_writes(&e);
             return;
         };
+        let mut carried_from = None;
+        if let Some(page) = carried {
+            // The records ending in the carried page are acknowledged with the next batch,
+            // which writes that page and may be built before this one is written: the page
+            // and their locations go on now, their applies once this batch is written
+            // (`Worker::apply`; confirmations name them here until then).
+            let cut = batch.end_page();
+            let ends = |at: usize| {
+                let loc = batch.locations[at];
+                loc.page + u32::from(loc.pages) - 1
+            };
+            let split =
+                applies.iter().position(|&(_, at)| ends(at) >= cut).unwrap_or(applies.len());
+            let locations = applies[split..].iter().map(|&(_, at)| batch.locations[at]).collect();
+            self.carry = Some(Carry { page, locations, applies: Vec::new() });
+            self.shard.counters.tails_carried.fetch_add(1, Ordering::Relaxed);
+            carried_from = Some(split);
+        }
         self.reads_waiting.extend(confirms);
-        self.submit_batch(InFlight {
-            batch,
-            applies,
-            confirms_left,
-            written: None,
-            gc: false,
-            carried,
-            round,
-        });
+        self.submit_batch(batch, applies, confirms_left, carried_from, round);
     }
 
-    /// Begins the group-commit round of a batch of `writes` records. `None` once the store
-    /// has stopped. One batch is in flight at a time, so no round runs when a batch is built.
+    /// Whether a batch of the queued writes may be built now behind the batches in flight:
+    /// while fewer than `batches_in_flight` are, all of them the user's, at least
+    /// [`CARRY_WRITES_MIN`] writes wait (fewer wait better for the batch in flight to end,
+    /// with the writes its callers send next), and nothing needs the whole log written first:
+    /// garbage collection, its next look for a victim, a checkpoint, the close.
+    fn may_overlap(&self, closing: bool) -> bool {
+        self.in_flight.len() < self.shard.opts.batches_in_flight
+            && self.writes.len() >= CARRY_WRITES_MIN
+            && !closing
+            && self.gc.is_none()
+            && self.since_gc_check < GC_CHECK_BATCHES
+            && !self.checkpoint_due()
+            && self.in_flight.iter().all(|f| !f.gc)
+            && self.shard.refuse_if_stopped().is_ok()
+    }
+
+    /// Begins the group-commit round of a batch of `writes` records (beside the rounds of
+    /// the batches in flight, which end first). `None` once the store has stopped.
     fn begin_round(&self, writes: usize) -> Option<Round> {
-        match self.shard.rounds.begin(writes as u64) {
+        match self.shard.rounds.begin_overlapping(writes as u64) {
             Ok(round) => Some(round),
             Err(NotBegun::Stopped(_)) => None,
-            Err(NotBegun::Running) => unreachable!("a batch is built only when none is in flight"),
+            Err(NotBegun::Running) => unreachable!("overlapping rounds may begin while others run"),
         }
     }
 
     /// Submits the durable write of a batch whose round has begun.
-    fn submit_batch(&mut self, f: InFlight) {
-        let buf = AlignedBuf::padded_copy(&f.batch.image, PAGE_BYTES);
-        let op = Op::Write { offset: f.batch.address, buf, durable: true };
-        self.in_flight = Some(f);
-        if let Err((e, _)) = self.queue.submit(IoRequest { tag: WRITE_TAG, op }) {
-            self.finish_write(Err(e.into()));
+    fn submit_batch(
+        &mut self,
+        batch: Batch,
+        applies: Vec<(Apply, usize)>,
+        confirms_left: usize,
+        carried_from: Option<usize>,
+        round: Round,
+    ) {
+        let gc = applies.iter().any(|(a, _)| matches!(a, Apply::Copy { .. }));
+        let id = self.next_batch;
+        self.next_batch += 1;
+        if !self.in_flight.is_empty() {
+            self.shard.counters.batches_overlapped.fetch_add(1, Ordering::Relaxed);
+        }
+        self.log.submitted(&batch);
+        let buf = AlignedBuf::padded_copy(&batch.image, PAGE_BYTES);
+        let op = Op::Write { offset: batch.address, buf, durable: true };
+        self.in_flight.push_back(InFlight {
+            id,
+            batch,
+            applies,
+            handed: Vec::new(),
+            confirms_left,
+            written: None,
+            failed: None,
+            gc,
+            carried_from,
+            round,
+        });
+        if let Err((e, _)) = self.queue.submit(IoRequest { tag: WRITE_TAG | id, op }) {
+            self.finish_write(id, Err(e.into()));
         }
     }
 
@@ -826,15 +932,7 @@ impl Worker {
             self.gc = None;
             return;
         };
-        self.submit_batch(InFlight {
-            batch,
-            applies,
-            confirms_left: 0,
-            written: None,
-            gc: true,
-            carried: None,
-            round,
-        });
+        self.submit_batch(batch, applies, 0, None, round);
     }
 
     /// Checkpoints the index once [`Worker::checkpoint_interval`] bytes of log were written
@@ -1068,8 +1166,8 @@ impl Worker {
         self.fail_applies(carried, e);
     }
 
-    /// Step 3: submits waiting reads while the queue has room (one slot is kept for a
-    /// batch's write).
+    /// Step 3: submits waiting reads while the queue has room (a slot is kept for each
+    /// batch's write that may be in flight).
     ///
     /// Through the page cache ([`crate::RecordReads::PageCache`]), a record whose pages the
     /// cache holds is read from it at once (`preadv2(RWF_NOWAIT)`, which never waits for the
@@ -1082,7 +1180,8 @@ impl Worker {
     /// record read from the device decides (`caller_reads.rs` has why a page that passes
     /// can only be the right one).
     fn submit_reads(&mut self) {
-        while self.queue.in_flight() + 1 < self.queue.depth() {
+        let kept = self.shard.opts.batches_in_flight;
+        while self.queue.in_flight() + kept < self.queue.depth() {
             let Some(read) = self.reads_waiting.pop_front() else { break };
             let seg = self.shard.segment(read.loc.segment);
             let at = seg.page_address(read.loc.page);
@@ -1129,14 +1228,16 @@ impl Worker {
                     self.finish_read(read, Err(e.clone_for_request()));
                 }
             }
-            if self.in_flight.as_ref().is_some_and(|f| f.written.is_none()) {
-                self.finish_write(Err(e));
+            let unwritten: Vec<u64> =
+                self.in_flight.iter().filter(|f| f.written.is_none()).map(|f| f.id).collect();
+            for id in unwritten {
+                self.finish_write(id, Err(e.clone_for_request()));
             }
             return;
         }
         for c in out.drain(..) {
-            if c.tag == WRITE_TAG {
-                self.finish_write(c.result.map_err(Error::from));
+            if c.tag & WRITE_TAG != 0 {
+                self.finish_write(c.tag & !WRITE_TAG, c.result.map_err(Error::from));
                 continue;
             }
             let tag = c.tag as usize;
@@ -1199,19 +1300,26 @@ impl Worker {
                     self.complete(done, result);
                 }
             }
-            ReadFor::Confirm { key, entry } => {
+            ReadFor::Confirm { key, batch, entry } => {
                 let confirmed = is_key(&key);
-                let f =
-                    self.in_flight.as_mut().expect("a confirmation belongs to the batch in flight");
+                let stopped = match &confirmed {
+                    Err(e) => Some(self.shard.stop(e.clone_for_request())),
+                    Ok(_) => None,
+                };
+                let f = self
+                    .in_flight
+                    .iter_mut()
+                    .find(|f| f.id == batch)
+                    .expect("a confirmation belongs to a batch in flight");
                 match confirmed {
                     Ok(yes) => match &mut f.applies[entry].0 {
                         Apply::Store { owner, .. } | Apply::Delete { owner, .. } => *owner = yes,
                         Apply::Copy { .. } => unreachable!("copies need no confirmation"),
                     },
-                    // The index cannot be updated without knowing: stop, as for a failed write.
-                    Err(e) => {
-                        let e = self.shard.stop(e);
-                        f.written = Some(Err(e));
+                    // The index cannot be updated without knowing: stop, as for a failed
+                    // write (the batch still waits for its write before it is answered).
+                    Err(_) => {
+                        f.failed = f.failed.take().or(stopped);
                     }
                 }
                 f.confirms_left -= 1;
@@ -1233,46 +1341,75 @@ impl Worker {
         })
     }
 
-    fn finish_write(&mut self, result: Result<()>) {
-        let f = self.in_flight.as_mut().expect("a batch in flight");
+    /// The write of batch `id` completed with `result`.
+    fn finish_write(&mut self, id: u64, result: Result<()>) {
         let result = match result {
             Ok(()) => Ok(()),
             Err(e) => Err(self.shard.stop(e)),
         };
-        if f.written.as_ref().is_none_or(|w| w.is_ok()) {
-            f.written = Some(result);
-        }
+        let f = self
+            .in_flight
+            .iter_mut()
+            .find(|f| f.id == id)
+            .expect("a write completes for a batch in flight");
+        debug_assert!(f.written.is_none(), "a batch's write completes once");
+        f.written = Some(result);
         self.try_apply();
     }
 
-    /// Once the batch is written and every confirmation is back: updates the index and
-    /// completes the batch's requests.
+    /// Applies the oldest batches in flight that are ready, in order: written, every
+    /// confirmation back. Each updates the index and completes its requests.
     fn try_apply(&mut self) {
-        let ready =
-            self.in_flight.as_ref().is_some_and(|f| f.written.is_some() && f.confirms_left == 0);
-        if !ready {
-            return;
+        while self.in_flight.front().is_some_and(|f| f.written.is_some() && f.confirms_left == 0) {
+            let f = self.in_flight.pop_front().expect("checked above");
+            self.apply(f);
         }
-        let mut f = self.in_flight.take().expect("checked above");
-        let written = f.written.expect("checked above");
+    }
+
+    /// Hands the applies of the records ending in a carried page to the batch that writes
+    /// that page: the next batch in flight, which resumed it, or the carry, if the next batch
+    /// is not built yet. With neither (the store stopped before the next batch began), they
+    /// fail: their records' last page was never written.
+    fn hand_on_carried(&mut self, carried: Vec<(Apply, usize)>) {
+        // The next batch's locations begin with the carried records'.
+        let carried = carried.into_iter().enumerate().map(|(i, (a, _))| (a, i));
+        if let Some(next) = self.in_flight.front_mut() {
+            next.handed.extend(carried);
+        } else if let Some(c) = &mut self.carry {
+            c.applies.extend(carried);
+        } else {
+            let e = match self.shard.refuse_if_stopped() {
+                Err(e) => e,
+                Ok(()) => Error::Stopped("a carried page was never written".into()),
+            };
+            self.fail_applies(carried.collect(), &e);
+        }
+    }
+
+    /// Applies batch `f`, the oldest: acknowledged if its write and every earlier one
+    /// succeeded, else failed, and with it every batch still in flight.
+    fn apply(&mut self, mut f: InFlight) {
+        let written = match (f.written.take().expect("applied once written"), f.failed.take()) {
+            (Err(e), _) | (Ok(()), Some(e)) => Err(e),
+            (Ok(()), None) => Ok(()),
+        };
+        if let Err(e) = &written {
+            // Nothing after a failed batch may be acknowledged: recovery ends the log at the
+            // first batch lost.
+            for later in &mut self.in_flight {
+                later.failed = later.failed.take().or_else(|| Some(e.clone_for_request()));
+            }
+        }
         // The round ends here, not when the write completes: a confirmation that failed
-        // fails the batch too, and no next batch may begin before this one is applied.
+        // fails the batch too.
         let why = written.as_ref().map_err(|e| shale_io::Chain(e).to_string()).copied();
         self.shard.rounds.end(f.round, why);
-        if let (Ok(()), Some(page)) = (&written, f.carried.take()) {
-            // The records ending in the carried page wait for the next batch's write.
-            let cut = f.batch.end_page();
-            let ends = |at: usize| {
-                let loc = f.batch.locations[at];
-                loc.page + u32::from(loc.pages) - 1
-            };
-            let first = f.applies.iter().position(|&(_, at)| ends(at) >= cut);
-            let carried = first.map_or_else(Vec::new, |i| f.applies.split_off(i));
-            let locations = carried.iter().map(|&(_, at)| f.batch.locations[at]).collect();
-            let applies = carried.into_iter().enumerate().map(|(i, (a, _))| (a, i)).collect();
-            self.carry = Some(Carry { page, locations, applies });
-            self.shard.counters.tails_carried.fetch_add(1, Ordering::Relaxed);
+        if let (Ok(()), Some(split)) = (&written, f.carried_from) {
+            let carried = f.applies.split_off(split);
+            self.hand_on_carried(carried);
         }
+        let handed = std::mem::take(&mut f.handed);
+        f.applies.extend(handed);
         if written.is_ok() {
             self.log.written(&f.batch);
             self.since_checkpoint += f.batch.image.len() as u64;

@@ -7,7 +7,11 @@
 //! - work continued on the recovered store, and its reopen, keep what was acknowledged.
 //!
 //! Two workloads: one synchronous call at a time, and windows of up to 12 submissions in
-//! flight, whose records share batches and pages (each batch one durable write).
+//! flight, whose records share batches and pages (each batch one durable write), with up to
+//! three batches' writes in flight at once. A crash may then keep a later batch and lose an
+//! earlier one still in flight: each write submitted while earlier ones were not yet reaped
+//! is also cut with each of those lost (`Damage::LostInFlight`); recovery must end the log at
+//! the hole and still hold everything acknowledged before the lost write was submitted.
 //!
 //! `SHALE_CRASH_SEEDS=N` runs N workloads instead of 2; a failure names its seed and write.
 
@@ -30,6 +34,8 @@ struct Run {
     acked_at: Vec<u64>,
     /// `began_at[n]`: device writes just before operation n+1 started.
     began_at: Vec<u64>,
+    /// Batches the store wrote behind others in flight.
+    overlapped: u64,
 }
 
 /// One operation of a workload: a delete, or a store of this value.
@@ -52,7 +58,12 @@ fn workload(d: &SimDevice, opts: &HashOptions, seed: u64, ops: usize) -> Run {
     let store = open(d, opts);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut state = State::new();
-    let mut run = Run { states: vec![state.clone()], acked_at: Vec::new(), began_at: Vec::new() };
+    let mut run = Run {
+        states: vec![state.clone()],
+        acked_at: Vec::new(),
+        began_at: Vec::new(),
+        overlapped: 0,
+    };
     for n in 0..ops {
         run.began_at.push(d.writes());
         match operation(&mut rng, n) {
@@ -77,7 +88,12 @@ fn async_workload(d: &SimDevice, opts: &HashOptions, seed: u64, ops: usize) -> R
     let store = open(d, opts);
     let mut rng = SmallRng::seed_from_u64(seed ^ 0xA5);
     let mut state = State::new();
-    let mut run = Run { states: vec![state.clone()], acked_at: Vec::new(), began_at: Vec::new() };
+    let mut run = Run {
+        states: vec![state.clone()],
+        acked_at: Vec::new(),
+        began_at: Vec::new(),
+        overlapped: 0,
+    };
     let mut n = 0;
     while n < ops {
         let window = rng.gen_range(1..=12).min(ops - n);
@@ -107,6 +123,7 @@ fn async_workload(d: &SimDevice, opts: &HashOptions, seed: u64, ops: usize) -> R
         let acked = d.writes();
         run.acked_at.extend(std::iter::repeat_n(acked, window));
     }
+    run.overlapped = store.stats().batches_overlapped;
     run
 }
 
@@ -138,17 +155,34 @@ fn enumerate(what: &str, workload: fn(&SimDevice, &HashOptions, u64, usize) -> R
     // A bounded store rebuilds its index at each crashed open, which costs more: one
     // workload by default.
     let seeds = if mode() == shale_hash::IndexMode::InMemory { seeds } else { seeds.div_ceil(2) };
-    let opts = small_options();
+    let opts = HashOptions { batches_in_flight: 3, ..small_options() };
     let mut images = 0;
+    let mut overlapped = 0;
     for seed in 0..seeds {
         let d = sim(8, seed);
+        // Completions one reap late: the worker's batches then overlap, as on a device.
+        d.set_late_completions(true);
         let run = workload(&d, &opts, seed, 60);
+        d.set_late_completions(false);
+        overlapped += run.overlapped;
         let writes = d.writes();
         for k in 0..=writes {
-            let acked = run.acked_at.iter().filter(|&&w| w <= k).count();
             let begun = run.began_at.iter().filter(|&&w| w < k).count();
-            for damage in [Damage::Lose, Damage::Keep, Damage::TornLast { seed: k, torn_unit: 512 }]
-            {
+            let mut damages: Vec<(Damage, u64)> =
+                [Damage::Lose, Damage::Keep, Damage::TornLast { seed: k, torn_unit: 512 }]
+                    .into_iter()
+                    .map(|damage| (damage, k))
+                    .collect();
+            damages
+                .extend(lost_in_flight(&d, k).map(|write| (Damage::LostInFlight { write }, write)));
+            for (damage, kept_before) in damages {
+                // Acknowledged with every write it needed kept: before the cut, or before the
+                // write lost in flight arrived.
+                let acked = run
+                    .acked_at
+                    .iter()
+                    .filter(|&&w| w <= k && (kept_before == k || w < kept_before))
+                    .count();
                 let image = d.crash_image(k, damage);
                 let crashed = SimDevice::from_image(image, 4096, seed).unwrap();
                 let store = HashStore::open_device(device(&crashed), opts.clone())
@@ -171,5 +205,22 @@ fn enumerate(what: &str, workload: fn(&SimDevice, &HashOptions, u64, usize) -> R
             }
         }
     }
-    println!("{what}: {images} crash images recovered and checked over {seeds} workloads");
+    if what == "submission windows" {
+        assert!(
+            overlapped > 0,
+            "no batch was written behind another: nothing lost in flight was cut"
+        );
+    }
+    println!(
+        "{what}: {images} crash images recovered and checked over {seeds} workloads \
+         ({overlapped} batches written behind others in flight)"
+    );
+}
+
+/// The writes that a crash right after write `k` may have lost in flight while `k`
+/// completed: those the store's queue had not reaped when `k` was submitted (the store had
+/// not been told they were done, so it acknowledged nothing that needs them).
+fn lost_in_flight(d: &SimDevice, k: u64) -> impl Iterator<Item = u64> {
+    let lost = if k > 0 { d.unreaped_at(k) } else { Vec::new() };
+    lost.into_iter()
 }

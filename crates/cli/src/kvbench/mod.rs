@@ -151,6 +151,10 @@ pub struct Args {
     /// The hash engine's cache of values read, in bytes (0: off).
     #[arg(long = "value_cache_bytes", default_value_t = HashOptions::default().value_cache_bytes)]
     pub value_cache_bytes: usize,
+    /// The hash engine's batches whose durable writes may be in flight at once (1: one at a
+    /// time; `HashOptions::batches_in_flight`).
+    #[arg(long = "batches_in_flight", default_value_t = HashOptions::default().batches_in_flight)]
+    pub batches_in_flight: usize,
     /// Read what misses the engine's own cache (the hash engine's records, the lsm engine's
     /// SST blocks) with O_DIRECT only (true), or through the kernel's page cache (false, the
     /// default of both engines and db_bench's meaning: `shale_hash::RecordReads`,
@@ -377,7 +381,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             for (k, i) in bench.instances().iter().enumerate() {
                 let s = i.store.stats();
                 outln!(
-                    "# hash[{k}]: {} keys, user bytes {}, log bytes written {} (gc {}), {} checkpoints of {} bytes, {} segments, index {:?}: {} bytes in memory, {} pages read, {} written, {} buckets; {} batches, {} busy; {} reads from the value cache, {} reads answered on the caller's thread",
+                    "# hash[{k}]: {} keys, user bytes {}, log bytes written {} (gc {}), {} checkpoints of {} bytes, {} segments, index {:?}: {} bytes in memory, {} pages read, {} written, {} buckets; {} batches ({} behind others in flight), {} busy; {} reads from the value cache, {} reads answered on the caller's thread",
                     s.keys,
                     s.user_bytes,
                     s.log_bytes_written,
@@ -391,6 +395,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                     s.index_page_writes,
                     s.index_buckets,
                     s.batches,
+                    s.batches_overlapped,
                     s.busy,
                     s.value_cache_hits,
                     s.caller_reads
@@ -454,6 +459,7 @@ fn open_hash(
                 .clamp(64, shale_hash::QUEUE_DEPTH_MAX),
             index: args.index_mode(),
             value_cache_bytes: args.value_cache_bytes,
+            batches_in_flight: args.batches_in_flight,
             // With --pin, instance i's worker runs on the CPU its client threads run on.
             worker_cpu: config.pin.then_some(i),
             ..HashOptions::default()

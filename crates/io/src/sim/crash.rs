@@ -37,6 +37,14 @@ pub enum Damage {
         /// Size and alignment of the pieces.
         torn_unit: u32,
     },
+    /// Write number `write` never reached the media, durable or not: it was still in flight
+    /// at the power cut while later writes, submitted beside it, had completed (an engine that
+    /// keeps several durable writes in flight must survive this). Every other unsynced write
+    /// is lost, as with [`Damage::Lose`].
+    LostInFlight {
+        /// The write lost.
+        write: u64,
+    },
 }
 
 /// How one unsynced write reaches the media.
@@ -62,10 +70,10 @@ pub(crate) fn replay(image: &mut [u8], events: &[Event], damage: Damage) {
     for (i, event) in events.iter().enumerate() {
         match event {
             Event::Write { number, offset, data, .. } => {
-                let fate = if !unsynced[i] {
-                    Fate::Keep
-                } else {
-                    fate(damage, *number, Some(i) == last_unsynced)
+                let fate = match damage {
+                    Damage::LostInFlight { write } if write == *number => Fate::Drop,
+                    _ if !unsynced[i] => Fate::Keep,
+                    _ => fate(damage, *number, Some(i) == last_unsynced),
                 };
                 apply(image, *offset, data, fate, damage);
             }
@@ -91,7 +99,7 @@ fn unsynced_writes(events: &[Event]) -> Vec<bool> {
 
 fn fate(damage: Damage, number: u64, is_last: bool) -> Fate {
     match damage {
-        Damage::Lose => Fate::Drop,
+        Damage::Lose | Damage::LostInFlight { .. } => Fate::Drop,
         Damage::Keep => Fate::Keep,
         Damage::Random { seed, .. } => {
             let mut rng = SplitMix64::for_item(seed, number);
@@ -118,7 +126,9 @@ fn apply(image: &mut [u8], offset: u64, data: &[u8], fate: Fate, damage: Damage)
                 Damage::Random { torn_unit, .. } | Damage::TornLast { torn_unit, .. } => {
                     torn_unit as usize
                 }
-                Damage::Lose | Damage::Keep => unreachable!("only seeded damage tears"),
+                Damage::Lose | Damage::Keep | Damage::LostInFlight { .. } => {
+                    unreachable!("only seeded damage tears")
+                }
             };
             // Pieces follow the device's unit boundaries, not the write's start: that is where
             // a real device's atomicity ends.

@@ -101,6 +101,8 @@ struct SimBackend {
     capacity: u64,
     block_size: u32,
     state: Mutex<SimState>,
+    /// [`SimDevice::set_late_completions`].
+    late_completions: std::sync::atomic::AtomicBool,
 }
 
 struct SimState {
@@ -156,13 +158,46 @@ impl SimDevice {
         };
         let capacity = state.initial.len() as u64;
         Ok(SimDevice {
-            inner: Arc::new(SimBackend { seed, capacity, block_size, state: Mutex::new(state) }),
+            inner: Arc::new(SimBackend {
+                seed,
+                capacity,
+                block_size,
+                state: Mutex::new(state),
+                late_completions: std::sync::atomic::AtomicBool::new(false),
+            }),
         })
     }
 
     /// Writes the device has received so far, failed ones included: the crash-point counter.
     pub fn writes(&self) -> u64 {
         self.inner.state.lock().trace.writes()
+    }
+
+    /// Where write number `number` (1-based) landed and whether it was durable on completion:
+    /// `(offset, bytes, durable)`; `None` for a write that failed or was never received.
+    pub fn write_at(&self, number: u64) -> Option<(u64, usize, bool)> {
+        self.inner.state.lock().trace.events.iter().find_map(|e| match e {
+            trace::Event::Write { number: n, offset, data, durable } if *n == number => {
+                Some((*offset, data.len(), *durable))
+            }
+            _ => None,
+        })
+    }
+
+    /// The earlier writes whose completions the queue that submitted write `number` had not
+    /// yet handed back (reaped) when it was submitted: writes the host could not yet count
+    /// on, so a power cut right after `number` may have lost any of them while keeping it
+    /// (`Damage::LostInFlight`). Empty for a write submitted with nothing unreaped.
+    pub fn unreaped_at(&self, number: u64) -> Vec<u64> {
+        self.inner.state.lock().trace.unreaped.get(&number).cloned().unwrap_or_default()
+    }
+
+    /// Whether queues hand back each completion one reap late (off by default): a reap
+    /// returns the completions an earlier reap left, and newer ones only as many as its
+    /// `min` needs. Requests still run at submission; only their completions wait, so an
+    /// engine sees several of its requests in flight at once, as on a real device.
+    pub fn set_late_completions(&self, late: bool) {
+        self.inner.late_completions.store(late, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// What stable media holds now.
@@ -224,7 +259,13 @@ impl Device for SimDevice {
 
     fn open_queue(&self, opts: &QueueOptions) -> Result<Box<dyn Queue>> {
         opts.validate()?;
-        Ok(Box::new(InlineQueue::new(self.inner.clone(), opts.depth as usize)))
+        let inline = InlineQueue::new(self.inner.clone(), opts.depth as usize);
+        Ok(Box::new(SimQueue {
+            inline,
+            backend: self.inner.clone(),
+            unreaped: Vec::new(),
+            held: std::collections::VecDeque::new(),
+        }))
     }
 
     fn release_range(&self, offset: u64, len: u64) -> Result<()> {
@@ -314,6 +355,7 @@ impl SyncBackend for SimBackend {
             state.unsynced_ranges.push((start, end));
         }
         state.trace.push(Event::Write { number, offset: start as u64, data: data.into(), durable });
+        LAST_WRITE.with(|w| w.set(number));
         state.stats.bytes_written += buf.len() as u64;
         Ok(())
     }
@@ -346,5 +388,75 @@ impl fmt::Debug for SimBackend {
             out.field("writes", &state.trace.writes()).field("stats", &state.stats);
         }
         out.finish()
+    }
+}
+
+thread_local! {
+    /// The number of the last write this thread made to a simulated device (`SimQueue`).
+    static LAST_WRITE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// A queue of the simulated device: requests run at submission (`InlineQueue`), and the
+/// device learns, for each write, which earlier writes of the queue had completed without
+/// being reaped yet ([`SimDevice::unreaped_at`]). With late completions
+/// ([`SimDevice::set_late_completions`]) a completion waits one reap in `held`.
+struct SimQueue {
+    inline: InlineQueue<SimBackend>,
+    backend: Arc<SimBackend>,
+    /// Writes submitted and not yet reaped: (tag, number).
+    unreaped: Vec<(u64, u64)>,
+    /// Completions a reap passed over, handed back by the next.
+    held: std::collections::VecDeque<crate::Completion>,
+}
+
+impl Queue for SimQueue {
+    fn depth(&self) -> usize {
+        self.inline.depth()
+    }
+
+    fn in_flight(&self) -> usize {
+        self.inline.in_flight() + self.held.len()
+    }
+
+    fn submit(&mut self, req: crate::Request) -> std::result::Result<(), (Error, crate::Request)> {
+        if self.in_flight() >= self.depth() {
+            return Err((Error::Busy, req));
+        }
+        let tag = req.tag;
+        let is_write = matches!(req.op, crate::Op::Write { .. });
+        LAST_WRITE.with(|w| w.set(0));
+        self.inline.submit(req)?;
+        let number = LAST_WRITE.with(|w| w.get());
+        if is_write && number != 0 {
+            if !self.unreaped.is_empty() {
+                let before = self.unreaped.iter().map(|&(_, n)| n).collect();
+                self.backend.state.lock().trace.unreaped.insert(number, before);
+            }
+            self.unreaped.push((tag, number));
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<crate::Completion>) -> Result<usize> {
+        assert!(min <= self.in_flight(), "reap({min}) with {} in flight", self.in_flight());
+        let mut fresh = Vec::new();
+        self.inline.reap(0, &mut fresh)?;
+        let late = self.backend.late_completions.load(std::sync::atomic::Ordering::Relaxed);
+        let from = out.len();
+        out.extend(self.held.drain(..));
+        let mut fresh = fresh.into_iter();
+        while !late || out.len() - from < min {
+            match fresh.next() {
+                Some(c) => out.push(c),
+                None => break,
+            }
+        }
+        self.held.extend(fresh);
+        for c in &out[from..] {
+            if let Some(i) = self.unreaped.iter().position(|&(tag, _)| tag == c.tag) {
+                self.unreaped.swap_remove(i);
+            }
+        }
+        Ok(out.len() - from)
     }
 }

@@ -55,6 +55,70 @@ fn seeded_damages() -> Vec<Damage> {
 }
 
 #[test]
+fn a_write_lost_in_flight_is_dropped_even_when_durable_and_later_ones_kept() {
+    let (dev, mut q) = device();
+    put(&mut q, 0, filled(4096, 0xAA), true);
+    put(&mut q, 4096, filled(4096, 0xBB), true);
+    put(&mut q, 8192, filled(512, 0xCC), false);
+    put(&mut q, 12288, filled(512, 0xDD), true);
+    assert_eq!(dev.write_at(2), Some((4096, 4096, true)));
+    assert_eq!(dev.write_at(3), Some((8192, 512, false)));
+    assert_eq!(dev.write_at(5), None);
+    let image = dev.crash_image(4, Damage::LostInFlight { write: 2 });
+    assert!(all(&image, 0, 4096, 0xAA), "an earlier durable write is kept");
+    assert!(all(&image, 4096, 4096, 0), "the write in flight is lost");
+    assert!(all(&image, 8192, 512, 0), "an unsynced write is lost, as under Lose");
+    assert!(all(&image, 12288, 512, 0xDD), "a later durable write is kept");
+    assert!(dev.unreaped_at(4).is_empty(), "each write above was reaped before the next");
+}
+
+#[test]
+fn a_write_names_the_earlier_writes_its_queue_had_not_reaped() {
+    let (dev, mut q) = device();
+    let write = |tag, offset| crate::Request {
+        tag,
+        op: crate::Op::Write { offset, buf: filled(512, 0xEE), durable: true },
+    };
+    q.submit(write(1, 0)).unwrap();
+    q.submit(write(2, 512)).unwrap();
+    q.submit(crate::Request { tag: 3, op: crate::Op::Flush }).unwrap();
+    q.submit(write(4, 1024)).unwrap();
+    assert_eq!(dev.unreaped_at(1), Vec::<u64>::new());
+    assert_eq!(dev.unreaped_at(2), vec![1]);
+    assert_eq!(dev.unreaped_at(3), vec![1, 2], "a flush is no write");
+    let mut out = Vec::new();
+    assert_eq!(q.reap(0, &mut out).unwrap(), 4);
+    q.submit(write(5, 1536)).unwrap();
+    assert_eq!(dev.unreaped_at(4), Vec::<u64>::new(), "reaped before it was submitted");
+}
+
+#[test]
+fn late_completions_wait_one_reap_unless_the_reap_needs_them() {
+    let (dev, mut q) = device();
+    dev.set_late_completions(true);
+    let write = |tag, offset| crate::Request {
+        tag,
+        op: crate::Op::Write { offset, buf: filled(512, 0xEE), durable: true },
+    };
+    let tags =
+        |out: &mut Vec<crate::Completion>| -> Vec<u64> { out.drain(..).map(|c| c.tag).collect() };
+    let mut out = Vec::new();
+    q.submit(write(1, 0)).unwrap();
+    assert_eq!(q.reap(0, &mut out).unwrap(), 0, "a new completion waits a reap");
+    assert_eq!(q.in_flight(), 1);
+    q.submit(write(2, 512)).unwrap();
+    assert_eq!(dev.unreaped_at(2), vec![1], "write 1 was passed over, not handed back");
+    q.reap(0, &mut out).unwrap();
+    assert_eq!(tags(&mut out), [1]);
+    q.submit(write(3, 1024)).unwrap();
+    q.reap(2, &mut out).unwrap();
+    assert_eq!(tags(&mut out), [2, 3], "the held one, and a new one the reap needs");
+    assert_eq!(q.in_flight(), 0);
+    // Every write ran at submission.
+    assert!(all(&dev.durable_image(), 0, 1536, 0xEE));
+}
+
+#[test]
 fn unsynced_writes_are_lost_under_lose_and_kept_under_keep() {
     let (dev, mut q) = device();
     put(&mut q, 0, filled(4096, 0xAA), false);

@@ -29,6 +29,9 @@ pub(crate) struct Trace {
     /// adds no event but still gets a start, so crash point `k` is always "right before write
     /// `k + 1` arrived" whether or not any write failed.
     write_starts: Vec<usize>,
+    /// For each write (by number) submitted while earlier writes of its queue had completed
+    /// but were not yet reaped: their numbers (`SimDevice::unreaped_at`).
+    pub(crate) unreaped: std::collections::HashMap<u64, Vec<u64>>,
 }
 
 impl Trace {

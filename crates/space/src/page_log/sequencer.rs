@@ -22,7 +22,9 @@
 //!   later on a device queue that one thread polls (the hash engine's shard worker submits its
 //!   batch's write in one turn and reaps it in a later one): nobody blocks, and `begin` says
 //!   whether a round may start now. A round begun this way is led by whoever began it; callers
-//!   of `join` meanwhile wait for it like for any other.
+//!   of `join` meanwhile wait for it like for any other. [`Sequencer::begin_overlapping`]
+//!   begins one while others begun so run (the hash engine's batches in flight side by side);
+//!   such rounds end in the order they began, and `done` counts the last one ended.
 
 use std::fmt::Display;
 
@@ -33,7 +35,9 @@ use crate::contention::Site;
 struct State {
     started: u64,
     done: u64,
-    running: bool,
+    /// Rounds begun and not yet ended (more than one only with
+    /// [`Sequencer::begin_overlapping`]).
+    running: u64,
     /// Why the first failed round failed.
     failed: Option<String>,
     /// Rounds run and callers served, for the engines' stats.
@@ -90,7 +94,7 @@ impl Sequencer {
             state: Mutex::new(State {
                 started: 0,
                 done: 0,
-                running: false,
+                running: 0,
                 failed: None,
                 rounds: 0,
                 joined: 0,
@@ -123,19 +127,19 @@ impl Sequencer {
             if st.done >= target {
                 return Ok(());
             }
-            if st.running {
+            if st.running > 0 {
                 // A hand-off: this caller waits for the round another leads.
                 self.wait_site.wait(|| self.cv.wait(&mut st));
                 continue;
             }
-            st.running = true;
+            st.running = 1;
             st.started += 1;
             let n = st.started;
             drop(st);
             let lead = round.take().expect("a caller leads at most one round");
             let result = lead();
             st = self.state.lock();
-            st.running = false;
+            st.running = 0;
             st.rounds += 1;
             match result {
                 Ok(()) => st.done = n,
@@ -155,14 +159,29 @@ impl Sequencer {
     /// # Errors
     /// [`NotBegun::Running`] while another round runs; [`NotBegun::Stopped`] after a failure.
     pub fn begin(&self, served: u64) -> Result<Round, NotBegun> {
+        self.begin_with(served, false)
+    }
+
+    /// Begins a round now, serving `served` writes, even while rounds begun with
+    /// [`Sequencer::begin`] or this run: their leader ends them, with [`Sequencer::end`], in
+    /// the order they began. Not to be mixed with [`Sequencer::join`]'s rounds, which run
+    /// alone (a joiner waits while any round runs).
+    ///
+    /// # Errors
+    /// [`NotBegun::Stopped`] after a failure.
+    pub fn begin_overlapping(&self, served: u64) -> Result<Round, NotBegun> {
+        self.begin_with(served, true)
+    }
+
+    fn begin_with(&self, served: u64, overlap: bool) -> Result<Round, NotBegun> {
         let mut st = self.state.lock();
         if let Some(why) = &st.failed {
             return Err(NotBegun::Stopped(why.clone()));
         }
-        if st.running {
+        if st.running > 0 && !overlap {
             return Err(NotBegun::Running);
         }
-        st.running = true;
+        st.running += 1;
         st.started += 1;
         st.joined += served;
         Ok(Round { n: st.started })
@@ -173,8 +192,11 @@ impl Sequencer {
     /// of [`Sequencer::join`] that wait for it.
     pub fn end(&self, round: Round, result: Result<(), String>) {
         let mut st = self.state.lock();
-        debug_assert!(st.running && st.started == round.n, "the round ended is the one running");
-        st.running = false;
+        debug_assert!(
+            st.running > 0 && round.n == st.started + 1 - st.running,
+            "the round ended is the oldest running"
+        );
+        st.running -= 1;
         st.rounds += 1;
         match result {
             Ok(()) => st.done = round.n,
@@ -241,7 +263,7 @@ mod tests {
                 )
             })
         };
-        while !seq.state.lock().running {
+        while seq.state.lock().running == 0 {
             std::thread::yield_now();
         }
         // Three callers join while it runs: none may return with it, all share round 2.
@@ -287,7 +309,7 @@ mod tests {
                 )
             })
         };
-        while !seq.state.lock().running {
+        while seq.state.lock().running == 0 {
             std::thread::yield_now();
         }
         let waiter = {
@@ -321,6 +343,42 @@ mod tests {
         let later = seq.join(|| panic!("no round after a failure"), |why| format!("x {why}"));
         assert_eq!(later, Err("x write failed".to_string()));
         assert_eq!(seq.counts(), (2, 6));
+    }
+
+    #[test]
+    fn overlapping_rounds_end_in_order_and_a_joiner_waits_for_all_of_them() {
+        let seq = Arc::new(Sequencer::new(&SITE));
+        let first = seq.begin(2).expect("nothing runs");
+        assert_eq!(seq.begin(1).unwrap_err(), NotBegun::Running, "plain begins still run alone");
+        let second = seq.begin_overlapping(3).expect("overlapping rounds may begin");
+        assert_eq!(second.number(), 2);
+        let (led, led_rx) = std::sync::mpsc::channel();
+        let joiner = {
+            let seq = seq.clone();
+            std::thread::spawn(move || {
+                seq.join(
+                    || {
+                        led.send(()).unwrap();
+                        Ok::<(), String>(())
+                    },
+                    |why| why,
+                )
+            })
+        };
+        joined(&seq, 6);
+        seq.end(first, Ok(()));
+        assert!(led_rx.try_recv().is_err(), "a round still runs: the joiner may not lead yet");
+        seq.end(second, Ok(()));
+        assert_eq!(joiner.join().unwrap(), Ok(()));
+        assert!(led_rx.try_recv().is_ok(), "the joiner's round began after both had ended");
+        assert_eq!(seq.counts(), (3, 6));
+        // A failure of the older of two overlapping rounds stops the sequencer; the younger
+        // still ends (its leader hands it back) and no round begins after.
+        let a = seq.begin_overlapping(1).unwrap();
+        let b = seq.begin_overlapping(1).unwrap();
+        seq.end(a, Err("write failed".into()));
+        seq.end(b, Ok(()));
+        assert_eq!(seq.begin_overlapping(1).unwrap_err(), NotBegun::Stopped("write failed".into()));
     }
 
     #[test]

@@ -202,7 +202,11 @@ impl HashStore {
             .last()
             .map(|s| s.generation)
             .max(state.checkpoint.map(|c| c.generation))
-            .map_or(1, |g| g + 1);
+            // A store that has written nothing: its own starting point (`first_generation`).
+            .map_or_else(
+                || shale_space::log_page::first_generation(&volume.header().volume_id),
+                |g| g + 1,
+            );
         let mut shard = Shard::new(volume, opts, segments);
         shard.advice = reader.as_ref().and_then(crate::page_advice::PageAdvice::start);
         shard.reader = reader;

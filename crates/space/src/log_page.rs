@@ -38,6 +38,23 @@ pub const PAGE_PAYLOAD_BYTES: usize = PAGE_BYTES - PAGE_HEADER_BYTES;
 /// Bytes of a fragment header.
 pub const FRAGMENT_HEADER_BYTES: usize = 3;
 
+/// The first generation a new store's logs take, from its volume id.
+///
+/// A reader tells a log's pages from others by their generation and index alone, and takes a
+/// page of the right generation at its index for the log's own (`page_log::scan`, the lsm
+/// engine's WAL recovery). A store created over an older store's pages (its header and
+/// version log wiped, its slots and WAL area not: a tool, a careless `dd`, an SSD whose
+/// trimmed blocks read back old data) would otherwise count generations from 1 as the old
+/// one did, in the same places, and read the old store's pages as its own: the hash engine
+/// reported its own log damaged after a clean close, and the lsm engine replayed the old
+/// store's WAL into the new one (`tests/reused_device.rs` of each). Each volume's count
+/// starts at one of 2^40 points, 2^23 generations apart (a store takes one per log segment,
+/// WAL generation or checkpoint), below 2^63.
+pub fn first_generation(volume_id: &[u8; 16]) -> u64 {
+    let id = u64::from_le_bytes(volume_id[..8].try_into().expect("8 bytes"));
+    1 + ((id >> 24) << 23)
+}
+
 /// Where a fragment sits in its record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FragmentType {

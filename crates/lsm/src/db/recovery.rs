@@ -109,10 +109,27 @@ impl Db {
         // 1. The committed version: fold the base's complete state and each delta into the set
         //    of live SSTs first, then open only those (see `version_edit::fold`).
         let folded = crate::version_edit::fold(&opened.versions)?;
+        // A store whose version log holds no edit of this engine has never taken a write:
+        // every read-write open commits an edit (`replay_wal`) before it accepts one. Nothing
+        // in its WAL area is its own then, whatever lies there: an older store's groups and
+        // metadata, left where a tool wiped only the header and version logs, which must not
+        // be replayed into this one. It starts its WAL generations at a point of its own
+        // (`log_page::first_generation`), so that no old page is ever read as one of its
+        // groups', and the edit `replay_wal` commits makes that point the store's.
+        let never_written = std::iter::once(&opened.versions.base.engine)
+            .chain(opened.versions.deltas.iter().map(|d| &d.engine))
+            .all(|bytes| bytes.is_empty());
+        let fresh = never_written && !read_only;
+        let (oldest_unflushed_ltn, next_ltn) = if fresh {
+            let first = shale_space::log_page::first_generation(&volume.header().volume_id);
+            (first, first)
+        } else {
+            (folded.oldest_unflushed_ltn, folded.next_ltn)
+        };
         let replayed = VersionEdit {
             last_seq: folded.last_seq,
-            oldest_unflushed_ltn: folded.oldest_unflushed_ltn,
-            next_ltn: folded.next_ltn,
+            oldest_unflushed_ltn,
+            next_ltn,
             ..Default::default()
         };
         let max_id = folded.max_sst_id;
@@ -125,8 +142,15 @@ impl Db {
         let mut q = volume
             .queue(IoClass::Wal, &QueueOptions { depth: WAL_QUEUE_DEPTH, ..Default::default() })?;
         let wanted = WalLayout::new(l.wal_offset, l.wal_bytes, opts.wal_groups())?;
-        let (mut meta, groups) =
-            crate::wal::recover(&wanted, &mut q, replayed.oldest_unflushed_ltn)?;
+        let (mut meta, groups) = if fresh {
+            // Not read as this store's: an empty WAL whose metadata supersedes whatever copy
+            // of another store's the area holds.
+            let mut meta = crate::wal::meta::WalMeta::empty(wanted.groups, wanted.pages_per_group);
+            meta.generation = crate::wal::meta_generation(&wanted, &mut q)?;
+            (meta, Vec::new())
+        } else {
+            crate::wal::recover(&wanted, &mut q, replayed.oldest_unflushed_ltn)?
+        };
         let max_meta_ltn = meta.groups.iter().map(|g| g.ltn).max().unwrap_or(0);
         if meta.groups.len() as u32 != wanted.groups
             || meta.pages_per_group != wanted.pages_per_group

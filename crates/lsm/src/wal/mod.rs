@@ -74,7 +74,7 @@ pub mod tail;
 mod writer;
 
 pub use pipeline::{LogPipeline, Logger, PipelineStats};
-pub use recovery::{RecoveredGroup, recover};
+pub use recovery::{RecoveredGroup, meta_generation, recover};
 pub use tail::{MemoryTail, TailLog, WalTail};
 pub use writer::{AppendError, FREE_GROUPS_KEPT_ALLOCATED, KEPT_GROUP_PAGES_MAX, WalWriter};
 

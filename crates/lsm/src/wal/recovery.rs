@@ -79,6 +79,18 @@ pub fn recover(
     Ok((meta, groups))
 }
 
+/// The highest generation of the metadata copies the WAL area holds, whatever they describe
+/// (0 where none decodes): a store that takes the area over, whose WAL that metadata is
+/// not, writes its own from past it, so that its copy always wins over the old one.
+///
+/// # Errors
+/// The device's errors.
+pub fn meta_generation(layout: &WalLayout, queue: &mut dyn Queue) -> Result<u64> {
+    let both = queue.read_at(layout.meta_offset(0), 2 * PAGE_BYTES)?;
+    let copies = [&both[..PAGE_BYTES], &both[PAGE_BYTES..]];
+    Ok(copies.iter().filter_map(|c| WalMeta::decode(c)).map(|m| m.generation).max().unwrap_or(0))
+}
+
 fn read_meta(layout: &WalLayout, queue: &mut dyn Queue) -> Result<WalMeta> {
     let both = queue.read_at(layout.meta_offset(0), 2 * PAGE_BYTES)?;
     let copies = [&both[..PAGE_BYTES], &both[PAGE_BYTES..]];

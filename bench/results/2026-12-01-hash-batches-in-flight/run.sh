@@ -21,11 +21,10 @@ for rep in $(seq 1 "$repeats"); do
       for bif in 1 2; do
         paths=()
         if [ "$where" = loop ]; then
-          # A blank device each run, as a new store needs: every byte a run can reach
-          # zeroed (the store spans well under 1 GiB). Zeroing only the header is not
-          # enough: pages of the run before, of the same generation at the same place,
-          # would be read by this store's scans (one such run stopped with a false
-          # corruption report, 2026-12-01).
+          # A blank device each run: every byte a run can reach zeroed (the store spans
+          # well under 1 GiB), so each run starts from the same device. (With only the
+          # header zeroed, one run of e9c732d stopped with a false corruption report: the
+          # store read the previous run's pages as its own, fixed in 48069a2.)
           dd if=/dev/zero of="$loop" bs=1M count=1024 oflag=direct status=none
           paths=(--paths "$loop")
         fi

@@ -1504,7 +1504,6 @@ impl Storage {
         Ok((handle, rec))
     }
 
-    /// The transaction of `changes` has ended: its records no longer hold their rows.
     /// Commit stage 3 of a transaction whose records' expiry is appended already
     /// (`Shared::commit_flushed`): it no longer spills, and its records' rows are no
     /// longer pending.
@@ -1513,6 +1512,7 @@ impl Storage {
         self.settle(changes);
     }
 
+    /// The transaction of `changes` has ended: its records no longer hold their rows.
     fn settle(&mut self, changes: &[Change]) {
         for (_, rec) in changes {
             if rec.before == Before::Commit {

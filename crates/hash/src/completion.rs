@@ -10,7 +10,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use shale_io::ticket::{Abandoned, Completer};
+use shale_io::ticket::{Abandoned, Answers, Completer};
 
 use crate::error::{Error, Result};
 
@@ -119,6 +119,18 @@ impl<T> Reply<T> {
                 let (tag, queue, wrap) = t.inner.take().expect("a reply completes once");
                 queue.push(Completion { tag, result: result.map(wrap) });
             }
+        }
+    }
+
+    /// Completes the request with `result` among `answers`: a thread asleep on its ticket
+    /// is woken by the chain [`Answers::wake`] starts (`shale_io::ticket`), not here.
+    pub fn complete_among(self, result: Result<T>, answers: &mut Answers)
+    where
+        T: Send + 'static,
+    {
+        match self {
+            Reply::Ticket(done) => answers.complete(done, result),
+            queued @ Reply::Queue(_) => queued.complete(result),
         }
     }
 

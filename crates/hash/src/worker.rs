@@ -34,6 +34,7 @@
 //! (same sequence numbers), in batches of their own, then the segment's removal is committed. A failed write stops the store (P5): its
 //! requests, and every later store or delete, complete with the error; reads go on.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -49,6 +50,7 @@ use shale_space::page_log::{NotBegun, Round};
 static SUBMIT_MUTEX: Site = Site::new("hash: submission queue mutex");
 static ROOM_WAIT: Site = Site::new("hash: queue room wait");
 use rustc_hash::FxHashSet;
+use shale_io::ticket::Answers;
 use shale_io::{AlignedBuf, Completion, Op, Queue, QueueOptions, Request as IoRequest};
 use shale_space::IoClass;
 use shale_space::log_page::{PAGE_BYTES, PageBuf};
@@ -264,6 +266,9 @@ pub(crate) struct Worker {
     gc_checked_in: Option<u32>,
     /// What the last batch carried into the next one.
     carry: Option<Carry>,
+    /// Requests answered whose sleeping callers are not woken yet ([`Worker::complete`]);
+    /// in a cell because answers are given from the many `&self` paths that complete.
+    answers: RefCell<Answers>,
 }
 
 /// A batch carries its last page only when it holds at least this many new writes: several
@@ -311,6 +316,7 @@ impl Worker {
             since_gc_check: GC_CHECK_BATCHES,
             gc_checked_in: None,
             carry: None,
+            answers: RefCell::new(Answers::new()),
         })
     }
 
@@ -333,6 +339,20 @@ impl Worker {
 impl shale_space::page_log::driver::Worker for Worker {
     /// One turn, in the order of the module comment.
     fn turn(&mut self) -> Step {
+        let step = self.run_turn();
+        self.wake_answered();
+        step
+    }
+
+    fn idle(&self) -> bool {
+        self.quiet() && !self.submissions.queued()
+    }
+}
+
+impl Worker {
+    /// One turn, in the order of the module comment; its answers' sleepers are woken by
+    /// [`shale_space::page_log::driver::Worker::turn`] when it ends.
+    fn run_turn(&mut self) -> Step {
         let (incoming, closing) = self.take_submissions();
         let got_new = !incoming.is_empty();
         for req in incoming {
@@ -395,17 +415,15 @@ impl shale_space::page_log::driver::Worker for Worker {
             // Wait for a completion only when this turn brought nothing new: new requests
             // may have been answered or batched without waiting.
             let min = usize::from(!got_new);
+            if min > 0 {
+                // Nobody answered so far waits for the device's next completion.
+                self.wake_answered();
+            }
             self.reap(min);
         }
         Step::Busy
     }
 
-    fn idle(&self) -> bool {
-        self.quiet() && !self.submissions.queued()
-    }
-}
-
-impl Worker {
     /// Takes the queued requests (the thread that runs turns sleeps in the driver, not here,
     /// so that a caller may run them meanwhile).
     fn take_submissions(&mut self) -> (VecDeque<Request>, bool) {
@@ -429,10 +447,19 @@ impl Worker {
     }
 
     /// Completes a request. Its room in the queue is given back first: a caller woken by
-    /// its ticket may submit again at once, and must find the room.
-    fn complete<T>(&self, done: Reply<T>, result: Result<T>) {
+    /// its ticket may submit again at once, and must find the room. A caller asleep on its
+    /// ticket is woken at the end of the turn, or before the turn waits for the device, by
+    /// the chain of [`Worker::wake_answered`].
+    fn complete<T: Send + 'static>(&self, done: Reply<T>, result: Result<T>) {
         self.submissions.completed(1);
-        done.complete(result);
+        done.complete_among(result, &mut self.answers.borrow_mut());
+    }
+
+    /// Wakes the callers asleep on the requests answered since the last call: the first two
+    /// here, each of them the next ones (`shale_io::ticket::Answers`), so the worker pays two
+    /// wakes for a batch, not one for each of its callers.
+    fn wake_answered(&self) {
+        self.answers.borrow_mut().wake();
     }
 
     /// Step 1: answers what the index answers, queues the rest.

@@ -29,6 +29,7 @@ mod memory;
 mod pread;
 mod queue_pairs;
 mod sim;
+mod sync;
 mod throttle;
 pub mod ticket;
 mod uring;

@@ -17,7 +17,10 @@
 //!   every request answered, none stranded, the thread ending at the close;
 //! - the release queue (`sst/release_queue.rs`: dropped SSTs handed from callers' threads to
 //!   the store's release thread): every job run once, `wait_idle` returning only after every
-//!   job handed before it is done, the thread ending at the close with nothing left.
+//!   job handed before it is done, the thread ending at the close with nothing left;
+//! - tickets answered together (`io/src/ticket.rs`, the hash engine's batch answers): the
+//!   threads asleep on them woken in a chain, each handing it on, none stranded, with wake-ups
+//!   nobody sent ([`sync::SPURIOUS_WAKEUPS`]) in the mix.
 //!
 //! shuttle explores schedules, not weak memory: it runs every atomic as sequentially
 //! consistent, so it finds interleaving bugs (the seek bug of issue #9 was one), not missing
@@ -34,4 +37,6 @@ pub mod key;
 pub mod memtable;
 #[path = "../../lsm/src/sst/release_queue.rs"]
 pub mod release_queue;
-mod sync;
+pub mod sync;
+#[path = "../../io/src/ticket.rs"]
+pub mod ticket;

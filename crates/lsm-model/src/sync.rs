@@ -25,32 +25,39 @@ impl<T> Mutex<T> {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-        MutexGuard(Some(self.0.lock().expect("a panic ends the model run")))
+        MutexGuard {
+            guard: Some(self.0.lock().expect("a panic ends the model run")),
+            lock: &self.0,
+        }
     }
 
     /// The guard, or `None` when another thread holds the lock.
     pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
         match self.0.try_lock() {
-            Ok(g) => Some(MutexGuard(Some(g))),
+            Ok(g) => Some(MutexGuard { guard: Some(g), lock: &self.0 }),
             Err(std::sync::TryLockError::WouldBlock) => None,
             Err(std::sync::TryLockError::Poisoned(_)) => panic!("a panic ends the model run"),
         }
     }
 }
 
-/// The guard of [`Mutex`]; the option lets [`Condvar::wait`] hand it to shuttle and back.
-pub(crate) struct MutexGuard<'a, T>(Option<shuttle::sync::MutexGuard<'a, T>>);
+/// The guard of [`Mutex`]; the option lets [`Condvar::wait`] hand it to shuttle and back,
+/// and the lock lets a spurious wake-up take it again.
+pub(crate) struct MutexGuard<'a, T> {
+    guard: Option<shuttle::sync::MutexGuard<'a, T>>,
+    lock: &'a shuttle::sync::Mutex<T>,
+}
 
 impl<T> Deref for MutexGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        self.0.as_ref().expect("guard held")
+        self.guard.as_ref().expect("guard held")
     }
 }
 
 impl<T> DerefMut for MutexGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        self.0.as_mut().expect("guard held")
+        self.guard.as_mut().expect("guard held")
     }
 }
 
@@ -62,13 +69,19 @@ impl<T> DerefMut for MutexGuard<'_, T> {
 /// release of the worker.
 impl<T> Drop for MutexGuard<'_, T> {
     fn drop(&mut self) {
-        if self.0.is_some() {
+        if self.guard.is_some() {
             shuttle::thread::yield_now();
-            self.0 = None;
+            self.guard = None;
             shuttle::thread::yield_now();
         }
     }
 }
+
+/// Whether a [`Condvar::wait`] may end without a notify, as the operating system's may
+/// (parking_lot's never do, std's may): set by a model that must show its code checks its
+/// condition again after every wake-up, not only after those it was sent.
+pub static SPURIOUS_WAKEUPS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 /// A condition variable that waits on a `&mut` guard.
 #[derive(Default)]
@@ -80,8 +93,17 @@ impl Condvar {
     }
 
     pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
-        let held = guard.0.take().expect("guard held");
-        guard.0 = Some(self.0.wait(held).expect("a panic ends the model run"));
+        let held = guard.guard.take().expect("guard held");
+        if SPURIOUS_WAKEUPS.load(std::sync::atomic::Ordering::Relaxed)
+            && shuttle::rand::RngCore::next_u32(&mut shuttle::rand::thread_rng()) % 2 == 0
+        {
+            // A wake-up nobody sent: the lock let go, other threads run, the lock again.
+            drop(held);
+            shuttle::thread::yield_now();
+            guard.guard = Some(guard.lock.lock().expect("a panic ends the model run"));
+            return;
+        }
+        guard.guard = Some(self.0.wait(held).expect("a panic ends the model run"));
     }
 
     pub(crate) fn notify_one(&self) {

@@ -103,10 +103,16 @@ impl ValueCache {
         let (h, part) = self.part(&key);
         let mut p = part.lock();
         if charge > self.part_bytes / 4 {
-            p.remove(&h);
+            let old = p.remove(&h);
+            drop(p);
+            drop(old);
             return;
         }
-        p.insert(h, (key, value), charge, 0, Admit::Used);
+        let evicted = p.insert(h, (key, value), charge, 0, Admit::Used);
+        // Freed with the part's lock let go: a reader of the part (a caller's get) does not
+        // wait out the frees (values of other threads' heaps, microseconds each).
+        drop(p);
+        drop(evicted);
     }
 
     /// Forgets `key` (and whatever shares its hash). The worker's alone.

@@ -111,6 +111,31 @@ impl Record<'_> {
     }
 }
 
+/// The kind and key of a record from its first bytes: at least [`HEADER_BYTES`] and the key,
+/// the value's bytes optional. `None` if they are not a record's start (damage, as for
+/// [`Record::decode`]). Whose record a location holds, read from its first page alone.
+pub fn decode_head(bytes: &[u8]) -> Option<(Kind, &[u8])> {
+    if bytes.len() < HEADER_BYTES {
+        return None;
+    }
+    let kind = match bytes[0] {
+        1 => Kind::Store,
+        2 => Kind::Delete,
+        _ => return None,
+    };
+    let key_len = bytes[9] as usize;
+    let value_len = u32::from_le_bytes(bytes[10..14].try_into().ok()?) as usize;
+    if !(KEY_BYTES_MIN..=KEY_BYTES_MAX).contains(&key_len)
+        || value_len > VALUE_BYTES_MAX
+        || (kind == Kind::Delete && value_len != 0)
+        || bytes.len() < HEADER_BYTES + key_len
+        || bytes.len() > HEADER_BYTES + key_len + value_len
+    {
+        return None;
+    }
+    Some((kind, &bytes[HEADER_BYTES..HEADER_BYTES + key_len]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +168,23 @@ mod tests {
             matches!(check_value(&big, VALUE_BYTES_MAX), Err(Error::ValueTooLarge { len, max }) if len == max + 1)
         );
         assert!(check_value(&big[1..], VALUE_BYTES_MAX).is_ok());
+    }
+
+    #[test]
+    fn a_head_gives_the_kind_and_key_from_any_long_enough_prefix() {
+        let r = Record { kind: Kind::Store, seq: 9, key: b"key-22", value: &[5; 100] };
+        let bytes = r.encode();
+        for cut in HEADER_BYTES + 6..=bytes.len() {
+            assert_eq!(decode_head(&bytes[..cut]), Some((Kind::Store, &b"key-22"[..])));
+        }
+        for cut in 0..HEADER_BYTES + 6 {
+            assert_eq!(decode_head(&bytes[..cut]), None, "{cut} bytes hold no whole key");
+        }
+        let mut long = bytes.clone();
+        long.push(0);
+        assert_eq!(decode_head(&long), None, "longer than the record says");
+        let mut bad = bytes;
+        bad[0] = 3;
+        assert_eq!(decode_head(&bad), None);
     }
 }

@@ -290,6 +290,14 @@ impl Shard {
         log::record_at(image, &seg, loc).map_err(|why| self.corruption(loc, &why))
     }
 
+    /// At least the first `want` bytes of the encoded record at `loc` (or all of it, if
+    /// shorter), from `image`, its first pages: each page's checks, as [`Shard::record_from`].
+    pub fn record_head_from(&self, image: &[u8], loc: Location, want: usize) -> Result<Vec<u8>> {
+        let seg = self.segment(loc.segment);
+        shale_space::page_log::record_head_at(image, seg.generation, loc.page, loc.offset, want)
+            .map_err(|why| self.corruption(loc, &why))
+    }
+
     /// Reads the encoded record at `loc` synchronously, checking every page it spans.
     pub fn read_record(&self, loc: Location) -> Result<Vec<u8>> {
         let at = self.segment(loc.segment).page_address(loc.page);
@@ -313,13 +321,30 @@ impl Shard {
         Ok(r.key == key)
     }
 
+    /// Whether the record whose first bytes are `head` ([`Shard::record_head_from`]) is a
+    /// store of `key`, as [`Shard::record_is`] says of a whole record.
+    pub fn head_is(&self, head: &[u8], loc: Location, key: &[u8]) -> Result<bool> {
+        let (kind, found) = crate::record::decode_head(head)
+            .ok_or_else(|| self.corruption(loc, "record does not parse"))?;
+        if kind != Kind::Store {
+            return Err(self.corruption(loc, "the index points at a delete"));
+        }
+        Ok(found == key)
+    }
+
     /// Whether the digest entry of `d` (if any) is `key`'s own, by a synchronous read.
     pub fn digest_owner(&self, d: u64, key: &[u8]) -> Result<bool> {
         let probe = self.index.read().probe(d, key)?;
         match probe {
             Probe::Candidate(loc) => {
-                let rec = self.read_record(loc)?;
-                self.record_is(&rec, loc, key)
+                // The key is in the record's first page or two: the value is not read.
+                let want = crate::record::HEADER_BYTES + key.len();
+                let pages =
+                    shale_space::page_log::head_pages(loc.offset, want).min(u32::from(loc.pages));
+                let at = self.segment(loc.segment).page_address(loc.page);
+                let image = self.open_queue()?.read_at(at, pages as usize * PAGE_BYTES)?;
+                let head = self.record_head_from(&image, loc, want)?;
+                self.head_is(&head, loc, key)
             }
             Probe::Exact(_) | Probe::Absent => Ok(false),
         }

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use shale_space::contention::Site;
 use shale_space::page_log::driver::Step;
-use shale_space::page_log::{NotBegun, Round};
+use shale_space::page_log::{NotBegun, Round, head_pages};
 
 /// The contention profile's sites (`shale_space::contention`): the submission queue's mutex,
 /// which callers and the worker share, and a caller waiting for room in the queue.
@@ -156,6 +156,37 @@ enum ReadFor {
 struct Read {
     loc: Location,
     for_: ReadFor,
+}
+
+impl Read {
+    /// The bytes of the record the read needs when not all of it: an exist and a
+    /// confirmation ask whose record it is, so its header and key do (the first page or two,
+    /// not a large value's every page).
+    fn head(&self) -> Option<usize> {
+        match &self.for_ {
+            ReadFor::Retrieve { .. } => None,
+            ReadFor::Exist { key, .. } | ReadFor::Confirm { key, .. } => {
+                Some(crate::record::HEADER_BYTES + key.len())
+            }
+        }
+    }
+
+    /// Bytes to read, from the record's first page.
+    fn len(&self) -> usize {
+        let pages = match self.head() {
+            None => u32::from(self.loc.pages),
+            Some(want) => head_pages(self.loc.offset, want).min(u32::from(self.loc.pages)),
+        };
+        pages as usize * PAGE_BYTES
+    }
+
+    /// The record, or its head, from `image` (what [`Read::len`] asked for).
+    fn decode(&self, shard: &Shard, image: &[u8]) -> Result<Vec<u8>> {
+        match self.head() {
+            None => shard.record_from(image, self.loc),
+            Some(want) => shard.record_head_from(image, self.loc, want),
+        }
+    }
 }
 
 /// An exist waiting for its reads.
@@ -1212,11 +1243,11 @@ impl Worker {
             let Some(read) = self.reads_waiting.pop_front() else { break };
             let seg = self.shard.segment(read.loc.segment);
             let at = seg.page_address(read.loc.page);
-            let len = usize::from(read.loc.pages) * PAGE_BYTES;
+            let len = read.len();
             let shard = self.shard.clone();
             if let Some(reader) = &shard.reader {
                 if let Some(image) = reader.read_at_cached(at, len) {
-                    if let Ok(rec) = self.shard.record_from(&image, read.loc) {
+                    if let Ok(rec) = read.decode(&shard, &image) {
                         self.finish_read(read, Ok(rec));
                         continue;
                     }
@@ -1272,19 +1303,25 @@ impl Worker {
             self.free_tags.push(tag);
             let result = c.result.map_err(Error::from).and_then(|()| {
                 let image = c.buf.expect("a read hands its buffer back");
-                self.shard.record_from(&image, read.loc)
+                read.decode(&self.shard, &image)
             });
             self.finish_read(read, result);
         }
         self.completions = out;
     }
 
+    /// Acts on a read's record (its head, for an exist or a confirmation: [`Read::head`]).
     fn finish_read(&mut self, read: Read, rec: Result<Vec<u8>>) {
         let loc = read.loc;
+        let whole = read.head().is_none();
         let is_key = |key: &[u8]| {
-            rec.as_ref()
-                .map_err(Error::clone_for_request)
-                .and_then(|r| self.shard.record_is(r, loc, key))
+            rec.as_ref().map_err(Error::clone_for_request).and_then(|r| {
+                if whole {
+                    self.shard.record_is(r, loc, key)
+                } else {
+                    self.shard.head_is(r, loc, key)
+                }
+            })
         };
         match read.for_ {
             ReadFor::Retrieve { key, done } => {

@@ -33,7 +33,7 @@ mod write_queue_tests;
 pub use driver::{Driver, DriverStats, Step};
 pub use packer::{PageCursor, Placed, packed_end};
 pub use pipeline::{LogPipeline, Logger, PipelineStats};
-pub use scan::{Pages, ScanEnd, ScanError, Scanned, record_at};
+pub use scan::{Pages, ScanEnd, ScanError, Scanned, head_pages, record_at, record_head_at};
 pub use sequencer::{NotBegun, Round, Sequencer};
 pub use turns::Turns;
 pub use write_queue::WriteQueue;

@@ -17,7 +17,9 @@
 
 use std::ops::ControlFlow;
 
-use crate::log_page::{self, FRAGMENT_HEADER_BYTES, FragmentType, PAGE_BYTES, PAGE_HEADER_BYTES};
+use crate::log_page::{
+    self, FRAGMENT_HEADER_BYTES, FragmentType, PAGE_BYTES, PAGE_HEADER_BYTES, PAGE_PAYLOAD_BYTES,
+};
 
 /// The pages of a segment, as the scan reads them: a whole image in memory, or chunks read
 /// from the device on demand.
@@ -190,8 +192,55 @@ pub fn record_at(
     offset: u16,
     pages: u16,
 ) -> Result<Vec<u8>, String> {
-    let mut fragments = log_page::Reassembler::new();
-    for i in 0..u32::from(pages) {
+    let (bytes, whole) =
+        record_start(image, generation, first, offset, u32::from(pages), usize::MAX)?;
+    debug_assert!(whole, "only a whole record reaches usize::MAX bytes");
+    Ok(bytes)
+}
+
+/// The first bytes of the record that begins at byte `offset` of the first of `image`'s
+/// pages, checked as [`record_at`] checks them: at least `want` bytes, or the whole record
+/// where it is shorter. Only the pages that hold those bytes need be in `image`. For a look
+/// at a record's start without its tail (whose key it is, to confirm an index's digest
+/// entry), read from the first page or two instead of every page the record spans.
+///
+/// # Errors
+/// As [`record_at`]'s; also when `image` ends before `want` bytes of the record.
+pub fn record_head_at(
+    image: &[u8],
+    generation: u64,
+    first: u32,
+    offset: u16,
+    want: usize,
+) -> Result<Vec<u8>, String> {
+    let pages = (image.len() / PAGE_BYTES) as u32;
+    record_start(image, generation, first, offset, pages, want).map(|(bytes, _)| bytes)
+}
+
+/// Pages whose leading bytes a record's first `want` bytes need, the record beginning at
+/// byte `offset` of its first page (a fragment's header there, and one at the top of each
+/// page after it): what [`record_head_at`] must be given.
+pub fn head_pages(offset: u16, want: usize) -> u32 {
+    let room_first = PAGE_BYTES.saturating_sub(usize::from(offset) + FRAGMENT_HEADER_BYTES);
+    if want <= room_first {
+        return 1;
+    }
+    let per_page = PAGE_PAYLOAD_BYTES - FRAGMENT_HEADER_BYTES;
+    1 + (want - room_first).div_ceil(per_page) as u32
+}
+
+/// The walk behind [`record_at`] and [`record_head_at`]: the record's bytes from the first
+/// `pages` pages of `image`, until the record ends (`true`) or `want` bytes are had.
+fn record_start(
+    image: &[u8],
+    generation: u64,
+    first: u32,
+    offset: u16,
+    pages: u32,
+    want: usize,
+) -> Result<(Vec<u8>, bool), String> {
+    let mut record: Option<Vec<u8>> = None;
+    for i in 0..pages {
         let index = first + i;
         let bytes = image
             .get(i as usize * PAGE_BYTES..(i as usize + 1) * PAGE_BYTES)
@@ -205,16 +254,26 @@ pub fn record_at(
             if i == 0 && here < usize::from(offset) {
                 continue;
             }
-            if i == 0
-                && here == usize::from(offset)
-                && !matches!(frag.kind, FragmentType::Full | FragmentType::First)
-            {
-                return Err(format!("no record starts at offset {here}"));
-            }
-            if let Some(rec) =
-                fragments.push(frag).map_err(|e| format!("fragment {:?} out of order", e.0))?
-            {
-                return Ok(rec);
+            let ends = match (frag.kind, record.as_mut()) {
+                (FragmentType::Full | FragmentType::First, None)
+                    if i == 0 && here == usize::from(offset) =>
+                {
+                    record = Some(frag.data.to_vec());
+                    frag.kind == FragmentType::Full
+                }
+                (FragmentType::Full | FragmentType::First, None) if i == 0 => {
+                    return Err(format!("no record starts at offset {offset}"));
+                }
+                (_, None) => return Err(format!("no record starts at offset {here}")),
+                (FragmentType::Middle | FragmentType::Last, Some(r)) => {
+                    r.extend_from_slice(frag.data);
+                    frag.kind == FragmentType::Last
+                }
+                (kind, Some(_)) => return Err(format!("fragment {kind:?} out of order")),
+            };
+            let r = record.as_ref().expect("begun above");
+            if ends || r.len() >= want {
+                return Ok((record.expect("begun above"), ends));
             }
         }
     }
@@ -324,5 +383,69 @@ mod tests {
             scan(&mut &image[..], 5, None, |_| ControlFlow::Continue(())),
             Err(ScanError::OutOfOrder { page: 0, kind: FragmentType::Last })
         ));
+    }
+
+    /// Records of many lengths packed from page 0 of generation 5, with where each landed.
+    fn placed_records() -> (Vec<u8>, Vec<(Vec<u8>, crate::page_log::packer::Placed)>) {
+        let mut image = Vec::new();
+        let mut cursor = PageCursor::new(5, 0, 0);
+        let mut placed = Vec::new();
+        for (i, len) in [20, 300, 4000, 9000, 4090, 17, 5000, 3].into_iter().enumerate() {
+            let rec: Vec<u8> = (0..len).map(|b| (b * 7 + i) as u8).collect();
+            let synced = cursor.index();
+            let at = cursor.add(&rec, synced, |p| image.extend_from_slice(p));
+            placed.push((rec, at));
+        }
+        let synced = cursor.index();
+        cursor.close(synced, |p| image.extend_from_slice(p));
+        (image, placed)
+    }
+
+    #[test]
+    fn record_at_and_its_head_read_back_every_record() {
+        let (image, placed) = placed_records();
+        for (rec, at) in &placed {
+            let from = at.page as usize * PAGE_BYTES;
+            let pages = &image[from..from + usize::from(at.pages) * PAGE_BYTES];
+            assert_eq!(&record_at(pages, 5, at.page, at.offset, at.pages).unwrap(), rec);
+            for want in [1, 14, 269, 5000] {
+                // Only the pages the head needs.
+                let n = (head_pages(at.offset, want) as usize).min(usize::from(at.pages));
+                let head =
+                    record_head_at(&pages[..n * PAGE_BYTES], 5, at.page, at.offset, want).unwrap();
+                assert!(head.len() >= want.min(rec.len()), "{} bytes for {want}", head.len());
+                assert_eq!(&head[..], &rec[..head.len()]);
+            }
+        }
+    }
+
+    #[test]
+    fn a_head_cut_short_or_a_wrong_place_is_an_error() {
+        let (image, placed) = placed_records();
+        let (_, big) = placed.iter().find(|(r, _)| r.len() == 9000).unwrap();
+        let from = big.page as usize * PAGE_BYTES;
+        // One page holds fewer than 9,000 bytes of it.
+        assert!(
+            record_head_at(&image[from..from + PAGE_BYTES], 5, big.page, big.offset, 9000).is_err()
+        );
+        // Another generation's page, or an offset where no record starts.
+        assert!(
+            record_head_at(&image[from..from + PAGE_BYTES], 6, big.page, big.offset, 10).is_err()
+        );
+        assert!(
+            record_head_at(&image[from..from + PAGE_BYTES], 5, big.page, big.offset + 1, 10)
+                .is_err()
+        );
+        assert!(record_at(&image[from..], 5, big.page, big.offset + 1, big.pages).is_err());
+    }
+
+    #[test]
+    fn head_pages_counts_the_pages_a_head_touches() {
+        let top = PAGE_HEADER_BYTES as u16;
+        assert_eq!(head_pages(top, 1), 1);
+        assert_eq!(head_pages(top, PAGE_PAYLOAD_BYTES - FRAGMENT_HEADER_BYTES), 1);
+        assert_eq!(head_pages(top, PAGE_PAYLOAD_BYTES - FRAGMENT_HEADER_BYTES + 1), 2);
+        // A record that begins near a page's end: its header runs on to the next page.
+        assert_eq!(head_pages((PAGE_BYTES - 10) as u16, 269), 2);
     }
 }

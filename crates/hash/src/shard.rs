@@ -305,13 +305,6 @@ impl Shard {
         self.record_from(&read?, loc)
     }
 
-    /// Reads the whole segment in table slot `slot` synchronously.
-    pub fn read_segment(&self, slot: u32) -> Result<shale_io::AlignedBuf> {
-        let seg = self.segment(slot);
-        let bytes = self.volume.layout().slot_bytes * u64::from(seg.extent.count);
-        Ok(self.open_queue()?.read_at(seg.start, bytes as usize)?)
-    }
-
     /// Whether the record at `loc` is `key`'s (a store: the index never points at a delete).
     pub fn record_is(&self, rec: &[u8], loc: Location, key: &[u8]) -> Result<bool> {
         let r = Record::decode(rec).ok_or_else(|| self.corruption(loc, "record does not parse"))?;

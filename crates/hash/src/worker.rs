@@ -226,6 +226,9 @@ enum Apply {
 /// A garbage collection in progress: the victim and the records to copy out of it.
 struct Gc {
     slot: u32,
+    /// The victim's image is being read on the worker's queue (tag [`GC_READ_TAG`]); its
+    /// survivors are not known yet.
+    reading: bool,
     pending: VecDeque<(Location, Vec<u8>)>,
 }
 
@@ -265,8 +268,11 @@ struct Carry {
 }
 
 /// Tags of batch writes have this bit, with the batch's number below it; reads are tagged by
-/// their slot in `reads_in_flight`.
+/// their slot in `reads_in_flight`, garbage collection's read of its victim by
+/// [`GC_READ_TAG`].
 const WRITE_TAG: u64 = 1 << 63;
+/// The tag of garbage collection's read of its victim (reads of records use small indices).
+const GC_READ_TAG: u64 = 1 << 62;
 
 pub(crate) struct Worker {
     shard: Arc<Shard>,
@@ -851,14 +857,21 @@ impl Worker {
 
     /// Picks a victim when none is being collected: the sealed segment with the smallest
     /// share of live records, below `gc_live_ratio` (never the segment being appended to, nor
-    /// the newest, whose end a later segment has not sealed). Reads it whole and keeps the
-    /// records still needed:
+    /// the newest, whose end a later segment has not sealed). Reads it whole on the worker's
+    /// queue, beside the user's requests (read synchronously, an 8 MiB segment held every
+    /// writer until it was in). Once it is back ([`Worker::gc_victim_read`]) the records
+    /// still needed are kept:
     /// - a store the index points at (by location: no key read is needed);
     /// - a delete whose key is absent, while an older segment exists that may hold a store of
     ///   it (a tombstone in the oldest segment is dropped: nothing older is left to hide).
     fn start_gc(&mut self) {
         let ratio = self.shard.opts.gc_live_ratio;
         if self.gc.is_some() || ratio <= 0.0 || self.shard.refuse_if_stopped().is_err() {
+            return;
+        }
+        // The victim's read takes a slot of the queue, never one kept for the batches' writes
+        // (`submit_reads`); with the queue that full, the next look finds room.
+        if self.queue.in_flight() + self.shard.opts.batches_in_flight >= self.queue.depth() {
             return;
         }
         let new_segment = self.log.active_slot() != self.gc_checked_in;
@@ -880,25 +893,46 @@ impl Worker {
                 share(&a.1).total_cmp(&share(&b.1))
             });
         let Some((slot, _)) = victim else { return };
-        match self.gc_survivors(slot, &segments) {
-            Ok(pending) => self.gc = Some(Gc { slot, pending }),
+        let seg = self.shard.segment(slot);
+        let bytes = self.shard.volume().layout().slot_bytes * u64::from(seg.extent.count);
+        let op = Op::Read { offset: seg.start, buf: AlignedBuf::zeroed(bytes as usize) };
+        match self.queue.submit(IoRequest { tag: GC_READ_TAG, op }) {
+            Ok(()) => self.gc = Some(Gc { slot, reading: true, pending: VecDeque::new() }),
+            Err((e, _)) => self.gc_stopped(e.into()),
+        }
+    }
+
+    /// The victim's image is back (or its read failed): keeps its survivors for the copies.
+    /// A read that outlived its collection (the store stopped meanwhile) is dropped.
+    fn gc_victim_read(&mut self, image: Result<AlignedBuf>) {
+        let Some(gc) = self.gc.as_mut().filter(|g| g.reading) else { return };
+        let slot = gc.slot;
+        match image.and_then(|image| self.gc_survivors(slot, &image)) {
+            Ok(pending) => {
+                let gc = self.gc.as_mut().expect("checked above");
+                gc.pending = pending;
+                gc.reading = false;
+            }
             Err(e) => {
-                let e = self.shard.stop(e);
-                log::error!("garbage collection stopped the store: {}", shale_io::Chain(&e));
+                self.gc = None;
+                self.gc_stopped(e);
             }
         }
     }
 
-    /// The records of segment `slot` that must be copied before it is freed.
-    fn gc_survivors(
-        &self,
-        slot: u32,
-        segments: &[(u32, crate::log::Segment)],
-    ) -> Result<VecDeque<(Location, Vec<u8>)>> {
+    /// A failure of garbage collection: the store stops (P5), as for a failed write.
+    fn gc_stopped(&self, e: Error) {
+        let e = self.shard.stop(e);
+        log::error!("garbage collection stopped the store: {}", shale_io::Chain(&e));
+    }
+
+    /// The records of segment `slot`, whose image is `image`, that must be copied before it
+    /// is freed.
+    fn gc_survivors(&self, slot: u32, image: &[u8]) -> Result<VecDeque<(Location, Vec<u8>)>> {
         let seg = self.shard.segment(slot);
-        let older_exists = segments.iter().any(|(_, s)| s.generation < seg.generation);
-        let image = self.shard.read_segment(slot)?;
-        let (records, _) = crate::log::scan_segment(&image, &seg, slot)?;
+        // No segment is freed while this one is collected: those older now were then.
+        let older_exists = self.shard.segments().iter().any(|(_, s)| s.generation < seg.generation);
+        let (records, _) = crate::log::scan_segment(image, &seg, slot)?;
         let mut keep = VecDeque::new();
         for (loc, rec) in records {
             let r = Record::decode(&rec)
@@ -1163,7 +1197,7 @@ impl Worker {
     /// names it: commits its removal, which frees its slots.
     fn finish_gc(&mut self) {
         let Some(gc) = &self.gc else { return };
-        if !gc.pending.is_empty() {
+        if gc.reading || !gc.pending.is_empty() {
             return;
         }
         let slot = gc.slot;
@@ -1291,9 +1325,20 @@ impl Worker {
             for id in unwritten {
                 self.finish_write(id, Err(e.clone_for_request()));
             }
+            if self.gc.as_ref().is_some_and(|g| g.reading) {
+                self.gc = None;
+            }
             return;
         }
         for c in out.drain(..) {
+            if c.tag == GC_READ_TAG {
+                let image = c
+                    .result
+                    .map_err(Error::from)
+                    .map(|()| c.buf.expect("a read hands its buffer back"));
+                self.gc_victim_read(image);
+                continue;
+            }
             if c.tag & WRITE_TAG != 0 {
                 self.finish_write(c.tag & !WRITE_TAG, c.result.map_err(Error::from));
                 continue;

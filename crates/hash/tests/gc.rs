@@ -4,7 +4,9 @@
 //! - an overwrite-heavy run on small segments keeps the volume bounded;
 //! - a deleted key stays deleted when the segment holding its tombstone is collected while an
 //!   older segment still holds a store of it;
-//! - a power cut after every device write of a collecting run recovers an acknowledged prefix.
+//! - a power cut after every device write of a collecting run recovers an acknowledged prefix;
+//! - a failed read of a victim (read on the worker's queue, beside the writes) stops the store
+//!   and loses nothing it acknowledged.
 
 mod common;
 
@@ -13,8 +15,8 @@ use std::collections::BTreeMap;
 use common::{each_mode, value};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use shale_hash::{HashOptions, HashStore, SEGMENT_BYTES_MIN, StoreMode};
-use shale_io::SimDevice;
+use shale_hash::{Error, HashOptions, HashStore, SEGMENT_BYTES_MIN, StoreMode};
+use shale_io::{Fault, FaultPlan, OpKind, SimDevice};
 
 /// 64 KiB segments (16 pages), so a few hundred writes fill several.
 fn tiny() -> HashOptions {
@@ -122,4 +124,51 @@ fn every_crash_point_of_a_collecting_run_recovers_an_acknowledged_prefix() {
         assert!(stats.segments_freed > 3, "{stats:?}");
         println!("{images} crash images of a collecting run recovered and checked");
     });
+}
+
+#[test]
+fn a_failed_read_of_a_victim_stops_the_store_and_loses_nothing() {
+    // The index in memory: the only reads are confirmations (of overwrites) and victims.
+    let d = sim(43);
+    let mut model = BTreeMap::new();
+    {
+        // Garbage, with collection off: 40 keys written over and over.
+        let o = HashOptions { gc_live_ratio: 0.0, ..tiny() };
+        let store = HashStore::open_device(std::sync::Arc::new(d.clone()), o).expect("open");
+        for step in 0..480u64 {
+            let k = key((step % 40) as u32);
+            let v = value(&k, step, 2000);
+            store.store(&k, &v, StoreMode::Overwrite).unwrap();
+            model.insert(k, v);
+        }
+    }
+    // Reopened with collection on (recovery's reads done), and from here every read fails.
+    // New keys need no read (the index proves them absent), so the first read is
+    // collection's, of a victim, which its first look finds.
+    let store = open(&d);
+    d.set_faults(FaultPlan { faults: vec![Fault::Eio { op: OpKind::Read, nth: 1, sticky: true }] });
+    let mut stopped = None;
+    for i in 0..200u64 {
+        let k = format!("new-{i:05}").into_bytes();
+        let v = value(&k, i, 2000);
+        match store.store(&k, &v, StoreMode::Overwrite) {
+            Ok(()) => {
+                model.insert(k, v);
+            }
+            Err(e) => {
+                stopped = Some(e);
+                break;
+            }
+        }
+    }
+    let e = stopped.expect("a victim was read, and its failed read stopped the store");
+    assert!(matches!(&e, Error::Stopped(why) if why.contains("read")), "{e:?}");
+    drop(store);
+    // The device reads again: everything acknowledged is there.
+    d.set_faults(FaultPlan::default());
+    let store = open(&d);
+    for (k, v) in &model {
+        assert_eq!(store.retrieve(k).unwrap().as_ref(), Some(v));
+    }
+    assert_eq!(store.stats().keys as usize, model.len());
 }

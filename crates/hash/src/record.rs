@@ -88,6 +88,27 @@ impl Record<'_> {
     /// Decodes a record; `None` if the bytes are not one (a bug or damage the page checksum
     /// did not catch: the caller reports Corruption).
     pub fn decode(bytes: &[u8]) -> Option<Record<'_>> {
+        let head = Head::parse(bytes)?;
+        if bytes.len() != HEADER_BYTES + head.key_len + head.value_len {
+            return None;
+        }
+        let key = &bytes[HEADER_BYTES..HEADER_BYTES + head.key_len];
+        let value = &bytes[HEADER_BYTES + head.key_len..];
+        Some(Record { kind: head.kind, seq: head.seq, key, value })
+    }
+}
+
+/// A record's header, its fields checked against the limits.
+struct Head {
+    kind: Kind,
+    seq: u64,
+    key_len: usize,
+    value_len: usize,
+}
+
+impl Head {
+    /// The header at the start of `bytes`; `None` if short or out of bounds.
+    fn parse(bytes: &[u8]) -> Option<Head> {
         if bytes.len() < HEADER_BYTES {
             return None;
         }
@@ -102,12 +123,10 @@ impl Record<'_> {
         if !(KEY_BYTES_MIN..=KEY_BYTES_MAX).contains(&key_len)
             || value_len > VALUE_BYTES_MAX
             || (kind == Kind::Delete && value_len != 0)
-            || bytes.len() != HEADER_BYTES + key_len + value_len
         {
             return None;
         }
-        let key = &bytes[HEADER_BYTES..HEADER_BYTES + key_len];
-        Some(Record { kind, seq, key, value: &bytes[HEADER_BYTES + key_len..] })
+        Some(Head { kind, seq, key_len, value_len })
     }
 }
 
@@ -115,25 +134,12 @@ impl Record<'_> {
 /// the value's bytes optional. `None` if they are not a record's start (damage, as for
 /// [`Record::decode`]). Whose record a location holds, read from its first page alone.
 pub fn decode_head(bytes: &[u8]) -> Option<(Kind, &[u8])> {
-    if bytes.len() < HEADER_BYTES {
+    let head = Head::parse(bytes)?;
+    let key_end = HEADER_BYTES + head.key_len;
+    if bytes.len() < key_end || bytes.len() > key_end + head.value_len {
         return None;
     }
-    let kind = match bytes[0] {
-        1 => Kind::Store,
-        2 => Kind::Delete,
-        _ => return None,
-    };
-    let key_len = bytes[9] as usize;
-    let value_len = u32::from_le_bytes(bytes[10..14].try_into().ok()?) as usize;
-    if !(KEY_BYTES_MIN..=KEY_BYTES_MAX).contains(&key_len)
-        || value_len > VALUE_BYTES_MAX
-        || (kind == Kind::Delete && value_len != 0)
-        || bytes.len() < HEADER_BYTES + key_len
-        || bytes.len() > HEADER_BYTES + key_len + value_len
-    {
-        return None;
-    }
-    Some((kind, &bytes[HEADER_BYTES..HEADER_BYTES + key_len]))
+    Some((head.kind, &bytes[HEADER_BYTES..key_end]))
 }
 
 #[cfg(test)]

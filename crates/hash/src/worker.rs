@@ -395,6 +395,9 @@ impl Worker {
         for req in incoming {
             self.accept(req);
         }
+        // Reads the index answered (a cached value, an absent key) go now: what follows may
+        // write a checkpoint or commit a segment's removal before the turn ends.
+        self.wake_answered();
         if !closing && self.in_flight.is_empty() {
             self.finish_gc();
             self.maybe_checkpoint();
@@ -485,8 +488,8 @@ impl Worker {
 
     /// Completes a request. Its room in the queue is given back first: a caller woken by
     /// its ticket may submit again at once, and must find the room. A caller asleep on its
-    /// ticket is woken at the end of the turn, or before the turn waits for the device, by
-    /// the chain of [`Worker::wake_answered`].
+    /// ticket is woken once the turn has taken its submissions, at its end, or before it
+    /// waits for the device, by the chain of [`Worker::wake_answered`].
     fn complete<T: Send + 'static>(&self, done: Reply<T>, result: Result<T>) {
         self.submissions.completed(1);
         done.complete_among(result, &mut self.answers.borrow_mut());

@@ -383,6 +383,13 @@ pub(crate) fn record_at(
     page_log::record_at(image, seg.generation, loc.page, loc.offset, loc.pages)
 }
 
+/// Bytes to read from the first page of the record at `loc` for its first `want` bytes (its
+/// header and key, say): the pages those bytes touch, never more than the record spans.
+pub(crate) fn head_len(loc: Location, want: usize) -> usize {
+    let pages = page_log::head_pages(loc.offset, want).min(u32::from(loc.pages));
+    pages as usize * PAGE_BYTES
+}
+
 /// Pages a record of `len` bytes spans when it starts on a fresh page.
 #[cfg(test)]
 fn pages_for(len: usize) -> u32 {

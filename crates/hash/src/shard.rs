@@ -332,10 +332,8 @@ impl Shard {
             Probe::Candidate(loc) => {
                 // The key is in the record's first page or two: the value is not read.
                 let want = crate::record::HEADER_BYTES + key.len();
-                let pages =
-                    shale_space::page_log::head_pages(loc.offset, want).min(u32::from(loc.pages));
                 let at = self.segment(loc.segment).page_address(loc.page);
-                let image = self.open_queue()?.read_at(at, pages as usize * PAGE_BYTES)?;
+                let image = self.open_queue()?.read_at(at, log::head_len(loc, want))?;
                 let head = self.record_head_from(&image, loc, want)?;
                 self.head_is(&head, loc, key)
             }

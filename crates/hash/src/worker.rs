@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use shale_space::contention::Site;
 use shale_space::page_log::driver::Step;
-use shale_space::page_log::{NotBegun, Round, head_pages};
+use shale_space::page_log::{NotBegun, Round};
 
 /// The contention profile's sites (`shale_space::contention`): the submission queue's mutex,
 /// which callers and the worker share, and a caller waiting for room in the queue.
@@ -173,11 +173,10 @@ impl Read {
 
     /// Bytes to read, from the record's first page.
     fn len(&self) -> usize {
-        let pages = match self.head() {
-            None => u32::from(self.loc.pages),
-            Some(want) => head_pages(self.loc.offset, want).min(u32::from(self.loc.pages)),
-        };
-        pages as usize * PAGE_BYTES
+        match self.head() {
+            None => usize::from(self.loc.pages) * PAGE_BYTES,
+            Some(want) => crate::log::head_len(self.loc, want),
+        }
     }
 
     /// The record, or its head, from `image` (what [`Read::len`] asked for).

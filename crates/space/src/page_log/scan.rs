@@ -271,8 +271,7 @@ fn record_start(
                 }
                 (kind, Some(_)) => return Err(format!("fragment {kind:?} out of order")),
             };
-            let r = record.as_ref().expect("begun above");
-            if ends || r.len() >= want {
+            if ends || record.as_ref().is_some_and(|r| r.len() >= want) {
                 return Ok((record.expect("begun above"), ends));
             }
         }

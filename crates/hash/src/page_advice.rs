@@ -105,7 +105,7 @@ fn advise(reader: &BufferedReader, advice: &Receiver<Advice>) {
                 at,
                 len,
                 |from, chunk| reader.prefetch(from, chunk),
-                |page| reader.read_at(page, PAGE_BYTES as usize).map(drop),
+                |page| reader.read_at(page, PAGE_BYTES).map(drop),
             ),
             Advice::Forget { at, len } => reader.drop_cached(at, len),
         };

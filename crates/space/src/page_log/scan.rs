@@ -108,50 +108,119 @@ pub fn scan<P: Pages>(
     sealed_end: Option<u32>,
     mut record: impl FnMut(Scanned) -> ControlFlow<()>,
 ) -> Result<ScanEnd, ScanError<P::Error>> {
-    let count = pages.count();
-    let mut fragments = log_page::Reassembler::new();
-    let mut start: Option<(u32, u16)> = None;
-    let mut prev_crc = 0;
-    let mut index = 0;
-    while index < count {
-        let end = {
-            let bytes = pages.page(index).map_err(ScanError::Source)?;
-            match log_page::decode(bytes, generation, index) {
-                Ok(page) if page.prev_crc == prev_crc => {
-                    prev_crc = page.crc;
-                    let mut at = PAGE_HEADER_BYTES;
-                    for frag in page.fragments {
-                        if matches!(frag.kind, FragmentType::Full | FragmentType::First) {
-                            start = Some((index, at as u16));
-                        }
-                        at += FRAGMENT_HEADER_BYTES + frag.data.len();
-                        let done = fragments
-                            .push(frag)
-                            .map_err(|e| ScanError::OutOfOrder { page: index, kind: e.0 })?;
-                        if let Some(bytes) = done {
-                            let (page, offset) = start.take().expect("a record starts first");
-                            let pages = (index - page + 1) as u16;
-                            if record(Scanned { page, offset, pages, bytes }).is_break() {
-                                return Ok(ScanEnd { pages: index + 1, cut_record: false });
+    let mut scanner = Scanner::new(generation, sealed_end);
+    loop {
+        if let Some(end) = scanner.step(pages, u32::MAX, &mut record)? {
+            return Ok(end);
+        }
+    }
+}
+
+/// [`scan`] a slice at a time: [`Scanner::step`] reads at most so many pages and returns, to
+/// be called again until it gives the log's end. For a thread with other work between
+/// slices (the hash engine's worker scans a collection's victim a slice a turn, answering
+/// its callers in between). The same rules, the same records, in the same order.
+pub struct Scanner {
+    generation: u64,
+    sealed_end: Option<u32>,
+    fragments: log_page::Reassembler,
+    /// Page and offset of the record being reassembled.
+    start: Option<(u32, u16)>,
+    /// The checksum the next page must name.
+    prev_crc: u32,
+    /// The next page to read.
+    index: u32,
+    /// The log's end, once found.
+    end: Option<ScanEnd>,
+}
+
+impl Scanner {
+    /// A scan of the segment of `generation`, from its first page (`sealed_end` as for
+    /// [`scan`]).
+    pub fn new(generation: u64, sealed_end: Option<u32>) -> Scanner {
+        Scanner {
+            generation,
+            sealed_end,
+            fragments: log_page::Reassembler::new(),
+            start: None,
+            prev_crc: 0,
+            index: 0,
+            end: None,
+        }
+    }
+
+    /// Pages read so far.
+    pub fn pages_read(&self) -> u32 {
+        self.index
+    }
+
+    /// Reads up to `max_pages` more pages of `pages` (at least one), handing each complete
+    /// record to `record`; `Some` with the log's end once it is found (and from then on).
+    ///
+    /// # Errors
+    /// As [`scan`]'s; a scanner that failed must not be stepped again.
+    pub fn step<P: Pages>(
+        &mut self,
+        pages: &mut P,
+        max_pages: u32,
+        mut record: impl FnMut(Scanned) -> ControlFlow<()>,
+    ) -> Result<Option<ScanEnd>, ScanError<P::Error>> {
+        if let Some(end) = self.end {
+            return Ok(Some(end));
+        }
+        let count = pages.count();
+        let stop = self.index.saturating_add(max_pages.max(1)).min(count);
+        while self.index < stop {
+            let index = self.index;
+            let invalid = {
+                let bytes = pages.page(index).map_err(ScanError::Source)?;
+                match log_page::decode(bytes, self.generation, index) {
+                    Ok(page) if page.prev_crc == self.prev_crc => {
+                        self.prev_crc = page.crc;
+                        let mut at = PAGE_HEADER_BYTES;
+                        for frag in page.fragments {
+                            if matches!(frag.kind, FragmentType::Full | FragmentType::First) {
+                                self.start = Some((index, at as u16));
+                            }
+                            at += FRAGMENT_HEADER_BYTES + frag.data.len();
+                            let done = self
+                                .fragments
+                                .push(frag)
+                                .map_err(|e| ScanError::OutOfOrder { page: index, kind: e.0 })?;
+                            if let Some(bytes) = done {
+                                let (page, offset) =
+                                    self.start.take().expect("a record starts first");
+                                let pages = (index - page + 1) as u16;
+                                if record(Scanned { page, offset, pages, bytes }).is_break() {
+                                    let end = ScanEnd { pages: index + 1, cut_record: false };
+                                    self.end = Some(end);
+                                    return Ok(Some(end));
+                                }
                             }
                         }
+                        None
                     }
-                    None
+                    // A first page names no predecessor: this one is forged or damaged.
+                    Ok(_) if index == 0 => Some((0, "a first page that follows another".into())),
+                    // Page index-1 is an older version of itself than the one this page
+                    // follows.
+                    Ok(_) => Some((index - 1, "stale version".to_string())),
+                    Err(why) => Some((index, format!("{why:?}"))),
                 }
-                // A first page names no predecessor: this one is forged or damaged.
-                Ok(_) if index == 0 => Some((0, "a first page that follows another".into())),
-                // Page index-1 is an older version of itself than the one this page follows.
-                Ok(_) => Some((index - 1, "stale version".to_string())),
-                Err(why) => Some((index, format!("{why:?}"))),
+            };
+            if let Some((invalid, why)) = invalid {
+                check_torn_tail(pages, self.generation, invalid, self.sealed_end, why)?;
+                break;
             }
-        };
-        if let Some((invalid, why)) = end {
-            check_torn_tail(pages, generation, invalid, sealed_end, why)?;
-            break;
+            self.index += 1;
         }
-        index += 1;
+        if self.index < count && self.index == stop {
+            return Ok(None);
+        }
+        let end = ScanEnd { pages: self.index, cut_record: self.fragments.in_record() };
+        self.end = Some(end);
+        Ok(Some(end))
     }
-    Ok(ScanEnd { pages: index, cut_record: fragments.in_record() })
 }
 
 /// Called when page `invalid` ends the log: Ok if that can be the end of the log,
@@ -309,6 +378,55 @@ mod tests {
             ControlFlow::Continue(())
         })?;
         Ok((firsts, end))
+    }
+
+    /// The records (with where they lie) and the end, scanned `slice` pages a step.
+    fn scan_in_slices(
+        image: &[u8],
+        sealed: Option<u32>,
+        slice: u32,
+    ) -> (Vec<Scanned>, Result<ScanEnd, ScanError<std::convert::Infallible>>, u32) {
+        let mut scanner = Scanner::new(5, sealed);
+        let mut records = Vec::new();
+        let mut steps = 0;
+        loop {
+            steps += 1;
+            let before = scanner.pages_read();
+            let step = scanner.step(&mut &image[..], slice, |r| {
+                records.push(r);
+                ControlFlow::Continue(())
+            });
+            assert!(scanner.pages_read() - before <= slice, "a step reads at most its slice");
+            match step {
+                Ok(None) => continue,
+                Ok(Some(end)) => return (records, Ok(end), steps),
+                Err(e) => return (records, Err(e), steps),
+            }
+        }
+    }
+
+    #[test]
+    fn a_scan_in_slices_finds_what_one_scan_does() {
+        // Whole records, a torn last page, damage below the sealed end: every slice size.
+        let mut torn = segment(9, 16);
+        torn[5 * PAGE_BYTES + 1000] ^= 1;
+        let mut damaged = segment(9, 16);
+        damaged[2 * PAGE_BYTES + 100] ^= 1;
+        for (image, sealed) in [(segment(9, 16), None), (torn, None), (damaged, Some(7))] {
+            let mut whole = Vec::new();
+            let end = scan(&mut &image[..], 5, sealed, |r| {
+                whole.push(r);
+                ControlFlow::Continue(())
+            });
+            for slice in [1, 2, 3, 5, 16, 100] {
+                let (records, sliced_end, steps) = scan_in_slices(&image, sealed, slice);
+                assert_eq!(records, whole, "slice {slice}");
+                assert_eq!(sliced_end, end, "slice {slice}");
+                if end.is_ok() && slice == 1 {
+                    assert!(steps > 1, "a one-page slice takes a step a page");
+                }
+            }
+        }
     }
 
     #[test]

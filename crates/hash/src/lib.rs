@@ -58,7 +58,7 @@ pub use completion::{Completion, Output};
 pub use error::{Error, Result};
 pub use iterator::{IterEntry, IterKind, KvIterator};
 pub use options::{
-    BATCHES_IN_FLIGHT_MAX, HashOptions, HashStats, INDEX_CACHE_BYTES_MIN, IndexMode,
+    BATCHES_IN_FLIGHT_MAX, GC_SCAN_PAGES, HashOptions, HashStats, INDEX_CACHE_BYTES_MIN, IndexMode,
     QUEUE_DEPTH_MAX, RecordReads, SEGMENT_BYTES_FULL_VALUES, SEGMENT_BYTES_MIN, StoreMode,
 };
 pub use record::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};

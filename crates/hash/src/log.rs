@@ -346,11 +346,21 @@ pub(crate) type Located = (Location, Vec<u8>);
 pub(crate) fn scan_segment(image: &[u8], seg: &Segment, slot: u32) -> Result<(Vec<Located>, u32)> {
     let mut out = Vec::new();
     let end = page_log::scan::scan(&mut &image[..], seg.generation, seg.sealed_pages, |r| {
-        let loc = Location { segment: slot, page: r.page, offset: r.offset, pages: r.pages };
-        out.push((loc, r.bytes));
+        out.push(located(slot, r));
         std::ops::ControlFlow::Continue(())
     })
-    .map_err(|e| match e {
+    .map_err(|e| scan_error(seg, e))?;
+    Ok((out, end.pages))
+}
+
+/// A scanned record of the segment in table slot `slot`, with its location.
+pub(crate) fn located(slot: u32, r: page_log::scan::Scanned) -> Located {
+    (Location { segment: slot, page: r.page, offset: r.offset, pages: r.pages }, r.bytes)
+}
+
+/// The error of a failed scan of `seg`'s image (damage, as a [`Error::Corruption`]).
+pub(crate) fn scan_error(seg: &Segment, e: ScanError<std::convert::Infallible>) -> Error {
+    match e {
         ScanError::Source(never) => match never {},
         ScanError::OutOfOrder { page, kind } => Error::Corruption {
             what: format!(
@@ -366,8 +376,7 @@ pub(crate) fn scan_segment(image: &[u8], seg: &Segment, slot: u32) -> Result<(Ve
             ),
             offset: seg.page_address(page),
         },
-    })?;
-    Ok((out, end.pages))
+    }
 }
 
 /// The encoded record at `loc` from `image`, the pages the location names read from

@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use shale_space::contention::Site;
 use shale_space::page_log::driver::Step;
+use shale_space::page_log::scan::Scanner;
 use shale_space::page_log::{NotBegun, Round};
 
 /// The contention profile's sites (`shale_space::contention`): the submission queue's mutex,
@@ -59,7 +60,7 @@ use crate::completion::Reply;
 use crate::error::{Error, Result};
 use crate::index::{Location, Probe};
 use crate::log::{Batch, LogWriter};
-use crate::options::StoreMode;
+use crate::options::{GC_SCAN_PAGES, StoreMode};
 use crate::record::{Kind, Record};
 use crate::shard::Shard;
 
@@ -228,7 +229,18 @@ struct Gc {
     /// The victim's image is being read on the worker's queue (tag [`GC_READ_TAG`]); its
     /// survivors are not known yet.
     reading: bool,
+    /// The victim's image, back and being scanned for its survivors a slice a turn.
+    scan: Option<GcScan>,
+    /// Survivors found so far, to be copied once the scan is done.
     pending: VecDeque<(Location, Vec<u8>)>,
+}
+
+/// A victim's image being scanned ([`Worker::gc_scan_step`]).
+struct GcScan {
+    image: AlignedBuf,
+    scanner: Scanner,
+    /// Whether a segment older than the victim exists (its tombstones may hide stores there).
+    older_exists: bool,
 }
 
 /// A batch being written.
@@ -397,6 +409,7 @@ impl Worker {
         // Reads the index answered (a cached value, an absent key) go now: what follows may
         // write a checkpoint or commit a segment's removal before the turn ends.
         self.wake_answered();
+        self.gc_scan_step();
         if !closing && self.in_flight.is_empty() {
             self.finish_gc();
             self.maybe_checkpoint();
@@ -407,7 +420,8 @@ impl Worker {
                 self.build_batch(true, true);
             }
         } else {
-            let gc_copies = self.gc.as_ref().is_some_and(|g| !g.pending.is_empty());
+            let gc_copies =
+                self.gc.as_ref().is_some_and(|g| g.scan.is_none() && !g.pending.is_empty());
             // A carried page goes on in a user batch: garbage collection's waits a turn.
             if gc_copies
                 && !closing
@@ -451,9 +465,11 @@ impl Worker {
             return if self.submissions.queued() { Step::Busy } else { Step::Idle };
         }
         if busy {
-            // Wait for a completion only when this turn brought nothing new: new requests
-            // may have been answered or batched without waiting.
-            let min = usize::from(!got_new);
+            // Wait for a completion only when this turn brought nothing new (new requests
+            // may have been answered or batched without waiting) and no victim's scan has a
+            // slice left for the next turn.
+            let scanning = self.gc.as_ref().is_some_and(|g| g.scan.is_some());
+            let min = usize::from(!got_new && !scanning);
             if min > 0 {
                 // Nobody answered so far waits for the device's next completion.
                 self.wake_answered();
@@ -899,21 +915,66 @@ impl Worker {
         let bytes = self.shard.volume().layout().slot_bytes * u64::from(seg.extent.count);
         let op = Op::Read { offset: seg.start, buf: AlignedBuf::zeroed(bytes as usize) };
         match self.queue.submit(IoRequest { tag: GC_READ_TAG, op }) {
-            Ok(()) => self.gc = Some(Gc { slot, reading: true, pending: VecDeque::new() }),
+            Ok(()) => {
+                self.gc = Some(Gc { slot, reading: true, scan: None, pending: VecDeque::new() });
+            }
             Err((e, _)) => self.gc_stopped(e.into()),
         }
     }
 
-    /// The victim's image is back (or its read failed): keeps its survivors for the copies.
-    /// A read that outlived its collection (the store stopped meanwhile) is dropped.
+    /// The victim's image is back (or its read failed): its scan for survivors begins, a
+    /// slice a turn ([`Worker::gc_scan_step`]). A read that outlived its collection (the store
+    /// stopped meanwhile) is dropped.
     fn gc_victim_read(&mut self, image: Result<AlignedBuf>) {
-        let Some(gc) = self.gc.as_mut().filter(|g| g.reading) else { return };
-        let slot = gc.slot;
-        match image.and_then(|image| self.gc_survivors(slot, &image)) {
-            Ok(pending) => {
+        let Some(gc) = self.gc.as_ref().filter(|g| g.reading) else { return };
+        let seg = self.shard.segment(gc.slot);
+        match image {
+            Ok(image) => {
+                // No segment is freed while this one is collected: those older now were then.
+                let older_exists =
+                    self.shard.segments().iter().any(|(_, s)| s.generation < seg.generation);
+                let scanner = Scanner::new(seg.generation, seg.sealed_pages);
                 let gc = self.gc.as_mut().expect("checked above");
-                gc.pending = pending;
+                gc.scan = Some(GcScan { image, scanner, older_exists });
                 gc.reading = false;
+            }
+            Err(e) => {
+                self.gc = None;
+                self.gc_stopped(e);
+            }
+        }
+    }
+
+    /// Scans the next [`GC_SCAN_PAGES`] of the victim's image, if one is being scanned,
+    /// keeping the records that must be copied before it is freed: a store the index points
+    /// at, and a tombstone whose key is absent while an older segment exists. Damage found
+    /// stops the store, as a failed read does.
+    fn gc_scan_step(&mut self) {
+        let Some(gc) = self.gc.as_mut() else { return };
+        let Some(mut scan) = gc.scan.take() else { return };
+        let slot = gc.slot;
+        let mut records = Vec::new();
+        let step = scan.scanner.step(&mut &scan.image[..], GC_SCAN_PAGES, |r| {
+            records.push(crate::log::located(slot, r));
+            std::ops::ControlFlow::Continue(())
+        });
+        let seg = self.shard.segment(slot);
+        let kept = step.map_err(|e| crate::log::scan_error(&seg, e)).and_then(|end| {
+            let mut keep = Vec::new();
+            for (loc, rec) in records {
+                if self.gc_needed(loc, &rec, scan.older_exists)? {
+                    keep.push((loc, rec));
+                }
+            }
+            Ok((keep, end.is_some()))
+        });
+        match kept {
+            Ok((keep, done)) => {
+                let gc = self.gc.as_mut().expect("taken from above");
+                gc.pending.extend(keep);
+                if !done {
+                    gc.scan = Some(scan);
+                }
             }
             Err(e) => {
                 self.gc = None;
@@ -928,27 +989,16 @@ impl Worker {
         log::error!("garbage collection stopped the store: {}", shale_io::Chain(&e));
     }
 
-    /// The records of segment `slot`, whose image is `image`, that must be copied before it
-    /// is freed.
-    fn gc_survivors(&self, slot: u32, image: &[u8]) -> Result<VecDeque<(Location, Vec<u8>)>> {
-        let seg = self.shard.segment(slot);
-        // No segment is freed while this one is collected: those older now were then.
-        let older_exists = self.shard.segments().iter().any(|(_, s)| s.generation < seg.generation);
-        let (records, _) = crate::log::scan_segment(image, &seg, slot)?;
-        let mut keep = VecDeque::new();
-        for (loc, rec) in records {
-            let r = Record::decode(&rec)
-                .ok_or_else(|| self.shard.corruption(loc, "record does not parse"))?;
-            let d = self.shard.digest(r.key);
-            let needed = match r.kind {
-                Kind::Store => self.shard.index.read().points_at(d, r.key, loc)?,
-                Kind::Delete => older_exists && !self.present(d, r.key)?,
-            };
-            if needed {
-                keep.push_back((loc, rec));
-            }
+    /// Whether the victim's record `rec`, at `loc`, must be copied before the victim is
+    /// freed (`older_exists`: a segment older than the victim exists).
+    fn gc_needed(&self, loc: Location, rec: &[u8], older_exists: bool) -> Result<bool> {
+        let r = Record::decode(rec)
+            .ok_or_else(|| self.shard.corruption(loc, "record does not parse"))?;
+        let d = self.shard.digest(r.key);
+        match r.kind {
+            Kind::Store => self.shard.index.read().points_at(d, r.key, loc),
+            Kind::Delete => Ok(older_exists && !self.present(d, r.key)?),
         }
-        Ok(keep)
     }
 
     /// Whether `key` is live, by the index (a candidate's key read to confirm).
@@ -1199,7 +1249,7 @@ impl Worker {
     /// names it: commits its removal, which frees its slots.
     fn finish_gc(&mut self) {
         let Some(gc) = &self.gc else { return };
-        if gc.reading || !gc.pending.is_empty() {
+        if gc.reading || gc.scan.is_some() || !gc.pending.is_empty() {
             return;
         }
         let slot = gc.slot;

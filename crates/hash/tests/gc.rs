@@ -6,7 +6,9 @@
 //!   older segment still holds a store of it;
 //! - a power cut after every device write of a collecting run recovers an acknowledged prefix;
 //! - a failed read of a victim (read on the worker's queue, beside the writes) stops the store
-//!   and loses nothing it acknowledged.
+//!   and loses nothing it acknowledged;
+//! - victims larger than a turn's scan (`GC_SCAN_PAGES`), scanned over several turns while
+//!   writers store and delete their keys, lose nothing, before and after a reopen.
 
 mod common;
 
@@ -15,7 +17,7 @@ use std::collections::BTreeMap;
 use common::{each_mode, value};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use shale_hash::{Error, HashOptions, HashStore, SEGMENT_BYTES_MIN, StoreMode};
+use shale_hash::{Error, GC_SCAN_PAGES, HashOptions, HashStore, SEGMENT_BYTES_MIN, StoreMode};
 use shale_io::{Fault, FaultPlan, OpKind, SimDevice};
 
 /// 64 KiB segments (16 pages), so a few hundred writes fill several.
@@ -171,4 +173,69 @@ fn a_failed_read_of_a_victim_stops_the_store_and_loses_nothing() {
         assert_eq!(store.retrieve(k).unwrap().as_ref(), Some(v));
     }
     assert_eq!(store.stats().keys as usize, model.len());
+}
+
+#[test]
+fn victims_scanned_over_several_turns_beside_writers_lose_nothing() {
+    // Segments of twice a turn's scan, so every victim is scanned in at least two slices,
+    // with the writers' batches built and answered between them.
+    let segment_pages = 2 * GC_SCAN_PAGES;
+    let opts = HashOptions {
+        segment_bytes: u64::from(segment_pages) * 4096,
+        index: common::mode(),
+        ..HashOptions::default()
+    };
+    each_mode(|| {
+        let opts = HashOptions { index: common::mode(), ..opts.clone() };
+        let d = SimDevice::new(64 << 20, 4096, 44).unwrap();
+        let store = HashStore::open_device(std::sync::Arc::new(d.clone()), opts.clone()).unwrap();
+        let (writers, keys) = (4u32, 16u32);
+        let key = |w: u32, i: u32| format!("w{w}-key-{i:02}").into_bytes();
+        let models: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..writers)
+                .map(|w| {
+                    let store = &store;
+                    scope.spawn(move || {
+                        let mut rng = SmallRng::seed_from_u64(u64::from(w));
+                        let mut model = BTreeMap::new();
+                        for step in 0..1500u64 {
+                            let k = key(w, rng.gen_range(0..keys));
+                            if rng.gen_bool(0.1) {
+                                let had = model.remove(&k).is_some();
+                                assert_eq!(
+                                    store.delete(&k).unwrap(),
+                                    had,
+                                    "writer {w} step {step}"
+                                );
+                            } else {
+                                let v = value(&k, step, rng.gen_range(2000..3000));
+                                store.store(&k, &v, StoreMode::Overwrite).unwrap();
+                                model.insert(k, v);
+                            }
+                        }
+                        model
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let s = store.stats();
+        assert!(s.segments_freed >= 2 && s.gc_records_copied > 0, "{s:?}");
+        let check_all = |store: &HashStore, what: &str| {
+            for (w, model) in models.iter().enumerate() {
+                for i in 0..keys {
+                    let k = key(w as u32, i);
+                    assert_eq!(
+                        store.retrieve(&k).unwrap().as_ref(),
+                        model.get(&k),
+                        "{what}: {k:?}"
+                    );
+                }
+            }
+        };
+        check_all(&store, "before reopen");
+        drop(store);
+        let store = HashStore::open_device(std::sync::Arc::new(d.clone()), opts.clone()).unwrap();
+        check_all(&store, "after reopen");
+    });
 }

@@ -226,18 +226,28 @@ enum Apply {
 /// A garbage collection in progress: the victim and the records to copy out of it.
 struct Gc {
     slot: u32,
-    /// The victim's image is being read on the worker's queue (tag [`GC_READ_TAG`]); its
-    /// survivors are not known yet.
-    reading: bool,
+    /// The victim's image being read on the worker's queue, a chunk at a time (tag
+    /// [`GC_READ_TAG`]); its survivors are not known yet.
+    reading: Option<VictimRead>,
     /// The victim's image, back and being scanned for its survivors a slice a turn.
     scan: Option<GcScan>,
     /// Survivors found so far, to be copied once the scan is done.
     pending: VecDeque<(Location, Vec<u8>)>,
 }
 
+/// A victim's image being read ([`Worker::gc_victim_read`]).
+struct VictimRead {
+    /// The chunks read so far, in order.
+    image: Vec<u8>,
+    /// The victim's first byte on the volume.
+    start: u64,
+    /// Bytes of the whole image.
+    total: usize,
+}
+
 /// A victim's image being scanned ([`Worker::gc_scan_step`]).
 struct GcScan {
-    image: AlignedBuf,
+    image: Vec<u8>,
     scanner: Scanner,
     /// Whether a segment older than the victim exists (its tombstones may hide stores there).
     older_exists: bool,
@@ -282,8 +292,14 @@ struct Carry {
 /// their slot in `reads_in_flight`, garbage collection's read of its victim by
 /// [`GC_READ_TAG`].
 const WRITE_TAG: u64 = 1 << 63;
-/// The tag of garbage collection's read of its victim (reads of records use small indices).
+/// The tag of garbage collection's reads of its victim (reads of records use small indices).
 const GC_READ_TAG: u64 = 1 << 62;
+
+/// Bytes of a victim read at a time: read whole, an 8 MiB victim is one request the device
+/// serves ahead of the batches' durable writes queued behind it (at 64 writers on a loop
+/// device, the writes completing while it was read took 2.2 ms at the median against 0.4
+/// otherwise). A chunk at a time, the victim takes one slot of the queue and a chunk's time.
+const GC_READ_CHUNK_BYTES: usize = 256 << 10;
 
 pub(crate) struct Worker {
     shard: Arc<Shard>,
@@ -912,37 +928,60 @@ impl Worker {
             });
         let Some((slot, _)) = victim else { return };
         let seg = self.shard.segment(slot);
-        let bytes = self.shard.volume().layout().slot_bytes * u64::from(seg.extent.count);
-        let op = Op::Read { offset: seg.start, buf: AlignedBuf::zeroed(bytes as usize) };
-        match self.queue.submit(IoRequest { tag: GC_READ_TAG, op }) {
+        let total =
+            (self.shard.volume().layout().slot_bytes * u64::from(seg.extent.count)) as usize;
+        let read = VictimRead { image: Vec::with_capacity(total), start: seg.start, total };
+        let buf = AlignedBuf::zeroed(total.min(GC_READ_CHUNK_BYTES));
+        match self
+            .queue
+            .submit(IoRequest { tag: GC_READ_TAG, op: Op::Read { offset: seg.start, buf } })
+        {
             Ok(()) => {
-                self.gc = Some(Gc { slot, reading: true, scan: None, pending: VecDeque::new() });
+                self.gc =
+                    Some(Gc { slot, reading: Some(read), scan: None, pending: VecDeque::new() });
             }
             Err((e, _)) => self.gc_stopped(e.into()),
         }
     }
 
-    /// The victim's image is back (or its read failed): its scan for survivors begins, a
-    /// slice a turn ([`Worker::gc_scan_step`]). A read that outlived its collection (the store
-    /// stopped meanwhile) is dropped.
-    fn gc_victim_read(&mut self, image: Result<AlignedBuf>) {
-        let Some(gc) = self.gc.as_ref().filter(|g| g.reading) else { return };
-        let seg = self.shard.segment(gc.slot);
-        match image {
-            Ok(image) => {
-                // No segment is freed while this one is collected: those older now were then.
-                let older_exists =
-                    self.shard.segments().iter().any(|(_, s)| s.generation < seg.generation);
-                let scanner = Scanner::new(seg.generation, seg.sealed_pages);
-                let gc = self.gc.as_mut().expect("checked above");
-                gc.scan = Some(GcScan { image, scanner, older_exists });
-                gc.reading = false;
-            }
+    /// A chunk of the victim's image is back (or its read failed): the next chunk's read is
+    /// submitted, in the slot this one freed; once the image is whole, its scan for survivors
+    /// begins, a slice a turn ([`Worker::gc_scan_step`]). A read that outlived its collection
+    /// (the store stopped meanwhile) is dropped.
+    fn gc_victim_read(&mut self, chunk: Result<AlignedBuf>) {
+        let Some(gc) = self.gc.as_mut() else { return };
+        let Some(read) = gc.reading.as_mut() else { return };
+        let slot = gc.slot;
+        let buf = match chunk {
+            Ok(buf) => buf,
             Err(e) => {
                 self.gc = None;
                 self.gc_stopped(e);
+                return;
             }
+        };
+        read.image.extend_from_slice(&buf);
+        if read.image.len() < read.total {
+            let len = (read.total - read.image.len()).min(GC_READ_CHUNK_BYTES);
+            // The read overwrites every byte of the buffer: the last one's is reused as it is.
+            let buf = if buf.len() == len { buf } else { AlignedBuf::zeroed(len) };
+            let offset = read.start + read.image.len() as u64;
+            if let Err((e, _)) =
+                self.queue.submit(IoRequest { tag: GC_READ_TAG, op: Op::Read { offset, buf } })
+            {
+                self.gc = None;
+                self.gc_stopped(e.into());
+            }
+            return;
         }
+        let image = std::mem::take(&mut read.image);
+        let seg = self.shard.segment(slot);
+        // No segment is freed while this one is collected: those older now were then.
+        let older_exists = self.shard.segments().iter().any(|(_, s)| s.generation < seg.generation);
+        let scanner = Scanner::new(seg.generation, seg.sealed_pages);
+        let gc = self.gc.as_mut().expect("checked above");
+        gc.scan = Some(GcScan { image, scanner, older_exists });
+        gc.reading = None;
     }
 
     /// Scans the next [`GC_SCAN_PAGES`] of the victim's image, if one is being scanned,
@@ -1249,7 +1288,7 @@ impl Worker {
     /// names it: commits its removal, which frees its slots.
     fn finish_gc(&mut self) {
         let Some(gc) = &self.gc else { return };
-        if gc.reading || gc.scan.is_some() || !gc.pending.is_empty() {
+        if gc.reading.is_some() || gc.scan.is_some() || !gc.pending.is_empty() {
             return;
         }
         let slot = gc.slot;
@@ -1377,7 +1416,7 @@ impl Worker {
             for id in unwritten {
                 self.finish_write(id, Err(e.clone_for_request()));
             }
-            if self.gc.as_ref().is_some_and(|g| g.reading) {
+            if self.gc.as_ref().is_some_and(|g| g.reading.is_some()) {
                 self.gc = None;
             }
             return;

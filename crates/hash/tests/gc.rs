@@ -7,8 +7,9 @@
 //! - a power cut after every device write of a collecting run recovers an acknowledged prefix;
 //! - a failed read of a victim (read on the worker's queue, beside the writes) stops the store
 //!   and loses nothing it acknowledged;
-//! - victims larger than a turn's scan (`GC_SCAN_PAGES`), scanned over several turns while
-//!   writers store and delete their keys, lose nothing, before and after a reopen.
+//! - victims larger than a turn's scan (`GC_SCAN_PAGES`) and than a read's chunk, read a chunk
+//!   at a time and scanned over several turns while writers store and delete their keys,
+//!   lose nothing, before and after a reopen.
 
 mod common;
 

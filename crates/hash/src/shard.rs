@@ -108,6 +108,9 @@ pub(crate) struct Shard {
     pub reader: Option<shale_io::BufferedReader>,
     /// The thread that gives the page cache advice about the log, where `reader` is.
     pub advice: Option<crate::page_advice::PageAdvice>,
+    /// Makes the worker's next turn panic (unit tests of the worker's break-down).
+    #[cfg(test)]
+    pub panic_next_turn: std::sync::atomic::AtomicBool,
 }
 
 impl Shard {
@@ -130,6 +133,8 @@ impl Shard {
             recovery_micros: AtomicU64::new(0),
             reader: None,
             advice: None,
+            #[cfg(test)]
+            panic_next_turn: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

@@ -278,8 +278,10 @@ impl HashStore {
         match self.submissions.submit(req, wait) {
             Ok(()) => Ok(()),
             Err(req) => {
-                // Its reply is forgotten unanswered: the caller gets Busy instead.
+                // Its reply is forgotten unanswered: the caller is told why at once.
                 forget_reply(req);
+                // A worker that broke down admits nothing, and stopped the store first.
+                self.shard.refuse_if_stopped()?;
                 self.shard.counters.busy.fetch_add(1, Ordering::Relaxed);
                 Err(Error::Busy)
             }
@@ -639,5 +641,101 @@ fn forget_reply(req: Request) {
 impl Drop for HashStore {
     fn drop(&mut self) {
         self.shut_down();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use shale_io::SimDevice;
+
+    use super::*;
+    use crate::options::{SEGMENT_BYTES_MIN, StoreMode};
+
+    fn options() -> HashOptions {
+        HashOptions {
+            segment_bytes: SEGMENT_BYTES_MIN,
+            version_log_bytes: 64 << 10,
+            ..HashOptions::default()
+        }
+    }
+
+    /// A panic in the worker's turn (a bug) must not leave callers asleep forever: each is
+    /// answered (acknowledged before the panic, or told the store stopped), later calls are
+    /// refused at once, the store closes, and a reopen has every acknowledged write.
+    #[test]
+    fn a_panicking_turn_answers_every_caller_and_stops_the_store() {
+        // Fails the test (the whole process) rather than hanging it, should a caller never
+        // be answered.
+        let (done, watched) = mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if watched.recv_timeout(Duration::from_secs(120)).is_err() {
+                eprintln!("a caller was never answered after the worker panicked");
+                std::process::abort();
+            }
+        });
+        let device = Arc::new(SimDevice::new(16 << 20, 4096, 11).unwrap());
+        let store = HashStore::open_device(device.clone(), options()).unwrap();
+        let key = |t: u32, i: u32| format!("t{t}-key-{i:03}").into_bytes();
+        for i in 0..20 {
+            store.store(&key(9, i), b"before", StoreMode::Overwrite).unwrap();
+        }
+        store.shard.panic_next_turn.store(true, Ordering::Relaxed);
+        let acknowledged: Vec<Vec<u32>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4u32)
+                .map(|t| {
+                    let store = &store;
+                    scope.spawn(move || {
+                        let mut acked = Vec::new();
+                        for i in 0..50 {
+                            match store.store(&key(t, i), b"during", StoreMode::Overwrite) {
+                                Ok(()) => acked.push(i),
+                                Err(Error::Stopped(why)) => {
+                                    assert!(
+                                        why.contains("panicked") || why.contains("failed"),
+                                        "{why}"
+                                    );
+                                }
+                                Err(e) => panic!("thread {t} store {i}: {e}"),
+                            }
+                        }
+                        acked
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(!store.shard.panic_next_turn.load(Ordering::Relaxed), "no turn ran after the flag");
+        match store.store(b"after-the-panic", b"x", StoreMode::Overwrite) {
+            Err(Error::Stopped(why)) => assert!(why.contains("panicked"), "{why}"),
+            other => panic!("a store after the panic: {other:?}"),
+        }
+        let ticket = store.submit_store(b"submitted-after", b"x", StoreMode::Overwrite);
+        assert!(matches!(ticket, Err(Error::Stopped(_))), "{ticket:?}");
+        let tagged = store.submit_tagged(
+            KvRequest::Store { key: b"tagged-after", value: b"x", mode: StoreMode::Overwrite },
+            1,
+        );
+        assert!(matches!(tagged, Err(Error::Stopped(_))), "{tagged:?}");
+        drop(store);
+        done.send(()).unwrap();
+        watchdog.join().unwrap();
+        let store = HashStore::open_device(device, options()).unwrap();
+        for i in 0..20 {
+            assert_eq!(store.retrieve(&key(9, i)).unwrap().as_deref(), Some(&b"before"[..]));
+        }
+        for (t, acked) in acknowledged.iter().enumerate() {
+            for &i in acked {
+                assert_eq!(
+                    store.retrieve(&key(t as u32, i)).unwrap().as_deref(),
+                    Some(&b"during"[..]),
+                    "thread {t} store {i} was acknowledged"
+                );
+            }
+        }
+        store.store(b"after-reopen", b"x", StoreMode::Overwrite).unwrap();
     }
 }

@@ -87,6 +87,8 @@ struct SubmitState {
     /// Submitted and not yet completed.
     outstanding: usize,
     closing: bool,
+    /// The worker panicked ([`Submissions::break_down`]): nothing is admitted any more.
+    broken: bool,
 }
 
 impl Submissions {
@@ -96,6 +98,7 @@ impl Submissions {
                 queue: VecDeque::new(),
                 outstanding: 0,
                 closing: false,
+                broken: false,
             }),
             work: Condvar::new(),
             room: Condvar::new(),
@@ -104,11 +107,11 @@ impl Submissions {
     }
 
     /// Queues `req`, or hands it back when `depth` requests are outstanding (and `wait` is
-    /// false; with `wait`, blocks for room).
+    /// false; with `wait`, blocks for room), or when the worker broke down.
     pub fn submit(&self, req: Request, wait: bool) -> std::result::Result<(), Request> {
         let mut s = SUBMIT_MUTEX.lock(&self.state);
-        while s.outstanding >= self.depth {
-            if !wait {
+        while s.broken || s.outstanding >= self.depth {
+            if s.broken || !wait {
                 return Err(req);
             }
             ROOM_WAIT.wait(|| s.unlocked(|g| self.room.wait(g)));
@@ -141,6 +144,27 @@ impl Submissions {
     pub fn close(&self) {
         self.state.lock().closing = true;
         self.work.notify_one();
+    }
+
+    /// Whether the store is closing.
+    fn closing(&self) -> bool {
+        self.state.lock().closing
+    }
+
+    /// The worker panicked: from now on nothing is admitted (`submit` hands every request
+    /// back, and its caller is told the store stopped), and what is queued is dropped, each
+    /// dropped reply answering its caller with the abandoned error. Submitters waiting for
+    /// room are woken to be told the same.
+    fn break_down(&self) {
+        let queued = {
+            let mut s = SUBMIT_MUTEX.lock(&self.state);
+            s.broken = true;
+            std::mem::take(&mut s.queue)
+        };
+        // Outside the lock: a dropped reply may run a task's waker.
+        drop(queued);
+        self.room.notify_all();
+        self.work.notify_all();
     }
 }
 
@@ -333,6 +357,8 @@ pub(crate) struct Worker {
     /// Requests answered whose sleeping callers are not woken yet ([`Worker::complete`]);
     /// in a cell because answers are given from the many `&self` paths that complete.
     answers: RefCell<Answers>,
+    /// A turn panicked ([`Worker::break_down`]): the worker serves nothing any more.
+    broken: bool,
 }
 
 /// A batch carries its last page only when it holds at least this many new writes: several
@@ -381,6 +407,7 @@ impl Worker {
             gc_checked_in: None,
             carry: None,
             answers: RefCell::new(Answers::new()),
+            broken: false,
         })
     }
 
@@ -401,22 +428,72 @@ impl Worker {
 /// (`shale_space::page_log::driver`: run to completion, so a lone synchronous caller pays no
 /// thread hand-off).
 impl shale_space::page_log::driver::Worker for Worker {
-    /// One turn, in the order of the module comment.
+    /// One turn, in the order of the module comment. A turn that panics (a bug) breaks the
+    /// worker down instead of leaving its callers asleep forever ([`Worker::break_down`]).
     fn turn(&mut self) -> Step {
-        let step = self.run_turn();
-        self.wake_answered();
-        step
+        if self.broken {
+            return self.broken_turn();
+        }
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_turn())) {
+            Ok(step) => {
+                self.wake_answered();
+                step
+            }
+            Err(panic) => {
+                self.break_down(panic.as_ref());
+                self.broken_turn()
+            }
+        }
     }
 
     fn idle(&self) -> bool {
-        self.quiet() && !self.submissions.queued()
+        self.broken || (self.quiet() && !self.submissions.queued())
     }
 }
 
 impl Worker {
+    /// After a panic in a turn: the store is stopped (every request the worker would serve
+    /// answers [`Error::Stopped`] naming the panic; reads answered on the caller's thread,
+    /// from the value cache or the page cache, go on, as after a failed write, P5), every
+    /// request the worker holds (queued for a batch, in a batch in flight, a read waiting or
+    /// in flight, a collection's copies) is dropped, each dropped reply answering its caller
+    /// with the abandoned error ([`shale_io::ticket`]), and nothing is admitted any more
+    /// ([`Submissions::break_down`]). Without this the worker's state would stay behind the
+    /// driver's lock with every reply in it unanswered, and its callers asleep forever. What
+    /// the panic interrupted is not trusted again: no turn runs after it.
+    fn break_down(&mut self, panic: &(dyn std::any::Any + Send)) {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        let e = self.shard.stop(Error::Stopped(format!("the store's worker panicked: {why}")));
+        log::error!("{}", shale_io::Chain(&e));
+        self.broken = true;
+        self.in_flight.clear();
+        self.writes.clear();
+        self.reads_waiting.clear();
+        self.reads_in_flight.clear();
+        self.exists.clear();
+        self.carry = None;
+        self.gc = None;
+        self.submissions.break_down();
+        // Answers given before the panic: their sleepers are woken.
+        self.wake_answered();
+    }
+
+    /// A turn of a broken-down worker: nothing to serve; it ends when the store closes.
+    fn broken_turn(&self) -> Step {
+        if self.submissions.closing() { Step::Closed } else { Step::Idle }
+    }
+
     /// One turn, in the order of the module comment; its answers' sleepers are woken by
     /// [`shale_space::page_log::driver::Worker::turn`] when it ends.
     fn run_turn(&mut self) -> Step {
+        #[cfg(test)]
+        if self.shard.panic_next_turn.swap(false, Ordering::Relaxed) {
+            panic!("a test asked this turn to panic");
+        }
         let (incoming, closing) = self.take_submissions();
         let got_new = !incoming.is_empty();
         for req in incoming {

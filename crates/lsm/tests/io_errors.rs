@@ -12,7 +12,8 @@
 //!   room came back (counted in `Stats`; every acknowledged write is then checked after a
 //!   clean close);
 //! - `stats().stopped` says why, and every later write, flush and compaction returns
-//!   `Error::Stopped`, even once the device works again (a failed sync is never retried);
+//!   `Error::Stopped`, even once the device works again (a failed sync is never retried),
+//!   and its reads show exactly the acknowledged writes;
 //! - reopened on a power-cut image (unsynced writes lost) the store equals a prefix of the
 //!   writes holding every synced acknowledged one; reopened on the device as the process left
 //!   it, every acknowledged one; `Db::check` passes and the store takes writes again.
@@ -192,6 +193,13 @@ fn check_run(dev: SimDevice, db: Db, run: &Run, tail: &Option<MemoryTail>, ctx: 
         "{ctx}: untyped or unexpected error {e:?}"
     );
     assert!(db.stats().stopped.is_some(), "{ctx}: error {e} but stats().stopped is not set");
+    // Reads of the stopped store see exactly the acknowledged writes: nothing of the failed
+    // write (its group may be in the memtable, above the published sequence) and nothing lost.
+    let visible = scan_state(&db, VALUE_FILLER_MAX).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
+    assert!(
+        visible == run.states[run.states.len() - 1],
+        "{ctx}: the stopped store shows other writes than the acknowledged ones"
+    );
     // The device works again; the store must still refuse (P5).
     dev.set_faults(FaultPlan::default());
     let mut b = WriteBatch::new();

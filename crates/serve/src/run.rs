@@ -94,6 +94,9 @@ pub struct Run<'a> {
     command_expired_deleted: u64,
     /// Replies released, encoded, in request order: what may go to the socket.
     pub output: Vec<u8>,
+    /// Whether a write since [`Run::take_waited_for_commit`] waited for a group commit
+    /// (`appendfsync always`): its replies were released with the other runs of that group.
+    waited_for_commit: bool,
     /// The replication offset past this connection's last write (Redis's `woff`): what its
     /// `WAIT` waits for.
     pub woff: u64,
@@ -123,6 +126,7 @@ impl<'a> Run<'a> {
             command_bytes: 0,
             command_expired_deleted: 0,
             output: Vec::new(),
+            waited_for_commit: false,
             woff: 0,
             server_entry: None,
             errors: 0,
@@ -138,6 +142,13 @@ impl<'a> Run<'a> {
     /// Commands staged.
     pub fn len(&self) -> usize {
         self.staged
+    }
+
+    /// Whether a write since the last call waited for a group commit (`appendfsync
+    /// always`), and so ended with every other run of its group: the server sends such a
+    /// run's replies at once (docs/serve.md, "Replies sent after the ready connections ran").
+    pub fn take_waited_for_commit(&mut self) -> bool {
+        std::mem::take(&mut self.waited_for_commit)
     }
 
     /// Bytes of replies waiting: staged, and released but not yet sent.
@@ -314,6 +325,7 @@ impl<'a> Run<'a> {
         let expired = std::mem::take(&mut self.expired_deleted);
         let written = if self.ks.appendfsync() == AppendFsync::Always {
             let commits = self.ks.commits();
+            self.waited_for_commit |= !entries.is_empty() || !depends.is_empty();
             if entries.is_empty() {
                 if release {
                     self.held.clear();
@@ -442,6 +454,68 @@ mod tests {
     #[test]
     fn group_committed_runs_never_deadlock_and_lose_no_update() {
         runs_over_few_stripes(AppendFsync::Always);
+    }
+
+    /// Which flushed runs waited for a group commit, and so send their replies at once
+    /// (server.rs): under `always` a run that wrote, or read a value queued for a commit; not
+    /// a run of reads alone, nor any run under `everysec`.
+    #[test]
+    fn runs_that_waited_for_a_group_commit_are_told_apart() {
+        for appendfsync in [AppendFsync::Always, AppendFsync::Everysec] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Db::open(dir.path(), Options::small_for_tests()).unwrap();
+            let ks = Arc::new(Keyspace::new(db, appendfsync));
+            let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+            if appendfsync == AppendFsync::Always {
+                rt.spawn(crate::commit::serve(ks.clone()));
+            }
+            let always = appendfsync == AppendFsync::Always;
+            rt.block_on(async {
+                let mut run = Run::new(&ks, Protocol::Resp2);
+                run.lock(&[b"k"]).await;
+                run.put(b"k", Value::new(b"1".to_vec()));
+                run.finish(Reply::Simple("OK")).await;
+                run.flush().await;
+                assert_eq!(run.take_waited_for_commit(), always, "a write, {appendfsync:?}");
+                assert!(!run.take_waited_for_commit(), "taken: false until the next wait");
+
+                let got = run.read(b"k").await.unwrap().map(|v| v.data);
+                assert_eq!(got, Some(b"1".to_vec()));
+                run.finish(Reply::Simple("OK")).await;
+                run.flush().await;
+                assert!(!run.take_waited_for_commit(), "reads alone, {appendfsync:?}");
+            });
+        }
+
+        // A run of reads alone that read a value queued for a commit waits for that commit.
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::small_for_tests()).unwrap();
+        let ks = Arc::new(Keyspace::new(db, AppendFsync::Always));
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        rt.block_on(async {
+            let writer = {
+                let ks = ks.clone();
+                tokio::spawn(async move {
+                    let mut run = Run::new(&ks, Protocol::Resp2);
+                    run.lock(&[b"q"]).await;
+                    run.put(b"q", Value::new(b"2".to_vec()));
+                    run.finish(Reply::Simple("OK")).await;
+                    run.flush().await;
+                })
+            };
+            // No committer yet: the writer's batch stays queued.
+            while ks.commits().pending(b"q").is_none() {
+                tokio::task::yield_now().await;
+            }
+            let mut reader = Run::new(&ks, Protocol::Resp2);
+            let got = reader.read(b"q").await.unwrap().map(|v| v.data);
+            assert_eq!(got, Some(b"2".to_vec()), "the queued value");
+            reader.finish(Reply::Simple("OK")).await;
+            tokio::spawn(crate::commit::serve(ks.clone()));
+            reader.flush().await;
+            assert!(reader.take_waited_for_commit(), "a read of a queued value");
+            writer.await.unwrap();
+        });
     }
 
     fn runs_over_few_stripes(appendfsync: AppendFsync) {

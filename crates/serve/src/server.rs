@@ -761,6 +761,16 @@ async fn serve_connection<S>(
             // A large request is done: give its buffer back rather than hold it while idle.
             input = Vec::with_capacity(READ_CHUNK_BYTES);
         }
+        if !run.take_waited_for_commit() && !run.output.is_empty() {
+            // Every other connection with requests waiting runs first: the replies then go
+            // out back to back, as Redis writes them after its event loop's pass, and a
+            // client woken by one is still awake for the next; written as each run ends, on
+            // a 2-core VM each send paid a cross-CPU wake of a client asleep since the last
+            // (40% of the serving thread under pipelined INCRs: docs/serve.md, "Replies sent
+            // after the ready connections ran"). Runs that waited for a group commit
+            // (`always`) end together when it is written, and go out back to back anyway.
+            tokio::task::yield_now().await;
+        }
         if !write_out(&shared, &mut stream, &mut run.output).await || close || *stop.borrow() {
             break;
         }

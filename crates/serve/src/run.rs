@@ -94,8 +94,9 @@ pub struct Run<'a> {
     command_expired_deleted: u64,
     /// Replies released, encoded, in request order: what may go to the socket.
     pub output: Vec<u8>,
-    /// Whether a write since [`Run::take_waited_for_commit`] waited for a group commit
-    /// (`appendfsync always`): its replies were released with the other runs of that group.
+    /// Whether a flush since [`Run::take_waited_for_commit`] waited for a group commit
+    /// (`appendfsync always`: its batch was queued, or it read a value queued for one): its
+    /// replies were released with the other runs of that group.
     waited_for_commit: bool,
     /// The replication offset past this connection's last write (Redis's `woff`): what its
     /// `WAIT` waits for.
@@ -144,7 +145,7 @@ impl<'a> Run<'a> {
         self.staged
     }
 
-    /// Whether a write since the last call waited for a group commit (`appendfsync
+    /// Whether a flush since the last call waited for a group commit (`appendfsync
     /// always`), and so ended with every other run of its group: the server sends such a
     /// run's replies at once (docs/serve.md, "Replies sent after the ready connections ran").
     pub fn take_waited_for_commit(&mut self) -> bool {

@@ -16,7 +16,8 @@
 //!   turns): callers that run the worker's turns themselves or hand them to its thread, and
 //!   every request answered, none stranded, the thread ending at the close;
 //! - the release queue (`sst/release_queue.rs`: dropped SSTs handed from callers' threads to
-//!   the store's release thread): every job run once, `wait_idle` returning only after every
+//!   the store's release thread, and freed WAL groups' storage from the WAL's writer to its
+//!   release thread, `wal/release.rs`): every job run once, `wait_idle` returning only after every
 //!   job handed before it is done, the thread ending at the close with nothing left;
 //! - tickets answered together (`io/src/ticket.rs`, the hash engine's batch answers): the
 //!   threads asleep on them woken in a chain, each handing it on, none stranded, with wake-ups

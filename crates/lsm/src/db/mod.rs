@@ -210,6 +210,9 @@ struct Inner {
     wal_bytes_allocated: Arc<AtomicU64>,
     /// [`WalWriter::deferred_dropped_bytes`], read without the WAL lock.
     wal_bytes_never_written: Arc<AtomicU64>,
+    /// The thread giving back freed WAL groups' storage ([`WalWriter::releases`]; `None` when
+    /// read-only), waited for without the WAL lock.
+    wal_releases: Option<Arc<crate::wal::WalReleases>>,
     writers: WriteQueue,
     /// Compaction output size, changeable while running (`set_target_file_size`).
     target_file_bytes: AtomicU64,
@@ -611,16 +614,22 @@ impl Db {
         Snapshot { seq, inner: self.inner.clone() }
     }
 
-    /// Flushes every memtable to L0 and waits for it.
+    /// Flushes every memtable to L0 and waits for it, and for the freed WAL groups' storage
+    /// to be given back.
     ///
     /// # Errors
     /// [`Error::Stopped`] if a background failure stopped the store.
     pub fn flush(&self) -> Result<()> {
         self.inner.refuse_if_read_only("flush")?;
         // SSTs a caller let go of are given back first, so that a release the device refused
-        // (it stops the volume) fails this flush's commit rather than going unreported.
+        // (it stops the volume) fails this flush's commit rather than going unreported; and
+        // so are freed WAL groups.
         self.inner.pool.wait_for_releases();
-        self.inner.flush()
+        self.inner.wait_for_wal_releases()?;
+        self.inner.flush()?;
+        // The flushed memtables' WAL groups are freed by the flush; their storage is back when
+        // it returns, as a compaction's room is when `compact_range` returns.
+        self.inner.wait_for_wal_releases()
     }
 
     /// Compacts the whole key space down to one level and waits for it.
@@ -658,8 +667,10 @@ impl Db {
             self.inner.cv.wait_for(&mut st, Duration::from_millis(50));
         }
         drop(st);
-        // And what compactions dropped is back in the volume, wherever its last handle went.
+        // And what compactions dropped is back in the volume, wherever its last handle went,
+        // and what flushes freed of the WAL is back in the device.
         self.inner.pool.wait_for_releases();
+        self.inner.wait_for_wal_releases()?;
         stopped_error(&self.inner.state.lock())
     }
 
@@ -782,6 +793,9 @@ impl Db {
             let _ = w.join();
         }
         self.inner.pool.wait_for_releases();
+        // Before the volume can be opened again: a release still to run would punch out the
+        // next instance's WAL pages. A refusal stopped nothing left to stop.
+        let _ = self.inner.wait_for_wal_releases();
     }
 }
 
@@ -1551,6 +1565,26 @@ impl Inner {
         self.publish_view(st);
         self.cv.notify_all();
         Ok(())
+    }
+
+    /// Waits until the storage of every freed WAL group is given back; a release the device
+    /// refused stops the store (P5), as it would have in the write path.
+    fn wait_for_wal_releases(&self) -> Result<()> {
+        let Some(releases) = &self.wal_releases else {
+            return Ok(());
+        };
+        releases.wait_idle();
+        match releases.take_failure() {
+            None => Ok(()),
+            Some(e) => {
+                let mut st = self.state.lock();
+                // A store already stopped says so, as every call after the first failure does.
+                stopped_error(&st)?;
+                st.stopped = Some(format!("WAL group release failed: {}", shale_io::Chain(&e)));
+                self.cv.notify_all();
+                Err(e)
+            }
+        }
     }
 
     /// Frees the WAL groups of the generations whose flush committed, releasing their storage

@@ -182,7 +182,11 @@ impl Db {
             }
         };
         let device = volume.device().clone();
-        let wal = WalWriter::new(wanted, Box::new(q), device, meta).with_tail(tail);
+        let mut wal = WalWriter::new(wanted, Box::new(q), device, meta).with_tail(tail);
+        if !read_only {
+            // Freed groups' storage goes back off the write path (`wal/release.rs`).
+            wal = wal.with_release_thread();
+        }
         // One queue per logger, of the WAL's class so its bytes count as WAL bytes.
         let loggers = if read_only { 0 } else { opts.wal_loggers };
         let logger_queue = || -> Result<Box<dyn shale_io::Queue>> {
@@ -202,6 +206,7 @@ impl Db {
             cache,
             wal_bytes_allocated: wal.allocated_bytes(),
             wal_bytes_never_written: wal.deferred_dropped_bytes(),
+            wal_releases: wal.releases(),
             wal: Mutex::new(wal),
             pipeline,
             overlap_groups: overlap_write_groups(&opts),

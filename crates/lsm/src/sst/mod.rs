@@ -50,7 +50,7 @@ pub mod prepopulate;
 pub mod range_del_block;
 pub mod reader;
 pub(crate) mod release;
-mod release_queue;
+pub(crate) mod release_queue;
 pub mod volume_io;
 pub mod writer;
 

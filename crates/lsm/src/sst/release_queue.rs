@@ -1,5 +1,6 @@
 //! The hand-over between the threads that drop SSTs and the thread that gives them back
-//! (`sst/release.rs`): a queue of jobs served in order by one thread.
+//! (`sst/release.rs`), and between the WAL's writer and the thread that gives freed groups'
+//! storage back (`wal/release.rs`): a queue of jobs served in order by one thread.
 //!
 //! Generic over the job so that `crates/lsm-model` compiles this very file against shuttle's
 //! primitives (through `super::sync`) and checks it: every job handed is run exactly once,

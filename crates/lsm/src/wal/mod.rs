@@ -55,7 +55,8 @@
 //!   again) its storage is released (`Device::release_range`), except for one free group
 //!   kept allocated for the next group to start in ([`FREE_GROUPS_KEPT_ALLOCATED`]), and of
 //!   that one only the pages sync appends wrote, at most its first 16 MiB
-//!   ([`KEPT_GROUP_PAGES_MAX`]): a store written without sync keeps no freed pages;
+//!   ([`KEPT_GROUP_PAGES_MAX`]): a store written without sync keeps no freed pages; the
+//!   release is made on the writer's release thread (`wal/release.rs`), off the write path;
 //! - at open, once the recovered groups are flushed and committed, every group is free and
 //!   released whole, which also shrinks volumes whose whole WAL area was allocated.
 //!
@@ -70,11 +71,13 @@ pub use shale_space::log_page as page;
 /// The parallel WAL's pipeline and its in-order acknowledgement are the page log's.
 pub use shale_space::page_log::{pipeline, turns};
 mod recovery;
+mod release;
 pub mod tail;
 mod writer;
 
 pub use pipeline::{LogPipeline, Logger, PipelineStats};
 pub use recovery::{RecoveredGroup, meta_generation, recover};
+pub use release::WalReleases;
 pub use tail::{MemoryTail, TailLog, WalTail};
 pub use writer::{AppendError, FREE_GROUPS_KEPT_ALLOCATED, KEPT_GROUP_PAGES_MAX, WalWriter};
 

@@ -9,6 +9,7 @@ use shale_io::{AlignedBuf, Completion, DeviceRef, Op, Queue, QueueExt, Request};
 
 use super::WalLayout;
 use super::meta::{GroupEntry, GroupState, WalMeta};
+use super::release::WalReleases;
 use super::page::{PAGE_BYTES, PAGE_PAYLOAD_BYTES};
 use shale_space::page_log::{self, PageCursor};
 use super::tail::TailLog;
@@ -62,6 +63,15 @@ pub const FREE_GROUPS_KEPT_ALLOCATED: usize = 1;
 /// for 147 MiB of SSTs with whole groups kept, 32 MiB with 16 MiB of one kept always).
 pub const KEPT_GROUP_PAGES_MAX: u32 = 4096;
 
+/// Where a release of a free group's pages is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Release {
+    /// On the release thread, if the writer has one (else at once).
+    Handed,
+    /// At once, by the caller.
+    Now,
+}
+
 /// A write of consecutive pages submitted and not yet known complete.
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
@@ -114,6 +124,12 @@ pub struct WalWriter {
     synced_pages: Vec<u32>,
     /// Whether this writer allocated the two metadata pages.
     meta_allocated: bool,
+    /// Where freed groups' storage is given back, off the write path; `None`: at once, by
+    /// the caller ([`WalWriter::with_release_thread`]).
+    releases: Option<Arc<WalReleases>>,
+    /// Groups with a release handed to `releases` and perhaps not done: not started again
+    /// until it is.
+    release_handed: Vec<bool>,
     /// Bytes of the WAL area this writer holds allocated (metadata pages and groups), shared
     /// with the engine's statistics.
     allocated_bytes: Arc<AtomicU64>,
@@ -181,6 +197,8 @@ impl WalWriter {
             allocated_pages: vec![0; layout.groups as usize],
             synced_pages: vec![0; layout.groups as usize],
             meta_allocated: false,
+            releases: None,
+            release_handed: vec![false; layout.groups as usize],
             allocated_bytes: Arc::new(AtomicU64::new(0)),
             meta,
             active: None,
@@ -210,6 +228,27 @@ impl WalWriter {
     pub fn with_tail(mut self, tail: Option<TailLog>) -> WalWriter {
         self.tail = tail;
         self
+    }
+
+    /// Gives freed groups' storage back on a thread of its own rather than in
+    /// [`WalWriter::free_group`]'s caller (see [`super::release`]).
+    pub fn with_release_thread(mut self) -> WalWriter {
+        self.releases = Some(Arc::new(WalReleases::default()));
+        self
+    }
+
+    /// The release thread's handle, if releases go there: the engine waits on it before a
+    /// close and wherever it reports background failures.
+    pub fn releases(&self) -> Option<Arc<WalReleases>> {
+        self.releases.clone()
+    }
+
+    /// The release the device refused, if one did: the log must not be used again (P5).
+    fn release_failure(&self) -> Result<()> {
+        match self.releases.as_ref().and_then(|r| r.take_failure()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Forgets every record of the tail (they are replayed and committed).
@@ -288,6 +327,15 @@ impl WalWriter {
         else {
             return Ok(None);
         };
+        if self.release_handed[group] {
+            // Its release must be done before its first page is written (or allocated), or
+            // it would punch out that page.
+            if let Some(r) = &self.releases {
+                r.wait_idle();
+            }
+            self.release_handed.fill(false);
+        }
+        self.release_failure()?;
         self.meta.groups[group] = GroupEntry { ltn, state: GroupState::Active, end: 0 };
         self.write_meta()?;
         self.active = Some(Active { group: group as u32, ltn });
@@ -448,9 +496,14 @@ impl WalWriter {
     /// recovery skips the group anyway, because the engine passes it the oldest unflushed LTN,
     /// and for the same reason a released group (zeros, or its old pages) is never read.
     ///
+    /// With a release thread ([`WalWriter::with_release_thread`]) the releases are handed to
+    /// it, and the group is not started again before they are done.
+    ///
     /// # Errors
-    /// The device's error for a release; the log must not be used again (P5).
+    /// The device's error for a release (with a release thread: one refused since the last
+    /// call); the log must not be used again (P5).
     pub fn free_group(&mut self, ltn: u64) -> Result<()> {
+        self.release_failure()?;
         if let Some(at) = self.deferred.iter().position(|d| d.ltn == ltn && d.to.is_some()) {
             // Its memtable is in an SST: its records leave the tail without being written.
             // Flushes commit in generation order, so it is the oldest; were it not, the older
@@ -476,12 +529,12 @@ impl WalWriter {
         kept.sort_by_key(|&g| (std::cmp::Reverse(self.allocated_pages[g]), g));
         for &g in kept.iter().skip(FREE_GROUPS_KEPT_ALLOCATED) {
             let pages = self.allocated_pages[g];
-            self.release_pages(g as u32, pages)?;
+            self.release_pages(g as u32, pages, Release::Handed)?;
         }
         for &g in kept.iter().take(FREE_GROUPS_KEPT_ALLOCATED) {
             let keep = self.synced_pages[g].min(KEPT_GROUP_PAGES_MAX);
             if keep == 0 {
-                self.release_pages(g as u32, self.allocated_pages[g])?;
+                self.release_pages(g as u32, self.allocated_pages[g], Release::Handed)?;
             } else {
                 self.release_pages_from(g as u32, keep)?;
             }
@@ -498,8 +551,7 @@ impl WalWriter {
             return Ok(());
         }
         let len = u64::from(held - from) * PAGE_BYTES as u64;
-        self.device.release_range(self.layout.page_offset(group, from), len)?;
-        self.allocated_bytes.fetch_sub(len, Ordering::Relaxed);
+        self.release_range(group, self.layout.page_offset(group, from), len, len, Release::Handed)?;
         self.allocated_pages[g] = from;
         self.written_pages[g] = self.written_pages[g].min(from);
         Ok(())
@@ -521,7 +573,9 @@ impl WalWriter {
         }
         for g in 0..self.layout.groups {
             if self.meta.groups[g as usize].state == GroupState::Free {
-                self.release_pages(g, self.layout.pages_per_group)?;
+                // At open: nothing waits on the write path yet, and the space is back when
+                // the open returns.
+                self.release_pages(g, self.layout.pages_per_group, Release::Now)?;
             }
         }
         let past_groups = self.layout.page_offset(self.layout.groups, 0);
@@ -533,15 +587,38 @@ impl WalWriter {
     }
 
     /// Releases pages `[0, pages)` of a free group.
-    fn release_pages(&mut self, group: u32, pages: u32) -> Result<()> {
+    fn release_pages(&mut self, group: u32, pages: u32, how: Release) -> Result<()> {
         let g = group as usize;
         assert_eq!(self.meta.groups[g].state, GroupState::Free, "release of a group in use");
         let len = u64::from(pages) * PAGE_BYTES as u64;
-        self.device.release_range(self.layout.page_offset(group, 0), len)?;
         let held = u64::from(self.allocated_pages[g]) * PAGE_BYTES as u64;
-        self.allocated_bytes.fetch_sub(held, Ordering::Relaxed);
+        self.release_range(group, self.layout.page_offset(group, 0), len, held, how)?;
         self.allocated_pages[g] = 0;
         self.written_pages[g] = 0;
+        Ok(())
+    }
+
+    /// Gives back `len` bytes at `offset`, in free group `group`, of which `held` are counted
+    /// as allocated: on the release thread if there is one (`Handed`), else at once.
+    fn release_range(
+        &mut self,
+        group: u32,
+        offset: u64,
+        len: u64,
+        held: u64,
+        how: Release,
+    ) -> Result<()> {
+        match (&self.releases, how) {
+            (Some(r), Release::Handed) => {
+                // Counted as held until the thread has given them back.
+                r.release(&self.device, offset, len, held, &self.allocated_bytes);
+                self.release_handed[group as usize] = true;
+            }
+            _ => {
+                self.device.release_range(offset, len)?;
+                self.allocated_bytes.fetch_sub(held, Ordering::Relaxed);
+            }
+        }
         Ok(())
     }
 

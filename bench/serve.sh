@@ -25,6 +25,7 @@
 #   SCALEOUT=0: skip part 2 (twemproxy)
 #   SHALE_BIN=path: measure that shale binary (an earlier build, for a before/after
 #   comparison) instead of building this tree's
+#   SHALE_ARGS="--flag value ...": more flags for shale serve (e.g. --background_cpu_priority idle)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -83,7 +84,8 @@ start_server() { # engine policy port dir -> pid on stdout
         --save "" --dir "$dir" --daemonize no --logfile "$dir/redis.log" >/dev/null 2>&1 &
       ;;
     shale)
-      "$SHALE" serve --db "$dir/store" --port "$port" --appendfsync "$policy" \
+      # shellcheck disable=SC2086 # SHALE_ARGS is a list of flags
+      "$SHALE" serve --db "$dir/store" --port "$port" --appendfsync "$policy" ${SHALE_ARGS:-} \
         >"$dir/shale.log" 2>&1 &
       ;;
   esac

@@ -111,6 +111,14 @@ pub struct Args {
     /// The store's block cache in bytes (db_bench's name).
     #[arg(long = "cache_size")]
     cache_size: Option<usize>,
+    /// How the store's flush and compaction threads compete for the CPU with the serving
+    /// thread: low (niceness 19, serve's default: a reply never waits out a compaction's
+    /// time slice, and compactions still have every cycle the server leaves), normal (the
+    /// engine's own default) or idle (`SCHED_IDLE`: they run only on cores the server and
+    /// its clients leave free) (`Options::background_cpu_priority`, as `shale bench` and
+    /// `shale ycsb` take it).
+    #[arg(long = "background_cpu_priority", default_value = "low", value_parser = crate::bench::parse_cpu_priority)]
+    background_cpu_priority: shale_lsm::CpuPriority,
 }
 
 /// `--replicaof HOST PORT`, its port checked.
@@ -260,6 +268,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(bytes) = args.cache_size {
         options.block_cache_bytes = bytes;
     }
+    options.background_cpu_priority = args.background_cpu_priority;
     store::validate_for_flags(&options)?;
     // Bound before the store is opened or made: a server that cannot listen leaves no store.
     let listeners =

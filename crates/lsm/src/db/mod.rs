@@ -627,8 +627,11 @@ impl Db {
         self.inner.pool.wait_for_releases();
         self.inner.wait_for_wal_releases()?;
         self.inner.flush()?;
-        // The flushed memtables' WAL groups are freed by the flush; their storage is back when
-        // it returns, as a compaction's room is when `compact_range` returns.
+        // The flushed memtables' WAL groups are free, and their storage is back when this
+        // returns, as a compaction's room is when `compact_range` returns. A flush that
+        // committed while the WAL was held (by a writer, or by this flush's own memtable
+        // switch) left its group to the next append: freed here.
+        self.inner.free_flushed_wal_groups()?;
         self.inner.wait_for_wal_releases()
     }
 
@@ -1565,6 +1568,17 @@ impl Inner {
         self.publish_view(st);
         self.cv.notify_all();
         Ok(())
+    }
+
+    /// Frees the WAL groups of the flushes committed since the last append (see
+    /// `free_wal_groups`).
+    fn free_flushed_wal_groups(&self) -> Result<()> {
+        let mut wal = self.wal.lock();
+        let mut st = self.state.lock();
+        if st.freed_ltns.is_empty() {
+            return Ok(());
+        }
+        self.free_wal_groups(&mut wal, &mut st)
     }
 
     /// Waits until the storage of every freed WAL group is given back; a release the device

@@ -8,7 +8,8 @@
 //! - `range_del_block`: the range tombstones (format version 2 on).
 //! - `builder` / `reader`: making and reading an image.
 //! - `prepopulate`: caching a new image's blocks as it is written.
-//! - `release`, `release_queue`: giving back a dropped SST's extent off the callers' threads.
+//! - `release`, `release_queue`, `release_thread`: giving back a dropped SST's extent off the
+//!   callers' threads.
 //! - `volume_io`: the pool of queues and page-cache descriptors SSTs are read and written
 //!   through, and reading an SST in an extent.
 //! - `writer`: streaming an SST into an extent while it is built.
@@ -51,6 +52,7 @@ pub mod range_del_block;
 pub mod reader;
 pub(crate) mod release;
 pub(crate) mod release_queue;
+pub(crate) mod release_thread;
 pub mod volume_io;
 pub mod writer;
 

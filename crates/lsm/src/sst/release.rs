@@ -30,14 +30,12 @@
 
 use std::cell::Cell;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
-use parking_lot::Mutex;
 use shale_space::{Extent, Volume};
 
 use crate::cache::BlockCache;
 use crate::sst::held_room::HeldRoom;
-use crate::sst::release_queue::ReleaseQueue;
+use crate::sst::release_thread::ReleaseThread;
 use crate::sst::volume_io::{PageCacheFiles, drop_cached_pages};
 
 thread_local! {
@@ -92,10 +90,14 @@ impl SstRelease {
 }
 
 /// The release thread of one pool, started on first use.
-#[derive(Default)]
 pub(crate) struct SstReleases {
-    queue: Arc<ReleaseQueue<SstRelease>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: ReleaseThread<SstRelease>,
+}
+
+impl Default for SstReleases {
+    fn default() -> Self {
+        SstReleases { thread: ReleaseThread::new("shale-sst-release", SstRelease::run) }
+    }
 }
 
 impl SstReleases {
@@ -105,44 +107,17 @@ impl SstReleases {
         if on_background_thread() {
             return release.run();
         }
-        let mut thread = self.thread.lock();
-        if thread.is_none() {
-            let queue = self.queue.clone();
-            let spawned = std::thread::Builder::new()
-                .name("shale-sst-release".into())
-                .spawn(move || queue.serve(SstRelease::run));
-            match spawned {
-                Ok(handle) => *thread = Some(handle),
-                Err(e) => {
-                    drop(thread);
-                    log::warn!("cannot start the SST release thread: {e}; releasing inline");
-                    return release.run();
-                }
-            }
-        }
-        drop(thread);
-        self.queue.hand(release);
+        self.thread.hand(release);
     }
 
     /// Waits until every release handed to the thread so far is done.
     pub fn wait_idle(&self) {
-        self.queue.wait_idle();
+        self.thread.wait_idle();
     }
 
     /// Releases handed to the release thread since the pool was made.
     pub fn deferred(&self) -> u64 {
-        self.queue.handed()
-    }
-}
-
-impl Drop for SstReleases {
-    fn drop(&mut self) {
-        self.queue.close();
-        if let Some(thread) = self.thread.get_mut().take() {
-            // Only a bug panics there; the releases the thread did not reach are given back
-            // by the next open, which frees every slot no live SST names.
-            let _ = thread.join();
-        }
+        self.thread.handed()
     }
 }
 

@@ -23,18 +23,17 @@
 //! [`super::WalWriter::allocated_bytes`] when it is done, so the statistic says what the
 //! device still holds.
 //!
-//! The hand-over is the SST release thread's queue (`sst/release_queue.rs`), checked under
-//! shuttle in `crates/lsm-model`.
+//! The thread and its hand-over are the SST release thread's (`sst/release_thread.rs`, over
+//! `sst/release_queue.rs`, which `crates/lsm-model` checks under shuttle).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
 use shale_io::DeviceRef;
 
 use crate::error::Error;
-use crate::sst::release_queue::ReleaseQueue;
+use crate::sst::release_thread::ReleaseThread;
 
 /// One range of the WAL area to give back.
 pub(crate) struct WalRelease {
@@ -71,11 +70,18 @@ impl WalRelease {
 }
 
 /// The release thread of one WAL writer, started on its first release.
-#[derive(Default)]
 pub struct WalReleases {
-    queue: Arc<ReleaseQueue<WalRelease>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: ReleaseThread<WalRelease>,
     failure: Arc<Mutex<Option<Error>>>,
+}
+
+impl Default for WalReleases {
+    fn default() -> Self {
+        WalReleases {
+            thread: ReleaseThread::new("shale-wal-release", WalRelease::run),
+            failure: Arc::default(),
+        }
+    }
 }
 
 impl WalReleases {
@@ -89,36 +95,19 @@ impl WalReleases {
         held: u64,
         allocated_bytes: &Arc<AtomicU64>,
     ) {
-        let job = WalRelease {
+        self.thread.hand(WalRelease {
             device: device.clone(),
             offset,
             len,
             held,
             allocated_bytes: allocated_bytes.clone(),
             failure: self.failure.clone(),
-        };
-        let mut thread = self.thread.lock();
-        if thread.is_none() {
-            let queue = self.queue.clone();
-            let spawned = std::thread::Builder::new()
-                .name("shale-wal-release".into())
-                .spawn(move || queue.serve(WalRelease::run));
-            match spawned {
-                Ok(handle) => *thread = Some(handle),
-                Err(e) => {
-                    drop(thread);
-                    log::warn!("cannot start the WAL release thread: {e}; releasing inline");
-                    return job.run();
-                }
-            }
-        }
-        drop(thread);
-        self.queue.hand(job);
+        });
     }
 
     /// Waits until every release handed so far is done.
     pub fn wait_idle(&self) {
-        self.queue.wait_idle();
+        self.thread.wait_idle();
     }
 
     /// The first release the device refused since the last call, if any.
@@ -128,17 +117,6 @@ impl WalReleases {
 
     /// Releases handed to the thread since the writer was made.
     pub fn handed(&self) -> u64 {
-        self.queue.handed()
-    }
-}
-
-impl Drop for WalReleases {
-    fn drop(&mut self) {
-        self.queue.close();
-        if let Some(thread) = self.thread.get_mut().take() {
-            // Only a bug panics there; a release the thread did not reach leaves storage
-            // allocated, which the next open releases (`free_generations_below`).
-            let _ = thread.join();
-        }
+        self.thread.handed()
     }
 }

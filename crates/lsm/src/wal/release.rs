@@ -2,8 +2,8 @@
 //!
 //! A group's storage is released when its memtable's flush has committed
 //! ([`super::WalWriter::free_group`]), and the free is done by whoever holds the WAL next: the
-//! flush thread when no writer holds it, else a write group's leader, under the WAL lock and
-//! the store's state lock. A release is `fallocate(PUNCH_HOLE)` on a volume file, and on a
+//! flush thread when no writer holds it, else a write group's leader (or `Db::flush` before
+//! it returns), under the WAL lock and the store's state lock. A release is `fallocate(PUNCH_HOLE)` on a volume file, and on a
 //! file system mounted with `discard` the punch of written storage waits for the device's
 //! discard: 4-5 ms for 4 MiB, 14-19 ms for 64 MiB on this project's disk, and 19-42 ms a free
 //! under 16 sync writers (BENCHMARKS-history.md, "a freed WAL group's release in the write
@@ -17,8 +17,8 @@
 //! memtable after its free at the earliest, so that wait is seldom a wait.
 //!
 //! A release the device refuses is kept ([`WalReleases::take_failure`]) and stops the store
-//! at the next free or group start, or when the engine waits for the thread (a flush, a
-//! close): nothing acknowledged depends on it, but a device that fails a release is one the
+//! at the next free or group start, or when the engine waits for the thread (`Db::flush`,
+//! `Db::wait_for_compaction`, a close): nothing acknowledged depends on it, but a device that fails a release is one the
 //! store no longer trusts (P5). The bytes a release gives back leave
 //! [`super::WalWriter::allocated_bytes`] when it is done, so the statistic says what the
 //! device still holds.

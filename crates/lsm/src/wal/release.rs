@@ -3,11 +3,12 @@
 //! A group's storage is released when its memtable's flush has committed
 //! ([`super::WalWriter::free_group`]), and the free is done by whoever holds the WAL next: the
 //! flush thread when no writer holds it, else a write group's leader (or `Db::flush` before
-//! it returns), under the WAL lock and the store's state lock. A release is `fallocate(PUNCH_HOLE)` on a volume file, and on a
-//! file system mounted with `discard` the punch of written storage waits for the device's
-//! discard: 4-5 ms for 4 MiB, 14-19 ms for 64 MiB on this project's disk, and 19-42 ms a free
-//! under 16 sync writers (BENCHMARKS-history.md, "a freed WAL group's release in the write
-//! path"), every writer of the store waiting behind it.
+//! it returns), under the WAL lock and the store's state lock. A release is
+//! `fallocate(PUNCH_HOLE)` on a volume file, and on a file system mounted with `discard` the
+//! punch of written storage waits for the device's discard: 4-5 ms for 4 MiB, 14-19 ms for
+//! 64 MiB on this project's disk, and 19-42 ms a free under 16 sync writers
+//! (BENCHMARKS-history.md, "a freed WAL group's release in the write path"), every writer of
+//! the store waiting behind it.
 //!
 //! So the writer hands each release to a thread of its own ([`WalReleases`]) and goes on: the
 //! group's pages are the writer's no longer the moment it hands them (its bookkeeping says
@@ -18,10 +19,10 @@
 //!
 //! A release the device refuses is kept ([`WalReleases::take_failure`]) and stops the store
 //! at the next free or group start, or when the engine waits for the thread (`Db::flush`,
-//! `Db::wait_for_compaction`, a close): nothing acknowledged depends on it, but a device that fails a release is one the
-//! store no longer trusts (P5). The bytes a release gives back leave
-//! [`super::WalWriter::allocated_bytes`] when it is done, so the statistic says what the
-//! device still holds.
+//! `Db::wait_for_compaction`, a close): nothing acknowledged depends on it, but a device
+//! that fails a release is one the store no longer trusts (P5). The bytes a release gives
+//! back leave [`super::WalWriter::allocated_bytes`] when it is done, so the statistic says
+//! what the device still holds.
 //!
 //! The thread and its hand-over are the SST release thread's (`sst/release_thread.rs`, over
 //! `sst/release_queue.rs`, which `crates/lsm-model` checks under shuttle).
@@ -113,10 +114,5 @@ impl WalReleases {
     /// The first release the device refused since the last call, if any.
     pub fn take_failure(&self) -> Option<Error> {
         self.failure.lock().take()
-    }
-
-    /// Releases handed to the thread since the writer was made.
-    pub fn handed(&self) -> u64 {
-        self.thread.handed()
     }
 }

@@ -64,7 +64,7 @@ pub const FREE_GROUPS_KEPT_ALLOCATED: usize = 1;
 pub const KEPT_GROUP_PAGES_MAX: u32 = 4096;
 
 /// Where a release of a free group's pages is done.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Release {
     /// On the release thread, if the writer has one (else at once).
     Handed,
@@ -231,7 +231,7 @@ impl WalWriter {
     }
 
     /// Gives freed groups' storage back on a thread of its own rather than in
-    /// [`WalWriter::free_group`]'s caller (see [`super::release`]).
+    /// [`WalWriter::free_group`]'s caller (see `wal/release.rs`).
     pub fn with_release_thread(mut self) -> WalWriter {
         self.releases = Some(Arc::new(WalReleases::default()));
         self

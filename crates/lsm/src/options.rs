@@ -279,7 +279,9 @@ pub struct Options {
     /// waiting out a background thread's time slice on a machine with few cores; a store
     /// whose callers keep every core busy then leaves its background work to the write
     /// controller's slowdowns and stops, which give the cores back. The threads' I/O priority
-    /// stays as it was. `Normal` by default (docs/lsm.md, "Background threads' CPU priority").
+    /// stays as it was. The process's one memtable prefaulter runs at the lowest priority any
+    /// of its stores asked for. `Normal` by default (docs/lsm.md, "Background threads' CPU
+    /// priority").
     pub background_cpu_priority: CpuPriority,
     /// The volume: layout of a new one, growth. A `volume.layout.wal_bytes` of 0 (the
     /// default) sizes the WAL area of a new volume from these options

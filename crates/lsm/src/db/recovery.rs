@@ -56,7 +56,7 @@ impl Db {
     ) -> Result<Db> {
         let started = Instant::now();
         // Memtable chunks faulted in ahead of the writers, once the store writes.
-        crate::memtable::start_prefaulter();
+        crate::memtable::start_prefaulter(opts.background_cpu_priority);
         let Recovered { inner, groups, tail_records } = Db::recover(opened, opts, files)?;
         let l = inner.volume.layout();
         // 3. Replay the WAL into memtables and flush them before accepting writes, so every

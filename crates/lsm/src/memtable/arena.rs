@@ -300,10 +300,12 @@ mod spare {
         }
 
         /// Waits until ready chunks are wanted, then makes them, and trims idle chunks every
-        /// [`TRIM_INTERVAL`]; forever.
-        pub(super) fn prefault_forever(&self) -> ! {
+        /// [`TRIM_INTERVAL`]; forever. Calls `on_wake` first and after every wait (at least
+        /// every [`TRIM_INTERVAL`]).
+        pub(super) fn prefault_forever(&self, mut on_wake: impl FnMut()) -> ! {
             let mut last_trim = std::time::Instant::now();
             loop {
+                on_wake();
                 let wait = TRIM_INTERVAL.saturating_sub(last_trim.elapsed());
                 let wanted = match self.list.lock() {
                     Ok(list) => {
@@ -408,9 +410,10 @@ mod spare {
 }
 
 /// Keeps chunks faulted in ahead of the arenas (see the spare list's "Ready chunks"), forever:
-/// the body of the thread `memtable::start_prefaulter` starts once a store opens.
-pub(crate) fn prefault_forever() -> ! {
-    spare::SPARE.prefault_forever()
+/// the body of the thread `memtable::start_prefaulter` starts once a store opens. Calls
+/// `on_wake` first and whenever it wakes, at least every [`spare::TRIM_INTERVAL`].
+pub(crate) fn prefault_forever(on_wake: impl FnMut()) -> ! {
+    spare::SPARE.prefault_forever(on_wake)
 }
 
 /// A bump allocator with a fixed byte capacity; everything it hands out lives until it drops.

@@ -23,21 +23,8 @@ use crate::sync;
 #[cfg(test)]
 mod tests;
 
-/// Starts the process's thread that keeps memtable chunks faulted in ahead of the arenas
-/// (`arena.rs`, the spare list's "Ready chunks"), once; later calls do nothing. A store calls
-/// it when it opens; arenas work the same without it, only slower to fill while no chunk is
-/// spare.
-pub(crate) fn start_prefaulter() {
-    static STARTED: std::sync::Once = std::sync::Once::new();
-    STARTED.call_once(|| {
-        let spawned = std::thread::Builder::new()
-            .name("shale-prefault".into())
-            .spawn(|| arena::prefault_forever());
-        if let Err(e) = spawned {
-            log::warn!("memtable chunk prefaulter not started: {e}");
-        }
-    });
-}
+mod prefaulter;
+pub(crate) use prefaulter::start_prefaulter;
 
 use crate::batch::{BatchOp, OpKind};
 use crate::error::Result;

@@ -6,11 +6,12 @@
 //! threads (`Options::background_cpu_priority`), not at the priority of the thread that
 //! happened to open the first store. At the opener's priority it competed with the threads
 //! clients wait on: on 2 cores beside a client, its slices of zeroing (up to 6 ms each while
-//! the first memtables fill) took a core a foreground thread then had to share, and under
-//! `SCHED_IDLE` background threads the core it ran on no longer counted as free when the
-//! kernel placed a woken client thread (BENCHMARKS-history.md, "the memtable prefaulter at
-//! the stores' background priority"). Starved at a low priority, it costs a writer at most
-//! what it would cost without it: the writer maps and faults its chunk itself.
+//! the first memtables fill) took a core a foreground thread then had to share, and beside
+//! `SCHED_IDLE` background threads the core it ran on did not count as free when the kernel
+//! placed a woken client thread. (What that did to `shale serve`'s tail measured within the
+//! spread of its passes: BENCHMARKS-history.md, "where unpipelined serve requests wait".)
+//! Starved at a low priority, it costs a writer at most what it would cost without it: the
+//! writer maps and faults its chunk itself.
 //!
 //! A priority is only ever lowered (a thread cannot raise itself back without privilege):
 //! once a store asked for `idle`, the prefaulter stays there for the process's life. A store

@@ -138,7 +138,7 @@ fn is_blank(path: &Path) -> Result<bool, Box<dyn std::error::Error>> {
 
 /// Empties the store at `path` (a path from [`prepare`]) so a benchmark of `engine` starts
 /// empty: a store of that engine not in use loses its volume file (an lsm store its WAL tail
-/// too, through [`shale_lsm::destroy`]); anything else, another engine's store included, is
+/// too, through [`shale_lsm::destroy()`]); anything else, another engine's store included, is
 /// refused untouched. A block device is never erased: a blank one is left for the open to lay
 /// out, one holding data (a store a first fill benchmark made, say) is refused.
 ///

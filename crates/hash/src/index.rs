@@ -1,6 +1,6 @@
 //! The index: from a fixed-size digest of each key to where its newest record lies.
 //!
-//! Each live key costs one entry of a table of `u64 -> u64` pairs ([`DigestTable`], 19 to 23
+//! Each live key costs one entry of a table of `u64 -> u64` pairs (`DigestTable`, 19 to 23
 //! bytes a key): the key's 64-bit digest and its packed [`Location`]. The key itself is not kept in memory: a hit is confirmed by
 //! reading the record and comparing its key (the full key is checked on every hit), so two
 //! keys whose digests collide are told apart. The second of two colliding keys goes to a

@@ -98,7 +98,7 @@ pub fn set_thread_cpu_priority(priority: CpuPriority) -> io::Result<()> {
 }
 
 /// The CPU priority of thread `tid` (0: the caller), as this module names it: `Idle` for the
-/// `SCHED_IDLE` policy, `Low` for niceness [`LOW_NICE`], `Normal` otherwise.
+/// `SCHED_IDLE` policy, `Low` for niceness 19 (`LOW_NICE`), `Normal` otherwise.
 ///
 /// # Errors
 /// The kernel's, e.g. `ESRCH` for a thread that does not exist.

@@ -77,7 +77,7 @@ impl<T> Drop for MutexGuard<'_, T> {
     }
 }
 
-/// Whether a [`Condvar::wait`] may end without a notify, as the operating system's may
+/// Whether a `Condvar::wait` may end without a notify, as the operating system's may
 /// (parking_lot's never do, std's may): set by a model that must show its code checks its
 /// condition again after every wake-up, not only after those it was sent.
 pub static SPURIOUS_WAKEUPS: std::sync::atomic::AtomicBool =

@@ -75,7 +75,7 @@ pub enum TunerMode {
     /// cost is memory: memtables grow up to `TunerOptions::batch_max` (eight times the write
     /// buffer, 512 MiB at the defaults) under write pressure; set `batch_max` to bound them,
     /// or `Off` for RocksDB's fixed behaviour. Space is bounded by the tuner itself: the batch
-    /// stays within what the volume's free space leaves safe ([`batch_room_cap`]).
+    /// stays within what the volume's free space leaves safe (the tuner's `batch_room_cap`).
     #[default]
     Full,
     /// ADOC-T: the number of background threads only.

@@ -208,7 +208,7 @@ impl IngestMeter {
 /// after RocksDB's `WriteController` and `SetupDelay`:
 ///
 /// - A slowdown starts at the rate the user set (`Options::delayed_write_rate`), or, with
-///   none set (0, the default), at [`ADAPTIVE_START_SHARE`] of the rate writes went in just
+///   none set (0, the default), at `ADAPTIVE_START_SHARE` of the rate writes went in just
 ///   before it ([`DelayedWrites::note_write`] meters every group), at least
 ///   [`ADAPTIVE_START_FLOOR`].
 /// - Each write group asks [`DelayedWrites::delay`] for its bytes. Credit accrues at the rate
@@ -257,7 +257,7 @@ pub struct SlowdownPace {
     /// The longest single wait scheduled, in microseconds.
     pub longest_us: u64,
     /// The longest single wait scheduled less the bound it must keep to (its group's bytes at
-    /// the rate then in force, plus a [`PACE_SLICE_US`]), in microseconds; zero while every
+    /// the rate then in force, plus one pacing slice, `PACE_SLICE_US`), in microseconds; zero while every
     /// wait kept to its bound. Shown so that a pace that puts writes in the tail is seen in
     /// the store's statistics, not only in a benchmark's percentiles.
     pub longest_past_bound_us: u64,

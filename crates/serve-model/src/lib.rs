@@ -2,7 +2,7 @@
 //! primitives so a model checker can explore its interleavings.
 //!
 //! The file is serve's own, included by path, not a copy. It takes its mutexes and atomics
-//! from a `sync` module (serve's `crate::sync`); here that module ([`sync`]) hands it
+//! from a `sync` module (serve's `crate::sync`); here that module (`sync`) hands it
 //! shuttle's, whose every operation is a point where shuttle's scheduler may switch tasks,
 //! and tokio's own `Notify` and `watch` (they need no runtime: they wake whatever waker polled
 //! them, here shuttle's), with a scheduling point before each wake-up. The engine's write is

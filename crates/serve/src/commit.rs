@@ -37,7 +37,7 @@
 //! remembered and checked when a group is built and when a read's wait ends.
 //!
 //! This is hand-over code, model-checked with shuttle (crates/serve-model includes this very
-//! file): it names its mutexes, atomics, `Notify` and `watch` through [`crate::sync`], and
+//! file): it names its mutexes, atomics, `Notify` and `watch` through `crate::sync`, and
 //! reaches the engine only through [`GroupWriter`], so that the model can hand it shuttle's
 //! primitives and a stand-in for the engine's write.
 

@@ -16,7 +16,7 @@
 //!    `AcceptErrors`: the waiting client is answered with a spare descriptor's room, and
 //!    the error logged once an interval.
 //!
-//! Stages of a connection ([`serve_connection`]):
+//! Stages of a connection (`serve_connection`):
 //! 1. Parse every whole request in the read buffer (pipelining: a client may send many
 //!    before reading any reply).
 //! 2. Run each in order in the connection's run (`run.rs`): the commands on keys execute

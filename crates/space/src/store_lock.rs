@@ -5,7 +5,7 @@
 //! directory, the volume file inside it, symlinks to either, bind mounts, `/dev/disk/by-id`
 //! aliases of a device), and a lock on the name lets each name lock on its own. Every name
 //! resolves to one inode, so the lock is taken there: a directory is first resolved to its
-//! volume file ([`shale_space::volume_file`]), and the lock is placed on the file opened
+//! volume file ([`crate::volume_file`]), and the lock is placed on the file opened
 //! through it, following symlinks. (Issue #9: `shale check D/volume.shale` took a lock on the
 //! file while a writer held one on `D`, recovered the store under it and deleted the writer's
 //! WAL tail; a kill -9 of the writer then lost about 10,000 acknowledged writes.)

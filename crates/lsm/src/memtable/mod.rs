@@ -3,7 +3,7 @@
 //! A memtable is a concurrent skiplist of internal keys ([`crate::key`]) whose nodes live in a
 //! bump arena of fixed capacity (the *batch size*). Its life:
 //! 1. Writers insert from several threads at once, each with its own, unique sequence number;
-//!    inserts take no lock ([`skiplist`] links nodes with compare-and-swap).
+//!    inserts take no lock (`skiplist` links nodes with compare-and-swap).
 //! 2. Readers ([`Memtable::get`], [`MemtableIter`]) run beside the writers and never block; an
 //!    entry is visible to them once its `insert` has linked it.
 //! 3. When an insert returns [`MemtableFull`], the engine seals the memtable (no more inserts),

@@ -9,7 +9,7 @@
 //!    at their offsets, in order) are written as they come: direct, up to
 //!    [`WRITES_IN_FLIGHT_MAX`] requests in flight on one slot queue; buffered, one `pwrite` and
 //!    a non-waiting `sync_file_range` each, on a descriptor of the SST's own, with at most
-//!    [`WRITEBACK_LAG_BYTES`] of write-back under way. The builder holds about one request of
+//!    `WRITEBACK_LAG_BYTES` of write-back under way. The builder holds about one request of
 //!    its SST.
 //! 3. Finish ([`SstWriter::finish`]): write the rest of the image (the last data blocks, the
 //!    meta blocks and the footer; not the whole zero pages between them, [`SstImage::zeros`]),

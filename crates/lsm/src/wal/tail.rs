@@ -91,7 +91,7 @@ pub const DEFAULT_RING_BYTES: u32 = 8 << 20;
 
 /// The ring's storage is taken and given back in chunks of this size: taken (`fallocate`)
 /// before a record is stored in a chunk, given back (a punched hole) once every record in it
-/// is trimmed, a few chunks per later write ([`PUNCHES_PER_ROOM`]). So the tail holds memory for the records it keeps, not for the whole ring, as
+/// is trimmed, a few chunks per later write (`PUNCHES_PER_ROOM`). So the tail holds memory for the records it keeps, not for the whole ring, as
 /// the page cache holds a deleted log file's pages no longer; and a full `/dev/shm` refuses a
 /// chunk with an error the writer handles (it writes pages instead) rather than a SIGBUS at a
 /// store into the mapping.

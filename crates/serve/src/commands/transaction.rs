@@ -48,7 +48,7 @@ pub struct Multi {
     failed: bool,
 }
 
-/// The keys a connection watches (`WATCH`), registered in the keyspace's [`Watches`] until
+/// The keys a connection watches (`WATCH`), registered in the keyspace's `Watches` until
 /// dropped (EXEC, DISCARD, UNWATCH, or the connection's end).
 pub struct Watching {
     watches: Arc<Watches>,

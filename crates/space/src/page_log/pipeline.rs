@@ -29,7 +29,7 @@
 //! 2 vCPUs, fillsync of 1 KB values: with 8 threads 3 loggers gave 23.8k writes/s and none
 //! 20.7k; with 32 threads none gave 49.9k and 3 loggers 44.1k, their groups four times
 //! smaller), so the pipeline measures instead of guessing: every [`ADAPT_PERIOD`] it hands
-//! the sync writes committed per second to a [`LevelSearch`], which stays at the best level
+//! the sync writes committed per second to a `LevelSearch`, which stays at the best level
 //! it knows and probes its neighbours less and less often while they lose.
 
 use std::time::{Duration, Instant};

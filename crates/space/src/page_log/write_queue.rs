@@ -74,7 +74,7 @@ impl<O> Slot<O> {
 /// Whether writers' brief waits without sleeping pay: a score that each such wait raises
 /// when its outcome came in time and lowers (more) when it did not. Where outcomes take long
 /// (synced groups wait for the device: milliseconds) the score falls to zero and writers sleep
-/// at once, but for one wait in [`SpinCredit::PROBE_EVERY`], which probes whether waits have
+/// at once, but for one wait in `SpinCredit::PROBE_EVERY`, which probes whether waits have
 /// become short again. Racy updates only blur the score.
 pub struct SpinCredit {
     score: AtomicUsize,

@@ -257,8 +257,8 @@ pub struct SlowdownPace {
     /// The longest single wait scheduled, in microseconds.
     pub longest_us: u64,
     /// The longest single wait scheduled less the bound it must keep to (its group's bytes at
-    /// the rate then in force, plus one pacing slice, `PACE_SLICE_US`), in microseconds; zero while every
-    /// wait kept to its bound. Shown so that a pace that puts writes in the tail is seen in
+    /// the rate then in force, plus one pacing slice, `PACE_SLICE_US`), in microseconds; zero
+    /// while every wait kept to its bound. Shown so that a pace that puts writes in the tail is seen in
     /// the store's statistics, not only in a benchmark's percentiles.
     pub longest_past_bound_us: u64,
 }

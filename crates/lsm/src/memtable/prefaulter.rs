@@ -5,7 +5,7 @@
 //! itself. So it runs at the lowest CPU priority any store of the process gave its background
 //! threads (`Options::background_cpu_priority`), not at the priority of the thread that
 //! happened to open the first store. At the opener's priority it competed with the threads
-//! clients wait on: on 2 cores beside a client, its slices of zeroing (up to 6 ms each while
+//! clients wait on: on 2 cores beside a client, its slices of zeroing (milliseconds each while
 //! the first memtables fill) took a core a foreground thread then had to share, and beside
 //! `SCHED_IDLE` background threads the core it ran on did not count as free when the kernel
 //! placed a woken client thread. (What that did to `shale serve`'s tail measured within the

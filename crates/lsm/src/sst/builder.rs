@@ -49,10 +49,11 @@ pub struct SstOptions {
     /// (and its trailer) past `block_bytes`, and one that would cross a boundary starts at the
     /// next one, the bytes before it left zero. Reading a block then reads one page, not two:
     /// half the device bytes of an O_DIRECT read and half the page cache a buffered one keeps.
-    /// The padding is bounded: where it would pass an eighth of a page (entries of more
-    /// than about an eighth of a page, such as 1 KB values: three to a 4 KiB page would leave
-    /// a quarter of every page empty), the block is not cut early and crosses the boundary
-    /// instead, as without the option. Compressed blocks and larger blocks are never padded.
+    /// The padding is bounded (`ALIGN_PAD_MAX`, an eighth of a page): where it would pass
+    /// that (entries of more than about an eighth of a page, such as 1 KB values: three to a
+    /// 4 KiB page would leave a quarter of every page empty), the block is not cut early and
+    /// crosses the boundary instead, as without the option. Compressed blocks and larger
+    /// blocks are never padded.
     pub block_align: bool,
 }
 

@@ -17,8 +17,9 @@
 //!    ordered one).
 //!
 //! Commit: (1) write every dirty block, each once, whoever changed it, then flush the
-//! device, making every block written so far durable (the group flush's leader does both
-//! for every commit waiting, `group_flush.rs`, outside this mutex); (2) mark the
+//! device, making every block written so far durable (the group flush's write rounds and
+//! device flushes, each led by one commit for every commit waiting, `group_flush.rs`,
+//! outside this mutex); (2) mark the
 //! transaction's undo records expired, persisted (in the spill area's page log, the expiry
 //! packed and written by a group's write before the commit returns); (3) the caller
 //! releases the locks. Abort: (1) write each before-image back, newest first, fixing the

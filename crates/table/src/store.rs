@@ -279,9 +279,9 @@ impl Shared {
             .ok_or_else(|| Error::NoSuchTable(format!("id {}", table.0)))
     }
 
-    /// Makes every change made so far durable for a commit: joins the next round of the
-    /// group flush, whose leader writes every dirty block ([`Shared::write_dirty`]) and then
-    /// flushes the device, for every commit waiting. A failure stops the store.
+    /// Makes every change made so far durable for a commit: joins the next write round of
+    /// the group flush, whose leader writes every dirty block ([`Shared::write_dirty`]), and
+    /// then the next device flush, each for every commit waiting. A failure stops the store.
     ///
     /// # Errors
     /// [`Error::Stopped`], the device's error.

@@ -9,8 +9,8 @@
 //! - a YCSB phase (`shale ycsb`, `shale-compare adoc-ycsb`): the report's throughput and its
 //!   write operation's p99 and p99.9 (INSERT or UPDATE, whichever the phase did more of; a
 //!   read-modify-write's update counts under UPDATE), and its p50 and max from the phase's tail
-//!   line (`ycsb::latency`); stall time from the statistics the
-//!   process printed, where it printed some;
+//!   line (`ycsb::latency`); the same four figures of its reads (READ), where it read;
+//!   stall time from the statistics the process printed, where it printed some;
 //! - from the script: bytes the kernel counted written on the device (`--device-bytes`),
 //!   peak memory of the process's memory cgroup (RSS and page cache) and peak RSS.
 //!
@@ -33,11 +33,13 @@ pub const HEADER: &str = "engine,config,device,device_bps,workload,repeat,ops_pe
 operations,seconds,p99_write_us,p999_write_us,stall_us,stall_memtable_us,stall_l0_slowdown_us,\
 stall_l0_stop_us,stall_pending_slowdown_us,stall_pending_stop_us,stall_kinds,user_bytes,\
 engine_write_bytes,sst_write_bytes,device_write_bytes,levels,peak_memory_bytes,peak_rss_bytes,\
-tuner,timeline,status,log,p50_write_us,max_write_us";
+tuner,timeline,status,log,p50_write_us,max_write_us,p50_read_us,p99_read_us,p999_read_us,\
+max_read_us";
 
 /// The columns at the end of [`HEADER`] that runs.csv files written before them lack: read as
 /// empty there.
-const LATER_COLUMNS: [&str; 2] = ["p50_write_us", "max_write_us"];
+const LATER_COLUMNS: [&str; 6] =
+    ["p50_write_us", "max_write_us", "p50_read_us", "p99_read_us", "p999_read_us", "max_read_us"];
 
 /// Arguments of `shale-compare adoc-record`.
 #[derive(clap::Args, Clone, Debug)]
@@ -112,6 +114,9 @@ pub struct Row {
     /// The writes' median and maximum latency, as the client sees them.
     pub p50_write_us: Option<f64>,
     pub max_write_us: Option<f64>,
+    /// A YCSB phase's reads (READ): p50, p99, p99.9 and max, as the client sees them; none
+    /// where the phase read nothing (a load, fillrandom).
+    pub read_us: [Option<f64>; 4],
     /// All stall time.
     pub stall_us: Option<f64>,
     /// By kind ([`KINDS`]).
@@ -200,6 +205,9 @@ impl Row {
             clean(&self.log)
         );
         let _ = write!(s, ",{},{}", n(self.p50_write_us), n(self.max_write_us));
+        for v in self.read_us {
+            let _ = write!(s, ",{}", n(v));
+        }
         s
     }
 }
@@ -245,6 +253,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, Error> {
             p999_write_us: num("p999_write_us"),
             p50_write_us: num("p50_write_us"),
             max_write_us: num("max_write_us"),
+            read_us: ["p50_read_us", "p99_read_us", "p999_read_us", "max_read_us"].map(num),
             stall_us: num("stall_us"),
             stall_kind_us: KINDS.map(|k| num(&format!("stall_{k}_us"))),
             stall_kinds: get("stall_kinds").into(),
@@ -407,6 +416,9 @@ pub fn build(a: &Args) -> Result<Row, Error> {
             row.p999_write_us = w.p999_us;
             row.p50_write_us = w.p50_us;
             row.max_write_us = w.max_us;
+        }
+        if let Some(r) = p.ops.get("READ").filter(|r| r.operations > 0) {
+            row.read_us = [r.p50_us, r.p99_us, r.p999_us, r.max_us];
         }
         let written = p.records_written() * crate::ycsb_suite::record_bytes();
         row.user_bytes = Some(written as f64).filter(|v| *v > 0.0);
@@ -687,6 +699,7 @@ mod tests {
         let r = build(&args(&d, "rocksdb", "ycsb-A")).unwrap();
         assert_eq!((r.p99_write_us, r.p999_write_us), (Some(40.0), Some(400.0)));
         assert_eq!((r.p50_write_us, r.max_write_us), (Some(5.5), Some(900.0)));
+        assert_eq!(r.read_us, [Some(3.0), Some(30.0), Some(90.0), Some(95.0)]);
         assert_eq!(r.stall_us, Some(1234.0));
         assert_eq!(r.stall_kinds, "total only");
         assert_eq!(r.user_bytes, Some(50000.0 * 1140.0));
@@ -694,14 +707,26 @@ mod tests {
         let csv = format!("{HEADER}\n{}\n", r.to_csv());
         assert_eq!(parse_csv(&csv).unwrap()[0], r);
         // A runs.csv from before the tail columns: its rows read them as empty.
-        let old_header = HEADER.strip_suffix(",p50_write_us,max_write_us").unwrap();
+        let old_header = HEADER
+            .strip_suffix(
+                ",p50_write_us,max_write_us,p50_read_us,p99_read_us,p999_read_us,max_read_us",
+            )
+            .unwrap();
         let old_row = r.to_csv();
-        let old_row = old_row.rsplitn(3, ',').nth(2).unwrap();
+        let old_row = old_row.rsplitn(7, ',').nth(6).unwrap();
         let old = parse_csv(&format!("{old_header}\n{old_row}\n")).unwrap();
         assert_eq!(
             (old[0].p50_write_us, old[0].max_write_us, old[0].p99_write_us),
             (None, None, Some(40.0))
         );
+        assert_eq!(old[0].read_us, [None; 4]);
+        // A load reads nothing: no read figures.
+        std::fs::write(
+            d.join("raw/run.stdout"),
+            "[OVERALL], Throughput(ops/sec), 9.0\n[INSERT], Operations, 9\n",
+        )
+        .unwrap();
+        assert_eq!(build(&args(&d, "shale", "ycsb-load")).unwrap().read_us, [None; 4]);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

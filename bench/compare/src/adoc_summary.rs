@@ -172,8 +172,9 @@ fn write_table(
     t
 }
 
-/// A YCSB device's tables: throughput, write latency, stall time, write amplification by the
-/// device and peak memory, each a row per configuration and a column per phase.
+/// A YCSB device's tables: throughput, the writes' and the reads' latency, stall time, write
+/// amplification by the device and peak memory, each a row per configuration and a column per
+/// phase.
 fn ycsb_tables(rows: &[Row], device: &str) -> String {
     let phases: Vec<String> = distinct(rows, |r| &r.workload)
         .into_iter()
@@ -202,17 +203,32 @@ fn ycsb_tables(rows: &[Row], device: &str) -> String {
     out.push_str(&table_of("Throughput, ops/s:", &|c, p| {
         table::count(med(rows, device, p, c, |r| r.ops_per_sec))
     }));
+    // Each figure's median over the repeats, as "p50 / p99 / p99.9 / max"; "-" where the
+    // phase had none of the operations.
+    let tail = |c: &str, p: &str, figures: [&dyn Fn(&Row) -> Option<f64>; 4]| {
+        let v: Vec<Option<f64>> = figures.iter().map(|f| med(rows, device, p, c, f)).collect();
+        if v.iter().all(Option::is_none) {
+            "-".to_string()
+        } else {
+            v.iter().map(|x| table::fixed(*x, 0)).collect::<Vec<_>>().join(" / ")
+        }
+    };
     out.push_str(&table_of(
         "p50 / p99 / p99.9 / max latency of the phase's writes (INSERT or UPDATE), us:",
         &|c, p| {
-            let figures: [fn(&Row) -> Option<f64>; 4] =
-                [|r| r.p50_write_us, |r| r.p99_write_us, |r| r.p999_write_us, |r| r.max_write_us];
-            let v: Vec<Option<f64>> = figures.iter().map(|f| med(rows, device, p, c, f)).collect();
-            if v.iter().all(Option::is_none) {
-                "-".into()
-            } else {
-                v.iter().map(|x| table::fixed(*x, 0)).collect::<Vec<_>>().join(" / ")
-            }
+            tail(
+                c,
+                p,
+                [&|r| r.p50_write_us, &|r| r.p99_write_us, &|r| r.p999_write_us, &|r| {
+                    r.max_write_us
+                }],
+            )
+        },
+    ));
+    out.push_str(&table_of(
+        "p50 / p99 / p99.9 / max latency of the phase's reads (READ), us:",
+        &|c, p| {
+            tail(c, p, [&|r| r.read_us[0], &|r| r.read_us[1], &|r| r.read_us[2], &|r| r.read_us[3]])
         },
     ));
     out.push_str(&table_of(
@@ -688,6 +704,9 @@ mod tests {
     fn ycsb_tables_and_targets_per_phase() {
         let mut rows = point("nvme", "ycsb-load", (80_000.0, 0.0, 700.0));
         rows.extend(point("nvme", "ycsb-A", (80_000.0, 0.0, 700.0)));
+        for r in rows.iter_mut().filter(|r| r.workload == "ycsb-A") {
+            r.read_us = [Some(5.0), Some(50.0), Some(500.0), Some(5000.0)];
+        }
         for r in rows.iter_mut().filter(|r| r.engine == "shale") {
             r.stall_us = None;
             r.stall_kinds = String::new();
@@ -696,6 +715,9 @@ mod tests {
         assert!(md.contains("## YCSB on nvme, 368 MB/s"), "{md}");
         assert!(md.contains("| configuration | load | A |"), "{md}");
         assert!(md.contains("| shale-adoc | 80,000 | 80,000 |"), "{md}");
+        // The reads' tail: none in the load, A's medians over the repeats.
+        let reads = md.split("latency of the phase's reads (READ), us:").nth(1).unwrap();
+        assert!(reads.contains("| shale-adoc | - | 5 / 50 / 500 / 5000 |"), "{md}");
         assert!(md.contains("| nvme | ycsb-A | stall time <= 20% of RocksDB with the auto-tuned rate limiter | rocksdb-ratelimit | - | 50.0 | - | <= 0.2x | n/a (no figure) |"), "{md}");
     }
 

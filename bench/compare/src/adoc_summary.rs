@@ -205,7 +205,7 @@ fn ycsb_tables(rows: &[Row], device: &str) -> String {
     }));
     // Each figure's median over the repeats, as "p50 / p99 / p99.9 / max"; "-" where the
     // phase had none of the operations.
-    let tail = |c: &str, p: &str, figures: [&dyn Fn(&Row) -> Option<f64>; 4]| {
+    let tail = |c: &str, p: &str, figures: [fn(&Row) -> Option<f64>; 4]| {
         let v: Vec<Option<f64>> = figures.iter().map(|f| med(rows, device, p, c, f)).collect();
         if v.iter().all(Option::is_none) {
             "-".to_string()
@@ -219,16 +219,14 @@ fn ycsb_tables(rows: &[Row], device: &str) -> String {
             tail(
                 c,
                 p,
-                [&|r| r.p50_write_us, &|r| r.p99_write_us, &|r| r.p999_write_us, &|r| {
-                    r.max_write_us
-                }],
+                [|r| r.p50_write_us, |r| r.p99_write_us, |r| r.p999_write_us, |r| r.max_write_us],
             )
         },
     ));
     out.push_str(&table_of(
         "p50 / p99 / p99.9 / max latency of the phase's reads (READ), us:",
         &|c, p| {
-            tail(c, p, [&|r| r.read_us[0], &|r| r.read_us[1], &|r| r.read_us[2], &|r| r.read_us[3]])
+            tail(c, p, [|r| r.read_us[0], |r| r.read_us[1], |r| r.read_us[2], |r| r.read_us[3]])
         },
     ));
     out.push_str(&table_of(

@@ -39,8 +39,8 @@
 # What each process reports (bench/compare's `shale-compare adoc-record`, one row of runs.csv
 # each): throughput; stall time by kind; p50, p99, p99.9 and max write latency as the client
 # sees it, and a YCSB phase's read latency the same way (`--histogram`: db_bench's own block
-# for RocksDB; YCSB's report and its tail lines, crates/ycsb/src/latency.rs); write amplification by the engines' own counters (`--statistics`) and by the
-# kernel's count; peak memory, RSS and page cache, of a cgroup v1 memory group made for the
+# for RocksDB; YCSB's report and its tail lines, crates/ycsb/src/latency.rs); write
+# amplification by the engines' own counters (`--statistics`) and by the kernel's count; peak memory, RSS and page cache, of a cgroup v1 memory group made for the
 # process (as bench/compare's cgroup.rs does), and peak RSS (GNU time); where the bytes went,
 # level by level: shale's fill ends with its `stats` benchmark (raw/*.stdout), RocksDB's
 # compaction stats are in its LOG. Per second (ADOC's

@@ -533,11 +533,19 @@ pub fn destroy_capacity(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Sets the tuner's options from `--tuner` and `--tuner_window_ms` where given.
-pub fn apply_tuner(o: &mut Options, mode: Option<shale_lsm::TunerMode>, window_ms: Option<u64>) {
+pub fn apply_tuner(
+    o: &mut Options,
+    mode: Option<shale_lsm::TunerMode>,
+    window_ms: Option<u64>,
+    memory_limit: Option<shale_lsm::MemoryLimit>,
+) {
     if let Some(m) = mode {
         o.tuner.mode = m;
     }
     if let Some(w) = window_ms {
         o.tuner.window_ms = w;
+    }
+    if let Some(l) = memory_limit {
+        o.memory_limit = l;
     }
 }

@@ -153,6 +153,35 @@ fn use_direct_io_for_flush_and_compaction_is_accepted_both_ways_and_reported() {
 }
 
 #[test]
+fn memory_limit_is_shown_in_the_header_and_the_statistics_and_zero_is_refused() {
+    let counter = |out: &str, name: &str| -> u64 {
+        let prefix = format!("{name} COUNT : ");
+        let line = out.lines().find(|l| l.starts_with(&prefix)).expect(name);
+        line[prefix.len()..].parse().unwrap()
+    };
+    let run = |flag: &str| {
+        let (ok, out, err) =
+            shale_bench(&["--benchmarks=fillrandom", "--num=2000", "--statistics", flag]);
+        assert!(ok, "{flag}: exit status; stderr:\n{err}");
+        out
+    };
+    let set = run("--memory_limit=1073741824");
+    assert!(set.contains("Memory limit: 1024.0 MB (--memory_limit; "), "{set}");
+    assert_eq!(counter(&set, "shale.memory.limit"), 1 << 30, "{set}");
+    let none = run("--memory_limit=none");
+    assert!(none.contains("Memory limit: none (--memory_limit=none)\n"), "{none}");
+    assert_eq!(counter(&none, "shale.memory.limit"), 0, "{none}");
+    // The default reads the host: some limit, at most the machine's RAM.
+    let host = run("--memory_limit=host");
+    assert!(host.contains("Memory limit: ") && host.contains("(the host's: "), "{host}");
+    assert!(counter(&host, "shale.memory.limit") > 0, "{host}");
+    for bad in ["--memory_limit=0", "--memory_limit=lots"] {
+        let (ok, _, err) = shale_bench(&["--benchmarks=fillrandom", "--num=10", bad]);
+        assert!(!ok && err.contains("is no memory limit"), "{bad}: {err}");
+    }
+}
+
+#[test]
 fn cache_index_and_filter_blocks_is_an_engine_knob_shown_in_the_report() {
     let run = |flag: &str| {
         let (ok, out, err) = shale_bench(&[

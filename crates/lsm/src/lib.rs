@@ -92,6 +92,7 @@ internal_modules!(
 );
 mod checkpoint;
 mod db;
+mod memory_limit;
 pub mod options;
 mod sync;
 
@@ -102,6 +103,7 @@ pub use db::{Db, ScanEntries, Snapshot};
 pub use db_iter::{DbIterator, Entries};
 pub use destroy::destroy;
 pub use error::{Error, Result};
+pub use memory_limit::MemoryLimit;
 pub use options::{
     CompactionFilter, CompactionPri, MemoryTail, Options, ReadOptions, WalTail, WriteOptions,
 };

@@ -6,6 +6,7 @@ use shale_io::CpuPriority;
 use shale_space::{AREA_ALIGN, LayoutOptions, VolumeOptions};
 
 use crate::error::{Error, Result};
+use crate::memory_limit::MemoryLimit;
 use crate::sst::{IndexAndFilter, SstOptions};
 use crate::tiering::TierOptions;
 use crate::tuner::TunerOptions;
@@ -302,6 +303,13 @@ pub struct Options {
     /// ADOC's tuner: which knobs it turns each window (`TunerMode::Full`, ADOC, by default;
     /// `TunerMode::Off` runs none; see [`TunerOptions`]).
     pub tuner: TunerOptions,
+    /// The memory the process may use ([`MemoryLimit`]): by default the host's, the limit of
+    /// the process's memory cgroup within the machine's RAM, read at open. The tuner grows
+    /// the batch only as far as the block cache, the memtables and their records in the WAL
+    /// tail fit in half of it (`memory_limit::batch_memory_cap`), never below
+    /// `write_buffer_bytes`: a store in a container with a memory limit is not grown into
+    /// the OOM killer (docs/lsm.md, "Memory").
+    pub memory_limit: MemoryLimit,
     /// Asked by compaction whether a value is dead (RocksDB's compaction filter, for
     /// removal): an application's own expiry, say. `None` by default. See
     /// [`CompactionFilter`] for what it is asked and what a removal does.
@@ -399,6 +407,7 @@ impl Default for Options {
             wal_tail: WalTail::default(),
             tiers: TierOptions::default(),
             tuner: TunerOptions::default(),
+            memory_limit: MemoryLimit::default(),
             compaction_filter: None,
             #[cfg(feature = "failpoints")]
             panic_in_flush_after: None,
@@ -647,6 +656,13 @@ impl Options {
                 WRITE_BUFFER_BYTES_MAX as u64,
             )?;
         }
+        // Any positive limit is taken (one below what the options need leaves the batch at
+        // the write buffer); 0 is a mistake for `Unlimited`.
+        if self.memory_limit == MemoryLimit::Bytes(0) {
+            return Err(Error::InvalidArgument(
+                "memory_limit of 0 bytes (MemoryLimit::Unlimited sets none)".into(),
+            ));
+        }
         Ok(())
     }
 
@@ -770,6 +786,17 @@ mod tests {
     fn defaults_and_test_options_are_valid() {
         Options::default().validate().unwrap();
         Options::small_for_tests().validate().unwrap();
+    }
+
+    #[test]
+    fn a_memory_limit_of_zero_is_refused() {
+        assert_eq!(Options::default().memory_limit, MemoryLimit::Host);
+        let zero = Options { memory_limit: MemoryLimit::Bytes(0), ..Options::default() };
+        let e = zero.validate().unwrap_err().to_string();
+        assert!(e.contains("memory_limit") && e.contains("Unlimited"), "{e}");
+        for ok in [MemoryLimit::Bytes(1), MemoryLimit::Unlimited] {
+            Options { memory_limit: ok, ..Options::default() }.validate().unwrap();
+        }
     }
 
     #[test]

@@ -58,6 +58,11 @@
 //!   than the configured write buffer, the size its owner chose). The bound is a worst case
 //!   and costs throughput on small volumes (BENCHMARKS.md, "ADOC with its batch bounded by
 //!   the volume's room": 103-281 MiB batches on 33 GiB volumes);
+//! - the batch is bounded by memory too (`memory_limit::batch_memory_cap`, every window):
+//!   the block cache, the index and filter blocks the SST readers hold, the memtables and
+//!   their records in the WAL tail within half of `Options::memory_limit` (the host's memory
+//!   cgroup limit within its RAM by default). A batch grown to 128 MiB in a 1 GiB cgroup with
+//!   a 256 MiB cache got the process OOM-killed (BENCHMARKS.md, regime (c));
 //! - thread bounds: at least 2 (one flush, one compaction thread: the engine's minimum), at
 //!   most `threads_max` (default: twice the machine's cores, at least 4): compaction threads
 //!   wait on the device as much as they compute;
@@ -73,8 +78,9 @@ pub enum TunerMode {
     /// ADOC: threads and batch size. The default: on all four device classes of ADOC's
     /// evaluation it beat the tuner off on throughput and stall time (BENCHMARKS.md). Its
     /// cost is memory: memtables grow up to `TunerOptions::batch_max` (eight times the write
-    /// buffer, 512 MiB at the defaults) under write pressure; set `batch_max` to bound them,
-    /// or `Off` for RocksDB's fixed behaviour. Space is bounded by the tuner itself: the batch
+    /// buffer, 512 MiB at the defaults) under write pressure, as far as `Options::memory_limit`
+    /// leaves room (the host's memory cgroup limit by default); set `batch_max` to bound them
+    /// further, or `Off` for RocksDB's fixed behaviour. Space is bounded by the tuner itself: the batch
     /// stays within what the volume's free space leaves safe (the tuner's `batch_room_cap`).
     #[default]
     Full,

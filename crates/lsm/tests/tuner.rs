@@ -17,7 +17,7 @@ use common::*;
 use shale_io::{
     DeviceRef, Fault, FaultPlan, MemoryDevice, OpKind, Profile, SimDevice, ThrottledDevice,
 };
-use shale_lsm::{Db, Options, TunerMode, WriteBatch, WriteOptions};
+use shale_lsm::{Db, MemoryLimit, Options, TunerMode, WriteBatch, WriteOptions};
 
 /// Small options with the tuner in `mode`, and a WAL area derived for its largest batch
 /// (eight memtables' worth a group: a group that fills seals its memtable, so the batch grows
@@ -48,6 +48,12 @@ fn a_memtable_overflow_is_answered_within_two_windows() {
     let mut small_wal = tuned(TunerMode::Full);
     small_wal.volume.layout.wal_bytes = 256 << 10;
     let kept = memtable_overflow_answer(small_wal);
+    assert!(kept.is_none_or(|(before, after)| after == before), "{kept:?}");
+    // A memory limit whose half the block cache takes: the overflow is answered, the batch
+    // stays the write buffer its owner chose.
+    let mut no_memory = tuned(TunerMode::Full);
+    no_memory.memory_limit = MemoryLimit::Bytes(2 * no_memory.block_cache_bytes as u64);
+    let kept = memtable_overflow_answer(no_memory);
     assert!(kept.is_none_or(|(before, after)| after == before), "{kept:?}");
 }
 
@@ -261,5 +267,59 @@ fn the_batch_stays_within_the_room_of_a_device_that_cannot_grow() {
     let db = Db::open_device(Arc::new(sim), opts).unwrap();
     assert_reads_back(&db, &model, VALUE);
     db.check().unwrap();
+    db.close().unwrap();
+}
+
+/// A memory limit bounds the batch as the volume's room does: with room in the limit for
+/// memtables of twice the write buffer, the tuner grows the batch under pressure that far and
+/// no further (`memory_limit::batch_memory_cap`: the block cache and the memtables within
+/// half the limit), on a device with room for much larger batches; the stats name the limit.
+#[test]
+fn the_batch_stays_within_the_memory_limit() {
+    const KEYS: u32 = 24_000;
+    const VALUE: usize = 1000;
+    let sim = SimDevice::new(256 << 20, 4096, 12).unwrap();
+    let profile = Profile {
+        name: "small".into(),
+        bandwidth_bytes_per_s: 24_000_000,
+        iops: 100_000,
+        latency: Duration::from_micros(20),
+    };
+    let slow = Arc::new(ThrottledDevice::new(Arc::new(sim.clone()), profile).unwrap());
+    let mut opts = small_options();
+    opts.write_buffer_bytes = 256 << 10;
+    opts.target_file_size_base = 256 << 10;
+    opts.max_bytes_for_level_base = 1 << 20;
+    opts.level0_file_num_compaction_trigger = 4;
+    opts.level0_slowdown_writes_trigger = 20;
+    opts.level0_stop_writes_trigger = 36;
+    // WAL groups that hold eight write buffers, so that only the memory limit bounds it.
+    opts.volume.layout.wal_bytes = 3 * (3 << 20) + 8192;
+    opts.tuner = shale_lsm::TunerOptions {
+        mode: TunerMode::Batch,
+        window_ms: 20,
+        threads_max: 2,
+        batch_max: 0,
+    };
+    let wb = opts.write_buffer_bytes as u64;
+    // These options keep no WAL tail: half the limit is the cache and two memtables.
+    let limit = 2 * (opts.block_cache_bytes as u64 + opts.max_write_buffer_number as u64 * 2 * wb);
+    opts.memory_limit = MemoryLimit::Bytes(limit);
+    let db = Db::open_device(slow, opts.clone()).unwrap();
+    let mut largest = 0u64;
+    let model =
+        random_overwrites(&db, KEYS, 3 * KEYS / 64, 64, VALUE, 0x2545_f491_4f6c_dd1d, |db| {
+            largest = largest.max(db.stats().write_buffer_bytes);
+        });
+    let s = db.stats();
+    assert_eq!(s.memory_limit, limit, "{s:?}");
+    assert!(s.tuner_memory_overflows + s.tuner_l0_overflows > 0, "no overflow: {s:?}");
+    assert!(largest > wb, "the batch never grew: {s:?}");
+    assert!(largest <= 2 * wb, "the batch reached {largest} past the limit's {}: {s:?}", 2 * wb);
+    assert!(s.tuner_batch_max <= 2 * wb, "{s:?}");
+    db.check().unwrap();
+    db.close().unwrap();
+    let db = Db::open_device(Arc::new(sim), opts).unwrap();
+    assert_reads_back(&db, &model, VALUE);
     db.close().unwrap();
 }

@@ -131,6 +131,11 @@ pub struct Args {
     /// The tuner's window in milliseconds (default 1000).
     #[arg(long = "tuner_window_ms")]
     pub tuner_window_ms: Option<u64>,
+    /// The memory the process may use, within half of which the tuner keeps the block cache,
+    /// the memtables and the WAL tail: host (the process's memory cgroup limit within the
+    /// machine's RAM, the default), none, or bytes (shale's own flag: `Options::memory_limit`).
+    #[arg(long = "memory_limit", value_parser = parse_memory_limit)]
+    pub memory_limit: Option<shale_lsm::MemoryLimit>,
     /// Write a row per second to this CSV file: operations, p99 write latency, threads,
     /// batch, memtables, L0 files, pending compaction bytes, stalls by kind and the tuner's
     /// answer (docs/cli.md, "Timelines").
@@ -249,6 +254,18 @@ pub(crate) fn parse_tuner(text: &str) -> Result<shale_lsm::TunerMode, String> {
         .ok_or_else(|| format!("'{text}' is no tuner mode (off, adoc, adoc-t, adoc-b)"))
 }
 
+/// Parses `--memory_limit`: host, none, or a positive number of bytes.
+pub(crate) fn parse_memory_limit(text: &str) -> Result<shale_lsm::MemoryLimit, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "host" => Ok(shale_lsm::MemoryLimit::Host),
+        "none" | "unlimited" => Ok(shale_lsm::MemoryLimit::Unlimited),
+        n => match n.parse::<u64>() {
+            Ok(b) if b > 0 => Ok(shale_lsm::MemoryLimit::Bytes(b)),
+            _ => Err(format!("'{text}' is no memory limit (host, none, or bytes above 0)")),
+        },
+    }
+}
+
 /// Parses `--background_cpu_priority`.
 pub(crate) fn parse_cpu_priority(text: &str) -> Result<shale_lsm::CpuPriority, String> {
     shale_lsm::CpuPriority::parse(text)
@@ -322,7 +339,12 @@ pub fn run(args: &Args) -> Result<(), Error> {
     };
     let mut plan = config::plan(&args, &mut |w| errln!("shale bench: warning: {w}"))?;
     args.tiers.apply(&mut plan.options);
-    crate::store::apply_tuner(&mut plan.options, args.tuner, args.tuner_window_ms);
+    crate::store::apply_tuner(
+        &mut plan.options,
+        args.tuner,
+        args.tuner_window_ms,
+        args.memory_limit,
+    );
     let benchmarks = config::benchmarks(&args)?;
     // Declared before the store, so the store is closed (or dropped) before it is removed.
     let temp = match &args.db {

@@ -276,6 +276,22 @@ pub fn print_histogram(name: &str, op_noun: &str, stats: &Stats) {
     }
 }
 
+/// The header's memory limit: what the store will read at open, and what it bounds.
+fn memory_limit_line(o: &shale_lsm::Options) -> String {
+    let source = match o.memory_limit {
+        shale_lsm::MemoryLimit::Host => "the host's: memory cgroup within RAM",
+        shale_lsm::MemoryLimit::Bytes(_) => "--memory_limit",
+        shale_lsm::MemoryLimit::Unlimited => return "none (--memory_limit=none)".into(),
+    };
+    match o.memory_limit.resolve() {
+        Some(b) => format!(
+            "{:.1} MB ({source}; the tuner's batch keeps cache, memtables and WAL tail within half)",
+            b as f64 / MB
+        ),
+        None => format!("none ({source})"),
+    }
+}
+
 /// Prints db_bench's header block, describing the run before the first benchmark.
 pub fn print_header(args: &Args, plan: &DbPlan, path: &Path) {
     let (cpu_count, cpu_model, cpu_cache) = cpu_info();
@@ -313,6 +329,7 @@ pub fn print_header(args: &Args, plan: &DbPlan, path: &Path) {
         "held by SST readers, outside the block cache (cache_index_and_filter_blocks=false)"
     };
     outln!("Index and filter blocks: {index_and_filter}");
+    outln!("Memory limit: {}", memory_limit_line(&plan.options));
     if args.use_async {
         outln!(
             "Async API:  on (up to {} tickets outstanding per thread, resubmitted on Busy)",
@@ -547,6 +564,7 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.tuner.redundancy.overflows", s.tuner_redundancy_overflows),
         ("shale.tuner.memory.overflows", s.tuner_memory_overflows),
         ("shale.tuner.batch.max", s.tuner_batch_max),
+        ("shale.memory.limit", s.memory_limit),
         ("shale.compaction.deferred.for.room", s.compactions_deferred_for_room),
         ("shale.async.submitted", s.async_submitted),
         ("shale.async.completed", s.async_completed),

@@ -184,6 +184,11 @@ pub struct Args {
     /// The tuner's window in milliseconds (default 1000).
     #[arg(long = "tuner_window_ms")]
     pub tuner_window_ms: Option<u64>,
+    /// The memory the process may use, within half of which the tuner keeps the block cache,
+    /// the memtables and the WAL tail: host (the default), none, or bytes (`shale bench
+    /// --memory_limit`).
+    #[arg(long = "memory_limit", value_parser = crate::bench::parse_memory_limit)]
+    pub memory_limit: Option<shale_lsm::MemoryLimit>,
     /// After the reports, print the store's statistics as `shale bench --statistics` does
     /// (`shale.*` counters: bytes written, stalls by kind, the tuner's answers, the tiers).
     #[arg(long = "statistics", value_parser = crate::bench::parse_bool, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
@@ -390,7 +395,7 @@ struct Phases {
 fn run_lsm(args: &Args, config: &Config, phases: Phases) -> Result<(), Error> {
     let mut options = options::options(args)?;
     args.tiers.apply(&mut options);
-    crate::store::apply_tuner(&mut options, args.tuner, args.tuner_window_ms);
+    crate::store::apply_tuner(&mut options, args.tuner, args.tuner_window_ms, args.memory_limit);
     // Declared before the store, so the store is closed (or dropped) before it is removed.
     let temp = match &args.db {
         Some(_) => None,

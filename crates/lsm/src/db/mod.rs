@@ -2254,6 +2254,7 @@ impl Inner {
                 .and_then(|a| a.overflow)
                 .map_or("", |o| o.name()),
             tuner_batch_max: self.tuner.batch_max(),
+            memory_limit: self.tuner.memory_limit(),
             tuner_running: self.tuner.running(),
             memory_overflows: self.memory_overflows.load(Ordering::Relaxed),
             write_buffer_bytes: self.write_buffer_bytes() as u64,

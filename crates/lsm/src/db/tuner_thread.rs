@@ -25,8 +25,12 @@ pub(super) struct TunerState {
     windows: AtomicU64,
     /// The last window's action, for the timeline.
     last: Mutex<Option<Action>>,
-    /// The last window's cap on the batch (`tuner::batch_room_cap` within the bounds).
+    /// The last window's cap on the batch (the bounds' cap within `tuner::batch_room_cap`
+    /// and `memory_limit::batch_memory_cap`).
     batch_max: AtomicU64,
+    /// The memory limit the bounds were taken within (`Options::memory_limit`, resolved when
+    /// the tuner starts; 0 for none).
+    memory_limit: AtomicU64,
     /// Whether the tuner thread runs: set before it starts, cleared when it ends, however
     /// it ends (shutdown, a stopped store, a knob that could not be turned, a panic).
     running: AtomicBool,
@@ -47,6 +51,11 @@ impl TunerState {
     /// The last window's cap on the batch (0 before the first window, or without a tuner).
     pub(super) fn batch_max(&self) -> u64 {
         self.batch_max.load(Ordering::Relaxed)
+    }
+
+    /// The memory limit the tuner's batch is bounded by (0: none, or no tuner).
+    pub(super) fn memory_limit(&self) -> u64 {
+        self.memory_limit.load(Ordering::Relaxed)
     }
 
     /// Whether the tuner thread runs. Once it reads false the window counts change no more
@@ -87,6 +96,10 @@ impl Inner {
         let l = self.volume.layout();
         let held = crate::wal::WalLayout::new(l.wal_offset, l.wal_bytes, self.opts.wal_groups())
             .map_or(base, |w| crate::options::Options::batch_held_by_wal_group(w.group_bytes()));
+        // The memory limit the batch stays within each window (`bounds_within_memory`),
+        // read once: a cgroup's limit is set before its processes start.
+        let limit = self.opts.memory_limit.resolve();
+        self.tuner.memory_limit.store(limit.unwrap_or(0), Ordering::Relaxed);
         let batch_max = t.batch_max_for(base).min(held).max(base);
         Bounds {
             threads_min: 2,
@@ -118,8 +131,24 @@ impl Inner {
         Bounds { batch_max: bounds.batch_max.min(cap).max(bounds.batch_min), ..*bounds }
     }
 
+    /// `bounds` with the batch capped by the memory limit (`memory_limit::batch_memory_cap`):
+    /// the block cache and the index and filter blocks the SST readers hold (`held_meta`
+    /// bytes, which grow with the data) come first, the memtables and their WAL tail get what
+    /// is left of the store's share.
+    fn bounds_within_memory(&self, bounds: &Bounds, held_meta: u64) -> Bounds {
+        let limit = self.tuner.memory_limit();
+        if limit == 0 {
+            return *bounds;
+        }
+        let tail = !matches!(self.opts.wal_tail, crate::options::WalTail::Off);
+        let fixed = (self.opts.block_cache_bytes as u64).saturating_add(held_meta);
+        let memtables = self.opts.max_write_buffer_number as u64;
+        let cap = crate::memory_limit::batch_memory_cap(limit, fixed, memtables, tail);
+        Bounds { batch_max: bounds.batch_max.min(cap).max(bounds.batch_min), ..*bounds }
+    }
+
     /// The store as the tuner sees it now, with the window's differences from `prev`, and
-    /// `bounds` within the volume's room now.
+    /// `bounds` within the volume's room and the memory limit now.
     fn tuner_snapshot(&self, prev: &mut Previous, bounds: &Bounds) -> (Snapshot, Bounds) {
         let stalls = self.stalls.snapshot();
         let memory_overflows = self.memory_overflows.load(Ordering::Relaxed);
@@ -129,6 +158,8 @@ impl Inner {
         let pending_stalls = stalls.pending_slowdown.count + stalls.pending_stop.count;
         let st = self.state.lock();
         let sizes = level_sizes(&st.version);
+        let held_meta: u64 =
+            st.version.levels.iter().flatten().map(|h| h.reader.held_bytes() as u64).sum();
         let targets = LevelTargets::compute(&self.opts, &sizes);
         let s = Snapshot {
             l0_files: st.version.levels[0].len(),
@@ -145,7 +176,7 @@ impl Inner {
         drop(st);
         *prev =
             Previous { l0_files: s.l0_files, memory_overflows, memtable_stalls, pending_stalls };
-        (s, self.bounds_within_room(bounds, &sizes))
+        (s, self.bounds_within_memory(&self.bounds_within_room(bounds, &sizes), held_meta))
     }
 
     /// Turns the knobs to `a`: threads through the pool, the batch as the memtable size and
@@ -183,9 +214,9 @@ impl Inner {
                 }
             }
             due += window;
-            let (s, within_room) = self.tuner_snapshot(&mut prev, &bounds);
-            self.tuner.batch_max.store(within_room.batch_max, Ordering::Relaxed);
-            let a = decide(&s, mode, &within_room);
+            let (s, within) = self.tuner_snapshot(&mut prev, &bounds);
+            self.tuner.batch_max.store(within.batch_max, Ordering::Relaxed);
+            let a = decide(&s, mode, &within);
             self.tuner.windows.fetch_add(1, Ordering::Relaxed);
             if let Some(o) = a.overflow {
                 let i = match o {

@@ -215,14 +215,11 @@ fn the_tuner_ends_on_close_and_stops_tuning_a_stopped_store() {
     drop(db);
 }
 
-/// A device that cannot grow, with a tuner whose batch cap alone (eight memtables) would let
-/// L0 hold more than the device: the batch stays within what the volume's room leaves safe
-/// (`tuner::batch_room_cap`), the store never runs out of space, and every key reads back.
-#[test]
-fn the_batch_stays_within_the_room_of_a_device_that_cannot_grow() {
-    const KEYS: u32 = 24_000;
-    const VALUE: usize = 1000;
-    let sim = SimDevice::new(64 << 20, 4096, 11).unwrap();
+/// Batch-only tuning (ADOC-B, 20 ms windows, two threads) of 256 KiB memtables, with WAL
+/// groups that hold eight of them (so that the groups never bound the batch), on a 24 MB/s
+/// simulated device of `device_bytes` that cannot grow.
+fn under_pressure(device_bytes: u64, seed: u64) -> (SimDevice, DeviceRef, Options) {
+    let sim = SimDevice::new(device_bytes, 4096, seed).unwrap();
     let profile = Profile {
         name: "small".into(),
         bandwidth_bytes_per_s: 24_000_000,
@@ -237,7 +234,6 @@ fn the_batch_stays_within_the_room_of_a_device_that_cannot_grow() {
     opts.level0_file_num_compaction_trigger = 4;
     opts.level0_slowdown_writes_trigger = 20;
     opts.level0_stop_writes_trigger = 36;
-    // WAL groups that hold the largest batch (2 MiB), so only the room bounds it.
     opts.volume.layout.wal_bytes = 3 * (3 << 20) + 8192;
     opts.tuner = shale_lsm::TunerOptions {
         mode: TunerMode::Batch,
@@ -245,29 +241,53 @@ fn the_batch_stays_within_the_room_of_a_device_that_cannot_grow() {
         threads_max: 2,
         batch_max: 0,
     };
-    let static_cap = 8 * opts.write_buffer_bytes as u64;
+    (sim, slow, opts)
+}
+
+/// Writes batches of 64 unsynced puts to a store of [`under_pressure`]'s: writes outrun the
+/// device, so memtables and L0 overflow, and some overflow is answered. Checks the store,
+/// closes it and reads every key back from `sim`; returns the largest batch seen and the
+/// stats after the writes.
+fn overwrite_under_pressure(
+    sim: SimDevice,
+    slow: DeviceRef,
+    opts: &Options,
+    seed: u64,
+) -> (u64, shale_lsm::Stats) {
+    const KEYS: u32 = 24_000;
+    const VALUE: usize = 1000;
     let db = Db::open_device(slow, opts.clone()).unwrap();
     let mut largest = 0u64;
-    // Batches of 64 unsynced puts: writes outrun the device, so memtables and L0 overflow.
-    let model =
-        random_overwrites(&db, KEYS, 3 * KEYS / 64, 64, VALUE, 0x9e37_79b9_7f4a_7c15, |db| {
-            largest = largest.max(db.stats().write_buffer_bytes);
-        });
+    let model = random_overwrites(&db, KEYS, 3 * KEYS / 64, 64, VALUE, seed, |db| {
+        largest = largest.max(db.stats().write_buffer_bytes);
+    });
     let s = db.stats();
     assert!(s.tuner_memory_overflows + s.tuner_l0_overflows > 0, "no overflow: {s:?}");
-    assert!(largest > opts.write_buffer_bytes as u64, "the batch never grew: {s:?}");
-    assert!(
-        s.tuner_batch_max >= opts.write_buffer_bytes as u64 && s.tuner_batch_max < static_cap,
-        "the room did not bound the batch: {s:?}"
-    );
-    assert!(largest <= static_cap / 2, "the batch reached {largest}: {s:?}");
     assert!(s.stopped.is_none(), "{s:?}");
     db.check().unwrap();
     db.close().unwrap();
-    let db = Db::open_device(Arc::new(sim), opts).unwrap();
+    let db = Db::open_device(Arc::new(sim), opts.clone()).unwrap();
     assert_reads_back(&db, &model, VALUE);
     db.check().unwrap();
     db.close().unwrap();
+    (largest, s)
+}
+
+/// A device that cannot grow, with a tuner whose batch cap alone (eight memtables) would let
+/// L0 hold more than the device: the batch stays within what the volume's room leaves safe
+/// (`tuner::batch_room_cap`), the store never runs out of space, and every key reads back.
+#[test]
+fn the_batch_stays_within_the_room_of_a_device_that_cannot_grow() {
+    let (sim, slow, opts) = under_pressure(64 << 20, 11);
+    let wb = opts.write_buffer_bytes as u64;
+    let static_cap = 8 * wb;
+    let (largest, s) = overwrite_under_pressure(sim, slow, &opts, 0x9e37_79b9_7f4a_7c15);
+    assert!(largest > wb, "the batch never grew: {s:?}");
+    assert!(
+        s.tuner_batch_max >= wb && s.tuner_batch_max < static_cap,
+        "the room did not bound the batch: {s:?}"
+    );
+    assert!(largest <= static_cap / 2, "the batch reached {largest}: {s:?}");
 }
 
 /// A memory limit bounds the batch as the volume's room does: with room in the limit for
@@ -276,50 +296,14 @@ fn the_batch_stays_within_the_room_of_a_device_that_cannot_grow() {
 /// half the limit), on a device with room for much larger batches; the stats name the limit.
 #[test]
 fn the_batch_stays_within_the_memory_limit() {
-    const KEYS: u32 = 24_000;
-    const VALUE: usize = 1000;
-    let sim = SimDevice::new(256 << 20, 4096, 12).unwrap();
-    let profile = Profile {
-        name: "small".into(),
-        bandwidth_bytes_per_s: 24_000_000,
-        iops: 100_000,
-        latency: Duration::from_micros(20),
-    };
-    let slow = Arc::new(ThrottledDevice::new(Arc::new(sim.clone()), profile).unwrap());
-    let mut opts = small_options();
-    opts.write_buffer_bytes = 256 << 10;
-    opts.target_file_size_base = 256 << 10;
-    opts.max_bytes_for_level_base = 1 << 20;
-    opts.level0_file_num_compaction_trigger = 4;
-    opts.level0_slowdown_writes_trigger = 20;
-    opts.level0_stop_writes_trigger = 36;
-    // WAL groups that hold eight write buffers, so that only the memory limit bounds it.
-    opts.volume.layout.wal_bytes = 3 * (3 << 20) + 8192;
-    opts.tuner = shale_lsm::TunerOptions {
-        mode: TunerMode::Batch,
-        window_ms: 20,
-        threads_max: 2,
-        batch_max: 0,
-    };
+    let (sim, slow, mut opts) = under_pressure(256 << 20, 12);
     let wb = opts.write_buffer_bytes as u64;
     // These options keep no WAL tail: half the limit is the cache and two memtables.
     let limit = 2 * (opts.block_cache_bytes as u64 + opts.max_write_buffer_number as u64 * 2 * wb);
     opts.memory_limit = MemoryLimit::Bytes(limit);
-    let db = Db::open_device(slow, opts.clone()).unwrap();
-    let mut largest = 0u64;
-    let model =
-        random_overwrites(&db, KEYS, 3 * KEYS / 64, 64, VALUE, 0x2545_f491_4f6c_dd1d, |db| {
-            largest = largest.max(db.stats().write_buffer_bytes);
-        });
-    let s = db.stats();
+    let (largest, s) = overwrite_under_pressure(sim, slow, &opts, 0x2545_f491_4f6c_dd1d);
     assert_eq!(s.memory_limit, limit, "{s:?}");
-    assert!(s.tuner_memory_overflows + s.tuner_l0_overflows > 0, "no overflow: {s:?}");
     assert!(largest > wb, "the batch never grew: {s:?}");
     assert!(largest <= 2 * wb, "the batch reached {largest} past the limit's {}: {s:?}", 2 * wb);
     assert!(s.tuner_batch_max <= 2 * wb, "{s:?}");
-    db.check().unwrap();
-    db.close().unwrap();
-    let db = Db::open_device(Arc::new(sim), opts).unwrap();
-    assert_reads_back(&db, &model, VALUE);
-    db.close().unwrap();
 }

@@ -175,6 +175,11 @@ fn memory_limit_is_shown_in_the_header_and_the_statistics_and_zero_is_refused() 
     let host = run("--memory_limit=host");
     assert!(host.contains("Memory limit: ") && host.contains("(the host's: "), "{host}");
     assert!(counter(&host, "shale.memory.limit") > 0, "{host}");
+    // A limit the cache and memtables outgrow by themselves: said once, at open.
+    let (ok, _, err) =
+        shale_bench(&["--benchmarks=fillrandom", "--num=10", "--memory_limit=1000000"]);
+    assert!(ok, "{err}");
+    assert_eq!(err.matches("take more than half the memory limit of 0 MiB").count(), 1, "{err}");
     for bad in ["--memory_limit=0", "--memory_limit=lots"] {
         let (ok, _, err) = shale_bench(&["--benchmarks=fillrandom", "--num=10", bad]);
         assert!(!ok && err.contains("is no memory limit"), "{bad}: {err}");

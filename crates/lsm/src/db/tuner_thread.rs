@@ -100,6 +100,18 @@ impl Inner {
         // read once: a cgroup's limit is set before its processes start.
         let limit = self.opts.memory_limit.resolve();
         self.tuner.memory_limit.store(limit.unwrap_or(0), Ordering::Relaxed);
+        if let Some(l) = limit.filter(|&l| self.memory_cap(l, 0) < base) {
+            log::warn!(
+                "the block cache ({} MiB) and {} memtables of {} MiB{} take more than half the \
+                 memory limit of {} MiB (Options::memory_limit): the tuner keeps the batch at \
+                 the write buffer; a smaller block cache or write buffer keeps the store within it",
+                self.opts.block_cache_bytes >> 20,
+                self.opts.max_write_buffer_number,
+                base >> 20,
+                if self.has_wal_tail() { " with their WAL tail" } else { "" },
+                l >> 20
+            );
+        }
         let batch_max = t.batch_max_for(base).min(held).max(base);
         Bounds {
             threads_min: 2,
@@ -140,11 +152,22 @@ impl Inner {
         if limit == 0 {
             return *bounds;
         }
-        let tail = !matches!(self.opts.wal_tail, crate::options::WalTail::Off);
+        let cap = self.memory_cap(limit, held_meta);
+        Bounds { batch_max: bounds.batch_max.min(cap).max(bounds.batch_min), ..*bounds }
+    }
+
+    /// The largest batch within `limit` beside the block cache and `held_meta` bytes of index
+    /// and filter blocks (`memory_limit::batch_memory_cap`).
+    fn memory_cap(&self, limit: u64, held_meta: u64) -> u64 {
         let fixed = (self.opts.block_cache_bytes as u64).saturating_add(held_meta);
         let memtables = self.opts.max_write_buffer_number as u64;
-        let cap = crate::memory_limit::batch_memory_cap(limit, fixed, memtables, tail);
-        Bounds { batch_max: bounds.batch_max.min(cap).max(bounds.batch_min), ..*bounds }
+        crate::memory_limit::batch_memory_cap(limit, fixed, memtables, self.has_wal_tail())
+    }
+
+    /// Whether unsynced writes keep their records in a WAL tail in memory beside the
+    /// memtables (any tail the options ask for: one in a directory may be on tmpfs too).
+    fn has_wal_tail(&self) -> bool {
+        !matches!(self.opts.wal_tail, crate::options::WalTail::Off)
     }
 
     /// The store as the tuner sees it now, with the window's differences from `prev`, and

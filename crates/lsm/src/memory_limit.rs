@@ -20,6 +20,18 @@
 use std::path::{Path, PathBuf};
 
 /// The memory the process may use, as a store reads it ([`crate::Options::memory_limit`]).
+///
+/// ```
+/// use shale_lsm::{Db, MemoryLimit, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let opts = Options { memory_limit: MemoryLimit::Bytes(1 << 30), ..Options::default() };
+/// let db = Db::open(dir.path().join("store"), opts)?;
+/// assert_eq!(MemoryLimit::default(), MemoryLimit::Host);
+/// assert!(MemoryLimit::Host.resolve().is_some(), "a machine has RAM");
+/// db.close()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MemoryLimit {
     /// The smaller of the process's memory cgroup limit and the machine's RAM, read when the

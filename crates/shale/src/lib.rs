@@ -123,8 +123,9 @@
 //! The layers underneath are public too: [`io`] (devices and queues) and [`space`] (volumes).
 
 pub use shale_lsm::{
-    CheckReport, Db, DbIterator, Entries, Error, ErrorKind, Options, ReadOptions, Result,
-    ScanEntries, Snapshot, Stall, StallTotal, Stalls, Stats, Ticket, WriteBatch, WriteOptions,
+    CheckReport, Db, DbIterator, Entries, Error, ErrorKind, MemoryLimit, Options, ReadOptions,
+    Result, ScanEntries, Snapshot, Stall, StallTotal, Stalls, Stats, Ticket, WriteBatch,
+    WriteOptions,
 };
 
 /// The hash engine: a hash-indexed, log-structured key-value store with KV-SSD's API

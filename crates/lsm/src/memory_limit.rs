@@ -13,7 +13,8 @@
 //!
 //! The limit is read once, at open. A cgroup's limit is the tightest of the limits on the
 //! way from the process's group up to its hierarchy's root (a child may set none of its own
-//! and still live under its parent's): cgroup v2's `memory.max` ("max" for none) and v1's
+//! and still live under its parent's): cgroup v2's `memory.max` and `memory.high` ("max" for
+//! none; past `memory.high` the kernel throttles the group) and v1's
 //! `memory.limit_in_bytes` (a value near 2^63 for none), in whichever hierarchy holds the
 //! memory controller, found through `/proc/self/mountinfo` and `/proc/self/cgroup`.
 
@@ -120,15 +121,20 @@ fn cgroup_memory_limit(
         let Some(path) = path else { continue };
         // The group as this mount shows it: the mount's root is a group of the hierarchy.
         let Ok(rel) = Path::new(path).strip_prefix(&mount.root) else { continue };
-        let file = if mount.v2 { "memory.max" } else { "memory.limit_in_bytes" };
+        // v2's `memory.high` too: past it the kernel throttles the group and reclaims hard
+        // (systemd's MemoryHigh=), which a store should no more grow into than the hard limit.
+        let files: &[&str] =
+            if mount.v2 { &["memory.max", "memory.high"] } else { &["memory.limit_in_bytes"] };
         let mut dir = mount.point.join(rel);
         loop {
-            let limit = read(&dir.join(file)).and_then(|s| {
-                let s = s.trim();
-                s.parse::<u64>().ok().filter(|&b| b < V1_UNLIMITED_FROM)
-            });
-            if let Some(b) = limit {
-                tightest = Some(tightest.map_or(b, |t| t.min(b)));
+            for file in files {
+                let limit = read(&dir.join(file)).and_then(|s| {
+                    let s = s.trim();
+                    s.parse::<u64>().ok().filter(|&b| b < V1_UNLIMITED_FROM)
+                });
+                if let Some(b) = limit {
+                    tightest = Some(tightest.map_or(b, |t| t.min(b)));
+                }
             }
             if dir == mount.point || !dir.pop() {
                 break;
@@ -246,6 +252,12 @@ mod tests {
         assert_eq!(cgroup_memory_limit(mounts, groups, read), Some(2 << 30));
         let none = reader(&[("/sys/fs/cgroup/system.slice/shale.service/memory.max", "max")]);
         assert_eq!(cgroup_memory_limit(mounts, groups, none), None);
+        // memory.high below memory.max (systemd's MemoryHigh=): the tighter one.
+        let high = reader(&[
+            ("/sys/fs/cgroup/system.slice/shale.service/memory.max", "2147483648"),
+            ("/sys/fs/cgroup/system.slice/shale.service/memory.high", "1610612736"),
+        ]);
+        assert_eq!(cgroup_memory_limit(mounts, groups, high), Some(1536 << 20));
     }
 
     #[test]

@@ -8,8 +8,8 @@
 //! 256 MiB block cache) had shale killed with 877 MB of heap and 149 MB of tail, its batch
 //! grown to 128 MiB. RocksDB sizes nothing by itself and so needs no limit; a store that
 //! tunes its own memory must know what it has. The tuner's batch is therefore bounded by
-//! [`batch_memory_cap`]: the block cache, the memtables and the tail together within
-//! [`STORE_SHARE`] of the limit.
+//! [`batch_memory_cap`]: the block cache, the index and filter blocks held beside it, the
+//! memtables and the tail together within [`STORE_SHARE`] of the limit.
 //!
 //! The limit is read once, at open. A cgroup's limit is the tightest of the limits on the
 //! way from the process's group up to its hierarchy's root (a child may set none of its own
@@ -56,17 +56,18 @@ impl MemoryLimit {
     }
 }
 
-/// The share of the limit (numerator, denominator) the store's block cache, memtables and
-/// WAL tail may take together: half. The other half is left to what a store cannot bound
-/// this way (index and filter blocks held outside the cache, compaction's buffers, the page
-/// cache of buffered SST reads and writes, which a memory cgroup charges to the process) and
-/// to the application around the store. In regime (c) those took 300-400 MB of the 1 GiB.
+/// The share of the limit (numerator, denominator) the store's block cache, index and filter
+/// blocks, memtables and WAL tail may take together: half. The other half is left to what the
+/// store does not size (compaction's buffers, the allocator's slack, the page cache of
+/// buffered SST reads and writes, which a memory cgroup charges to the process) and to the
+/// application around the store.
 pub const STORE_SHARE: (u64, u64) = (1, 2);
 
-/// The largest memtable (the tuner's batch) for which the block cache of `cache_bytes`,
-/// `memtables` memtables of it, and, with a WAL tail in memory, their records in the tail
-/// (about a memtable's bytes each) fit in [`STORE_SHARE`] of `limit`. 0 where the cache alone
-/// takes the share; the caller keeps the write buffer its owner chose as the floor.
+/// The largest memtable (the tuner's batch) for which `cache_bytes` (the block cache, and the
+/// index and filter blocks held beside it), `memtables` memtables of it, and, with a WAL tail
+/// in memory, their records in the tail (about a memtable's bytes each) fit in
+/// [`STORE_SHARE`] of `limit`. 0 where the cache alone takes the share; the caller keeps the
+/// write buffer its owner chose as the floor.
 pub fn batch_memory_cap(limit: u64, cache_bytes: u64, memtables: u64, tail: bool) -> u64 {
     let share = limit / STORE_SHARE.1 * STORE_SHARE.0;
     let per_batch = memtables.max(1) * if tail { 2 } else { 1 };

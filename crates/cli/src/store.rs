@@ -532,7 +532,8 @@ pub fn destroy_capacity(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
     }
 }
 
-/// Sets the tuner's options from `--tuner` and `--tuner_window_ms` where given.
+/// Sets the tuner's options from `--tuner` and `--tuner_window_ms`, and the memory limit its
+/// batch stays within from `--memory_limit`, where given.
 pub fn apply_tuner(
     o: &mut Options,
     mode: Option<shale_lsm::TunerMode>,

@@ -305,8 +305,9 @@ pub struct Options {
     pub tuner: TunerOptions,
     /// The memory the process may use ([`MemoryLimit`]): by default the host's, the limit of
     /// the process's memory cgroup within the machine's RAM, read at open. The tuner grows
-    /// the batch only as far as the block cache, the memtables and their records in the WAL
-    /// tail fit in half of it (`memory_limit::batch_memory_cap`), never below
+    /// the batch only as far as the block cache, the index and filter blocks held beside it,
+    /// the memtables and their records in the WAL tail fit in half of it
+    /// (`memory_limit::batch_memory_cap`), never below
     /// `write_buffer_bytes`: a store in a container with a memory limit is not grown into
     /// the OOM killer (docs/lsm.md, "Memory").
     pub memory_limit: MemoryLimit,

@@ -171,6 +171,11 @@ fn memory_limit_is_shown_in_the_header_and_the_statistics_and_zero_is_refused() 
     let none = run("--memory_limit=none");
     assert!(none.contains("Memory limit: none (--memory_limit=none)\n"), "{none}");
     assert_eq!(counter(&none, "shale.memory.limit"), 0, "{none}");
+    // A limit the default write buffer would not fit: the store opens with a smaller one,
+    // (128 MiB - the 32 MiB cache) / (2 memtables x 2 with their WAL tail), and says so.
+    let tight = run("--memory_limit=268435456");
+    assert!(tight.contains("write buffer 24.0 MB, lowered from 64.0 MB)"), "{tight}");
+    assert_eq!(counter(&tight, "shale.write.buffer.bytes"), 24 << 20, "{tight}");
     // The default reads the host: some limit, at most the machine's RAM.
     let host = run("--memory_limit=host");
     assert!(host.contains("Memory limit: ") && host.contains("(the host's: "), "{host}");

@@ -74,6 +74,35 @@ pub fn batch_memory_cap(limit: u64, cache_bytes: u64, memtables: u64, tail: bool
     share.saturating_sub(cache_bytes) / per_batch
 }
 
+/// The smallest write buffer the memory limit lowers a store's to (an owner's smaller one is
+/// kept): 4 MiB, RocksDB's smallest common setting in small containers. Below it flushes and
+/// L0 SSTs multiply for little memory; a limit that leaves less than this gets a warning.
+pub const WRITE_BUFFER_FLOOR: u64 = 4 << 20;
+
+/// The write buffer a store opens with under `limit`: the owner's `write_buffer`, lowered
+/// (to whole MiB) where `memtables` memtables of it, their records in the WAL tail (`tail`)
+/// and `cache_bytes` of block cache would not fit in [`STORE_SHARE`] of the limit
+/// ([`batch_memory_cap`]), but never below [`WRITE_BUFFER_FLOOR`]. With no limit, the
+/// owner's.
+///
+/// Why at open and not only in the tuner: the owner's write buffer (64 MiB by default) is
+/// chosen without knowing the container. In a 256 MiB memory cgroup, two memtables of
+/// 64 MiB, their 128 MiB of WAL tail in shared memory (charged to the group) and a 32 MiB
+/// cache passed the limit, and `shale bench` and `shale ycsb` were OOM-killed in their
+/// first seconds where RocksDB's `db_bench` lived (BENCHMARKS-history.md, "the write
+/// buffer within the memory limit").
+pub fn write_buffer_within(
+    limit: Option<u64>,
+    write_buffer: u64,
+    cache_bytes: u64,
+    memtables: u64,
+    tail: bool,
+) -> u64 {
+    let Some(limit) = limit else { return write_buffer };
+    let cap = batch_memory_cap(limit, cache_bytes, memtables, tail) & !((1 << 20) - 1);
+    write_buffer.min(cap.max(WRITE_BUFFER_FLOOR))
+}
+
 /// The host's limit: the process's memory cgroup limit, within the machine's RAM.
 pub fn host_memory_limit() -> Option<u64> {
     let read = |p: &Path| std::fs::read_to_string(p).ok();
@@ -290,6 +319,26 @@ mod tests {
         assert!(host <= ram, "{host} > {ram}");
         assert_eq!(MemoryLimit::Bytes(7).resolve(), Some(7));
         assert_eq!(MemoryLimit::Unlimited.resolve(), None);
+    }
+
+    #[test]
+    fn the_write_buffer_is_lowered_into_the_limit_and_no_further_than_the_floor() {
+        const MIB: u64 = 1 << 20;
+        // The defaults in a 256 MiB group: half is 128 MiB, less the 32 MiB cache, over two
+        // memtables each with its tail: 24 MiB.
+        assert_eq!(write_buffer_within(Some(256 * MIB), 64 * MIB, 32 * MIB, 2, true), 24 * MIB);
+        // Without a tail each memtable counts once.
+        assert_eq!(write_buffer_within(Some(256 * MIB), 64 * MIB, 32 * MIB, 2, false), 48 * MIB);
+        // Rounded down to whole MiB.
+        assert_eq!(write_buffer_within(Some(250 * MIB), 64 * MIB, 32 * MIB, 2, true), 23 * MIB);
+        // Room enough, no limit: the owner's write buffer.
+        assert_eq!(write_buffer_within(Some(4 << 30), 64 * MIB, 32 * MIB, 2, true), 64 * MIB);
+        assert_eq!(write_buffer_within(None, 64 * MIB, 32 * MIB, 2, true), 64 * MIB);
+        // The cache takes the whole share: the floor, not zero.
+        assert_eq!(write_buffer_within(Some(64 * MIB), 64 * MIB, 32 * MIB, 2, true), 4 * MIB);
+        // An owner's write buffer below the floor is kept, never raised.
+        assert_eq!(write_buffer_within(Some(64 * MIB), MIB, 32 * MIB, 2, true), MIB);
+        assert_eq!(write_buffer_within(None, 256 << 10, 0, 2, true), 256 << 10);
     }
 
     #[test]

@@ -307,9 +307,10 @@ pub struct Options {
     /// the process's memory cgroup within the machine's RAM, read at open. The tuner grows
     /// the batch only as far as the block cache, the index and filter blocks held beside it,
     /// the memtables and their records in the WAL tail fit in half of it
-    /// (`memory_limit::batch_memory_cap`), never below
-    /// `write_buffer_bytes`: a store in a container with a memory limit is not grown into
-    /// the OOM killer (docs/lsm.md, "Memory").
+    /// (`memory_limit::batch_memory_cap`), and the store opens with `write_buffer_bytes`
+    /// lowered to that bound where it is smaller (never below 4 MiB;
+    /// [`Options::write_buffer_within`]): a store in a container with a memory limit is not
+    /// grown, nor opened, into the OOM killer (docs/lsm.md, "Memory").
     pub memory_limit: MemoryLimit,
     /// Asked by compaction whether a value is dead (RocksDB's compaction filter, for
     /// removal): an application's own expiry, say. `None` by default. See
@@ -493,6 +494,21 @@ impl Options {
         // A tuner that grows the batch needs groups for its largest memtables: a WAL group
         // that fills seals its memtable whatever the write buffer size says.
         self.wal_bytes_for_batch(self.largest_memtable_bytes())
+    }
+
+    /// The write buffer a store with these options opens with under a memory limit of
+    /// `limit` bytes (`None`: none): `write_buffer_bytes`, lowered where two (or
+    /// `max_write_buffer_number`) memtables of it, their records in the WAL tail and the block
+    /// cache would pass half the limit, never below 4 MiB (docs/lsm.md, "Memory"). A store
+    /// resolves [`Options::memory_limit`] once at open and calls this.
+    pub fn write_buffer_within(&self, limit: Option<u64>) -> usize {
+        crate::memory_limit::write_buffer_within(
+            limit,
+            self.write_buffer_bytes as u64,
+            self.block_cache_bytes as u64,
+            self.max_write_buffer_number as u64,
+            !matches!(self.wal_tail, WalTail::Off),
+        ) as usize
     }
 
     /// The largest memtable the store may fill: the write buffer, or the tuner's largest

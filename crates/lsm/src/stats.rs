@@ -338,9 +338,9 @@ pub struct Stats {
     /// The largest batch the tuner may set as of its last window: its cap, lowered to what
     /// the volume's free space leaves safe (0 without a tuner or before its first window).
     pub tuner_batch_max: u64,
-    /// The memory limit the tuner bounds the batch by (`Options::memory_limit` as read when
-    /// the tuner started: the host's memory cgroup limit within its RAM by default; 0 for
-    /// none, or without a tuner).
+    /// The memory limit the write buffer and the tuner's batch are bounded by
+    /// (`Options::memory_limit` as read at open: the host's memory cgroup limit within its
+    /// RAM by default; 0 for none).
     pub memory_limit: u64,
     /// Times the active memtable filled while a sealed one was still unflushed (ADOC's memory
     /// overflow, counted whether or not a tuner runs), since open.

@@ -307,3 +307,54 @@ fn the_batch_stays_within_the_memory_limit() {
     assert!(largest <= 2 * wb, "the batch reached {largest} past the limit's {}: {s:?}", 2 * wb);
     assert!(s.tuner_batch_max <= 2 * wb, "{s:?}");
 }
+
+/// A store opens with its write buffer within the memory limit, whether a tuner runs or not
+/// (`Options::write_buffer_within`): the owner's 64 MiB write buffer in a 64 MiB limit beside
+/// an 8 MiB cache becomes 12 MiB (half the limit, less the cache, over two memtables; these
+/// options keep no WAL tail, which would count each memtable twice), its memtables flush at
+/// that size, and every write reads back after a reopen. Without a limit the owner's write
+/// buffer stays.
+#[test]
+fn the_write_buffer_opens_within_the_memory_limit() {
+    const MIB: usize = 1 << 20;
+    for mode in [TunerMode::Off, TunerMode::Full] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store");
+        let opts = Options {
+            write_buffer_bytes: 64 * MIB,
+            block_cache_bytes: 8 * MIB,
+            memory_limit: MemoryLimit::Bytes(64 << 20),
+            ..tuned(mode)
+        };
+        let db = Db::open(&path, opts.clone()).unwrap();
+        let s = db.stats();
+        assert_eq!(s.memory_limit, 64 << 20, "{mode:?}: {s:?}");
+        assert_eq!(s.write_buffer_bytes, 12 << 20, "{mode:?}: {s:?}");
+        // 40 MiB of writes: at least three memtables of 12 MiB flushed (one of 64 MiB
+        // would hold them all).
+        let value = vec![0x5a; 1000];
+        for i in 0..40 * 1024u32 {
+            db.put(format!("key{i:08}").as_bytes(), &value).unwrap();
+        }
+        db.flush().unwrap();
+        let s = db.stats();
+        assert!(s.flushes >= 4, "{mode:?}: {} flushes: {s:?}", s.flushes);
+        db.close().unwrap();
+        let db = Db::open(&path, opts).unwrap();
+        for i in (0..40 * 1024u32).step_by(97) {
+            let got = db.get(format!("key{i:08}").as_bytes()).unwrap();
+            assert_eq!(got.as_deref(), Some(&value[..]), "{mode:?}: key {i}");
+        }
+        db.close().unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let unlimited = Options {
+        write_buffer_bytes: 64 * MIB,
+        memory_limit: MemoryLimit::Unlimited,
+        ..tuned(TunerMode::Off)
+    };
+    let db = Db::open(dir.path().join("store"), unlimited).unwrap();
+    let s = db.stats();
+    assert_eq!((s.memory_limit, s.write_buffer_bytes), (0, 64 << 20), "{s:?}");
+    db.close().unwrap();
+}

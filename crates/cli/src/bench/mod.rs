@@ -131,8 +131,8 @@ pub struct Args {
     /// The tuner's window in milliseconds (default 1000).
     #[arg(long = "tuner_window_ms")]
     pub tuner_window_ms: Option<u64>,
-    /// The memory the process may use, within half of which the tuner keeps the block cache,
-    /// the memtables and the WAL tail: host (the process's memory cgroup limit within the
+    /// The memory the process may use, within half of which the store keeps the block cache,
+    /// the memtables (their size lowered at open where need be) and the WAL tail: host (the process's memory cgroup limit within the
     /// machine's RAM, the default), none, or bytes (shale's own flag: `Options::memory_limit`).
     #[arg(long = "memory_limit", value_parser = parse_memory_limit)]
     pub memory_limit: Option<shale_lsm::MemoryLimit>,

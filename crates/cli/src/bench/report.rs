@@ -283,7 +283,16 @@ fn memory_limit_line(o: &shale_lsm::Options) -> String {
         shale_lsm::MemoryLimit::Bytes(_) => "--memory_limit",
         shale_lsm::MemoryLimit::Unlimited => return "none (--memory_limit=none)".into(),
     };
-    match o.memory_limit.resolve() {
+    let limit = o.memory_limit.resolve();
+    let write_buffer = o.write_buffer_within(limit);
+    match limit {
+        Some(b) if write_buffer < o.write_buffer_bytes => format!(
+            "{:.1} MB ({source}; cache, memtables and WAL tail kept within half: write buffer \
+             {:.1} MB, lowered from {:.1} MB)",
+            b as f64 / MB,
+            write_buffer as f64 / MB,
+            o.write_buffer_bytes as f64 / MB
+        ),
         Some(b) => format!(
             "{:.1} MB ({source}; the tuner's batch keeps cache, memtables and WAL tail within half)",
             b as f64 / MB

@@ -197,6 +197,11 @@ struct Inner {
     parallel_inserts: bool,
     /// Memtable size (and so L0 SST size), changeable while running (`set_write_buffer_bytes`).
     write_buffer_bytes: AtomicU64,
+    /// The write buffer the store opened with: `Options::write_buffer_bytes` within the memory
+    /// limit (`Options::write_buffer_within`); the tuner's smallest batch.
+    opened_write_buffer_bytes: u64,
+    /// `Options::memory_limit` as read at open, in bytes (0: none).
+    memory_limit: u64,
     /// The WAL, owned by the write-group leader (and by whoever switches memtables). Lock
     /// order: `wal` before `state`.
     wal: Mutex<WalWriter>,
@@ -2254,7 +2259,7 @@ impl Inner {
                 .and_then(|a| a.overflow)
                 .map_or("", |o| o.name()),
             tuner_batch_max: self.tuner.batch_max(),
-            memory_limit: self.tuner.memory_limit(),
+            memory_limit: self.memory_limit,
             tuner_running: self.tuner.running(),
             memory_overflows: self.memory_overflows.load(Ordering::Relaxed),
             write_buffer_bytes: self.write_buffer_bytes() as u64,

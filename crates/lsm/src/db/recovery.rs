@@ -196,7 +196,14 @@ impl Db {
         let queues = (0..loggers).map(|_| logger_queue()).collect::<Result<_>>()?;
         // Without loggers it still orders the publication of every write group.
         let pipeline = LogPipeline::new(queues, opts.adaptive_wal_loggers);
-        let (mem, version) = (Arc::new(new_memtable(opts.write_buffer_bytes)), Arc::new(version));
+        // The memory limit, read once (a cgroup's limit is set before its processes start),
+        // and the write buffer within it (`memory_limit::write_buffer_within`).
+        let memory_limit = opts.memory_limit.resolve();
+        let write_buffer = opts.write_buffer_within(memory_limit);
+        if !read_only {
+            warn_of_memory(&opts, memory_limit, write_buffer);
+        }
+        let (mem, version) = (Arc::new(new_memtable(write_buffer)), Arc::new(version));
         let inner = Arc::new(Inner {
             published: Publication::new(&mem, &version, replayed.last_seq),
             read_only,
@@ -259,7 +266,9 @@ impl Db {
             writes: AtomicU64::new(0),
             write_groups: AtomicU64::new(0),
             parallel_insert_groups: AtomicU64::new(0),
-            write_buffer_bytes: AtomicU64::new(opts.write_buffer_bytes as u64),
+            write_buffer_bytes: AtomicU64::new(write_buffer as u64),
+            opened_write_buffer_bytes: write_buffer as u64,
+            memory_limit: memory_limit.unwrap_or(0),
             target_file_bytes: AtomicU64::new(opts.target_file_size_base),
             level_pointer: super::tier_head::LevelPointer::new(opts.tiers.fast_levels),
             workers: Default::default(),
@@ -349,7 +358,7 @@ impl Inner {
             let footprint: usize = rec.len() + b.ops.len() * MEMTABLE_OVERHEAD_PER_OP;
             // The chunk's records are not in `mem` yet: its real bytes lag by at most a chunk
             // (REPLAY_CHUNK_BYTES), while the reservation keeps the arena from filling.
-            let room = memtable_has_room(&mem, mem_bytes, footprint, self.opts.write_buffer_bytes);
+            let room = memtable_has_room(&mem, mem_bytes, footprint, self.write_buffer_bytes());
             if !room && mem_bytes > 0 {
                 insert_replayed(&mem, &mut chunk)?;
                 chunk_bytes = 0;
@@ -487,4 +496,45 @@ fn overlap_write_groups(opts: &Options) -> bool {
     }
     let _ = opts;
     super::cores_to_overlap_groups()
+}
+
+/// Says at open what the memory limit did to the write buffer: lowered it (the owner's
+/// write buffer would not fit), or could not lower it far enough (the block cache, or the
+/// owner's floor, takes the store's share already).
+fn warn_of_memory(opts: &Options, limit: Option<u64>, write_buffer: usize) {
+    let Some(limit) = limit else { return };
+    let (memtables, tail) = (
+        opts.max_write_buffer_number,
+        if matches!(opts.wal_tail, crate::options::WalTail::Off) {
+            ""
+        } else {
+            " and their WAL tail"
+        },
+    );
+    let cap = crate::memory_limit::batch_memory_cap(
+        limit,
+        opts.block_cache_bytes as u64,
+        memtables as u64,
+        !tail.is_empty(),
+    );
+    if (write_buffer as u64) > cap {
+        log::warn!(
+            "the block cache ({} MiB) and {memtables} memtables of {} MiB{tail} take more than \
+             half the memory limit of {} MiB (Options::memory_limit): a smaller block cache \
+             keeps the store within it",
+            opts.block_cache_bytes >> 20,
+            write_buffer >> 20,
+            limit >> 20
+        );
+    } else if write_buffer < opts.write_buffer_bytes {
+        log::info!(
+            "write buffer {} MiB, lowered from {} MiB: the block cache ({} MiB) and \
+             {memtables} memtables{tail} within half the memory limit of {} MiB \
+             (Options::memory_limit)",
+            write_buffer >> 20,
+            opts.write_buffer_bytes >> 20,
+            opts.block_cache_bytes >> 20,
+            limit >> 20
+        );
+    }
 }

@@ -28,9 +28,6 @@ pub(super) struct TunerState {
     /// The last window's cap on the batch (the bounds' cap within `tuner::batch_room_cap`
     /// and `memory_limit::batch_memory_cap`).
     batch_max: AtomicU64,
-    /// The memory limit the bounds were taken within (`Options::memory_limit`, resolved when
-    /// the tuner starts; 0 for none).
-    memory_limit: AtomicU64,
     /// Whether the tuner thread runs: set before it starts, cleared when it ends, however
     /// it ends (shutdown, a stopped store, a knob that could not be turned, a panic).
     running: AtomicBool,
@@ -51,11 +48,6 @@ impl TunerState {
     /// The last window's cap on the batch (0 before the first window, or without a tuner).
     pub(super) fn batch_max(&self) -> u64 {
         self.batch_max.load(Ordering::Relaxed)
-    }
-
-    /// The memory limit the tuner's batch is bounded by (0: none, or no tuner).
-    pub(super) fn memory_limit(&self) -> u64 {
-        self.memory_limit.load(Ordering::Relaxed)
     }
 
     /// Whether the tuner thread runs. Once it reads false the window counts change no more
@@ -90,28 +82,14 @@ impl Inner {
         let t = &self.opts.tuner;
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let threads_max = if t.threads_max > 0 { t.threads_max } else { (2 * cores).max(4) };
-        let base = self.opts.write_buffer_bytes as u64;
+        // The write buffer within the memory limit (`Options::write_buffer_within`); a store
+        // whose cache leaves no room for it was warned of at open.
+        let base = self.opened_write_buffer_bytes;
         // No larger than a WAL group holds: a full group seals its memtable whatever the
         // batch says (a volume made without the tuner, or on a small block device).
         let l = self.volume.layout();
         let held = crate::wal::WalLayout::new(l.wal_offset, l.wal_bytes, self.opts.wal_groups())
             .map_or(base, |w| crate::options::Options::batch_held_by_wal_group(w.group_bytes()));
-        // The memory limit the batch stays within each window (`bounds_within_memory`),
-        // read once: a cgroup's limit is set before its processes start.
-        let limit = self.opts.memory_limit.resolve();
-        self.tuner.memory_limit.store(limit.unwrap_or(0), Ordering::Relaxed);
-        if let Some(l) = limit.filter(|&l| self.memory_cap(l, 0) < base) {
-            log::warn!(
-                "the block cache ({} MiB) and {} memtables of {} MiB{} take more than half the \
-                 memory limit of {} MiB (Options::memory_limit): the tuner keeps the batch at \
-                 the write buffer; a smaller block cache or write buffer keeps the store within it",
-                self.opts.block_cache_bytes >> 20,
-                self.opts.max_write_buffer_number,
-                base >> 20,
-                if self.has_wal_tail() { " with their WAL tail" } else { "" },
-                l >> 20
-            );
-        }
         let batch_max = t.batch_max_for(base).min(held).max(base);
         Bounds {
             threads_min: 2,
@@ -148,7 +126,7 @@ impl Inner {
     /// bytes, which grow with the data) come first, the memtables and their WAL tail get what
     /// is left of the store's share.
     fn bounds_within_memory(&self, bounds: &Bounds, held_meta: u64) -> Bounds {
-        let limit = self.tuner.memory_limit();
+        let limit = self.memory_limit;
         if limit == 0 {
             return *bounds;
         }

@@ -75,8 +75,8 @@ pub fn batch_memory_cap(limit: u64, cache_bytes: u64, memtables: u64, tail: bool
 }
 
 /// The smallest write buffer the memory limit lowers a store's to (an owner's smaller one is
-/// kept): 4 MiB, RocksDB's smallest common setting in small containers. Below it flushes and
-/// L0 SSTs multiply for little memory; a limit that leaves less than this gets a warning.
+/// kept): 4 MiB. Below it flushes and L0 SSTs multiply for little memory saved; a limit that
+/// leaves less than this gets a warning at open.
 pub const WRITE_BUFFER_FLOOR: u64 = 4 << 20;
 
 /// The write buffer a store opens with under `limit`: the owner's `write_buffer`, lowered

@@ -132,8 +132,9 @@ pub struct Args {
     #[arg(long = "tuner_window_ms")]
     pub tuner_window_ms: Option<u64>,
     /// The memory the process may use, within half of which the store keeps the block cache,
-    /// the memtables (their size lowered at open where need be) and the WAL tail: host (the process's memory cgroup limit within the
-    /// machine's RAM, the default), none, or bytes (shale's own flag: `Options::memory_limit`).
+    /// the memtables (their size lowered at open where need be) and the WAL tail: host (the
+    /// process's memory cgroup limit within the machine's RAM, the default), none, or bytes
+    /// (shale's own flag: `Options::memory_limit`).
     #[arg(long = "memory_limit", value_parser = parse_memory_limit)]
     pub memory_limit: Option<shale_lsm::MemoryLimit>,
     /// Write a row per second to this CSV file: operations, p99 write latency, threads,

@@ -185,8 +185,8 @@ pub struct Args {
     #[arg(long = "tuner_window_ms")]
     pub tuner_window_ms: Option<u64>,
     /// The memory the process may use, within half of which the store keeps the block cache,
-    /// the memtables (their size lowered at open where need be) and the WAL tail: host (the default), none, or bytes (`shale bench
-    /// --memory_limit`).
+    /// the memtables (their size lowered at open where need be) and the WAL tail: host (the
+    /// default), none, or bytes (`shale bench --memory_limit`).
     #[arg(long = "memory_limit", value_parser = crate::bench::parse_memory_limit)]
     pub memory_limit: Option<shale_lsm::MemoryLimit>,
     /// After the reports, print the store's statistics as `shale bench --statistics` does

@@ -66,8 +66,8 @@ pub const STORE_SHARE: (u64, u64) = (1, 2);
 /// The largest memtable (the tuner's batch) for which `cache_bytes` (the block cache, and the
 /// index and filter blocks held beside it), `memtables` memtables of it, and, with a WAL tail
 /// in memory, their records in the tail (about a memtable's bytes each) fit in
-/// [`STORE_SHARE`] of `limit`. 0 where the cache alone takes the share; the caller keeps the
-/// write buffer its owner chose as the floor.
+/// [`STORE_SHARE`] of `limit`. 0 where the cache alone takes the share; the tuner keeps the
+/// write buffer the store opened with ([`write_buffer_within`]) as the floor.
 pub fn batch_memory_cap(limit: u64, cache_bytes: u64, memtables: u64, tail: bool) -> u64 {
     let share = limit / STORE_SHARE.1 * STORE_SHARE.0;
     let per_batch = memtables.max(1) * if tail { 2 } else { 1 };

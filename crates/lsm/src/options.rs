@@ -507,8 +507,25 @@ impl Options {
             self.write_buffer_bytes as u64,
             self.block_cache_bytes as u64,
             self.max_write_buffer_number as u64,
-            !matches!(self.wal_tail, WalTail::Off),
+            self.keeps_wal_tail(),
         ) as usize
+    }
+
+    /// The largest memtable within `limit` beside the block cache and `held_meta` bytes of
+    /// index and filter blocks held by SST readers (`memory_limit::batch_memory_cap`).
+    pub(crate) fn memory_cap(&self, limit: u64, held_meta: u64) -> u64 {
+        crate::memory_limit::batch_memory_cap(
+            limit,
+            (self.block_cache_bytes as u64).saturating_add(held_meta),
+            self.max_write_buffer_number as u64,
+            self.keeps_wal_tail(),
+        )
+    }
+
+    /// Whether unsynced writes keep their records in a WAL tail in memory beside the
+    /// memtables (any tail the options ask for: one in a directory may be on tmpfs too).
+    pub(crate) fn keeps_wal_tail(&self) -> bool {
+        !matches!(self.wal_tail, WalTail::Off)
     }
 
     /// The largest memtable the store may fill: the write buffer, or the tuner's largest

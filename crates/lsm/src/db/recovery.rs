@@ -503,20 +503,9 @@ fn overlap_write_groups(opts: &Options) -> bool {
 /// owner's floor, takes the store's share already).
 fn warn_of_memory(opts: &Options, limit: Option<u64>, write_buffer: usize) {
     let Some(limit) = limit else { return };
-    let (memtables, tail) = (
-        opts.max_write_buffer_number,
-        if matches!(opts.wal_tail, crate::options::WalTail::Off) {
-            ""
-        } else {
-            " and their WAL tail"
-        },
-    );
-    let cap = crate::memory_limit::batch_memory_cap(
-        limit,
-        opts.block_cache_bytes as u64,
-        memtables as u64,
-        !tail.is_empty(),
-    );
+    let memtables = opts.max_write_buffer_number;
+    let tail = if opts.keeps_wal_tail() { " and their WAL tail" } else { "" };
+    let cap = opts.memory_cap(limit, 0);
     if (write_buffer as u64) > cap {
         log::warn!(
             "the block cache ({} MiB) and {memtables} memtables of {} MiB{tail} take more than \

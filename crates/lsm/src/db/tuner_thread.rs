@@ -130,22 +130,8 @@ impl Inner {
         if limit == 0 {
             return *bounds;
         }
-        let cap = self.memory_cap(limit, held_meta);
+        let cap = self.opts.memory_cap(limit, held_meta);
         Bounds { batch_max: bounds.batch_max.min(cap).max(bounds.batch_min), ..*bounds }
-    }
-
-    /// The largest batch within `limit` beside the block cache and `held_meta` bytes of index
-    /// and filter blocks (`memory_limit::batch_memory_cap`).
-    fn memory_cap(&self, limit: u64, held_meta: u64) -> u64 {
-        let fixed = (self.opts.block_cache_bytes as u64).saturating_add(held_meta);
-        let memtables = self.opts.max_write_buffer_number as u64;
-        crate::memory_limit::batch_memory_cap(limit, fixed, memtables, self.has_wal_tail())
-    }
-
-    /// Whether unsynced writes keep their records in a WAL tail in memory beside the
-    /// memtables (any tail the options ask for: one in a directory may be on tmpfs too).
-    fn has_wal_tail(&self) -> bool {
-        !matches!(self.opts.wal_tail, crate::options::WalTail::Off)
     }
 
     /// The store as the tuner sees it now, with the window's differences from `prev`, and

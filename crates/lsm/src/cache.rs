@@ -34,7 +34,7 @@
 //! 387 MiB with `MALLOC_ARENA_MAX=1`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 use shale_space::clock_cache::{Admit, Clock, DirtyPolicy, shard_of};
@@ -169,7 +169,12 @@ impl Shard {
 /// A sharded CLOCK cache of decoded blocks with a byte budget.
 pub struct BlockCache {
     shards: Vec<Mutex<Shard>>,
-    shard_capacity_bytes: usize,
+    /// Each shard's budget: fixed by the capacity the cache was made with, lowered and raised
+    /// again by [`BlockCache::set_capacity_bytes`] (the number of shards stays).
+    shard_capacity_bytes: AtomicUsize,
+    /// False for a cache made with a capacity of 0, which caches nothing whatever its budget
+    /// is set to later.
+    enabled: bool,
     /// Lookups that found their block, and that did not, by the kind looked for.
     hits: [AtomicU64; KINDS],
     misses: [AtomicU64; KINDS],
@@ -204,7 +209,8 @@ impl BlockCache {
                     })
                 })
                 .collect(),
-            shard_capacity_bytes,
+            shard_capacity_bytes: AtomicUsize::new(shard_capacity_bytes),
+            enabled: capacity_bytes > 0,
             hits: Default::default(),
             misses: Default::default(),
             adds: AtomicU64::new(0),
@@ -238,7 +244,7 @@ impl BlockCache {
     /// than a shard's budget is returned without being cached.
     pub fn insert(&self, cache_id: u64, offset: u64, value: Cached) -> Cached {
         let charge = value.charge_bytes();
-        if charge > self.shard_capacity_bytes {
+        if charge > self.shard_capacity_bytes.load(Ordering::Relaxed) {
             return value;
         }
         let key = (cache_id, offset);
@@ -332,7 +338,37 @@ impl BlockCache {
 
     /// The budget: the sum of the shards' budgets.
     pub fn capacity_bytes(&self) -> usize {
-        self.shard_capacity_bytes * self.shards.len()
+        self.shard_capacity_bytes.load(Ordering::Relaxed) * self.shards.len()
+    }
+
+    /// Sets the budget to about `capacity_bytes` (split evenly over the shards the cache was
+    /// made with), evicting blocks in CLOCK order where a shard holds more; the buffers it
+    /// evicts go back to the allocator, and the spare buffers shrink with the budget. A cache
+    /// made with a capacity of 0 stays disabled. For the memory limit, which lowers the
+    /// budget as the index and filter blocks held beside the cache grow
+    /// (`memory_limit::block_cache_within`).
+    pub fn set_capacity_bytes(&self, capacity_bytes: usize) {
+        if !self.enabled {
+            return;
+        }
+        let per_shard = capacity_bytes / self.shards.len();
+        if self.shard_capacity_bytes.swap(per_shard, Ordering::Relaxed) == per_shard {
+            return;
+        }
+        let spare_limit = (per_shard / SPARE_FRACTION).min(SPARE_BYTES_MAX);
+        for shard in &self.shards {
+            let evicted = {
+                let mut shard = shard.lock();
+                shard.spare_limit = spare_limit;
+                while shard.spare_bytes > spare_limit {
+                    let buf = shard.spare.pop().expect("spare bytes count spare buffers");
+                    shard.spare_bytes -= buf.capacity();
+                }
+                shard.clock.set_capacity(per_shard)
+            };
+            // Freed outside the shard's lock: readers of other blocks need not wait for it.
+            drop(evicted);
+        }
     }
 }
 
@@ -394,6 +430,35 @@ mod tests {
         assert!(cache.usage_bytes() <= cache.capacity_bytes());
         cache.forget(7);
         assert_eq!(cache.usage_bytes(), 0);
+    }
+
+    #[test]
+    fn a_lowered_budget_evicts_down_to_it_and_a_raised_one_fills_again() {
+        let cache = BlockCache::new(32 << 20);
+        let mut i = 0;
+        while cache.usage_bytes() + 4096 <= cache.capacity_bytes() {
+            cache.insert(1, i * 4096, block(4096));
+            i += 1;
+        }
+        assert!(cache.usage_bytes() > 31 << 20);
+        cache.set_capacity_bytes(4 << 20);
+        assert_eq!(cache.capacity_bytes(), 4 << 20);
+        assert!(cache.usage_bytes() <= 4 << 20 && cache.usage_bytes() > 3 << 20);
+        assert!(cache.spare_bytes() <= (4 << 20) / SPARE_FRACTION);
+        for j in i..i + 10_000 {
+            cache.insert(1, j * 4096, block(4096));
+            assert!(cache.usage_bytes() <= 4 << 20);
+        }
+        cache.set_capacity_bytes(32 << 20);
+        for j in i + 10_000..i + 20_000 {
+            cache.insert(1, j * 4096, block(4096));
+        }
+        assert!(cache.usage_bytes() > 31 << 20, "raised again, it fills again");
+        // A cache made disabled stays so.
+        let off = BlockCache::new(0);
+        off.set_capacity_bytes(8 << 20);
+        off.insert(1, 0, block(4096));
+        assert!(off.get(1, 0, BlockKind::Data).is_none());
     }
 
     #[test]

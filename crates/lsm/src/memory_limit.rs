@@ -103,6 +103,57 @@ pub fn write_buffer_within(
     write_buffer.min(cap.max(WRITE_BUFFER_FLOOR))
 }
 
+/// The smallest budget the memory limit lowers the block cache to (an owner's smaller cache
+/// is kept): 4 MiB, what a few hundred recently read blocks take. Below it the hot blocks of
+/// a point read (the data block a key lands in twice) fall out between two reads.
+pub const BLOCK_CACHE_FLOOR: u64 = 4 << 20;
+
+/// The block cache's budget under `limit`: the owner's `cache_bytes`, lowered where it would
+/// not fit in [`STORE_SHARE`] of the limit beside `memtables` memtables of the opened
+/// `write_buffer` (and, with `tail`, their records in the WAL tail) and the `held_meta` bytes
+/// of index and filter blocks the SST readers hold, never below [`BLOCK_CACHE_FLOOR`]. With
+/// no limit, the owner's.
+///
+/// Why: the write buffer is fitted to the limit at open ([`write_buffer_within`]), but the
+/// index and filter blocks held beside the cache grow with the data, about 12 bytes a key
+/// (one index entry a data block, ten filter bits a key): 25 MB for 2M records of YCSB's
+/// 1 KB, a fifth of a 128 MiB container. The memtables cannot give that room back (they are
+/// at the floor there already); the cache can, block by block, costing hits rather than the
+/// process. The tuner's batch ([`batch_memory_cap`]) counts the owner's whole cache, so it
+/// never grows into room taken from the cache here.
+pub fn block_cache_within(
+    limit: Option<u64>,
+    cache_bytes: u64,
+    write_buffer: u64,
+    memtables: u64,
+    tail: bool,
+    held_meta: u64,
+) -> u64 {
+    let Some(limit) = limit else { return cache_bytes };
+    let share = limit / STORE_SHARE.1 * STORE_SHARE.0;
+    let buffers = write_buffer * memtables.max(1) * if tail { 2 } else { 1 };
+    let room = share.saturating_sub(buffers).saturating_sub(held_meta);
+    cache_bytes.min(room.max(BLOCK_CACHE_FLOOR))
+}
+
+/// The index and filter blocks SST readers may hold outside the block cache under `limit`:
+/// half of what [`STORE_SHARE`] of the limit leaves beside `memtables` memtables of the opened
+/// `write_buffer` (and their records in the WAL tail with `tail`); the cache keeps the other
+/// half at least ([`block_cache_within`]). An SST opened while the readers hold this much
+/// keeps its blocks in the cache instead (RocksDB's `cache_index_and_filter_blocks`, for that
+/// SST), where they are charged and evicted like data blocks. With no limit, no bound.
+///
+/// Why: held blocks grow with the data and nothing evicts them; past the share, the cache's
+/// floor and the held blocks together passed the limit: `shale ycsb` of 2M records (40 MB
+/// held) in a 128 MiB memory cgroup (BENCHMARKS-history.md, "freed memory given back near the
+/// limit").
+pub fn held_meta_room(limit: Option<u64>, write_buffer: u64, memtables: u64, tail: bool) -> u64 {
+    let Some(limit) = limit else { return u64::MAX };
+    let share = limit / STORE_SHARE.1 * STORE_SHARE.0;
+    let buffers = write_buffer * memtables.max(1) * if tail { 2 } else { 1 };
+    share.saturating_sub(buffers) / 2
+}
+
 /// The host's limit: the process's memory cgroup limit, within the machine's RAM.
 pub fn host_memory_limit() -> Option<u64> {
     let read = |p: &Path| std::fs::read_to_string(p).ok();
@@ -339,6 +390,33 @@ mod tests {
         // An owner's write buffer below the floor is kept, never raised.
         assert_eq!(write_buffer_within(Some(64 * MIB), MIB, 32 * MIB, 2, true), MIB);
         assert_eq!(write_buffer_within(None, 256 << 10, 0, 2, true), 256 << 10);
+    }
+
+    #[test]
+    fn the_cache_gives_the_held_index_and_filter_blocks_room_down_to_its_floor() {
+        const MIB: u64 = 1 << 20;
+        // 128 MiB at the defaults: an 8 MiB write buffer, two memtables and their tail take
+        // 32 of the 64 MiB share, the 32 MiB cache the rest; nothing held yet: the owner's.
+        let within = |held| block_cache_within(Some(128 * MIB), 32 * MIB, 8 * MIB, 2, true, held);
+        assert_eq!(within(0), 32 * MIB);
+        // 25 MiB of index and filter blocks (2M YCSB records): the cache keeps what is left.
+        assert_eq!(within(25 * MIB), 7 * MIB);
+        // Past the share: the floor.
+        assert_eq!(within(40 * MIB), BLOCK_CACHE_FLOOR);
+        // Without a tail the memtables count once; with no limit, or room, the owner's.
+        let no_tail = block_cache_within(Some(128 * MIB), 32 * MIB, 8 * MIB, 2, false, 25 * MIB);
+        assert_eq!(no_tail, 23 * MIB);
+        assert_eq!(block_cache_within(None, 32 * MIB, 64 * MIB, 2, true, 1 << 30), 32 * MIB);
+        assert_eq!(block_cache_within(Some(4 << 30), 32 * MIB, 64 * MIB, 2, true, MIB), 32 * MIB);
+        // An owner's cache below the floor is kept, never raised.
+        assert_eq!(block_cache_within(Some(64 * MIB), MIB, 8 * MIB, 2, true, 60 * MIB), MIB);
+        // The held blocks' room: half of what the memtables leave, so the cache keeps the
+        // other half (128 MiB at the defaults: 16 MiB each).
+        assert_eq!(held_meta_room(Some(128 * MIB), 8 * MIB, 2, true), 16 * MIB);
+        assert_eq!(within(held_meta_room(Some(128 * MIB), 8 * MIB, 2, true)), 16 * MIB);
+        assert_eq!(held_meta_room(Some(128 * MIB), 8 * MIB, 2, false), 24 * MIB);
+        assert_eq!(held_meta_room(Some(16 * MIB), 8 * MIB, 2, true), 0);
+        assert_eq!(held_meta_room(None, 8 * MIB, 2, true), u64::MAX);
     }
 
     #[test]

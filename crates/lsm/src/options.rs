@@ -522,6 +522,39 @@ impl Options {
         )
     }
 
+    /// The block cache's budget under a memory limit of `limit` bytes beside memtables of the
+    /// opened `write_buffer` and `held_meta` bytes of index and filter blocks held by SST
+    /// readers (`memory_limit::block_cache_within`).
+    pub(crate) fn block_cache_within(&self, limit: u64, write_buffer: u64, held_meta: u64) -> u64 {
+        crate::memory_limit::block_cache_within(
+            Some(limit),
+            self.block_cache_bytes as u64,
+            write_buffer,
+            self.max_write_buffer_number as u64,
+            self.keeps_wal_tail(),
+            held_meta,
+        )
+    }
+
+    /// The index and filter bytes SST readers may hold outside the cache under a memory limit
+    /// of `limit` (`None`: none) beside memtables of the opened `write_buffer`
+    /// (`memory_limit::held_meta_room`).
+    pub(crate) fn held_meta_room(&self, limit: Option<u64>, write_buffer: u64) -> u64 {
+        crate::memory_limit::held_meta_room(
+            limit,
+            write_buffer,
+            self.max_write_buffer_number as u64,
+            self.keeps_wal_tail(),
+        )
+    }
+
+    /// Where a new SST reader keeps its index and filter blocks, the readers holding `held`
+    /// bytes of them already and `room` bytes allowed ([`Options::held_meta_room`]): in the
+    /// cache with `cache_index_and_filter_blocks`, and where the room is taken.
+    pub(crate) fn index_and_filter_within(&self, held: u64, room: u64) -> IndexAndFilter {
+        if held >= room { IndexAndFilter::Cached } else { self.index_and_filter() }
+    }
+
     /// Whether unsynced writes keep their records in a WAL tail in memory beside the
     /// memtables (any tail the options ask for: one in a directory may be on tmpfs too).
     pub(crate) fn keeps_wal_tail(&self) -> bool {

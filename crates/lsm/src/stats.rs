@@ -252,6 +252,10 @@ pub struct Stats {
     pub block_cache_adds: u64,
     /// Bytes held by the block cache.
     pub block_cache_bytes: usize,
+    /// The block cache's budget now: `Options::block_cache_bytes`, or less where the memory
+    /// limit lowered it beside the index and filter blocks held by SST readers (docs/lsm.md,
+    /// "Memory").
+    pub block_cache_capacity_bytes: usize,
     /// Of `block_cache_bytes`, those of index and filter blocks: 0 unless
     /// `Options::cache_index_and_filter_blocks`.
     pub block_cache_index_and_filter_bytes: usize,

@@ -314,6 +314,118 @@ fn the_batch_stays_within_the_memory_limit() {
 /// options keep no WAL tail, which would count each memtable twice), its memtables flush at
 /// that size, and every write reads back after a reopen. Without a limit the owner's write
 /// buffer stays.
+/// The block cache's budget under a memory limit gives way to the index and filter blocks the
+/// SST readers hold as the data grows (`memory_limit::block_cache_within`), down to its floor,
+/// and the cache holds no more than it; reopened, the store starts at the lowered budget.
+#[test]
+fn the_block_cache_gives_room_to_the_held_index_and_filter_blocks() {
+    const MIB: u64 = 1 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let mut opts = Options {
+        write_buffer_bytes: 4 << 20,
+        block_cache_bytes: 24 << 20,
+        memory_limit: MemoryLimit::Bytes(64 << 20),
+        ..tuned(TunerMode::Off)
+    };
+    // Blocks of two entries of long keys: the index holds about half a key per key, so a
+    // few MiB of it come from a few tens of MiB of data.
+    opts.sst.block_bytes = 256;
+    // Half the limit, 32 MiB, less two 4 MiB memtables (no WAL tail in these options): 24 MiB
+    // for the cache and the held blocks.
+    let expected = |held: u64| (24 * MIB).saturating_sub(held).clamp(4 * MIB, 24 * MIB);
+    let db = Db::open(&path, opts.clone()).unwrap();
+    let s = db.stats();
+    assert_eq!((s.write_buffer_bytes, s.block_cache_capacity_bytes as u64), (4 * MIB, 24 * MIB));
+    let key = |i: u32| format!("{i:08}{}", "k".repeat(120));
+    let value = [0x33u8; 16];
+    let mut lowered = false;
+    for i in 0..200_000u32 {
+        db.put(key(i).as_bytes(), &value).unwrap();
+        if i % 20_000 == 19_999 {
+            // Reads fill the cache to whatever its budget is now.
+            for j in (0..i).step_by(7) {
+                assert!(db.get(key(j).as_bytes()).unwrap().is_some(), "key {j}");
+            }
+            let s = db.stats();
+            let held = s.sst_index_and_filter_held_bytes;
+            let budget = s.block_cache_capacity_bytes as u64;
+            // Read apart from the held bytes, a commit may come between: within its SSTs.
+            let want = expected(held);
+            assert!(budget.abs_diff(want) <= 2 * MIB, "budget {budget} for {held} held: {s:?}");
+            assert!(s.block_cache_bytes as u64 <= budget, "{s:?}");
+            lowered |= budget < 24 * MIB;
+        }
+    }
+    db.flush().unwrap();
+    let held = db.stats().sst_index_and_filter_held_bytes;
+    assert!(lowered && held > 4 * MIB, "the data grew its held blocks to {held}");
+    db.close().unwrap();
+    // Reopened: the budget fits the held blocks before a read fills the cache.
+    let db = Db::open(&path, opts.clone()).unwrap();
+    let s = db.stats();
+    let within =
+        (s.block_cache_capacity_bytes as u64).abs_diff(expected(s.sst_index_and_filter_held_bytes));
+    assert!(within < 64 << 10, "{s:?}");
+    assert!((s.block_cache_capacity_bytes as u64) < 20 * MIB, "{s:?}");
+    db.close().unwrap();
+    // No limit: the owner's budget whatever is held.
+    let unlimited = Options { memory_limit: MemoryLimit::Unlimited, ..opts };
+    let db = Db::open(&path, unlimited).unwrap();
+    assert_eq!(db.stats().block_cache_capacity_bytes as u64, 24 * MIB);
+    db.close().unwrap();
+}
+
+/// Under a memory limit the SST readers hold index and filter blocks up to their room
+/// (`memory_limit::held_meta_room`); readers opened past it keep theirs in the block cache,
+/// where they are charged and evicted, and every key still reads back, before and after a
+/// reopen (whose readers are placed the same way).
+#[test]
+fn index_and_filter_blocks_past_their_room_go_to_the_cache() {
+    const MIB: u64 = 1 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let mut opts = Options {
+        write_buffer_bytes: 4 << 20,
+        block_cache_bytes: 8 << 20,
+        memory_limit: MemoryLimit::Bytes(40 << 20),
+        ..tuned(TunerMode::Off)
+    };
+    opts.sst.block_bytes = 256;
+    // Half the limit, 20 MiB, less two 4 MiB memtables (no WAL tail here): 12 MiB, half of
+    // it for held blocks.
+    let room = 6 * MIB;
+    // A reader opened just below the room holds its blocks, and a compaction's outputs are
+    // placed before it commits (and its inputs leave): the held bytes may pass the room by
+    // what a compaction writes.
+    let slack = 2 * MIB;
+    let key = |i: u32| format!("{i:08}{}", "k".repeat(120));
+    let value = [0x44u8; 16];
+    let db = Db::open(&path, opts.clone()).unwrap();
+    for i in 0..300_000u32 {
+        db.put(key(i).as_bytes(), &value).unwrap();
+    }
+    db.flush().unwrap();
+    for i in (0..300_000u32).step_by(11) {
+        assert_eq!(db.get(key(i).as_bytes()).unwrap().as_deref(), Some(&value[..]), "key {i}");
+    }
+    let s = db.stats();
+    let held = s.sst_index_and_filter_held_bytes;
+    assert!(held <= room + slack, "{held} held past the room of {room}: {s:?}");
+    assert!(s.block_cache_index_and_filter_bytes > 0, "none went to the cache: {s:?}");
+    assert!(s.block_cache_bytes <= s.block_cache_capacity_bytes, "{s:?}");
+    db.close().unwrap();
+    let db = Db::open(&path, opts).unwrap();
+    let s = db.stats();
+    // Each reader is placed by what those before it hold: the last held one may pass the
+    // room by its own blocks.
+    assert!(s.sst_index_and_filter_held_bytes <= room + slack, "reopened: {s:?}");
+    for i in (0..300_000u32).step_by(13) {
+        assert_eq!(db.get(key(i).as_bytes()).unwrap().as_deref(), Some(&value[..]), "key {i}");
+    }
+    db.close().unwrap();
+}
+
 #[test]
 fn the_write_buffer_opens_within_the_memory_limit() {
     const MIB: usize = 1 << 20;

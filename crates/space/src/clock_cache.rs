@@ -206,6 +206,21 @@ impl<K: Copy + Eq + Hash, V> Clock<K, V> {
         out
     }
 
+    /// Sets the budget to `capacity` charge units and evicts entries, in CLOCK order, until
+    /// the usage fits it or only pinned and kept dirty entries are left; returns what it
+    /// evicted. A larger budget evicts nothing and takes effect at the next inserts.
+    pub fn set_capacity(&mut self, capacity: usize) -> Vec<Evicted<K, V>> {
+        self.capacity = capacity;
+        let mut out = Vec::new();
+        while self.usage > self.capacity {
+            match self.evict_one() {
+                Some(e) => out.push(e),
+                None => break,
+            }
+        }
+        out
+    }
+
     /// Whether an entry charged `charge` fits without evicting anything.
     pub fn has_room(&self, charge: usize) -> bool {
         self.usage + charge <= self.capacity
@@ -428,6 +443,32 @@ mod tests {
             c.insert(k, (), 1, 0, Admit::Used);
         }
         assert!(!c.contains(&0) && c.usage() <= 3, "unpinned, it goes");
+    }
+
+    #[test]
+    fn a_smaller_budget_evicts_down_to_it_in_clock_order_and_a_larger_one_lets_inserts_fill() {
+        let mut c: Clock<u32, u32> = Clock::new(8, DirtyPolicy::Keep);
+        for k in 0..8 {
+            c.insert(k, k, 1, 0, Admit::Cold);
+        }
+        c.get(&3);
+        assert!(c.pin(&5));
+        let gone: Vec<u32> = c.set_capacity(3).into_iter().map(|e| e.key).collect();
+        // The cold, unpinned entries go from the hand on; 3 (used) and 5 (pinned) stay.
+        assert_eq!(gone, vec![0, 1, 2, 4, 6]);
+        assert_eq!((c.usage(), c.capacity()), (3, 3));
+        assert!(c.contains(&3) && c.contains(&5) && c.contains(&7));
+        // Below what pins hold, the budget bends: nothing but the unpinned goes.
+        let gone = c.set_capacity(0);
+        assert_eq!(gone.len(), 2);
+        assert!(c.contains(&5) && c.usage() == 1);
+        // A larger budget evicts nothing and inserts fill it.
+        assert!(c.set_capacity(6).is_empty());
+        for k in 10..15 {
+            assert!(c.insert(k, k, 1, 0, Admit::Used).is_empty());
+        }
+        assert_eq!(c.usage(), 6);
+        assert_eq!(c.insert(20, 20, 1, 0, Admit::Used).len(), 1);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::key::{self, Kind, SEQ_MAX};
 use crate::level_targets::LevelTargets;
 use crate::merge::MergingIterator;
 use crate::range_del::{self, Fragments, RangeTombstone};
-use crate::version::{HandleIter, SstHandle};
+use crate::version::{HandleIter, LevelIterator, SstHandle};
 use crate::version_edit::{SstMeta, VersionEdit};
 
 use super::output::MadeBy;
@@ -410,17 +410,22 @@ impl Inner {
             let st = self.state.lock();
             (st.snapshots.keys().next().copied().unwrap_or(st.last_seq), st.version.clone())
         };
-        let children: Vec<Box<dyn InternalIterator>> = c
-            .inputs
-            .iter()
-            .chain(&c.next)
-            .map(|f| {
-                // An idle compaction's reads lock no page a reader may want (they would wait
-                // behind every client read) and fill none.
-                let around = io.idle.is_some();
-                Box::new(HandleIter::for_compaction(f.clone(), around)) as Box<dyn InternalIterator>
-            })
-            .collect();
+        // An idle compaction's reads lock no page a reader may want (they would wait behind
+        // every client read) and fill none.
+        let around = io.idle.is_some();
+        // L0's SSTs overlap: one iterator each. A deeper level's are disjoint and in key
+        // order (the picker takes them by position): one iterator reads them one after the
+        // other, so only the SST being read holds readahead runs.
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for (level, files) in [(c.level, &c.inputs), (out_level, &c.next)] {
+            if level == 0 {
+                for f in files {
+                    children.push(Box::new(HandleIter::for_compaction(f.clone(), around)));
+                }
+            } else if !files.is_empty() {
+                children.push(Box::new(LevelIterator::for_compaction(files.clone(), around)));
+            }
+        }
         let mut merged = MergingIterator::new(children);
         merged.seek_to_first();
         let tombstones = range_del::normalize(

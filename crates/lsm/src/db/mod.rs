@@ -54,7 +54,9 @@ use crate::memtable::Memtable;
 use crate::memtable_pace::{self, FlushProgress, FlushPublisher};
 use crate::merge::MergingIterator;
 use crate::options::{KEY_BYTES_MAX, Options, ReadOptions, WriteOptions};
-use crate::sst::{PageCacheFiles, Probe, QueuePool, SstReader, VolumeSource, bloom_hash};
+use crate::sst::{
+    IndexAndFilter, PageCacheFiles, Probe, QueuePool, SstReader, VolumeSource, bloom_hash,
+};
 use crate::stats::{Stall, StallCounters, Stats};
 use crate::version::{LEVELS, SstHandle, Version};
 use crate::version_edit::{SstMeta, VersionEdit};
@@ -202,6 +204,12 @@ struct Inner {
     opened_write_buffer_bytes: u64,
     /// `Options::memory_limit` as read at open, in bytes (0: none).
     memory_limit: u64,
+    /// The index and filter bytes SST readers may hold outside the block cache
+    /// (`Options::held_meta_room`; `u64::MAX` without a limit), and those the committed
+    /// version's readers hold (set at every commit by [`Inner::fit_block_cache`]). A reader
+    /// opened while they pass the room keeps its blocks in the cache.
+    held_meta_room: u64,
+    held_meta_bytes: AtomicU64,
     /// The WAL, owned by the write-group leader (and by whoever switches memtables). Lock
     /// order: `wal` before `state`.
     wal: Mutex<WalWriter>,
@@ -935,11 +943,11 @@ fn page_cache_files(path: &Path, opts: &Options, access: Access) -> Result<PageC
 fn open_sst(
     pool: &Arc<QueuePool>,
     cache: &Arc<BlockCache>,
-    opts: &Options,
+    place: IndexAndFilter,
     m: &SstMeta,
 ) -> Result<Arc<SstHandle>> {
     let source = Arc::new(VolumeSource::new(pool.clone(), m.extent));
-    let reader = SstReader::open(source, cache.clone(), m.id, opts.index_and_filter())?;
+    let reader = SstReader::open(source, cache.clone(), m.id, place)?;
     Ok(Arc::new(SstHandle::new(m.clone(), reader, pool.clone(), cache.clone())))
 }
 
@@ -1902,7 +1910,7 @@ impl Inner {
                     self.cache.clone(),
                 )))
             }
-            None => open_sst(&self.pool, &self.cache, &self.opts, m),
+            None => open_sst(&self.pool, &self.cache, self.index_and_filter_place(), m),
         };
         let (version, dropped) = match st.version.apply(&edit, &mut open) {
             Ok(v) => v,
@@ -1926,9 +1934,33 @@ impl Inner {
         }
         st.pending_compaction_bytes = self.pending_compaction_bytes(&version);
         st.version = Arc::new(version);
+        self.fit_block_cache(&st.version);
         self.observe_shape(st);
         self.publish_view(st);
         Ok(())
+    }
+
+    /// Fits the block cache's budget to the memory limit beside `version`'s held index and
+    /// filter blocks (`memory_limit::block_cache_within`): called at open and at every
+    /// commit of a version, so the cache gives up room as the data grows and takes it back
+    /// as compactions drop SSTs. Without a limit the cache keeps the owner's budget.
+    fn fit_block_cache(&self, version: &Version) {
+        if self.memory_limit == 0 {
+            return;
+        }
+        let held = version.held_index_and_filter_bytes();
+        self.held_meta_bytes.store(held, Ordering::Relaxed);
+        let budget =
+            self.opts.block_cache_within(self.memory_limit, self.opened_write_buffer_bytes, held);
+        self.cache.set_capacity_bytes(budget as usize);
+    }
+
+    /// Where a reader opened now keeps its index and filter blocks: held, or in the block
+    /// cache with `cache_index_and_filter_blocks` and while the held ones fill their room
+    /// under the memory limit (`memory_limit::held_meta_room`).
+    fn index_and_filter_place(&self) -> IndexAndFilter {
+        let held = self.held_meta_bytes.load(Ordering::Relaxed);
+        self.opts.index_and_filter_within(held, self.held_meta_room)
     }
 
     /// Publishes the state's memtables and version to point reads (`published.rs`); called
@@ -2224,18 +2256,14 @@ impl Inner {
             block_cache_misses: self.cache.misses(),
             block_cache_adds: self.cache.adds(),
             block_cache_bytes: self.cache.usage_bytes(),
+            block_cache_capacity_bytes: self.cache.capacity_bytes(),
             block_cache_index_and_filter_bytes: self.cache.usage_bytes_of(BlockKind::Index)
                 + self.cache.usage_bytes_of(BlockKind::Filter),
             block_cache_index_hits: self.cache.hits_of(BlockKind::Index),
             block_cache_index_misses: self.cache.misses_of(BlockKind::Index),
             block_cache_filter_hits: self.cache.hits_of(BlockKind::Filter),
             block_cache_filter_misses: self.cache.misses_of(BlockKind::Filter),
-            sst_index_and_filter_held_bytes: v
-                .levels
-                .iter()
-                .flatten()
-                .map(|h| h.reader.held_bytes() as u64)
-                .sum(),
+            sst_index_and_filter_held_bytes: v.held_index_and_filter_bytes(),
             sst_bytes_read_direct: self.pool.bytes_read().direct,
             sst_bytes_read_buffered: self.pool.bytes_read().buffered,
             sst_bytes_read_around_page_cache: self.pool.bytes_read().around_page_cache,

@@ -217,7 +217,7 @@ impl Inner {
         }
         let OutputSst { builder, smallest_seq, largest_seq, id, writer, tier, .. } = out;
         let image = builder.finish(self.volume.layout().slot_bytes);
-        let place = self.opts.index_and_filter();
+        let place = self.index_and_filter_place();
         let extent = if self.opts.prepopulate_block_cache {
             prepopulate_meta_blocks(&self.cache, id, &image, place)
         } else {

@@ -135,7 +135,18 @@ impl Db {
         let max_id = folded.max_sst_id;
         let live = folded.live;
         let all_live = VersionEdit { added: live.into_values().collect(), ..Default::default() };
-        let mut open = |m: &SstMeta| open_sst(&pool, &cache, &opts, m);
+        // The memory limit, read once (a cgroup's limit is set before its processes start),
+        // and the write buffer within it (`memory_limit::write_buffer_within`); the readers
+        // hold index and filter blocks up to their room, the rest go to the cache.
+        let memory_limit = opts.memory_limit.resolve();
+        let write_buffer = opts.write_buffer_within(memory_limit);
+        let held_meta_room = opts.held_meta_room(memory_limit, write_buffer as u64);
+        let mut held = 0;
+        let mut open = |m: &SstMeta| {
+            let h = open_sst(&pool, &cache, opts.index_and_filter_within(held, held_meta_room), m)?;
+            held += h.reader.held_bytes() as u64;
+            Ok(h)
+        };
         let version = Version::empty().apply(&all_live, &mut open)?.0;
         // 2. The WAL: the groups of unflushed generations.
         let l = volume.layout();
@@ -196,10 +207,6 @@ impl Db {
         let queues = (0..loggers).map(|_| logger_queue()).collect::<Result<_>>()?;
         // Without loggers it still orders the publication of every write group.
         let pipeline = LogPipeline::new(queues, opts.adaptive_wal_loggers);
-        // The memory limit, read once (a cgroup's limit is set before its processes start),
-        // and the write buffer within it (`memory_limit::write_buffer_within`).
-        let memory_limit = opts.memory_limit.resolve();
-        let write_buffer = opts.write_buffer_within(memory_limit);
         if !read_only {
             warn_of_memory(&opts, memory_limit, write_buffer);
         }
@@ -269,6 +276,8 @@ impl Db {
             write_buffer_bytes: AtomicU64::new(write_buffer as u64),
             opened_write_buffer_bytes: write_buffer as u64,
             memory_limit: memory_limit.unwrap_or(0),
+            held_meta_room,
+            held_meta_bytes: AtomicU64::new(0),
             target_file_bytes: AtomicU64::new(opts.target_file_size_base),
             level_pointer: super::tier_head::LevelPointer::new(opts.tiers.fast_levels),
             workers: Default::default(),
@@ -277,6 +286,9 @@ impl Db {
             memtable_stops: AtomicU64::new(0),
             tuner: Default::default(),
         });
+        // A store reopened with its data in a small container: the held index and filter
+        // blocks may leave the cache less than the owner's budget from the start.
+        inner.fit_block_cache(&inner.state.lock().version.clone());
         Ok(Recovered { inner, groups, tail_records })
     }
 }

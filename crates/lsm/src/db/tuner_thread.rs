@@ -145,8 +145,7 @@ impl Inner {
         let pending_stalls = stalls.pending_slowdown.count + stalls.pending_stop.count;
         let st = self.state.lock();
         let sizes = level_sizes(&st.version);
-        let held_meta: u64 =
-            st.version.levels.iter().flatten().map(|h| h.reader.held_bytes() as u64).sum();
+        let held_meta = st.version.held_index_and_filter_bytes();
         let targets = LevelTargets::compute(&self.opts, &sizes);
         let s = Snapshot {
             l0_files: st.version.levels[0].len(),

@@ -44,6 +44,7 @@ macro_rules! errln {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod allocator;
 mod bench;
 mod check;
 mod checkpoint;
@@ -120,6 +121,18 @@ fn main() -> ExitCode {
         Command::Bench(_) | Command::Ycsb(_) | Command::Kvbench(_) | Command::Serve(_)
     ) {
         restore_sigpipe();
+    }
+    // The jobs that run a store for long give freed memory back near the memory limit.
+    let memory_limit = match &command {
+        Command::Bench(a) => a.memory_limit,
+        Command::Ycsb(a) => a.memory_limit,
+        _ => None,
+    };
+    if matches!(
+        command,
+        Command::Bench(_) | Command::Ycsb(_) | Command::Kvbench(_) | Command::Serve(_)
+    ) {
+        allocator::give_back_near(memory_limit.unwrap_or_default().resolve());
     }
     // The benchmarks stop cleanly on SIGINT and SIGTERM, removing their temporary stores.
     if matches!(command, Command::Bench(_) | Command::Ycsb(_) | Command::Kvbench(_)) {

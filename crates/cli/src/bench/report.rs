@@ -421,8 +421,9 @@ pub fn print_db_stats(s: &shale_lsm::Stats) {
     );
     print_level_io(s);
     outln!(
-        "Block cache: {:.1} MB held ({:.1} MB index and filter), {} hits, {} misses, {} adds, hit ratio {:.3}",
+        "Block cache: {:.1} MB held of {:.1} MB ({:.1} MB index and filter), {} hits, {} misses, {} adds, hit ratio {:.3}",
         s.block_cache_bytes as f64 / MB,
+        s.block_cache_capacity_bytes as f64 / MB,
         s.block_cache_index_and_filter_bytes as f64 / MB,
         s.block_cache_hits,
         s.block_cache_misses,
@@ -574,6 +575,7 @@ pub fn print_statistics(s: &shale_lsm::Stats) {
         ("shale.tuner.memory.overflows", s.tuner_memory_overflows),
         ("shale.tuner.batch.max", s.tuner_batch_max),
         ("shale.memory.limit", s.memory_limit),
+        ("shale.block.cache.capacity.bytes", s.block_cache_capacity_bytes as u64),
         ("shale.compaction.deferred.for.room", s.compactions_deferred_for_room),
         ("shale.async.submitted", s.async_submitted),
         ("shale.async.completed", s.async_completed),

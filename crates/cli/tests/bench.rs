@@ -224,7 +224,14 @@ fn cache_index_and_filter_blocks_is_an_engine_knob_shown_in_the_report() {
         assert!(held.contains("Index and filter blocks: held by SST readers, outside the block cache (cache_index_and_filter_blocks=false)\n"), "{held}");
         assert_eq!(counter(&held, "shale.block.cache.index.hit"), 0, "{held}");
         assert_eq!(counter(&held, "shale.block.cache.filter.miss"), 0, "{held}");
-        assert!(held.contains(" MB held (0.0 MB index and filter), "), "{held}");
+        let line = held.lines().find(|l| l.starts_with("Block cache: ")).expect("cache line");
+        assert!(line.contains(" MB (0.0 MB index and filter), "), "{line}");
+        // The budget is named beside what the cache holds: the owner's, far within the host.
+        let budget = counter(&held, "shale.block.cache.capacity.bytes");
+        assert!(
+            line.contains(&format!(" MB held of {:.1} MB (", budget as f64 / 1_048_576.0)),
+            "{line}"
+        );
     }
 }
 

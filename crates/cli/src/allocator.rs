@@ -6,9 +6,11 @@
 //! buffers), so a writing store's resident memory runs well ahead of what it holds: `shale
 //! bench` of 3M keys with `--memory_limit` of 128 MiB (an 8 MiB write buffer) peaked at 178 MB
 //! of anonymous memory against a live heap of 67 MB (heaptrack), and the memory cgroup's
-//! OOM killer ended it where RocksDB's `db_bench` lived (BENCHMARKS-history.md, "freed memory
-//! given back near the limit"). With mimalloc purging at once (`MIMALLOC_PURGE_DELAY=0`) the
-//! same run peaked at 113 MB; doing that always cost YCSB's load 0.90x its throughput.
+//! OOM killer ended it where RocksDB's `db_bench` lived (BENCHMARKS-history.md, "the cache,
+//! the held blocks and freed memory within the memory limit"). With mimalloc purging at once
+//! (`MIMALLOC_PURGE_DELAY=0`) the same run peaked at 113 MB of anonymous memory; a purge delay
+//! of 10 ms for every limit below 1 GiB, tried before, cost YCSB's load 0.90x its throughput
+//! where nothing needed it.
 //!
 //! So a thread samples the process's anonymous and shared memory (what a cgroup cannot
 //! reclaim without swap) every [`SAMPLE_EVERY`], and while it is past [`PRESSURE_SHARE`] of

@@ -145,8 +145,8 @@ pub fn block_cache_within(
 ///
 /// Why: held blocks grow with the data and nothing evicts them; past the share, the cache's
 /// floor and the held blocks together passed the limit: `shale ycsb` of 2M records (40 MB
-/// held) in a 128 MiB memory cgroup (BENCHMARKS-history.md, "freed memory given back near the
-/// limit").
+/// held) in a 128 MiB memory cgroup (BENCHMARKS-history.md, "the cache, the held blocks and
+/// freed memory within the memory limit").
 pub fn held_meta_room(limit: Option<u64>, write_buffer: u64, memtables: u64, tail: bool) -> u64 {
     let Some(limit) = limit else { return u64::MAX };
     let share = limit / STORE_SHARE.1 * STORE_SHARE.0;
